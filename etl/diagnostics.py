@@ -1,0 +1,132 @@
+"""Diagnostics: one problem found in a pipeline, with its position and a hint.
+
+Every layer (load, spec, graph, optimize, compile) reports problems as
+`Diagnostic` values collected in a `Report`; nothing raises on user input.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Iterable
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A position in a source file; line and col are 1-based."""
+
+    file: str
+    line: int = 1
+    col: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span
+    severity: Severity = Severity.ERROR
+    hint: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def render(self) -> str:
+        sev = "" if self.is_error else "warning "
+        text = f"{self.span}: {self.code} {sev}{self.message}"
+        if self.hint:
+            text += f"\n    hint: {self.hint}"
+        return text
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.span.file,
+            "line": self.span.line,
+            "col": self.span.col,
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+@dataclass
+class Report:
+    """Collects diagnostics from every layer; sorted by position when read."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, d: Diagnostic) -> None:
+        if d not in self.diagnostics:
+            self.diagnostics.append(d)
+
+    def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.add(Diagnostic(code, message, span, Severity.ERROR, hint))
+
+    def warning(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
+        self.add(Diagnostic(code, message, span, Severity.WARNING, hint))
+
+    def extend(self, ds: Iterable[Diagnostic]) -> None:
+        for d in ds:
+            self.add(d)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.sorted() if d.is_error]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.sorted() if not d.is_error]
+
+    def has_errors(self, strict: bool = False) -> bool:
+        return bool(self.errors) or (strict and bool(self.warnings))
+
+    def sorted(self) -> list[Diagnostic]:
+        return sorted(self.diagnostics, key=lambda d: (d.span, d.code, d.message))
+
+
+class PipelineError(Exception):
+    """Raised by a front-end API when a pipeline cannot be used; carries the report."""
+
+    def __init__(self, report: Report):
+        self.report = report
+        super().__init__("\n".join(d.render() for d in report.errors) or "invalid pipeline")
+
+
+def did_you_mean(word: str, candidates: Iterable[str], n: int = 1) -> str | None:
+    """A 'did you mean ...?' hint for an unknown name, or None."""
+    cands = sorted(set(c for c in candidates if isinstance(c, str)))
+    close = difflib.get_close_matches(word, cands, n=n, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in cands}
+        if word.lower() in lowered:
+            close = [lowered[word.lower()]]
+    if close:
+        return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+    return None
+
+
+def choices_hint(word: str, candidates: Iterable[str]) -> str:
+    cands = sorted(set(candidates))
+    hint = did_you_mean(word, cands)
+    listing = ", ".join(cands[:12]) + (", ..." if len(cands) > 12 else "")
+    return f"{hint} expected one of: {listing}" if hint else f"expected one of: {listing}"
+
+
+def render_text(diags: Iterable[Diagnostic]) -> str:
+    return "\n".join(d.render() for d in diags)
+
+
+def render_json(diags: Iterable[Diagnostic]) -> str:
+    return json.dumps([d.to_json() for d in diags], indent=2)

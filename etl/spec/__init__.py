@@ -1,0 +1,9 @@
+"""User-facing pipeline spec: pydantic models, one module per component family.
+
+Importing this package registers the built-in components.
+"""
+
+from etl.spec import sinks, sources, transforms  # noqa: F401  (register built-ins)
+from etl.spec.pipeline import Pipeline, TestCase  # noqa: E402
+
+__all__ = ["Pipeline", "TestCase"]

@@ -1,0 +1,213 @@
+"""Shared pydantic base, typed durations and sizes, component bases."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, model_validator
+from pydantic_core import core_schema
+
+ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
+Identifier = Annotated[str, Field(pattern=ID_PATTERN, min_length=1, max_length=128)]
+
+
+class Model(BaseModel):
+    """Base of every spec model: frozen, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_DURATION_PART = r"(\d+(\.\d+)?)\s*(ms|s|m|h|d)"
+
+
+class Duration(float):
+    """A time span in seconds, written as "500ms", "10s", "5m", "1h", "1d" (or a number of seconds)."""
+
+    @classmethod
+    def parse(cls, value: Any) -> "Duration":
+        if isinstance(value, bool):
+            raise ValueError("expected a duration such as '10s' or '5m'")
+        if isinstance(value, (int, float)):
+            if value < 0:
+                raise ValueError("a duration cannot be negative")
+            return cls(float(value))
+        if isinstance(value, str):
+            m = _DURATION_RE.match(value)
+            if m:
+                return cls(float(m.group(1)) * _DURATION_UNITS[m.group(2)])
+        raise ValueError(f"invalid duration {value!r}: expected a number and a unit (ms, s, m, h, d), e.g. '10s'")
+
+    @property
+    def seconds(self) -> float:
+        return float(self)
+
+    @property
+    def millis(self) -> int:
+        return int(round(float(self) * 1000))
+
+    def spark(self) -> str:
+        """Spark interval text, e.g. '10 seconds'."""
+        ms = self.millis
+        if ms % 1000:
+            return f"{ms} milliseconds"
+        return f"{ms // 1000} seconds"
+
+    def __str__(self) -> str:
+        ms = self.millis
+        for unit, scale in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+            if ms and ms % scale == 0:
+                return f"{ms // scale}{unit}"
+        return f"{ms}ms"
+
+    __repr__ = __str__
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
+        return {
+            "anyOf": [
+                {"type": "string", "pattern": rf"^\s*{_DURATION_PART}\s*$"},
+                {"type": "number", "minimum": 0},
+            ],
+            "description": "duration: a number and a unit (ms, s, m, h, d), e.g. '10s'",
+        }
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*$", re.IGNORECASE)
+
+
+class Size(int):
+    """A byte count, written as "64MB", "512KiB", "1GB" (or a number of bytes)."""
+
+    @classmethod
+    def parse(cls, value: Any) -> "Size":
+        if isinstance(value, bool):
+            raise ValueError("expected a size such as '64MB'")
+        if isinstance(value, int):
+            if value < 0:
+                raise ValueError("a size cannot be negative")
+            return cls(value)
+        if isinstance(value, str):
+            m = _SIZE_RE.match(value)
+            if m:
+                return cls(int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()]))
+        raise ValueError(f"invalid size {value!r}: expected a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. '64MB'")
+
+    def __str__(self) -> str:
+        n = int(self)
+        for unit, scale in (("GB", 1000**3), ("MB", 1000**2), ("KB", 1000)):
+            if n and n % scale == 0:
+                return f"{n // scale}{unit}"
+        return f"{n}B"
+
+    __repr__ = __str__
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
+        return {
+            "anyOf": [
+                {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*([kKmMgG][iI]?[bB]|[bB])?\s*$"},
+                {"type": "integer", "minimum": 0},
+            ],
+            "description": "size in bytes: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. '64MB'",
+        }
+
+
+class EventTime(Model):
+    """Which column carries event time, and how late events may arrive."""
+
+    field: str = Field(description="timestamp column (or epoch milliseconds) holding event time")
+    watermark: Duration = Field(description="allowed lateness, e.g. '30s'")
+
+
+class Component(Model):
+    """Fields every source, transform and sink has."""
+
+    KIND: ClassVar[str] = ""
+    id: Identifier = Field(description="unique id, referenced by other components' inputs")
+    type: str
+    description: str | None = None
+
+    def input_ids(self) -> list[str]:
+        return []
+
+
+class SourceBase(Component):
+    KIND: ClassVar[str] = "source"
+    schema_: dict[str, str] | None = Field(
+        default=None,
+        alias="schema",
+        description="declared columns: name -> Spark SQL type (string, int, bigint, double, boolean, timestamp, ...)",
+    )
+    event_time: EventTime | None = None
+
+    def is_static(self) -> bool:
+        """A bounded table read for lookup joins, not a stream."""
+        return False
+
+    def is_replayable(self) -> bool:
+        """Spark can re-read the same data after a crash (offsets are checkpointed)."""
+        return True
+
+    def columns(self) -> dict[str, str] | None:
+        """Columns this source produces, when known without running it."""
+        return self.schema_
+
+
+class _WithInputs(Component):
+    inputs: list[str] = Field(default_factory=list, description="ids of upstream components (or 'route_id.label')")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _input_alias(cls, data: Any) -> Any:
+        # `input: x` is shorthand for `inputs: [x]`; with both given, `input` stays
+        # and is reported as an unknown key.
+        if isinstance(data, dict) and "input" in data and "inputs" not in data:
+            data = dict(data)
+            value = data.pop("input")
+            data["inputs"] = [value] if isinstance(value, str) else value
+        return data
+
+    def input_ids(self) -> list[str]:
+        return list(self.inputs)
+
+
+class TransformBase(_WithInputs):
+    KIND: ClassVar[str] = "transform"
+
+
+class Retry(Model):
+    max_attempts: int = Field(default=8, ge=1, description="attempts before the query fails")
+    initial_backoff: Duration = Field(default=Duration(0.2))
+    max_backoff: Duration = Field(default=Duration(10.0))
+
+
+class SinkBase(_WithInputs):
+    KIND: ClassVar[str] = "sink"
+    batch_size: int = Field(default=1000, ge=1, description="rows per write call")
+    flush_interval: Duration = Field(default=Duration(1.0), description="flush buffered rows at least this often")
+    max_buffer: Size = Field(default=Size(64 * 1000**2), description="flush when buffered rows exceed this size")
+    retry: Retry = Field(default_factory=Retry)
+
+    def is_idempotent(self) -> bool:
+        """A replayed micro-batch can be written again without duplicates."""
+        return False
+
+    def output_key(self) -> str | None:
+        """A resource this sink writes (path, table, topic); two sinks may not share one."""
+        return None

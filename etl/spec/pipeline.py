@@ -1,0 +1,71 @@
+"""The top-level pipeline model; component unions are built from the registry."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, model_validator
+
+from etl import registry
+from etl.spec.base import Duration, Identifier, Model
+
+
+def _union(kind: str) -> Any:
+    specs = tuple(e.spec for e in registry.entries(kind).values())
+    return Annotated[Union[specs], Field(discriminator="type")]  # type: ignore[valid-type]
+
+
+Source = _union("source")
+Transform = _union("transform")
+Sink = _union("sink")
+
+
+class Trigger(Model):
+    mode: Literal["interval", "available_now"] = Field(
+        default="interval", description="interval: run continuously; available_now: process what is there and stop")
+    interval: Duration = Field(default=Duration(1.0), description="time between micro-batches")
+
+
+class Checkpoint(Model):
+    path: str | None = Field(default=None, description="checkpoint folder (default .etl/<name>/checkpoint)")
+
+
+class TestCase(Model):
+    """A pipeline unit test: input events per source, exact expected rows per sink."""
+
+    name: str
+    inputs: dict[str, list[dict[str, Any]]] = Field(description="source id -> events")
+    expect: dict[str, list[dict[str, Any]]] = Field(default_factory=dict, description="sink id -> exact rows")
+    dead_letters: list[dict[str, Any]] | None = Field(
+        default=None, description="expected dead letters (each compared on the keys it gives)")
+    ordered: bool = Field(default=False, description="compare rows in order")
+
+
+class Pipeline(Model):
+    name: Identifier
+    description: str | None = None
+    vars: dict[str, Any] = Field(default_factory=dict, description="values for {{ vars.x }} templating")
+    sources: list[Source] = Field(min_length=1)  # type: ignore[valid-type]
+    transforms: list[Transform] = Field(default_factory=list)  # type: ignore[valid-type]
+    sinks: list[Sink] = Field(min_length=1)  # type: ignore[valid-type]
+    dead_letter: Sink | None = Field(  # type: ignore[valid-type]
+        default=None, description="where bad records go (default: jsonl files beside the checkpoint)")
+    checkpoint: Checkpoint = Field(default_factory=Checkpoint)
+    trigger: Trigger = Field(default_factory=Trigger)
+    tests: list[TestCase] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthands(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        dl = data.get("dead_letter")
+        if isinstance(dl, dict) and "id" not in dl:
+            data["dead_letter"] = {"id": "dead_letter", **dl}
+        if isinstance(data.get("checkpoint"), str):
+            data["checkpoint"] = {"path": data["checkpoint"]}
+        return data
+
+    def components(self) -> list[Any]:
+        return [*self.sources, *self.transforms, *self.sinks]

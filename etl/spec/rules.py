@@ -1,0 +1,127 @@
+"""The rule language: rules are boolean trees (all/any/not) of predicates over fields."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Discriminator, Field, Tag, model_validator
+
+from etl.spec.base import Identifier, Model
+
+Scalar = Union[str, int, float, bool]
+Derivation = Literal["lower", "upper", "trim", "collapse_ws"]
+
+PATTERN_OPS = ("regex", "like", "contains", "starts_with", "ends_with")
+NATIVE_OPS = ("eq", "ne", "in", "gt", "ge", "lt", "le", "is_null", "not_null")
+IP_OPS = ("cidr",)
+ALL_OPS = PATTERN_OPS + NATIVE_OPS + IP_OPS
+
+
+class Predicate(Model):
+    """One test on one field: exactly one operator key."""
+
+    field: str = Field(description="column the predicate reads (dots for nested fields)")
+    apply: list[Derivation] = Field(default_factory=list, description="derivations applied to the value first, in order")
+    caseless: bool = Field(default=False, description="case-insensitive pattern match")
+    regex: str | None = Field(default=None, description="regular expression searched anywhere in the value")
+    like: str | None = Field(default=None, description="SQL LIKE pattern (% and _), matched against the whole value")
+    contains: str | None = None
+    starts_with: str | None = None
+    ends_with: str | None = None
+    eq: Scalar | None = None
+    ne: Scalar | None = None
+    in_: list[Scalar] | None = Field(default=None, alias="in")
+    gt: float | str | None = None
+    ge: float | str | None = None
+    lt: float | str | None = None
+    le: float | str | None = None
+    is_null: Literal[True] | None = None
+    not_null: Literal[True] | None = None
+    cidr: str | list[str] | None = Field(default=None, description="IPv4/IPv6 network(s), e.g. 10.0.0.0/8")
+
+    @model_validator(mode="after")
+    def _exactly_one_op(self) -> "Predicate":
+        ops = self.ops()
+        if len(ops) != 1:
+            got = ", ".join(ops) if ops else "none"
+            raise ValueError(f"a predicate needs exactly one operator of {', '.join(ALL_OPS)} (got {got})")
+        return self
+
+    def ops(self) -> list[str]:
+        return [op for op in ALL_OPS if getattr(self, "in_" if op == "in" else op) is not None]
+
+    @property
+    def op(self) -> str:
+        return self.ops()[0]
+
+    @property
+    def value(self) -> Any:
+        return getattr(self, "in_" if self.op == "in" else self.op)
+
+
+class All(Model):
+    all: list["Node"] = Field(min_length=1)
+
+
+class AnyOf(Model):
+    any: list["Node"] = Field(min_length=1)
+
+
+class Not(Model):
+    not_: "Node" = Field(alias="not")
+
+
+def _node_tag(v: Any) -> str | None:
+    if isinstance(v, dict):
+        for key in ("all", "any", "not"):
+            if key in v:
+                return key
+        return "predicate"
+    for cls, tag in ((All, "all"), (AnyOf, "any"), (Not, "not"), (Predicate, "predicate")):
+        if isinstance(v, cls):
+            return tag
+    return None
+
+
+Node = Annotated[
+    Union[
+        Annotated[All, Tag("all")],
+        Annotated[AnyOf, Tag("any")],
+        Annotated[Not, Tag("not")],
+        Annotated[Predicate, Tag("predicate")],
+    ],
+    Discriminator(_node_tag, custom_error_type="invalid_rule_node",
+                  custom_error_message="expected a predicate or one of all/any/not"),
+]
+
+All.model_rebuild()
+AnyOf.model_rebuild()
+Not.model_rebuild()
+
+
+class Rule(Model):
+    id: Identifier
+    when: Node = Field(description="boolean tree of predicates: all / any / not / {field, <op>: value}")
+    severity: Literal["info", "low", "medium", "high", "critical"] | None = None
+    tags: list[str] = Field(default_factory=list)
+    description: str | None = None
+
+
+class RuleFile(Model):
+    """Top level of a separate rules file (a bare list of rules is accepted too)."""
+
+    rules: list[Rule]
+
+
+def predicates(node: Any):
+    """Every predicate in a rule tree, depth first."""
+    if isinstance(node, Predicate):
+        yield node
+    elif isinstance(node, All):
+        for c in node.all:
+            yield from predicates(c)
+    elif isinstance(node, AnyOf):
+        for c in node.any:
+            yield from predicates(c)
+    elif isinstance(node, Not):
+        yield from predicates(node.not_)

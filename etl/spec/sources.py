@@ -1,0 +1,157 @@
+"""Source specs: file, generator, kafka, rocketmq, mysql."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from etl.registry import component
+from etl.spec.base import Duration, Model, Size, SourceBase
+
+_SRC = "etl.connectors.sources"
+
+
+@component("source", "file", builder=f"{_SRC}.file:build")
+class FileSource(SourceBase):
+    """Files in a folder (or one file); new files are picked up as they appear."""
+
+    type: Literal["file"]
+    path: str = Field(description="file or folder; relative paths are resolved from the pipeline file")
+    format: Literal["jsonl", "csv", "text", "parquet"] = "jsonl"
+    header: bool = Field(default=True, description="csv: first line holds column names")
+    delimiter: str = Field(default=",", max_length=1)
+    max_files_per_trigger: int | None = Field(default=None, ge=1)
+    max_bytes_per_trigger: Size | None = None
+    text_column: str = Field(default="line", description="text: name of the column holding each line")
+    static: bool = Field(default=False, description="read once as a table (for lookup joins)")
+
+    def is_static(self) -> bool:
+        return self.static
+
+    @model_validator(mode="after")
+    def _parquet_needs_schema(self) -> "FileSource":
+        if self.format == "parquet" and self.schema_ is None and not self.static:
+            raise ValueError("a streaming parquet source needs a declared schema")
+        return self
+
+    def columns(self) -> dict[str, str] | None:
+        if self.format == "text":
+            return {self.text_column: "string"}
+        return self.schema_
+
+
+class FieldGen(Model):
+    """How the generator makes one field: exactly one of the keys."""
+
+    choice: list[Any] | None = Field(default=None, description="pick one value (weighted by `weights`)")
+    weights: list[float] | None = None
+    int_range: tuple[int, int] | None = Field(default=None, description="uniform integer in [lo, hi]")
+    float_range: tuple[float, float] | None = None
+    sequence: int | None = Field(default=None, description="counter starting at this value")
+    ipv4: bool | None = None
+    template: str | None = Field(default=None, description="text with {field} references to other fields")
+    timestamp: Literal["event"] | None = Field(default=None, description="the event time of the generated event")
+    const: Any = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "FieldGen":
+        keys = [k for k in ("choice", "int_range", "float_range", "sequence", "ipv4", "template", "timestamp", "const")
+                if getattr(self, k) is not None]
+        if len(keys) != 1:
+            raise ValueError("a generated field needs exactly one of choice, int_range, float_range, sequence, "
+                             f"ipv4, template, timestamp, const (got {', '.join(keys) or 'none'})")
+        if self.weights is not None and (self.choice is None or len(self.weights) != len(self.choice)):
+            raise ValueError("weights must have one number per choice")
+        return self
+
+
+@component("source", "generator", builder=f"{_SRC}.generator:build")
+class GeneratorSource(SourceBase):
+    """Synthetic, seeded, deterministic events for demos, tests and benchmarks."""
+
+    type: Literal["generator"]
+    fields: dict[str, FieldGen] = Field(min_length=1)
+    count: int | None = Field(default=None, ge=0, description="stop after this many events (unbounded if absent)")
+    rate: float | None = Field(default=None, gt=0, description="events per second of event time")
+    seed: int = 0
+    start_time: str = Field(default="2026-01-01T00:00:00Z", description="event time of the first event (ISO 8601)")
+    rows_per_batch: int = Field(default=100_000, ge=1, description="events per micro-batch at most")
+
+    def columns(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name, g in self.fields.items():
+            if g.int_range is not None or g.sequence is not None:
+                out[name] = "bigint"
+            elif g.float_range is not None:
+                out[name] = "double"
+            elif g.timestamp is not None:
+                out[name] = "timestamp"
+            elif g.choice is not None and g.choice and all(isinstance(c, int) and not isinstance(c, bool)
+                                                          for c in g.choice):
+                out[name] = "bigint"
+            else:
+                out[name] = "string"
+        return self.schema_ or out
+
+
+class _MessageSource(SourceBase):
+    format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
+    value_column: str = Field(default="value", description="text/raw: column holding the message body")
+
+    def columns(self) -> dict[str, str] | None:
+        if self.format != "json":
+            return {"key": "string", self.value_column: "string", "topic": "string", "timestamp": "timestamp"}
+        return self.schema_
+
+
+@component("source", "kafka", builder=f"{_SRC}.kafka:build")
+class KafkaSource(_MessageSource):
+    type: Literal["kafka"]
+    bootstrap_servers: str
+    topics: list[str] | None = None
+    pattern: str | None = Field(default=None, description="subscribe to topics matching this regex")
+    starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = "earliest"
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    options: dict[str, str] = Field(default_factory=dict, description="extra kafka.* consumer options")
+
+    @model_validator(mode="after")
+    def _topics_or_pattern(self) -> "KafkaSource":
+        if (self.topics is None) == (self.pattern is None):
+            raise ValueError("give exactly one of `topics` or `pattern`")
+        return self
+
+
+@component("source", "rocketmq", builder=f"{_SRC}.rocketmq:build")
+class RocketMQSource(_MessageSource):
+    type: Literal["rocketmq"]
+    namesrv: str = Field(description="name server address, host:port")
+    topic: str
+    group: str = "etl"
+    tags: str = Field(default="*", description="tag expression, e.g. 'TagA || TagB'")
+    starting: Literal["earliest", "latest"] = "earliest"
+    max_messages_per_trigger: int | None = Field(default=None, ge=1)
+
+
+@component("source", "mysql", builder=f"{_SRC}.mysql:build")
+class MySQLSource(SourceBase):
+    """A MySQL/MariaDB table, read as a dimension table for lookup joins."""
+
+    type: Literal["mysql"]
+    host: str = "127.0.0.1"
+    port: int = 3306
+    database: str
+    user: str
+    password: str = ""
+    table: str | None = None
+    query: str | None = None
+    refresh: Duration | None = Field(default=None, description="reload the table this often")
+
+    @model_validator(mode="after")
+    def _table_or_query(self) -> "MySQLSource":
+        if (self.table is None) == (self.query is None):
+            raise ValueError("give exactly one of `table` or `query`")
+        return self
+
+    def is_static(self) -> bool:
+        return True

@@ -1,0 +1,203 @@
+"""Transform specs: filter, derive, select, grok, parse, union, route, window, join, lookup, dedupe."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from etl.registry import component
+from etl.spec.base import Duration, EventTime, Identifier, Model, TransformBase
+from etl.spec.rules import Rule
+
+_TR = "etl.compile.transforms"
+
+
+@component("transform", "filter", builder=f"{_TR}.filter:build")
+class FilterTransform(TransformBase):
+    """Keep, drop or tag events by a Spark SQL condition and/or a rule set."""
+
+    type: Literal["filter"]
+    expr: str | None = Field(default=None, description="Spark SQL condition, e.g. \"status >= 500\"")
+    rules: list[Rule] | None = Field(default=None, description="inline rules")
+    rule_files: list[str] = Field(default_factory=list, description="YAML files holding more rules (paths or globs)")
+    mode: Literal["keep", "drop", "tag"] = Field(
+        default="keep", description="keep matching events, drop them, or keep all and tag each with the matched rule ids")
+    tag_field: str = Field(default="matched_rules", description="tag mode: array column of matched rule ids")
+    reload: bool = Field(default=True, description="re-read rule files between micro-batches when they change")
+
+    @model_validator(mode="after")
+    def _something_to_test(self) -> "FilterTransform":
+        if self.expr is None and not self.rules and not self.rule_files:
+            raise ValueError("a filter needs `expr`, `rules` or `rule_files`")
+        if self.mode == "tag" and self.expr is not None and not (self.rules or self.rule_files):
+            raise ValueError("tag mode needs rules to tag with")
+        return self
+
+
+@component("transform", "derive", builder=f"{_TR}.columns:build_derive")
+class DeriveTransform(TransformBase):
+    """Add or replace columns computed by Spark SQL expressions."""
+
+    type: Literal["derive"]
+    columns: dict[str, str] = Field(min_length=1, description="new column -> Spark SQL expression")
+
+
+@component("transform", "select", builder=f"{_TR}.columns:build_select")
+class SelectTransform(TransformBase):
+    """Keep, rename or drop columns; `fields` entries may be expressions ("upper(x) AS y")."""
+
+    type: Literal["select"]
+    fields: list[str] | None = None
+    rename: dict[str, str] = Field(default_factory=dict)
+    drop: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something(self) -> "SelectTransform":
+        if self.fields is None and not self.rename and not self.drop:
+            raise ValueError("a select needs `fields`, `rename` or `drop`")
+        return self
+
+
+@component("transform", "grok", builder=f"{_TR}.grok:build")
+class GrokTransform(TransformBase):
+    """Parse a text field with a grok pattern (%{NAME:field[:int|float]})."""
+
+    type: Literal["grok"]
+    field: str = Field(description="text column to parse")
+    pattern: str = Field(description="grok pattern, e.g. '%{COMBINEDAPACHELOG}'")
+    custom_patterns: dict[str, str] = Field(default_factory=dict, description="extra NAME -> regex definitions")
+    keep_original: bool = Field(default=True, description="keep the parsed text column")
+    on_error: Literal["dead_letter", "drop", "keep"] = Field(
+        default="dead_letter", description="what to do with a line that does not match")
+
+
+class KvOptions(Model):
+    pair_sep: str = Field(default=" ", min_length=1)
+    kv_sep: str = Field(default="=", min_length=1)
+
+
+@component("transform", "parse", builder=f"{_TR}.parse:build")
+class ParseTransform(TransformBase):
+    """Parse a text field as json, kv or csv into columns."""
+
+    type: Literal["parse"]
+    field: str
+    format: Literal["json", "kv", "csv"]
+    schema_: dict[str, str] = Field(alias="schema", min_length=1, description="columns to extract: name -> Spark SQL type")
+    kv: KvOptions = Field(default_factory=KvOptions)
+    delimiter: str = Field(default=",", max_length=1, description="csv delimiter")
+    keep_original: bool = True
+    on_error: Literal["dead_letter", "drop", "keep"] = "dead_letter"
+
+
+@component("transform", "union", builder=f"{_TR}.union:build")
+class UnionTransform(TransformBase):
+    """Merge several inputs with the same columns (by name)."""
+
+    type: Literal["union"]
+
+
+@component("transform", "route", builder=f"{_TR}.route:build")
+class RouteTransform(TransformBase):
+    """Send events to labelled outputs, referenced downstream as '<id>.<label>'."""
+
+    type: Literal["route"]
+    routes: dict[Identifier, str] = Field(min_length=1, description="label -> Spark SQL condition")
+    default: Identifier | None = Field(default=None, description="label for events no route matches")
+    exclusive: bool = Field(default=False, description="an event goes to the first matching route only")
+
+    def outputs(self) -> list[str]:
+        return list(self.routes) + ([self.default] if self.default else [])
+
+
+AggFn = Literal["count", "sum", "avg", "min", "max", "count_distinct", "approx_count_distinct",
+                "collect_list", "collect_set", "first", "last", "top_n"]
+
+
+class Aggregate(Model):
+    fn: AggFn
+    field: str | None = Field(default=None, description="input column (not needed for count)")
+    as_: Identifier = Field(alias="as", description="output column")
+    n: int | None = Field(default=None, ge=1, description="top_n: how many values")
+
+    @model_validator(mode="after")
+    def _field_needed(self) -> "Aggregate":
+        if self.fn != "count" and self.field is None:
+            raise ValueError(f"aggregate {self.fn} needs a `field`")
+        if self.fn == "top_n" and self.n is None:
+            raise ValueError("top_n needs `n`")
+        return self
+
+
+class Emit(Model):
+    early: Duration | None = Field(default=None, description="emit partial results this often before the window closes")
+    late: Literal["drop", "dead_letter"] = "drop"
+
+
+@component("transform", "window", builder=f"{_TR}.window:build")
+class WindowTransform(TransformBase):
+    type: Literal["window"]
+    kind: Literal["tumbling", "sliding", "session"]
+    size: Duration | None = Field(default=None, description="tumbling/sliding window length")
+    slide: Duration | None = Field(default=None, description="sliding: step between window starts")
+    gap: Duration | None = Field(default=None, description="session: inactivity gap that closes a session")
+    time: Literal["event", "processing"] = "event"
+    event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
+    group_by: list[str] = Field(default_factory=list)
+    aggregates: list[Aggregate] = Field(min_length=1)
+    having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
+    emit: Emit = Field(default_factory=Emit)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "WindowTransform":
+        if self.kind in ("tumbling", "sliding") and self.size is None:
+            raise ValueError(f"a {self.kind} window needs `size`")
+        if self.kind == "sliding" and self.slide is None:
+            raise ValueError("a sliding window needs `slide`")
+        if self.kind == "session" and self.gap is None:
+            raise ValueError("a session window needs `gap`")
+        return self
+
+
+@component("transform", "join", builder=f"{_TR}.join:build")
+class JoinTransform(TransformBase):
+    """Stream-stream join of two inputs (left, right) on keys within a time bound."""
+
+    type: Literal["join"]
+    on: list[str] = Field(min_length=1, description="key columns present on both sides")
+    how: Literal["inner", "left"] = "inner"
+    within: Duration = Field(description="right event time must be within this of the left's")
+    left_time: EventTime | None = None
+    right_time: EventTime | None = None
+
+    @model_validator(mode="after")
+    def _two_inputs(self) -> "JoinTransform":
+        if len(self.inputs) != 2:
+            raise ValueError("a join needs exactly two inputs: [left, right]")
+        return self
+
+
+@component("transform", "lookup", builder=f"{_TR}.lookup:build")
+class LookupTransform(TransformBase):
+    """Enrich events from a dimension table (a static file or mysql source)."""
+
+    type: Literal["lookup"]
+    table: Identifier = Field(description="id of a static source (file with static: true, or mysql)")
+    on: dict[str, str] = Field(min_length=1, description="event column -> table column")
+    fields: list[str] | None = Field(default=None, description="table columns to add (all if absent)")
+    how: Literal["inner", "left"] = "left"
+    store: Literal["auto", "broadcast", "rocksdb"] = "auto"
+    refresh: Duration | None = Field(default=None, description="reload the table this often")
+
+    def input_ids(self) -> list[str]:
+        return list(self.inputs) + [self.table]
+
+
+@component("transform", "dedupe", builder=f"{_TR}.dedupe:build")
+class DedupeTransform(TransformBase):
+    """Drop repeated events with the same keys within the watermark."""
+
+    type: Literal["dedupe"]
+    keys: list[str] = Field(min_length=1)
+    event_time: EventTime | None = None
