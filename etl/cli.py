@@ -1,0 +1,33 @@
+"""The `etl` command line: thin; parse arguments, call a layer, render the result.
+
+Each command lives in its own module under etl/commands/.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="etl",
+    help="Declarative streaming ETL on PySpark: validate, explain, run and test YAML pipelines.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    from etl.commands import explain, run, schema, test, validate  # noqa: F401
+
+
+def main() -> None:
+    _register()
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+_register()

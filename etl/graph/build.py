@@ -1,0 +1,143 @@
+"""Pipeline spec -> Graph: resolve input references, order nodes, find cycles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.diagnostics import Report, Span, did_you_mean
+from etl.graph.model import Edge, Graph, Node
+
+_LISTS = (("sources", "source"), ("transforms", "transform"), ("sinks", "sink"))
+
+
+def _input_key(smap: Any, path: tuple) -> str:
+    return "inputs" if smap is None or smap.has(path + ("inputs",)) or not smap.has(path + ("input",)) else "input"
+
+
+def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -> Graph:
+    """Resolve every component's inputs into edges; report unknown ids, wrong kinds and cycles."""
+    file = smap.file if smap is not None else "<pipeline>"
+    raw: dict[str, tuple[str, Any, tuple]] = {}
+    order: list[str] = []
+    for list_name, kind in _LISTS:
+        for i, spec in enumerate(getattr(pipeline, list_name)):
+            path = (list_name, i)
+            if spec.id in raw:
+                first = smap.value(raw[spec.id][2] + ("id",)) if smap else Span(file)
+                report.error("E200", f"duplicate id '{spec.id}' (first used at line {first.line})",
+                             smap.value(path + ("id",)) if smap else Span(file), "ids must be unique in a pipeline")
+                continue
+            raw[spec.id] = (kind, spec, path)
+            order.append(spec.id)
+
+    outputs = {nid: tuple(spec.outputs()) if hasattr(spec, "outputs") else () for nid, (_, spec, _) in raw.items()}
+    nodes: dict[str, Node] = {}
+    for nid in order:
+        kind, spec, path = raw[nid]
+        span = smap.value(path) if smap else Span(file)
+        edges = []
+        key = _input_key(smap, path)
+        refs = list(spec.inputs) if hasattr(spec, "inputs") else []
+        for j, ref in enumerate(refs):
+            ref_span = (smap.value(path + (key, j)) if key == "inputs" else smap.value(path + (key,))) if smap else span
+            edge = _resolve(ref, nid, raw, outputs, ref_span, report)
+            if edge is not None:
+                edges.append(edge)
+        table = getattr(spec, "table", None) if spec.type == "lookup" else None
+        if table is not None:
+            t_span = smap.value(path + ("table",)) if smap else span
+            edge = _resolve(table, nid, raw, outputs, t_span, report, role="table")
+            if edge is not None:
+                edges.append(edge)
+        if kind != "source" and not refs:
+            report.error("E201", f"{kind} '{nid}' has no inputs", span, "add `inputs: [<upstream id>]`")
+        nodes[nid] = Node(nid, kind, spec.type, spec, span, path, tuple(edges), outputs[nid])
+
+    ordered = _toposort(nodes, report)
+    return Graph(pipeline.name, pipeline, ordered, {}, smap, base_dir)
+
+
+def _resolve(ref: str, dst: str, raw: dict, outputs: dict, span: Span, report: Report,
+             role: str = "input") -> Edge | None:
+    src, _, label = ref.partition(".")
+    if src not in raw:
+        candidates = [i for i, (k, _, _) in raw.items() if k != "sink" and i != dst]
+        candidates += [f"{i}.{lab}" for i, labs in outputs.items() for lab in labs]
+        report.error("E201", f"unknown input '{ref}' of '{dst}'", span,
+                     did_you_mean(ref, candidates) or (f"known ids: {', '.join(sorted(candidates))}"
+                                                       if candidates else None))
+        return None
+    kind, spec, _ = raw[src]
+    if kind == "sink":
+        report.error("E203", f"'{dst}' reads from sink '{src}'; sinks have no output", span,
+                     "read from the sink's input instead")
+        return None
+    if src == dst:
+        report.error("E202", f"'{dst}' reads its own output", span, "remove the self-reference")
+        return None
+    if label:
+        if not outputs.get(src):
+            report.error("E205", f"'{src}' has no labelled outputs, so '{ref}' is not valid", span,
+                         f"write '{src}'")
+            return None
+        if label not in outputs[src]:
+            report.error("E205", f"route '{src}' has no output '{label}'", span,
+                         did_you_mean(label, outputs[src]) or f"outputs: {', '.join(outputs[src])}")
+            return None
+    elif outputs.get(src):
+        report.error("E205", f"route '{src}' has labelled outputs; say which one", span,
+                     "write one of " + ", ".join(f"'{src}.{lab}'" for lab in outputs[src]))
+        return None
+    is_static = kind == "source" and spec.is_static()
+    if role == "table" and not is_static:
+        report.error("E203", f"lookup table '{src}' must be a static source (file with `static: true`, or mysql)",
+                     span, "set `static: true` on the file source")
+        return None
+    if role == "input" and is_static:
+        report.error("E203", f"'{src}' is a static table; use it as a lookup `table`, not as an input", span)
+        return None
+    return Edge(src, dst, label or None, role, span)
+
+
+def _toposort(nodes: dict[str, Node], report: Report) -> dict[str, Node]:
+    """Kahn's algorithm, stable in declaration order; nodes on a cycle are reported once."""
+    indeg = {nid: 0 for nid in nodes}
+    for n in nodes.values():
+        for e in n.inputs:
+            if e.src in nodes:
+                indeg[n.id] += 1
+    ready = [nid for nid in nodes if indeg[nid] == 0]
+    out: dict[str, Node] = {}
+    while ready:
+        nid = ready.pop(0)
+        out[nid] = nodes[nid]
+        for n in nodes.values():
+            for e in n.inputs:
+                if e.src == nid:
+                    indeg[n.id] -= 1
+                    if indeg[n.id] == 0:
+                        ready.append(n.id)
+    stuck = [nid for nid in nodes if nid not in out]
+    if stuck:
+        cycle = _find_cycle(nodes, set(stuck))
+        first = nodes[cycle[0]]
+        report.error("E202", "cycle in the pipeline: " + " -> ".join(cycle + [cycle[0]]), first.span,
+                     "a pipeline is a DAG: break the loop")
+        for nid in stuck:
+            out[nid] = nodes[nid]
+    return out
+
+
+def _find_cycle(nodes: dict[str, Node], stuck: set[str]) -> list[str]:
+    start = sorted(stuck, key=list(nodes).index)[0]
+    path = [start]
+    seen = {start}
+    while True:
+        nxt = next((e.src for e in nodes[path[-1]].inputs if e.src in stuck), None)
+        if nxt is None:
+            return path
+        if nxt in seen:
+            cyc = path[path.index(nxt):]
+            return list(reversed(cyc))
+        path.append(nxt)
+        seen.add(nxt)

@@ -1,0 +1,97 @@
+"""Load a pipeline file: template rendering, YAML parsing, source map.
+
+`load_file` returns a `Document` (plain data plus positions) or None with
+diagnostics in the report. It never raises on user input.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from etl.diagnostics import Report, Span
+from etl.load.template import has_template, render
+from etl.load.yamlmap import SourceMap, parse_yaml
+
+__all__ = ["Document", "SourceMap", "load_file", "load_text"]
+
+MAX_FILE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class Document:
+    file: str
+    data: Any
+    smap: SourceMap
+    vars: dict[str, Any] = field(default_factory=dict)
+    secrets: set[str] = field(default_factory=set)
+
+    @property
+    def base_dir(self) -> Path:
+        return Path(self.file).resolve().parent
+
+    def redact(self, text: str) -> str:
+        """Hide every value that came from the environment."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            if len(secret) >= 1:
+                text = text.replace(secret, "***")
+        return text
+
+
+def _first_pass_vars(text: str, file: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    """Render leniently and read `vars:` so the strict pass can use them."""
+    scratch = Report()
+    rendered = render(text, file, {}, scratch, strict=False, environ=environ)
+    if rendered is None:
+        return {}
+    parsed = parse_yaml(rendered.text, file, scratch)
+    if parsed is None or not isinstance(parsed[0], dict):
+        return {}
+    found = parsed[0].get("vars")
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def load_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str, Any] | None = None,
+              environ: Mapping[str, str] | None = None, inherit_vars: Mapping[str, Any] | None = None
+              ) -> Document | None:
+    environ = os.environ if environ is None else environ
+    vars_: dict[str, Any] = dict(inherit_vars or {})
+    secrets: set[str] = set()
+    if has_template(text):
+        if inherit_vars is None:
+            vars_.update(_first_pass_vars(text, file, environ))
+        vars_.update(cli_vars or {})
+        rendered = render(text, file, vars_, report, strict=True, environ=environ)
+        if rendered is None:
+            return None
+        text, secrets = rendered.text, rendered.secrets
+    parsed = parse_yaml(text, file, report)
+    if parsed is None:
+        return None
+    data, smap = parsed
+    if isinstance(data, dict) and isinstance(data.get("vars"), dict) and inherit_vars is None:
+        vars_ = {**data["vars"], **vars_}
+        vars_.update(cli_vars or {})
+    return Document(file, data, smap, vars_, secrets)
+
+
+def load_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str, Any] | None = None,
+              environ: Mapping[str, str] | None = None, inherit_vars: Mapping[str, Any] | None = None
+              ) -> Document | None:
+    file = str(path)
+    try:
+        size = os.path.getsize(file)
+        if size > MAX_FILE_BYTES:
+            report.error("E005", f"file is too large ({size} bytes)", Span(file, 1, 1))
+            return None
+        with open(file, encoding="utf-8") as fh:
+            text = fh.read()
+    except UnicodeDecodeError as e:
+        report.error("E005", f"file is not UTF-8 text: {e.reason}", Span(file, 1, 1))
+        return None
+    except OSError as e:
+        report.error("E005", f"cannot read file: {e.strerror or e}", Span(file, 1, 1))
+        return None
+    return load_text(text, file, report, cli_vars=cli_vars, environ=environ, inherit_vars=inherit_vars)

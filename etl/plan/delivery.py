@@ -1,0 +1,18 @@
+"""Effective delivery guarantee of each sink, from source replayability and sink idempotency."""
+
+from __future__ import annotations
+
+from etl.graph.model import Graph, Node
+from etl.plan.ir import Delivery
+
+
+def delivery_for(graph: Graph, sink: Node) -> Delivery:
+    sources = graph.upstream_sources(sink.id)
+    not_replayable = [s.id for s in sources if not s.spec.is_replayable()]
+    if not_replayable:
+        return Delivery(sink.id, "at-least-once", f"source {', '.join(not_replayable)} cannot replay")
+    if not sink.spec.is_idempotent():
+        return Delivery(sink.id, "at-least-once", f"{sink.type} sink is not idempotent: a replayed batch is written again")
+    return Delivery(sink.id, "exactly-once",
+                    f"replayable sources ({', '.join(s.id for s in sources)}) + idempotent {sink.type} sink "
+                    "keyed by (pipeline, sink, batch id)")

@@ -1,0 +1,213 @@
+"""Validate plain data against a spec model; map pydantic errors to positioned diagnostics."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Iterable, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from etl.diagnostics import Report, choices_hint, did_you_mean
+from etl.load.yamlmap import SourceMap
+
+M = TypeVar("M", bound=BaseModel)
+
+_KIND_OF_LIST = {"sources": "source", "transforms": "transform", "sinks": "sink", "dead_letter": "sink"}
+
+
+def _strip(tp: Any) -> Any:
+    """Unwrap Annotated and Optional."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) == 1:
+                tp = args[0]
+                continue
+        return tp
+
+
+def _members(tp: Any) -> list[Any]:
+    tp = _strip(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        out = []
+        for a in typing.get_args(tp):
+            out.extend(_members(a))
+        return out
+    return [tp]
+
+
+def _field_for(model: type[BaseModel], key: str) -> Any:
+    for name, f in model.model_fields.items():
+        if key in (name, f.alias):
+            return f.annotation
+    return None
+
+
+def _tag_match(model: Any, tag: str) -> bool:
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return False
+    t = model.model_fields.get("type")
+    if t is not None and typing.get_args(t.annotation) == (tag,):
+        return True
+    lowered = {"all": "all", "any": "any", "not": "not_"}
+    return (tag in lowered and lowered[tag] in model.model_fields) or (tag == "predicate" and "field" in model.model_fields)
+
+
+def model_at(root: type[BaseModel], loc: Iterable[Any]) -> type[BaseModel] | None:
+    """The model class whose instance sits at `loc` (pydantic loc, tags included)."""
+    current: Any = root
+    for part in loc:
+        members = _members(current)
+        nxt = None
+        if len(members) > 1 and isinstance(part, str):
+            tagged = [m for m in members if _tag_match(m, part)]
+            if len(tagged) == 1:
+                current = tagged[0]
+                continue
+        for m in members:
+            origin = typing.get_origin(m)
+            if isinstance(m, type) and issubclass(m, BaseModel) and isinstance(part, str):
+                nxt = _field_for(m, part)
+                if nxt is not None:
+                    break
+            elif origin in (list, tuple) and isinstance(part, int):
+                nxt = typing.get_args(m)[0]
+                break
+            elif origin is dict and isinstance(part, str):
+                nxt = typing.get_args(m)[1]
+                break
+        if nxt is None and isinstance(part, str):
+            tagged = [m for m in members if _tag_match(m, part)]
+            if tagged:
+                nxt = tagged[0]
+        if nxt is None:
+            return None
+        current = nxt
+    members = [m for m in _members(current) if isinstance(m, type) and issubclass(m, BaseModel)]
+    return members[0] if len(members) == 1 else None
+
+
+def _yaml_path(loc: tuple, data: Any) -> tuple:
+    """Drop loc parts that are discriminator tags (not present in the data)."""
+    path: list[Any] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and part == "inputs" and "input" in node:
+            path.append("input")
+            node = node["input"]
+            if not isinstance(node, list):
+                break
+        elif isinstance(node, dict) and isinstance(part, str) and part.endswith("_") and part[:-1] in node:
+            path.append(part[:-1])
+            node = node[part[:-1]]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, (dict, list)):
+            continue  # a union tag such as 'file' or 'predicate'
+        else:
+            break
+    return tuple(path)
+
+
+def _where(path: tuple, data: Any = None) -> str:
+    """Human name of a location: "source 'a'", "transform 'f' (rules.0.when)"."""
+    if len(path) >= 2 and path[0] in _KIND_OF_LIST and isinstance(data, dict):
+        items = data.get(path[0])
+        item = items[path[1]] if isinstance(items, list) and isinstance(path[1], int) and path[1] < len(items) \
+            else items if isinstance(items, dict) else None
+        rest = path[2:] if isinstance(path[1], int) else path[1:]
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            name = f"{_KIND_OF_LIST[path[0]]} '{item['id']}'"
+            return name + (f" ({'.'.join(str(p) for p in rest)})" if rest else "")
+    return ".".join(str(p) for p in path) or "pipeline"
+
+
+def _component_kind(path: tuple) -> str | None:
+    return _KIND_OF_LIST.get(path[0]) if path else None
+
+
+def validate_model(model: type[M], data: Any, smap: SourceMap, report: Report, *, prefix: tuple = (),
+                   registry_kind: str | None = None) -> M | None:
+    """Validate `data` against `model`; every error becomes a diagnostic at its YAML position."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            _report_error(model, err, data, smap, report, prefix, registry_kind)
+        return None
+
+
+def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap, report: Report,
+                  prefix: tuple, registry_kind: str | None) -> None:
+    from etl import registry
+
+    loc = tuple(err["loc"])
+    etype = err["type"]
+    root = data if not prefix else None
+    path = _yaml_path(loc, data)
+    full = prefix + path
+    if etype == "extra_forbidden":
+        key = path[-1] if path else loc[-1]
+        parent = model_at(model, loc[:-1])
+        allowed = sorted(f.alias or n for n, f in parent.model_fields.items()) if parent else []
+        hint = did_you_mean(str(key), allowed)
+        if key == "input" and "inputs" in allowed:
+            hint = "give either `input` or `inputs`, not both"
+        elif not hint and allowed:
+            hint = "allowed keys: " + ", ".join(allowed)
+        report.error("E100", f"unknown key '{key}' in {_where(full[:-1], root)}", smap.key(full), hint)
+    elif etype == "missing":
+        key = loc[-1]
+        report.error("E101", f"missing required key '{key}' in {_where(full, root)}", smap.value(full),
+                     f"add `{key}: ...`")
+    elif etype in ("union_tag_invalid", "union_tag_not_found"):
+        kind = registry_kind or _component_kind(full) or "component"
+        tag = err.get("ctx", {}).get("tag")
+        if etype == "union_tag_not_found" or tag is None:
+            report.error("E101", f"missing required key 'type' in {_where(full, root)}", smap.value(full),
+                         f"one of: {', '.join(registry.types(kind))}" if kind in registry.KINDS else None)
+        else:
+            cands = registry.types(kind) if kind in registry.KINDS else []
+            report.error("E103", f"unknown {kind} type '{tag}'", smap.value(full + ("type",)),
+                         choices_hint(str(tag), cands))
+    elif etype == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        options = [o.strip().strip("'") for o in expected.replace(" or ", ",").split(",") if o.strip()]
+        hint = did_you_mean(str(err.get("input")), options)
+        hint = f"{hint} expected {expected}" if hint else f"expected {expected}"
+        report.error("E102", f"invalid value {_short(err.get('input'))} for '{loc[-1]}'", smap.value(full), hint)
+    elif etype == "value_error" or etype == "assertion_error":
+        msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        report.error("E104", f"{msg} (in {_where(full, root)})", smap.value(full), _hint_for(loc))
+    elif etype == "invalid_rule_node":
+        report.error("E104", f"{err['msg']} (in {_where(full, root)})", smap.value(full),
+                     "write {field: name, regex: '...'} or all: [...], any: [...], not: {...}")
+    elif etype == "string_pattern_mismatch":
+        report.error("E102", f"invalid {loc[-1]} {_short(err.get('input'))}: use letters, digits, '_' and '-', "
+                     "starting with a letter or '_'", smap.value(full))
+    else:
+        report.error("E102", f"{err['msg']} for '{_where(full, root)}' (got {_short(err.get('input'))})",
+                     smap.value(full), _hint_for(loc))
+
+
+def _hint_for(loc: tuple) -> str | None:
+    last = loc[-1] if loc else None
+    if last in ("size", "slide", "gap", "within", "watermark", "interval", "flush_interval", "refresh", "early"):
+        return "durations are written like '500ms', '10s', '5m', '1h'"
+    if last in ("max_buffer", "max_bytes_per_trigger"):
+        return "sizes are written like '512KB', '64MB', '1GB'"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
