@@ -1,0 +1,408 @@
+"""Grok pattern expansion, pure Python (no Spark, no pygrok import at run time).
+
+``expand("%{COMBINEDAPACHELOG}")`` turns a Logstash-style grok pattern into one
+regular expression in two dialects:
+
+* ``python_regex``: for Python's ``re`` (named groups ``(?P<field>...)``);
+* ``java_regex``: the same regex for ``java.util.regex`` (Spark's
+  ``regexp_extract(col, pattern, n)``): every named group becomes a plain
+  group, backreferences become numbered, literal braces and nested ``[`` in
+  character classes are escaped.
+
+Both regexes have the same capturing groups in the same order, so the group
+numbers in ``GrokPattern.fields`` are valid for both. Plain ``( ... )`` groups
+inside pattern definitions become non-capturing (as in Logstash/Oniguruma,
+where only named groups capture), so the only groups are the fields.
+
+Semantics follow Logstash: ``%{NAME}`` matches without capture,
+``%{NAME:field}`` captures, ``%{NAME:field:int|float}`` also converts;
+nested patterns expand recursively and their own ``%{X:y}`` and ``(?<y>...)``
+captures are captured too. A field name may occur more than once (e.g. in
+alternatives such as ``HTTPD_ERRORLOG``): ``fields`` then holds one entry per
+occurrence and a consumer takes the first non-null group (``GrokPattern.match``
+does). Only the first occurrence is a named group in ``python_regex``; later
+ones are named ``<field>__<n>`` (Python forbids duplicate names).
+
+The bundled pattern files are pygrok's (the classic Logstash set); they are
+read once per process. ``expand`` is cached.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+
+__all__ = ["GrokError", "GrokField", "GrokPattern", "expand", "pattern_names", "bundled_patterns"]
+
+FIELD_TYPES = ("string", "int", "float")
+_NAME_RE = re.compile(r"[A-Za-z0-9_]+\Z")
+_FIELD_RE = re.compile(r"[A-Za-z_@][A-Za-z0-9_@.\-]*\Z")
+_REF_RE = re.compile(r"%\{([^{}]*)\}")
+_QUANT_RE = re.compile(r"\{(\d*)(,(\d*))?\}")
+_GLOBAL_FLAGS_RE = re.compile(r"\(\?([aiLmsux]+)\)")
+_POSIX = {
+    "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+    "space": r" \t\r\n\v\f", "xdigit": "0-9A-Fa-f", "punct": r"!-/:-@\[-`{-~", "word": r"\w",
+    "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e",
+}
+
+
+class GrokError(ValueError):
+    """A grok pattern cannot be expanded: unknown pattern name, bad field, bad regex."""
+
+    def __init__(self, message: str, name: str | None = None, suggestions: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.name = name
+        self.suggestions = tuple(suggestions)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class GrokField:
+    name: str
+    type: str  # 'string' | 'int' | 'float'
+    group: int  # group number in java_regex (and python_regex)
+
+
+@dataclass(frozen=True)
+class GrokPattern:
+    pattern: str
+    python_regex: str
+    java_regex: str
+    fields: tuple[GrokField, ...]
+    _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """Distinct output columns in first-occurrence order: (name, type)."""
+        seen: dict[str, str] = {}
+        for f in self.fields:
+            seen.setdefault(f.name, f.type)
+        return tuple(seen.items())
+
+    @property
+    def regex(self) -> re.Pattern:
+        return self._compiled
+
+    def match(self, text: str) -> dict[str, object] | None:
+        """Search ``text``; return {field: value} with int/float converted, or None.
+
+        A value that does not convert becomes None (the caller decides whether
+        that is a dead letter)."""
+        m = self._compiled.search(text)
+        if m is None:
+            return None
+        out: dict[str, object] = {}
+        for f in self.fields:
+            if out.get(f.name) is not None:
+                continue
+            v = m.group(f.group)
+            if v is not None and f.type != "string":
+                try:
+                    v = int(v) if f.type == "int" else float(v)
+                except ValueError:
+                    v = None
+            out[f.name] = v
+        return out
+
+
+# --------------------------------------------------------------------------- patterns
+
+def _patterns_dir() -> str | None:
+    spec = find_spec("pygrok")  # locate without importing (pygrok imports `regex`)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return os.path.join(list(spec.submodule_search_locations)[0], "patterns")
+
+
+def parse_pattern_text(text: str) -> dict[str, str]:
+    """Parse a grok pattern file (``NAME regex`` per line, ``#`` comments)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, body = line.partition(" ")
+        if body.strip():
+            out[name] = body.strip()
+    return out
+
+
+@functools.cache
+def bundled_patterns() -> dict[str, str]:
+    """All bundled pattern definitions, NAME -> regex (read once per process)."""
+    d = _patterns_dir()
+    out: dict[str, str] = {}
+    if d is None or not os.path.isdir(d):
+        return out
+    for fn in sorted(os.listdir(d)):
+        with open(os.path.join(d, fn), encoding="utf-8") as fh:
+            out.update(parse_pattern_text(fh.read()))
+    return out
+
+
+def pattern_names(custom: dict[str, str] | None = None) -> list[str]:
+    names = set(bundled_patterns())
+    if custom:
+        names.update(custom)
+    return sorted(names)
+
+
+def _suggest(name: str, names) -> tuple[str, ...]:
+    upper = {n.upper(): n for n in names}
+    if name.upper() in upper and upper[name.upper()] != name:
+        return (upper[name.upper()],)
+    return tuple(upper[s] for s in difflib.get_close_matches(name.upper(), list(upper), n=3, cutoff=0.6))
+
+
+# --------------------------------------------------------------------------- expansion
+
+class _Emitter:
+    def __init__(self, defs: dict[str, str], top: str):
+        self.defs = defs
+        self.top = top
+        self.py: list[str] = []
+        self.java: list[str] = []
+        self.fields: list[GrokField] = []
+        self.py_names: dict[str, int] = {}  # python group name -> group number
+        self.by_name: dict[str, list[int]] = {}  # field name -> group numbers (for backrefs)
+        self.groups = 0
+        self.flags: list[str] = []
+
+    def both(self, s: str, j: str | None = None) -> None:
+        self.py.append(s)
+        self.java.append(s if j is None else j)
+
+    def open_capture(self, name: str, typ: str) -> None:
+        self.groups += 1
+        n = self.groups
+        self.fields.append(GrokField(name, typ, n))
+        self.by_name.setdefault(name, []).append(n)
+        base = re.sub(r"\W", "_", name)
+        if base[0].isdigit():
+            base = "_" + base
+        pyname = base
+        k = 2
+        while pyname in self.py_names:
+            pyname = f"{base}__{k}"
+            k += 1
+        self.py_names[pyname] = n
+        self.both(f"(?P<{pyname}>", "(")
+
+    def backref(self, name: str) -> None:
+        groups = self.by_name.get(name)
+        if not groups:
+            raise GrokError(f"grok: backreference to unknown group {name!r} in {self.top!r}", name)
+        n = groups[0]
+        pyname = next(k for k, v in self.py_names.items() if v == n)
+        self.both(f"(?P={pyname})", f"(?:\\{n})")
+
+    # one regex body (a definition or the user's pattern); `stack` detects cycles
+    def emit(self, body: str, stack: tuple[str, ...]) -> None:
+        i, n = 0, len(body)
+        while i < n:
+            c = body[i]
+            if c == "\\":
+                i = self._escape(body, i)
+            elif c == "[":
+                i = self._char_class(body, i)
+            elif c == "%" and body.startswith("%{", i):
+                m = _REF_RE.match(body, i)
+                if m is None:  # no closing brace: a literal '%{'
+                    self.both("%\\{")
+                    i += 2
+                    continue
+                self._reference(m.group(1), stack)
+                i = m.end()
+            elif c == "(":
+                i = self._group(body, i)
+            elif c == "{":
+                m = _QUANT_RE.match(body, i)
+                if m and (m.group(1) or m.group(3)):
+                    lo, hi = m.group(1), m.group(3)
+                    if m.group(2) is None:
+                        self.both("{" + lo + "}")
+                    else:
+                        self.both("{" + (lo or "0") + "," + (hi or "") + "}")
+                    i = m.end()
+                else:
+                    self.both("\\{")
+                    i += 1
+            elif c == "}":
+                self.both("\\}")
+                i += 1
+            elif c == "?" and body.startswith("?*", i) and i > 0 and body[i - 1] not in "(\\":
+                self.both("*")  # Oniguruma 'x?*' == 'x*'; Python and Java reject it
+                i += 2
+            else:
+                self.both(c)
+                i += 1
+
+    def _escape(self, body: str, i: int) -> int:
+        if i + 1 >= len(body):
+            raise GrokError(f"grok: pattern ends with a lone backslash: {self.top!r}")
+        nxt = body[i + 1]
+        if nxt.isdigit() and nxt != "0":
+            raise GrokError(f"grok: numbered backreference \\{nxt} is not supported (use (?<name>...) and \\k<name>): {self.top!r}")
+        if nxt == "k" and i + 2 < len(body) and body[i + 2] == "<":
+            end = body.find(">", i + 3)
+            if end < 0:
+                raise GrokError(f"grok: unterminated \\k<name> in {self.top!r}")
+            self.backref(body[i + 3:end])
+            return end + 1
+        if nxt in "pP" and i + 2 < len(body) and body[i + 2] == "{":
+            end = body.find("}", i + 3)
+            if end < 0:
+                raise GrokError(f"grok: unterminated \\{nxt}{{...}} in {self.top!r}")
+            self.both(body[i:end + 1])
+            return end + 1
+        if nxt == "z":  # absolute end of input: Python spells it \Z
+            self.both("\\Z", "\\z")
+            return i + 2
+        if nxt in "hH":  # Oniguruma hex digit (Java's \h is horizontal space)
+            self.both("[0-9a-fA-F]" if nxt == "h" else "[^0-9a-fA-F]")
+            return i + 2
+        self.both(body[i:i + 2])
+        return i + 2
+
+    def _char_class(self, body: str, i: int) -> int:
+        py = ["["]
+        java = ["["]
+        j = i + 1
+        if j < len(body) and body[j] == "^":
+            py.append("^")
+            java.append("^")
+            j += 1
+        if j < len(body) and body[j] == "]":
+            py.append("\\]")
+            java.append("\\]")
+            j += 1
+        while j < len(body):
+            c = body[j]
+            if c == "\\" and j + 1 < len(body) and body[j + 1] == "h":
+                py.append("0-9a-fA-F")
+                java.append("0-9a-fA-F")
+                j += 2
+                continue
+            if c == "\\" and j + 1 < len(body):
+                py.append(body[j:j + 2])
+                java.append(body[j:j + 2])
+                j += 2
+                continue
+            if c == "]":
+                py.append("]")
+                java.append("]")
+                self.py.append("".join(py))
+                self.java.append("".join(java))
+                return j + 1
+            if c == "[":
+                m = re.match(r"\[:(\^?)([a-z]+):\]", body[j:])
+                if m and m.group(2) in _POSIX and not m.group(1):
+                    py.append(_POSIX[m.group(2)])
+                    java.append(_POSIX[m.group(2)])
+                    j += m.end()
+                    continue
+                py.append("\\[")
+                java.append("\\[")
+                j += 1
+                continue
+            if c in "&|~" and body.startswith(c + c, j):  # Java intersection / Python set-op warnings
+                py.append(f"\\{c}\\{c}")
+                java.append(f"\\{c}\\{c}")
+                j += 2
+                continue
+            py.append(c)
+            java.append(c)
+            j += 1
+        raise GrokError(f"grok: unterminated character class in {self.top!r}")
+
+    def _group(self, body: str, i: int) -> int:
+        if not body.startswith("(?", i):
+            self.both("(?:")  # plain groups do not capture (only named ones do)
+            return i + 1
+        m = re.compile(r"\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>").match(body, i)
+        if m:
+            self.open_capture(m.group(1), "string")
+            return m.end()
+        m = re.compile(r"\(\?P=([A-Za-z_][A-Za-z0-9_]*)\)").match(body, i)
+        if m:
+            self.backref(m.group(1))
+            return m.end()
+        if body.startswith("(?#", i):
+            end = body.find(")", i)
+            if end < 0:
+                raise GrokError(f"grok: unterminated comment in {self.top!r}")
+            return end + 1
+        m = _GLOBAL_FLAGS_RE.match(body, i)
+        if m:  # global inline flags: Python wants them at the start; hoist for both
+            self.flags.append(m.group(1))
+            return m.end()
+        if body.startswith("(?P", i):
+            raise GrokError(f"grok: unsupported group syntax at {body[i:i + 8]!r} in {self.top!r}")
+        self.both("(?")
+        return i + 2
+
+    def _reference(self, inner: str, stack: tuple[str, ...]) -> None:
+        parts = inner.split(":")
+        if len(parts) > 3:
+            raise GrokError(f"grok: %{{{inner}}} has too many ':' parts (use %{{NAME:field:type}})", inner)
+        name = parts[0]
+        fname = parts[1] if len(parts) > 1 else None
+        ftype = parts[2] if len(parts) > 2 else None
+        if not _NAME_RE.match(name):
+            raise GrokError(f"grok: invalid pattern name {name!r} in %{{{inner}}}", name)
+        if name not in self.defs:
+            sugg = _suggest(name, self.defs)
+            hint = f" (did you mean {', '.join(sugg)}?)" if sugg else ""
+            raise GrokError(f"grok: unknown pattern %{{{name}}}{hint}", name, sugg)
+        if name in stack:
+            raise GrokError(f"grok: recursive pattern definition: {' -> '.join(stack + (name,))}", name)
+        if fname is not None and not _FIELD_RE.match(fname):
+            raise GrokError(f"grok: invalid field name {fname!r} in %{{{inner}}} (letters, digits, '_')", name)
+        if ftype is not None and ftype not in FIELD_TYPES:
+            sugg = tuple(difflib.get_close_matches(ftype, FIELD_TYPES, n=1, cutoff=0.3))
+            raise GrokError(f"grok: unknown type {ftype!r} in %{{{inner}}} (int, float or string)", ftype, sugg)
+        if fname is None:
+            self.both("(?:")
+        else:
+            self.open_capture(fname, ftype or "string")
+        self.emit(self.defs[name], stack + (name,))
+        self.both(")")
+
+
+@functools.lru_cache(maxsize=1024)
+def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...]) -> GrokPattern:
+    defs = bundled_patterns()
+    if custom_items:
+        defs = {**defs, **dict(custom_items)}
+    em = _Emitter(defs, pattern)
+    em.emit(pattern, ())
+    flags = "".join(dict.fromkeys("".join(em.flags)))
+    prefix = f"(?{flags})" if flags else ""
+    py = prefix + "".join(em.py)
+    java = prefix + "".join(em.java)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compiled = re.compile(py)
+    except (re.error, OverflowError, RecursionError) as e:
+        raise GrokError(f"grok: pattern {pattern!r} does not compile: {e}") from None
+    if compiled.groups != em.groups:  # pragma: no cover - emitter invariant
+        raise GrokError(f"grok: internal group count mismatch for {pattern!r}")
+    return GrokPattern(pattern, py, java, tuple(em.fields), compiled)
+
+
+def expand(pattern: str, custom: dict[str, str] | None = None) -> GrokPattern:
+    """Expand a grok pattern; raise GrokError for unknown names or bad regexes."""
+    items = tuple(sorted(custom.items())) if custom else ()
+    try:
+        return _expand_cached(pattern, items)
+    except RecursionError:
+        raise GrokError(f"grok: pattern {pattern!r} nests too deeply") from None
