@@ -7,12 +7,15 @@ Never raises on user input.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from etl.diagnostics import Report
+from pydantic import ValidationError
+
+from etl.diagnostics import Report, Span
 from etl.graph import Graph, build_graph
+from etl.graph.model import Placeholder, is_placeholder
 from etl.load import Document, load_file
 
 PIPELINE_SUFFIXES = (".yaml", ".yml")
@@ -34,34 +37,114 @@ class Checked:
 
 def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = None,
                environ: Mapping[str, str] | None = None) -> Checked:
+    """Check one pipeline file. Never raises: an internal bug becomes an E999 diagnostic."""
+    file = str(path)
+    out = Checked(file, Report())
+    try:
+        _check(out, cli_vars, environ)
+    except Exception as e:  # noqa: BLE001 - reported, not hidden: a bug in etl, shown as E999
+        out.plan = None
+        out.report.error("E999", f"internal error: {type(e).__name__}: {e}", Span(file, 1, 1),
+                         "this is a bug in etl; please report it with the pipeline file")
+    return out
+
+
+def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> None:
     from etl.graph.checks import check_graph
     from etl.plan import build_plan
     from etl.spec import Pipeline
     from etl.spec.errors import validate_model
 
-    file = str(path)
-    report = Report()
-    out = Checked(file, report)
+    file, report = out.file, out.report
     doc = load_file(file, report, cli_vars=cli_vars, environ=environ)
     if doc is None:
-        return out
+        return
     out.document = doc
     if not isinstance(doc.data, dict):
         report.error("E102", "a pipeline file must be a mapping with name, sources, transforms and sinks",
                      doc.smap.value(()), "start with `name: my-pipeline`")
-        return out
+        return
     pipeline = validate_model(Pipeline, doc.data, doc.smap, report)
     if pipeline is None:
-        return out
+        # still report reference, rule, regex and column problems of the components that are valid
+        partial = partial_pipeline(doc.data)
+        graph = build_graph(partial, doc.smap, report, str(doc.base_dir))
+        graph = replace(graph, rules=_load_rules(graph, doc, report, environ), vars=dict(doc.vars))
+        check_graph(graph, report, doc)
+        return
     out.pipeline = pipeline
     graph = build_graph(pipeline, doc.smap, report, str(doc.base_dir))
+    graph = replace(graph, rules=_load_rules(graph, doc, report, environ), vars=dict(doc.vars))
     out.graph = graph
     graph = check_graph(graph, report, doc)
     out.graph = graph
     if report.errors:
-        return out
+        return
     out.plan = build_plan(graph, report)
-    return out
+
+
+def _load_rules(graph: Graph, doc: Document, report: Report, environ: Mapping[str, str] | None) -> dict:
+    from etl.load.rules import load_filter_rules
+
+    rules: dict[str, tuple] = {}
+    for node in graph.nodes.values():
+        if node.type != "filter" or is_placeholder(node.spec):
+            continue
+        loaded = load_filter_rules(node.spec, node.path, doc.smap, doc.base_dir, report, vars_=doc.vars,
+                                   environ=environ, file=doc.file)
+        if loaded is not None:
+            rules[node.id] = tuple(loaded)
+    return rules
+
+
+@dataclass
+class _PartialPipeline:
+    name: str
+    sources: list
+    transforms: list
+    sinks: list
+    dead_letter: Any = None
+    checkpoint: Any = None
+
+
+def partial_pipeline(data: dict) -> _PartialPipeline:
+    """The components of an invalid pipeline: valid ones as specs, the others as placeholders."""
+    from etl import registry
+    from etl.diagnostics import Report as _Scratch
+
+    lists: dict[str, list] = {}
+    for list_name, kind in (("sources", "source"), ("transforms", "transform"), ("sinks", "sink")):
+        items = data.get(list_name)
+        specs: list = []
+        for item in items if isinstance(items, list) else []:
+            specs.append(_component(item, kind, registry, _Scratch))
+        lists[list_name] = specs
+    name = data.get("name") if isinstance(data.get("name"), str) else "pipeline"
+    return _PartialPipeline(name, lists["sources"], lists["transforms"], lists["sinks"])
+
+
+def _component(item: Any, kind: str, registry: Any, scratch: Any) -> Any:
+    if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
+        return None
+    typ = item.get("type")
+    entry = registry.entries(kind).get(typ) if isinstance(typ, str) else None
+    if entry is not None:
+        try:
+            return entry.spec.model_validate(item)
+        except ValidationError:
+            pass
+    raw_inputs = item.get("inputs", item.get("input", []))
+    if isinstance(raw_inputs, str):
+        raw_inputs = [raw_inputs]
+    inputs = tuple(i for i in raw_inputs if isinstance(i, str)) if isinstance(raw_inputs, list) else ()
+    labels = None
+    routes = item.get("routes")
+    if typ == "route" and isinstance(routes, dict) and all(isinstance(k, str) for k in routes):
+        default = item.get("default")
+        labels = tuple(routes) + ((default,) if isinstance(default, str) else ())
+    table = item.get("table") if typ == "lookup" and isinstance(item.get("table"), str) else None
+    return Placeholder(item["id"], typ if isinstance(typ, str) else "?", kind, inputs if kind != "source" else (),
+                       labels, table)
 
 
 def pipeline_files(paths: Iterable[str | os.PathLike]) -> list[str]:

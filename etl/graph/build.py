@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl.diagnostics import Report, Span, did_you_mean
-from etl.graph.model import Edge, Graph, Node
+from etl.graph.model import Edge, Graph, Node, is_placeholder
 
 _LISTS = (("sources", "source"), ("transforms", "transform"), ("sinks", "sink"))
 
@@ -21,6 +21,8 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
     order: list[str] = []
     for list_name, kind in _LISTS:
         for i, spec in enumerate(getattr(pipeline, list_name)):
+            if spec is None:  # a component without a usable id (partial graph of an invalid pipeline)
+                continue
             path = (list_name, i)
             if spec.id in raw:
                 first = smap.value(raw[spec.id][2] + ("id",)) if smap else Span(file)
@@ -44,12 +46,14 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
             if edge is not None:
                 edges.append(edge)
         table = getattr(spec, "table", None) if spec.type == "lookup" else None
+        if not isinstance(table, str):
+            table = None
         if table is not None:
             t_span = smap.value(path + ("table",)) if smap else span
             edge = _resolve(table, nid, raw, outputs, t_span, report, role="table")
             if edge is not None:
                 edges.append(edge)
-        if kind != "source" and not refs:
+        if kind != "source" and not refs and not is_placeholder(spec):
             report.error("E201", f"{kind} '{nid}' has no inputs", span, "add `inputs: [<upstream id>]`")
         nodes[nid] = Node(nid, kind, spec.type, spec, span, path, tuple(edges), outputs[nid])
 
@@ -75,6 +79,13 @@ def _resolve(ref: str, dst: str, raw: dict, outputs: dict, span: Span, report: R
     if src == dst:
         report.error("E202", f"'{dst}' reads its own output", span, "remove the self-reference")
         return None
+    if is_placeholder(spec):
+        # the upstream did not validate (reported already): its outputs and kind of source are unknown
+        if label and spec.labels is not None and label not in spec.labels:
+            report.error("E205", f"route '{src}' has no output '{label}'", span,
+                         did_you_mean(label, spec.labels) or f"outputs: {', '.join(spec.labels)}")
+            return None
+        return Edge(src, dst, label or None, role, span)
     if label:
         if not outputs.get(src):
             report.error("E205", f"'{src}' has no labelled outputs, so '{ref}' is not valid", span,

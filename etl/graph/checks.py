@@ -1,12 +1,19 @@
-"""Semantic checks over the graph, beyond what the schema can say."""
+"""Semantic checks over the graph, beyond what the schema can say.
+
+Every check reads only the Graph (specs, edges, rules, source map), never
+YAML: a SQL front-end gets the same checks for free.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import re
+import warnings
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report
-from etl.graph.model import Graph
+from etl.graph.model import Graph, Node, is_placeholder
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -52,10 +59,148 @@ def check_outputs(graph: Graph, report: Report) -> None:
                          graph.smap.value(("dead_letter",)), "give the dead-letter sink its own path")
 
 
+def _hyperscan_rejects() -> Callable[[str, bool], str | None] | None:
+    """The optimizer's verdict on a pattern (why Hyperscan cannot compile it, or None)."""
+    import etl.optimize
+
+    # TODO(coordination): etl.optimize.hyperscan_rejects is being written by the optimizer engineer;
+    # until it lands, no W301 is reported.
+    return getattr(etl.optimize, "hyperscan_rejects", None) or (lambda pattern, caseless: None)
+
+
+def _compile_error(pattern: str, caseless: bool) -> re.error | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            re.compile(pattern, re.IGNORECASE if caseless else 0)
+    except re.error as e:
+        return e
+    except (OverflowError, RecursionError, ValueError) as e:
+        return re.error(str(e))
+    return None
+
+
+def check_rules(graph: Graph, report: Report) -> None:
+    """Regexes of rules compile (E300); name those Hyperscan cannot compile (W301); cidr values parse."""
+    from etl.load.rules import walk_predicates
+
+    rejects = None
+    for nid, rules in graph.rules.items():
+        for sr in rules:
+            for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
+                if pred.op == "regex":
+                    err = _compile_error(pred.regex, pred.caseless)
+                    span = sr.span_of(*ppath, "regex")
+                    if err is not None:
+                        if sr.smap is not None and err.pos is not None:
+                            span = sr.smap.inner(sr.path + ppath + ("regex",), pred.regex, err.pos)
+                        report.error("E300", f"regex of rule '{sr.rule.id}' does not compile: {err.msg}"
+                                     + (f" at position {err.pos}" if err.pos is not None else ""), span,
+                                     "patterns use Python `re` syntax; escape special characters with \\")
+                        continue
+                    if rejects is None:
+                        rejects = _hyperscan_rejects()
+                    why = rejects(pred.regex, pred.caseless)
+                    if why:
+                        report.warning("W301", f"regex of rule '{sr.rule.id}' cannot use Hyperscan ({why}); "
+                                       "it will fall back to Python re (slower)", span,
+                                       "avoid backreferences, lookaround, atomic groups and possessive quantifiers")
+                elif pred.op == "cidr":
+                    nets = pred.cidr if isinstance(pred.cidr, list) else [pred.cidr]
+                    for k, net in enumerate(nets):
+                        try:
+                            ipaddress.ip_network(net, strict=False)
+                        except ValueError:
+                            keys = (*ppath, "cidr", k) if isinstance(pred.cidr, list) else (*ppath, "cidr")
+                            report.error("E102", f"invalid network {net!r} in rule '{sr.rule.id}'",
+                                         sr.span_of(*keys), "write a network such as 10.0.0.0/8 or 2001:db8::/32")
+
+
+def check_source_patterns(graph: Graph, report: Report) -> None:
+    """A Kafka topic `pattern` must be a valid regex (E300)."""
+    for node in graph.of_kind("source"):
+        pattern = getattr(node.spec, "pattern", None) if node.type == "kafka" else None
+        if isinstance(pattern, str):
+            err = _compile_error(pattern, False)
+            if err is not None:
+                report.error("E300", f"topic pattern of source '{node.id}' does not compile: {err.msg}",
+                             node.field_span(graph.smap, "pattern"), "write a Java/Python regular expression")
+
+
+def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None = None) -> bool | None:
+    """Whether the output of node `ref` carries event time with a watermark (None: unknown)."""
+    memo = {} if memo is None else memo
+    nid = ref.split(".", 1)[0]
+    if nid in memo:
+        return memo[nid]
+    memo[nid] = None  # cycle guard
+    node = graph.nodes.get(nid)
+    result: bool | None
+    if node is None or is_placeholder(node.spec):
+        result = None
+    elif node.kind == "source":
+        result = node.spec.event_time is not None
+    elif node.type == "window":
+        result = node.spec.time == "event"
+    else:
+        own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None
+        ins = [e for e in node.inputs if e.role == "input"]
+        if node.type == "join" and len(ins) == 2:
+            sides = [node.spec.left_time is not None or has_event_time(graph, ins[0].ref, memo),
+                     node.spec.right_time is not None or has_event_time(graph, ins[1].ref, memo)]
+        else:
+            sides = [has_event_time(graph, e.ref, memo) for e in ins]
+        if own is not None:
+            result = True
+        elif not sides or any(v is False for v in sides):
+            result = False if sides else None
+        elif any(v is None for v in sides):
+            result = None
+        else:
+            result = True
+    memo[nid] = result
+    return result
+
+
+def check_event_time(graph: Graph, report: Report) -> None:
+    """Event-time windows, stream-stream joins and dedupes need event time and a watermark."""
+    memo: dict[str, bool | None] = {}
+    smap = graph.smap
+    for node in graph.of_kind("transform"):
+        if is_placeholder(node.spec):
+            continue
+        ins = [e for e in node.inputs if e.role == "input"]
+        spec = node.spec
+        if node.type == "window" and spec.time == "event" and spec.event_time is None:
+            if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
+                report.error("E320", f"window '{node.id}' uses event time, but no event time is defined upstream",
+                             node.field_span(smap, "time") if smap is not None and smap.has(node.path + ("time",))
+                             else node.span,
+                             "add `event_time: {field: ts, watermark: 30s}` to the window or its source, "
+                             "or set `time: processing`")
+        elif node.type == "join" and len(ins) == 2:
+            for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
+                if own is None and has_event_time(graph, edge.ref, memo) is False:
+                    report.error("E321", f"join '{node.id}': the {side} input '{edge.ref}' has no event time; "
+                                 "a stream-stream join needs event time and a watermark on both sides",
+                                 edge.span or node.span,
+                                 f"add `{side}_time: {{field: ts, watermark: 30s}}` or `event_time` on its source")
+        elif node.type == "dedupe" and spec.event_time is None:
+            if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
+                report.error("E321", f"dedupe '{node.id}' has no event time: its state would grow forever",
+                             node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")
+
+
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
+    from etl.graph.columns import propagate_columns
+
     check_unused(graph, report)
     check_outputs(graph, report)
+    check_source_patterns(graph, report)
+    check_rules(graph, report)
+    propagate_columns(graph, report)
+    check_event_time(graph, report)
     return graph
 
 

@@ -2,6 +2,31 @@
 
 Front-ends (YAML today, SQL scripts later) produce a `Graph`; everything after
 (checks, plan, explain, compile) reads only this.
+
+How a front-end produces a Graph
+--------------------------------
+`etl.graph.build_graph(pipeline, smap, report, base_dir)` takes
+
+* `pipeline`: an object with `name`, `sources`, `transforms`, `sinks` (lists
+  of spec models from `etl.spec`, i.e. the registry's classes), `checkpoint`
+  and `dead_letter`. The YAML front-end validates a document into
+  `etl.spec.Pipeline`; a SQL front-end (Flink-style `CREATE TABLE ... WITH
+  (...)` for sources and sinks, `INSERT INTO sink SELECT ... FROM src WHERE
+  ...` for transforms) would construct the same spec models directly:
+  `CREATE TABLE` -> a source or sink spec, each `WHERE` -> a `FilterTransform`
+  with `expr`, a projection -> a `SelectTransform`, `GROUP BY TUMBLE(...)` ->
+  a `WindowTransform`, `JOIN` -> a `JoinTransform`, each with a generated id
+  and `inputs` naming the upstream id.
+* `smap`: optional; anything with `file`, `value(path) -> Span` and
+  `key(path) -> Span`, where `path` is the location of a component in the
+  front-end's own document (`("transforms", 2, "expr")` for YAML). A SQL
+  front-end maps those paths to statement positions in its script (or passes
+  None, and diagnostics point at the component's `Node.span`).
+
+After `build_graph`, `etl.graph.checks.check_graph` fills `columns`, checks
+references, regexes, grok patterns, event time and resources, and
+`etl.plan.build_plan` turns the Graph into the plan IR. None of these import
+YAML or Jinja code.
 """
 
 from __future__ import annotations
@@ -50,6 +75,10 @@ class Graph:
     columns: dict[str, Columns | None] = field(default_factory=dict)  # per node (and "id.label")
     smap: Any = None  # source map of the front-end document, for positions
     base_dir: str = "."
+    # filter id -> its rules (inline and from rule files), each with `.rule` (etl.spec.rules.Rule),
+    # `.file` and `.span_of(*keys)` (see etl.load.rules.SourcedRule)
+    rules: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    vars: dict[str, Any] = field(default_factory=dict)  # template vars (rule files are rendered with them)
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
@@ -77,5 +106,48 @@ class Graph:
     def of_kind(self, kind: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.kind == kind]
 
+    def input_columns(self, node_id: str) -> list[Columns | None]:
+        """Columns of each `input` edge of a node (None where unknown)."""
+        return [self.columns_of(e.ref) for e in self.nodes[node_id].inputs if e.role == "input"]
+
     def columns_of(self, ref: str) -> Columns | None:
         return self.columns.get(ref, self.columns.get(ref.split(".", 1)[0]))
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """Stands in for a component whose spec did not validate, so references to it still resolve.
+
+    Its columns and properties are unknown; checks skip what depends on them."""
+
+    id: str
+    type: str
+    KIND: str
+    inputs: tuple[str, ...] = ()
+    labels: tuple[str, ...] | None = None  # route outputs when readable, else None (any label)
+    table: str | None = None
+
+    def outputs(self) -> list[str]:
+        return list(self.labels or ())
+
+    def input_ids(self) -> list[str]:
+        return list(self.inputs)
+
+    def is_static(self) -> bool:
+        return self.type == "mysql"
+
+    def is_replayable(self) -> bool:
+        return True
+
+    def is_idempotent(self) -> bool:
+        return False
+
+    def output_key(self) -> str | None:
+        return None
+
+    def columns(self) -> None:
+        return None
+
+
+def is_placeholder(spec: Any) -> bool:
+    return isinstance(spec, Placeholder)

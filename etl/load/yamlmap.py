@@ -27,6 +27,7 @@ class SourceMap:
     file: str
     values: dict[Path, Span] = field(default_factory=dict)
     keys: dict[Path, Span] = field(default_factory=dict)
+    styles: dict[Path, str] = field(default_factory=dict)  # scalar style: '' plain, "'", '"', '|', '>'
 
     def value(self, path: Path) -> Span:
         """Position of the value at `path`, or of its nearest existing ancestor."""
@@ -43,6 +44,22 @@ class SourceMap:
         if path in self.keys:
             return self.keys[path]
         return self.value(path)
+
+    def inner(self, path: Path, text: str, offset: int, line: int = 1) -> Span:
+        """Position of character `offset` (0-based) on `line` (1-based) of the scalar at `path`.
+
+        Exact for one-line scalars written without escapes; block scalars, folded lines and
+        escapes fall back to the value's own position."""
+        base = self.value(path)
+        path = tuple(path)
+        style = self.styles.get(path)
+        if path not in self.values or style is None or offset < 0:
+            return base
+        if style in ("|", ">"):
+            return base
+        if "\n" in text or line != 1 or offset > len(text):
+            return base
+        return Span(base.file, base.line, base.col + offset + (1 if style in ("'", '"') else 0))
 
     def has(self, path: Path) -> bool:
         return tuple(path) in self.values
@@ -103,6 +120,11 @@ class _Builder:
             self.report.error("E001", "YAML nesting is too deep", self.span(node))
             return None
         if isinstance(node, ScalarNode):
+            style = node.style or ""
+            quotes = 2 if style in ("'", '"') else 0
+            exact = (style in ("", "'", '"') and node.end_mark.line == node.start_mark.line
+                     and node.end_mark.column - node.start_mark.column == len(node.value) + quotes)
+            self.smap.styles[path] = style if exact else "|"
             return _scalar(node)
         if isinstance(node, SequenceNode):
             return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]

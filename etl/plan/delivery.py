@@ -7,7 +7,8 @@ from etl.plan.ir import Delivery
 
 
 def delivery_for(graph: Graph, sink: Node) -> Delivery:
-    sources = graph.upstream_sources(sink.id)
+    # static tables (lookup dimensions) are re-read, not replayed: only streams decide replayability
+    sources = [s for s in graph.upstream_sources(sink.id) if not s.spec.is_static()]
     not_replayable = [s.id for s in sources if not s.spec.is_replayable()]
     if not_replayable:
         return Delivery(sink.id, "at-least-once", f"source {', '.join(not_replayable)} cannot replay")

@@ -1,0 +1,179 @@
+"""Spark SQL expressions as the graph sees them: parse, column references, a light type guess.
+
+Parsing uses sqlglot's spark dialect, imported on first use only (it costs
+~0.1 s to import). Results are cached per expression text.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True)
+class SqlError:
+    message: str
+    line: int = 1  # 1-based, inside the expression text
+    col: int = 1
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parsed expression: the root column names it reads, an output name, a type guess."""
+
+    columns: tuple[tuple[str, int], ...] = ()  # (root column name, 0-based offset in the text or -1)
+    name: str | None = None  # output column name (alias, or the column itself)
+    type: str = "unknown"
+    star: bool = False  # `*` (select all)
+    bare: bool = False  # a plain column reference without alias
+    error: SqlError | None = None
+    expr: object = None  # the sqlglot expression (None for the fast path)
+
+
+def _exp():
+    from sqlglot import exp
+
+    return exp
+
+
+def _error_of(e: Exception, text: str) -> SqlError:
+    errs = getattr(e, "errors", None) or []
+    if errs:
+        first = errs[0]
+        desc = _ANSI.sub("", str(first.get("description") or e)).strip()
+        if desc.startswith("Required keyword"):
+            desc = "incomplete expression: an operand is missing"
+        line = int(first.get("line") or 1)
+        col = int(first.get("col") or 1)
+        return SqlError(f"{desc}", line, max(col, 1))
+    msg = _ANSI.sub("", str(e)).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return SqlError(msg)
+
+
+@functools.lru_cache(maxsize=8192)
+def parse(text: str) -> Parsed:
+    """Parse one expression (a condition, a derived value, or `expr AS alias`)."""
+    stripped = text.strip()
+    if _PLAIN_NAME.match(stripped):  # fast path: a bare column name
+        return Parsed(((stripped, text.find(stripped)),), stripped, "unknown", bare=True)
+    if not stripped:
+        return Parsed(error=SqlError("empty expression"))
+    import sqlglot
+    from sqlglot.errors import ParseError, TokenError
+
+    try:
+        trees = [t for t in sqlglot.parse(stripped, read="spark") if t is not None]
+        if len(trees) > 1:
+            return Parsed(error=SqlError("expected one expression, found several statements"))
+        tree = trees[0] if trees else None
+    except (ParseError, TokenError) as e:
+        return Parsed(error=_error_of(e, text))
+    except (ValueError, TypeError, RecursionError, AttributeError, KeyError, IndexError) as e:
+        # sqlglot raises assorted errors on malformed input; all are "cannot parse"
+        return Parsed(error=SqlError(f"cannot parse: {type(e).__name__}: {e}"))
+    if tree is None:
+        return Parsed(error=SqlError("empty expression"))
+    exp = _exp()
+    if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Star)):
+        return Parsed(error=SqlError("expected an expression, not a statement"))
+    cols: list[tuple[str, int]] = []
+    for c in tree.find_all(exp.Column):
+        parts = c.parts
+        if not parts:
+            continue
+        root = parts[0].name
+        if not root or isinstance(c.this, exp.Star) or c.find_ancestor(exp.Query) is not None:
+            continue
+        cols.append((root, _offset(text, root)))
+    name = None
+    star = isinstance(tree, exp.Star)
+    bare = False
+    body = tree
+    if isinstance(tree, exp.Alias):
+        name = tree.alias
+        body = tree.this
+    elif isinstance(tree, exp.Column) and len(tree.parts) == 1:
+        name = tree.name
+        bare = True
+    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body)
+
+
+def _offset(text: str, name: str) -> int:
+    m = re.search(r"(?<![A-Za-z0-9_`])`?" + re.escape(name) + r"`?(?![A-Za-z0-9_])", text)
+    return m.start() if m else -1
+
+
+_BOOL = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "And", "Or", "Not", "Like", "ILike", "RegexpLike", "In",
+         "Is", "Between", "NullSafeEQ", "Exists")
+_STRING_FUNCS = {"lower", "upper", "concat", "concat_ws", "trim", "ltrim", "rtrim", "substring", "substr",
+                 "regexp_extract", "regexp_replace", "date_format", "format_string", "lpad", "rpad",
+                 "replace", "split_part", "initcap", "md5", "sha1", "sha2", "hex", "to_json", "string", "uuid",
+                 "coalesce_str", "reverse", "repeat", "translate", "base64", "url_decode", "url_encode"}
+_BIGINT_FUNCS = {"length", "char_length", "size", "count", "instr", "locate", "hash", "unix_timestamp",
+                 "year", "month", "day", "dayofmonth", "hour", "minute", "second", "dayofweek"}
+_TS_FUNCS = {"to_timestamp", "current_timestamp", "now", "timestamp_millis", "timestamp_seconds",
+             "from_unixtime_ts", "date_trunc", "window_start", "window_end", "timestamp"}
+
+
+def guess_type(text: str, columns: dict[str, str] | None) -> str:
+    """A best-effort Spark type of an expression; 'unknown' when unsure."""
+    p = parse(text)
+    if p.error is not None:
+        return "unknown"
+    lowered = {k.lower(): v for k, v in (columns or {}).items()}
+    if p.expr is None:  # bare column (fast path)
+        return lowered.get(text.strip().lower(), "unknown")
+    return _type_of(p.expr, lowered)
+
+
+def _type_of(node, cols: dict[str, str]) -> str:
+    exp = _exp()
+    name = type(node).__name__
+    if isinstance(node, exp.Paren):
+        return _type_of(node.this, cols)
+    if isinstance(node, exp.Alias):
+        return _type_of(node.this, cols)
+    if isinstance(node, exp.Column):
+        return cols.get(node.name.lower(), "unknown") if len(node.parts) == 1 else "unknown"
+    if isinstance(node, exp.Cast):  # includes TryCast
+        return node.to.sql(dialect="spark").lower()
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return "string"
+        return "double" if any(ch in node.this for ch in ".eE") else "int"
+    if isinstance(node, exp.Boolean) or name in _BOOL:
+        return "boolean"
+    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
+        left, right = _type_of(node.left, cols), _type_of(node.right, cols)
+        if left == right and left in ("int", "bigint", "double"):
+            return left
+        if {left, right} <= {"int", "bigint"}:
+            return "bigint"
+        if {left, right} <= {"int", "bigint", "double", "float"}:
+            return "double"
+        return "unknown"
+    if isinstance(node, exp.Div):
+        return "double"
+    if isinstance(node, (exp.DPipe, exp.Concat)):
+        return "string"
+    fname = ""
+    if isinstance(node, exp.Anonymous):
+        fname = str(node.this).lower()
+    elif isinstance(node, exp.Func):
+        fname = node.sql_name().lower() if hasattr(node, "sql_name") else name.lower()
+    if fname in _STRING_FUNCS or isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.Substring,
+                                                   exp.RegexpExtract, exp.TimeToStr)):
+        return "string"
+    if fname in _BIGINT_FUNCS or isinstance(node, (exp.Length, exp.Count)):
+        return "bigint"
+    if fname in _TS_FUNCS or isinstance(node, (exp.CurrentTimestamp, exp.StrToTime, exp.UnixToTime)):
+        return "timestamp"
+    if isinstance(node, (exp.Coalesce, exp.Max, exp.Min)):
+        return _type_of(node.this, cols)
+    if isinstance(node, exp.If):
+        return _type_of(node.args.get("true"), cols) if node.args.get("true") is not None else "unknown"
+    return "unknown"

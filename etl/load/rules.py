@@ -1,0 +1,142 @@
+"""Rule sets: inline `rules` and separate `rule_files` of a filter, each rule with its origin.
+
+A rule file holds a list of rules or `{rules: [...]}`; it is loaded like a
+pipeline file (templated with the pipeline's vars, positioned YAML), so every
+diagnostic about a rule points into the file that holds it. Paths and globs in
+`rule_files` are relative to the pipeline file's folder.
+
+The runtime calls `load_filter_rules` again when it reloads rules between
+micro-batches; `rule_file_paths` says which files to watch.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from etl.diagnostics import Report, Span
+from etl.load import load_file
+
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass(frozen=True)
+class SourcedRule:
+    """A validated rule and where it is written (file, path inside that file's document)."""
+
+    rule: Any  # etl.spec.rules.Rule
+    file: str
+    path: tuple  # e.g. ("transforms", 2, "rules", 0) or (3,) or ("rules", 3)
+    smap: Any = None  # source map of `file`
+
+    @property
+    def span(self) -> Span:
+        return self.span_of()
+
+    def span_of(self, *keys: Any) -> Span:
+        return self.smap.value(self.path + keys) if self.smap is not None else Span(self.file)
+
+
+def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
+    """Files named by one `rule_files` entry (sorted; a glob may match several)."""
+    p = Path(pattern)
+    full = str(p if p.is_absolute() else Path(base_dir) / p)
+    if _GLOB_CHARS & set(pattern):
+        return sorted(f for f in glob.glob(full, recursive=True) if os.path.isfile(f))
+    return [full] if os.path.exists(full) else []
+
+
+def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
+    seen: dict[str, None] = {}
+    for pattern in getattr(spec, "rule_files", None) or []:
+        for f in expand_rule_paths(pattern, base_dir):
+            seen.setdefault(os.path.realpath(f), None)
+    return list(seen)
+
+
+def walk_predicates(node: Any, path: tuple = ()) -> Iterator[tuple[Any, tuple]]:
+    """Every predicate of a rule tree with its document path relative to the tree."""
+    from etl.spec.rules import All, AnyOf, Not, Predicate
+
+    if isinstance(node, Predicate):
+        yield node, path
+    elif isinstance(node, All):
+        for i, c in enumerate(node.all):
+            yield from walk_predicates(c, path + ("all", i))
+    elif isinstance(node, AnyOf):
+        for i, c in enumerate(node.any):
+            yield from walk_predicates(c, path + ("any", i))
+    elif isinstance(node, Not):
+        yield from walk_predicates(node.not_, path + ("not",))
+
+
+def load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None = None,
+                   environ: Mapping[str, str] | None = None) -> list[SourcedRule] | None:
+    """Load and validate one rule file; diagnostics point into it. None when it is invalid."""
+    from etl.spec.errors import validate_model
+    from etl.spec.rules import Rule, RuleFile
+
+    doc = load_file(file, report, environ=environ, inherit_vars=dict(vars_ or {}))
+    if doc is None:
+        return None
+    data = doc.data
+    if isinstance(data, dict):
+        parsed = validate_model(RuleFile, data, doc.smap, report)
+        if parsed is None:
+            return None
+        return [SourcedRule(r, file, ("rules", i), doc.smap) for i, r in enumerate(parsed.rules)]
+    if isinstance(data, list):
+        out: list[SourcedRule] = []
+        ok = True
+        for i, item in enumerate(data):
+            rule = validate_model(Rule, item, doc.smap, report, prefix=(i,))
+            if rule is None:
+                ok = False
+            else:
+                out.append(SourcedRule(rule, file, (i,), doc.smap))
+        return out if ok else None
+    report.error("E102", "a rule file holds a list of rules or a mapping `rules: [...]`", doc.smap.value(()),
+                 "write `rules:` followed by `- id: ...` items")
+    return None
+
+
+def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.PathLike, report: Report, *,
+                      vars_: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+                      file: str | None = None) -> list[SourcedRule] | None:
+    """Inline rules plus rule files of one filter spec (at `path` in the pipeline document).
+
+    Reports missing files, invalid rules (in their file) and duplicate rule ids;
+    returns None when anything is wrong."""
+    file = file or (smap.file if smap is not None else "<pipeline>")
+    span: Callable[..., Span] = (lambda *k: smap.value(path + k)) if smap is not None else (lambda *k: Span(file))
+    before = len(report.errors)
+    rules = [SourcedRule(r, file, path + ("rules", i), smap) for i, r in enumerate(spec.rules or [])]
+    seen_files: set[str] = set()
+    for k, pattern in enumerate(spec.rule_files or []):
+        files = expand_rule_paths(pattern, base_dir)
+        if not files:
+            what = "matches no file" if _GLOB_CHARS & set(pattern) else "does not exist"
+            report.error("E006", f"rule file {pattern!r} {what}", span("rule_files", k),
+                         f"paths are relative to the pipeline file's folder ({base_dir})")
+            continue
+        for f in files:
+            real = os.path.realpath(f)
+            if real in seen_files:
+                continue
+            seen_files.add(real)
+            loaded = load_rule_file(f, report, vars_=vars_, environ=environ)
+            if loaded:
+                rules.extend(loaded)
+    first: dict[str, SourcedRule] = {}
+    for r in rules:
+        prev = first.get(r.rule.id)
+        if prev is None:
+            first[r.rule.id] = r
+            continue
+        where = f"{prev.file}:{prev.span_of('id').line}"
+        report.error("E303", f"duplicate rule id '{r.rule.id}' (first defined at {where})", r.span_of("id"),
+                     "rule ids must be unique within a filter")
+    return None if len(report.errors) > before else rules
