@@ -1,0 +1,56 @@
+"""The filter optimizer: rules -> FilterProgram (see ARCHITECTURE.md, "Filter optimizer").
+
+``compile_rules`` lifts spec rules into the IR (:mod:`etl.optimize.ir`) and
+runs the passes in ``PASSES`` order, each a pure function FilterProgram ->
+FilterProgram, one module per pass (sqlglot optimizer style). Several
+programs over one input can then share one scan (:mod:`etl.optimize.sibling_merge`).
+The matcher (:mod:`etl.optimize.matcher`) runs a program over Arrow batches;
+:mod:`etl.optimize.explain` renders it; :mod:`etl.optimize.reference` defines
+what a rule means.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from etl.optimize.fallback import fallback
+from etl.optimize.fingerprint import fingerprint
+from etl.optimize.hsregex import hyperscan_rejects
+from etl.optimize.ir import FilterProgram, RuleCompileError
+from etl.optimize.merge_by_field import merge_by_field
+from etl.optimize.native_split import native_split
+from etl.optimize.normalize import lift, normalize
+from etl.spec.rules import Rule
+
+Pass = Callable[[FilterProgram], FilterProgram]
+
+PASSES: tuple[Pass, ...] = (
+    normalize,
+    native_split,
+    merge_by_field,
+    fallback,
+    fingerprint,
+)
+
+
+def compile_rules(rules: Sequence[Rule], upto: str | None = None) -> FilterProgram:
+    """Compile a rule set into a FilterProgram (``upto``: stop after the pass of that name)."""
+    if upto is not None and upto not in {p.__name__ for p in PASSES}:
+        raise ValueError(f"unknown pass {upto!r}")
+    program = lift(list(rules))
+    for p in PASSES:
+        program = p(program)
+        if p.__name__ == upto:
+            break
+    return program
+
+
+def run_passes(program: FilterProgram, start: str) -> FilterProgram:
+    """Run the passes from ``start`` on (used to re-plan a merged program)."""
+    names = [p.__name__ for p in PASSES]
+    for p in PASSES[names.index(start):]:
+        program = p(program)
+    return program
+
+
+__all__ = ["PASSES", "FilterProgram", "RuleCompileError", "compile_rules", "hyperscan_rejects", "run_passes"]

@@ -1,0 +1,87 @@
+"""Pass 4: compile each Hyperscan database; patterns Hyperscan rejects fall back.
+
+Each database is compiled once with all its expressions. When that fails,
+every expression is test-compiled alone (cached) to find the ones Hyperscan
+rejects (backreferences and lookaround never get here: the translation already
+replaced them by a superset; what is left is e.g. an anchor in the middle of a
+pattern or a repeat too large). A rejected pattern is retried in relaxed form
+(anchors dropped, repeats capped: a superset whose reports Python ``re``
+confirms); when even that is rejected it runs in Python ``re`` alone and is
+listed in ``fallbacks`` with the reason and the rules that use it.
+
+Chimera is not used: it has PCRE semantics, not Python's, and would need the
+same confirmation.
+
+The surviving databases are serialized with ``hyperscan.dumpb`` here, once, on
+the driver; the matcher loads them per process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import hyperscan
+
+from etl.optimize.hsregex import test_compile, translate
+from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
+
+
+def compile_database(patterns: tuple[HsPattern, ...]) -> hyperscan.Database:
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(
+        expressions=[p.expression for p in patterns],
+        ids=[p.pattern_id for p in patterns],
+        flags=[p.flags for p in patterns],
+    )
+    return db
+
+
+def _rules_of(program: FilterProgram, leaves: tuple[int, ...]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for leaf in leaves:
+        for r in program.predicates[leaf].rules:
+            seen.setdefault(r)
+    return tuple(seen)
+
+
+def _sift(program: FilterProgram, db: PatternDatabase, fallbacks: list[FallbackPattern]) -> tuple[HsPattern, ...]:
+    """Keep what Hyperscan accepts (relaxing where needed); move the rest to ``fallbacks``."""
+    kept: list[HsPattern] = []
+    for p in db.patterns:
+        err = test_compile(p.expression.decode("utf-8"), p.flags)
+        if err is None:
+            kept.append(p)
+            continue
+        relaxed = translate(p.python_regex, p.python_flags, relax=True)
+        if relaxed.expression is not None and test_compile(relaxed.expression, relaxed.flags) is None:
+            kept.append(replace(
+                p, expression=relaxed.expression.encode("utf-8"), flags=relaxed.flags,
+                ascii_rows="confirm", other_rows="confirm",
+                note=f"Hyperscan rejects the exact form ({err}); prefilter confirmed by Python re"))
+            continue
+        for leaf in p.leaves:
+            fallbacks.append(FallbackPattern(
+                leaf, db.field, db.derivations, p.python_regex, p.python_flags,
+                f"Hyperscan rejects it ({err})", program.predicates[leaf].rules, p.origin))
+    return tuple(replace(p, pattern_id=i) for i, p in enumerate(kept))
+
+
+def fallback(program: FilterProgram) -> FilterProgram:
+    fallbacks = list(program.fallbacks)
+    databases = []
+    for db in program.databases:
+        try:
+            compiled = compile_database(db.patterns)
+        except hyperscan.error:
+            patterns = _sift(program, db, fallbacks)
+            if not patterns:
+                continue
+            try:
+                compiled = compile_database(patterns)
+            except hyperscan.error as e:
+                origin = patterns[0].origin
+                raise RuleCompileError(f"Hyperscan cannot compile the patterns on {db.subject}: {e}", origin) from e
+            db = replace(db, patterns=patterns)
+        databases.append(replace(db, serialized=hyperscan.dumpb(compiled)))
+    return program.with_pass("fallback", databases=tuple(databases),
+                             fallbacks=tuple(sorted(fallbacks, key=lambda f: f.leaf)))

@@ -1,0 +1,830 @@
+"""Run a compiled FilterProgram over pyarrow RecordBatches.
+
+Meaning: exactly :mod:`etl.optimize.reference` (a predicate on a missing or
+null field is false, ``is_null`` excepted; ``not`` negates booleans normally;
+pattern predicates are ``re.search`` on the derived text). The matcher gets
+there fast:
+
+1. native predicates are evaluated first, vectorized (pyarrow.compute), into
+   one boolean array each;
+2. rules are classified once per program: *simple* rules (one pattern, or an
+   OR of patterns) match exactly where one of their patterns fired; *sparse*
+   rules can only be true where one of their patterns fired (their tree with
+   every pattern false folds to false) and are evaluated only on those rows;
+   *dense* rules (negations, OR with natives) get their patterns-false value
+   vectorized and are re-evaluated only where one of their patterns fired;
+3. for rules that also read natives, a three-valued bound says on which rows
+   patterns could change the outcome; a field is scanned only on those rows
+   (unless some rule needs it everywhere): natives first, patterns on survivors;
+4. each value of each (field, derivations) is scanned ONCE by that field's
+   Hyperscan database into (row, pattern) hits; reports of superset patterns
+   are confirmed with Python ``re``; fallback patterns run in Python ``re``;
+5. rule trees are compiled to Python functions over the set of fired bits.
+
+Hyperscan databases are loaded lazily, once per process and program digest
+(``hyperscan.loadb``), each with its own ``hyperscan.Scratch`` per thread.
+An optional pre-fingerprint cache (:mod:`etl.optimize.fpcache`) short-cuts
+repeated events and switches itself off when it does not pay.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import hyperscan
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from etl.optimize.fpcache import FingerprintCache
+from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Or, Pred, leaves
+
+ASCII_WS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
+_ASCII_WS_RE = "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f ]+"
+_WS_RUN = re.compile(r"\s+")
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """Matched (row, rule index) pairs of one batch, sorted by row then rule."""
+
+    num_rows: int
+    rows: np.ndarray  # int64
+    rules: np.ndarray  # int64 rule indices into rule_ids
+    rule_ids: tuple[str, ...]
+
+    def mask(self) -> np.ndarray:
+        m = np.zeros(self.num_rows, dtype=bool)
+        m[self.rows] = True
+        return m
+
+    def matched_ids(self) -> list[list[str]]:
+        out: list[list[str]] = [[] for _ in range(self.num_rows)]
+        ids = self.rule_ids
+        for r, k in zip(self.rows.tolist(), self.rules.tolist()):
+            out[r].append(ids[k])
+        return out
+
+    def to_arrow(self) -> pa.ListArray:
+        counts = np.bincount(self.rows, minlength=self.num_rows) if self.num_rows else np.zeros(0, np.int64)
+        offsets = np.zeros(self.num_rows + 1, dtype=np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        values = pa.array(self.rule_ids, pa.string()).take(pa.array(self.rules, pa.int64()))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
+
+
+def apply_mode(batch: pa.RecordBatch, result: MatchResult, mode: str, tag_field: str = "matched_rules") -> pa.RecordBatch:
+    """keep: matching rows; drop: the others; tag: all rows plus a list<string> column of rule ids."""
+    if mode == "keep":
+        return batch.filter(pa.array(result.mask()))
+    if mode == "drop":
+        return batch.filter(pa.array(~result.mask()))
+    if mode == "tag":
+        return batch.append_column(tag_field, result.to_arrow())
+    raise ValueError(f"unknown filter mode {mode!r}")
+
+
+# --------------------------------------------------------------------------- values
+
+
+def value_kind(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return "text"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_null(t):
+        return "null"
+    return "other"
+
+
+def _to_np(arr: Any) -> np.ndarray:
+    """Boolean pyarrow array (nulls -> False) as a numpy bool array."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count:
+        arr = arr.fill_null(False)
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _py_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _derive_py(s: str, d: str) -> str:
+    if d == "lower":
+        return s.lower()
+    if d == "upper":
+        return s.upper()
+    if d == "trim":
+        return s.strip()
+    return _WS_RUN.sub(" ", s)
+
+
+def derive_array(arr: pa.Array, derivations: tuple[str, ...]) -> pa.Array:
+    """Apply derivations to a string array: pyarrow kernels when all ASCII, else Python's str methods."""
+    if not derivations or len(arr) == 0:
+        return arr
+    if arr.null_count == len(arr) or pc.all(pc.string_is_ascii(arr)).as_py() is not False:
+        for d in derivations:
+            if d == "lower":
+                arr = pc.ascii_lower(arr)
+            elif d == "upper":
+                arr = pc.ascii_upper(arr)
+            elif d == "trim":
+                arr = pc.ascii_trim(arr, characters=ASCII_WS)
+            else:
+                arr = pc.replace_substring_regex(arr, pattern=_ASCII_WS_RE, replacement=" ")
+        return arr
+    vals = arr.to_pylist()
+    for d in derivations:
+        vals = [None if v is None else _derive_py(v, d) for v in vals]
+    return pa.array(vals, pa.string())
+
+
+class _Batch:
+    """Per-batch column access with caches (field -> array, subject -> derived text)."""
+
+    def __init__(self, batch: pa.RecordBatch):
+        self.batch = batch
+        self.n = batch.num_rows
+        self._cols: dict[str, pa.Array] = {}
+        self._text: dict[tuple, pa.Array] = {}
+        self._valid: dict[tuple, np.ndarray] = {}
+
+    def column(self, field: str) -> pa.Array:
+        got = self._cols.get(field)
+        if got is not None:
+            return got
+        b = self.batch
+        idx = b.schema.get_field_index(field)
+        if idx >= 0:
+            arr = b.column(idx)
+        else:
+            arr = None
+            parts = field.split(".")
+            idx = b.schema.get_field_index(parts[0])
+            if idx >= 0 and len(parts) > 1:
+                arr = b.column(idx)
+                for part in parts[1:]:
+                    if not pa.types.is_struct(arr.type) or arr.type.get_field_index(part) < 0:
+                        arr = None
+                        break
+                    arr = pc.struct_field(arr, [part])
+            if arr is None:
+                arr = pa.nulls(self.n)
+        self._cols[field] = arr
+        return arr
+
+    def text(self, field: str, derivations: tuple[str, ...]) -> pa.Array:
+        """Derived text form of a field (null where there is none), as a utf8 or large_utf8 array."""
+        key = (field, derivations)
+        got = self._text.get(key)
+        if got is not None:
+            return got
+        arr = self.column(field)
+        k = value_kind(arr.type)
+        if k == "text":
+            if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+                arr = arr.cast(pa.string())
+        elif k in ("int", "bool"):
+            arr = pc.cast(arr, pa.string())
+        elif k == "float":
+            arr = pa.array([_py_text(v) for v in arr.to_pylist()], pa.string())
+        else:
+            arr = pa.nulls(self.n, pa.string())
+        arr = derive_array(arr, derivations)
+        self._text[key] = arr
+        return arr
+
+    def valid(self, field: str, derivations: tuple[str, ...]) -> np.ndarray:
+        key = (field, derivations)
+        got = self._valid.get(key)
+        if got is None:
+            got = _to_np(self.text(field, derivations).is_valid())
+            self._valid[key] = got
+        return got
+
+
+# --------------------------------------------------------------------------- native predicates
+
+
+def _per_value(arr: pa.Array, fn: Callable[[str], bool]) -> np.ndarray:
+    """Evaluate ``fn`` once per distinct non-null value."""
+    if arr.null_count == len(arr):
+        return np.zeros(len(arr), dtype=bool)
+    enc = pc.dictionary_encode(arr)
+    vals = np.array([fn(v) for v in enc.dictionary.to_pylist()], dtype=bool)
+    idx = enc.indices.fill_null(0).to_numpy(zero_copy_only=False) if enc.indices.null_count else enc.indices.to_numpy()
+    out = vals[idx] if len(vals) else np.zeros(len(arr), dtype=bool)
+    if enc.indices.null_count:
+        out &= _to_np(enc.indices.is_valid())
+    return out
+
+
+def _compatible(kind: str, v: Any) -> bool:
+    if isinstance(v, bool):
+        return kind == "bool"
+    if isinstance(v, (int, float)):
+        return kind in ("int", "float")
+    if isinstance(v, str):
+        return kind == "text"
+    return False
+
+
+def _caseless_eq(target: str) -> Callable[[str], bool]:
+    rx = re.compile(re.escape(target), re.IGNORECASE)
+    return lambda s: rx.fullmatch(s) is not None
+
+
+def _eq_array(arr: pa.Array, kind: str, values: tuple, caseless: bool) -> np.ndarray:
+    n = len(arr)
+    vals = [v for v in values if _compatible(kind, v) and v == v]  # NaN equals nothing
+    out = np.zeros(n, dtype=bool)
+    if not vals:
+        return out
+    if kind == "text" and caseless:
+        fns = [_caseless_eq(v) for v in vals]
+        return _per_value(arr, lambda s: any(f(s) for f in fns))
+    if kind == "int":
+        ints = [int(v) for v in vals if isinstance(v, int) or float(v).is_integer()]
+        if not ints:
+            return out
+        vset = pa.array(ints, arr.type) if all(-2**63 <= v < 2**63 for v in ints) else None
+        if vset is None:
+            return _per_value(arr, lambda x: x in set(ints))
+        return _to_np(pc.is_in(arr, value_set=vset))
+    if kind == "float":
+        return _to_np(pc.is_in(arr, value_set=pa.array([float(v) for v in vals], arr.type)))
+    return _to_np(pc.is_in(arr, value_set=pa.array(vals, arr.type)))
+
+
+_CMP_FN = {"gt": pc.greater, "ge": pc.greater_equal, "lt": pc.less, "le": pc.less_equal}
+
+
+def _cidr_fn(nets: tuple[str, ...]) -> Callable[[str], bool]:
+    parsed = [ipaddress.ip_network(n, strict=False) for n in nets]
+
+    def f(s: str) -> bool:
+        try:
+            a = ipaddress.ip_address(s)
+        except ValueError:
+            return False
+        return any(a in net for net in parsed)
+
+    return f
+
+
+def eval_native(key, b: _Batch) -> np.ndarray:
+    op = key.op
+    n = b.n
+    raw = b.column(key.field)
+    if op == "is_null":
+        return ~_to_np(raw.is_valid())
+    if op == "not_null":
+        return _to_np(raw.is_valid())
+    kind = value_kind(raw.type)
+    if op == "has_text":
+        if kind in ("text", "int", "float", "bool"):
+            return _to_np(raw.is_valid())
+        return np.zeros(n, dtype=bool)
+    if op == "cidr":
+        return _per_value(b.text(key.field, key.derivations), _cidr_fn(key.value))
+    arr = raw
+    if kind == "text":
+        arr = b.text(key.field, key.derivations)
+    if op in ("eq", "ne", "in"):
+        values = key.value if op == "in" else (key.value,)
+        eq = _eq_array(arr, kind, values, key.caseless)
+        if op == "ne":
+            return _to_np(raw.is_valid()) & ~eq
+        return eq
+    if op in _CMP_FN:
+        v = key.value
+        if isinstance(v, str):
+            if kind != "text":
+                return np.zeros(n, dtype=bool)
+            return _to_np(_CMP_FN[op](arr, pa.scalar(v, arr.type)))
+        if kind not in ("int", "float"):
+            return np.zeros(n, dtype=bool)
+        return _to_np(_CMP_FN[op](pc.cast(arr, pa.float64()), pa.scalar(float(v))))
+    raise ValueError(f"not a native operator: {op}")
+
+
+# --------------------------------------------------------------------------- rule trees
+
+
+def _fold(e: Expr, value_of: Callable[[int], bool | None]) -> Expr:
+    """Substitute known leaves (value_of -> bool) and fold constants."""
+    if isinstance(e, Pred):
+        v = value_of(e.index)
+        return e if v is None else Const(v)
+    if isinstance(e, Const):
+        return e
+    if isinstance(e, Not):
+        c = _fold(e.child, value_of)
+        return Const(not c.value) if isinstance(c, Const) else Not(c)
+    is_and = isinstance(e, And)
+    kids = []
+    for c in e.children:
+        c = _fold(c, value_of)
+        if isinstance(c, Const):
+            if c.value != is_and:
+                return Const(not is_and)
+            continue
+        kids.append(c)
+    if not kids:
+        return Const(is_and)
+    if len(kids) == 1:
+        return kids[0]
+    return (And if is_and else Or)(tuple(kids))
+
+
+def _dense(e: Expr, nat: dict[int, np.ndarray]) -> Any:
+    """Vectorized value of a tree whose leaves are all natives (bool or numpy array)."""
+    if isinstance(e, Const):
+        return e.value
+    if isinstance(e, Pred):
+        return nat[e.index]
+    if isinstance(e, Not):
+        v = _dense(e.child, nat)
+        return (not v) if isinstance(v, bool) else ~v
+    vals = [_dense(c, nat) for c in e.children]
+    if isinstance(e, And):
+        out: Any = True
+        for v in vals:
+            out = (out and v) if isinstance(out, bool) and isinstance(v, bool) else np.logical_and(out, v)
+        return out
+    out = False
+    for v in vals:
+        out = (out or v) if isinstance(out, bool) and isinstance(v, bool) else np.logical_or(out, v)
+    return out
+
+
+def _bounds(e: Expr, nat: dict[int, np.ndarray]) -> tuple[Any, Any]:
+    """Three-valued (lower, upper) bounds with every pattern unknown."""
+    if isinstance(e, Const):
+        return e.value, e.value
+    if isinstance(e, Pred):
+        v = nat.get(e.index)
+        return (False, True) if v is None else (v, v)
+    if isinstance(e, Not):
+        lo, hi = _bounds(e.child, nat)
+        neg = (lambda x: (not x) if isinstance(x, bool) else ~x)
+        return neg(hi), neg(lo)
+    parts = [_bounds(c, nat) for c in e.children]
+    comb = np.logical_and if isinstance(e, And) else np.logical_or
+    lo, hi = parts[0]
+    for a, b in parts[1:]:
+        lo, hi = comb(lo, a), comb(hi, b)
+    return lo, hi
+
+
+def _py_expr(e: Expr, natives: set[int]) -> str:
+    if isinstance(e, Const):
+        return "True" if e.value else "False"
+    if isinstance(e, Pred):
+        return f"N[{e.index}][r]" if e.index in natives else f"({e.index} in b)"
+    if isinstance(e, Not):
+        return f"(not {_py_expr(e.child, natives)})"
+    kids = sorted(e.children, key=lambda c: 0 if isinstance(c, Pred) and c.index in natives else 1)
+    op = " and " if isinstance(e, And) else " or "
+    return "(" + op.join(_py_expr(c, natives) for c in kids) + ")"
+
+
+def _compile_rule_functions(exprs: dict[int, Expr], natives: set[int]) -> dict[int, Callable]:
+    src = []
+    for k, e in exprs.items():
+        src.append(f"def _r{k}(b, r, N):\n    return bool({_py_expr(e, natives)})\n")
+    ns: dict[str, Any] = {}
+    exec(compile("".join(src) or "pass\n", "<filter-rules>", "exec"), ns)  # generated from ints only
+    return {k: ns[f"_r{k}"] for k in exprs}
+
+
+def _csr(mapping: dict[int, list[int]], size: int) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(size + 1, dtype=np.int64)
+    for k, v in mapping.items():
+        ptr[k + 1] = len(v)
+    np.cumsum(ptr, out=ptr)
+    targets = np.zeros(int(ptr[-1]), dtype=np.int64)
+    for k, v in mapping.items():
+        targets[ptr[k]:ptr[k + 1]] = v
+    return ptr, targets
+
+
+def _expand(rows: np.ndarray, keys: np.ndarray, ptr: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, key) pairs -> (row, target) pairs through a CSR map key -> targets."""
+    if len(rows) == 0:
+        return rows, keys
+    starts = ptr[keys]
+    counts = ptr[keys + 1] - starts
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows_rep = np.repeat(rows, counts)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    vals = targets[np.repeat(starts, counts) + (np.arange(total) - first)]
+    return rows_rep, vals
+
+
+# --------------------------------------------------------------------------- hyperscan
+
+
+class _Database:
+    """One loaded Hyperscan database with its pattern metadata."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.subject = (spec.field, spec.derivations)
+        self._db = None
+        self._local = threading.local()
+        pats = spec.patterns
+        self.size = len(pats)
+        self.pid_leaf = np.array([p.leaves[0] for p in pats], dtype=np.int64)
+        self.single_leaf = all(len(p.leaves) == 1 for p in pats)
+        self.leaf_ptr, self.leaf_targets = _csr({p.pattern_id: list(p.leaves) for p in pats}, len(pats))
+        self.exact = np.array([p.exact for p in pats], dtype=bool)
+        self.ascii_confirm = np.array([p.ascii_rows == "confirm" for p in pats], dtype=bool)
+        self.other_confirm = np.array([p.other_rows == "confirm" for p in pats], dtype=bool)
+        self.other_python = [p.pattern_id for p in pats if p.other_rows == "python"]
+        self.regex = {p.pattern_id: re.compile(p.python_regex, p.python_flags) for p in pats if not p.exact}
+
+    def scanner(self):
+        if self._db is None:
+            self._db = hyperscan.loadb(self.spec.serialized, hyperscan.HS_MODE_BLOCK)
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = hyperscan.Scratch(self._db)
+        return self._db, scratch
+
+
+def _scan(db: _Database, text: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Scan each selected value once; (rows, pattern ids) of the reports."""
+    hs_db, scratch = db.scanner()
+    bufs = text.buffers()
+    width = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    offs = np.frombuffer(bufs[1], dtype=width)[text.offset:text.offset + len(text) + 1].tolist()
+    data = bufs[2].to_pybytes() if bufs[2] is not None else b""
+    hit_rows: list[int] = []
+    hit_pids: list[int] = []
+    add_row = hit_rows.append
+    add_pid = hit_pids.append
+
+    def on_match(pid: int, start: int, end: int, flags: int, row: int) -> None:
+        add_row(row)
+        add_pid(pid)
+
+    scan = hs_db.scan
+    if rows is None:
+        for i, (a, z) in enumerate(zip(offs, offs[1:])):
+            scan(data[a:z], on_match, 0, i, scratch)
+    else:
+        for i in rows.tolist():
+            scan(data[offs[i]:offs[i + 1]], on_match, 0, i, scratch)
+    return np.array(hit_rows, dtype=np.int64), np.array(hit_pids, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------- runtime
+
+
+class _Runtime:
+    """Everything derived from a program once per process: loaded databases, rule classes, functions."""
+
+    def __init__(self, program: FilterProgram):
+        self.program = program
+        self.R = len(program.rules)
+        self.num_leaves = len(program.predicates)
+        self.natives = {n.leaf: n for n in program.natives}
+        self.dbs = [_Database(d) for d in program.databases if d.patterns]
+        self.fallbacks = program.fallbacks
+        self.fallback_regex = {f.leaf: re.compile(f.python_regex, f.python_flags) for f in program.fallbacks}
+        leaf_subject: dict[int, tuple] = {}
+        for d in self.dbs:
+            for p in d.spec.patterns:
+                for leaf in p.leaves:
+                    leaf_subject[leaf] = d.subject
+        for f in program.fallbacks:
+            leaf_subject[f.leaf] = (f.field, f.derivations)
+        self.leaf_subject = leaf_subject
+        pattern_leaves = set(leaf_subject)
+        native_leaves = set(self.natives)
+
+        self.const_true: list[int] = []
+        self.simple: dict[int, list[int]] = {}  # leaf -> simple rules
+        self.general: dict[int, list[int]] = {}  # leaf -> sparse/dense rules
+        self.general_exprs: dict[int, Expr] = {}
+        self.dense_r0: dict[int, Expr] = {}  # rule -> tree over natives with patterns false
+        self.native_only: dict[int, Expr] = {}
+        self.guarded: dict[int, Expr] = {}  # rules with natives and patterns: scan pruning
+        self.subject_users: dict[tuple, set[int]] = {}
+        self.unguarded_subjects: set[tuple] = set()
+        for r in program.rules:
+            k, e = r.index, r.expr
+            if isinstance(e, Const):
+                if e.value:
+                    self.const_true.append(k)
+                continue
+            ls = leaves(e)
+            pats = [x for x in ls if x in pattern_leaves]
+            nats = [x for x in ls if x in native_leaves]
+            if not pats:
+                self.native_only[k] = e
+                continue
+            for x in pats:
+                s = leaf_subject[x]
+                self.subject_users.setdefault(s, set()).add(k)
+                if not nats:
+                    self.unguarded_subjects.add(s)
+            if _is_simple(e, pattern_leaves):
+                for x in pats:
+                    self.simple.setdefault(x, []).append(k)
+                continue
+            for x in pats:
+                self.general.setdefault(x, []).append(k)
+            self.general_exprs[k] = e
+            r0 = _fold(e, lambda i: False if i in pattern_leaves else None)
+            if not (isinstance(r0, Const) and not r0.value):
+                self.dense_r0[k] = r0
+            if nats:
+                self.guarded[k] = e
+        self.simple_ptr, self.simple_targets = _csr(self.simple, self.num_leaves)
+        self.general_ptr, self.general_targets = _csr(self.general, self.num_leaves)
+        self.functions = _compile_rule_functions(self.general_exprs, native_leaves)
+        self.needed_natives = sorted(
+            {x for e in list(self.general_exprs.values()) + list(self.native_only.values()) for x in leaves(e)
+             if x in native_leaves})
+
+    # ---- one batch
+
+    def match(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+        b = _Batch(batch)
+        n = b.n
+        R = self.R
+        if n == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        nat = {x: eval_native(self.natives[x].key, b) for x in self.needed_natives}
+
+        keys: list[np.ndarray] = []
+
+        def add(rows: np.ndarray, rule: Any) -> None:
+            keys.append(rows.astype(np.int64) * R + rule)
+
+        for k in self.const_true:
+            add(np.arange(n), k)
+        for k, e in self.native_only.items():
+            v = _dense(e, nat)
+            add(np.flatnonzero(np.broadcast_to(v, (n,))), k)
+
+        need = self._scan_sets(b, nat)
+        hit_rows, hit_leaves = self._pattern_hits(b, need)
+
+        if len(hit_rows):
+            rr, kk = _expand(hit_rows, hit_leaves, self.simple_ptr, self.simple_targets)
+            if len(rr):
+                keys.append(rr * R + kk)
+        cand_rows, cand_rules = _expand(hit_rows, hit_leaves, self.general_ptr, self.general_targets)
+        cand = np.unique(cand_rows * R + cand_rules) if len(cand_rows) else np.zeros(0, np.int64)
+        if len(cand):
+            keys.append(self._evaluate(cand, hit_rows, hit_leaves, nat))
+        for k, e in self.dense_r0.items():
+            v = np.broadcast_to(_dense(e, nat), (n,))
+            r0 = np.flatnonzero(v).astype(np.int64) * R + k
+            if len(r0) and len(cand):
+                r0 = r0[~np.isin(r0, cand)]
+            keys.append(r0)
+        if not keys:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        allk = np.unique(np.concatenate(keys))
+        return allk // R, allk % R
+
+    def _scan_sets(self, b: _Batch, nat: dict[int, np.ndarray]) -> dict[tuple, np.ndarray | None]:
+        """Rows to scan per subject; None = every row that has a value."""
+        unknown: dict[int, Any] = {}
+        out: dict[tuple, np.ndarray | None] = {}
+        for s, users in self.subject_users.items():
+            if s in self.unguarded_subjects:
+                out[s] = None
+                continue
+            acc: Any = False
+            for k in users:
+                u = unknown.get(k)
+                if u is None:
+                    lo, hi = _bounds(self.guarded[k], nat)
+                    u = unknown[k] = np.logical_and(hi, np.logical_not(lo))
+                acc = np.logical_or(acc, u)
+            if isinstance(acc, (bool, np.bool_)):
+                out[s] = None if acc else np.zeros(b.n, dtype=bool)
+            else:
+                out[s] = acc
+        return out
+
+    def _rows(self, b: _Batch, subject: tuple, need: dict) -> np.ndarray | None:
+        """Row indices to look at for a subject, or None for "all rows" when all have a value."""
+        sel = need.get(subject)
+        valid = b.valid(*subject)
+        if sel is None:
+            if valid.all():
+                return None
+            return np.flatnonzero(valid)
+        return np.flatnonzero(sel & valid)
+
+    def _pattern_hits(self, b: _Batch, need: dict) -> tuple[np.ndarray, np.ndarray]:
+        rows_out: list[np.ndarray] = []
+        leaves_out: list[np.ndarray] = []
+        for db in self.dbs:
+            rows = self._rows(b, db.subject, need)
+            if rows is not None and len(rows) == 0:
+                continue
+            text = b.text(*db.subject)
+            hr, hp = _scan(db, text, rows)
+            if not db.exact.all():
+                hr, hp = self._refine(db, text, rows, hr, hp)
+            if db.single_leaf:
+                rows_out.append(hr)
+                leaves_out.append(db.pid_leaf[hp])
+            else:
+                r2, l2 = _expand(hr, hp, db.leaf_ptr, db.leaf_targets)
+                rows_out.append(r2)
+                leaves_out.append(l2)
+        by_subject: dict[tuple, list] = {}
+        for f in self.fallbacks:
+            by_subject.setdefault((f.field, f.derivations), []).append(f)
+        for subject, fbs in by_subject.items():
+            rows = self._rows(b, subject, need)
+            if rows is not None and len(rows) == 0:
+                continue
+            values = b.text(*subject).to_pylist()
+            idx = range(b.n) if rows is None else rows.tolist()
+            for f in fbs:
+                search = self.fallback_regex[f.leaf].search
+                got = [i for i in idx if values[i] is not None and search(values[i])]
+                rows_out.append(np.array(got, dtype=np.int64))
+                leaves_out.append(np.full(len(got), f.leaf, dtype=np.int64))
+        if not rows_out:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(rows_out), np.concatenate(leaves_out)
+
+    def _refine(self, db: _Database, text: pa.Array, rows, hr: np.ndarray, hp: np.ndarray):
+        """Apply the row modes of non-exact patterns: confirm reports, or let Python decide."""
+        ascii_rows = _to_np(pc.string_is_ascii(text))
+        exact = db.exact[hp]
+        keep = exact.copy()
+        values: list | None = None
+        todo = np.flatnonzero(~exact)
+        if len(todo):
+            values = text.to_pylist()
+            for j in todo.tolist():
+                row, pid = int(hr[j]), int(hp[j])
+                if ascii_rows[row]:
+                    ok = not db.ascii_confirm[pid] or db.regex[pid].search(values[row]) is not None
+                elif db.other_confirm[pid]:
+                    ok = db.regex[pid].search(values[row]) is not None
+                elif pid in db.other_python:
+                    ok = False  # decided below
+                else:
+                    ok = True
+                keep[j] = ok
+        hr, hp = hr[keep], hp[keep]
+        if db.other_python:
+            cand = ~ascii_rows & b_valid(text)
+            if rows is not None:
+                sel = np.zeros(len(text), dtype=bool)
+                sel[rows] = True
+                cand &= sel
+            idx = np.flatnonzero(cand).tolist()
+            if idx:
+                if values is None:
+                    values = text.to_pylist()
+                extra_r, extra_p = [], []
+                for pid in db.other_python:
+                    search = db.regex[pid].search
+                    for i in idx:
+                        if search(values[i]) is not None:
+                            extra_r.append(i)
+                            extra_p.append(pid)
+                hr = np.concatenate([hr, np.array(extra_r, np.int64)])
+                hp = np.concatenate([hp, np.array(extra_p, np.int64)])
+        return hr, hp
+
+    def _evaluate(self, cand: np.ndarray, hit_rows: np.ndarray, hit_leaves: np.ndarray, nat) -> np.ndarray:
+        """Evaluate general rules on the rows where one of their patterns fired."""
+        R = self.R
+        order = np.argsort(hit_rows, kind="stable")
+        hr, hl = hit_rows[order], hit_leaves[order]
+        crow = cand // R
+        urows, starts = np.unique(crow, return_index=True)
+        ends = list(starts[1:].tolist()) + [len(cand)]
+        lo = np.searchsorted(hr, urows, side="left").tolist()
+        hi = np.searchsorted(hr, urows, side="right").tolist()
+        cand_rules = (cand % R).tolist()
+        fns = self.functions
+        out: list[int] = []
+        N = nat
+        for j, row in enumerate(urows.tolist()):
+            bits = set(hl[lo[j]:hi[j]].tolist())
+            for k in cand_rules[starts[j]:ends[j]]:
+                if fns[k](bits, row, N):
+                    out.append(row * R + k)
+        return np.array(out, dtype=np.int64)
+
+
+def b_valid(text: pa.Array) -> np.ndarray:
+    return _to_np(text.is_valid())
+
+
+def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:
+    if isinstance(e, Pred):
+        return e.index in pattern_leaves
+    if isinstance(e, Or):
+        return all(isinstance(c, Pred) and c.index in pattern_leaves for c in e.children)
+    return False
+
+
+# --------------------------------------------------------------------------- public API
+
+_RUNTIMES: dict[str, _Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def _runtime(program: FilterProgram) -> _Runtime:
+    key = program.digest or str(id(program))
+    rt = _RUNTIMES.get(key)
+    if rt is None:
+        with _RUNTIMES_LOCK:
+            rt = _RUNTIMES.get(key)
+            if rt is None:
+                rt = _RUNTIMES[key] = _Runtime(program)
+    return rt
+
+
+class Matcher:
+    """Match batches against a program; cheap to create (the loaded runtime is shared per process)."""
+
+    def __init__(self, program: FilterProgram, cache: FingerprintCache | bool = True):
+        if not program.digest:
+            raise ValueError("the program is not compiled: run etl.optimize.compile_rules")
+        self.program = program
+        self.runtime = _runtime(program)
+        if cache is True:
+            cache = FingerprintCache()
+        self.cache: FingerprintCache | None = cache if isinstance(cache, FingerprintCache) else None
+
+    def match(self, batch: pa.RecordBatch) -> MatchResult:
+        ids = self.program.rule_ids
+        cache = self.cache
+        if cache is None or not cache.enabled or not self.program.fingerprint_fields or batch.num_rows == 0:
+            rows, rules = self.runtime.match(batch)
+            return MatchResult(batch.num_rows, rows, rules, ids)
+        return self._match_cached(batch, cache)
+
+    def _match_cached(self, batch: pa.RecordBatch, cache: FingerprintCache) -> MatchResult:
+        b = _Batch(batch)
+        cols = [b.column(f) for f in self.program.fingerprint_fields]
+        kinds = [value_kind(c.type) for c in cols]
+        if "other" in kinds:  # nested values are not hashable keys: no cache for this batch
+            rows, rules = self.runtime.match(batch)
+            return MatchResult(batch.num_rows, rows, rules, self.program.rule_ids)
+        cache.check_signature(tuple(str(c.type) for c in cols))
+        # floats by repr: -0.0 and 0.0 are equal keys but have different text forms
+        pylists = [[None if v is None else repr(v) for v in c.to_pylist()] if k == "float" else c.to_pylist()
+                   for c, k in zip(cols, kinds)]
+        keys = pylists[0] if len(pylists) == 1 else list(zip(*pylists))
+        verdicts, misses = cache.lookup_batch(keys)
+        if misses:
+            reps = [rows[0] for rows in misses.values()]
+            sub = batch.take(pa.array(reps, pa.int64()))
+            rows, rules = self.runtime.match(sub)
+            per: list[list[int]] = [[] for _ in reps]
+            for r, k in zip(rows.tolist(), rules.tolist()):
+                per[r].append(k)
+            for (key, rws), v in zip(misses.items(), per):
+                verdict = tuple(v)
+                cache.store(key, verdict)
+                for i in rws:
+                    verdicts[i] = verdict
+        out_rows: list[int] = []
+        out_rules: list[int] = []
+        for i, v in enumerate(verdicts):
+            if v:
+                out_rows.extend([i] * len(v))
+                out_rules.extend(v)
+        return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64),
+                           self.program.rule_ids)
+
+
+def match_batch(program: FilterProgram, batch: pa.RecordBatch, cache: bool = False) -> MatchResult:
+    """One-shot convenience (no cache by default)."""
+    return Matcher(program, cache=cache).match(batch)
