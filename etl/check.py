@@ -90,7 +90,9 @@ def _load_rules(graph: Graph, doc: Document, report: Report, environ: Mapping[st
     for node in graph.nodes.values():
         if node.type != "filter" or is_placeholder(node.spec):
             continue
-        loaded = load_filter_rules(node.spec, node.path, doc.smap, doc.base_dir, report, vars_=doc.vars,
+        # rule files are named relative to the pipeline file, as the user gave its path
+        loaded = load_filter_rules(node.spec, node.path, doc.smap, os.path.dirname(doc.file) or ".", report,
+                                   vars_=doc.vars,
                                    environ=environ, file=doc.file)
         if loaded is not None:
             rules[node.id] = tuple(loaded)

@@ -175,6 +175,12 @@ class _Emitter:
         self.by_name: dict[str, list[int]] = {}  # field name -> group numbers (for backrefs)
         self.groups = 0
         self.flags: list[str] = []
+        self.stack: tuple[str, ...] = ()
+
+    @property
+    def ctx(self) -> str:
+        """Where an error is: the definition being expanded, or the user's pattern."""
+        return f"definition of {self.stack[-1]}" if self.stack else repr(self.top)
 
     def both(self, s: str, j: str | None = None) -> None:
         self.py.append(s)
@@ -199,13 +205,21 @@ class _Emitter:
     def backref(self, name: str) -> None:
         groups = self.by_name.get(name)
         if not groups:
-            raise GrokError(f"grok: backreference to unknown group {name!r} in {self.top!r}", name)
+            raise GrokError(f"grok: backreference to unknown group {name!r} in {self.ctx}", name)
         n = groups[0]
         pyname = next(k for k, v in self.py_names.items() if v == n)
         self.both(f"(?P={pyname})", f"(?:\\{n})")
 
     # one regex body (a definition or the user's pattern); `stack` detects cycles
     def emit(self, body: str, stack: tuple[str, ...]) -> None:
+        outer = self.stack
+        self.stack = stack
+        try:
+            self._emit(body, stack)
+        finally:
+            self.stack = outer
+
+    def _emit(self, body: str, stack: tuple[str, ...]) -> None:
         i, n = 0, len(body)
         while i < n:
             c = body[i]
@@ -247,20 +261,20 @@ class _Emitter:
 
     def _escape(self, body: str, i: int) -> int:
         if i + 1 >= len(body):
-            raise GrokError(f"grok: pattern ends with a lone backslash: {self.top!r}")
+            raise GrokError(f"grok: pattern ends with a lone backslash in {self.ctx}")
         nxt = body[i + 1]
         if nxt.isdigit() and nxt != "0":
-            raise GrokError(f"grok: numbered backreference \\{nxt} is not supported (use (?<name>...) and \\k<name>): {self.top!r}")
+            raise GrokError(f"grok: numbered backreference \\{nxt} is not supported (use (?<name>...) and \\k<name>) in {self.ctx}")
         if nxt == "k" and i + 2 < len(body) and body[i + 2] == "<":
             end = body.find(">", i + 3)
             if end < 0:
-                raise GrokError(f"grok: unterminated \\k<name> in {self.top!r}")
+                raise GrokError(f"grok: unterminated \\k<name> in {self.ctx}")
             self.backref(body[i + 3:end])
             return end + 1
         if nxt in "pP" and i + 2 < len(body) and body[i + 2] == "{":
             end = body.find("}", i + 3)
             if end < 0:
-                raise GrokError(f"grok: unterminated \\{nxt}{{...}} in {self.top!r}")
+                raise GrokError(f"grok: unterminated \\{nxt}{{...}} in {self.ctx}")
             self.both(body[i:end + 1])
             return end + 1
         if nxt == "z":  # absolute end of input: Python spells it \Z
@@ -321,7 +335,7 @@ class _Emitter:
             py.append(c)
             java.append(c)
             j += 1
-        raise GrokError(f"grok: unterminated character class in {self.top!r}")
+        raise GrokError(f"grok: unterminated character class in {self.ctx}")
 
     def _group(self, body: str, i: int) -> int:
         if not body.startswith("(?", i):
@@ -338,14 +352,14 @@ class _Emitter:
         if body.startswith("(?#", i):
             end = body.find(")", i)
             if end < 0:
-                raise GrokError(f"grok: unterminated comment in {self.top!r}")
+                raise GrokError(f"grok: unterminated comment in {self.ctx}")
             return end + 1
         m = _GLOBAL_FLAGS_RE.match(body, i)
         if m:  # global inline flags: Python wants them at the start; hoist for both
             self.flags.append(m.group(1))
             return m.end()
         if body.startswith("(?P", i):
-            raise GrokError(f"grok: unsupported group syntax at {body[i:i + 8]!r} in {self.top!r}")
+            raise GrokError(f"grok: unsupported group syntax at {body[i:i + 8]!r} in {self.ctx}")
         self.both("(?")
         return i + 2
 

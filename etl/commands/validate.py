@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Optional
 
@@ -13,6 +14,14 @@ from etl.commands import parse_vars
 from etl.diagnostics import Diagnostic
 
 
+def _redacted(d: Diagnostic, doc) -> Diagnostic:
+    if doc is None or not doc.secrets:
+        return d
+    from dataclasses import replace
+
+    return replace(d, message=doc.redact(d.message), hint=doc.redact(d.hint) if d.hint else d.hint)
+
+
 @app.command()
 def validate(
     paths: list[str] = typer.Argument(..., help="pipeline files or folders"),
@@ -20,31 +29,44 @@ def validate(
     strict: bool = typer.Option(False, "--strict", help="treat warnings as errors"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
-    """Report every problem as file:line:col CODE message, with a hint."""
+    """Report every problem as file:line:col: CODE message, with a hint."""
     from etl.check import check_paths, pipeline_files
 
     if format not in ("text", "json"):
         raise typer.BadParameter("expected text or json", param_hint="--format")
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        for p in missing:
+            typer.echo(f"etl validate: no such file or folder: {p}", err=True)
+        raise typer.Exit(2)
     files = pipeline_files(paths)
     if not files:
         typer.echo("etl validate: no pipeline files found", err=True)
         raise typer.Exit(2)
     results = check_paths(files, cli_vars=parse_vars(var))
-    diags: list[Diagnostic] = [d for r in results for d in r.report.sorted()]
     failed = [r for r in results if r.report.has_errors(strict) or (r.plan is None and not r.report.errors)]
+    per_file = [(r, [_redacted(d, r.document) for d in r.report.sorted()]) for r in results]
     if format == "json":
         typer.echo(json.dumps({
             "valid": not failed,
+            "strict": strict,
             "files": [{"file": r.file, "valid": r not in failed,
-                       "diagnostics": [d.to_json() for d in r.report.sorted()]} for r in results],
+                       "errors": [d.to_json() for d in ds if d.is_error],
+                       "warnings": [d.to_json() for d in ds if not d.is_error]} for r, ds in per_file],
         }, indent=2))
     else:
-        for d in diags:
-            typer.echo(d.render(), err=False)
-        n_err = sum(1 for d in diags if d.is_error)
-        n_warn = len(diags) - n_err
+        n_err = n_warn = 0
+        for _, ds in per_file:
+            errors = [d for d in ds if d.is_error]
+            warnings = [d for d in ds if not d.is_error]
+            n_err += len(errors)
+            n_warn += len(warnings)
+            for d in errors + warnings:  # errors first, then warnings, each by position
+                typer.echo(d.render())
         summary = (f"{len(results)} pipeline{'s' if len(results) != 1 else ''}: "
                    f"{len(results) - len(failed)} valid, {len(failed)} invalid, "
-                   f"{n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}")
+                   f"{n_err} error{'s' if n_err != 1 else ''}, {n_warn} warning{'s' if n_warn != 1 else ''}"
+                   + (" (--strict: warnings fail)" if strict and n_warn else ""))
+        sys.stdout.flush()
         print(summary, file=sys.stderr)
     raise typer.Exit(1 if failed else 0)

@@ -233,13 +233,14 @@ class ColumnPass:
             hint = None
             if e.suggestions:
                 hint = "did you mean " + " or ".join(f"'{s}'" for s in e.suggestions) + "?"
-            msg = e.message.removeprefix("grok: ")
+            msg = e.message.removeprefix("grok: ").split(" (did you mean")[0]
             span = self.span(node, "pattern")
             if e.name and self.smap is not None and f"%{{{e.name}" in spec.pattern:
                 span = self.inner(node, ("pattern",), spec.pattern, spec.pattern.index(f"%{{{e.name}") + 2)
-            self.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint or
-                              "pattern names are those of Logstash (e.g. IP, NUMBER, COMBINEDAPACHELOG) or "
-                              "your custom_patterns")
+            if hint is None:
+                hint = ("pattern names are those of Logstash (e.g. IP, NUMBER, COMBINEDAPACHELOG) or your "
+                        "custom_patterns" if e.name else "custom_patterns values are regular expressions")
+            self.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint)
             return None
         if cols is None:
             return None

@@ -77,7 +77,7 @@ def load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None
                    environ: Mapping[str, str] | None = None) -> list[SourcedRule] | None:
     """Load and validate one rule file; diagnostics point into it. None when it is invalid."""
     from etl.spec.errors import validate_model
-    from etl.spec.rules import Rule, RuleFile
+    from etl.spec.rules import RuleFile, RuleList
 
     doc = load_file(file, report, environ=environ, inherit_vars=dict(vars_ or {}))
     if doc is None:
@@ -89,15 +89,10 @@ def load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None
             return None
         return [SourcedRule(r, file, ("rules", i), doc.smap) for i, r in enumerate(parsed.rules)]
     if isinstance(data, list):
-        out: list[SourcedRule] = []
-        ok = True
-        for i, item in enumerate(data):
-            rule = validate_model(Rule, item, doc.smap, report, prefix=(i,))
-            if rule is None:
-                ok = False
-            else:
-                out.append(SourcedRule(rule, file, (i,), doc.smap))
-        return out if ok else None
+        listed = validate_model(RuleList, data, doc.smap, report)
+        if listed is None:
+            return None
+        return [SourcedRule(r, file, (i,), doc.smap) for i, r in enumerate(listed.root)]
     report.error("E102", "a rule file holds a list of rules or a mapping `rules: [...]`", doc.smap.value(()),
                  "write `rules:` followed by `- id: ...` items")
     return None

@@ -66,6 +66,15 @@ def _line_of(text: str, needle: str) -> tuple[int, int]:
     return 1, 1
 
 
+def _tag_col(text: str, lineno: int | None) -> int:
+    """Column of the first template tag on a line (1 when there is none)."""
+    lines = text.splitlines()
+    if not lineno or lineno > len(lines):
+        return 1
+    found = [c for c in (lines[lineno - 1].find(t) for t in ("{{", "{%", "{#")) if c >= 0]
+    return min(found) + 1 if found else 1
+
+
 def _template_line(exc: BaseException) -> int | None:
     tb = exc.__traceback__
     line = None
@@ -118,7 +127,7 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
     try:
         ast = jenv.parse(text)
     except TemplateSyntaxError as e:
-        report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, 1),
+        report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, _tag_col(text, e.lineno)),
                      "check the {{ }} and {% %} delimiters")
         return None
     if strict:

@@ -23,6 +23,7 @@ class Step:
     kind: str
     type: str
     program: Any = None  # e.g. a FilterProgram for filters with rules
+    explain: str | None = None  # the optimizer's text for `program` (shown by `etl explain`)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import types
 import typing
 from typing import Any, Iterable, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 from etl.diagnostics import Report, choices_hint, did_you_mean
 from etl.load.yamlmap import SourceMap
@@ -62,6 +62,8 @@ def model_at(root: type[BaseModel], loc: Iterable[Any]) -> type[BaseModel] | Non
     """The model class whose instance sits at `loc` (pydantic loc, tags included)."""
     current: Any = root
     for part in loc:
+        if isinstance(current, type) and issubclass(current, RootModel):
+            current = current.model_fields["root"].annotation
         members = _members(current)
         nxt = None
         if len(members) > 1 and isinstance(part, str):
@@ -119,7 +121,17 @@ def _yaml_path(loc: tuple, data: Any) -> tuple:
 
 
 def _where(path: tuple, data: Any = None) -> str:
-    """Human name of a location: "source 'a'", "transform 'f' (rules.0.when)"."""
+    """Human name of a location: "source 'a'", "transform 'f' (rules.0.when)", "rule 'r1' (when)"."""
+    rules, rest = None, ()
+    if len(path) >= 2 and path[0] == "rules" and isinstance(path[1], int) and isinstance(data, dict) \
+            and "sources" not in data and isinstance(data.get("rules"), list) and path[1] < len(data["rules"]):
+        rules, rest = data["rules"][path[1]], path[2:]  # a rule file written as {rules: [...]}
+    elif path and isinstance(path[0], int) and isinstance(data, list) and path[0] < len(data):
+        rules, rest = data[path[0]], path[1:]  # a rule file written as a bare list
+    if rules is not None:
+        name = f"rule '{rules['id']}'" if isinstance(rules, dict) and isinstance(rules.get("id"), str) \
+            else f"rule #{(path[1] if path[0] == 'rules' else path[0]) + 1}"
+        return name + (f" ({'.'.join(str(p) for p in rest)})" if rest else "")
     if len(path) >= 2 and path[0] in _KIND_OF_LIST and isinstance(data, dict):
         items = data.get(path[0])
         item = items[path[1]] if isinstance(items, list) and isinstance(path[1], int) and path[1] < len(items) \
@@ -187,7 +199,12 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         report.error("E102", f"invalid value {_short(err.get('input'))} for '{loc[-1]}'", smap.value(full), hint)
     elif etype == "value_error" or etype == "assertion_error":
         msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        report.error("E104", f"{msg} (in {_where(full, root)})", smap.value(full), _hint_for(loc))
+        if _is_scalar_field(model, loc):  # a typed value (duration, size) that does not parse
+            head, _, tail = msg.partition(": ")
+            report.error("E102", f"{head} for '{loc[-1]}' in {_where(full[:-1], root)}" + (f": {tail}" if tail else ""),
+                         smap.value(full), _hint_for(loc))
+        else:
+            report.error("E104", f"{msg} (in {_where(full, root)})", smap.value(full), _hint_for(loc))
     elif etype == "invalid_rule_node":
         report.error("E104", f"{err['msg']} (in {_where(full, root)})", smap.value(full),
                      "write {field: name, regex: '...'} or all: [...], any: [...], not: {...}")
@@ -195,8 +212,26 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         report.error("E102", f"invalid {loc[-1]} {_short(err.get('input'))}: use letters, digits, '_' and '-', "
                      "starting with a letter or '_'", smap.value(full))
     else:
-        report.error("E102", f"{err['msg']} for '{_where(full, root)}' (got {_short(err.get('input'))})",
-                     smap.value(full), _hint_for(loc))
+        msg = str(err["msg"])
+        msg = msg[:1].lower() + msg[1:]
+        key = next((p for p in reversed(path) if isinstance(p, str)), None) or str(loc[-1])
+        owner = full[:-1] if path and path[-1] == key else full
+        # an empty value (`key:` with nothing after it) is best shown at its key
+        span = smap.key(full) if err.get("input") is None and full else smap.value(full)
+        report.error("E102", f"invalid value {_short(err.get('input'))} for '{key}' in {_where(owner, root)}: {msg}",
+                     span, _hint_for(loc))
+
+
+def _is_scalar_field(model: type[BaseModel], loc: tuple) -> bool:
+    from etl.spec.base import Duration, Size
+
+    if not loc or not isinstance(loc[-1], str):
+        return False
+    parent = model_at(model, loc[:-1])
+    if parent is None:
+        return False
+    ann = _field_for(parent, loc[-1])
+    return any(m in (Duration, Size) for m in _members(ann)) if ann is not None else False
 
 
 def _hint_for(loc: tuple) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import ConfigDict, Discriminator, Field, RootModel, Tag, model_validator
 
 from etl.spec.base import Identifier, Model
 
@@ -108,9 +108,15 @@ class Rule(Model):
 
 
 class RuleFile(Model):
-    """Top level of a separate rules file (a bare list of rules is accepted too)."""
+    """Top level of a separate rules file (a bare list of rules is accepted too: RuleList)."""
 
     rules: list[Rule]
+
+
+class RuleList(RootModel[list[Rule]]):
+    """A rules file written as a bare list of rules."""
+
+    model_config = ConfigDict(frozen=True)
 
 
 def predicates(node: Any):
