@@ -36,12 +36,14 @@ class Checked:
 
 
 def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = None,
-               environ: Mapping[str, str] | None = None) -> Checked:
-    """Check one pipeline file. Never raises: an internal bug becomes an E999 diagnostic."""
+               environ: Mapping[str, str] | None = None, programs: bool = False) -> Checked:
+    """Check one pipeline file. Never raises: an internal bug becomes an E999 diagnostic.
+
+    `programs=True` also compiles each filter's rules with the optimizer (explain, run)."""
     file = str(path)
     out = Checked(file, Report())
     try:
-        _check(out, cli_vars, environ)
+        _check(out, cli_vars, environ, programs)
     except Exception as e:  # noqa: BLE001 - reported, not hidden: a bug in etl, shown as E999
         out.plan = None
         out.report.error("E999", f"internal error: {type(e).__name__}: {e}", Span(file, 1, 1),
@@ -49,7 +51,8 @@ def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = 
     return out
 
 
-def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> None:
+def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[str, str] | None,
+           programs: bool = False) -> None:
     from etl.graph.checks import check_graph
     from etl.plan import build_plan
     from etl.spec import Pipeline
@@ -80,7 +83,8 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
     out.graph = graph
     if report.errors:
         return
-    out.plan = build_plan(graph, report)
+    plan = build_plan(graph, report, programs=programs)
+    out.plan = None if report.errors else plan
 
 
 def _load_rules(graph: Graph, doc: Document, report: Report, environ: Mapping[str, str] | None) -> dict:

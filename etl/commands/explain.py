@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import typer
@@ -15,13 +16,20 @@ def explain(
     path: str = typer.Argument(..., help="pipeline file"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
-    """Show nodes, edges, columns, optimized programs and each sink's delivery guarantee."""
+    """Show nodes, edges, columns, optimized filter programs and each sink's delivery guarantee."""
     from etl.check import check_file
     from etl.plan.explain import explain_plan
 
-    checked = check_file(path, cli_vars=parse_vars(var))
+    if not os.path.isfile(path):
+        typer.echo(f"etl explain: no such file: {path}", err=True)
+        raise typer.Exit(2)
+    checked = check_file(path, cli_vars=parse_vars(var), programs=True)
+    doc = checked.document
+    redact = doc.redact if doc is not None else (lambda s: s)
     if checked.plan is None:
         for d in checked.report.sorted():
-            typer.echo(d.render())
+            typer.echo(redact(d.render()), err=True)
         raise typer.Exit(1)
-    typer.echo(checked.document.redact(explain_plan(checked.plan)), nl=False)
+    for d in checked.report.warnings:
+        typer.echo(redact(d.render()), err=True)
+    typer.echo(redact(explain_plan(checked.plan)), nl=False)

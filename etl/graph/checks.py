@@ -59,13 +59,11 @@ def check_outputs(graph: Graph, report: Report) -> None:
                          graph.smap.value(("dead_letter",)), "give the dead-letter sink its own path")
 
 
-def _hyperscan_rejects() -> Callable[[str, bool], str | None] | None:
-    """The optimizer's verdict on a pattern (why Hyperscan cannot compile it, or None)."""
-    import etl.optimize
+def _hyperscan_rejects() -> Callable[[str, bool], str | None]:
+    """The optimizer's verdict on a pattern (why Hyperscan cannot compile it exactly, or None)."""
+    from etl.optimize import hyperscan_rejects
 
-    # TODO(coordination): etl.optimize.hyperscan_rejects is being written by the optimizer engineer;
-    # until it lands, no W301 is reported.
-    return getattr(etl.optimize, "hyperscan_rejects", None) or (lambda pattern, caseless: None)
+    return hyperscan_rejects
 
 
 def _compile_error(pattern: str, caseless: bool) -> re.error | None:
@@ -102,8 +100,7 @@ def check_rules(graph: Graph, report: Report) -> None:
                         rejects = _hyperscan_rejects()
                     why = rejects(pred.regex, pred.caseless)
                     if why:
-                        report.warning("W301", f"regex of rule '{sr.rule.id}' cannot use Hyperscan ({why}); "
-                                       "it will fall back to Python re (slower)", span,
+                        report.warning("W301", f"regex of rule '{sr.rule.id}' will fall back: {why}", span,
                                        "avoid backreferences, lookaround, atomic groups and possessive quantifiers")
                 elif pred.op == "cidr":
                     nets = pred.cidr if isinstance(pred.cidr, list) else [pred.cidr]
