@@ -115,6 +115,8 @@ _STRING_FUNCS = {"lower", "upper", "concat", "concat_ws", "trim", "ltrim", "rtri
                  "coalesce_str", "reverse", "repeat", "translate", "base64", "url_decode", "url_encode"}
 _BIGINT_FUNCS = {"length", "char_length", "size", "count", "instr", "locate", "hash", "unix_timestamp",
                  "year", "month", "day", "dayofmonth", "hour", "minute", "second", "dayofweek"}
+_DOUBLE_FUNCS = {"round", "bround", "sqrt", "exp", "ln", "log", "log10", "log2", "pow", "power", "rand", "avg",
+                 "percentile_approx", "stddev", "variance", "cbrt", "degrees", "radians"}
 _TS_FUNCS = {"to_timestamp", "current_timestamp", "now", "timestamp_millis", "timestamp_seconds",
              "from_unixtime_ts", "date_trunc", "window_start", "window_end", "timestamp"}
 
@@ -170,6 +172,8 @@ def _type_of(node, cols: dict[str, str]) -> str:
         return "string"
     if fname in _BIGINT_FUNCS or isinstance(node, (exp.Length, exp.Count)):
         return "bigint"
+    if fname in _DOUBLE_FUNCS or isinstance(node, (exp.Round, exp.Sqrt, exp.Ln, exp.Pow)):
+        return "double"
     if fname in _TS_FUNCS or isinstance(node, (exp.CurrentTimestamp, exp.StrToTime, exp.UnixToTime)):
         return "timestamp"
     if isinstance(node, (exp.Coalesce, exp.Max, exp.Min)):

@@ -13,6 +13,9 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
     if not_replayable:
         return Delivery(sink.id, "at-least-once", f"source {', '.join(not_replayable)} cannot replay")
     if not sink.spec.is_idempotent():
+        configured = getattr(sink.spec, "delivery", None)
+        if configured == "at_least_once":
+            return Delivery(sink.id, "at-least-once", f"{sink.type} sink configured with delivery: at_least_once")
         return Delivery(sink.id, "at-least-once", f"{sink.type} sink is not idempotent: a replayed batch is written again")
     return Delivery(sink.id, "exactly-once",
                     f"replayable sources ({', '.join(s.id for s in sources)}) + idempotent {sink.type} sink "

@@ -1,0 +1,51 @@
+"""Golden tests: `etl explain` text of fixed pipelines, byte for byte.
+
+Regenerate after an intended change with:
+    ETL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden
+and review the diff.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+from etl.check import check_file
+from etl.plan.explain import explain_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = Path(__file__).resolve().parent
+CASES = {
+    "all_transforms": "tests/fixtures/valid/all_transforms.yaml",
+    "rules_and_grok": "tests/fixtures/valid/rules_and_grok.yaml",
+    "unknown_columns": "tests/fixtures/valid/unknown_columns.yaml",
+    "kafka_window_mysql": "pipelines/kafka_window_mysql.yaml",
+    "kafka_grok_opensearch": "pipelines/kafka_grok_opensearch.yaml",
+    "rocketmq_filter_rocketmq": "pipelines/rocketmq_filter_rocketmq.yaml",
+    "lookup_mysql": "pipelines/lookup_mysql.yaml",
+}
+
+
+def _explain(rel: str) -> str:
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        checked = check_file(rel, environ={}, programs=True)
+    finally:
+        os.chdir(cwd)
+    assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
+    return explain_plan(checked.plan)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_explain_matches_golden(name):
+    text = _explain(CASES[name])
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("ETL_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run with ETL_UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_explain_is_deterministic(name):
+    assert _explain(CASES[name]) == _explain(CASES[name])
