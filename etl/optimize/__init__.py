@@ -20,6 +20,7 @@ from etl.optimize.ir import FilterProgram, RuleCompileError
 from etl.optimize.merge_by_field import merge_by_field
 from etl.optimize.native_split import native_split
 from etl.optimize.normalize import lift, normalize
+from etl.optimize.sibling_merge import MergedProgram, merge_programs, split_results
 from etl.spec.rules import Rule
 
 Pass = Callable[[FilterProgram], FilterProgram]
@@ -53,4 +54,5 @@ def run_passes(program: FilterProgram, start: str) -> FilterProgram:
     return program
 
 
-__all__ = ["PASSES", "FilterProgram", "RuleCompileError", "compile_rules", "hyperscan_rejects", "run_passes"]
+__all__ = ["PASSES", "FilterProgram", "MergedProgram", "RuleCompileError", "compile_rules", "hyperscan_rejects",
+           "merge_programs", "run_passes", "split_results"]

@@ -57,7 +57,7 @@ def _sift(program: FilterProgram, db: PatternDatabase, fallbacks: list[FallbackP
             kept.append(replace(
                 p, expression=relaxed.expression.encode("utf-8"), flags=relaxed.flags,
                 ascii_rows="confirm", other_rows="confirm",
-                note=f"Hyperscan rejects the exact form ({err}); prefilter confirmed by Python re"))
+                note=f"Hyperscan rejects the exact form ({err})"))
             continue
         for leaf in p.leaves:
             fallbacks.append(FallbackPattern(

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import re._constants as C  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterable
 
@@ -44,6 +44,10 @@ MAX_CP = 0x10FFFF
 ASCII_MAX = 0x7F
 NONASCII_RANGE_LIMIT = 8  # more non-ASCII ranges than this -> superset class
 RELAX_REPEAT_CAP = 200
+
+# ASCII letters Hyperscan's caseless mode also folds to non-ASCII characters (Kelvin sign, long s);
+# i is here for safety (Turkish dotted/dotless i)
+_HS_FOLDS_BEYOND_ASCII = "ksi"
 
 HS_BASE_FLAGS = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_SINGLEMATCH
 
@@ -216,7 +220,7 @@ def emit_set(ranges: Ranges, hs_caseless: bool) -> tuple[str, bool]:
         approx = True
     if hs_caseless and len(ranges) == 2 and all(lo == hi for lo, hi in ranges):
         a, b = ranges[0][0], ranges[1][0]
-        if chr(a).isascii() and chr(a).isupper() and chr(a).lower() == chr(b):
+        if chr(a).isascii() and chr(a).isupper() and chr(a).lower() == chr(b) and chr(b) not in _HS_FOLDS_BEYOND_ASCII:
             return chr(b), approx  # plain ASCII letter pair: Hyperscan's caseless flag does it
     if not neg and len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
         text = _esc(ranges[0][0])
@@ -341,7 +345,8 @@ class _Walker:
         raise _Unsupported(f"unsupported construct {op}")
 
     def _repeat(self, lo: int, hi: int, item: _Frag) -> _Frag:
-        if self.relax:
+        if self.relax and (lo > RELAX_REPEAT_CAP or (hi != C.MAXREPEAT and hi > RELAX_REPEAT_CAP)):
+            self._lose("large repeat relaxed")
             if hi != C.MAXREPEAT and hi > RELAX_REPEAT_CAP:
                 hi = C.MAXREPEAT
             lo = min(lo, RELAX_REPEAT_CAP)
@@ -446,7 +451,8 @@ def plan_pattern(regex: str, flags: int, check: bool = True) -> PatternPlan:
         return PatternPlan("hyperscan", t, reason)
     r = translate(regex, flags, relax=True)
     if r.expression is not None and test_compile(r.expression, r.flags) is None:
-        return PatternPlan("hyperscan", r, f"Hyperscan rejects the exact form ({err}); prefilter confirmed by Python re")
+        r = replace(r, ascii_rows="confirm", other_rows="confirm")
+        return PatternPlan("hyperscan", r, f"Hyperscan rejects the exact form ({err})")
     return PatternPlan("python", None, f"Hyperscan rejects it ({err})")
 
 
@@ -465,12 +471,10 @@ def hyperscan_rejects(pattern: str, caseless: bool) -> str | None:
         return f"invalid regular expression: {e}"
     plan = plan_pattern(pattern, flags)
     if plan.kind == "python":
-        return f"{plan.reason}; runs in Python re"
+        return plan.reason
     if plan.kind == "hyperscan" and plan.translation is not None and plan.translation.ascii_rows != "exact":
         notes = plan.reason or ", ".join(plan.translation.notes)
-        if "prefilter" in notes:
-            return notes
-        return f"{notes} not supported by Hyperscan; runs as a Hyperscan prefilter confirmed by Python re"
+        return f"{notes}: a Hyperscan superset confirmed by Python re"
     return None
 
 

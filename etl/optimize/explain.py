@@ -1,0 +1,105 @@
+"""Deterministic text of a FilterProgram (what ``etl explain`` shows for a filter with rules).
+
+Sections appear once the pass that fills them has run: rules and predicates
+(normalize), native predicates with their Spark SQL (native_split), pattern
+databases per field with pattern count and serialized size (merge_by_field,
+fallback), the patterns that fall back to Python ``re`` and the rules using
+them (fallback), the fingerprint fields (fingerprint). ``show_sizes=False``
+leaves out what depends on the machine (database bytes, digest), for golden
+tests.
+"""
+
+from __future__ import annotations
+
+import json
+
+import hyperscan
+
+from etl.optimize.ir import FilterProgram, HsPattern, render_expr
+from etl.optimize.normalize import shared_subexpressions
+
+_FLAG_NAMES = (
+    (hyperscan.HS_FLAG_CASELESS, "caseless"),
+    (hyperscan.HS_FLAG_DOTALL, "dotall"),
+    (hyperscan.HS_FLAG_MULTILINE, "multiline"),
+    (hyperscan.HS_FLAG_SINGLEMATCH, "singlematch"),
+    (hyperscan.HS_FLAG_UTF8, "utf8"),
+    (hyperscan.HS_FLAG_UCP, "ucp"),
+)
+
+
+def flag_names(flags: int) -> str:
+    return ",".join(name for bit, name in _FLAG_NAMES if flags & bit)
+
+
+def _mode(p: HsPattern) -> str:
+    if p.exact:
+        return ""
+    if p.ascii_rows == "confirm":
+        return f"  [prefilter, confirmed by re: {p.note}]"
+    how = "re decides" if p.other_rows == "python" else "reports confirmed by re"
+    return f"  [non-ASCII values: {how}: {p.note}]"
+
+
+def explain(program: FilterProgram, show_sizes: bool = True) -> str:
+    done = set(program.passes)
+    preds = program.predicates
+    lines: list[str] = []
+    head = f"filter program: {len(program.rules)} rules, {len(preds)} predicates"
+    if "normalize" in done:
+        head += f", shared sub-expressions: {shared_subexpressions(program)}"
+    lines.append(head)
+    if show_sizes and program.digest:
+        lines.append(f"digest: {program.digest[:16]}")
+    lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
+    if program.fingerprint_fields:
+        lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
+
+    where: dict[int, str] = {}
+    for n in program.natives:
+        where[n.leaf] = "native"
+    for db in program.databases:
+        for p in db.patterns:
+            for leaf in p.leaves:
+                where[leaf] = f"hyperscan {db.subject} #{p.pattern_id}"
+    for f in program.fallbacks:
+        where[f.leaf] = "python re"
+
+    lines.append("rules:")
+    for r in program.rules:
+        lines.append(f"  {r.rule_id}: {render_expr(r.expr)}")
+    if preds:
+        lines.append("predicates:")
+        for p in preds:
+            tag = f"  [{where[p.index]}]" if p.index in where else ""
+            lines.append(f"  p{p.index} {p.key.describe()}{tag}")
+    if "native_split" in done:
+        lines.append(f"native predicates (evaluated first): {len(program.natives)}")
+        for n in program.natives:
+            how = n.sql if n.sql is not None else "(matcher only, per distinct value)"
+            lines.append(f"  p{n.leaf} {how}")
+    if "merge_by_field" in done:
+        lines.append(f"pattern databases: {len(program.databases)}")
+        for db in program.databases:
+            size = ""
+            if show_sizes and db.serialized is not None:
+                size = f", {len(db.serialized)} bytes"
+            lines.append(f"  {db.subject}: {len(db.patterns)} patterns{size}")
+            for p in db.patterns:
+                expr = json.dumps(p.expression.decode("utf-8"), ensure_ascii=True)
+                served = ", ".join(f"p{x}" for x in p.leaves)
+                lines.append(f"    #{p.pattern_id} {expr} ({flag_names(p.flags)}) -> {served}{_mode(p)}")
+    if "merge_by_field" in done:
+        pre = [(db, p) for db in program.databases for p in db.patterns if p.ascii_rows != "exact"]
+        lines.append(f"fallbacks: {len(program.fallbacks)} python re, {len(pre)} prefilter")
+        for f in program.fallbacks:
+            rx = json.dumps(f.python_regex, ensure_ascii=True)
+            lines.append(f"  p{f.leaf} python re {rx}: {f.reason}; rules {', '.join(f.rules)}")
+        for db, p in pre:
+            rules: dict[str, None] = {}
+            for leaf in p.leaves:
+                for rid in preds[leaf].rules:
+                    rules.setdefault(rid)
+            served = ", ".join(f"p{x}" for x in p.leaves)
+            lines.append(f"  {served} prefilter {db.subject} #{p.pattern_id}: {p.note}; rules {', '.join(rules)}")
+    return "\n".join(lines) + "\n"
