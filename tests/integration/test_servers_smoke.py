@@ -1,0 +1,294 @@
+"""Smoke tests for the real test servers (tests/servers): one round trip each,
+a stop/start on the same data, and the Spark connector jars in java/lib/spark.
+
+Prerequisites: scripts/setup-java.sh && scripts/setup-servers.sh
+Run: .venv/bin/python -m pytest -m servers tests/integration/test_servers_smoke.py -s
+(-s shows the start-up times.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # `tests.servers` importable under plain `pytest` too
+    sys.path.insert(0, str(REPO))
+
+from tests.servers import KafkaServer, MariaDBServer, RocketMQServer  # noqa: E402
+from tests.servers._base import java_binary, java_lib_dir, port_open  # noqa: E402
+from tests.servers.fixtures import (  # noqa: E402,F401
+    kafka_server,
+    mariadb_server,
+    opensearch_server,
+    rocketmq_server,
+)
+
+pytestmark = [pytest.mark.servers, pytest.mark.timeout(600)]
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+# -- Kafka -------------------------------------------------------------------
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i, value in enumerate(values):
+        producer.produce(topic, key=str(i).encode(), value=value)
+    assert producer.flush(30) == 0
+
+
+def _consume(bootstrap: str, topic: str, count: int, timeout: float = 60.0) -> list[bytes]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": _name("smoke"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(got) < count and time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            assert msg.error() is None, msg.error()
+            got.append(msg.value())
+    finally:
+        consumer.close()
+    return got
+
+
+def test_kafka_produce_consume(kafka_server: KafkaServer) -> None:
+    topic = _name("smoke")
+    kafka_server.create_topic(topic, partitions=2)
+    values = [f"message {i}".encode() for i in range(5)]
+    _produce(kafka_server.bootstrap_servers, topic, values)
+    assert sorted(_consume(kafka_server.bootstrap_servers, topic, len(values))) == sorted(values)
+
+
+def test_kafka_auto_created_topic(kafka_server: KafkaServer) -> None:
+    topic = _name("auto")
+    _produce(kafka_server.bootstrap_servers, topic, [b"hello"])
+    assert _consume(kafka_server.bootstrap_servers, topic, 1) == [b"hello"]
+
+
+def test_kafka_stop_start_keeps_data(kafka_server: KafkaServer) -> None:
+    topic = _name("restart")
+    _produce(kafka_server.bootstrap_servers, topic, [b"before"])
+    kafka_server.stop()
+    assert not port_open(kafka_server.port)
+    kafka_server.start()
+    print(f"\n[servers] kafka restart took {kafka_server.startup_seconds:.1f}s")
+    _produce(kafka_server.bootstrap_servers, topic, [b"after"])
+    assert _consume(kafka_server.bootstrap_servers, topic, 2) == [b"before", b"after"]
+
+
+# -- MariaDB -----------------------------------------------------------------
+
+
+def test_mariadb_create_insert_select(mariadb_server: MariaDBServer) -> None:
+    table = _name("smoke")
+    conn = mariadb_server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, name VARCHAR(50), ts DATETIME(3))")
+            cur.executemany(
+                f"INSERT INTO {table} VALUES (%s, %s, %s)",
+                [(1, "a", "2026-01-01 00:00:00.123"), (2, "ü", "2026-01-02 00:00:00")],
+            )
+        conn.commit()
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT id, name FROM {table} ORDER BY id")
+            assert cur.fetchall() == ((1, "a"), (2, "ü"))
+            cur.execute("SELECT @@time_zone, @@character_set_server, DATABASE()")
+            assert cur.fetchone() == ("+00:00", "utf8mb4", mariadb_server.database)
+    finally:
+        conn.close()
+
+
+def test_mariadb_stop_start_keeps_data(mariadb_server: MariaDBServer) -> None:
+    table = _name("restart")
+    conn = mariadb_server.connect(autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY)")
+        cur.execute(f"INSERT INTO {table} VALUES (42)")
+    conn.close()
+    with mariadb_server.down():
+        assert not port_open(mariadb_server.port)
+    print(f"\n[servers] mariadb restart took {mariadb_server.startup_seconds:.1f}s")
+    conn = mariadb_server.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id FROM {table}")
+        assert cur.fetchall() == ((42,),)
+    conn.close()
+
+
+# -- OpenSearch --------------------------------------------------------------
+
+
+def test_opensearch_index_search(opensearch_server) -> None:
+    index = _name("smoke")
+    opensearch_server.request(
+        "PUT",
+        f"/{index}",
+        {"settings": {"number_of_shards": 1, "number_of_replicas": 0},
+         "mappings": {"properties": {"msg": {"type": "text"}, "level": {"type": "keyword"}}}},
+    )
+    opensearch_server.request("PUT", f"/{index}/_doc/id-1?refresh=true", {"msg": "disk full on host a", "level": "ERROR"})
+    bulk = "".join(
+        f'{{"index":{{"_index":"{index}","_id":"id-{i}"}}}}\n{{"msg":"line {i}","level":"INFO"}}\n' for i in (2, 3)
+    )
+    result = opensearch_server.request("POST", "/_bulk?refresh=true", bulk)
+    assert result["errors"] is False
+    hits = opensearch_server.request("POST", f"/{index}/_search", {"query": {"match": {"msg": "disk"}}})["hits"]
+    assert [h["_id"] for h in hits["hits"]] == ["id-1"]
+    count = opensearch_server.request("GET", f"/{index}/_count?q=level:INFO")
+    assert count["count"] == 2
+    health = opensearch_server.request("GET", "/_cluster/health")
+    assert health["status"] in ("green", "yellow")
+
+
+# -- RocketMQ ----------------------------------------------------------------
+
+
+def test_rocketmq_produce_pull(rocketmq_server: RocketMQServer, tmp_path: Path) -> None:
+    from rocketmq.client import Message, Producer, PullConsumer
+
+    topic = _name("SmokeTopic")
+    producer = Producer(_name("PID"))
+    producer.set_namesrv_addr(rocketmq_server.namesrv_addr)
+    producer.start()
+    try:
+        sent = []
+        for i in range(4):
+            msg = Message(topic)
+            msg.set_keys(f"k{i}")
+            msg.set_tags("smoke")
+            msg.set_body(f"body {i}".encode())
+            result = producer.send_sync(msg)
+            assert int(result.status) == 0, result  # SEND_OK
+            sent.append(f"body {i}".encode())
+    finally:
+        producer.shutdown()
+
+    consumer = PullConsumer(_name("CID"))
+    consumer.set_namesrv_addr(rocketmq_server.namesrv_addr)
+    consumer.start()
+    try:
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            got.extend(m.body for m in consumer.pull(topic))
+    finally:
+        consumer.shutdown()
+    assert sorted(got) == sorted(sent)
+
+
+# -- Spark connector jars (java/lib/spark) -------------------------------------
+
+
+def _spark_jars() -> list[str]:
+    jars = sorted(str(p) for p in (java_lib_dir() / "spark").glob("*.jar"))
+    assert jars, "java/lib/spark is empty: run scripts/setup-java.sh spark"
+    return jars
+
+
+def test_spark_connector_jars_link_against_pyspark() -> None:
+    """Every class/method/field the connector jars use exists in pyspark's jars
+    (the connector is 4.2.0, pyspark 4.3.0; see java/pom.xml)."""
+    import pyspark
+
+    pyspark_jars = Path(pyspark.__file__).parent / "jars"
+    spark_lib = java_lib_dir() / "spark"
+    checked = [str(spark_lib / n) for n in os.listdir(spark_lib) if n.startswith("spark-")]
+    done = subprocess.run(
+        [java_binary(), "-cp", f"{pyspark_jars}/*", str(REPO / "java" / "tools" / "LinkCheck.java"),
+         f"{pyspark_jars}/*:{spark_lib}/*", *checked],
+        capture_output=True, text=True, timeout=300,
+    )
+    problems = [line for line in done.stdout.splitlines() if line.startswith("missing")]
+    # Known and harmless: log keys used only when fetching Kerberos delegation
+    # tokens (token provider 4.0.0 on Spark 4.3).
+    unexpected = [p for p in problems if "KafkaDelegationTokenProvider" not in p]
+    assert not unexpected, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("servers-smoke")
+        .config("spark.jars", ",".join(_spark_jars()))
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.mark.spark
+def test_spark_kafka_connector(spark, kafka_server: KafkaServer, tmp_path: Path) -> None:
+    topic = _name("spark")
+    kafka_server.create_topic(topic, partitions=2)
+    bootstrap = kafka_server.bootstrap_servers
+    df = spark.createDataFrame([(str(i), f"v{i}") for i in range(10)], ["key", "value"])
+    df.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+
+    batch = (
+        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic).option("startingOffsets", "earliest").load()
+    )
+    assert sorted(r.value.decode() for r in batch.select("value").collect()) == sorted(f"v{i}" for i in range(10))
+
+    stream = (
+        spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic).option("startingOffsets", "earliest").load()
+        .selectExpr("CAST(value AS STRING) AS value")
+    )
+    query = (
+        stream.writeStream.format("memory").queryName("kafka_smoke")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True).start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert spark.table("kafka_smoke").count() == 10
+
+
+@pytest.mark.spark
+def test_spark_jdbc_mariadb(spark, mariadb_server: MariaDBServer) -> None:
+    table = _name("spark_jdbc")
+    options = {
+        "url": mariadb_server.jdbc_url,
+        "driver": "org.mariadb.jdbc.Driver",
+        "user": mariadb_server.user,
+        "password": mariadb_server.password,
+        "dbtable": table,
+    }
+    df = spark.createDataFrame([(1, "a"), (2, "b")], ["id", "name"])
+    df.write.format("jdbc").options(**options).mode("overwrite").save()
+    back = spark.read.format("jdbc").options(**options).load()
+    assert sorted(tuple(r) for r in back.collect()) == [(1, "a"), (2, "b")]

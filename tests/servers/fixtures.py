@@ -1,0 +1,63 @@
+"""Session-scoped pytest fixtures for the real test servers.
+
+Use from a conftest.py::
+
+    from tests.servers.fixtures import kafka_server, mariadb_server  # noqa: F401
+
+A fixture that cannot start its server FAILS the test with the server's log
+tail (it never skips: a missing server in CI is a bug). Each fixture hands
+out a started server; a test that stops it (``server.stop()``,
+``server.outage(20)``, ``with server.down(): ...``) must leave it running
+again (``server.ensure_running()``); the next tests share the same server.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from ._base import Server, ServerStartError
+from .kafka import KafkaServer
+from .mariadb import MariaDBServer
+from .opensearch import OpenSearchServer
+from .rocketmq import RocketMQServer
+
+
+def _session_server(factory: Callable[[], Server]) -> Iterator[Server]:
+    server = factory()
+    try:
+        server.start()
+    except ServerStartError as exc:
+        # work dir kept for inspection
+        pytest.fail(f"could not start {server.name} (work dir {server.workdir}):\n{exc}", pytrace=False)
+    print(f"\n[servers] {server.name} ready in {server.startup_seconds:.1f}s: {server.info()}", file=sys.stderr)
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def kafka_server() -> Iterator[KafkaServer]:
+    """Started KafkaServer: ``.bootstrap_servers``."""
+    yield from _session_server(KafkaServer)
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDBServer]:
+    """Started MariaDBServer: ``.host .port .user .password .database .jdbc_url .connect()``."""
+    yield from _session_server(MariaDBServer)
+
+
+@pytest.fixture(scope="session")
+def opensearch_server() -> Iterator[OpenSearchServer]:
+    """Started OpenSearchServer: ``.url .request(method, path, body)``."""
+    yield from _session_server(OpenSearchServer)
+
+
+@pytest.fixture(scope="session")
+def rocketmq_server() -> Iterator[RocketMQServer]:
+    """Started RocketMQServer: ``.namesrv_addr .broker_addr``."""
+    yield from _session_server(RocketMQServer)
