@@ -1,14 +1,107 @@
-"""`etl run` (being built)."""
+"""`etl run`: execute a pipeline on PySpark Structured Streaming.
+
+Exit codes: 0 done (or stopped by SIGINT/SIGTERM after finishing the batch in
+flight), 1 invalid pipeline or failed query, 2 usage error.
+"""
 
 from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any, Optional
 
 import typer
 
 from etl.cli import app
+from etl.commands import parse_vars
+
+
+def _fail(lines: list[str], code: int = 1) -> None:
+    for ln in lines:
+        typer.echo(ln, err=True)
+    raise typer.Exit(code)
 
 
 @app.command()
-def run(paths: list[str] = typer.Argument(...)) -> None:
-    """Not available yet."""
-    typer.echo("etl run: not available yet", err=True)
-    raise typer.Exit(2)
+def run(
+    path: str = typer.Argument(..., help="pipeline file"),
+    once: bool = typer.Option(False, "--once", help="process everything available now, then exit (AvailableNow)"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])"),
+    conf: Optional[list[str]] = typer.Option(None, "--conf", help="Spark setting key=value (repeatable)"),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
+    progress: str = typer.Option("live", "--progress", help="live, plain or json (one JSON line per batch); on stderr"),
+    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+) -> None:
+    """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly."""
+    from etl.check import check_file
+
+    if progress not in ("live", "plain", "json"):
+        raise typer.BadParameter("expected live, plain or json", param_hint="--progress")
+    from etl.runtime.session import parse_conf
+
+    try:
+        spark_conf = parse_conf(conf)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--conf") from None
+    checked = check_file(path, cli_vars=parse_vars(var))
+    if checked.plan is None:
+        _fail([checked.document.redact(d.render()) if checked.document else d.render()
+               for d in checked.report.sorted()] or [f"{path}: invalid pipeline"])
+    for d in checked.report.warnings:
+        typer.echo(d.render(), err=True)
+    code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
+                   progress="none" if quiet else progress)
+    raise typer.Exit(code)
+
+
+def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
+            progress: str) -> int:
+    from etl.compile.context import CompileError
+    from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
+    from etl.runtime.session import build_session, under_spark_submit
+
+    plan = checked.plan
+    redact = checked.document.redact if checked.document else (lambda s: s)
+    try:
+        spark = build_session(f"etl-{plan.name}", master, conf)
+    except ValueError as e:
+        typer.echo(f"etl run: {e}", err=True)
+        return 2
+    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
+    stops = {"n": 0}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stops["n"] += 1
+        if stops["n"] > 1:  # second Ctrl-C: leave now (the checkpoint still makes the next run correct)
+            os._exit(130)
+        if progress != "none":
+            sys.stderr.write(f"\netl: {signal.Signals(signum).name}: finishing the current batch, then stopping\n")
+        runner.request_stop()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with runner.progress:
+            try:
+                runner.start()
+            except CompileError as e:
+                runner.close()
+                typer.echo(redact(e.diagnostic(plan.graph).render()), err=True)
+                return 1
+            try:
+                runner.wait()
+            except RunFailed as e:
+                typer.echo(redact(f"etl run: {plan.name} failed: {e}"), err=True)
+                return 1
+        if progress != "none":
+            typer.echo(f"etl run: {plan.name}: {runner.progress.summary()}", err=True)
+        return 0
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if not under_spark_submit():
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001
+                pass

@@ -1,0 +1,187 @@
+"""Plan -> PySpark: streaming DataFrames per node, grouped into one query per root.
+
+A *root* is a node whose DataFrame must be streaming: a source, a stateful
+transform (window, dedupe, join, lookup) or a node with several inputs. Every
+other transform has one input and works row by row, so it can run inside
+foreachBatch on the micro-batch of its root. Sinks (and dead-letter outputs)
+that hang off the same root share one streaming query: its source is read
+once per micro-batch, intermediate frames read by several outputs are cached
+for the batch, and every sink commits that batch id idempotently.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from etl import registry
+from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
+from etl.compile.deadletter import from_shared
+from etl.graph.model import Node
+
+__all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query"]
+
+STATEFUL = frozenset({"window", "dedupe", "join", "lookup"})
+DEAD_LETTER = "dead_letter"
+
+
+@dataclass(frozen=True)
+class Ref:
+    node: str
+    label: str | None = None
+    part: str = "out"  # "out" or "dead"
+
+
+@dataclass
+class Output:
+    id: str  # sink id, or "dead_letter"
+    refs: tuple[Ref, ...]
+    spec: Any = None  # the sink spec (None for the dead-letter output: the runtime picks the sink)
+
+    @property
+    def is_dead_letter(self) -> bool:
+        return self.id == DEAD_LETTER
+
+
+@dataclass
+class Query:
+    name: str
+    root: str
+    stream: Any  # the root's streaming DataFrame
+    outputs: list[Output]
+    nodes: list[str] = field(default_factory=list)  # evaluated per micro-batch, in order
+    root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
+
+
+def is_root(node: Node) -> bool:
+    return node.kind == "source" or node.type in STATEFUL or len([e for e in node.inputs if e.role == "input"]) != 1
+
+
+class Compiler:
+    def __init__(self, ctx: CompileContext, sources: dict[str, Callable[[CompileContext, Node], Any]] | None = None):
+        self.ctx = ctx
+        self.graph = ctx.graph
+        self.source_override = sources or {}
+        self._stream: dict[str, Built] = {}
+
+    # ------------------------------------------------------------ builders
+    def builder(self, node: Node) -> Callable[..., Any]:
+        if node.kind == "source" and node.id in self.source_override:
+            return self.source_override[node.id]
+        entry = registry.lookup(node.kind, node.type)
+        try:
+            return entry.load_builder()
+        except (ImportError, AttributeError, LookupError):
+            raise not_supported(node, f"{node.kind} type '{node.type}'") from None
+
+    def _call(self, node: Node, inputs: list[Any]) -> Built:
+        fn = self.builder(node)
+        try:
+            return as_built(fn(self.ctx, node) if node.kind == "source" else fn(self.ctx, node, inputs))
+        except CompileError:
+            raise
+        except Exception as e:  # Spark analysis errors: unknown column, SQL syntax, type mismatch
+            from pyspark.errors import PySparkException
+
+            if isinstance(e, PySparkException):
+                msg = str(e).strip().splitlines()[0]
+                raise CompileError(f"{node.kind} '{node.id}': {msg}", node, code="E402",
+                                   hint="check the expression and the columns of its input") from None
+            raise
+
+    def stream(self, node_id: str) -> Built:
+        """The node compiled over streaming DataFrames (memoized)."""
+        if node_id not in self._stream:
+            node = self.graph.node(node_id)
+            inputs = [self.stream(e.src).output(e.label) for e in node.inputs if e.role == "input"]
+            self._stream[node_id] = self._call(node, inputs)
+        return self._stream[node_id]
+
+    # ------------------------------------------------------------- queries
+    def root_of(self, node_id: str) -> str:
+        node = self.graph.node(node_id)
+        while not is_root(node):
+            node = self.graph.node(node.inputs[0].src)
+        return node.id
+
+    def queries(self) -> list[Query]:
+        """Compile every node and group the outputs by root, in a deterministic order."""
+        groups: dict[str, list[Output]] = {}
+        for node in self.graph.nodes.values():
+            if node.kind == "sink":
+                continue
+            built = self.stream(node.id)
+            if built.dead is not None:
+                groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
+        queries: list[Query] = []
+        for sink in self.graph.of_kind("sink"):
+            refs = tuple(Ref(e.src, e.label) for e in sink.inputs if e.role == "input")
+            roots = {self.root_of(r.node) for r in refs}
+            if len(roots) == 1:
+                groups.setdefault(roots.pop(), []).append(Output(sink.id, refs, sink.spec))
+            else:  # inputs from several roots: the sink gets its own query over their union
+                frames = [self.stream(r.node).output(r.label) for r in refs]
+                stream = frames[0]
+                for f in frames[1:]:
+                    stream = stream.unionByName(f, allowMissingColumns=True)
+                queries.append(Query(sink.id, sink.id, stream, [Output(sink.id, (Ref(sink.id),), sink.spec)]))
+        for root, outputs in groups.items():
+            dead = [r for o in outputs if o.is_dead_letter for r in o.refs]
+            merged = [o for o in outputs if not o.is_dead_letter]
+            if dead:
+                merged.append(Output(DEAD_LETTER, tuple(dead)))
+            built = self.stream(root)
+            shared = built.shared is not None
+            stream = built.shared if shared else built.out
+            queries.append(Query(root, root, stream, merged, self._chain(root, merged), shared))
+        order = list(self.graph.nodes)
+        queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
+        return queries
+
+    def _chain(self, root: str, outputs: list[Output]) -> list[str]:
+        needed: set[str] = set()
+        stack = [r.node for o in outputs for r in o.refs]
+        while stack:
+            nid = stack.pop()
+            if nid == root or nid in needed:
+                continue
+            needed.add(nid)
+            stack.extend(e.src for e in self.graph.node(nid).inputs if e.role == "input")
+        return [nid for nid in self.graph.nodes if nid in needed]
+
+    # ----------------------------------------------------- per micro-batch
+    def evaluate(self, query: Query, batch_df: Any) -> tuple[dict[str, Any], list[Any]]:
+        """Frames for each output of `query` over one micro-batch, and the frames cached for it."""
+        built: dict[str, Built] = {}
+        if query.root_shared:
+            built[query.root] = from_shared(batch_df, self.ctx.pipeline, query.root)
+            built[query.root].base = batch_df
+        else:
+            built[query.root] = Built(out=batch_df)
+        for nid in query.nodes:
+            node = self.graph.node(nid)
+            inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
+            built[nid] = self._call(node, inputs)
+        uses: Counter[str] = Counter()
+        for nid in query.nodes:
+            for e in self.graph.node(nid).inputs:
+                uses[e.src] += 1
+        for o in query.outputs:
+            for r in o.refs:
+                uses[r.node] += 1
+        cached = []
+        for nid, n in uses.items():
+            frame = built[nid].cache_frame if nid in built else None
+            if n >= 2 and frame is not None:
+                from pyspark import StorageLevel
+
+                cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        frames: dict[str, Any] = {}
+        for o in query.outputs:
+            parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs]
+            frame = parts[0]
+            for p in parts[1:]:
+                frame = frame.unionByName(p, allowMissingColumns=True)
+            frames[o.id] = frame
+        return frames, cached

@@ -1,0 +1,15 @@
+"""union: merge inputs by column name (a column missing on one side is NULL there)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.compile.context import CompileContext
+from etl.graph.model import Node
+
+
+def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
+    df = inputs[0]
+    for other in inputs[1:]:
+        df = df.unionByName(other, allowMissingColumns=True)
+    return df

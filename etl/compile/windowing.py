@@ -1,0 +1,252 @@
+"""Windowed aggregation: tumbling, sliding and session windows over event or processing time.
+
+`window_aggregate(df, spec, event_time)` returns a `WindowResult`. Two engines
+compute it, both on the RocksDB state store:
+
+* **native** -- Spark's streaming aggregation (`window` / `session_window`,
+  watermark, append mode). Used when results are emitted once per window and
+  late events are dropped. Every aggregate is exact except
+  `approx_count_distinct` (HyperLogLog++): `count_distinct` is
+  `size(collect_set(x))`, which Spark accepts in streaming aggregations and
+  keeps exact (the set of distinct values of a window and key lives in state
+  until the window closes).
+* **state** -- a `transformWithStateInPandas` processor
+  (`etl.compile.window_state`), used for early (provisional) results and for
+  late events sent to the dead-letter output, which Spark's aggregation cannot do.
+
+Output columns: window_start, window_end (timestamps; a session ends at its
+last event + gap), the group_by columns, one column per aggregate in the order
+written. With `emit.early` two more columns say how sinks must read rows:
+
+* `_final` (boolean): false for a provisional row that replaces the previous
+  row of the same (window_start, window_end, group_by...) -- the upsert key,
+  `WindowResult.key_columns`; true for the one final row of that key.
+* `_retract` (boolean): with `having`, a final row whose group no longer
+  satisfies the condition while a provisional row was emitted earlier: the
+  sink deletes that key (append-only sinks see a row flagged for deletion).
+
+Aggregate meanings (identical in both engines and in tests/windows/oracle.py):
+count (rows, or non-null values of `field`), sum/avg/min/max ignore nulls
+(NULL when there is none), count_distinct (exact), approx_count_distinct
+(native: HLL++, rsd 5%; state engine: exact), collect_list (non-null values
+ordered by event time then value), collect_set (distinct non-null values,
+ascending), first/last (the non-null value of the earliest/latest event; ties
+broken by the smaller/larger value), top_n (the n largest non-null values,
+descending, repeats kept; empty array when there is none).
+
+Watermark and lateness. The watermark during micro-batch N is W(N) = max
+event time seen in batches before N minus the allowed lateness (Spark's rule:
+it moves between batches). A window is final once W(N) >= its end. An event is
+late for a window when the window has already closed:
+* native engine: window end <= W(N-1) (Spark filters late rows with the
+  previous batch's watermark, so an event that arrives in the batch that closes
+  its window is still counted);
+* state engine: window end <= W(N) (the processor sees only the current
+  watermark); an event late for any of its (sliding) windows goes to the
+  dead-letter output once, with the reason.
+Both are deterministic for a given batch composition, which the checkpoint
+replays identically after a restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Columns of the shared (results + dead letters) frame; the compile framework splits on them.
+ERR = "_etl_err"
+PAYLOAD = "_etl_payload"
+
+ET_COL = "_etl_et"  # internal event-time column (timestamp, watermarked)
+WIN_COL = "_etl_window"
+FINAL = "_final"
+RETRACT = "_retract"
+NUMERIC_TYPES = ("tinyint", "smallint", "int", "bigint")
+WATERMARK_META = "spark.watermarkDelayMs"
+
+
+class WindowError(ValueError):
+    """A window that cannot be compiled (unknown column, unsupported combination)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class WindowResult:
+    df: Any  # the results (without ERR/PAYLOAD)
+    output_mode: str = "append"
+    key_columns: tuple[str, ...] = ()  # upsert key of a (window, group)
+    engine: str = "native"
+    late: Any = None  # dead-letter rows: event_time, reason, payload (state engine with late=dead_letter)
+    shared: Any = None  # results and late rows in one frame, told apart by ERR (NULL for results)
+    final_column: str | None = None  # "_final" when provisional rows are emitted
+    notes: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------- event time
+def event_time_column(df: Any, field_name: str | None, watermark_s: float | None, *,
+                      processing: bool = False, name: str = ET_COL) -> Any:
+    """`df` with a watermarked timestamp column `name` holding event time (or processing time).
+
+    The field may be a timestamp, epoch milliseconds (integer) or ISO text. When
+    the field already is a watermarked timestamp (the source declared it), it is
+    reused as it is and no second watermark is added.
+    """
+    from pyspark.sql import functions as F
+
+    if processing:
+        out = df.withColumn(name, F.current_timestamp())
+        return out.withWatermark(name, "0 seconds") if df.isStreaming else out
+    if field_name is None:
+        raise WindowError("event time is needed: set `event_time: {field: ts, watermark: 30s}` "
+                          "on the window or its source, or use `time: processing`", "event_time")
+    types = dict(df.dtypes)
+    if field_name not in types:
+        raise WindowError(f"event time column '{field_name}' does not exist; columns: {', '.join(df.columns)}",
+                          "event_time")
+    t = types[field_name]
+    src = F.col(f"`{field_name}`")
+    if t in ("timestamp", "timestamp_ntz"):
+        col = src.cast("timestamp") if t == "timestamp_ntz" else src
+        already = WATERMARK_META in df.schema[field_name].metadata
+    elif t in NUMERIC_TYPES:
+        col, already = F.timestamp_millis(src.cast("bigint")), False
+    elif t == "string":
+        col, already = F.to_timestamp(src), False
+    else:
+        raise WindowError(f"event time column '{field_name}' is {t}, not a timestamp or epoch milliseconds",
+                          "event_time")
+    if already:
+        return df.withColumn(name, src) if name != field_name else df
+    out = df.withColumn(name, col)
+    if df.isStreaming:
+        if watermark_s is None:
+            raise WindowError("event time needs a watermark (allowed lateness)", "event_time")
+        out = out.withWatermark(name, _interval(watermark_s))
+    return out
+
+
+def _interval(seconds: float) -> str:
+    ms = int(round(seconds * 1000))
+    return f"{ms // 1000} seconds" if ms % 1000 == 0 else f"{ms} milliseconds"
+
+
+# ----------------------------------------------------------------- aggregates
+def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
+    """The Spark aggregate expression for spec aggregate `a` (named `a.as_`)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    fn = a.fn
+    if fn == "count" and (a.field is None or a.field == "*"):
+        return F.count(F.lit(1)).alias(a.as_)
+    v = _field(df, a.field)
+    present = v.isNotNull()
+    if fn == "count":
+        c = F.count(v)
+    elif fn in ("sum", "avg", "min", "max", "approx_count_distinct"):
+        c = getattr(F, fn)(v)
+    elif fn == "count_distinct":
+        c = F.size(F.collect_set(v)).cast("bigint")
+    elif fn == "collect_list":
+        pairs = F.array_sort(F.collect_list(F.when(present, F.struct(F.col(et).alias("t"), v.alias("v")))))
+        c = F.transform(pairs, lambda x: x["v"])
+    elif fn == "collect_set":
+        c = F.array_sort(F.collect_set(v))
+    elif fn == "first":
+        c = F.min_by(v, F.when(present, F.struct(F.col(et), v)))
+    elif fn == "last":
+        c = F.max_by(v, F.when(present, F.struct(F.col(et), v)))
+    elif fn == "top_n":
+        top = F.max_by(v, v, F.lit(int(a.n)))
+        empty = F.array().cast(ArrayType(_field_type(df, a.field)))
+        c = F.coalesce(top, empty)
+    else:
+        raise WindowError(f"unknown aggregate {fn}", "aggregates")
+    return c.alias(a.as_)
+
+
+def _field(df: Any, name: str) -> Any:
+    from pyspark.sql import functions as F
+
+    if name in df.columns:
+        return F.col(f"`{name}`")
+    root = name.split(".", 1)[0]
+    if root in df.columns:  # nested field a.b
+        return F.col(name)
+    raise WindowError(f"aggregate field '{name}' does not exist; columns: {', '.join(df.columns)}", "aggregates")
+
+
+def _field_type(df: Any, name: str) -> Any:
+    return df.select(_field(df, name).alias("x")).schema["x"].dataType
+
+
+# --------------------------------------------------------------------- engine
+def choose_engine(spec: Any) -> str:
+    return "state" if (spec.emit.early is not None or spec.emit.late == "dead_letter") else "native"
+
+
+def key_columns(spec: Any) -> tuple[str, ...]:
+    return ("window_start", "window_end", *spec.group_by)
+
+
+def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str | None = None,
+                     engine: str = "auto", payload: Any = None) -> WindowResult:
+    """Aggregate streaming (or static) `df` by `spec` (a WindowTransform).
+
+    event_time: the EventTime to use (the window's own, else its source's);
+    ignored for `time: processing`. engine: auto | native | state.
+    payload: for late events sent to dead letters, the column holding the
+    original record (default: the whole input row as JSON).
+    """
+    for g in spec.group_by:
+        if g not in df.columns:
+            raise WindowError(f"group_by column '{g}' does not exist; columns: {', '.join(df.columns)}", "group_by")
+    if engine == "auto":
+        engine = choose_engine(spec)
+    if engine == "native" and choose_engine(spec) == "state":
+        raise WindowError("early emission and late events to dead letters need the state engine", "emit")
+    processing = spec.time == "processing"
+    et = event_time
+    prepared = event_time_column(df, getattr(et, "field", None), getattr(et, "watermark", None),
+                                 processing=processing)
+    if engine == "native":
+        return _native(prepared, spec)
+    from etl.compile.window_state import state_aggregate
+
+    return state_aggregate(prepared, spec, stage=stage or spec.id, payload=payload, source_columns=df.columns)
+
+
+def window_column(spec: Any, et: str = ET_COL) -> Any:
+    from pyspark.sql import functions as F
+
+    if spec.kind == "session":
+        return F.session_window(F.col(et), _interval(spec.gap))
+    slide = _interval(spec.slide) if spec.kind == "sliding" else None
+    return F.window(F.col(et), _interval(spec.size), slide)
+
+
+def _native(df: Any, spec: Any) -> WindowResult:
+    from pyspark.sql import functions as F
+
+    groups = [F.col(f"`{g}`") for g in spec.group_by]
+    aggs = [agg_column(a, df) for a in spec.aggregates]
+    out = df.groupBy(window_column(spec).alias(WIN_COL), *groups).agg(*aggs)
+    out = out.select(F.col(f"{WIN_COL}.start").alias("window_start"), F.col(f"{WIN_COL}.end").alias("window_end"),
+                     *groups, *[F.col(f"`{a.as_}`") for a in spec.aggregates])
+    if spec.having:
+        out = out.where(F.coalesce(F.expr(spec.having), F.lit(False)))
+    return WindowResult(out, "append", key_columns(spec), "native")
+
+
+def output_schema(df: Any, spec: Any) -> Any:
+    """The StructType of window_start, window_end, group_by and the aggregates (as the native engine types them)."""
+    from pyspark.sql import functions as F
+
+    groups = [F.col(f"`{g}`") for g in spec.group_by]
+    probe = df.groupBy(window_column(spec).alias(WIN_COL), *groups).agg(*[agg_column(a, df) for a in spec.aggregates])
+    probe = probe.select(F.col(f"{WIN_COL}.start").alias("window_start"), F.col(f"{WIN_COL}.end").alias("window_end"),
+                         *groups, *[F.col(f"`{a.as_}`") for a in spec.aggregates])
+    return probe.schema

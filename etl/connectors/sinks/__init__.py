@@ -1,0 +1,1 @@
+"""Sinks: AbstractSink subclasses (etl.runtime.sink), constructed as `Sink(spec, SinkContext)`."""

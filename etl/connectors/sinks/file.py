@@ -1,0 +1,158 @@
+"""file sink: one file per micro-batch (jsonl, csv or parquet), exactly once.
+
+Rows are appended to a hidden temporary file (`.part-...tmp`, ignored by Spark
+and most readers); commit fsyncs it and renames it atomically to
+`part-<query>-<batch id>-<run tag>.<ext>`. That final name is the commit
+marker: a replayed batch whose file exists is skipped, so it is never written
+twice. The run tag comes from the query's checkpoint (its stable query id), so
+a fresh checkpoint never mistakes old files for its own.
+
+jsonl and csv lines are rendered in the JVM (to_json / to_csv: the same
+formatting as Spark's own writers); parquet rows arrive as Arrow columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+from etl.runtime.sink import AbstractSink, SinkContext, TerminalError
+
+EXT = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet"}
+
+
+def lines_bytes(col: pa.ChunkedArray | pa.Array) -> bytes:
+    """Every string of `col` followed by a newline, without a Python object per row."""
+    import pyarrow.compute as pc
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(arr) == 0:
+        return b""
+    arr = pc.fill_null(arr, "")
+    joined = pc.binary_join_element_wise(arr, pa.scalar("\n"), "").cast(pa.large_string())
+    offsets = joined.buffers()[1]
+    data = joined.buffers()[2]
+    off = memoryview(offsets).cast("q")
+    begin, end = off[joined.offset], off[joined.offset + len(joined)]
+    return bytes(memoryview(data)[begin:end]) if data is not None else b""
+
+
+def run_tag(checkpoint: str | None) -> str:
+    """A short id stable for one checkpoint (Spark's query id), '0' without one."""
+    if not checkpoint:
+        return "0"
+    try:
+        with open(os.path.join(checkpoint, "metadata")) as fh:
+            return json.loads(fh.readline())["id"].split("-")[0]
+    except (OSError, ValueError, KeyError):
+        return "0"
+
+
+class FileSink(AbstractSink):
+    idempotent = True
+
+    def __init__(self, spec: Any, ctx: SinkContext):
+        super().__init__(spec, ctx)
+        self.dir = Path(ctx.resolve(spec.path))
+        self.format = spec.format
+        self._tag: str | None = None
+        self._fh: BinaryIO | None = None
+        self._pq: Any = None
+        self._tmp: Path | None = None
+        self._header: list[str] = []
+
+    # names
+    def final_path(self, batch_id: int) -> Path:
+        if self._tag is None:
+            self._tag = run_tag(self.ctx.checkpoint)
+        return self.dir / f"part-{self.ctx.scope}-{batch_id:08d}-{self._tag}.{EXT[self.format]}"
+
+    def is_committed(self, batch_id: int) -> bool:
+        return self.final_path(batch_id).exists()
+
+    def mark_committed(self, batch_id: int) -> None:
+        pass  # the renamed file is the marker
+
+    # shaping in the JVM
+    def prepare(self, df: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        if self.format == "jsonl":
+            return df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value"))
+        if self.format == "csv":
+            self._header = list(df.columns)
+            flat = [F.to_json(F.col(f"`{f.name}`")).alias(f.name) if f.dataType.typeName() in ("array", "map", "struct")
+                    else F.col(f"`{f.name}`") for f in df.schema.fields]
+            return df.select(F.to_csv(F.struct(*flat)).alias("value"))
+        return df
+
+    # one batch
+    def begin(self, batch_id: int, schema: pa.Schema) -> None:
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TerminalError(f"cannot create {self.dir}: {e.strerror or e}") from e
+        final = self.final_path(batch_id)
+        self._tmp = final.with_name(f".{final.name}.tmp")
+        if self.format == "parquet":
+            import pyarrow.parquet as pq
+
+            self._pq = pq.ParquetWriter(str(self._tmp), schema, compression="zstd")
+        else:
+            self._fh = open(self._tmp, "wb")
+            if self.format == "csv":
+                self._fh.write((",".join(_csv_quote(h) for h in self._header) + "\n").encode())
+
+    def batch_insert(self, rows: pa.Table) -> None:
+        if self._pq is not None:
+            self._pq.write_table(rows)
+        else:
+            assert self._fh is not None
+            self._fh.write(lines_bytes(rows.column(0)))
+
+    def commit(self, batch_id: int) -> None:
+        assert self._tmp is not None
+        if self._pq is not None:
+            self._pq.close()
+            self._pq = None
+        elif self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+            self._fh = None
+        os.replace(self._tmp, self.final_path(batch_id))
+        _fsync_dir(self.dir)
+        self._tmp = None
+
+    def abort(self, batch_id: int) -> None:
+        for closer in (self._pq, self._fh):
+            try:
+                if closer is not None:
+                    closer.close()
+            except Exception:  # noqa: BLE001 - best effort while failing
+                pass
+        self._pq = self._fh = None
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+            self._tmp = None
+
+
+def _csv_quote(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n\r') else s
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,1 @@
+"""Source builders: `build(ctx, node) -> DataFrame | Built` (streaming)."""

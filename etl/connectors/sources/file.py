@@ -1,0 +1,100 @@
+"""file source: jsonl, csv, text lines or parquet files in a folder watched for new files.
+
+Malformed jsonl/csv lines are not dropped: they go to dead letters with the
+line as payload (PERMISSIVE mode with a corrupt-record column).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from etl.compile.context import ERR, PAYLOAD, CompileContext, CompileError
+from etl.compile.deadletter import from_shared
+from etl.compile.watermark import with_event_time
+from etl.graph.model import Node
+
+CORRUPT = "_etl_corrupt"
+
+
+def struct_of(node: Node, columns: dict[str, str]) -> Any:
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
+    fields = []
+    for name, typ in columns.items():
+        try:
+            fields.append(StructField(name, _parse_datatype_string(typ), True))
+        except Exception as e:  # noqa: BLE001 - Spark's parser raises several types
+            raise CompileError(f"source '{node.id}': unknown type {typ!r} for column '{name}' ({e})", node,
+                               "schema", code="E311") from None
+    return StructType(fields)
+
+
+def _infer(ctx: CompileContext, node: Node, path: str) -> Any:
+    spec = node.spec
+    reader = ctx.spark.read
+    try:
+        if spec.format == "csv":
+            df = reader.options(header=str(spec.header).lower(), sep=spec.delimiter, inferSchema="true").csv(path)
+        else:
+            df = reader.json(path)
+        schema = df.schema
+    except Exception as e:  # noqa: BLE001 - AnalysisException for an empty folder and friends
+        raise CompileError(f"source '{node.id}': cannot infer the columns of {path} ({str(e).splitlines()[0]})",
+                           node, "path", "declare `schema: {column: type}`", code="E405") from None
+    from pyspark.sql.types import StructType
+
+    fields = [f for f in schema.fields if f.name != "_corrupt_record"]
+    if not fields:
+        raise CompileError(f"source '{node.id}': no files to infer columns from in {path}", node, "path",
+                           "declare `schema: {column: type}`", code="E405")
+    return StructType(fields)
+
+
+def build(ctx: CompileContext, node: Node) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    spec = node.spec
+    path = ctx.resolve(spec.path)
+    if not os.path.exists(path) and not any(ch in path for ch in "*?["):
+        raise CompileError(f"source '{node.id}': {path} does not exist", node, "path",
+                           "create the folder (new files are picked up as they appear)", code="E405")
+    reader = ctx.spark.readStream
+    if os.path.isfile(path):  # a streaming file source reads folders: watch the file's folder for that name
+        reader = reader.option("pathGlobFilter", _glob_escape(os.path.basename(path)))
+        path = os.path.dirname(path)
+    if spec.max_files_per_trigger and spec.max_bytes_per_trigger:
+        raise CompileError(f"source '{node.id}': give max_files_per_trigger or max_bytes_per_trigger, not both",
+                           node, "max_bytes_per_trigger", code="E104")
+    if spec.max_files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)
+    if spec.max_bytes_per_trigger:
+        reader = reader.option("maxBytesPerTrigger", int(spec.max_bytes_per_trigger))
+    if spec.format == "text":
+        df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
+        return _event_time(df, node)
+    if spec.format == "parquet":
+        df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
+        return _event_time(df, node)
+    schema = struct_of(node, spec.schema_) if spec.schema_ else _infer(ctx, node, path)
+    full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
+    reader = reader.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
+    if spec.format == "csv":
+        df = reader.options(header=str(spec.header).lower(), sep=spec.delimiter).csv(path)
+    else:
+        df = reader.json(path)
+    label = "malformed json line" if spec.format == "jsonl" else "malformed csv line"
+    shared = df.select(*[F.col(f.name) for f in schema.fields],
+                       F.when(F.col(CORRUPT).isNotNull(), F.lit(label)).alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
+    shared = _event_time(shared, node)
+    return from_shared(shared, ctx.pipeline, node.id)
+
+
+def _glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[]{}\\" else c for c in name)
+
+
+def _event_time(df: Any, node: Node) -> Any:
+    et = node.spec.event_time
+    return with_event_time(df, node, et) if et is not None else df

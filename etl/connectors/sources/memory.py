@@ -1,0 +1,106 @@
+"""In-memory events as a streaming source (`etl_memory`): what `etl test` feeds a pipeline with.
+
+The events travel as JSON in the options; every event is in the first
+micro-batch (offset = number of events). Values are converted to the
+declared column types (ISO 8601 text -> timestamp, numbers, nested values as given).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+from typing import Any, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+NAME = "etl_memory"
+
+
+def to_timestamp(v: Any) -> datetime | None:
+    if v is None or isinstance(v, datetime):
+        return v if v is None or v.tzinfo else v.replace(tzinfo=timezone.utc)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return datetime.fromtimestamp(v / 1000.0, tz=timezone.utc)
+    t = datetime.fromisoformat(str(v).strip().replace("Z", "+00:00"))
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def convert(value: Any, dtype: Any) -> Any:
+    from pyspark.sql import types as T
+
+    if value is None:
+        return None
+    if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
+        t = to_timestamp(value)
+        return t.replace(tzinfo=None) if isinstance(dtype, T.TimestampNTZType) and t else t
+    if isinstance(dtype, T.DateType):
+        return value if isinstance(value, date) else date.fromisoformat(str(value))
+    if isinstance(dtype, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+        return int(value)
+    if isinstance(dtype, (T.DoubleType, T.FloatType)):
+        return float(value)
+    if isinstance(dtype, T.DecimalType):
+        from decimal import Decimal
+
+        return Decimal(str(value))
+    if isinstance(dtype, T.BooleanType):
+        return value if isinstance(value, bool) else str(value).lower() in ("true", "1", "yes")
+    if isinstance(dtype, T.StringType):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (dict, list)):
+            return json.dumps(value, default=str)
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    if isinstance(dtype, T.ArrayType):
+        return [convert(v, dtype.elementType) for v in value]
+    if isinstance(dtype, T.MapType):
+        return {convert(k, dtype.keyType): convert(v, dtype.valueType) for k, v in value.items()}
+    if isinstance(dtype, T.StructType):
+        return tuple(convert(value.get(f.name), f.dataType) for f in dtype.fields)
+    return value
+
+
+class _All(InputPartition):
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+
+class MemoryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str], schema: Any):
+        self.rows = json.loads(options["rows"])
+        self.schema = schema
+
+    def initialOffset(self) -> dict:
+        return {"index": 0}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        pass  # every event is there from the start
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        return {"index": len(self.rows)}
+
+    def partitions(self, start: dict, end: dict) -> list[_All]:
+        lo, hi = int(start["index"]), int(end["index"])
+        return [_All(lo, hi)] if hi > lo else []
+
+    def read(self, partition: _All) -> Iterator[tuple]:
+        fields = self.schema.fields
+        for row in self.rows[partition.lo:partition.hi]:
+            yield tuple(convert(row.get(f.name), f.dataType) for f in fields)
+
+
+class MemoryDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return self.options["schema"]
+
+    def streamReader(self, schema: Any) -> MemoryStreamReader:
+        return MemoryStreamReader(self.options, schema)
+
+
+def stream(spark: Any, rows: list[dict[str, Any]], ddl: str) -> Any:
+    return spark.readStream.format(NAME).option("rows", json.dumps(rows, default=str)).option("schema", ddl).load()

@@ -1,0 +1,232 @@
+"""Run a plan: compile it, start one streaming query per root, stop gracefully.
+
+Lifecycle: `start()` compiles and starts the queries; `wait()` returns when
+they end by themselves (AvailableNow) or after `request_stop()` (SIGINT,
+SIGTERM): the batch in flight finishes and is committed by every sink, the
+next one is never started, and the next run resumes from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from etl import registry
+from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
+from etl.runtime.progress import Progress, make_listener
+from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed
+
+log = logging.getLogger("etl.run")
+
+SinkFactory = Callable[[Output, Any, SinkContext], AbstractSink]
+
+
+class StopRequested(RuntimeError):
+    """Raised in foreachBatch when a batch starts after a stop was requested (it is replayed later)."""
+
+
+class RunFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class RunOptions:
+    once: bool = False
+    checkpoint: str | None = None  # overrides the plan's
+    progress: str = "live"  # live | plain | json | none
+    sources: dict[str, Callable[..., Any]] | None = None  # test hooks: source id -> builder
+    sink_factory: SinkFactory | None = None  # test hook: build every sink
+    echo: Callable[[str], None] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def default_dead_letter_spec(checkpoint: str) -> Any:
+    from etl.spec.sinks import FileSink
+
+    return FileSink(id=DEAD_LETTER, type="file", path=str(Path(checkpoint).parent / "dead_letters"), format="jsonl")
+
+
+class PipelineRun:
+    def __init__(self, plan: Any, spark: Any, options: RunOptions | None = None):
+        self.plan = plan
+        self.graph = plan.graph
+        self.spark = spark
+        self.opts = options or RunOptions()
+        self.checkpoint = str(Path(self.opts.checkpoint).resolve()) if self.opts.checkpoint else plan.checkpoint
+        self.progress = Progress(self.graph.name, self.opts.progress if self.opts.progress != "none" else "none")
+        self.queries: list[Query] = []
+        self.streams: list[Any] = []
+        self.sinks: dict[tuple[str, str], AbstractSink] = {}
+        self.failure: str | None = None
+        self._stopping = False
+        self._locks: dict[str, threading.Lock] = {}
+        self._last_done: dict[str, int] = {}
+        self._listener: Any = None
+        ctx = CompileContext(spark, self.graph, self.checkpoint, {"plan": plan})
+        self.compiler = Compiler(ctx, self.opts.sources)
+
+    # --------------------------------------------------------------- naming
+    def query_name(self, q: Query) -> str:
+        return f"{self.graph.name}/{q.name}"
+
+    def query_checkpoint(self, q: Query) -> str:
+        return os.path.join(self.checkpoint, q.name)
+
+    # ---------------------------------------------------------------- sinks
+    def _make_sink(self, q: Query, out: Output) -> AbstractSink:
+        spec = out.spec
+        if out.is_dead_letter:
+            spec = self.graph.pipeline.dead_letter or default_dead_letter_spec(self.checkpoint)
+        ctx = SinkContext(self.graph.name, out.id, q.name, self.checkpoint, self.graph.base_dir,
+                          echo=self.opts.echo or self.progress.echo(), checkpoint=self.query_checkpoint(q))
+        if self.opts.sink_factory is not None:
+            return self.opts.sink_factory(out, spec, ctx)
+        cls = registry.lookup("sink", spec.type)
+        try:
+            sink_cls = cls.load_builder()
+        except (ImportError, AttributeError) as e:
+            from etl.compile.context import CompileError
+
+            node = self.graph.nodes.get(out.id)
+            raise CompileError(f"sink type '{spec.type}' is not supported by `etl run` yet ({e})", node,
+                               code="E401") from None
+        return sink_cls(spec, ctx)
+
+    # ----------------------------------------------------------- per batch
+    def _batch_fn(self, q: Query) -> Callable[[Any, int], None]:
+        lock = self._locks.setdefault(q.name, threading.Lock())
+        sinks = {o.id: self.sinks[(q.name, o.id)] for o in q.outputs}
+
+        def run_batch(batch_df: Any, batch_id: int) -> None:
+            with lock:
+                if self._stopping:
+                    raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
+                frames, cached = self.compiler.evaluate(q, batch_df)
+                written: dict[str, int] = {}
+                skipped: list[str] = []
+                try:
+                    for o in q.outputs:
+                        res = sinks[o.id].write_batch(frames[o.id], batch_id)
+                        written[o.id] = res.rows
+                        if res.skipped:
+                            skipped.append(o.id)
+                except SinkFailed as e:
+                    self.failure = str(e)
+                    raise
+                finally:
+                    for c in cached:
+                        c.unpersist()
+                self.progress.sink_counts(q.name, batch_id, written, skipped)
+                self._last_done[q.name] = batch_id
+
+        return run_batch
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Compile and start every query (raises CompileError before anything starts)."""
+        self.queries = self.compiler.queries()
+        for q in self.queries:
+            for o in q.outputs:
+                self.sinks[(q.name, o.id)] = self._make_sink(q, o)
+        names = {self.query_name(q) for q in self.queries}
+        if self.progress.mode != "none":
+            self._listener = make_listener(self.progress, names)
+            self.spark.streams.addListener(self._listener)
+        Path(self.checkpoint).mkdir(parents=True, exist_ok=True)
+        trigger = self.plan.graph.pipeline.trigger
+        for q in self.queries:
+            w = (q.stream.writeStream.queryName(self.query_name(q))
+                 .option("checkpointLocation", self.query_checkpoint(q))
+                 .foreachBatch(self._batch_fn(q)))
+            if self.opts.once or trigger.mode == "available_now":
+                w = w.trigger(availableNow=True)
+            else:
+                w = w.trigger(processingTime=trigger.interval.spark())
+            self.streams.append(w.start())
+
+    def request_stop(self) -> None:
+        self._stopping = True
+
+    def _graceful_stop(self) -> None:
+        for q, s in zip(self.queries, self.streams):
+            lock = self._locks.setdefault(q.name, threading.Lock())
+            with lock:  # waits for the batch in flight to be written by every sink
+                self._stopping = True
+            done = self._last_done.get(q.name)
+            deadline = time.monotonic() + 5
+            while done is not None and s.isActive and time.monotonic() < deadline:
+                lp = s.lastProgress  # reported after Spark's commit log is written
+                if lp and int(lp.get("batchId", -1)) >= done:
+                    break
+                time.sleep(0.05)
+            try:
+                s.stop()
+            except Exception as e:  # noqa: BLE001 - a query failing while it stops is reported below
+                log.debug("stop of %s: %s", q.name, e)
+
+    def wait(self, poll: float = 0.25) -> None:
+        """Until every query ends (AvailableNow) or a stop is requested; raises RunFailed on failure."""
+        try:
+            while True:
+                if self._stopping:
+                    self._graceful_stop()
+                    break
+                failed = [s for s in self.streams if not s.isActive and s.exception() is not None]
+                if failed:
+                    self._stopping = True
+                    for s in self.streams:
+                        if s.isActive:
+                            s.stop()
+                    raise RunFailed(self.failure or _clean(str(failed[0].exception())))
+                if all(not s.isActive for s in self.streams):
+                    break
+                time.sleep(poll)
+            self._drain_progress()
+        finally:
+            self.close()
+
+    def _drain_progress(self, timeout: float = 3.0) -> None:
+        """Progress events arrive asynchronously: wait (briefly) for the last batch of each query."""
+        if self.progress.mode == "none":
+            return
+        deadline = time.monotonic() + timeout
+        for q, s in zip(self.queries, self.streams):
+            lp = s.lastProgress
+            if not lp:
+                continue
+            last = int(lp.get("batchId", -1))
+            while time.monotonic() < deadline:
+                seen = self.progress.latest.get(q.name)
+                if seen is not None and seen.batch >= last:
+                    break
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        for s in self.streams:
+            if s.isActive:
+                try:
+                    s.stop()
+                except Exception:  # noqa: BLE001
+                    pass
+        if self._listener is not None:
+            try:
+                self.spark.streams.removeListener(self._listener)
+            except Exception:  # noqa: BLE001
+                pass
+            self._listener = None
+        for sink in self.sinks.values():
+            sink.close()
+
+
+def _clean(msg: str) -> str:
+    """The useful line of a StreamingQueryException (Python tracebacks are long)."""
+    for marker in ("SinkFailed: ", "TerminalError: ", "etl.compile.context.CompileError: "):
+        if marker in msg:
+            return msg.split(marker, 1)[1].splitlines()[0]
+    lines = [ln for ln in msg.splitlines() if ln.strip()]
+    return lines[0] if lines else msg

@@ -1,0 +1,183 @@
+"""The SparkSession: local[*] by default, --master / --conf / spark-submit honoured.
+
+Defaults set here (each one can be overridden with --conf):
+RocksDB state store with changelog checkpointing, UTC session time zone, quiet
+log4j (WARN, ERROR for chatty loggers), few shuffle partitions on local masters.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import Any, Mapping
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+# SQL (runtime) settings: applied to every session unless given explicitly.
+SQL_DEFAULTS: dict[str, str] = {
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.mapKeyDedupPolicy": "LAST_WIN",  # kv parsing: a repeated key keeps the last value
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+}
+# Settings that only apply when this process starts the JVM.
+LAUNCH_DEFAULTS: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "2g",
+}
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "4",  # recorded in the checkpoint of stateful queries
+    "spark.default.parallelism": "4",
+}
+
+LOG4J = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = warn
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.shutdown.name = org.apache.hadoop.util.ShutdownHookManager
+logger.shutdown.level = error
+logger.fsck.name = org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor
+logger.fsck.level = error
+logger.behind.name = org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor
+logger.behind.level = error
+logger.blockmgr.name = org.apache.spark.storage.BlockManager
+logger.blockmgr.level = error
+logger.rocks.name = org.apache.spark.sql.execution.streaming.state
+logger.rocks.level = error
+logger.py.name = org.apache.spark.api.python
+logger.py.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = warn
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.sparkenv.name = org.apache.spark.SparkEnv
+logger.sparkenv.level = error
+logger.checkpoint.name = org.apache.spark.sql.execution.streaming.checkpointing
+logger.checkpoint.level = error
+logger.resolve.name = org.apache.spark.sql.execution.streaming.ResolveWriteToStream
+logger.resolve.level = error
+logger.resolve2.name = org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream
+logger.resolve2.level = error
+logger.pyds.name = org.apache.spark.sql.execution.datasources.v2.python
+logger.pyds.level = error
+"""
+
+
+def prepare_environment() -> None:
+    """Python workers use this interpreter; no host-name lookups."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+# Failed queries are reported by etl in one line; their stack traces show with ETL_LOG_LEVEL=info (or debug).
+QUIET_ERRORS = """\
+logger.mbe.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
+logger.mbe.level = off
+logger.mbe2.name = org.apache.spark.sql.execution.streaming.MicroBatchExecution
+logger.mbe2.level = off
+logger.pyfb.name = org.apache.spark.sql.execution.streaming.sources
+logger.pyfb.level = off
+"""
+
+
+def log4j_text() -> str:
+    level = os.environ.get("ETL_LOG_LEVEL", "").strip().lower()
+    if level in ("trace", "debug", "info", "warn", "error"):
+        return LOG4J.replace("level = warn", f"level = {level}")
+    return LOG4J + QUIET_ERRORS
+
+
+def _log4j_file() -> str:
+    text = log4j_text()
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    path = os.path.join(tempfile.gettempdir(), f"etl-log4j2-{uid}-{abs(hash(text)) % 10**8}.properties")
+    try:
+        with open(path) as fh:
+            if fh.read() == text:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit (or another launcher) already started the JVM for us."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def parse_conf(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"expected key=value, got {item!r}")
+        out[key.strip()] = value
+    return out
+
+
+def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
+                  ui: bool = True) -> Any:
+    """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins."""
+    prepare_environment()
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    conf = dict(conf or {})
+    existing = SparkContext._active_spark_context  # type: ignore[attr-defined]
+    builder = SparkSession.builder.appName(app_name)
+    joined = existing is not None or under_spark_submit()
+    if not joined:
+        local = master is None or master.startswith("local")
+        builder = builder.master(master or "local[*]")
+        launch = dict(LAUNCH_DEFAULTS)
+        if local:
+            launch.update(LOCAL_DEFAULTS)
+        if not ui:
+            launch["spark.ui.enabled"] = "false"
+        log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+        java_opts = conf.pop("spark.driver.extraJavaOptions", "")
+        launch["spark.driver.extraJavaOptions"] = f"{log4j} {java_opts}".strip()
+        for k, v in {**launch, **SQL_DEFAULTS, **conf}.items():
+            builder = builder.config(k, v)
+    elif master is not None:
+        builder = builder.master(master)
+    spark = builder.getOrCreate()
+    if joined:
+        submitted = spark.sparkContext.getConf()
+        for k, v in SQL_DEFAULTS.items():
+            if k not in conf and not submitted.contains(k):
+                spark.conf.set(k, v)
+        for k, v in conf.items():
+            try:
+                spark.conf.set(k, v)
+            except Exception as e:  # a static conf cannot change in a running JVM: say so
+                raise ValueError(f"--conf {k} cannot be changed in an already started Spark "
+                                 f"(pass it to spark-submit): {e}") from None
+        spark.sparkContext.setLogLevel("WARN")
+    register_data_sources(spark)
+    return spark
+
+
+def register_data_sources(spark: Any) -> None:
+    """Python data sources (generator, in-memory test events); idempotent."""
+    from etl.connectors.sources.generator import GeneratorDataSource
+    from etl.connectors.sources.memory import MemoryDataSource
+
+    for cls in (GeneratorDataSource, MemoryDataSource):
+        spark.dataSource.register(cls)

@@ -1,0 +1,229 @@
+"""AbstractSink: one batching, retrying, idempotent write path shared by every sink.
+
+A sink implements `batch_insert(rows)` (rows: a pyarrow.Table of at most
+`batch_size` rows) and, when it has something to finalize, `begin`/`commit`.
+The base class, driven by foreachBatch on the driver:
+
+* skips a micro-batch already committed for (pipeline, sink, scope, batch id):
+  a replayed batch never writes twice (`is_committed` / `mark_committed`;
+  file sinks override them with their final file names);
+* streams the batch's rows from the JVM as Arrow record batches, buffers them
+  and writes chunks of at most `batch_size` rows, flushing by size, by
+  `flush_interval` and when the buffer exceeds `max_buffer` bytes;
+* retries `TransientError` with exponential backoff (`retry`), and fails the
+  query with a clear message on `TerminalError` or when retries run out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
+
+import pyarrow as pa
+
+log = logging.getLogger("etl.sink")
+T = TypeVar("T")
+KEEP_MARKERS = 16
+
+
+class TransientError(Exception):
+    """A write that may succeed when tried again (timeout, connection reset, lock wait)."""
+
+
+class TerminalError(Exception):
+    """A write that will never succeed (bad credentials, missing table, rejected schema)."""
+
+
+class SinkFailed(RuntimeError):
+    """Raised out of foreachBatch: the query stops with this message."""
+
+
+@dataclass
+class SinkContext:
+    pipeline: str
+    sink_id: str
+    scope: str  # the query writing through this sink (batch ids are per query)
+    state_dir: str  # where commit markers live (inside the pipeline checkpoint)
+    base_dir: str = "."  # folder of the pipeline file: relative paths start here
+    echo: Callable[[str], None] | None = None  # where print sinks write (the progress view's console)
+    checkpoint: str | None = None  # checkpoint folder of the query writing through this sink
+    sleep: Callable[[float], None] = time.sleep
+
+    def resolve(self, path: str) -> str:
+        p = Path(path)
+        return str(p if p.is_absolute() else (Path(self.base_dir) / p).resolve())
+
+
+@dataclass
+class WriteResult:
+    rows: int = 0
+    chunks: int = 0
+    retries: int = 0
+    skipped: bool = False  # batch already committed: replay ignored
+    seconds: float = 0.0
+
+
+@dataclass
+class _Buffer:
+    batch_size: int
+    max_bytes: int
+    interval: float
+    parts: list[pa.RecordBatch] = field(default_factory=list)
+    rows: int = 0
+    nbytes: int = 0
+    last_flush: float = field(default_factory=time.monotonic)
+
+    def add(self, rb: pa.RecordBatch) -> None:
+        if rb.num_rows:
+            self.parts.append(rb)
+            self.rows += rb.num_rows
+            self.nbytes += rb.nbytes
+
+    def due(self) -> bool:
+        return self.nbytes >= self.max_bytes or (self.rows and time.monotonic() - self.last_flush >= self.interval)
+
+    def take(self, everything: bool) -> Iterator[pa.Table]:
+        """Chunks of exactly batch_size rows (and the remainder when `everything`)."""
+        if not self.parts:
+            return
+        table = pa.Table.from_batches(self.parts)
+        n = table.num_rows
+        full = n if everything else n - n % self.batch_size
+        for start in range(0, full, self.batch_size):
+            yield table.slice(start, min(self.batch_size, full - start))
+        rest = table.slice(full)
+        self.parts = rest.to_batches() if rest.num_rows else []
+        self.rows = rest.num_rows
+        self.nbytes = rest.nbytes if rest.num_rows else 0
+        if everything or full:
+            self.last_flush = time.monotonic()
+
+
+class AbstractSink:
+    """Base of every sink; subclasses implement `batch_insert` (and `begin`/`commit` to finalize)."""
+
+    idempotent: ClassVar[bool] = False
+
+    def __init__(self, spec: Any, ctx: SinkContext):
+        self.spec = spec
+        self.ctx = ctx
+
+    # ---------------------------------------------------------------- hooks
+    def prepare(self, df: Any) -> Any:
+        """Shape the batch in the JVM before rows travel to Python (e.g. to_json)."""
+        return df
+
+    def begin(self, batch_id: int, schema: pa.Schema) -> None:
+        """Open whatever one batch is written into (a temporary file, a transaction)."""
+
+    def batch_insert(self, rows: pa.Table) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def commit(self, batch_id: int) -> None:
+        """Make the batch visible atomically (rename, transaction commit)."""
+
+    def abort(self, batch_id: int) -> None:
+        """Throw away a half-written batch."""
+
+    def close(self) -> None:
+        """Release connections at the end of the run."""
+
+    # ------------------------------------------------------- idempotency
+    @property
+    def label(self) -> str:
+        return f"sink '{self.ctx.sink_id}'"
+
+    def _marker(self, batch_id: int) -> Path:
+        return Path(self.ctx.state_dir) / "sinks" / self.ctx.sink_id / self.ctx.scope / f"{batch_id}.committed"
+
+    def is_committed(self, batch_id: int) -> bool:
+        return self._marker(batch_id).exists()
+
+    def mark_committed(self, batch_id: int) -> None:
+        m = self._marker(batch_id)
+        m.parent.mkdir(parents=True, exist_ok=True)
+        tmp = m.with_suffix(".tmp")
+        tmp.write_text(f"{self.ctx.pipeline} {self.ctx.sink_id} {self.ctx.scope} {batch_id}\n")
+        os.replace(tmp, m)
+        for old in m.parent.glob("*.committed"):
+            try:
+                if int(old.stem) < batch_id - KEEP_MARKERS:
+                    old.unlink()
+            except (ValueError, OSError):
+                pass
+
+    # ---------------------------------------------------------- retries
+    def _retry(self, what: str, op: Callable[[], T], result: WriteResult) -> T:
+        r = self.spec.retry
+        delay = float(r.initial_backoff)
+        attempt = 1
+        while True:
+            try:
+                return op()
+            except TransientError as e:
+                if attempt >= r.max_attempts:
+                    raise SinkFailed(f"{self.label}: {what} failed after {attempt} attempts "
+                                     f"(retry.max_attempts={r.max_attempts}): {e}") from e
+                log.warning("%s: %s failed (attempt %d/%d), retrying in %.2fs: %s",
+                            self.label, what, attempt, r.max_attempts, delay, e)
+                self.ctx.sleep(delay)
+                delay = min(delay * 2, float(r.max_backoff))
+                attempt += 1
+                result.retries += 1
+            except TerminalError as e:
+                raise SinkFailed(f"{self.label}: {what} failed: {e} (terminal error, not retried)") from e
+
+    # -------------------------------------------------------- the write
+    def write_arrow(self, batches: Iterable[pa.RecordBatch], batch_id: int, schema: pa.Schema) -> WriteResult:
+        """Write one micro-batch given as Arrow record batches; exactly once per batch id."""
+        t0 = time.monotonic()
+        result = WriteResult()
+        if self.is_committed(batch_id):
+            result.skipped = True
+            return result
+        buf = _Buffer(self.spec.batch_size, int(self.spec.max_buffer), float(self.spec.flush_interval))
+        started = False
+
+        def flush(everything: bool) -> None:
+            nonlocal started
+            for chunk in buf.take(everything):
+                if not started:
+                    self._retry("begin", lambda: self.begin(batch_id, schema), result)
+                    started = True
+                self._retry(f"write of {chunk.num_rows} rows", lambda c=chunk: self.batch_insert(c), result)
+                result.rows += chunk.num_rows
+                result.chunks += 1
+
+        try:
+            for rb in batches:
+                buf.add(rb)
+                if buf.rows >= buf.batch_size:
+                    flush(False)
+                if buf.due():
+                    flush(True)
+            flush(True)
+            if started:
+                self._retry("commit", lambda: self.commit(batch_id), result)
+                self.mark_committed(batch_id)
+        except BaseException:
+            if started:
+                try:
+                    self.abort(batch_id)
+                except Exception:  # noqa: BLE001 - keep the original error
+                    log.exception("%s: abort of batch %d failed", self.label, batch_id)
+            raise
+        result.seconds = time.monotonic() - t0
+        return result
+
+    def write_batch(self, df: Any, batch_id: int) -> WriteResult:
+        """foreachBatch entry point: shape in the JVM, stream rows over Arrow, write."""
+        if self.is_committed(batch_id):
+            return WriteResult(skipped=True)
+        from etl.runtime.arrow import arrow_batches, arrow_schema
+
+        shaped = self.prepare(df)
+        return self.write_arrow(arrow_batches(shaped), batch_id, arrow_schema(shaped))
