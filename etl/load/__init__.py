@@ -7,6 +7,7 @@ diagnostics in the report. It never raises on user input.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -40,17 +41,42 @@ class Document:
         return text
 
 
+_TAG_RE = re.compile(r"\{\{.*?\}\}|\{#.*?#\}", re.S)
+_STMT_LINE_RE = re.compile(r"^[ \t]*\{%.*?%\}[ \t]*$\n?", re.M | re.S)
+
+
+_VARS_RE = re.compile(r"^vars[ \t]*:", re.M)
+_TOP_KEY_RE = re.compile(r"^[^\s#]", re.M)
+
+
+def _vars_block(text: str) -> str | None:
+    """The text of the top-level `vars:` block (None when there is none)."""
+    m = _VARS_RE.search(text)
+    if m is None:
+        return None
+    nxt = _TOP_KEY_RE.search(text, m.end())
+    return text[m.start():nxt.start() if nxt else len(text)]
+
+
 def _first_pass_vars(text: str, file: str, environ: Mapping[str, str]) -> dict[str, Any]:
-    """Render leniently and read `vars:` so the strict pass can use them."""
-    scratch = Report()
-    rendered = render(text, file, {}, scratch, strict=False, environ=environ)
-    if rendered is None:
+    """Read `vars:` (rendered leniently) so the strict pass can use them.
+
+    Only the `vars:` block is rendered and parsed when it can be cut out; else the
+    whole file, and as a last resort the file with its template tags blanked out."""
+    block = _vars_block(text)
+    if block is None and "vars" not in text:
         return {}
-    parsed = parse_yaml(rendered.text, file, scratch)
-    if parsed is None or not isinstance(parsed[0], dict):
-        return {}
-    found = parsed[0].get("vars")
-    return dict(found) if isinstance(found, dict) else {}
+    candidates: list[str] = []
+    for source in ([block] if block is not None else []) + [text]:
+        rendered = render(source, file, {}, Report(), strict=False, environ=environ)
+        if rendered is not None:
+            candidates.append(rendered.text)
+    candidates.append(_TAG_RE.sub("", _STMT_LINE_RE.sub("", text)))
+    for candidate in candidates:
+        parsed = parse_yaml(candidate, file, Report())
+        if parsed is not None and isinstance(parsed[0], dict) and isinstance(parsed[0].get("vars"), dict):
+            return dict(parsed[0]["vars"])
+    return {}
 
 
 def load_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str, Any] | None = None,

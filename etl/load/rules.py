@@ -40,6 +40,11 @@ class SourcedRule:
         return self.smap.value(self.path + keys) if self.smap is not None else Span(self.file)
 
 
+def _norm(path: str) -> str:
+    """A canonical spelling of a path (no symlink resolution: realpath costs a stat per component)."""
+    return os.path.normcase(os.path.abspath(path))
+
+
 def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
     """Files named by one `rule_files` entry (sorted; a glob may match several)."""
     p = Path(pattern)
@@ -53,7 +58,7 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
     seen: dict[str, None] = {}
     for pattern in getattr(spec, "rule_files", None) or []:
         for f in expand_rule_paths(pattern, base_dir):
-            seen.setdefault(os.path.realpath(f), None)
+            seen.setdefault(_norm(f), None)
     return list(seen)
 
 
@@ -73,9 +78,52 @@ def walk_predicates(node: Any, path: tuple = ()) -> Iterator[tuple[Any, tuple]]:
         yield from walk_predicates(node.not_, path + ("not",))
 
 
+_CACHE: dict[tuple, tuple[list[SourcedRule] | None, list]] = {}
+_CACHE_MAX = 256
+
+
+def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> tuple | None:
+    """Same file content (and, for a templated file, same vars and environment) -> same result."""
+    from etl.load.template import has_template
+
+    try:
+        with open(file, "rb") as fh:
+            content = fh.read()
+    except OSError:
+        return None
+    key: tuple = (_norm(file), file, hash(content))
+    if has_template(content.decode("utf-8", "replace")):
+        env = os.environ if environ is None else environ
+        try:
+            key += (repr(sorted((str(k), repr(v)) for k, v in (vars_ or {}).items())), hash(frozenset(env.items())))
+        except (TypeError, ValueError):
+            return None
+    return key
+
+
 def load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None = None,
                    environ: Mapping[str, str] | None = None) -> list[SourcedRule] | None:
-    """Load and validate one rule file; diagnostics point into it. None when it is invalid."""
+    """Load and validate one rule file; diagnostics point into it. None when it is invalid.
+
+    Results are cached per process (keyed by path, mtime, size, vars and environment):
+    pipelines sharing rule files, and reloads of unchanged files, parse them once."""
+    key = _cache_key(file, vars_, environ)
+    if key is not None and key in _CACHE:
+        rules, diags = _CACHE[key]
+        report.extend(diags)
+        return None if rules is None else list(rules)
+    scratch = Report()
+    rules = _load_rule_file(file, scratch, vars_=vars_, environ=environ)
+    report.extend(scratch.diagnostics)
+    if key is not None:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = (None if rules is None else list(rules), list(scratch.diagnostics))
+    return rules
+
+
+def _load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None = None,
+                    environ: Mapping[str, str] | None = None) -> list[SourcedRule] | None:
     from etl.spec.errors import validate_model
     from etl.spec.rules import RuleFile, RuleList
 
@@ -118,7 +166,7 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
                          f"paths are relative to the pipeline file's folder ({base_dir})")
             continue
         for f in files:
-            real = os.path.realpath(f)
+            real = _norm(f)
             if real in seen_files:
                 continue
             seen_files.add(real)

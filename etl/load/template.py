@@ -7,11 +7,13 @@ Values read from the environment are remembered so printed configs can redact th
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, Undefined, UndefinedError, nodes
+from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, UndefinedError, nodes
 from jinja2.sandbox import SandboxedEnvironment, SecurityError
 
 from etl.diagnostics import Report, Span, did_you_mean
@@ -46,10 +48,38 @@ class _Env:
         return ""
 
 
+class _Lenient(ChainableUndefined):
+    """First-pass undefined: every operation on it quietly yields another undefined (renders as '')."""
+
+    def _quiet(self, *args: Any, **kwargs: Any) -> "_Lenient":
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _quiet
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __pow__ = __rpow__ = _quiet
+    __call__ = __getitem__ = _quiet
+    __lt__ = __le__ = __gt__ = __ge__ = _quiet
+
+    def __int__(self) -> int:
+        return 0
+
+    def __float__(self) -> float:
+        return 0.0
+
+    def __iter__(self):
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False
+
+    __hash__ = ChainableUndefined.__hash__
+
+
+@functools.cache
 def _lenient_env() -> SandboxedEnvironment:
-    return SandboxedEnvironment(undefined=Undefined, keep_trailing_newline=True, autoescape=False)
+    return SandboxedEnvironment(undefined=_Lenient, keep_trailing_newline=True, autoescape=False)
 
 
+@functools.cache
 def _strict_env() -> SandboxedEnvironment:
     return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 
@@ -115,12 +145,94 @@ def _check_names(ast: nodes.Template, known: Mapping[str, Any], vars_: Mapping[s
                              f"export {arg.value}=... or give a default: env(\"{arg.value}\", \"value\")")
 
 
+# `{{ vars.a.b }}`, `{{ name }}`, `{{ env("NAME") }}`, `{{ env("NAME", "default") }}`: the
+# expressions nearly every pipeline uses; they are substituted without compiling a template.
+_EXPR = re.compile(r"\{\{(.*?)\}\}", re.S)
+_SIMPLE = re.compile(
+    r"""\s*(?:(?P<ref>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)"""
+    r"""|env\(\s*(?P<q>["'])(?P<name>[^"'\\\n]*)(?P=q)\s*"""
+    r"""(?:,\s*(?:(?P<q2>["'])(?P<default>[^"'\\\n]*)(?P=q2)|(?P<num>-?\d+(?:\.\d+)?)))?\s*\))\s*\Z""")
+_NOT_SIMPLE = object()
+_RESERVED = {"env", "true", "false", "none", "True", "False", "None", "range", "loop", "self"}
+
+
+def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,
+                 environ: Mapping[str, str]) -> Any:
+    """Render a template made only of simple `{{ }}` expressions; _NOT_SIMPLE otherwise."""
+    if "{%" in text or "{#" in text or "{{" in _EXPR.sub("", text):
+        return _NOT_SIMPLE  # statements, comments, or an unterminated tag: jinja handles (and reports) them
+    pieces: list[str] = []
+    secrets: set[str] = set()
+    errors: list[tuple[str, str, int, str | None]] = []  # code, message, offset, hint
+    pos = 0
+    for m in _EXPR.finditer(text):
+        e = _SIMPLE.match(m.group(1))
+        if e is None:
+            return _NOT_SIMPLE
+        pieces.append(text[pos:m.start()])
+        pos = m.end()
+        inner = m.start(1)
+        if e.group("ref"):
+            parts = e.group("ref").split(".")
+            if parts[0] in _RESERVED:
+                return _NOT_SIMPLE
+            if parts[0] == "vars":
+                if len(parts) == 1:
+                    return _NOT_SIMPLE
+                value, rest, shown = vars_, parts[1:], "vars."
+            else:
+                value, rest, shown = vars_, parts, ""
+            first = True
+            for part in rest:
+                if not isinstance(value, Mapping) or part not in value:
+                    if not first:
+                        return _NOT_SIMPLE  # deeper lookups: let jinja decide and explain
+                    if strict:
+                        off = inner + m.group(1).index(e.group("ref")) + len(shown)
+                        name = shown + part
+                        errors.append(("E003", f"undefined template variable '{name}'", off,
+                                       did_you_mean(part, vars_) or "define it under `vars:` or pass --var NAME=VALUE"))
+                    value = ""
+                    break
+                value = value[part]
+                first = False
+            pieces.append(str(value))
+        else:
+            name = e.group("name")
+            if name in environ:
+                value = environ[name]
+                if value:
+                    secrets.add(value)
+            elif e.group("default") is not None:
+                value = e.group("default")
+            elif e.group("num") is not None:
+                value = e.group("num")
+            else:
+                value = ""
+                if strict:
+                    off = inner + m.group(1).index(name)
+                    errors.append(("E004", f"environment variable '{name}' is not set", off,
+                                   f"export {name}=... or give a default: env(\"{name}\", \"value\")"))
+            pieces.append(str(value))
+    pieces.append(text[pos:])
+    for code, message, off, hint in errors:
+        line = text.count("\n", 0, off) + 1
+        col = off - (text.rfind("\n", 0, off) + 1) + 1
+        report.error(code, message, Span(file, line, col), hint)
+    if errors:
+        return None
+    return Rendered("".join(pieces), secrets)
+
+
 def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, strict: bool = True,
            environ: Mapping[str, str] | None = None) -> Rendered | None:
     """Render `text`; on problems add diagnostics to `report` and return None."""
     if not has_template(text):
         return Rendered(text)
     environ = os.environ if environ is None else environ
+    fast = _fast_render(text, file, vars_, report, strict, environ)
+    if fast is not _NOT_SIMPLE:
+        return fast
     env_fn = _Env(environ, strict)
     jenv = _strict_env() if strict else _lenient_env()
     context: dict[str, Any] = {**vars_, "vars": dict(vars_), "env": env_fn}
@@ -132,11 +244,11 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
         return None
     if strict:
         before = len(report.errors)
-        _check_names(ast, context, vars_, text, file, report, environ)
+        _check_names(ast, {**jenv.globals, **context}, vars_, text, file, report, environ)
         if len(report.errors) > before:
             return None
     try:
-        out = jenv.from_string(text).render(context)
+        out = jenv.from_string(ast).render(context)
     except (UndefinedError, SecurityError) as e:
         line = _template_line(e) or _line_of(text, "{{")[0]
         report.error("E003", f"template error: {e}", Span(file, line, 1), "define it under `vars:` or pass --var")
@@ -144,7 +256,8 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
     except TemplateSyntaxError as e:
         report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, 1))
         return None
-    except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError) as e:
+    except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError, RecursionError,
+            OverflowError, MemoryError) as e:
         line = _template_line(e) or 1
         report.error("E002", f"template error: {type(e).__name__}: {e}", Span(file, line, 1))
         return None

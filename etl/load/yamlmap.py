@@ -14,7 +14,6 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from etl.diagnostics import Report, Span
 
@@ -65,21 +64,40 @@ class SourceMap:
         return tuple(path) in self.values
 
 
-def _tag(node: Node) -> str:
-    tag = node.tag
-    return str(getattr(tag, "value", tag) or "")
+def _implicit_table() -> dict[str, list[tuple[str, re.Pattern]]]:
+    """ruamel's YAML 1.2 implicit resolvers, by first character (same regexes, same order)."""
+    from ruamel.yaml.resolver import implicit_resolvers
+
+    table: dict[str, list[tuple[str, re.Pattern]]] = {}
+    for versions, tag, regexp, first in implicit_resolvers:
+        if (1, 2) not in versions:
+            continue
+        for ch in first:
+            table.setdefault(ch, []).append((tag.rsplit(":", 1)[-1], regexp))
+    return table
 
 
-_INT_RE = re.compile(r"^[-+]?(0|[1-9][0-9_]*|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+|0[0-7_]+)$")
+_IMPLICIT = _implicit_table()
 
 
-def _scalar(node: ScalarNode) -> Any:
-    tag, text = _tag(node), node.value
-    if tag.endswith(":null"):
+def _resolve(value: str, plain: bool, tag: str | None) -> str:
+    """The core-schema type of a scalar: 'null', 'bool', 'int', 'float', 'merge' or 'str'."""
+    if tag and tag not in ("!", "?"):
+        return tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else "str"
+    if not plain:
+        return "str"
+    for kind, regexp in _IMPLICIT.get(value[:1], ()):
+        if regexp.match(value):
+            return kind
+    return "str"
+
+
+def _scalar_value(kind: str, text: str) -> Any:
+    if kind == "null":
         return None
-    if tag.endswith(":bool"):
+    if kind == "bool":
         return text.lower() in ("true", "yes", "on", "y")
-    if tag.endswith(":int"):
+    if kind == "int":
         t = text.replace("_", "")
         try:
             sign = -1 if t.startswith("-") else 1
@@ -91,7 +109,7 @@ def _scalar(node: ScalarNode) -> Any:
             return int(t, 0)
         except ValueError:
             return text
-    if tag.endswith(":float"):
+    if kind == "float":
         t = text.replace("_", "").lower()
         if t in (".inf", "+.inf"):
             return math.inf
@@ -106,71 +124,188 @@ def _scalar(node: ScalarNode) -> Any:
     return text
 
 
+class _TooDeep(Exception):
+    pass
+
+
 class _Builder:
-    def __init__(self, smap: SourceMap, report: Report):
+    """Builds plain data and the source map straight from the parser's events (no node graph:
+    ruamel's composer and resolver cost ~10x the C parser)."""
+
+    def __init__(self, events: Any, smap: SourceMap, report: Report):
+        self.events = events
         self.smap = smap
         self.report = report
+        self.anchors: dict[str, Any] = {}
 
-    def span(self, node: Node) -> Span:
-        return Span(self.smap.file, node.start_mark.line + 1, node.start_mark.column + 1)
+    def span(self, mark: Any) -> Span:
+        return Span(self.smap.file, mark.line + 1, mark.column + 1)
 
-    def build(self, node: Node, path: Path, depth: int = 0) -> Any:
-        self.smap.values[path] = self.span(node)
+    def build(self, ev: Any, path: Path, depth: int = 0) -> Any:
+        """Build the value that starts with event `ev`; record positions under `path`."""
+        if path is not None:
+            self.smap.values[path] = self.span(ev.start_mark)
         if depth > _MAX_DEPTH:
-            self.report.error("E001", "YAML nesting is too deep", self.span(node))
+            self.report.error("E001", "YAML nesting is too deep", self.span(ev.start_mark))
+            raise _TooDeep
+        kind = type(ev).__name__
+        if kind == "ScalarEvent":
+            value = ev.value
+            style = ev.style or ""
+            if path is not None:
+                quotes = 2 if style in ("'", '"') else 0
+                exact = (style in ("", "'", '"') and ev.end_mark.line == ev.start_mark.line
+                         and ev.end_mark.column - ev.start_mark.column == len(value) + quotes)
+                self.smap.styles[path] = style if exact else "|"
+            plain = not style and (ev.implicit[0] if isinstance(ev.implicit, tuple) else True)
+            out = _scalar_value(_resolve(value, plain, ev.tag), value)
+        elif kind == "SequenceStartEvent":
+            out = []
+            i = 0
+            for item in self.events:
+                if type(item).__name__ == "SequenceEndEvent":
+                    break
+                out.append(self.build(item, path + (i,) if path is not None else None, depth + 1))
+                i += 1
+        elif kind == "MappingStartEvent":
+            out = self._mapping(path, depth)
+        elif kind == "AliasEvent":
+            if ev.anchor not in self.anchors:
+                self.report.error("E001", f"unknown alias '*{ev.anchor}'", self.span(ev.start_mark))
+                return None
+            return self.anchors[ev.anchor]
+        else:
+            self.report.error("E001", f"unexpected YAML event {kind}", self.span(ev.start_mark))
             return None
-        if isinstance(node, ScalarNode):
-            style = node.style or ""
-            quotes = 2 if style in ("'", '"') else 0
-            exact = (style in ("", "'", '"') and node.end_mark.line == node.start_mark.line
-                     and node.end_mark.column - node.start_mark.column == len(node.value) + quotes)
-            self.smap.styles[path] = style if exact else "|"
-            return _scalar(node)
-        if isinstance(node, SequenceNode):
-            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
-        if isinstance(node, MappingNode):
-            return self._mapping(node, path, depth)
-        self.report.error("E001", f"unsupported YAML node {type(node).__name__}", self.span(node))
-        return None
+        anchor = getattr(ev, "anchor", None)
+        if anchor:
+            self.anchors[anchor] = out
+        return out
 
-    def _mapping(self, node: MappingNode, path: Path, depth: int) -> dict:
+    def _mapping(self, path: Path, depth: int) -> dict:
         out: dict = {}
         seen: dict[Any, Span] = {}
-        for key_node, value_node in node.value:
-            if _tag(key_node).endswith(":merge"):
-                merged = self.build(value_node, path + ("<<",), depth + 1)
-                for m in merged if isinstance(merged, list) else [merged]:
-                    if isinstance(m, dict):
-                        for k, v in m.items():
-                            out.setdefault(k, v)
-                continue
-            if not isinstance(key_node, ScalarNode):
-                self.report.error("E001", "mapping keys must be plain scalars", self.span(key_node),
+        merges: list[Any] = []
+        for kev in self.events:
+            kkind = type(kev).__name__
+            if kkind == "MappingEndEvent":
+                break
+            vev = None
+            if kkind != "ScalarEvent":
+                self.build(kev, None, depth + 1)  # consume the complex key
+                self.report.error("E001", "mapping keys must be plain scalars", self.span(kev.start_mark),
                                   "write the key as a string")
+                self.build(next(self.events), None, depth + 1)
                 continue
-            key = _scalar(key_node)
+            style = kev.style or ""
+            plain = not style and (kev.implicit[0] if isinstance(kev.implicit, tuple) else True)
+            kind = _resolve(kev.value, plain, kev.tag)
+            vev = next(self.events)
+            if kind == "merge":
+                merges.append(self.build(vev, path + ("<<",) if path is not None else None, depth + 1))
+                continue
+            key = _scalar_value(kind, kev.value)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 key = str(key)
             if key is None:
                 key = "null"
-            ks = self.span(key_node)
+            ks = self.span(kev.start_mark)
             if key in seen:
                 first = seen[key]
                 self.report.error("E001", f"duplicate key '{key}' (first defined at line {first.line})", ks,
                                   "remove or rename one of them")
+                self.build(vev, None, depth + 1)
                 continue
             seen[key] = ks
-            self.smap.keys[path + (key,)] = ks
-            out[key] = self.build(value_node, path + (key,), depth + 1)
+            if path is not None:
+                self.smap.keys[path + (key,)] = ks
+            out[key] = self.build(vev, path + (key,) if path is not None else None, depth + 1)
+        for merged in merges:
+            for m in merged if isinstance(merged, list) else [merged]:
+                if isinstance(m, dict):
+                    for k, v in m.items():
+                        out.setdefault(k, v)
         return out
+
+
+def _c_parser() -> Any:
+    try:
+        from _ruamel_yaml import CParser  # ruamel.yaml.clib
+    except ImportError:
+        try:
+            from ruamel.yaml.clib._ruamel_yaml import CParser  # type: ignore[no-redef]
+        except ImportError:
+            return None
+    return CParser
+
+
+_CPARSER = _c_parser()
+
+
+def _events(text: str) -> Any:
+    """Parser events: libyaml through ruamel.yaml.clib when installed (fast), else pure Python."""
+    if _CPARSER is None:
+        yield from YAML(typ="safe").parse(text)
+        return
+    parser = _CPARSER(text)
+    try:
+        while parser.check_event():
+            yield parser.get_event()
+    finally:
+        parser.dispose()
+
+
+def _flow_too_deep(text: str) -> tuple[int, int] | None:
+    """Position (line, col) where flow brackets nest deeper than _MAX_DEPTH, else None.
+
+    ruamel takes seconds on thousands of nested brackets; this linear scan answers first."""
+    if text.count("[") + text.count("{") <= _MAX_DEPTH:
+        return None
+    depth, quote, line, col, prev = 0, "", 1, 0, "\n"
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col, prev = line + 1, 0, ch
+            quote = "" if quote == "'" or quote == '"' else quote
+            continue
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"" and prev in " \t\n[{,:":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return line, col
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+        prev = ch
+    return None
 
 
 def parse_yaml(text: str, file: str, report: Report) -> tuple[Any, SourceMap] | None:
     """Parse one YAML document; on a syntax error add a diagnostic and return None."""
     smap = SourceMap(file)
-    yaml = YAML(typ="rt")
+    deep = _flow_too_deep(text)
+    if deep is not None:
+        report.error("E001", "YAML nesting is too deep", Span(file, *deep), f"nest at most {_MAX_DEPTH} levels")
+        return None
+    events = _events(text)
+    data: Any = None
+    docs = 0
     try:
-        nodes = list(yaml.compose_all(text))
+        for ev in events:
+            kind = type(ev).__name__
+            if kind == "DocumentStartEvent":
+                docs += 1
+                if docs > 1:
+                    report.error("E001", "a pipeline file holds one YAML document", Span(file, ev.start_mark.line + 1, 1),
+                                 "remove the '---' separator or split the file")
+                    return None
+            elif kind in ("StreamStartEvent", "StreamEndEvent", "DocumentEndEvent"):
+                continue
+            else:
+                data = _Builder(events, smap, report).build(ev, ())
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
@@ -182,15 +317,8 @@ def parse_yaml(text: str, file: str, report: Report) -> tuple[Any, SourceMap] | 
     except YAMLError as e:
         report.error("E001", f"YAML error: {e}", Span(file, 1, 1))
         return None
-    except RecursionError:
-        report.error("E001", "YAML nesting is too deep", Span(file, 1, 1))
+    except (_TooDeep, RecursionError):
+        if not report.errors or report.errors[-1].code != "E001":
+            report.error("E001", "YAML nesting is too deep", Span(file, 1, 1))
         return None
-    nodes = [n for n in nodes if n is not None]
-    if len(nodes) > 1:
-        report.error("E001", "a pipeline file holds one YAML document", Span(file, nodes[1].start_mark.line + 1, 1),
-                     "remove the '---' separator or split the file")
-        return None
-    if not nodes:
-        return None, smap
-    data = _Builder(smap, report).build(nodes[0], ())
     return data, smap

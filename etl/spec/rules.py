@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import ConfigDict, Discriminator, Field, RootModel, Tag, model_validator
@@ -50,7 +51,7 @@ class Predicate(Model):
     def ops(self) -> list[str]:
         return [op for op in ALL_OPS if getattr(self, "in_" if op == "in" else op) is not None]
 
-    @property
+    @cached_property
     def op(self) -> str:
         return self.ops()[0]
 
