@@ -42,7 +42,7 @@ import hyperscan
 
 MAX_CP = 0x10FFFF
 ASCII_MAX = 0x7F
-NONASCII_RANGE_LIMIT = 8  # more non-ASCII ranges than this -> superset class
+NONASCII_RANGE_LIMIT = 3  # more non-ASCII ranges than this -> superset class (Unicode \s, \d, \w ...)
 RELAX_REPEAT_CAP = 200
 
 # ASCII letters Hyperscan's caseless mode also folds to non-ASCII characters (Kelvin sign, long s);
@@ -203,6 +203,7 @@ def _clip_ascii(ranges: Ranges) -> Ranges:
     return tuple((lo, min(hi, ASCII_MAX)) for lo, hi in ranges if lo <= ASCII_MAX)
 
 
+@lru_cache(maxsize=16384)
 def emit_set(ranges: Ranges, hs_caseless: bool) -> tuple[str, bool]:
     """Hyperscan text for a code point set, and whether it is a superset (non-ASCII approximated)."""
     ranges = _merge(ranges)
@@ -262,6 +263,9 @@ class _Walker:
         self.groups: dict[int, tuple[str, int, bool]] = {}  # gid -> (text, minlen, ignorecase)
 
     def _set(self, ranges: Ranges) -> _Frag:
+        if len(ranges) == 1 and ranges[0][0] == ranges[0][1] and ranges[0][0] < 0x80 and (
+                not self.hs_caseless or not chr(ranges[0][0]).isalpha()):
+            return _Frag(_esc(ranges[0][0]), 1, True)  # the common case: one ASCII character
         text, approx = emit_set(ranges, self.hs_caseless)
         if approx and "Unicode character class" not in self.nonascii_superset:
             self.nonascii_superset.append("Unicode character class")

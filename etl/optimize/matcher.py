@@ -32,7 +32,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import threading
+from collections import deque
 from dataclasses import dataclass
+from itertools import count, repeat
 from typing import Any, Callable
 
 import hyperscan
@@ -487,13 +489,15 @@ def _scan(db: _Database, text: pa.Array, rows: np.ndarray | None) -> tuple[np.nd
         add_row(row)
         add_pid(pid)
 
-    scan = hs_db.scan
+    # one scan call per value, driven from C (map + a zero-length deque) rather than a Python loop
     if rows is None:
-        for i, (a, z) in enumerate(zip(offs, offs[1:])):
-            scan(data[a:z], on_match, 0, i, scratch)
+        pieces = [data[a:z] for a, z in zip(offs, offs[1:])]
+        ctx: Any = count()
     else:
-        for i in rows.tolist():
-            scan(data[offs[i]:offs[i + 1]], on_match, 0, i, scratch)
+        idx = rows.tolist()
+        pieces = [data[offs[i]:offs[i + 1]] for i in idx]
+        ctx = iter(idx)
+    deque(map(hs_db.scan, pieces, repeat(on_match), repeat(0), ctx, repeat(scratch)), maxlen=0)
     return np.array(hit_rows, dtype=np.int64), np.array(hit_pids, dtype=np.int64)
 
 
@@ -777,13 +781,14 @@ class Matcher:
         if not program.digest:
             raise ValueError("the program is not compiled: run etl.optimize.compile_rules")
         self.program = program
+        self.rule_ids = program.rule_ids
         self.runtime = _runtime(program)
         if cache is True:
             cache = FingerprintCache()
         self.cache: FingerprintCache | None = cache if isinstance(cache, FingerprintCache) else None
 
     def match(self, batch: pa.RecordBatch) -> MatchResult:
-        ids = self.program.rule_ids
+        ids = self.rule_ids
         cache = self.cache
         if cache is None or not cache.enabled or not self.program.fingerprint_fields or batch.num_rows == 0:
             rows, rules = self.runtime.match(batch)
@@ -796,7 +801,7 @@ class Matcher:
         kinds = [value_kind(c.type) for c in cols]
         if "other" in kinds:  # nested values are not hashable keys: no cache for this batch
             rows, rules = self.runtime.match(batch)
-            return MatchResult(batch.num_rows, rows, rules, self.program.rule_ids)
+            return MatchResult(batch.num_rows, rows, rules, self.rule_ids)
         cache.check_signature(tuple(str(c.type) for c in cols))
         # floats by repr: -0.0 and 0.0 are equal keys but have different text forms
         pylists = [[None if v is None else repr(v) for v in c.to_pylist()] if k == "float" else c.to_pylist()
@@ -821,8 +826,7 @@ class Matcher:
             if v:
                 out_rows.extend([i] * len(v))
                 out_rules.extend(v)
-        return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64),
-                           self.program.rule_ids)
+        return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64), self.rule_ids)
 
 
 def match_batch(program: FilterProgram, batch: pa.RecordBatch, cache: bool = False) -> MatchResult:
