@@ -29,10 +29,11 @@ class Checked:
     pipeline: Any = None
     graph: Graph | None = None
     plan: Any = None
+    rules_only: bool = False  # the file is a valid rule file (no pipeline, so no plan)
 
     @property
     def ok(self) -> bool:
-        return self.plan is not None and not self.report.errors
+        return (self.plan is not None or self.rules_only) and not self.report.errors
 
 
 def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = None,
@@ -63,6 +64,18 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
     if doc is None:
         return
     out.document = doc
+    from etl.load.rules import is_rule_document
+
+    if is_rule_document(doc.data):  # a rule file given on its own: check its rules
+        from etl.graph.checks import check_rule_list
+        from etl.load.rules import check_duplicate_ids, rules_of_document
+
+        rules = rules_of_document(doc, report)
+        if rules is not None:
+            check_duplicate_ids(rules, report)
+            check_rule_list(rules, report)
+        out.rules_only = rules is not None and not report.errors
+        return
     if not isinstance(doc.data, dict):
         report.error("E102", "a pipeline file must be a mapping with name, sources, transforms and sinks",
                      doc.smap.value(()), "start with `name: my-pipeline`")

@@ -44,7 +44,7 @@ def validate(
         typer.echo("etl validate: no pipeline files found", err=True)
         raise typer.Exit(2)
     results = check_paths(files, cli_vars=parse_vars(var))
-    failed = [r for r in results if r.report.has_errors(strict) or (r.plan is None and not r.report.errors)]
+    failed = [r for r in results if r.report.has_errors(strict) or not (r.ok or r.report.errors)]
     per_file = [(r, [_redacted(d, r.document) for d in r.report.sorted()]) for r in results]
     if format == "json":
         typer.echo(json.dumps({

@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from etl.diagnostics import Report
+from etl.diagnostics import Report, Span
 from etl.graph.model import Graph, Node, is_placeholder
 
 
@@ -80,37 +80,42 @@ def _compile_error(pattern: str, caseless: bool) -> re.error | None:
 
 def check_rules(graph: Graph, report: Report) -> None:
     """Regexes of rules compile (E300); name those Hyperscan cannot compile (W301); cidr values parse."""
+    for rules in graph.rules.values():
+        check_rule_list(rules, report)
+
+
+def check_rule_list(rules: Iterable[Any], report: Report) -> None:
+    """The per-rule checks of `check_rules`, for any list of sourced rules (also a rule file alone)."""
     from etl.load.rules import walk_predicates
 
     rejects = None
-    for nid, rules in graph.rules.items():
-        for sr in rules:
-            for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
-                if pred.op == "regex":
-                    err = _compile_error(pred.regex, pred.caseless)
-                    span = sr.span_of(*ppath, "regex")
-                    if err is not None:
-                        if sr.smap is not None and err.pos is not None:
-                            span = sr.smap.inner(sr.path + ppath + ("regex",), pred.regex, err.pos)
-                        report.error("E300", f"regex of rule '{sr.rule.id}' does not compile: {err.msg}"
-                                     + (f" at position {err.pos}" if err.pos is not None else ""), span,
-                                     "patterns use Python `re` syntax; escape special characters with \\")
-                        continue
-                    if rejects is None:
-                        rejects = _hyperscan_rejects()
-                    why = rejects(pred.regex, pred.caseless)
-                    if why:
-                        report.warning("W301", f"regex of rule '{sr.rule.id}' will fall back: {why}", span,
-                                       "avoid backreferences, lookaround, atomic groups and possessive quantifiers")
-                elif pred.op == "cidr":
-                    nets = pred.cidr if isinstance(pred.cidr, list) else [pred.cidr]
-                    for k, net in enumerate(nets):
-                        try:
-                            ipaddress.ip_network(net, strict=False)
-                        except ValueError:
-                            keys = (*ppath, "cidr", k) if isinstance(pred.cidr, list) else (*ppath, "cidr")
-                            report.error("E102", f"invalid network {net!r} in rule '{sr.rule.id}'",
-                                         sr.span_of(*keys), "write a network such as 10.0.0.0/8 or 2001:db8::/32")
+    for sr in rules:
+        for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
+            if pred.op == "regex":
+                err = _compile_error(pred.regex, pred.caseless)
+                span = sr.span_of(*ppath, "regex")
+                if err is not None:
+                    if sr.smap is not None and err.pos is not None:
+                        span = sr.smap.inner(sr.path + ppath + ("regex",), pred.regex, err.pos)
+                    report.error("E300", f"regex of rule '{sr.rule.id}' does not compile: {err.msg}"
+                                 + (f" at position {err.pos}" if err.pos is not None else ""), span,
+                                 "patterns use Python `re` syntax; escape special characters with \\")
+                    continue
+                if rejects is None:
+                    rejects = _hyperscan_rejects()
+                why = rejects(pred.regex, pred.caseless)
+                if why:
+                    report.warning("W301", f"regex of rule '{sr.rule.id}' will fall back: {why}", span,
+                                   "avoid backreferences, lookaround, atomic groups and possessive quantifiers")
+            elif pred.op == "cidr":
+                nets = pred.cidr if isinstance(pred.cidr, list) else [pred.cidr]
+                for k, net in enumerate(nets):
+                    try:
+                        ipaddress.ip_network(net, strict=False)
+                    except ValueError:
+                        keys = (*ppath, "cidr", k) if isinstance(pred.cidr, list) else (*ppath, "cidr")
+                        report.error("E102", f"invalid network {net!r} in rule '{sr.rule.id}'",
+                                     sr.span_of(*keys), "write a network such as 10.0.0.0/8 or 2001:db8::/32")
 
 
 def check_source_patterns(graph: Graph, report: Report) -> None:
@@ -188,6 +193,22 @@ def check_event_time(graph: Graph, report: Report) -> None:
                              node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")
 
 
+def check_tests(graph: Graph, report: Report) -> None:
+    """`tests:` blocks name existing sources (inputs) and sinks (expect) (E207)."""
+    from etl.diagnostics import did_you_mean
+
+    smap = graph.smap
+    sources = [n.id for n in graph.of_kind("source") if not n.spec.is_static()]
+    sinks = [n.id for n in graph.of_kind("sink")]
+    for i, case in enumerate(getattr(graph.pipeline, "tests", None) or []):
+        for key, known, what in (("inputs", sources, "source"), ("expect", sinks, "sink")):
+            for name in getattr(case, key):
+                if name not in known:
+                    span = smap.key(("tests", i, key, name)) if smap is not None else Span(graph.name)
+                    report.error("E207", f"test '{case.name}' names unknown {what} '{name}' in `{key}`", span,
+                                 did_you_mean(name, known) or (f"{what}s: {', '.join(known)}" if known else None))
+
+
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
     from etl.graph.columns import propagate_columns
@@ -198,6 +219,7 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     check_rules(graph, report)
     propagate_columns(graph, report)
     check_event_time(graph, report)
+    check_tests(graph, report)
     return graph
 
 

@@ -124,12 +124,26 @@ def load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None
 
 def _load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None = None,
                     environ: Mapping[str, str] | None = None) -> list[SourcedRule] | None:
-    from etl.spec.errors import validate_model
-    from etl.spec.rules import RuleFile, RuleList
-
     doc = load_file(file, report, environ=environ, inherit_vars=dict(vars_ or {}))
     if doc is None:
         return None
+    return rules_of_document(doc, report)
+
+
+def is_rule_document(data: Any) -> bool:
+    """A document that is a rule file rather than a pipeline: a list of rules (mappings with `when`),
+    or a mapping with only `rules`."""
+    if isinstance(data, list):
+        return bool(data) and all(isinstance(x, dict) and "when" in x for x in data)
+    return isinstance(data, dict) and bool(data) and set(data) <= {"rules"}
+
+
+def rules_of_document(doc: Any, report: Report) -> list[SourcedRule] | None:
+    """Validate a loaded rule-file document; diagnostics point into it."""
+    from etl.spec.errors import validate_model
+    from etl.spec.rules import RuleFile, RuleList
+
+    file = doc.file
     data = doc.data
     if isinstance(data, dict):
         parsed = validate_model(RuleFile, data, doc.smap, report)
@@ -173,6 +187,11 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
             loaded = load_rule_file(f, report, vars_=vars_, environ=environ)
             if loaded:
                 rules.extend(loaded)
+    check_duplicate_ids(rules, report)
+    return None if len(report.errors) > before else rules
+
+
+def check_duplicate_ids(rules: list[SourcedRule], report: Report) -> None:
     first: dict[str, SourcedRule] = {}
     for r in rules:
         prev = first.get(r.rule.id)
@@ -182,4 +201,3 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
         where = f"{prev.file}:{prev.span_of('id').line}"
         report.error("E303", f"duplicate rule id '{r.rule.id}' (first defined at {where})", r.span_of("id"),
                      "rule ids must be unique within a filter")
-    return None if len(report.errors) > before else rules

@@ -65,6 +65,7 @@ EXPECTED = {
     'tab_indent': [('E001', 3, 1)],
     'template_syntax': [('E002', 5, 26)],
     'template_undefined': [('E003', 7, 34)],
+    'tests_block': [('E207', 9, 7), ('E207', 11, 7)],
     'trigger_and_checkpoint': [('E102', 6, 17), ('E102', 6, 38), ('E100', 7, 28)],
     'union_mismatch': [('W312', 6, 35), ('W312', 6, 38), ('E310', 7, 44)],
     'unknown_column_expr': [('E310', 10, 12)],
@@ -102,6 +103,8 @@ MESSAGES = [
     ("env_unset", "E004", "ETL_TEST_NEVER_SET_BOOTSTRAP"),
     ("event_time_string", "E322", "is string, not a timestamp"),
     ("duplicate_rule_id", "E303", "first defined at duplicate_rule_id.yaml:9"),
+    ("tests_block", "E207", "did you mean 'access'?"),
+    ("tests_block", "E207", "did you mean 'out'?"),
 ]
 
 

@@ -108,3 +108,15 @@ def test_duplicate_rule_ids_across_files(tmp_path):
     c = check(tmp_path, _pipe("rules/a.yaml"))
     assert [(d.code, d.span.line, d.span.col) for d in c.report.errors] == [("E303", 1, 8)]
     assert "p.yaml:11" in c.report.errors[0].message
+
+
+def test_rule_file_validated_on_its_own(tmp_path):
+    from etl.check import check_file
+
+    good = write(tmp_path, "good.yaml", "- {id: a, when: {field: cmd, regex: 'a+'}}\n")
+    c = check_file(good, environ={})
+    assert c.ok and c.plan is None and c.rules_only
+    bad = write(tmp_path, "bad.yaml", "rules:\n  - {id: a, when: {field: cmd, regex: 'a('}}\n  - {id: a, when: {field: x, eq: 1}}\n")
+    c = check_file(bad, environ={})
+    assert [(d.code, d.span.line) for d in c.report.errors] == [("E300", 2), ("E303", 3)]
+    assert not c.ok
