@@ -1,4 +1,7 @@
-"""Pipeline spec -> Graph: resolve input references, order nodes, find cycles."""
+"""Pipeline spec -> Graph: resolve input references, order nodes, find cycles.
+
+Input: any object with `name`, `sources`, `transforms`, `sinks` (spec models) and an optional
+source map (`value(path)`, `key(path)` -> Span); no YAML here (see etl/graph/model.py).
 
 from __future__ import annotations
 

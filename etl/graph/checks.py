@@ -86,7 +86,7 @@ def check_rules(graph: Graph, report: Report) -> None:
 
 def check_rule_list(rules: Iterable[Any], report: Report) -> None:
     """The per-rule checks of `check_rules`, for any list of sourced rules (also a rule file alone)."""
-    from etl.load.rules import walk_predicates
+    from etl.spec.rules import walk_predicates
 
     rejects = None
     for sr in rules:

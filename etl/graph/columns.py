@@ -167,7 +167,7 @@ class ColumnPass:
         if spec.expr is not None:
             self.expr(node, ("expr",), spec.expr, cols, self.where(node, "expr"))
         if cols is not None:
-            from etl.load.rules import walk_predicates
+            from etl.spec.rules import walk_predicates
 
             for sr in self.g.rules.get(node.id, ()):
                 for pred, ppath in walk_predicates(sr.rule.when, ("when",)):

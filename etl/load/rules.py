@@ -15,10 +15,14 @@ import glob
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load import load_file
+from etl.spec.rules import walk_predicates
+
+__all__ = ["SourcedRule", "expand_rule_paths", "load_filter_rules", "load_rule_file", "rule_file_paths",
+           "walk_predicates"]
 
 _GLOB_CHARS = set("*?[")
 
@@ -60,22 +64,6 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
         for f in expand_rule_paths(pattern, base_dir):
             seen.setdefault(_norm(f), None)
     return list(seen)
-
-
-def walk_predicates(node: Any, path: tuple = ()) -> Iterator[tuple[Any, tuple]]:
-    """Every predicate of a rule tree with its document path relative to the tree."""
-    from etl.spec.rules import All, AnyOf, Not, Predicate
-
-    if isinstance(node, Predicate):
-        yield node, path
-    elif isinstance(node, All):
-        for i, c in enumerate(node.all):
-            yield from walk_predicates(c, path + ("all", i))
-    elif isinstance(node, AnyOf):
-        for i, c in enumerate(node.any):
-            yield from walk_predicates(c, path + ("any", i))
-    elif isinstance(node, Not):
-        yield from walk_predicates(node.not_, path + ("not",))
 
 
 _CACHE: dict[tuple, tuple[list[SourcedRule] | None, list]] = {}

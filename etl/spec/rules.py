@@ -132,3 +132,18 @@ def predicates(node: Any):
             yield from predicates(c)
     elif isinstance(node, Not):
         yield from predicates(node.not_)
+
+
+def walk_predicates(node: Any, path: tuple = ()):
+    """Every predicate of a rule tree with its document path relative to the tree:
+    ("all", 0), ("any", 2, "not"), ... (the keys a YAML or SQL front-end maps to positions)."""
+    if isinstance(node, Predicate):
+        yield node, path
+    elif isinstance(node, All):
+        for i, c in enumerate(node.all):
+            yield from walk_predicates(c, path + ("all", i))
+    elif isinstance(node, AnyOf):
+        for i, c in enumerate(node.any):
+            yield from walk_predicates(c, path + ("any", i))
+    elif isinstance(node, Not):
+        yield from walk_predicates(node.not_, path + ("not",))
