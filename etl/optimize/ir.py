@@ -150,7 +150,7 @@ class PredicateKey:
         subject = self.field
         for d in self.derivations:
             subject = f"{d}({subject})"
-        if self.op in ("is_null", "not_null"):
+        if self.value is None:
             text = f"{subject} {self.op}"
         elif isinstance(self.value, tuple):
             text = f"{subject} {self.op} [" + ", ".join(_show(v) for v in self.value) + "]"

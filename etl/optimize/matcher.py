@@ -269,8 +269,10 @@ def _eq_array(arr: pa.Array, kind: str, values: tuple, caseless: bool) -> np.nda
         if vset is None:
             return _per_value(arr, lambda x: x in set(ints))
         return _to_np(pc.is_in(arr, value_set=vset))
-    if kind == "float":
-        return _to_np(pc.is_in(arr, value_set=pa.array([float(v) for v in vals], arr.type)))
+    if kind == "float":  # IEEE equality (-0.0 == 0.0, NaN equals nothing), which is_in's hashing is not
+        for v in vals:
+            out |= _to_np(pc.equal(arr, pa.scalar(float(v), arr.type)))
+        return out
     return _to_np(pc.is_in(arr, value_set=pa.array(vals, arr.type)))
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from etl.optimize.hsregex import op_regex, plan_pattern
 from etl.optimize.ir import (
     And, Const, Expr, FilterProgram, NodePath, Not, Or, Pred, PredicateInfo, PredicateKey,
-    RuleCompileError, RuleProgram,
+    RuleCompileError, RuleProgram, leaves,
 )
 from etl.spec.rules import PATTERN_OPS, All, AnyOf, Predicate, Rule
 from etl.spec.rules import Not as SpecNot
@@ -133,7 +133,6 @@ class _Normalizer:
         self.raw = raw
         self.by_fp: dict[str, int] = {}
         self.keys: list[PredicateKey] = []
-        self.rules: list[set[str]] = []
         self.origins: list[list[object]] = []
         self.consts: dict[int, Const] = {}
         self.fps: dict[Expr, str] = {}
@@ -177,10 +176,7 @@ class _Normalizer:
             idx = len(self.keys)
             self.by_fp[f] = idx
             self.keys.append(key)
-            self.rules.append(set())
             self.origins.append([])
-        if rule_id not in self.rules[idx]:
-            self.rules[idx].add(rule_id)
         self.origins[idx].extend(info.origins)
         return self.intern(Pred(idx, p.origin))
 
@@ -225,18 +221,50 @@ def _h(*parts: str) -> str:
     return hashlib.sha1("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
+def _renumber(exprs: list[Expr]) -> tuple[list[Expr], list[int]]:
+    """Number the predicates the trees still use by first use (depth first); drop the others.
+
+    Shared sub-expressions stay shared (rebuilt once, by identity)."""
+    new_of: dict[int, int] = {}
+    old_of: list[int] = []
+    memo: dict[int, Expr] = {}
+
+    def walk(e: Expr) -> Expr:
+        got = memo.get(id(e))
+        if got is not None:
+            return got
+        if isinstance(e, Pred):
+            if e.index not in new_of:
+                new_of[e.index] = len(old_of)
+                old_of.append(e.index)
+            out: Expr = Pred(new_of[e.index], e.origin)
+        elif isinstance(e, Not):
+            out = Not(walk(e.child), e.origin)
+        elif isinstance(e, (And, Or)):
+            out = type(e)(tuple(walk(c) for c in e.children), e.origin)
+        else:
+            out = e
+        memo[id(e)] = out
+        return out
+
+    return [walk(e) for e in exprs], old_of
+
+
 def normalize(program: FilterProgram) -> FilterProgram:
     n = _Normalizer(program.predicates)
+    exprs, old_of = _renumber([n.norm(r.expr, r.rule_id) for r in program.rules])
     rules = tuple(
-        RuleProgram(r.index, r.rule_id, n.norm(r.expr, r.rule_id), r.severity, r.tags, r.origin)
-        for r in program.rules
+        RuleProgram(r.index, r.rule_id, e, r.severity, r.tags, r.origin) for r, e in zip(program.rules, exprs)
     )
-    order = {rid: i for i, rid in enumerate(r.rule_id for r in program.rules)}
-    preds = tuple(
-        PredicateInfo(i, k, k.fingerprint(), tuple(sorted(n.rules[i], key=order.__getitem__)), tuple(n.origins[i]))
-        for i, k in enumerate(n.keys)
-    )
-    return program.with_pass("normalize", rules=rules, predicates=preds)
+    used_by: list[dict[str, None]] = [{} for _ in old_of]
+    for r in rules:
+        for leaf in leaves(r.expr):
+            used_by[leaf].setdefault(r.rule_id)
+    preds = []
+    for new, old in enumerate(old_of):
+        k = n.keys[old]
+        preds.append(PredicateInfo(new, k, k.fingerprint(), tuple(used_by[new]), tuple(n.origins[old])))
+    return program.with_pass("normalize", rules=rules, predicates=tuple(preds))
 
 
 def shared_subexpressions(program: FilterProgram) -> int:
