@@ -2,6 +2,7 @@
 
 Input: any object with `name`, `sources`, `transforms`, `sinks` (spec models) and an optional
 source map (`value(path)`, `key(path)` -> Span); no YAML here (see etl/graph/model.py).
+"""
 
 from __future__ import annotations
 
