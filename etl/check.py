@@ -182,5 +182,11 @@ def check_paths(paths: Iterable[str | os.PathLike], **kw: Any) -> list[Checked]:
     from etl.graph.checks import check_across
 
     results = [check_file(f, **kw) for f in pipeline_files(paths)]
-    check_across(results)
+    try:
+        check_across(results)
+    except Exception as e:  # noqa: BLE001 - reported as E999, never a traceback
+        if results:
+            results[0].plan = None
+            results[0].report.error("E999", f"internal error: {type(e).__name__}: {e}", Span(results[0].file, 1, 1),
+                                    "this is a bug in etl; please report it with the pipeline files")
     return results

@@ -39,7 +39,11 @@ def validate(
         for p in missing:
             typer.echo(f"etl validate: no such file or folder: {p}", err=True)
         raise typer.Exit(2)
-    files = pipeline_files(paths)
+    try:
+        files = pipeline_files(paths)
+    except OSError as e:
+        typer.echo(f"etl validate: cannot list {e.filename}: {e.strerror}", err=True)
+        raise typer.Exit(2) from None
     if not files:
         typer.echo("etl validate: no pipeline files found", err=True)
         raise typer.Exit(2)
