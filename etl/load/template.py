@@ -129,7 +129,8 @@ def _check_names(ast: nodes.Template, known: Mapping[str, Any], vars_: Mapping[s
         if isinstance(attr.node, nodes.Name) and attr.node.name == "vars" and attr.attr not in vars_:
             line = attr.lineno
             lines = text.splitlines()
-            col = lines[line - 1].find(attr.attr) + 1 if line <= len(lines) else 1
+            idx = lines[line - 1].find("vars." + attr.attr) if line <= len(lines) else -1
+            col = idx + 6 if idx >= 0 else 1
             report.error("E003", f"undefined template variable 'vars.{attr.attr}'", Span(file, line, max(col, 1)),
                          did_you_mean(attr.attr, vars_) or "define it under `vars:` or pass --var NAME=VALUE")
     for call in ast.find_all(nodes.Call):

@@ -180,3 +180,16 @@ def test_load_text_inherit_vars_skips_own_vars():
     r = Report()
     doc = load_text("rules: ['{{ vars.x }}']\n", "r.yaml", r, environ={}, inherit_vars={"x": "v"})
     assert doc.data == {"rules": ["v"]}
+
+
+def test_undefined_variable_position_with_statements(tmp_path):
+    c = check(tmp_path, """
+        {% set unused = 1 %}
+        name: t
+        sources:
+          - {id: g, type: generator, fields: {a: {const: "{{ vars.nope }}"}}}
+        sinks:
+          - {id: out, type: print, input: g}
+        """)
+    line = '  - {id: g, type: generator, fields: {a: {const: "{{ vars.nope }}"}}}'
+    assert codes(c) == [("E003", 4, line.index("nope") + 1)]
