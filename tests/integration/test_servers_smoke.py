@@ -6,6 +6,7 @@ Run: .venv/bin/python -m pytest -m servers tests/integration/test_servers_smoke.
 (-s shows the start-up times.)
 """
 
+# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import os
@@ -151,7 +152,8 @@ def test_opensearch_index_search(opensearch_server) -> None:
         {"settings": {"number_of_shards": 1, "number_of_replicas": 0},
          "mappings": {"properties": {"msg": {"type": "text"}, "level": {"type": "keyword"}}}},
     )
-    opensearch_server.request("PUT", f"/{index}/_doc/id-1?refresh=true", {"msg": "disk full on host a", "level": "ERROR"})
+    doc = {"msg": "disk full on host a", "level": "ERROR"}
+    opensearch_server.request("PUT", f"/{index}/_doc/id-1?refresh=true", doc)
     bulk = "".join(
         f'{{"index":{{"_index":"{index}","_id":"id-{i}"}}}}\n{{"msg":"line {i}","level":"INFO"}}\n' for i in (2, 3)
     )
@@ -204,12 +206,6 @@ def test_rocketmq_produce_pull(rocketmq_server: RocketMQServer, tmp_path: Path) 
 # -- Spark connector jars (java/lib/spark) -------------------------------------
 
 
-def _spark_jars() -> list[str]:
-    jars = sorted(str(p) for p in (java_lib_dir() / "spark").glob("*.jar"))
-    assert jars, "java/lib/spark is empty: run scripts/setup-java.sh spark"
-    return jars
-
-
 def test_spark_connector_jars_link_against_pyspark() -> None:
     """Every class/method/field the connector jars use exists in pyspark's jars
     (the connector is 4.2.0, pyspark 4.3.0; see java/pom.xml)."""
@@ -230,65 +226,20 @@ def test_spark_connector_jars_link_against_pyspark() -> None:
     assert not unexpected, done.stdout + done.stderr
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("servers-smoke")
-        .config("spark.jars", ",".join(_spark_jars()))
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
-
-
 @pytest.mark.spark
-def test_spark_kafka_connector(spark, kafka_server: KafkaServer, tmp_path: Path) -> None:
-    topic = _name("spark")
-    kafka_server.create_topic(topic, partitions=2)
-    bootstrap = kafka_server.bootstrap_servers
-    df = spark.createDataFrame([(str(i), f"v{i}") for i in range(10)], ["key", "value"])
-    df.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
-
-    batch = (
-        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic).option("startingOffsets", "earliest").load()
+def test_spark_kafka_connector_and_jdbc(
+    kafka_server: KafkaServer, mariadb_server: MariaDBServer, tmp_path: Path
+) -> None:
+    """Kafka batch/stream read+write and MariaDB JDBC through java/lib/spark,
+    in a child process (its own SparkSession with spark.jars)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.servers.spark_smoke",
+         "--kafka", kafka_server.bootstrap_servers,
+         "--jdbc-url", mariadb_server.jdbc_url,
+         "--jdbc-user", mariadb_server.user,
+         "--jdbc-password", mariadb_server.password,
+         "--checkpoint", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=540,
     )
-    assert sorted(r.value.decode() for r in batch.select("value").collect()) == sorted(f"v{i}" for i in range(10))
-
-    stream = (
-        spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic).option("startingOffsets", "earliest").load()
-        .selectExpr("CAST(value AS STRING) AS value")
-    )
-    query = (
-        stream.writeStream.format("memory").queryName("kafka_smoke")
-        .option("checkpointLocation", str(tmp_path / "ckpt"))
-        .trigger(availableNow=True).start()
-    )
-    query.awaitTermination(120)
-    assert query.exception() is None
-    assert spark.table("kafka_smoke").count() == 10
-
-
-@pytest.mark.spark
-def test_spark_jdbc_mariadb(spark, mariadb_server: MariaDBServer) -> None:
-    table = _name("spark_jdbc")
-    options = {
-        "url": mariadb_server.jdbc_url,
-        "driver": "org.mariadb.jdbc.Driver",
-        "user": mariadb_server.user,
-        "password": mariadb_server.password,
-        "dbtable": table,
-    }
-    df = spark.createDataFrame([(1, "a"), (2, "b")], ["id", "name"])
-    df.write.format("jdbc").options(**options).mode("overwrite").save()
-    back = spark.read.format("jdbc").options(**options).load()
-    assert sorted(tuple(r) for r in back.collect()) == [(1, "a"), (2, "b")]
+    oks = [line for line in done.stdout.splitlines() if line.startswith("OK ")]
+    assert done.returncode == 0 and len(oks) == 4, done.stdout + done.stderr[-5000:]

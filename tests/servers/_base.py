@@ -13,6 +13,8 @@ import atexit
 import contextlib
 import os
 import pwd
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -26,6 +28,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOG_TAIL_LINES = 60
+_ERROR_LINE = re.compile(r"\b(ERROR|FATAL|SEVERE|Exception|\[ERROR\])\b")
 
 
 class ServerStartError(RuntimeError):
@@ -66,6 +69,12 @@ def java_heap_flags(heap: str, initial_cap: str = "256m") -> list[str]:
     """-Xms (at most ``initial_cap``, so idle servers stay small) and -Xmx."""
     xms = heap if heap_mb(heap) <= heap_mb(initial_cap) else initial_cap
     return [f"-Xms{xms}", f"-Xmx{heap}"]
+
+
+def extra_jvm_flags() -> list[str]:
+    """ETL_TEST_SERVER_JVM_OPTS, appended last to every server JVM (last flag
+    wins), e.g. ``-XX:TieredStopAtLevel=4`` to re-enable C2 for benchmarks."""
+    return shlex.split(os.environ.get("ETL_TEST_SERVER_JVM_OPTS", ""))
 
 
 def require_dir(path: Path, hint: str) -> Path:
@@ -397,6 +406,13 @@ class Server:
     def log_tails(self, lines: int = LOG_TAIL_LINES) -> str:
         parts = []
         for proc in self.processes:
+            errors = [
+                line for line in proc.new_output().splitlines()
+                if _ERROR_LINE.search(line)
+            ][:20]
+            if errors:
+                parts.append(f"----- {proc.name} log, first error lines -----")
+                parts.extend(errors)
             parts.append(f"----- {proc.name} log ({proc.log_path}), last {lines} lines -----")
             parts.append(tail(proc.log_path, lines))
         for extra in self._extra_logs():

@@ -13,6 +13,7 @@ from ._base import (
     Server,
     ServerStartError,
     _NotReady,
+    extra_jvm_flags,
     free_port,
     java_binary,
     java_heap_flags,
@@ -111,6 +112,7 @@ class KafkaServer(Server):
             "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={self.log4j_path}",
+            *extra_jvm_flags(),
             "-cp",
             str(self._lib() / "*"),
             main,
@@ -149,7 +151,7 @@ class KafkaServer(Server):
         # Real protocol check: a metadata request must list our broker.
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000})
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "socket.timeout.ms": 2000, "log_level": 3})
         metadata = admin.list_topics(timeout=5)
         if 1 not in metadata.brokers:
             raise _NotReady(f"metadata lists brokers {metadata.brokers}")

@@ -21,7 +21,9 @@ def _find(*names: str) -> str:
             candidate = Path(d) / name
             if candidate.exists():
                 return str(candidate)
-    raise ServerStartError(f"{'/'.join(names)} not found: run scripts/setup-servers.sh (apt-get install mariadb-server)")
+    raise ServerStartError(
+        f"{'/'.join(names)} not found: run scripts/setup-servers.sh (apt-get install mariadb-server)"
+    )
 
 
 class MariaDBServer(Server):

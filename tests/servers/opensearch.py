@@ -22,6 +22,7 @@ from ._base import (
     _NotReady,
     _unprivileged_user,
     chown_tree,
+    extra_jvm_flags,
     free_port,
     java_home,
     java_lib_dir,
@@ -136,6 +137,7 @@ class OpenSearchServer(Server):
             OPENSEARCH_PATH_CONF=str(self.conf_dir),
             OPENSEARCH_JAVA_HOME=str(java_home()),
             OPENSEARCH_TMPDIR=str(self.tmp_dir),
+            OPENSEARCH_JAVA_OPTS=" ".join(extra_jvm_flags()),
             HOME=str(self.workdir),
         )
         log = self.workdir / "opensearch.log"

@@ -18,6 +18,7 @@ from ._base import (
     ManagedProcess,
     Server,
     _NotReady,
+    extra_jvm_flags,
     free_port,
     java_binary,
     java_heap_flags,
@@ -160,6 +161,7 @@ class RocketMQServer(Server):
             # logs go to ${user.home}/logs/rocketmqlogs
             f"-Duser.home={home}",
             f"-Drocketmq.home.dir={self.workdir}",
+            *extra_jvm_flags(),
             "-cp",
             str(lib / "*"),
             main,
