@@ -164,6 +164,24 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
     return result
 
 
+def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Report) -> None:
+    """A window without its own event_time uses its upstream source's (the first by id, as the
+    runtime does): that column must still be in the window's input."""
+    sources = [s for s in graph.upstream_sources(node.id)
+               if not is_placeholder(s.spec) and getattr(s.spec, "event_time", None) is not None]
+    if not sources:
+        return
+    field = sources[0].spec.event_time.field
+    cols = graph.input_columns(node.id)
+    if len(cols) != 1 or cols[0] is None:
+        return
+    names = {n.lower() for n, _ in cols[0]}
+    if field.lower() not in names:
+        report.error("E320", f"window '{node.id}' would use event time column '{field}' of source "
+                     f"'{sources[0].id}', but its input has no such column", span,
+                     "give the window its own `event_time: {field: <timestamp column>, watermark: 30s}`")
+
+
 def check_event_time(graph: Graph, report: Report) -> None:
     """Event-time windows, stream-stream joins and dedupes need event time and a watermark."""
     memo: dict[str, bool | None] = {}
@@ -174,12 +192,14 @@ def check_event_time(graph: Graph, report: Report) -> None:
         ins = [e for e in node.inputs if e.role == "input"]
         spec = node.spec
         if node.type == "window" and spec.time == "event" and spec.event_time is None:
+            span = node.field_span(smap, "time") if smap is not None and smap.has(node.path + ("time",)) \
+                else node.span
             if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
                 report.error("E320", f"window '{node.id}' uses event time, but no event time is defined upstream",
-                             node.field_span(smap, "time") if smap is not None and smap.has(node.path + ("time",))
-                             else node.span,
-                             "add `event_time: {field: ts, watermark: 30s}` to the window or its source, "
+                             span, "add `event_time: {field: ts, watermark: 30s}` to the window or its source, "
                              "or set `time: processing`")
+            else:
+                _check_inherited_event_time(graph, node, span, report)
         elif node.type == "join" and len(ins) == 2:
             for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
                 if own is None and has_event_time(graph, edge.ref, memo) is False:

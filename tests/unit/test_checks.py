@@ -118,7 +118,8 @@ def test_event_time_rules(tmp_path):
         "  - {id: last, type: dedupe, input: b, keys: [k], event_time: {field: ts, watermark: 5s}}",
         "  - {id: f, type: filter, input: a, expr: 'k > 1'}\n"
         "  - {id: w, type: window, input: f, kind: sliding, size: 1m, slide: 10s, aggregates: [{fn: count, as: n}]}\n"
-        "  - {id: last, type: window, input: w, kind: tumbling, size: 5m, aggregates: [{fn: sum, field: n, as: t}]}",
+        "  - {id: last, type: window, input: w, kind: tumbling, size: 5m, aggregates: [{fn: sum, field: n, as: t}],"
+        " event_time: {field: window_end, watermark: 1m}}",
     ]
     for t in ok:
         c = ev(tmp_path, t)
@@ -132,6 +133,11 @@ def test_event_time_rules(tmp_path):
         "  - {id: last, type: window, input: u, kind: tumbling, size: 1m, aggregates: [{fn: count, as: n}]}": "E320",
         "  - {id: w, type: window, input: a, kind: tumbling, size: 1m, time: processing, aggregates: [{fn: count, as: n}]}\n"
         "  - {id: last, type: dedupe, input: w, keys: [n]}": "E321",
+        "  - {id: w, type: window, input: a, kind: sliding, size: 1m, slide: 10s, aggregates: [{fn: count, as: n}]}\n"
+        "  - {id: last, type: window, input: w, kind: tumbling, size: 5m, aggregates: [{fn: sum, field: n, as: t}]}":
+        "E320",
+        "  - {id: s, type: select, input: a, fields: [k]}\n"
+        "  - {id: last, type: window, input: s, kind: tumbling, size: 1m, aggregates: [{fn: count, as: n}]}": "E320",
     }
     for t, code in bad.items():
         c = ev(tmp_path, t)
