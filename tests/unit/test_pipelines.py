@@ -45,3 +45,42 @@ def test_committed_schema_is_current():
 
     committed = (ROOT / "schemas" / "pipeline.schema.json").read_text()
     assert committed == schema_text(), "schemas/pipeline.schema.json is stale: run `etl schema`"
+
+
+def _raw(path):
+    """The file as an editor sees it: YAML before templating."""
+    from ruamel.yaml import YAML
+
+    return YAML(typ="safe", pure=True).load(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def editor_schema():
+    import json
+
+    import jsonschema
+
+    schema = json.loads((ROOT / "schemas" / "pipeline.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize("path", PIPELINES + sorted((ROOT / "tests/fixtures/valid").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_editor_schema_accepts_example_pipelines(path, editor_schema):
+    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in editor_schema.iter_errors(_raw(path))]
+    assert not errors
+
+
+def test_editor_schema_rejects_unknown_keys_and_types(editor_schema):
+    base = {"name": "x", "sources": [{"id": "g", "type": "generator", "fields": {"a": {"sequence": 1}}}],
+            "sinks": [{"id": "o", "type": "print", "input": "g"}], "checkpoint": "ck",
+            "dead_letter": {"type": "file", "path": "dl"}}
+    assert editor_schema.is_valid(base)
+    assert editor_schema.is_valid({**base, "sinks": [{"id": "o", "type": "print", "inputs": ["g"],
+                                                      "max_rows": "{{ vars.n }}"}]})
+    for bad in ({**base, "sink": []},
+                {**base, "sinks": [{"id": "o", "type": "prnt", "inputs": ["g"]}]},
+                {**base, "sinks": [{"id": "o", "type": "print", "inputs": ["g"], "max_rows": "many"}]},
+                {**base, "dead_letter": {"type": "file"}}):
+        assert not editor_schema.is_valid(bad), bad
