@@ -13,6 +13,51 @@ from enum import Enum
 from typing import Iterable
 
 
+# Every diagnostic code, what it means. `etl validate` reports E0xx-E3xx and W codes without a JVM;
+# E4xx come from compiling or running on Spark (etl run / etl test).
+CODES: dict[str, str] = {
+    "E001": "YAML syntax error, duplicate key, too deep nesting, several documents",
+    "E002": "template syntax or evaluation error",
+    "E003": "undefined template variable",
+    "E004": "environment variable not set (and no default)",
+    "E005": "file cannot be read (missing, not UTF-8, too large)",
+    "E006": "rule file path or glob matches no file",
+    "E100": "unknown key",
+    "E101": "missing required key",
+    "E102": "invalid value (type, choice, duration, size, id, network)",
+    "E103": "unknown component type",
+    "E104": "invalid combination of keys",
+    "E200": "duplicate component id",
+    "E201": "unknown input, or a transform/sink without inputs",
+    "E202": "cycle, or a component reading its own output",
+    "E203": "wrong kind of input (a sink, a static table as a stream, a stream as a lookup table)",
+    "W204": "source not used",
+    "E205": "route output label missing or unknown",
+    "W206": "transform output not used",
+    "E207": "a `tests:` case names an unknown source or sink",
+    "E300": "regular expression does not compile",
+    "W301": "regex cannot run in Hyperscan: falls back to Python re (or a confirmed prefilter)",
+    "E302": "grok pattern: unknown pattern name, bad field, bad regex",
+    "E303": "duplicate rule id in a filter",
+    "E310": "unknown column",
+    "E311": "Spark SQL expression does not parse",
+    "W312": "union inputs have different columns",
+    "E320": "event-time window without event time (or its column is gone)",
+    "E321": "stream-stream join or dedupe without event time and watermark",
+    "E322": "event-time column is not a timestamp",
+    "E330": "two sinks (or the dead-letter sink) write the same output",
+    "E331": "two pipelines share a checkpoint folder",
+    "E400": "cannot compile the pipeline for Spark",
+    "E401": "query failed while running",
+    "E402": "component has no runtime builder",
+    "E403": "filter program cannot be built or loaded",
+    "E404": "aggregate not supported by streaming windows (e.g. exact count_distinct)",
+    "E405": "file source cannot be read or needs a schema",
+    "E406": "generator field cannot be generated",
+    "E999": "internal error (a bug in etl): please report it",
+}
+
+
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
