@@ -45,7 +45,7 @@ def run(
         spark_conf = parse_conf(conf)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--conf") from None
-    checked = check_file(path, cli_vars=parse_vars(var))
+    checked = check_file(path, cli_vars=parse_vars(var), programs=True)
     if checked.plan is None:
         _fail([checked.document.redact(d.render()) if checked.document else d.render()
                for d in checked.report.sorted()] or [f"{path}: invalid pipeline"])

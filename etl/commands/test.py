@@ -26,7 +26,7 @@ def test(
     if not files:
         typer.echo("etl test: no pipeline files found", err=True)
         raise typer.Exit(2)
-    checked = check_paths(files, cli_vars=parse_vars(var))
+    checked = check_paths(files, cli_vars=parse_vars(var), programs=True)
     invalid = [c for c in checked if c.plan is None]
     for c in invalid:
         for d in c.report.sorted():

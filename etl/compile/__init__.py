@@ -85,8 +85,8 @@ class Compiler:
             from pyspark.errors import PySparkException
 
             if isinstance(e, PySparkException):
-                msg = str(e).strip().splitlines()[0]
-                raise CompileError(f"{node.kind} '{node.id}': {msg}", node, code="E402",
+                msg = str(e).strip().splitlines()[0].split(" SQLSTATE:")[0]
+                raise CompileError(f"{node.type} '{node.id}': {msg}", node, code="E402",
                                    hint="check the expression and the columns of its input") from None
             raise
 

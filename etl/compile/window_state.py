@@ -188,7 +188,7 @@ def _processor_class() -> type:
                 self.value.clear()
 
         def _row(self, key: tuple, values: dict) -> Any:
-            return Row(*[values.get(f) for f in self.out_fields])
+            return Row(**{f: values.get(f) for f in self.out_fields})
 
         def _base(self, key: tuple) -> dict:
             return dict(zip(self.cfg.keys, key))

@@ -171,7 +171,18 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
                                  f"(pass it to spark-submit): {e}") from None
         spark.sparkContext.setLogLevel("WARN")
     register_data_sources(spark)
+    quiet_python_loggers()
     return spark
+
+
+def quiet_python_loggers() -> None:
+    """PySpark logs every analysis error as JSON before raising it; etl reports them as diagnostics."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def register_data_sources(spark: Any) -> None:

@@ -1,36 +1,30 @@
 """filter: a Spark SQL condition (`expr`) and/or a rule set (`rules`, `rule_files`).
 
-Two independent halves meet in `build`:
+Two independent halves meet in `build` (rules first, then `expr`):
 
 * `apply_expr`: the condition runs in the JVM (`keep` keeps rows where it is
   true, `drop` drops them; NULL counts as false);
-* `apply_rules`: the rule set runs through the filter optimizer's program
-  (etl.optimize): compiled and serialized once on the driver, loaded once per
-  Python worker, applied with `mapInArrow`. The optimizer owns the program;
-  this module only needs its small protocol:
+* `apply_rules`: the rule set runs through the filter optimizer (etl.optimize):
+  the plan step's FilterProgram (compiled by `check_file(..., programs=True)`,
+  or here from the graph's rules) is pickled once on the driver, loaded once
+  per Python worker into a `Matcher`, and applied with `mapInArrow`:
+  `apply_mode(batch, matcher.match(batch), mode, tag_field)`.
+  `rules_program` and `apply_rules` are the only places that know the optimizer.
 
-      etl.optimize.compile_rules.compile_rules(spec, base_dir) -> program
-          (used when the plan step carries no program yet)
-      etl.optimize.matcher.dumps(program) -> bytes          # driver
-      etl.optimize.matcher.loads(bytes)   -> matcher        # each worker, once
-      matcher.apply(record_batch, mode, tag_field) -> record_batch
-          keep/drop: the rows to keep; tag: every row plus `tag_field`
-          (array<string> of matched rule ids)
-
-When etl.optimize is not there yet, a filter with rules fails to compile
-with a clear message; filters with `expr` only always work.
+When etl.optimize is not importable, a filter with rules fails to compile with
+a clear message; filters with `expr` only always work.
 """
 
 from __future__ import annotations
 
-import importlib
+import pickle
 from typing import Any
 
 from etl.compile.context import CompileContext, CompileError
 from etl.compile.transforms.columns import _expr
 from etl.graph.model import Node
 
-_MATCHERS: dict[int, Any] = {}  # per Python worker: hash(blob) -> loaded matcher
+_MATCHERS: dict[int, Any] = {}  # per Python worker: hash(program blob) -> Matcher
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
@@ -50,36 +44,41 @@ def apply_expr(node: Node, df: Any, sql: str, mode: str) -> Any:
     return df.where(~cond if mode == "drop" else cond)
 
 
-def _optimizer() -> tuple[Any, Any]:
-    try:
-        compile_rules = importlib.import_module("etl.optimize.compile_rules")
-        matcher = importlib.import_module("etl.optimize.matcher")
-    except ImportError:
-        return None, None
-    return compile_rules, matcher
-
-
 def rules_program(ctx: CompileContext, node: Node) -> bytes:
-    """Compile (or take from the plan) and serialize the rule program: once, on the driver."""
-    compile_rules, matcher = _optimizer()
-    if compile_rules is None:
-        raise CompileError(f"filter '{node.id}' uses rules, but the filter optimizer (etl.optimize.compile_rules, "
-                           "etl.optimize.matcher) is not available in this build", node, "rules", code="E403",
-                           hint="use `expr` for now, or update etl")
-    plan = ctx.options.get("plan")
-    program = None
-    if plan is not None:
-        try:
-            program = plan.step(node.id).program
-        except StopIteration:
-            program = None
+    """The serialized FilterProgram of this filter: compiled (or taken from the plan) once, on the driver."""
     try:
-        if program is None:
-            program = compile_rules.compile_rules(node.spec, base_dir=ctx.graph.base_dir)
-        return matcher.dumps(program)
-    except AttributeError as e:
-        raise CompileError(f"filter '{node.id}': the filter optimizer does not offer what the runtime needs ({e})",
-                           node, "rules", code="E403") from None
+        from etl.optimize import RuleCompileError, compile_rules
+        from etl.optimize import matcher as _matcher  # noqa: F401  (the workers need it)
+    except ImportError as e:
+        raise CompileError(f"filter '{node.id}' uses rules, but the filter optimizer (etl.optimize.compile_rules, "
+                           f"etl.optimize.matcher) cannot be imported: {e}", node, "rules", code="E403",
+                           hint="use `expr` for now, or install etl with its optimizer dependencies") from None
+    program = None
+    plan = ctx.options.get("plan")
+    if plan is not None:
+        step = next((s for s in plan.steps if s.node_id == node.id), None)
+        program = getattr(step, "program", None)
+    if program is None:
+        loaded = (getattr(ctx.graph, "rules", None) or {}).get(node.id)
+        if loaded is None and node.spec.rule_files:
+            raise CompileError(f"filter '{node.id}': its rule files were not loaded", node, "rule_files",
+                               code="E403", hint="check the pipeline with check_file(..., programs=True)")
+        rules = [r.rule for r in loaded] if loaded is not None else list(node.spec.rules or [])
+        try:
+            program = compile_rules(rules)
+        except RuleCompileError as e:
+            raise CompileError(f"filter '{node.id}': rule cannot be compiled: {e}", node, "rules",
+                               code="E300") from None
+    return pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _matcher(key: int, blob: bytes) -> Any:
+    m = _MATCHERS.get(key)
+    if m is None:
+        from etl.optimize.matcher import Matcher
+
+        m = _MATCHERS[key] = Matcher(pickle.loads(blob))
+    return m
 
 
 def apply_rules(ctx: CompileContext, node: Node, df: Any) -> Any:
@@ -97,10 +96,12 @@ def apply_rules(ctx: CompileContext, node: Node, df: Any) -> Any:
     mode, tag_field, key = spec.mode, spec.tag_field, hash(blob)
 
     def run(batches: Any) -> Any:
-        m = _MATCHERS.get(key)
-        if m is None:
-            m = _MATCHERS[key] = importlib.import_module("etl.optimize.matcher").loads(blob)
+        from etl.optimize.matcher import apply_mode
+
+        m = _matcher(key, blob)
         for rb in batches:
-            yield m.apply(rb, mode, tag_field)
+            if mode == "tag" and tag_field in rb.schema.names:
+                rb = rb.drop_columns([tag_field])
+            yield apply_mode(rb, m.match(rb), mode, tag_field)
 
     return df.mapInArrow(run, schema)

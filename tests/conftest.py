@@ -1,0 +1,30 @@
+"""Shared fixtures. One SparkSession for the whole pytest run (local[2], 2 shuffle partitions, no UI):
+every Spark test asks for `spark`; starting a JVM per test would blow the CI budget."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from etl.runtime.session import build_session
+
+    s = build_session("etl-tests", "local[2]", {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": "2g",
+    }, ui=False)
+    yield s
+    s.stop()
