@@ -53,6 +53,9 @@ HS_BASE_FLAGS = hyperscan.HS_FLAG_UTF8 | hyperscan.HS_FLAG_SINGLEMATCH
 
 Ranges = tuple[tuple[int, int], ...]
 
+# plain ints: RegexFlag arithmetic is slow in the hot translation loop
+_I, _S, _M, _A = int(re.IGNORECASE), int(re.DOTALL), int(re.MULTILINE), int(re.ASCII)
+
 
 @dataclass(frozen=True)
 class Translation:
@@ -300,11 +303,11 @@ class _Walker:
         if op is C.LITERAL:
             return self._set(_literal_ranges(av, flags))
         if op is C.NOT_LITERAL:
-            if flags & re.IGNORECASE and _sre.unicode_iscased(av):
-                return self._set(_python_set("[^" + _u(av) + "]", flags & (re.IGNORECASE | re.ASCII)))
+            if flags & _I and _sre.unicode_iscased(av):
+                return self._set(_python_set("[^" + _u(av) + "]", flags & (_I | _A)))
             return self._set(_complement(((av, av),)))
         if op is C.ANY:
-            dotall = bool(flags & re.DOTALL)
+            dotall = bool(flags & _S)
             if dotall == self.hs_dotall:
                 return _Frag(".", 1, True)
             return _Frag("(?s:.)" if dotall else "[^\\n]", 1, True)
@@ -317,7 +320,7 @@ class _Walker:
             gid, add, dele, sub = av
             inner = self.seq(sub, (flags | add) & ~dele)
             if gid is not None:
-                self.groups[gid] = (inner.text, inner.minlen, bool((flags | add) & ~dele & re.IGNORECASE))
+                self.groups[gid] = (inner.text, inner.minlen, bool((flags | add) & ~dele & _I))
             if inner.atom:
                 return inner
             return _Frag(f"(?:{inner.text})", inner.minlen, True)
@@ -336,7 +339,7 @@ class _Walker:
         if op is C.GROUPREF:
             self._lose("backreference")
             group = self.groups.get(av)
-            if group is not None and (group[2] or not flags & re.IGNORECASE):
+            if group is not None and (group[2] or not flags & _I):
                 return _Frag(f"(?:{group[0]})", group[1], True)
             return _Frag("(?s:.*)", 0, False)
         if op is C.GROUPREF_EXISTS:
@@ -371,7 +374,7 @@ class _Walker:
 
     def _at(self, code, flags: int):
         self.asserts = True
-        multiline = bool(flags & re.MULTILINE)
+        multiline = bool(flags & _M)
         if self.relax:
             self._lose("anchors dropped")
             return _Frag("", 0, False)
@@ -384,7 +387,7 @@ class _Walker:
         if code is C.AT_END_STRING:
             return _Frag("\\z", 0, False)
         if code in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
-            if not flags & re.ASCII and "Unicode word boundary" not in self.ascii_only:
+            if not flags & _A and "Unicode word boundary" not in self.ascii_only:
                 self.ascii_only.append("Unicode word boundary")
             return _Frag("\\b" if code is C.AT_BOUNDARY else "\\B", 0, False)
         raise _Unsupported(f"unsupported anchor {code}")
@@ -393,10 +396,10 @@ class _Walker:
 @lru_cache(maxsize=65536)
 def translate(regex: str, flags: int = 0, relax: bool = False) -> Translation:
     """Hyperscan translation of ``re.search(regex, ., flags)``; raises ``re.error`` on a bad pattern."""
-    parsed = sre_parse.parse(regex, flags)
-    gflags = parsed.state.flags
-    hs_caseless = bool(gflags & re.IGNORECASE)
-    hs_dotall = bool(gflags & re.DOTALL)
+    parsed = sre_parse.parse(regex, int(flags))
+    gflags = int(parsed.state.flags)
+    hs_caseless = bool(gflags & _I)
+    hs_dotall = bool(gflags & _S)
     hs_flags = HS_BASE_FLAGS | (hyperscan.HS_FLAG_CASELESS if hs_caseless else 0) | (
         hyperscan.HS_FLAG_DOTALL if hs_dotall else 0)
     w = _Walker(hs_caseless, hs_dotall, relax)
@@ -468,7 +471,7 @@ def hyperscan_rejects(pattern: str, caseless: bool) -> str | None:
     Refinements for non-ASCII values only (Unicode ``\\b``, large Unicode
     classes) are not rejections.
     """
-    flags = re.IGNORECASE if caseless else 0
+    flags = _I if caseless else 0
     try:
         re.compile(pattern, flags)
     except re.error as e:

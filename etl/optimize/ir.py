@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, Union
 
 Origin = object
@@ -143,7 +144,7 @@ class PredicateKey:
                           ensure_ascii=True, separators=(",", ":"))
 
     def fingerprint(self) -> str:
-        return hashlib.sha1(self.canonical().encode()).hexdigest()[:16]
+        return _fingerprint(self)
 
     def describe(self) -> str:
         """Human text, e.g. ``lower(cmd) regex 'curl' caseless``."""
@@ -157,6 +158,11 @@ class PredicateKey:
         else:
             text = f"{subject} {self.op} {_show(self.value)}"
         return text + (" caseless" if self.caseless else "")
+
+
+@lru_cache(maxsize=65536)
+def _fingerprint(key: PredicateKey) -> str:
+    return hashlib.sha1(key.canonical().encode()).hexdigest()[:16]
 
 
 def _show(v: Any) -> str:

@@ -29,25 +29,22 @@ repeated events and switches itself off when it does not pay.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import threading
 from collections import deque
 from dataclasses import dataclass
 from itertools import count, repeat
-from typing import Any, Callable
+from typing import Any
 
 import hyperscan
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from etl.optimize.columns import BatchView, eval_native, to_np, value_kind
 from etl.optimize.fpcache import FingerprintCache
-from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Or, Pred, leaves
-
-ASCII_WS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
-_ASCII_WS_RE = "[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f ]+"
-_WS_RUN = re.compile(r"\s+")
+from etl.optimize.ir import Const, Expr, FilterProgram, Or, Pred, leaves
+from etl.optimize.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold
 
 # --------------------------------------------------------------------------- results
 
@@ -92,358 +89,6 @@ def apply_mode(batch: pa.RecordBatch, result: MatchResult, mode: str, tag_field:
     raise ValueError(f"unknown filter mode {mode!r}")
 
 
-# --------------------------------------------------------------------------- values
-
-
-def value_kind(t: pa.DataType) -> str:
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
-        return "text"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_integer(t):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    if pa.types.is_null(t):
-        return "null"
-    return "other"
-
-
-def _to_np(arr: Any) -> np.ndarray:
-    """Boolean pyarrow array (nulls -> False) as a numpy bool array."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if arr.null_count:
-        arr = arr.fill_null(False)
-    return arr.to_numpy(zero_copy_only=False)
-
-
-def _py_text(v: Any) -> str | None:
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def _derive_py(s: str, d: str) -> str:
-    if d == "lower":
-        return s.lower()
-    if d == "upper":
-        return s.upper()
-    if d == "trim":
-        return s.strip()
-    return _WS_RUN.sub(" ", s)
-
-
-def derive_array(arr: pa.Array, derivations: tuple[str, ...]) -> pa.Array:
-    """Apply derivations to a string array: pyarrow kernels when all ASCII, else Python's str methods."""
-    if not derivations or len(arr) == 0:
-        return arr
-    if arr.null_count == len(arr) or pc.all(pc.string_is_ascii(arr)).as_py() is not False:
-        for d in derivations:
-            if d == "lower":
-                arr = pc.ascii_lower(arr)
-            elif d == "upper":
-                arr = pc.ascii_upper(arr)
-            elif d == "trim":
-                arr = pc.ascii_trim(arr, characters=ASCII_WS)
-            else:
-                arr = pc.replace_substring_regex(arr, pattern=_ASCII_WS_RE, replacement=" ")
-        return arr
-    vals = arr.to_pylist()
-    for d in derivations:
-        vals = [None if v is None else _derive_py(v, d) for v in vals]
-    return pa.array(vals, pa.string())
-
-
-class _Batch:
-    """Per-batch column access with caches (field -> array, subject -> derived text)."""
-
-    def __init__(self, batch: pa.RecordBatch):
-        self.batch = batch
-        self.n = batch.num_rows
-        self._cols: dict[str, pa.Array] = {}
-        self._text: dict[tuple, pa.Array] = {}
-        self._valid: dict[tuple, np.ndarray] = {}
-
-    def column(self, field: str) -> pa.Array:
-        got = self._cols.get(field)
-        if got is not None:
-            return got
-        b = self.batch
-        idx = b.schema.get_field_index(field)
-        if idx >= 0:
-            arr = b.column(idx)
-        else:
-            arr = None
-            parts = field.split(".")
-            idx = b.schema.get_field_index(parts[0])
-            if idx >= 0 and len(parts) > 1:
-                arr = b.column(idx)
-                for part in parts[1:]:
-                    if not pa.types.is_struct(arr.type) or arr.type.get_field_index(part) < 0:
-                        arr = None
-                        break
-                    arr = pc.struct_field(arr, [part])
-            if arr is None:
-                arr = pa.nulls(self.n)
-        self._cols[field] = arr
-        return arr
-
-    def text(self, field: str, derivations: tuple[str, ...]) -> pa.Array:
-        """Derived text form of a field (null where there is none), as a utf8 or large_utf8 array."""
-        key = (field, derivations)
-        got = self._text.get(key)
-        if got is not None:
-            return got
-        arr = self.column(field)
-        k = value_kind(arr.type)
-        if k == "text":
-            if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-                arr = arr.cast(pa.string())
-        elif k in ("int", "bool"):
-            arr = pc.cast(arr, pa.string())
-        elif k == "float":
-            arr = pa.array([_py_text(v) for v in arr.to_pylist()], pa.string())
-        else:
-            arr = pa.nulls(self.n, pa.string())
-        arr = derive_array(arr, derivations)
-        self._text[key] = arr
-        return arr
-
-    def valid(self, field: str, derivations: tuple[str, ...]) -> np.ndarray:
-        key = (field, derivations)
-        got = self._valid.get(key)
-        if got is None:
-            got = _to_np(self.text(field, derivations).is_valid())
-            self._valid[key] = got
-        return got
-
-
-# --------------------------------------------------------------------------- native predicates
-
-
-def _per_value(arr: pa.Array, fn: Callable[[str], bool]) -> np.ndarray:
-    """Evaluate ``fn`` once per distinct non-null value."""
-    if arr.null_count == len(arr):
-        return np.zeros(len(arr), dtype=bool)
-    enc = pc.dictionary_encode(arr)
-    vals = np.array([fn(v) for v in enc.dictionary.to_pylist()], dtype=bool)
-    idx = enc.indices.fill_null(0).to_numpy(zero_copy_only=False) if enc.indices.null_count else enc.indices.to_numpy()
-    out = vals[idx] if len(vals) else np.zeros(len(arr), dtype=bool)
-    if enc.indices.null_count:
-        out &= _to_np(enc.indices.is_valid())
-    return out
-
-
-def _compatible(kind: str, v: Any) -> bool:
-    if isinstance(v, bool):
-        return kind == "bool"
-    if isinstance(v, (int, float)):
-        return kind in ("int", "float")
-    if isinstance(v, str):
-        return kind == "text"
-    return False
-
-
-def _caseless_eq(target: str) -> Callable[[str], bool]:
-    rx = re.compile(re.escape(target), re.IGNORECASE)
-    return lambda s: rx.fullmatch(s) is not None
-
-
-def _eq_array(arr: pa.Array, kind: str, values: tuple, caseless: bool) -> np.ndarray:
-    n = len(arr)
-    vals = [v for v in values if _compatible(kind, v) and v == v]  # NaN equals nothing
-    out = np.zeros(n, dtype=bool)
-    if not vals:
-        return out
-    if kind == "text" and caseless:
-        fns = [_caseless_eq(v) for v in vals]
-        return _per_value(arr, lambda s: any(f(s) for f in fns))
-    if kind == "int":
-        ints = [int(v) for v in vals if isinstance(v, int) or float(v).is_integer()]
-        if not ints:
-            return out
-        vset = pa.array(ints, arr.type) if all(-2**63 <= v < 2**63 for v in ints) else None
-        if vset is None:
-            return _per_value(arr, lambda x: x in set(ints))
-        return _to_np(pc.is_in(arr, value_set=vset))
-    if kind == "float":  # IEEE equality (-0.0 == 0.0, NaN equals nothing), which is_in's hashing is not
-        for v in vals:
-            out |= _to_np(pc.equal(arr, pa.scalar(float(v), arr.type)))
-        return out
-    return _to_np(pc.is_in(arr, value_set=pa.array(vals, arr.type)))
-
-
-_CMP_FN = {"gt": pc.greater, "ge": pc.greater_equal, "lt": pc.less, "le": pc.less_equal}
-
-
-def _cidr_fn(nets: tuple[str, ...]) -> Callable[[str], bool]:
-    parsed = [ipaddress.ip_network(n, strict=False) for n in nets]
-
-    def f(s: str) -> bool:
-        try:
-            a = ipaddress.ip_address(s)
-        except ValueError:
-            return False
-        return any(a in net for net in parsed)
-
-    return f
-
-
-def eval_native(key, b: _Batch) -> np.ndarray:
-    op = key.op
-    n = b.n
-    raw = b.column(key.field)
-    if op == "is_null":
-        return ~_to_np(raw.is_valid())
-    if op == "not_null":
-        return _to_np(raw.is_valid())
-    kind = value_kind(raw.type)
-    if op == "has_text":
-        if kind in ("text", "int", "float", "bool"):
-            return _to_np(raw.is_valid())
-        return np.zeros(n, dtype=bool)
-    if op == "cidr":
-        return _per_value(b.text(key.field, key.derivations), _cidr_fn(key.value))
-    arr = raw
-    if kind == "text":
-        arr = b.text(key.field, key.derivations)
-    if op in ("eq", "ne", "in"):
-        values = key.value if op == "in" else (key.value,)
-        eq = _eq_array(arr, kind, values, key.caseless)
-        if op == "ne":
-            return _to_np(raw.is_valid()) & ~eq
-        return eq
-    if op in _CMP_FN:
-        v = key.value
-        if isinstance(v, str):
-            if kind != "text":
-                return np.zeros(n, dtype=bool)
-            return _to_np(_CMP_FN[op](arr, pa.scalar(v, arr.type)))
-        if kind not in ("int", "float"):
-            return np.zeros(n, dtype=bool)
-        return _to_np(_CMP_FN[op](pc.cast(arr, pa.float64()), pa.scalar(float(v))))
-    raise ValueError(f"not a native operator: {op}")
-
-
-# --------------------------------------------------------------------------- rule trees
-
-
-def _fold(e: Expr, value_of: Callable[[int], bool | None]) -> Expr:
-    """Substitute known leaves (value_of -> bool) and fold constants."""
-    if isinstance(e, Pred):
-        v = value_of(e.index)
-        return e if v is None else Const(v)
-    if isinstance(e, Const):
-        return e
-    if isinstance(e, Not):
-        c = _fold(e.child, value_of)
-        return Const(not c.value) if isinstance(c, Const) else Not(c)
-    is_and = isinstance(e, And)
-    kids = []
-    for c in e.children:
-        c = _fold(c, value_of)
-        if isinstance(c, Const):
-            if c.value != is_and:
-                return Const(not is_and)
-            continue
-        kids.append(c)
-    if not kids:
-        return Const(is_and)
-    if len(kids) == 1:
-        return kids[0]
-    return (And if is_and else Or)(tuple(kids))
-
-
-def _dense(e: Expr, nat: dict[int, np.ndarray]) -> Any:
-    """Vectorized value of a tree whose leaves are all natives (bool or numpy array)."""
-    if isinstance(e, Const):
-        return e.value
-    if isinstance(e, Pred):
-        return nat[e.index]
-    if isinstance(e, Not):
-        v = _dense(e.child, nat)
-        return (not v) if isinstance(v, bool) else ~v
-    vals = [_dense(c, nat) for c in e.children]
-    if isinstance(e, And):
-        out: Any = True
-        for v in vals:
-            out = (out and v) if isinstance(out, bool) and isinstance(v, bool) else np.logical_and(out, v)
-        return out
-    out = False
-    for v in vals:
-        out = (out or v) if isinstance(out, bool) and isinstance(v, bool) else np.logical_or(out, v)
-    return out
-
-
-def _bounds(e: Expr, nat: dict[int, np.ndarray]) -> tuple[Any, Any]:
-    """Three-valued (lower, upper) bounds with every pattern unknown."""
-    if isinstance(e, Const):
-        return e.value, e.value
-    if isinstance(e, Pred):
-        v = nat.get(e.index)
-        return (False, True) if v is None else (v, v)
-    if isinstance(e, Not):
-        lo, hi = _bounds(e.child, nat)
-        neg = (lambda x: (not x) if isinstance(x, bool) else ~x)
-        return neg(hi), neg(lo)
-    parts = [_bounds(c, nat) for c in e.children]
-    comb = np.logical_and if isinstance(e, And) else np.logical_or
-    lo, hi = parts[0]
-    for a, b in parts[1:]:
-        lo, hi = comb(lo, a), comb(hi, b)
-    return lo, hi
-
-
-def _py_expr(e: Expr, natives: set[int]) -> str:
-    if isinstance(e, Const):
-        return "True" if e.value else "False"
-    if isinstance(e, Pred):
-        return f"N[{e.index}][r]" if e.index in natives else f"({e.index} in b)"
-    if isinstance(e, Not):
-        return f"(not {_py_expr(e.child, natives)})"
-    kids = sorted(e.children, key=lambda c: 0 if isinstance(c, Pred) and c.index in natives else 1)
-    op = " and " if isinstance(e, And) else " or "
-    return "(" + op.join(_py_expr(c, natives) for c in kids) + ")"
-
-
-def _compile_rule_functions(exprs: dict[int, Expr], natives: set[int]) -> dict[int, Callable]:
-    src = []
-    for k, e in exprs.items():
-        src.append(f"def _r{k}(b, r, N):\n    return bool({_py_expr(e, natives)})\n")
-    ns: dict[str, Any] = {}
-    exec(compile("".join(src) or "pass\n", "<filter-rules>", "exec"), ns)  # generated from ints only
-    return {k: ns[f"_r{k}"] for k in exprs}
-
-
-def _csr(mapping: dict[int, list[int]], size: int) -> tuple[np.ndarray, np.ndarray]:
-    ptr = np.zeros(size + 1, dtype=np.int64)
-    for k, v in mapping.items():
-        ptr[k + 1] = len(v)
-    np.cumsum(ptr, out=ptr)
-    targets = np.zeros(int(ptr[-1]), dtype=np.int64)
-    for k, v in mapping.items():
-        targets[ptr[k]:ptr[k + 1]] = v
-    return ptr, targets
-
-
-def _expand(rows: np.ndarray, keys: np.ndarray, ptr: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, key) pairs -> (row, target) pairs through a CSR map key -> targets."""
-    if len(rows) == 0:
-        return rows, keys
-    starts = ptr[keys]
-    counts = ptr[keys + 1] - starts
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    rows_rep = np.repeat(rows, counts)
-    first = np.repeat(np.cumsum(counts) - counts, counts)
-    vals = targets[np.repeat(starts, counts) + (np.arange(total) - first)]
-    return rows_rep, vals
-
-
 # --------------------------------------------------------------------------- hyperscan
 
 
@@ -459,7 +104,7 @@ class _Database:
         self.size = len(pats)
         self.pid_leaf = np.array([p.leaves[0] for p in pats], dtype=np.int64)
         self.single_leaf = all(len(p.leaves) == 1 for p in pats)
-        self.leaf_ptr, self.leaf_targets = _csr({p.pattern_id: list(p.leaves) for p in pats}, len(pats))
+        self.leaf_ptr, self.leaf_targets = csr({p.pattern_id: list(p.leaves) for p in pats}, len(pats))
         self.exact = np.array([p.exact for p in pats], dtype=bool)
         self.ascii_confirm = np.array([p.ascii_rows == "confirm" for p in pats], dtype=bool)
         self.other_confirm = np.array([p.other_rows == "confirm" for p in pats], dtype=bool)
@@ -561,14 +206,14 @@ class _Runtime:
             for x in pats:
                 self.general.setdefault(x, []).append(k)
             self.general_exprs[k] = e
-            r0 = _fold(e, lambda i: False if i in pattern_leaves else None)
+            r0 = fold(e, lambda i: False if i in pattern_leaves else None)
             if not (isinstance(r0, Const) and not r0.value):
                 self.dense_r0[k] = r0
             if nats:
                 self.guarded[k] = e
-        self.simple_ptr, self.simple_targets = _csr(self.simple, self.num_leaves)
-        self.general_ptr, self.general_targets = _csr(self.general, self.num_leaves)
-        self.functions = _compile_rule_functions(self.general_exprs, native_leaves)
+        self.simple_ptr, self.simple_targets = csr(self.simple, self.num_leaves)
+        self.general_ptr, self.general_targets = csr(self.general, self.num_leaves)
+        self.functions = compile_rule_functions(self.general_exprs, native_leaves)
         self.needed_natives = sorted(
             {x for e in list(self.general_exprs.values()) + list(self.native_only.values()) for x in leaves(e)
              if x in native_leaves})
@@ -576,7 +221,7 @@ class _Runtime:
     # ---- one batch
 
     def match(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
-        b = _Batch(batch)
+        b = BatchView(batch)
         n = b.n
         R = self.R
         if n == 0:
@@ -591,22 +236,22 @@ class _Runtime:
         for k in self.const_true:
             add(np.arange(n), k)
         for k, e in self.native_only.items():
-            v = _dense(e, nat)
+            v = dense(e, nat)
             add(np.flatnonzero(np.broadcast_to(v, (n,))), k)
 
         need = self._scan_sets(b, nat)
         hit_rows, hit_leaves = self._pattern_hits(b, need)
 
         if len(hit_rows):
-            rr, kk = _expand(hit_rows, hit_leaves, self.simple_ptr, self.simple_targets)
+            rr, kk = expand(hit_rows, hit_leaves, self.simple_ptr, self.simple_targets)
             if len(rr):
                 keys.append(rr * R + kk)
-        cand_rows, cand_rules = _expand(hit_rows, hit_leaves, self.general_ptr, self.general_targets)
+        cand_rows, cand_rules = expand(hit_rows, hit_leaves, self.general_ptr, self.general_targets)
         cand = np.unique(cand_rows * R + cand_rules) if len(cand_rows) else np.zeros(0, np.int64)
         if len(cand):
             keys.append(self._evaluate(cand, hit_rows, hit_leaves, nat))
         for k, e in self.dense_r0.items():
-            v = np.broadcast_to(_dense(e, nat), (n,))
+            v = np.broadcast_to(dense(e, nat), (n,))
             r0 = np.flatnonzero(v).astype(np.int64) * R + k
             if len(r0) and len(cand):
                 r0 = r0[~np.isin(r0, cand)]
@@ -616,7 +261,7 @@ class _Runtime:
         allk = np.unique(np.concatenate(keys))
         return allk // R, allk % R
 
-    def _scan_sets(self, b: _Batch, nat: dict[int, np.ndarray]) -> dict[tuple, np.ndarray | None]:
+    def _scan_sets(self, b: BatchView, nat: dict[int, np.ndarray]) -> dict[tuple, np.ndarray | None]:
         """Rows to scan per subject; None = every row that has a value."""
         unknown: dict[int, Any] = {}
         out: dict[tuple, np.ndarray | None] = {}
@@ -628,7 +273,7 @@ class _Runtime:
             for k in users:
                 u = unknown.get(k)
                 if u is None:
-                    lo, hi = _bounds(self.guarded[k], nat)
+                    lo, hi = bounds(self.guarded[k], nat)
                     u = unknown[k] = np.logical_and(hi, np.logical_not(lo))
                 acc = np.logical_or(acc, u)
             if isinstance(acc, (bool, np.bool_)):
@@ -637,7 +282,7 @@ class _Runtime:
                 out[s] = acc
         return out
 
-    def _rows(self, b: _Batch, subject: tuple, need: dict) -> np.ndarray | None:
+    def _rows(self, b: BatchView, subject: tuple, need: dict) -> np.ndarray | None:
         """Row indices to look at for a subject, or None for "all rows" when all have a value."""
         sel = need.get(subject)
         valid = b.valid(*subject)
@@ -647,7 +292,7 @@ class _Runtime:
             return np.flatnonzero(valid)
         return np.flatnonzero(sel & valid)
 
-    def _pattern_hits(self, b: _Batch, need: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _pattern_hits(self, b: BatchView, need: dict) -> tuple[np.ndarray, np.ndarray]:
         rows_out: list[np.ndarray] = []
         leaves_out: list[np.ndarray] = []
         for db in self.dbs:
@@ -662,7 +307,7 @@ class _Runtime:
                 rows_out.append(hr)
                 leaves_out.append(db.pid_leaf[hp])
             else:
-                r2, l2 = _expand(hr, hp, db.leaf_ptr, db.leaf_targets)
+                r2, l2 = expand(hr, hp, db.leaf_ptr, db.leaf_targets)
                 rows_out.append(r2)
                 leaves_out.append(l2)
         by_subject: dict[tuple, list] = {}
@@ -685,7 +330,7 @@ class _Runtime:
 
     def _refine(self, db: _Database, text: pa.Array, rows, hr: np.ndarray, hp: np.ndarray):
         """Apply the row modes of non-exact patterns: confirm reports, or let Python decide."""
-        ascii_rows = _to_np(pc.string_is_ascii(text))
+        ascii_rows = to_np(pc.string_is_ascii(text))
         exact = db.exact[hp]
         keep = exact.copy()
         values: list | None = None
@@ -748,7 +393,7 @@ class _Runtime:
 
 
 def b_valid(text: pa.Array) -> np.ndarray:
-    return _to_np(text.is_valid())
+    return to_np(text.is_valid())
 
 
 def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:
@@ -798,7 +443,7 @@ class Matcher:
         return self._match_cached(batch, cache)
 
     def _match_cached(self, batch: pa.RecordBatch, cache: FingerprintCache) -> MatchResult:
-        b = _Batch(batch)
+        b = BatchView(batch)
         cols = [b.column(f) for f in self.program.fingerprint_fields]
         kinds = [value_kind(c.type) for c in cols]
         if "other" in kinds:  # nested values are not hashable keys: no cache for this batch

@@ -116,10 +116,12 @@ def canonical_key(key: PredicateKey, origin: object | None) -> PredicateKey | Co
         regex = op_regex(op, value)
         flags = re.IGNORECASE if caseless else 0
         try:
-            re.compile(regex, flags)
-        except re.error as e:
+            if "(?<" in regex:  # look-behind width is checked by re's compiler, not its parser
+                re.compile(regex, flags)
+            plan = plan_pattern(regex, flags, check=False)  # parses with re's parser
+        except (re.error, OverflowError, RecursionError) as e:
             raise RuleCompileError(f"invalid regular expression {value!r}: {e}", origin) from None
-        if plan_pattern(regex, flags, check=False).kind == "always":
+        if plan.kind == "always":
             # a pattern matching the empty string matches every value that has a text form
             return PredicateKey(key.field, (), "has_text", None, False)
     return PredicateKey(key.field, tuple(derivs), op, value, caseless)

@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 from etl.optimize import compile_rules
-from etl.optimize.matcher import _Batch, eval_native
+from etl.optimize.columns import BatchView, eval_native
 from tests.optimize.golden import check, load_cases, render, rules_of
 
 
@@ -45,4 +45,4 @@ BATCH = pa.RecordBatch.from_pydict({
 def test_vectorized_natives(pred, expected):
     program = compile_rules(rules_of([{"id": "r", "when": pred}]), upto="native_split")
     (native,) = program.natives
-    assert eval_native(native.key, _Batch(BATCH)).tolist() == expected
+    assert eval_native(native.key, BatchView(BATCH)).tolist() == expected
