@@ -63,14 +63,14 @@ def parse(text: str) -> Parsed:
     if not stripped:
         return Parsed(error=SqlError("empty expression"))
     import sqlglot
-    from sqlglot.errors import ParseError, TokenError
+    from sqlglot.errors import SqlglotError
 
     try:
         trees = [t for t in sqlglot.parse(stripped, read="spark") if t is not None]
         if len(trees) > 1:
             return Parsed(error=SqlError("expected one expression, found several statements"))
         tree = trees[0] if trees else None
-    except (ParseError, TokenError) as e:
+    except SqlglotError as e:  # ParseError, TokenError, UnsupportedError, ...
         return Parsed(error=_error_of(e, text))
     except (ValueError, TypeError, RecursionError, AttributeError, KeyError, IndexError) as e:
         # sqlglot raises assorted errors on malformed input; all are "cannot parse"
