@@ -20,6 +20,7 @@ read; a parse error is E311 at the expression.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report, Span, did_you_mean
@@ -29,6 +30,25 @@ Cols = dict[str, str]  # name -> spark type, in order
 
 _AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_distinct": "bigint", "avg": "double"}
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
+
+
+SPARK_TYPES = ("string", "varchar", "char", "int", "integer", "bigint", "long", "smallint", "short", "tinyint",
+               "byte", "double", "float", "real", "decimal", "dec", "numeric", "boolean", "date", "timestamp",
+               "timestamp_ntz", "timestamp_ltz", "binary", "array", "map", "struct", "interval", "void", "variant")
+_INTERVAL_WORDS = {"year", "month", "day", "hour", "minute", "second", "to"}
+_FIELD_NAME = re.compile(r"(?:`[^`]*`|[A-Za-z_]\w*)\s*:")
+_TYPE_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def unknown_type_word(typ: str) -> str | None:
+    """The first word of a Spark SQL type string that is not a Spark type (None when all are)."""
+    if not isinstance(typ, str) or not typ.strip():
+        return typ if isinstance(typ, str) else str(typ)
+    words = _TYPE_WORD.findall(_FIELD_NAME.sub(" ", typ.replace("COMMENT", " ")))
+    for w in words:
+        if w.lower() not in SPARK_TYPES and w.lower() not in _INTERVAL_WORDS:
+            return w
+    return None
 
 
 def _find(cols: Cols, name: str) -> str | None:
@@ -108,6 +128,16 @@ class ColumnPass:
                     self._unknown(name, cols, self.inner(node, keys, text, off), where)
         return p
 
+    def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
+        """Declared column types must be Spark SQL types (E102, with did-you-mean)."""
+        for name, typ in (schema or {}).items():
+            bad = unknown_type_word(typ)
+            if bad is not None:
+                hint = did_you_mean(bad.lower(), SPARK_TYPES) or "Spark SQL types: string, int, bigint, double, " \
+                    "boolean, timestamp, date, array<...>, map<...>, struct<...>, decimal(p,s)"
+                self.report.error("E102", f"unknown Spark SQL type {typ!r} for column '{name}' of "
+                                  f"{node.kind} '{node.id}'", self.span(node, "schema", name), hint)
+
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
 
@@ -141,6 +171,7 @@ class ColumnPass:
     # ------------------------------------------------------------------ sources
     def _source(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec
+        self.check_types(node, getattr(spec, "schema_", None))
         try:
             cols = spec.columns()
         except (AttributeError, TypeError):
@@ -253,6 +284,7 @@ class ColumnPass:
 
     def _transform_parse(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec
+        self.check_types(node, spec.schema_)
         cols = self._first(ins)
         found = self.need(cols, spec.field, self.span(node, "field"), self.where(node, "field"))
         if cols is None:

@@ -57,6 +57,7 @@ EXPECTED = {
     'rule_file_missing': [('E006', 9, 9), ('E006', 10, 9)],
     'rule_file_template': [('E003', 5, 38, 'rules/templated.yaml')],
     'rule_node_invalid': [('E104', 10, 15)],
+    'schema_types': [('E102', 7, 18), ('E102', 7, 34), ('E102', 14, 29)],
     'select_unknown_columns': [('E310', 10, 20), ('E310', 11, 14), ('E310', 12, 15)],
     'shared_output': [('E330', 6, 5), ('E330', 8, 3)],
     'sink_key_expr': [('E311', 10, 26), ('E310', 11, 19)],
@@ -105,6 +106,7 @@ MESSAGES = [
     ("event_time_string", "E322", "is string, not a timestamp"),
     ("duplicate_rule_id", "E303", "first defined at duplicate_rule_id.yaml:9"),
     ("tests_block", "E207", "did you mean 'access'?"),
+    ("schema_types", "E102", "did you mean 'timestamp'?"),
     ("tests_block", "E207", "did you mean 'out'?"),
 ]
 
