@@ -6,7 +6,8 @@
 #   java/lib/opensearch/  OpenSearch integ-test zip, unpacked in opensearch-<v>/
 # Idempotent: a folder is refreshed only when it is missing or when java/pom.xml,
 # java/settings.xml (or, for spark, the pyspark version) changed since it was
-# filled. Maven's cache is ~/.m2/repository. Force with: setup-java.sh --force
+# filled. Maven's cache is ~/.m2/repository (elsewhere: MAVEN_OPTS=-Dmaven.repo.local=DIR).
+# Force with: setup-java.sh --force
 # Only some groups: setup-java.sh spark kafka
 set -euo pipefail
 
@@ -56,8 +57,10 @@ fill() {
   echo "setup-java: resolving $group into $dir"
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp"
+  # (sed: Maven 3.8 prints bare ANSI resets even in batch mode)
   mvn -q -B -Dstyle.color=never -s "$SETTINGS" -f "$POM" -P "$group" dependency:copy-dependencies \
-      -DoutputDirectory="$dir.tmp"
+      -DoutputDirectory="$dir.tmp" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$/d'
+  ls "$dir.tmp"/* >/dev/null 2>&1 || { echo "setup-java: maven copied nothing for $group" >&2; exit 1; }
   case "$group" in
     spark) drop_pyspark_duplicates "$dir.tmp" ;;
     opensearch) unpack_opensearch "$dir.tmp" ;;

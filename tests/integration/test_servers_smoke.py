@@ -101,6 +101,22 @@ def test_kafka_stop_start_keeps_data(kafka_server: KafkaServer) -> None:
     assert _consume(kafka_server.bootstrap_servers, topic, 2) == [b"before", b"after"]
 
 
+def test_kafka_outage_producer_recovers(kafka_server: KafkaServer) -> None:
+    """A producer that sends while the broker is down delivers after restart."""
+    from confluent_kafka import Producer
+
+    topic = _name("outage")
+    kafka_server.create_topic(topic)
+    producer = Producer({"bootstrap.servers": kafka_server.bootstrap_servers, "enable.idempotence": True})
+    outage = kafka_server.outage(5)
+    outage.wait_stopped()
+    assert not port_open(kafka_server.port)
+    producer.produce(topic, value=b"during outage")
+    outage.join(120)
+    assert producer.flush(60) == 0
+    assert _consume(kafka_server.bootstrap_servers, topic, 1) == [b"during outage"]
+
+
 # -- MariaDB -----------------------------------------------------------------
 
 

@@ -365,7 +365,8 @@ class Server:
             self.start()
 
     def outage(self, seconds: float) -> Outage:
-        """Stop now, start again after ``seconds`` in a background thread."""
+        """Stop, stay down ``seconds``, start again -- all in a background
+        thread; ``outage.join()`` waits for the restart."""
         return Outage(self, seconds)
 
     def __enter__(self) -> Server:
@@ -429,25 +430,37 @@ class Server:
 
 
 class Outage:
-    """Background stop-sleep-start; ``join()`` re-raises a failed restart."""
+    """Background stop, ``seconds`` down, start again.
+
+    Returns at once; the stop itself runs in the thread too (a graceful
+    RocketMQ broker stop takes ~15 s). ``stopped`` / ``restarted`` are
+    threading.Events; ``join()`` waits and re-raises a failed stop/start.
+    """
 
     def __init__(self, server: Server, seconds: float) -> None:
         self.server = server
         self.seconds = seconds
         self.error: BaseException | None = None
+        self.stopped = threading.Event()
         self.restarted = threading.Event()
-        server.stop()
         self._thread = threading.Thread(target=self._run, name=f"outage-{server.name}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        time.sleep(self.seconds)
         try:
+            self.server.stop()
+            self.stopped.set()
+            time.sleep(self.seconds)
             self.server.start()
         except BaseException as exc:  # handed to join()
             self.error = exc
         finally:
+            self.stopped.set()
             self.restarted.set()
+
+    def wait_stopped(self, timeout: float | None = 120.0) -> None:
+        if not self.stopped.wait(timeout):
+            raise TimeoutError(f"{self.server.name} not stopped within {timeout}s")
 
     def join(self, timeout: float | None = None) -> Server:
         self._thread.join(timeout)
