@@ -14,5 +14,13 @@ def parse_vars(items: list[str] | None) -> dict[str, Any]:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise typer.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint="--var")
-        out[name] = value
+        out[name] = _scalar(value)
     return out
+
+
+def _scalar(text: str) -> Any:
+    """A --var value as YAML would read it unquoted: 3 -> int, 1.5 -> float, true -> bool, else text."""
+    from etl.load.yamlmap import _resolve, _scalar_value
+
+    kind = _resolve(text, True, None)
+    return text if kind in ("null", "merge") else _scalar_value(kind, text)

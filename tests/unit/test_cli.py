@@ -134,3 +134,20 @@ def test_console_script_and_help():
         assert cmd in r.stdout
     r = subprocess.run([str(etl), "validate", str(INVALID / "cycle.yaml")], capture_output=True, text=True)
     assert r.returncode == 1 and "E202" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_var_values_are_yaml_scalars(tmp_path):
+    from etl.commands import parse_vars
+
+    assert parse_vars(["n=3", "x=1.5", "on=true", "s=hello", "e=", "kv=a=b"]) == {
+        "n": 3, "x": 1.5, "on": True, "s": "hello", "e": "", "kv": "a=b"}
+    p = write(tmp_path, "v.yaml", """
+        name: v
+        vars: {rows: 1}
+        sources:
+          - {id: gen, type: generator, fields: {a: {sequence: 1}}, count: "{{ rows }}"}
+        sinks:
+          - {id: out, type: print, input: gen}
+        """)
+    assert run("validate", "--var", "rows=5", p).exit_code == 0
+    assert run("validate", "--var", "rows=-5", p).exit_code == 1
