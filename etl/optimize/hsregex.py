@@ -276,8 +276,12 @@ class _Walker:
 
     def seq(self, items, flags: int) -> _Frag:
         frags: list[_Frag | tuple[str, int]] = []
-        for op, av in items:
-            frags.append(self.node(op, av, flags))
+        items = list(items)
+        for k, (op, av) in enumerate(items):
+            if op is C.AT and av is C.AT_BOUNDARY and not self.relax and not flags & _A:
+                frags.append(self._boundary(items, k, flags))
+            else:
+                frags.append(self.node(op, av, flags))
         # multiline ^ : Hyperscan does not match it after a final newline, Python does;
         # that position only matters when what follows can be empty
         out: list[_Frag] = []
@@ -371,6 +375,24 @@ class _Walker:
         else:
             q = f"{{{lo},{hi}}}"
         return _Frag(body + q, lo * item.minlen, False)
+
+    def _boundary(self, items: list, k: int, flags: int) -> _Frag:
+        """Unicode ``\\b`` as Hyperscan's ASCII ``\\b``: exact on ASCII values. Next to a literal
+        ASCII word character it is also a superset on other values (a non-ASCII neighbour is a
+        non-word character for Hyperscan, perhaps a word character for Python: Hyperscan sees
+        more boundaries, never fewer), so reports there only need confirming."""
+        self.asserts = True
+        word = frozenset(range(48, 58)) | frozenset(range(65, 91)) | frozenset(range(97, 123)) | {95}
+        for j in (k - 1, k + 1):
+            if 0 <= j < len(items) and items[j][0] is C.LITERAL:
+                rs = _literal_ranges(items[j][1], flags)
+                if all(c in word for lo, hi in rs for c in range(lo, hi + 1)):
+                    if "Unicode word boundary" not in self.nonascii_superset:
+                        self.nonascii_superset.append("Unicode word boundary")
+                    return _Frag("\\b", 0, False)
+        if "Unicode word boundary" not in self.ascii_only:
+            self.ascii_only.append("Unicode word boundary")
+        return _Frag("\\b", 0, False)
 
     def _at(self, code, flags: int):
         self.asserts = True

@@ -120,13 +120,23 @@ class _Database:
         return self._db, scratch
 
 
-def _scan(db: _Database, text: pa.Array, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+class _Values:
+    """Raw UTF-8 values of a string array: ``data[offs[i]:offs[i + 1]]`` is row i."""
+
+    def __init__(self, text: pa.Array):
+        bufs = text.buffers()
+        width = np.int64 if pa.types.is_large_string(text.type) else np.int32
+        self.offs = np.frombuffer(bufs[1], dtype=width)[text.offset:text.offset + len(text) + 1].tolist()
+        self.data = bufs[2].to_pybytes() if bufs[2] is not None else b""
+
+    def __getitem__(self, i: int) -> str:
+        return self.data[self.offs[i]:self.offs[i + 1]].decode("utf-8")
+
+
+def _scan(db: _Database, values: _Values, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Scan each selected value once; (rows, pattern ids) of the reports."""
     hs_db, scratch = db.scanner()
-    bufs = text.buffers()
-    width = np.int64 if pa.types.is_large_string(text.type) else np.int32
-    offs = np.frombuffer(bufs[1], dtype=width)[text.offset:text.offset + len(text) + 1].tolist()
-    data = bufs[2].to_pybytes() if bufs[2] is not None else b""
+    offs, data = values.offs, values.data
     hit_rows: list[int] = []
     hit_pids: list[int] = []
     add_row = hit_rows.append
@@ -300,9 +310,10 @@ class _Runtime:
             if rows is not None and len(rows) == 0:
                 continue
             text = b.text(*db.subject)
-            hr, hp = _scan(db, text, rows)
+            values = _Values(text)
+            hr, hp = _scan(db, values, rows)
             if not db.exact.all():
-                hr, hp = self._refine(db, text, rows, hr, hp)
+                hr, hp = self._refine(db, text, values, rows, hr, hp)
             if db.single_leaf:
                 rows_out.append(hr)
                 leaves_out.append(db.pid_leaf[hp])
@@ -328,42 +339,37 @@ class _Runtime:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(rows_out), np.concatenate(leaves_out)
 
-    def _refine(self, db: _Database, text: pa.Array, rows, hr: np.ndarray, hp: np.ndarray):
+    def _refine(self, db: _Database, text: pa.Array, values: _Values, rows, hr: np.ndarray, hp: np.ndarray):
         """Apply the row modes of non-exact patterns: confirm reports, or let Python decide."""
-        ascii_rows = to_np(pc.string_is_ascii(text))
-        exact = db.exact[hp]
-        keep = exact.copy()
-        values: list | None = None
-        todo = np.flatnonzero(~exact)
-        if len(todo):
-            values = text.to_pylist()
-            for j in todo.tolist():
-                row, pid = int(hr[j]), int(hp[j])
-                if ascii_rows[row]:
-                    ok = not db.ascii_confirm[pid] or db.regex[pid].search(values[row]) is not None
+        keep = db.exact[hp]
+        todo = np.flatnonzero(~keep).tolist()
+        if todo:
+            rows_l, pids_l = hr.tolist(), hp.tolist()
+            for j in todo:
+                row, pid = rows_l[j], pids_l[j]
+                value = values[row]
+                if value.isascii():
+                    ok = not db.ascii_confirm[pid] or db.regex[pid].search(value) is not None
                 elif db.other_confirm[pid]:
-                    ok = db.regex[pid].search(values[row]) is not None
-                elif pid in db.other_python:
-                    ok = False  # decided below
+                    ok = db.regex[pid].search(value) is not None
                 else:
-                    ok = True
+                    ok = pid not in db.other_python  # python mode: decided below
                 keep[j] = ok
-        hr, hp = hr[keep], hp[keep]
+            hr, hp = hr[keep], hp[keep]
         if db.other_python:
-            cand = ~ascii_rows & b_valid(text)
+            cand = ~to_np(pc.string_is_ascii(text)) & to_np(text.is_valid())
             if rows is not None:
                 sel = np.zeros(len(text), dtype=bool)
                 sel[rows] = True
                 cand &= sel
             idx = np.flatnonzero(cand).tolist()
             if idx:
-                if values is None:
-                    values = text.to_pylist()
+                strs = [values[i] for i in idx]
                 extra_r, extra_p = [], []
                 for pid in db.other_python:
                     search = db.regex[pid].search
-                    for i in idx:
-                        if search(values[i]) is not None:
+                    for i, v in zip(idx, strs):
+                        if search(v) is not None:
                             extra_r.append(i)
                             extra_p.append(pid)
                 hr = np.concatenate([hr, np.array(extra_r, np.int64)])
@@ -390,10 +396,6 @@ class _Runtime:
                 if fns[k](bits, row, N):
                     out.append(row * R + k)
         return np.array(out, dtype=np.int64)
-
-
-def b_valid(text: pa.Array) -> np.ndarray:
-    return to_np(text.is_valid())
 
 
 def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:

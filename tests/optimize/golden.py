@@ -47,4 +47,5 @@ def check(name: str, case: dict, actual: str) -> None:
         with path.open("w", encoding="utf-8") as f:
             _yaml().dump(doc, f)
         return
-    assert actual == case["explain"], f"golden {name}.yaml case {case['name']!r} differs"
+    expected = case["explain"]
+    assert actual == expected

@@ -52,6 +52,10 @@ CORNERS = [
     ("\\bk", "\u00e9k", False),  # é is a word character for Python
     ("\\Bk", "\u00e9k", True),
     ("(?a)\\bk", "\u00e9k", True),
+    ("\\bnc", "\u00e9nc", False),
+    ("\\bnc", "\u00e9 nc", True),
+    ("\\b\u00e9", " \u00e9", True),  # Hyperscan sees no boundary between two non-ASCII-word characters
+    ("x \\b", "x \u00e9", True),
     ("k", "\u212a", False),
     ("(?i)k", "\u212a", True),  # Kelvin sign folds to k
     ("(?i)s", "\u017f", True),  # long s folds to s
@@ -90,8 +94,10 @@ def test_translation_of_typical_patterns():
     assert translate("a\\Z").expression == "a\\z"
     assert translate("wget", re.IGNORECASE).expression == "wget"
     assert translate("kill", re.IGNORECASE).expression == "(?-i:[Kk\\x{212a}])(?-i:[Ii\\x{130}-\\x{131}])ll"
-    t = translate("\\bnc\\b")
-    assert (t.expression, t.ascii_rows, t.other_rows) == ("\\bnc\\b", "exact", "python")
+    t = translate("\\bnc\\b")  # next to ASCII word characters: a superset on non-ASCII values
+    assert (t.expression, t.ascii_rows, t.other_rows) == ("\\bnc\\b", "exact", "confirm")
+    t = translate("x \\b")
+    assert (t.expression, t.ascii_rows, t.other_rows) == ("x \\b", "exact", "python")
     t = translate("(a)\\1")
     assert (t.expression, t.ascii_rows, t.other_rows) == ("a(?:a)", "confirm", "confirm")
     assert translate("").always and translate("a*").always

@@ -112,9 +112,9 @@ def test_patterns_scan_only_native_survivors(monkeypatch):
     scanned = []
     real_scan = matcher_mod._scan
 
-    def spy(db, text, rows):
+    def spy(db, values, rows):
         scanned.append(None if rows is None else rows.tolist())
-        return real_scan(db, text, rows)
+        return real_scan(db, values, rows)
 
     monkeypatch.setattr(matcher_mod, "_scan", spy)
     procs = ["bash", "python", "sh", "java", "bash", None]
