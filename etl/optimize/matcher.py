@@ -166,6 +166,7 @@ class _Runtime:
 
     def __init__(self, program: FilterProgram):
         self.program = program
+        self._cache: FingerprintCache | None = None
         self.R = len(program.rules)
         self.num_leaves = len(program.predicates)
         self.natives = {n.leaf: n for n in program.natives}
@@ -227,6 +228,12 @@ class _Runtime:
         self.needed_natives = sorted(
             {x for e in list(self.general_exprs.values()) + list(self.native_only.values()) for x in leaves(e)
              if x in native_leaves})
+
+    def shared_cache(self) -> FingerprintCache:
+        """The process-wide pre-fingerprint cache of this program (it outlives batches and tasks)."""
+        if self._cache is None:
+            self._cache = FingerprintCache()
+        return self._cache
 
     # ---- one batch
 
@@ -424,7 +431,11 @@ def _runtime(program: FilterProgram) -> _Runtime:
 
 
 class Matcher:
-    """Match batches against a program; cheap to create (the loaded runtime is shared per process)."""
+    """Match batches against a program; cheap to create (the loaded runtime is shared per process).
+
+    ``cache``: True (default) uses the program's process-wide pre-fingerprint cache, a
+    FingerprintCache instance uses that one, False uses none.
+    """
 
     def __init__(self, program: FilterProgram, cache: FingerprintCache | bool = True):
         if not program.digest:
@@ -433,7 +444,7 @@ class Matcher:
         self.rule_ids = program.rule_ids
         self.runtime = _runtime(program)
         if cache is True:
-            cache = FingerprintCache()
+            cache = self.runtime.shared_cache()
         self.cache: FingerprintCache | None = cache if isinstance(cache, FingerprintCache) else None
 
     def match(self, batch: pa.RecordBatch) -> MatchResult:
