@@ -225,6 +225,25 @@ def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report,
     return Rendered("".join(pieces), secrets)
 
 
+MAX_OUTPUT = 32 * 1024 * 1024
+
+
+class _TooLarge(ValueError):
+    pass
+
+
+def _render_bounded(template: Any, context: dict[str, Any]) -> str:
+    """Render, refusing output beyond MAX_OUTPUT characters (a loop gone wild)."""
+    chunks: list[str] = []
+    size = 0
+    for chunk in template.generate(context):
+        size += len(chunk)
+        if size > MAX_OUTPUT:
+            raise _TooLarge(f"template output exceeds {MAX_OUTPUT // (1024 * 1024)} MB")
+        chunks.append(chunk)
+    return "".join(chunks)
+
+
 def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, strict: bool = True,
            environ: Mapping[str, str] | None = None) -> Rendered | None:
     """Render `text`; on problems add diagnostics to `report` and return None."""
@@ -249,7 +268,7 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
         if len(report.errors) > before:
             return None
     try:
-        out = jenv.from_string(ast).render(context)
+        out = _render_bounded(jenv.from_string(ast), context)
     except (UndefinedError, SecurityError) as e:
         line = _template_line(e) or _line_of(text, "{{")[0]
         report.error("E003", f"template error: {e}", Span(file, line, 1), "define it under `vars:` or pass --var")

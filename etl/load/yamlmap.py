@@ -128,6 +128,13 @@ class _TooDeep(Exception):
     pass
 
 
+class _TooBig(Exception):
+    pass
+
+
+_MAX_NODES = 1_000_000  # values after alias expansion ("billion laughs" guard)
+
+
 class _Builder:
     """Builds plain data and the source map straight from the parser's events (no node graph:
     ruamel's composer and resolver cost ~10x the C parser)."""
@@ -137,6 +144,8 @@ class _Builder:
         self.smap = smap
         self.report = report
         self.anchors: dict[str, Any] = {}
+        self.sizes: dict[str, int] = {}  # anchor -> number of values it expands to
+        self.count = 0
 
     def span(self, mark: Any) -> Span:
         return Span(self.smap.file, mark.line + 1, mark.column + 1)
@@ -149,6 +158,8 @@ class _Builder:
             self.report.error("E001", "YAML nesting is too deep", self.span(ev.start_mark))
             raise _TooDeep
         kind = type(ev).__name__
+        start = self.count
+        self.count += 1
         if kind == "ScalarEvent":
             value = ev.value
             style = ev.style or ""
@@ -173,6 +184,11 @@ class _Builder:
             if ev.anchor not in self.anchors:
                 self.report.error("E001", f"unknown alias '*{ev.anchor}'", self.span(ev.start_mark))
                 return None
+            self.count += self.sizes.get(ev.anchor, 1)
+            if self.count > _MAX_NODES:
+                self.report.error("E001", "YAML aliases expand to too many values", self.span(ev.start_mark),
+                                  "use fewer nested aliases")
+                raise _TooBig
             return self.anchors[ev.anchor]
         else:
             self.report.error("E001", f"unexpected YAML event {kind}", self.span(ev.start_mark))
@@ -180,6 +196,7 @@ class _Builder:
         anchor = getattr(ev, "anchor", None)
         if anchor:
             self.anchors[anchor] = out
+            self.sizes[anchor] = self.count - start
         return out
 
     def _mapping(self, path: Path, depth: int) -> dict:
@@ -316,6 +333,8 @@ def parse_yaml(text: str, file: str, report: Report) -> tuple[Any, SourceMap] | 
         return None
     except YAMLError as e:
         report.error("E001", f"YAML error: {e}", Span(file, 1, 1))
+        return None
+    except _TooBig:
         return None
     except (_TooDeep, RecursionError):
         if not report.errors or report.errors[-1].code != "E001":

@@ -193,3 +193,24 @@ def test_undefined_variable_position_with_statements(tmp_path):
         """)
     line = '  - {id: g, type: generator, fields: {a: {const: "{{ vars.nope }}"}}}'
     assert codes(c) == [("E003", 4, line.index("nope") + 1)]
+
+
+def test_alias_bomb_is_a_diagnostic():
+    import time
+
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 12):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    r = Report()
+    t = time.perf_counter()
+    assert parse_yaml("\n".join(lines) + "\n", "f.yaml", r) is None
+    assert time.perf_counter() - t < 2
+    assert [(d.code, d.message) for d in r.errors] == [("E001", "YAML aliases expand to too many values")]
+
+
+def test_template_output_is_bounded(tmp_path):
+    c = check(tmp_path, """
+        name: t
+        {% for i in range(100000) %}{% for j in range(100000) %}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}
+        """)
+    assert [(d.code, "exceeds" in d.message) for d in c.report.errors] == [("E002", True)]
