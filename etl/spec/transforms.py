@@ -107,6 +107,12 @@ class RouteTransform(TransformBase):
     default: Identifier | None = Field(default=None, description="label for events no route matches")
     exclusive: bool = Field(default=False, description="an event goes to the first matching route only")
 
+    @model_validator(mode="after")
+    def _default_is_new(self) -> "RouteTransform":
+        if self.default is not None and self.default in self.routes:
+            raise ValueError(f"`default` label '{self.default}' is also a route label")
+        return self
+
     def outputs(self) -> list[str]:
         return list(self.routes) + ([self.default] if self.default else [])
 
@@ -157,6 +163,11 @@ class WindowTransform(TransformBase):
             raise ValueError("a sliding window needs `slide`")
         if self.kind == "session" and self.gap is None:
             raise ValueError("a session window needs `gap`")
+        seen = {"window_start", "window_end"}
+        for a in self.aggregates:
+            if a.as_.lower() in seen:
+                raise ValueError(f"aggregate output '{a.as_}' repeats another output column of the window")
+            seen.add(a.as_.lower())
         return self
 
 

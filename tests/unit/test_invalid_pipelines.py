@@ -24,6 +24,7 @@ EXPECTED = {
     'dead_letter_bad': [('E103', 7, 9)],
     'dedupe_no_event_time': [('E321', 7, 5), ('E310', 7, 56)],
     'derive_unknown_column': [('E310', 11, 12)],
+    'duplicate_outputs': [('E104', 8, 5), ('E104', 13, 5)],
     'duplicate_id': [('E200', 5, 10)],
     'duplicate_keys': [('E001', 7, 5), ('E001', 13, 5)],
     'duplicate_rule_id': [('E303', 2, 9, 'rules/dupe_ids.yaml')],
