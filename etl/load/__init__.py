@@ -58,24 +58,40 @@ def _vars_block(text: str) -> str | None:
     return text[m.start():nxt.start() if nxt else len(text)]
 
 
-def _first_pass_vars(text: str, file: str, environ: Mapping[str, str]) -> dict[str, Any]:
+def _read_vars(source: str, file: str, vars_: Mapping[str, Any], environ: Mapping[str, str]) -> dict | None:
+    rendered = render(source, file, vars_, Report(), strict=False, environ=environ)
+    if rendered is None:
+        return None
+    parsed = parse_yaml(rendered.text, file, Report())
+    if parsed is not None and isinstance(parsed[0], dict) and isinstance(parsed[0].get("vars"), dict):
+        return dict(parsed[0]["vars"])
+    return None
+
+
+def _first_pass_vars(text: str, file: str, environ: Mapping[str, str],
+                     cli_vars: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Read `vars:` (rendered leniently) so the strict pass can use them.
 
-    Only the `vars:` block is rendered and parsed when it can be cut out; else the
-    whole file, and as a last resort the file with its template tags blanked out."""
+    Only the `vars:` block is rendered and parsed when it can be cut out (again, up to
+    three times, so that a var may use another var); else the whole file, and as a
+    last resort the file with its template tags blanked out."""
     block = _vars_block(text)
     if block is None and "vars" not in text:
         return {}
-    candidates: list[str] = []
-    for source in ([block] if block is not None else []) + [text]:
-        rendered = render(source, file, {}, Report(), strict=False, environ=environ)
-        if rendered is not None:
-            candidates.append(rendered.text)
-    candidates.append(_TAG_RE.sub("", _STMT_LINE_RE.sub("", text)))
-    for candidate in candidates:
-        parsed = parse_yaml(candidate, file, Report())
-        if parsed is not None and isinstance(parsed[0], dict) and isinstance(parsed[0].get("vars"), dict):
-            return dict(parsed[0]["vars"])
+    cli = dict(cli_vars or {})
+    if block is not None:
+        found: dict[str, Any] = {}
+        for _ in range(3):
+            again = _read_vars(block, file, {**found, **cli}, environ)
+            if again is None or again == found:
+                break
+            found = again
+        if found:
+            return found
+    for source in (text, _TAG_RE.sub("", _STMT_LINE_RE.sub("", text))):
+        found2 = _read_vars(source, file, cli, environ)
+        if found2 is not None:
+            return found2
     return {}
 
 
@@ -87,7 +103,7 @@ def load_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str, An
     secrets: set[str] = set()
     if has_template(text):
         if inherit_vars is None:
-            vars_.update(_first_pass_vars(text, file, environ))
+            vars_.update(_first_pass_vars(text, file, environ, cli_vars))
         vars_.update(cli_vars or {})
         rendered = render(text, file, vars_, report, strict=True, environ=environ)
         if rendered is None:

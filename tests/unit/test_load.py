@@ -214,3 +214,20 @@ def test_template_output_is_bounded(tmp_path):
         {% for i in range(100000) %}{% for j in range(100000) %}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}
         """)
     assert [(d.code, "exceeds" in d.message) for d in c.report.errors] == [("E002", True)]
+
+
+def test_vars_may_use_vars_and_cli_overrides(tmp_path):
+    from etl.check import check_file
+
+    path = write(tmp_path, "p.yaml", """
+        name: t
+        vars:
+          base: logs
+          topic: "{{ vars.base }}-v1"
+        sources:
+          - {id: k, type: kafka, bootstrap_servers: "h:1", topics: ["{{ vars.topic }}"]}
+        sinks:
+          - {id: out, type: print, input: k}
+        """)
+    assert check_file(path, environ={}).pipeline.sources[0].topics == ["logs-v1"]
+    assert check_file(path, environ={}, cli_vars={"base": "audit"}).pipeline.sources[0].topics == ["audit-v1"]
