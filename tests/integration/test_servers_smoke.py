@@ -107,7 +107,9 @@ def test_kafka_outage_producer_recovers(kafka_server: KafkaServer) -> None:
 
     topic = _name("outage")
     kafka_server.create_topic(topic)
-    producer = Producer({"bootstrap.servers": kafka_server.bootstrap_servers, "enable.idempotence": True})
+    producer = Producer(
+        {"bootstrap.servers": kafka_server.bootstrap_servers, "enable.idempotence": True, "log_level": 2}
+    )
     outage = kafka_server.outage(5)
     outage.wait_stopped()
     assert not port_open(kafka_server.port)

@@ -13,6 +13,7 @@ import atexit
 import contextlib
 import os
 import pwd
+import random
 import re
 import shlex
 import shutil
@@ -97,24 +98,34 @@ _taken_ports: set[int] = set()
 _port_lock = threading.Lock()
 
 
+def _port_range() -> tuple[int, int]:
+    """Ports below the kernel's ephemeral range: an outgoing connection cannot
+    take a stopped server's port while it is down (restart on the same port)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return (10000, low) if low > 12000 else (low - 2000, low)
+
+
 def free_port(span: Sequence[int] = (0,)) -> int:
     """A port p such that p + d is free for every d in ``span``.
 
     Ports handed out in this process are not handed out again, so two servers
     of one test session never collide, and a stopped server keeps its ports.
     """
+    lo, hi = _port_range()
+    rng = random.Random()
     with _port_lock:
-        for _ in range(500):
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.bind(("127.0.0.1", 0))
-                base = s.getsockname()[1]
+        for _ in range(1000):
+            base = rng.randrange(lo + 2, hi - 2)
             ports = [base + d for d in span]
-            if any(p < 1024 or p > 65535 or p in _taken_ports for p in ports):
+            if any(p in _taken_ports for p in ports):
                 continue
             if all(port_is_free(p) for p in ports):
                 _taken_ports.update(ports)
                 return base
-    raise ServerStartError(f"no free port block {tuple(span)} found")
+    raise ServerStartError(f"no free port block {tuple(span)} found in {lo}-{hi}")
 
 
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
