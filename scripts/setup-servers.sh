@@ -39,5 +39,13 @@ else
       mariadb-server mariadb-client
 fi
 
+# setpriv (util-linux, essential on Debian) drops OpenSearch to an
+# unprivileged user when tests run as root and sets the parent-death signal.
+if ! command -v setpriv >/dev/null && [[ ! -x /usr/bin/setpriv ]]; then
+  $SUDO apt-get install -y -q util-linux
+fi
+getent passwd "${ETL_TEST_SERVER_USER:-nobody}" >/dev/null || {
+  echo "setup-servers: user ${ETL_TEST_SERVER_USER:-nobody} missing (OpenSearch cannot run as root)" >&2; exit 1; }
+
 echo "setup-servers: installing Python client libraries"
 "$PYTHON" -m pip install -q -r "$ROOT/scripts/requirements-servers.txt"
