@@ -7,20 +7,28 @@ export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup run test test-fast validate schema bench clean
+.PHONY: setup setup-java setup-servers run test test-fast validate schema bench clean
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[connectors,test]'
 	touch $@
+
+# Java artifacts (Spark Kafka connector, JDBC driver, Kafka/RocketMQ/OpenSearch servers) via Maven
+setup-java: setup
+	PYTHON=$(PY) scripts/setup-java.sh
+
+# MariaDB server (Debian package) for the integration tests
+setup-servers: setup
+	PYTHON=$(PY) scripts/setup-servers.sh
 
 run: setup
 	$(ETL) run pipelines/quickstart.yaml --once
 
-test: setup
+test: setup setup-java setup-servers
 	$(PY) -m pytest -q
 
 test-fast: setup
