@@ -32,4 +32,9 @@ def explain(
         raise typer.Exit(1)
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
-    typer.echo(redact(explain_plan(checked.plan)), nl=False)
+    try:
+        text = explain_plan(checked.plan)
+    except Exception as e:  # noqa: BLE001 - a bug in etl, reported as E999 rather than a traceback
+        typer.echo(f"{path}:1:1: E999 internal error: {type(e).__name__}: {e}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(redact(text), nl=False)
