@@ -54,6 +54,9 @@ def validate(text: str, folder: Path = WORK):
         assert d.message
     if checked.plan is not None:
         assert not checked.report.errors
+        from etl.plan.explain import explain_plan
+
+        assert explain_plan(checked.plan).startswith("pipeline ")
     return checked
 
 
