@@ -44,6 +44,9 @@ def _shorthands(schema: dict) -> dict:
         if "inputs" in props and "input" not in props:
             props["input"] = {"description": "shorthand for `inputs: [id]`",
                               "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+            inputs = props["inputs"]
+            meta = {k: inputs.pop(k) for k in ("description", "default", "title") if k in inputs}
+            props["inputs"] = {**meta, "anyOf": [{"type": "string"}, inputs]}
     props = schema.get("properties", {})
     if "checkpoint" in props:
         cp = props["checkpoint"]

@@ -181,6 +181,8 @@ class _WithInputs(Component):
             data = dict(data)
             value = data.pop("input")
             data["inputs"] = [value] if isinstance(value, str) else value
+        elif isinstance(data, dict) and isinstance(data.get("inputs"), str):
+            data = {**data, "inputs": [data["inputs"]]}  # `inputs: x` reads as `inputs: [x]`
         return data
 
     def input_ids(self) -> list[str]:

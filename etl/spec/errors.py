@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any, Iterable, TypeVar
@@ -153,9 +154,33 @@ def validate_model(model: type[M], data: Any, smap: SourceMap, report: Report, *
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        for err in exc.errors(include_url=False):
+        for err in _merge_alternatives(exc.errors(include_url=False), data):
             _report_error(model, err, data, smap, report, prefix, registry_kind)
         return None
+
+
+_TYPE_ERRORS = ("_type", "_parsing", "literal_error")
+
+
+def _merge_alternatives(errors: list[dict], data: Any) -> list[dict]:
+    """A value that fits none of a union's types (`float | str`) gives one error per type:
+    merge those at the same place into one ("a valid number or a valid string")."""
+    out: list[dict] = []
+    by_path: dict[tuple, dict] = {}
+    for err in errors:
+        if not any(err["type"].endswith(t) for t in _TYPE_ERRORS):
+            out.append(err)
+            continue
+        key = _yaml_path(tuple(err["loc"]), data)
+        first = by_path.get(key)
+        if first is None:
+            first = dict(err)
+            by_path[key] = first
+            out.append(first)
+        elif err["msg"] not in first["msg"]:
+            first["msg"] = first["msg"] + " or " + err["msg"].removeprefix("Input should be ")
+            first["type"] = "union_mismatch" if first["type"] != "literal_error" else first["type"]
+    return out
 
 
 def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap, report: Report,
@@ -212,7 +237,7 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         report.error("E102", f"invalid {loc[-1]} {_short(err.get('input'))}: use letters, digits, '_' and '-', "
                      "starting with a letter or '_'", smap.value(full))
     else:
-        msg = str(err["msg"])
+        msg = re.sub(r" or instance of \w+", "", str(err["msg"]))
         msg = msg[:1].lower() + msg[1:]
         key = next((p for p in reversed(path) if isinstance(p, str)), None) or str(loc[-1])
         owner = full[:-1] if path and path[-1] == key else full
