@@ -1,7 +1,14 @@
 """The front door: file -> document -> spec -> graph -> checks -> plan, collecting diagnostics.
 
 `validate`, `explain`, `test` and `run` all call `check_file` and walk the same plan.
-Never raises on user input.
+Never raises on user input: an exception from a bug becomes one E999 diagnostic.
+
+Every problem in one run: when the spec does not validate, the components that
+do are still built into a partial graph (the others become `Placeholder`s whose
+columns and properties are unknown), so reference, rule, regex, grok and column
+problems are reported together with the schema errors, without false positives.
+A file holding only rules (a list of rules, or `rules: [...]`) is checked as a
+rule file.
 """
 
 from __future__ import annotations
