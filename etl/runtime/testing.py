@@ -187,21 +187,23 @@ def run_case(plan: Any, case: Any, spark: Any, file: str = "") -> CaseResult:
         return CaseResult(graph.name, file, case.name, False, 0.0,
                           f"unknown source or sink id(s) in the test: {', '.join(unknown)}")
 
-    def make_source(rows: list[dict]) -> Any:
+    def make_source(rows: list[dict], folder: str) -> Any:
         def build(ctx: Any, node: Any) -> Any:
-            df = memory.stream(ctx.spark, rows, source_ddl(graph, node, rows))
+            df = memory.stream_from_file(ctx.spark, folder, rows, source_ddl(graph, node, rows))
             et = getattr(node.spec, "event_time", None)
             return with_event_time(df, node, et) if et is not None else df
         return build
 
-    sources = {n.id: make_source(list(case.inputs.get(n.id, []))) for n in graph.of_kind("source")}
     captured: dict[str, list[dict]] = {}
 
     def sink_factory(out: Output, spec: Any, ctx: SinkContext) -> AbstractSink:
         return CaptureSink(spec, ctx, captured.setdefault(out.id, []))
 
     with tempfile.TemporaryDirectory(prefix="etl-test-") as tmp:
-        runner = PipelineRun(plan, spark, RunOptions(once=True, checkpoint=tmp, progress="none", sources=sources,
+        sources = {n.id: make_source(list(case.inputs.get(n.id, [])), f"{tmp}/inputs/{n.id}")
+                   for n in graph.of_kind("source")}
+        runner = PipelineRun(plan, spark, RunOptions(once=True, checkpoint=f"{tmp}/checkpoint", progress="none",
+                                                      sources=sources,
                                                       sink_factory=sink_factory, echo=lambda s: None))
         try:
             runner.start()

@@ -98,6 +98,7 @@ class FileSink(AbstractSink):
             raise TerminalError(f"cannot create {self.dir}: {e.strerror or e}") from e
         final = self.final_path(batch_id)
         self._tmp = final.with_name(f".{final.name}.tmp")
+        self._clean_stale(self._tmp)
         if self.format == "parquet":
             import pyarrow.parquet as pq
 
@@ -127,6 +128,15 @@ class FileSink(AbstractSink):
         os.replace(self._tmp, self.final_path(batch_id))
         _fsync_dir(self.dir)
         self._tmp = None
+
+    def _clean_stale(self, current: Path) -> None:
+        """Temporary files left by a crashed run of this query (one writer per checkpoint)."""
+        if getattr(self, "_cleaned", False):
+            return
+        self._cleaned = True
+        for old in self.dir.glob(f".part-{self.ctx.scope}-*.tmp"):
+            if old != current:
+                old.unlink(missing_ok=True)
 
     def abort(self, batch_id: int) -> None:
         for closer in (self._pq, self._fh):

@@ -1,0 +1,94 @@
+"""`etl run` as a user runs it: the quickstart with --once (ends by itself), JSON progress, and a
+continuous run stopped by SIGTERM that finishes its batch, exits 0 and resumes on the next run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def etl(*args: str, cwd: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
+    (tmp_path / "pipelines" / "data").mkdir(parents=True)
+    shutil.copy(ROOT / "pipelines" / "quickstart.yaml", tmp_path / "pipelines")
+    shutil.copy(ROOT / "pipelines" / "data" / "access.log", tmp_path / "pipelines" / "data")
+    p = etl("run", "pipelines/quickstart.yaml", "--once", "--progress", "json", cwd=tmp_path)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    progress = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
+    assert {r["query"] for r in progress} == {"access", "per_minute"}  # dead letters of grok, and the window
+    assert sum(r["input_rows"] for r in progress if r["query"] == "per_minute") == 400
+    assert sum(r["written"].get("counts", 0) for r in progress) > 0
+    assert all({"batch", "input_rows_per_s", "dead_letters", "watermark", "state_rows", "duration_ms"} <= r.keys()
+               for r in progress)
+    rows = [json.loads(x) for f in (tmp_path / "out" / "quickstart" / "status_counts").glob("part-*.jsonl")
+            for x in f.read_text().splitlines()]
+    assert rows and {"status", "window_start", "window_end", "requests"} == set(rows[0])
+    assert "status" in out and "requests" in out  # the console sink's table
+    assert (tmp_path / ".etl" / "quickstart" / "checkpoint").is_dir()
+
+
+PIPELINE = """\
+    name: sigterm-test
+    sources:
+      - {id: src, type: file, path: input, format: jsonl, schema: {id: bigint}, max_files_per_trigger: 1}
+    transforms:
+      - {id: slow, type: derive, input: src, columns: {pause: "reflect('java.lang.Thread', 'sleep', cast(200 AS bigint))"}}
+    sinks:
+      - {id: out, type: file, input: slow, path: output}
+    checkpoint: state
+    trigger: {interval: 200ms}
+"""
+
+
+def write_file(folder: Path, n: int) -> None:
+    tmp = folder / f".f{n}.tmp"
+    tmp.write_text("".join(json.dumps({"id": n * 10 + i}) + "\n" for i in range(10)))
+    tmp.rename(folder / f"f{n:03d}.jsonl")
+
+
+def ids(folder: Path) -> list[int]:
+    return sorted(json.loads(x)["id"] for f in folder.glob("part-*.jsonl") for x in f.read_text().splitlines())
+
+
+def test_sigterm_finishes_the_batch_exits_0_and_the_next_run_resumes(tmp_path):
+    (tmp_path / "input").mkdir()
+    (tmp_path / "p.yaml").write_text(textwrap.dedent(PIPELINE))
+    for n in range(3):
+        write_file(tmp_path / "input", n)
+    p = etl("run", "p.yaml", "--progress", "plain", cwd=tmp_path)
+    out = tmp_path / "output"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (out.exists() and list(out.glob("part-*"))):
+        assert p.poll() is None, p.communicate()[1][-3000:]
+        time.sleep(0.1)
+    for n in range(3, 8):  # more data arrives while it runs
+        write_file(tmp_path / "input", n)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err[-3000:]
+    assert "finishing the current batch" in err
+    first = ids(out)
+    assert first and len(first) == len(set(first)) and len(first) % 10 == 0  # whole files only
+    assert not list(out.glob(".*.tmp"))
+    p2 = etl("run", "p.yaml", "--once", "--quiet", cwd=tmp_path)
+    _, err2 = p2.communicate(timeout=300)
+    assert p2.returncode == 0, err2[-3000:]
+    assert ids(out) == list(range(80))
