@@ -348,23 +348,22 @@ class _Runtime:
 
     def _refine(self, db: _Database, text: pa.Array, values: _Values, rows, hr: np.ndarray, hp: np.ndarray):
         """Apply the row modes of non-exact patterns: confirm reports, or let Python decide."""
-        keep = db.exact[hp]
-        todo = np.flatnonzero(~keep).tolist()
+        ascii_rows = to_np(pc.string_is_ascii(text))
+        # reports that need a look: superset patterns on ASCII values, non-exact ones on other values
+        look = ~db.exact[hp] & np.where(ascii_rows[hr], db.ascii_confirm[hp], True)
+        todo = np.flatnonzero(look).tolist()
         if todo:
+            keep = ~look
             rows_l, pids_l = hr.tolist(), hp.tolist()
             for j in todo:
                 row, pid = rows_l[j], pids_l[j]
-                value = values[row]
-                if value.isascii():
-                    ok = not db.ascii_confirm[pid] or db.regex[pid].search(value) is not None
-                elif db.other_confirm[pid]:
-                    ok = db.regex[pid].search(value) is not None
+                if ascii_rows[row] or db.other_confirm[pid]:
+                    keep[j] = db.regex[pid].search(values[row]) is not None
                 else:
-                    ok = pid not in db.other_python  # python mode: decided below
-                keep[j] = ok
+                    keep[j] = pid not in db.other_python  # python mode: decided below
             hr, hp = hr[keep], hp[keep]
         if db.other_python:
-            cand = ~to_np(pc.string_is_ascii(text)) & to_np(text.is_valid())
+            cand = ~ascii_rows & to_np(text.is_valid())
             if rows is not None:
                 sel = np.zeros(len(text), dtype=bool)
                 sel[rows] = True
