@@ -6,7 +6,21 @@ FilterProgram, one module per pass (sqlglot optimizer style). Several
 programs over one input can then share one scan (:mod:`etl.optimize.sibling_merge`).
 The matcher (:mod:`etl.optimize.matcher`) runs a program over Arrow batches;
 :mod:`etl.optimize.explain` renders it; :mod:`etl.optimize.reference` defines
-what a rule means.
+what a rule means (null handling included).
+
+Typical use (driver, then executors)::
+
+    program = compile_rules(rules)            # once, on the driver; picklable
+    text = explain(program)                   # etl explain
+    reason = hyperscan_rejects(regex, caseless)   # etl validate (W301)
+
+    def per_partition(batches):               # e.g. inside mapInArrow
+        m = Matcher(program)                  # cheap: databases load once per process
+        for batch in batches:
+            yield apply_mode(batch, m.match(batch), "tag", "matched_rules")
+
+Compile errors (bad regex, bad network) raise :class:`RuleCompileError` whose
+``origin`` is a :class:`~etl.optimize.ir.NodePath` (rule id + path in ``when``).
 """
 
 from __future__ import annotations
