@@ -41,11 +41,15 @@ def _mode(p: HsPattern) -> str:
     return f"  [non-ASCII values: {how}: {p.note}]"
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def explain(program: FilterProgram, show_sizes: bool = True) -> str:
     done = set(program.passes)
     preds = program.predicates
     lines: list[str] = []
-    head = f"filter program: {len(program.rules)} rules, {len(preds)} predicates"
+    head = f"filter program: {_n(len(program.rules), 'rule')}, {_n(len(preds), 'predicate')}"
     if "normalize" in done:
         head += f", shared sub-expressions: {shared_subexpressions(program)}"
     lines.append(head)
@@ -84,7 +88,7 @@ def explain(program: FilterProgram, show_sizes: bool = True) -> str:
             size = ""
             if show_sizes and db.serialized is not None:
                 size = f", {len(db.serialized)} bytes"
-            lines.append(f"  {db.subject}: {len(db.patterns)} patterns{size}")
+            lines.append(f"  {db.subject}: {_n(len(db.patterns), 'pattern')}{size}")
             for p in db.patterns:
                 expr = json.dumps(p.expression.decode("utf-8"), ensure_ascii=True)
                 served = ", ".join(f"p{x}" for x in p.leaves)
