@@ -54,6 +54,7 @@ CODES: dict[str, str] = {
     "E404": "aggregate not supported by streaming windows (e.g. exact count_distinct)",
     "E405": "file source cannot be read or needs a schema",
     "E406": "generator field cannot be generated",
+    "E407": "connector cannot reach its server, or its Java classes are missing (scripts/setup-java.sh)",
     "E999": "internal error (a bug in etl): please report it",
 }
 

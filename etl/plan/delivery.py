@@ -17,6 +17,18 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
         if configured == "at_least_once":
             return Delivery(sink.id, "at-least-once", f"{sink.type} sink configured with delivery: at_least_once")
         return Delivery(sink.id, "at-least-once", f"{sink.type} sink is not idempotent: a replayed batch is written again")
+    how = MECHANISM.get(sink.type)
     return Delivery(sink.id, "exactly-once",
                     f"replayable sources ({', '.join(s.id for s in sources)}) + idempotent {sink.type} sink "
-                    "keyed by (pipeline, sink, batch id)")
+                    "keyed by (pipeline, sink, batch id)" + (f"; {how}" if how else ""))
+
+
+# How each idempotent sink keeps a replayed batch from being written twice (shown by `etl explain`).
+MECHANISM = {
+    "kafka": "one transaction per batch (transactional.id etl.<pipeline>.<sink>) that also commits the batch id "
+             "as an offset of a marker consumer group (send_offsets_to_transaction); a replay finding it is skipped; "
+             "readers need isolation.level=read_committed",
+    "mysql": "rows and a (pipeline, sink, batch id) row of table _etl_commits in one transaction",
+    "elasticsearch": "_bulk index with deterministic document ids (id_fields, else a hash of the row): "
+                     "a replay overwrites the same documents",
+}

@@ -82,8 +82,11 @@ class PipelineRun:
         spec = out.spec
         if out.is_dead_letter:
             spec = self.graph.pipeline.dead_letter or default_dead_letter_spec(self.checkpoint)
+        node = self.graph.nodes.get(out.id)
         ctx = SinkContext(self.graph.name, out.id, q.name, self.checkpoint, self.graph.base_dir,
-                          echo=self.opts.echo or self.progress.echo(), checkpoint=self.query_checkpoint(q))
+                          echo=self.opts.echo or self.progress.echo(), checkpoint=self.query_checkpoint(q),
+                          where=str(node.span) if node is not None else None,
+                          dead_letter=self.graph.pipeline.dead_letter or default_dead_letter_spec(self.checkpoint))
         if self.opts.sink_factory is not None:
             return self.opts.sink_factory(out, spec, ctx)
         cls = registry.lookup("sink", spec.type)

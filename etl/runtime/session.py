@@ -3,6 +3,8 @@
 Defaults set here (each one can be overridden with --conf):
 RocksDB state store with changelog checkpointing, UTC session time zone, quiet
 log4j (WARN, ERROR for chatty loggers), few shuffle partitions on local masters.
+The connector jars of java/lib/spark (Spark's Kafka connector, MariaDB JDBC;
+filled by scripts/setup-java.sh) go on `spark.jars` whenever they are present.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any, Mapping
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -116,6 +119,32 @@ def _log4j_file() -> str:
     return path
 
 
+def connector_jars() -> list[str]:
+    """Jars of java/lib/spark (ETL_JAVA_LIB overrides java/lib): Kafka connector + deps, MariaDB JDBC."""
+    lib = Path(os.environ.get("ETL_JAVA_LIB") or Path(__file__).resolve().parents[2] / "java" / "lib") / "spark"
+    return sorted(str(p) for p in lib.glob("*.jar")) if lib.is_dir() else []
+
+
+class MissingConnector(RuntimeError):
+    """A connector's Java classes are not on the Spark classpath."""
+
+
+def require_class(spark: Any, class_name: str, what: str) -> None:
+    """Raise MissingConnector (naming scripts/setup-java.sh) unless `class_name` loads in Spark's JVM."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        jvm.java.lang.Class.forName(class_name, False, loader)
+        return
+    except Exception as e:  # noqa: BLE001 - py4j raises Py4JJavaError / Py4JError
+        if "ClassNotFoundException" not in str(e) and "NoClassDefFoundError" not in str(e):
+            raise
+    raise MissingConnector(
+        f"{what} needs Java classes that are not on Spark's classpath ({class_name}): run scripts/setup-java.sh "
+        "(it fills java/lib/spark, which `etl run` puts on spark.jars), or pass --conf spark.jars=... / "
+        "spark-submit --jars")
+
+
 def under_spark_submit() -> bool:
     """True when spark-submit (or another launcher) already started the JVM for us."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -153,6 +182,9 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
         java_opts = conf.pop("spark.driver.extraJavaOptions", "")
         launch["spark.driver.extraJavaOptions"] = f"{log4j} {java_opts}".strip()
+        jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()
+        if jars:
+            launch["spark.jars"] = ",".join(dict.fromkeys(jars))
         for k, v in {**launch, **SQL_DEFAULTS, **conf}.items():
             builder = builder.config(k, v)
     elif master is not None:

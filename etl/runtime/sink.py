@@ -52,6 +52,8 @@ class SinkContext:
     echo: Callable[[str], None] | None = None  # where print sinks write (the progress view's console)
     checkpoint: str | None = None  # checkpoint folder of the query writing through this sink
     sleep: Callable[[float], None] = time.sleep
+    where: str | None = None  # position of the sink in the pipeline file (file:line:col), for messages
+    dead_letter: Any = None  # spec of the pipeline's dead-letter sink (for rows a sink rejects)
 
     def resolve(self, path: str) -> str:
         p = Path(path)

@@ -115,6 +115,12 @@ class KafkaSource(_MessageSource):
     max_offsets_per_trigger: int | None = Field(default=None, ge=1)
     options: dict[str, str] = Field(default_factory=dict, description="extra kafka.* consumer options")
 
+    def columns(self) -> dict[str, str] | None:
+        if self.format == "json":
+            return self.schema_
+        return {"key": "string", self.value_column: "binary" if self.format == "raw" else "string",
+                "topic": "string", "timestamp": "timestamp", "headers": "map<string,string>"}
+
     @model_validator(mode="after")
     def _topics_or_pattern(self) -> "KafkaSource":
         if (self.topics is None) == (self.pattern is None):
