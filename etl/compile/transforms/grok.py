@@ -74,7 +74,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         values[name] = text if typ == "string" else text.try_cast(SPARK_TYPES[typ])
 
     err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
-        arr.isNull(), F.lit(f"no match for grok pattern {spec.pattern!r}"))
+        arr.isNull(), F.lit("no match for grok pattern"))
     for name, typ in g.columns:
         if typ != "string":
             err = err.when(raw[name].isNotNull() & values[name].isNull(),
