@@ -36,6 +36,14 @@ def _wrap(prefix: str, text: str, indent: str) -> list[str]:
     return out
 
 
+def _fill(text: str, indent: str, more: str) -> list[str]:
+    """Wrap a detail line at _WIDTH on spaces (deterministic; long words are kept whole)."""
+    import textwrap
+
+    return textwrap.wrap(text, _WIDTH, initial_indent=indent, subsequent_indent=more, break_long_words=False,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
 def _details(node: Any) -> list[str]:
     """One or two lines of what a node does, from its spec."""
     s = node.spec
@@ -134,7 +142,7 @@ def explain_plan(plan: Plan) -> str:
             ins = ", ".join(e.ref if e.role == "input" else f"table={e.ref}" for e in node.inputs)
             lines.append(f"  {node.id} ({node.type})" + (f" <- {ins}" if ins else ""))
             for d in _details(node):
-                lines.append(f"    {d}")
+                lines.extend(_fill(d, "    ", "        "))
             if node.type == "filter":
                 lines.extend("    " + r for r in _rules(plan, node))
             if node.outputs:
@@ -144,7 +152,7 @@ def explain_plan(plan: Plan) -> str:
                 lines.extend(_wrap("    columns: ", _cols(g.columns.get(node.id)), "      "))
             if kind == "sink":
                 d = plan.delivery_of(node.id)
-                lines.append(f"    delivery: {d.guarantee} ({d.reason})")
+                lines.extend(_fill(f"delivery: {d.guarantee} ({d.reason})", "    ", "      "))
     lines.append("")
     lines.append("edges:")
     for node in g.nodes.values():
