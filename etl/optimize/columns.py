@@ -194,10 +194,12 @@ def _eq_array(arr: pa.Array, kind: str, values: tuple, caseless: bool) -> np.nda
         ints = [int(v) for v in vals if isinstance(v, int) or float(v).is_integer()]
         if not ints:
             return out
-        vset = pa.array(ints, arr.type) if all(-2**63 <= v < 2**63 for v in ints) else None
-        if vset is None:
-            return _per_value(arr, lambda x: x in set(ints))
-        return to_np(pc.is_in(arr, value_set=vset))
+        lo, hi = (0, 2**(arr.type.bit_width) - 1) if pa.types.is_unsigned_integer(arr.type) else (
+            -2**(arr.type.bit_width - 1), 2**(arr.type.bit_width - 1) - 1)
+        ints = [v for v in ints if lo <= v <= hi]  # others cannot occur in this column
+        if not ints:
+            return out
+        return to_np(pc.is_in(arr, value_set=pa.array(ints, arr.type)))
     if kind == "float":  # IEEE equality (-0.0 == 0.0, NaN equals nothing), which is_in's hashing is not
         for v in vals:
             out |= to_np(pc.equal(arr, pa.scalar(float(v), arr.type)))

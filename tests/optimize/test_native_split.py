@@ -46,3 +46,10 @@ def test_vectorized_natives(pred, expected):
     program = compile_rules(rules_of([{"id": "r", "when": pred}]), upto="native_split")
     (native,) = program.natives
     assert eval_native(native.key, BatchView(BATCH)).tolist() == expected
+
+
+def test_int_values_outside_the_column_type():
+    batch = BatchView(pa.RecordBatch.from_pydict({"x": pa.array([0, 255, 3], pa.uint8())}))
+    program = compile_rules(rules_of([{"id": "r", "when": {"field": "x", "in": [-1, 255, 3.0, 10**30]}}]),
+                            upto="native_split")
+    assert eval_native(program.natives[0].key, batch).tolist() == [False, True, True]
