@@ -94,7 +94,7 @@ class BatchView:
         self.n = batch.num_rows
         self._cols: dict[str, pa.Array] = {}
         self._text: dict[tuple, pa.Array] = {}
-        self._valid: dict[tuple, np.ndarray] = {}
+        self._valid: dict[object, np.ndarray] = {}
 
     def column(self, field: str) -> pa.Array:
         got = self._cols.get(field)
@@ -141,6 +141,25 @@ class BatchView:
         self._text[key] = arr
         return arr
 
+    def raw_valid(self, field: str) -> np.ndarray:
+        got = self._valid.get(field)
+        if got is None:
+            got = self._valid[field] = to_np(self.column(field).is_valid())
+        return got
+
+    def numbers(self, field: str) -> np.ndarray:
+        """A numeric (or bool) column as numpy, nulls filled with 0 (mask them with raw_valid)."""
+        key = ("#", field)
+        got = self._valid.get(key)
+        if got is None:
+            arr = self.column(field)
+            if isinstance(arr, pa.ChunkedArray):
+                arr = arr.combine_chunks()
+            if arr.null_count:
+                arr = arr.fill_null(False if pa.types.is_boolean(arr.type) else 0)
+            got = self._valid[key] = arr.to_numpy(zero_copy_only=False)
+        return got
+
     def valid(self, field: str, derivations: tuple[str, ...]) -> np.ndarray:
         key = (field, derivations)
         got = self._valid.get(key)
@@ -181,30 +200,30 @@ def _caseless_eq(target: str) -> Callable[[str], bool]:
     return lambda s: rx.fullmatch(s) is not None
 
 
-def _eq_array(arr: pa.Array, kind: str, values: tuple, caseless: bool) -> np.ndarray:
-    n = len(arr)
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    if pa.types.is_unsigned_integer(t):
+        return 0, 2**t.bit_width - 1
+    return -2**(t.bit_width - 1), 2**(t.bit_width - 1) - 1
+
+
+def _eq_array(b: BatchView, field: str, arr: pa.Array, kind: str, values: tuple, caseless: bool) -> np.ndarray:
+    """Where the field equals one of ``values`` (same kind; numbers numerically, IEEE)."""
     vals = [v for v in values if _compatible(kind, v) and v == v]  # NaN equals nothing
-    out = np.zeros(n, dtype=bool)
+    out = np.zeros(len(arr), dtype=bool)
     if not vals:
         return out
-    if kind == "text" and caseless:
-        fns = [_caseless_eq(v) for v in vals]
-        return _per_value(arr, lambda s: any(f(s) for f in fns))
+    if kind == "text":
+        if caseless:
+            fns = [_caseless_eq(v) for v in vals]
+            return _per_value(arr, lambda s: any(f(s) for f in fns))
+        return to_np(pc.is_in(arr, value_set=pa.array(vals, arr.type)))
+    nums = b.numbers(field)
     if kind == "int":
-        ints = [int(v) for v in vals if isinstance(v, int) or float(v).is_integer()]
-        if not ints:
-            return out
-        lo, hi = (0, 2**(arr.type.bit_width) - 1) if pa.types.is_unsigned_integer(arr.type) else (
-            -2**(arr.type.bit_width - 1), 2**(arr.type.bit_width - 1) - 1)
-        ints = [v for v in ints if lo <= v <= hi]  # others cannot occur in this column
-        if not ints:
-            return out
-        return to_np(pc.is_in(arr, value_set=pa.array(ints, arr.type)))
-    if kind == "float":  # IEEE equality (-0.0 == 0.0, NaN equals nothing), which is_in's hashing is not
-        for v in vals:
-            out |= to_np(pc.equal(arr, pa.scalar(float(v), arr.type)))
-        return out
-    return to_np(pc.is_in(arr, value_set=pa.array(vals, arr.type)))
+        lo, hi = _int_range(arr.type)
+        vals = [int(v) for v in vals if (isinstance(v, int) or float(v).is_integer()) and lo <= v <= hi]
+    for v in vals:
+        out |= nums == v
+    return out & b.raw_valid(field)
 
 
 _CMP_FN = {"gt": pc.greater, "ge": pc.greater_equal, "lt": pc.less, "le": pc.less_equal}
@@ -228,13 +247,13 @@ def eval_native(key, b: BatchView) -> np.ndarray:
     n = b.n
     raw = b.column(key.field)
     if op == "is_null":
-        return ~to_np(raw.is_valid())
+        return ~b.raw_valid(key.field)
     if op == "not_null":
-        return to_np(raw.is_valid())
+        return b.raw_valid(key.field)
     kind = value_kind(raw.type)
     if op == "has_text":
         if kind in ("text", "int", "float", "bool"):
-            return to_np(raw.is_valid())
+            return b.raw_valid(key.field)
         return np.zeros(n, dtype=bool)
     if op == "cidr":
         return _per_value(b.text(key.field, key.derivations), _cidr_fn(key.value))
@@ -243,9 +262,9 @@ def eval_native(key, b: BatchView) -> np.ndarray:
         arr = b.text(key.field, key.derivations)
     if op in ("eq", "ne", "in"):
         values = key.value if op == "in" else (key.value,)
-        eq = _eq_array(arr, kind, values, key.caseless)
+        eq = _eq_array(b, key.field, arr, kind, values, key.caseless)
         if op == "ne":
-            return to_np(raw.is_valid()) & ~eq
+            return b.raw_valid(key.field) & ~eq
         return eq
     if op in _CMP_FN:
         v = key.value
@@ -255,5 +274,7 @@ def eval_native(key, b: BatchView) -> np.ndarray:
             return to_np(_CMP_FN[op](arr, pa.scalar(v, arr.type)))
         if kind not in ("int", "float"):
             return np.zeros(n, dtype=bool)
-        return to_np(_CMP_FN[op](pc.cast(arr, pa.float64()), pa.scalar(float(v))))
+        nums, t = b.numbers(key.field), float(v)
+        cmp = nums > t if op == "gt" else nums >= t if op == "ge" else nums < t if op == "lt" else nums <= t
+        return cmp & b.raw_valid(key.field)
     raise ValueError(f"not a native operator: {op}")
