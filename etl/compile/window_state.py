@@ -223,17 +223,16 @@ def _processor_class() -> type:
             if not st["w"]:
                 return
             if cfg.early_ms is None:
-                for _, end in st["w"]:
+                for end in {end for _, end in st["w"]}:
                     self.handle.registerTimer(end)
-            else:
-                nxt = now + max(cfg.early_ms, 1)
-                if st["dirty"] and st["last"] is not None:
-                    nxt = max(st["last"] + cfg.early_ms, now + 1)
-                existing = list(self.handle.listTimers())
-                if not any(t <= nxt for t in existing):
-                    for t in existing:
-                        self.handle.deleteTimer(t)
-                    self.handle.registerTimer(nxt)
+                return
+            # ProcessingTime mode: one tick at most `early` ahead (sooner when provisional rows wait).
+            # A timer that is firing right now is still listed: only later ones count.
+            nxt = now + max(cfg.early_ms, 1)
+            if st["dirty"] and st["last"] is not None:
+                nxt = max(st["last"] + cfg.early_ms, now + 1)
+            if not any(now < t <= nxt for t in self.handle.listTimers()):
+                self.handle.registerTimer(nxt)
 
         def _late(self, key: tuple, ms: int, payload: Any, wins: list, wm: int) -> Any:
             d = self._base(key)
