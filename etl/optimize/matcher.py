@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 from etl.optimize.columns import BatchView, eval_native, to_np, value_kind
 from etl.optimize.fpcache import FingerprintCache
 from etl.optimize.ir import Const, Expr, FilterProgram, Or, Pred, leaves
-from etl.optimize.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold
+from etl.optimize.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold, skeleton
 
 # --------------------------------------------------------------------------- results
 
@@ -190,7 +190,7 @@ class _Runtime:
         self.general_exprs: dict[int, Expr] = {}
         self.dense_r0: dict[int, Expr] = {}  # rule -> tree over natives with patterns false
         self.native_only: dict[int, Expr] = {}
-        self.guarded: dict[int, Expr] = {}  # rules with natives and patterns: scan pruning
+        self.subject_guards: dict[tuple, set[Expr]] = {}  # per subject, skeletons of rules with natives
         self.subject_users: dict[tuple, set[int]] = {}
         self.unguarded_subjects: set[tuple] = set()
         for r in program.rules:
@@ -221,7 +221,9 @@ class _Runtime:
             if not (isinstance(r0, Const) and not r0.value):
                 self.dense_r0[k] = r0
             if nats:
-                self.guarded[k] = e
+                sk = skeleton(e, native_leaves)
+                for x in pats:
+                    self.subject_guards.setdefault(leaf_subject[x], set()).add(sk)
         self.simple_ptr, self.simple_targets = csr(self.simple, self.num_leaves)
         self.general_ptr, self.general_targets = csr(self.general, self.num_leaves)
         self.functions = compile_rule_functions(self.general_exprs, native_leaves)
@@ -267,12 +269,29 @@ class _Runtime:
         cand = np.unique(cand_rows * R + cand_rules) if len(cand_rows) else np.zeros(0, np.int64)
         if len(cand):
             keys.append(self._evaluate(cand, hit_rows, hit_leaves, nat))
-        for k, e in self.dense_r0.items():
-            v = np.broadcast_to(dense(e, nat), (n,))
-            r0 = np.flatnonzero(v).astype(np.int64) * R + k
-            if len(r0) and len(cand):
-                r0 = r0[~np.isin(r0, cand)]
-            keys.append(r0)
+        if self.dense_r0:
+            # where none of its patterns fired, a dense rule is its patterns-false value
+            fired: dict[int, np.ndarray] = {}
+            if len(cand):
+                by_rule = np.argsort(cand % R, kind="stable")
+                c_rules, c_rows = (cand % R)[by_rule], (cand // R)[by_rule]
+                ks, starts = np.unique(c_rules, return_index=True)
+                for k, a, z in zip(ks.tolist(), starts.tolist(), starts[1:].tolist() + [len(c_rules)]):
+                    fired[k] = c_rows[a:z]
+            r0_cache: dict[Expr, Any] = {}
+            for k, e in self.dense_r0.items():
+                v = r0_cache.get(e)
+                if v is None:
+                    v = r0_cache[e] = dense(e, nat)
+                if isinstance(v, (bool, np.bool_)):
+                    if not v:
+                        continue
+                    v = np.ones(n, dtype=bool)
+                rows_k = fired.get(k)
+                if rows_k is not None:
+                    v = v.copy()
+                    v[rows_k] = False
+                keys.append(np.flatnonzero(v).astype(np.int64) * R + k)
         if not keys:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         allk = np.unique(np.concatenate(keys))
@@ -280,18 +299,18 @@ class _Runtime:
 
     def _scan_sets(self, b: BatchView, nat: dict[int, np.ndarray]) -> dict[tuple, np.ndarray | None]:
         """Rows to scan per subject; None = every row that has a value."""
-        unknown: dict[int, Any] = {}
+        unknown: dict[Expr, Any] = {}  # per guard skeleton (rules differing only in patterns share one)
         out: dict[tuple, np.ndarray | None] = {}
-        for s, users in self.subject_users.items():
+        for s in self.subject_users:
             if s in self.unguarded_subjects:
                 out[s] = None
                 continue
             acc: Any = False
-            for k in users:
-                u = unknown.get(k)
+            for sk in self.subject_guards[s]:
+                u = unknown.get(sk)
                 if u is None:
-                    lo, hi = bounds(self.guarded[k], nat)
-                    u = unknown[k] = np.logical_and(hi, np.logical_not(lo))
+                    lo, hi = bounds(sk, nat)
+                    u = unknown[sk] = np.logical_and(hi, np.logical_not(lo))
                 acc = np.logical_or(acc, u)
             if isinstance(acc, (bool, np.bool_)):
                 out[s] = None if acc else np.zeros(b.n, dtype=bool)

@@ -35,6 +35,17 @@ def fold(e: Expr, value_of: Callable[[int], bool | None]) -> Expr:
     return (And if is_and else Or)(tuple(kids))
 
 
+def skeleton(e: Expr, keep: set[int]) -> Expr:
+    """The tree with every leaf not in ``keep`` replaced by one placeholder (Pred(-1))."""
+    if isinstance(e, Pred):
+        return e if e.index in keep else Pred(-1)
+    if isinstance(e, Not):
+        return Not(skeleton(e.child, keep))
+    if isinstance(e, (And, Or)):
+        return type(e)(tuple(skeleton(c, keep) for c in e.children))
+    return e
+
+
 def dense(e: Expr, nat: dict[int, np.ndarray]) -> Any:
     """Vectorized value of a tree whose leaves are all natives (bool or numpy array)."""
     if isinstance(e, Const):
