@@ -29,14 +29,18 @@ Origin = object
 
 @dataclass(frozen=True)
 class NodePath:
-    """Default origin: a rule id and the path of a node inside the rule's ``when``."""
+    """Default origin: a rule id and the path of a node relative to the rule's ``when``.
+
+    ``NodePath("r", ("any", 1))`` is the second child of ``when: {any: [...]}``;
+    ``()`` is ``when`` itself. Keys are the YAML keys (all, any, not) and list indices.
+    """
 
     rule: str
     path: tuple[Union[str, int], ...] = ()
 
     def __str__(self) -> str:
         where = ".".join(str(p) for p in self.path)
-        return f"rule {self.rule}" + (f" at {where}" if where else "")
+        return f"rule {self.rule}" + (f" at when.{where}" if where else "")
 
 
 # --------------------------------------------------------------------------- expressions

@@ -56,7 +56,7 @@ def lift(rules: list[Rule]) -> FilterProgram:
 
     for i, rule in enumerate(rules):
         origin = NodePath(rule.id)
-        expr = walk(rule.when, rule.id, ("when",))
+        expr = walk(rule.when, rule.id, ())
         out.append(RuleProgram(i, rule.id, expr, rule.severity, tuple(rule.tags), origin))
     return FilterProgram(rules=tuple(out), predicates=tuple(preds), passes=("lift",))
 
