@@ -57,8 +57,6 @@ from typing import Any
 
 from etl.spec.rules import All, AnyOf, Not, Predicate, Rule
 
-_MISSING = object()
-
 
 def lookup(event: dict, field: str) -> Any:
     if field in event:
