@@ -1,0 +1,408 @@
+"""Lookup joins: enrich a stream from a dimension table, broadcast or in rocksdict stores.
+
+`lookup_join(events, table, spec)` joins streaming `events` with the dimension
+table on `spec.on` (event column -> table column), adding `spec.fields` (all
+non-key table columns when absent); a table column whose name the events
+already use is added as `<table>_<name>`. Inner: one row per match (a key
+present twice in the table gives two rows); left: every event, with NULL
+dimension fields when nothing matches. Keys compare as text (integers and
+strings; several key columns are joined by \\x1f).
+
+Two stores (`spec.store`, or `auto`: broadcast up to AUTO_MAX_BYTES of file or
+AUTO_MAX_ROWS rows):
+
+* broadcast -- Spark's broadcast hash join against the table, read once and
+  cached. With `refresh` the table is not cached by Spark: every micro-batch
+  re-plans it, and a file is served from each Python worker's in-memory copy,
+  re-read once `refresh` has passed and the file changed (a table Spark reads,
+  such as mysql, is queried again each micro-batch).
+* rocksdb -- `mapInArrow` over the events: each Python worker looks keys up in
+  a rocksdict store on local disk (etl/compile/lookup_store.py), a batch at a
+  time (keys sorted for locality, one multi-get, values decoded by Arrow's CSV
+  reader). Files are read by the workers themselves; tables Spark reads (mysql)
+  are first written by the driver as parquet snapshots beside the stores. With
+  `refresh`, workers re-check the source every interval and swap to the new
+  version once built, without stopping the query.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from etl.compile.lookup_store import (TableSource, default_base_dir, ensure_version, key_array, source_version,
+                                      store_for, decode_values)
+
+LK = "_etl_lk"
+AUTO_MAX_BYTES = 16 * 1000**2
+AUTO_MAX_ROWS = 1_000_000
+
+
+class LookupError_(ValueError):
+    """A lookup that cannot be compiled (unknown column, bad table)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class Dimension:
+    """The dimension table: a file pyarrow can read (csv, jsonl, parquet), or a static Spark DataFrame."""
+
+    name: str
+    path: str | None = None
+    format: str = "csv"
+    header: bool = True
+    delimiter: str = ","
+    columns: dict[str, str] | None = None  # declared Spark types, if any
+    frame: Any = None  # static DataFrame (mysql, or any table Spark reads)
+
+
+@dataclass
+class LookupResult:
+    df: Any
+    store: str  # "broadcast" | "rocksdb"
+    source: TableSource | None = None  # rocksdb: what workers read
+    refresher: "Refresher | None" = None
+    renamed: dict[str, str] = field(default_factory=dict)  # table column -> output column
+
+    def prepare(self) -> float:
+        """Build the rocksdb store on this host now (the driver, in local mode); returns seconds taken."""
+        if self.source is None:
+            return 0.0
+        t = time.time()
+        ensure_version(self.source, source_version(self.source))
+        return time.time() - t
+
+
+# ---------------------------------------------------------------- schema
+_ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigint", "int32": "int",
+                   "int16": "smallint", "int8": "tinyint", "double": "double", "float": "float",
+                   "bool": "boolean", "date32[day]": "date"}
+_SPARK_TO_ARROW = {"string": "string", "bigint": "int64", "long": "int64", "int": "int32", "integer": "int32",
+                   "smallint": "int16", "tinyint": "int8", "double": "float64", "float": "float32",
+                   "boolean": "bool", "date": "date32", "timestamp": "timestamp_us_utc"}
+
+
+def arrow_type(spark_type: str) -> Any:
+    import pyarrow as pa
+
+    t = _SPARK_TO_ARROW.get(spark_type.lower().strip())
+    if t is None:
+        if spark_type.lower().startswith("decimal"):
+            p, s = spark_type[spark_type.index("(") + 1:-1].split(",")
+            return pa.decimal128(int(p), int(s))
+        return pa.string()
+    if t == "timestamp_us_utc":
+        return pa.timestamp("us", tz="UTC")
+    return pa.type_for_alias(t)
+
+
+def spark_type(t: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    return _ARROW_TO_SPARK.get(str(t), "string")
+
+
+def _normalize(t: Any) -> Any:
+    """Arrow types the Spark side can take as they are (timestamps in UTC micros, others as text)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC")
+    if spark_type(t) == "string":
+        return pa.string()
+    return t
+
+
+def table_schema(dim: Dimension, keys: list[str]) -> Any:
+    """Arrow schema of the table: declared columns, else the DataFrame's, else inferred from the file."""
+    import pyarrow as pa
+
+    if dim.columns:
+        fields = [pa.field(n, arrow_type(t)) for n, t in dim.columns.items()]
+    elif dim.frame is not None:
+        fields = [pa.field(n, arrow_type(t)) for n, t in dim.frame.dtypes]
+    elif dim.format == "csv":
+        import pyarrow.csv as pcsv
+
+        from etl.compile.lookup_store import _files
+
+        first = _files(dim.path, (".csv", ".txt"))[0]
+        reader = pcsv.open_csv(first, read_options=pcsv.ReadOptions(autogenerate_column_names=not dim.header),
+                               parse_options=pcsv.ParseOptions(delimiter=dim.delimiter),
+                               convert_options=pcsv.ConvertOptions(column_types={k: pa.string() for k in keys}))
+        fields = list(reader.schema)
+    elif dim.format == "parquet":
+        import pyarrow.parquet as pq
+
+        fields = list(pq.read_schema(dim.path) if os.path.isfile(dim.path) else
+                      pq.ParquetDataset(dim.path).schema)
+    else:  # jsonl
+        import pyarrow.json as pjson
+
+        from etl.compile.lookup_store import _files
+
+        fields = list(pjson.read_json(_files(dim.path, (".json", ".jsonl"))[0]).schema)
+    out = []
+    for f in fields:
+        out.append(pa.field(f.name, pa.string() if f.name in keys else _normalize(f.type)))
+    return pa.schema(out)
+
+
+# ----------------------------------------------------------------- compile
+def choose_store(dim: Dimension, requested: str) -> str:
+    if requested != "auto":
+        return requested
+    if dim.frame is not None:
+        return "broadcast" if dim.frame.limit(AUTO_MAX_ROWS + 1).count() <= AUTO_MAX_ROWS else "rocksdb"
+    p = Path(dim.path)
+    size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
+    return "broadcast" if size <= AUTO_MAX_BYTES else "rocksdb"
+
+
+def event_key(events: Any, cols: list[str]) -> Any:
+    """The events' join key as text, built like lookup_store.key_array builds the table's."""
+    from pyspark.sql import functions as F
+
+    parts = [F.col(f"`{c}`").cast("string") for c in cols]
+    if len(parts) == 1:
+        return parts[0]
+    present = functools.reduce(lambda a, b: a & b, [p.isNotNull() for p in parts])
+    return F.when(present, F.concat_ws("\x1f", *parts))
+
+
+def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, base_dir: str | None = None,
+                store: str | None = None) -> LookupResult:
+    """Join per `spec` (a LookupTransform: on, fields, how, store, refresh)."""
+    ev_keys, tb_keys = list(spec.on.keys()), list(spec.on.values())
+    missing = [c for c in ev_keys if c not in events.columns]
+    if missing:
+        raise LookupError_(f"lookup key column(s) {', '.join(missing)} missing from the events; columns: "
+                           f"{', '.join(events.columns)}", "on")
+    schema = table_schema(dim, tb_keys)
+    absent = [c for c in tb_keys + list(spec.fields or []) if c not in schema.names]
+    if absent:
+        raise LookupError_(f"table '{dim.name}' has no column(s) {', '.join(absent)}; columns: "
+                           f"{', '.join(schema.names)}", "fields" if set(absent) - set(tb_keys) else "on")
+    values = list(spec.fields) if spec.fields is not None else [c for c in schema.names if c not in tb_keys]
+    renamed = {c: (f"{dim.name}_{c}" if c in events.columns or c == LK else c) for c in values}
+    mode = store or choose_store(dim, spec.store)
+    if mode == "broadcast":
+        return _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spark)
+    return _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir or default_base_dir())
+
+
+def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], values: list[str],
+                 refresh_s: float | None) -> Any:
+    """The table as a static DataFrame; files are read by the same Arrow readers as the rocksdb path
+    (through the `etl_dimension` Python data source), so both stores see identical values."""
+    if dim.frame is not None:
+        return dim.frame
+    import base64
+    import pickle
+
+    import pyarrow as pa
+
+    fmt = {"json": "jsonl"}.get(dim.format, dim.format)
+    tschema = pa.schema([schema.field(c) for c in keys + values])
+    src = TableSource(dim.name, dim.path, fmt, tuple(keys), tuple(values), tschema, dim.header, dim.delimiter,
+                      refresh_s)
+    source_cls = _dimension_source()
+    spark.dataSource.register(source_cls)
+    ddl = ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in tschema)
+    return (spark.read.format(source_cls.name()).schema(ddl)
+            .option("source", base64.b64encode(pickle.dumps(src)).decode()).load())
+
+
+def _dimension_source() -> type:
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    class DimReader(DataSourceReader):
+        def __init__(self, src: TableSource):
+            self.src = src
+
+        def read(self, partition: Any) -> Iterator[Any]:
+            yield from cached_table(self.src).to_batches(max_chunksize=1 << 16)
+
+    class DimSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "etl_dimension"
+
+        def reader(self, schema: Any) -> Any:
+            import base64
+            import pickle
+
+            return DimReader(pickle.loads(base64.b64decode(self.options["source"])))
+
+    return DimSource
+
+
+def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spark) -> LookupResult:
+    from pyspark.sql import functions as F
+
+    spark = spark or events.sparkSession
+    table = _read_static(spark, dim, schema, tb_keys, values, spec.refresh)
+    cols = [F.col(f"`{k}`").cast("string").alias(f"{LK}{i}") for i, k in enumerate(tb_keys)]
+    cols += [F.col(f"`{c}`").alias(renamed[c]) for c in values]
+    table = table.select(*cols).where(functools.reduce(lambda a, b: a & b,
+                                                       [F.col(f"{LK}{i}").isNotNull() for i in range(len(tb_keys))]))
+    if not spec.refresh:
+        table = table.cache()  # read once
+    # with `refresh`, every micro-batch re-plans the table: files come from each worker's copy, re-read when
+    # older than `refresh` and changed (cached_table); a Spark-read table (mysql) is queried again
+    cond = [F.col(f"`{k}`").cast("string") == F.col(f"{LK}{i}") for i, k in enumerate(ev_keys)]
+    joined = events.join(F.broadcast(table), on=functools.reduce(lambda a, b: a & b, cond),
+                         how="inner" if spec.how == "inner" else "left")
+    out = joined.drop(*[f"{LK}{i}" for i in range(len(tb_keys))])
+    return LookupResult(out, "broadcast", None, None, renamed)
+
+
+_TABLES: dict[str, tuple[str, float, Any]] = {}
+
+
+def cached_table(src: TableSource) -> Any:
+    """The table read by this worker, re-read when `src.refresh_s` passed and its files changed."""
+    from etl.compile.lookup_store import read_table
+
+    now = time.monotonic()
+    hit = _TABLES.get(src.cache_key())
+    if hit is not None and (src.refresh_s is None or now - hit[1] < src.refresh_s):
+        return hit[2]
+    version = source_version(src)
+    table = hit[2] if hit is not None and hit[0] == version else read_table(src)
+    _TABLES[src.cache_key()] = (version, now, table)
+    return table
+
+
+def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir) -> LookupResult:
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    tschema = pa.schema([schema.field(c) for c in tb_keys + values])
+    if dim.frame is not None:
+        snap = Path(base_dir) / dim.name / "_snapshots"
+        writer = _snapshot_writer(dim.frame, snap, tb_keys + values)
+        writer()
+        src = TableSource(dim.name, str(snap), "snapshot", tuple(tb_keys), tuple(values), tschema,
+                          refresh_s=spec.refresh, base_dir=base_dir)
+        refresher = Refresher(spec.refresh, writer) if spec.refresh else None
+    else:
+        fmt = {"csv": "csv", "jsonl": "jsonl", "json": "jsonl", "parquet": "parquet"}.get(dim.format)
+        if fmt is None:
+            raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
+        src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
+                          dim.delimiter, spec.refresh, base_dir)
+        refresher = None
+    out_ddl = [f"`{n}` {t}" for n, t in events.dtypes]
+    out_ddl += [f"`{renamed[c]}` {spark_type(schema.field(c).type)}" for c in values]
+    out_schema = StructType.fromDDL(", ".join(out_ddl))
+    fn = functools.partial(_lookup_batches, src=src, inner=spec.how == "inner",
+                           names=tuple(renamed[c] for c in values))
+    df = events.withColumn(LK, event_key(events, ev_keys)).mapInArrow(fn, out_schema)
+    return LookupResult(df, "rocksdb", src, refresher, renamed)
+
+
+def _snapshot_writer(frame: Any, snap: Path, cols: list[str]) -> Any:
+    def write() -> None:
+        version = f"v{time.time_ns()}"
+        frame.select(*[f"`{c}`" for c in cols]).write.mode("overwrite").parquet(str(snap / version))
+        tmp = snap / f".LATEST.{os.getpid()}"
+        tmp.write_text(version)
+        os.replace(tmp, snap / "LATEST")
+        old = sorted(p for p in snap.iterdir() if p.is_dir() and p.name.startswith("v") and p.name != version)
+        import shutil
+
+        for p in old[:-1]:  # keep the previous snapshot while workers may still build from it
+            shutil.rmtree(p, ignore_errors=True)
+
+    return write
+
+
+class Refresher:
+    """A driver-side daemon thread running `action` every `interval` seconds until stopped."""
+
+    def __init__(self, interval: float, action: Any):
+        self.interval = float(interval)
+        self.action = action
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+        self.errors: list[str] = []
+
+    def start(self) -> "Refresher":
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, daemon=True, name="etl-lookup-refresh")
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.action()
+                self.runs += 1
+            except Exception as e:  # noqa: BLE001 - the table stays at its last good version; recorded
+                self.errors.append(f"{type(e).__name__}: {e}")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+# ------------------------------------------------------------ executor side
+def _lookup_batches(batches: Iterator[Any], *, src: TableSource, inner: bool, names: tuple[str, ...]) -> Iterator[Any]:
+    for batch in batches:
+        yield join_batch(batch, store_for(src), inner, names)
+
+
+def join_batch(batch: Any, store: Any, inner: bool, names: tuple[str, ...]) -> Any:
+    """Join one Arrow record batch (with its LK key column) against `store`."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = batch.column(batch.schema.get_field_index(LK))
+    events = batch.drop_columns([LK]) if hasattr(batch, "drop_columns") else \
+        pa.RecordBatch.from_arrays([c for i, c in enumerate(batch.columns) if batch.schema.field(i).name != LK],
+                                   names=[n for n in batch.schema.names if n != LK])
+    n = batch.num_rows
+    order = np.arange(n, dtype=np.int64)
+    if keys.null_count:
+        order = np.flatnonzero(pc.is_valid(keys).to_numpy(zero_copy_only=False)).astype(np.int64)
+    order = order[pc.sort_indices(keys.take(pa.array(order))).to_numpy().astype(np.int64)]
+    blobs = store.get_many(keys.take(pa.array(order)).cast(pa.binary()).to_pylist())
+    hit_pos = [i for i, v in enumerate(blobs) if v is not None]
+    hits = [blobs[i] for i in hit_pos]
+    ev_hit = order[np.asarray(hit_pos, dtype=np.int64)] if hit_pos else np.empty(0, dtype=np.int64)
+    vschema = pa.schema([pa.field(nm, store.schema.field(i).type) for i, nm in enumerate(names)])
+    if store.meta.get("duplicates"):
+        counts = np.fromiter((b.count(b"\n") + 1 for b in hits), dtype=np.int64, count=len(hits))
+        ev_rows = np.repeat(ev_hit, counts)
+    else:
+        ev_rows = ev_hit
+    dim = decode_values(hits, store.schema, store.meta["encoding"]) if names else None
+    dim_idx = np.arange(len(ev_rows), dtype=np.int64)
+    if not inner:
+        missed = np.setdiff1d(np.arange(n, dtype=np.int64), ev_hit, assume_unique=False)
+        ev_rows = np.concatenate([ev_rows, missed])
+        dim_idx = np.concatenate([dim_idx, np.full(len(missed), -1, dtype=np.int64)])
+    perm = np.argsort(ev_rows, kind="stable")
+    ev_rows, dim_idx = ev_rows[perm], dim_idx[perm]
+    out_cols = list(events.take(pa.array(ev_rows)).columns)
+    if names:
+        take = pa.array(dim_idx, mask=dim_idx < 0)
+        for i, f in enumerate(vschema):
+            col = dim.column(i).take(take)
+            out_cols.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    return pa.RecordBatch.from_arrays(out_cols, names=list(events.schema.names) + list(names))

@@ -1,0 +1,112 @@
+"""Lookup joins on a streaming source: broadcast and rocksdb stores, inner and left, and refresh
+of the table while the query runs."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import pytest
+
+from etl.compile import lookup_store as ls
+from etl.compile.lookup import Dimension, lookup_join
+from etl.spec.transforms import LookupTransform
+from tests.lookup.reference import ref_join
+from tests.lookup.test_store import TABLE, write_csv
+from tests.windows.harness import rows_of
+
+pytestmark = pytest.mark.spark
+
+EVENTS = [[{"user": u, "n": i + 10 * b, "name": "event-name"} for i, u in enumerate(us)]
+          for b, us in enumerate([["u1", "u2", "u9", None], ["u3", "u5", "u4", "u1", "u7"]])]
+SCHEMA = "user string, n bigint, name string"
+
+
+def spec(**kw) -> LookupTransform:
+    return LookupTransform.model_validate({"id": "enrich", "type": "lookup", "inputs": ["ev"], "table": "users",
+                                           "on": {"user": "id"}, **kw})
+
+
+def events_stream(spark, tmp_path, batches, name="ev"):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(batches))
+    return spark.readStream.format("etl_test_batches").option("path", str(path)).option("schema", SCHEMA).load(), path
+
+
+def run(spark, df, tmp_path):
+    table = "l_" + uuid.uuid4().hex[:8]
+    q = (df.writeStream.format("memory").queryName(table).option("checkpointLocation", str(tmp_path / table))
+         .trigger(processingTime="0 seconds").start())
+    return q, table
+
+
+def test_broadcast_and_rocksdb_inner_and_left(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    csv = tmp_path / "users.csv"
+    write_csv(csv, TABLE)
+    dim = Dimension("users", str(csv), "csv")
+    ev, _ = events_stream(spark, tmp_path, EVENTS)
+    frames = []
+    for store in ("broadcast", "rocksdb"):
+        for how in ("inner", "left"):
+            res = lookup_join(ev, dim, spec(how=how, store=store, fields=["name", "tier", "score"]),
+                              base_dir=str(tmp_path / "stores"))
+            assert res.store == store and res.renamed == {"name": "users_name", "tier": "tier", "score": "score"}
+            if res.source is not None:
+                res.prepare()
+            frames.append(res.df.withColumn("_variant", F.lit(f"{store}-{how}")))
+    union = frames[0]
+    for f in frames[1:]:
+        union = union.unionByName(f)
+    q, table = run(spark, union, tmp_path)
+    q.processAllAvailable()
+    q.stop()
+    rows = rows_of(spark.table(table))
+    flat = [e for b in EVENTS for e in b]
+    renamed = {"name": "users_name", "tier": "tier", "score": "score"}
+    for variant in ("broadcast-inner", "broadcast-left", "rocksdb-inner", "rocksdb-left"):
+        got = [{k: v for k, v in r.items() if k != "_variant"} for r in rows if r["_variant"] == variant]
+        want = ref_join(flat, TABLE, {"user": "id"}, ["name", "tier", "score"], variant.endswith("inner"), renamed)
+        key = lambda r: json.dumps(r, sort_keys=True)  # noqa: E731
+        assert sorted(map(key, got)) == sorted(map(key, want)), variant
+
+
+def test_refresh_while_running(spark, tmp_path):
+    """Both stores pick up a changed table between micro-batches without a restart."""
+    from pyspark.sql import functions as F
+
+    ls.drop_cached()
+    csv = tmp_path / "users.csv"
+    write_csv(csv, TABLE)
+    ev, path = events_stream(spark, tmp_path, [[{"user": "u1", "n": 0, "name": "x"}]], "refresh")
+    frames, refreshers = [], []
+    for store in ("broadcast", "rocksdb"):
+        res = lookup_join(ev, Dimension("users", str(csv), "csv"),
+                          spec(how="left", store=store, refresh="1s", fields=["tier"]),
+                          base_dir=str(tmp_path / "stores"))
+        if res.refresher is not None:
+            refreshers.append(res.refresher.start())
+        frames.append(res.df.withColumn("_variant", F.lit(store)))
+    q, table = run(spark, frames[0].unionByName(frames[1]), tmp_path)
+    try:
+        q.processAllAvailable()
+        assert {r["_variant"]: r["tier"] for r in rows_of(spark.table(table))} == {"broadcast": 1, "rocksdb": 1}
+        write_csv(csv, [dict(r, tier=100 + (r["tier"] or 0)) if r["id"] == "u1" else r for r in TABLE])
+        batches = [[{"user": "u1", "n": 0, "name": "x"}]]
+        deadline = time.time() + 90
+        seen: dict = {}
+        while time.time() < deadline and seen != {"broadcast": 101, "rocksdb": 101}:
+            time.sleep(1.2)
+            batches.append([{"user": "u1", "n": len(batches), "name": "x"}])
+            path.write_text(json.dumps(batches))
+            q.processAllAvailable()
+            last = max(r["n"] for r in rows_of(spark.table(table)))
+            seen = {r["_variant"]: r["tier"] for r in rows_of(spark.table(table)) if r["n"] == last}
+        assert seen == {"broadcast": 101, "rocksdb": 101}
+        assert q.isActive
+    finally:
+        q.stop()
+        for r in refreshers:
+            r.stop()
