@@ -8,8 +8,9 @@ folding, empty matches). So the pattern is not passed through: it is parsed with
 Python's own parser and re-emitted construct by construct:
 
 * every character class (``.``, ``[...]``, ``\\d``, a caseless letter ...) becomes
-  the exact set of code points Python matches, computed by Python itself
-  (``re.findall`` over all code points, cached), written as explicit ranges;
+  the exact set of code points Python matches (Python's category tables and
+  case folding, precomputed in :mod:`etl.optimize.ucd`; Python itself is asked
+  about the code points case folding can affect), written as explicit ranges;
   huge Unicode sets keep their ASCII part exact and accept every non-ASCII code
   point (a superset: reports on non-ASCII values are confirmed with ``re``);
 * anchors map to their Hyperscan equivalents (``\\Z`` -> ``\\z``, ...);
@@ -39,6 +40,9 @@ from typing import Iterable
 
 import _sre
 import hyperscan
+
+from etl.optimize.ucd import fold_string
+from etl.optimize.ucd import tables as ucd_tables
 
 MAX_CP = 0x10FFFF
 ASCII_MAX = 0x7F
@@ -81,16 +85,6 @@ class Translation:
 # --------------------------------------------------------------------------- code point sets
 
 
-@lru_cache(maxsize=1)
-def _universe() -> str:
-    return "".join(chr(c) for c in range(MAX_CP + 1) if not 0xD800 <= c <= 0xDFFF)
-
-
-@lru_cache(maxsize=1)
-def _cased_universe() -> str:
-    return "".join(ch for ch in _universe() if _sre.unicode_iscased(ord(ch)))
-
-
 def _merge(ranges: Iterable[tuple[int, int]]) -> Ranges:
     out: list[list[int]] = []
     for lo, hi in sorted(ranges):
@@ -119,20 +113,37 @@ def _complement(ranges: Ranges) -> Ranges:
     return _merge(out)
 
 
-def _cp(pos: int) -> int:
-    """Code point at a position of the universe string (which skips the surrogates)."""
-    return pos if pos < 0xD800 else pos + 0x800
+def _intersect(a: Ranges, b: Ranges) -> Ranges:
+    out = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
 
 
 @lru_cache(maxsize=4096)
-def _python_set(atom: str, flags: int) -> Ranges:
-    """Code points a one-character Python pattern matches, by asking Python over all of them.
+def _fold_matches(atom: str, flags: int) -> Ranges:
+    """The ``fold`` code points (see :mod:`etl.optimize.ucd`) a one-character pattern matches, asking Python."""
+    return _from_chars(re.findall(atom, fold_string(), flags))
 
-    The universe string is in code point order, so each maximal run ``(?:atom)+``
-    finds is one range.
-    """
-    runs = re.finditer(f"(?:{atom})+", _universe(), flags)
-    return _merge((_cp(m.start()), _cp(m.end() - 1)) for m in runs)
+
+_CATEGORY_TABLE = {
+    C.CATEGORY_DIGIT: ("digit", False), C.CATEGORY_NOT_DIGIT: ("digit", True),
+    C.CATEGORY_SPACE: ("space", False), C.CATEGORY_NOT_SPACE: ("space", True),
+    C.CATEGORY_WORD: ("word", False), C.CATEGORY_NOT_WORD: ("word", True),
+}
+
+
+def _category_ranges(cat, flags: int) -> Ranges:
+    name, negated = _CATEGORY_TABLE[cat]
+    rs = ucd_tables()[("ascii_" if flags & _A else "") + name]
+    return _complement(rs) if negated else rs
 
 
 _CATEGORY_SRC = {
@@ -147,31 +158,48 @@ def _u(c: int) -> str:
 
 
 def _class_ranges(items: list, flags: int) -> Ranges:
-    """Exact code point set of a parsed ``[...]`` (IN) under ``flags``."""
+    """Exact code point set of a parsed ``[...]`` (IN) under ``flags``.
+
+    Case-sensitively a class is the union of its items (negated with ``^``):
+    set algebra over the category tables of :mod:`etl.optimize.ucd`. With
+    IGNORECASE only the ``fold`` code points can answer differently, so Python
+    itself is asked about those few thousand and the case-sensitive answer
+    holds everywhere else."""
     negate = bool(items) and items[0][0] is C.NEGATE
     body = items[1:] if negate else items
-    simple = not flags & re.IGNORECASE and all(op in (C.LITERAL, C.RANGE) for op, _ in body)
-    if simple:
-        rs = _merge((av, av) if op is C.LITERAL else av for op, av in body)
-        return _complement(rs) if negate else rs
+    parts: list[tuple[int, int]] = []
+    for op, av in body:
+        if op is C.LITERAL:
+            parts.append((av, av))
+        elif op is C.RANGE:
+            parts.append(av)
+        elif op is C.CATEGORY:
+            parts.extend(_category_ranges(av, flags))
+        else:  # pragma: no cover - parser does not produce others inside a class
+            raise ValueError(f"unsupported class item {op}")
+    rs = _merge(parts)
+    if negate:
+        rs = _complement(rs)
+    if not flags & _I:
+        return rs
     src = ["[", "^" if negate else ""]
     for op, av in body:
         if op is C.LITERAL:
             src.append(_u(av))
         elif op is C.RANGE:
             src.append(_u(av[0]) + "-" + _u(av[1]))
-        elif op is C.CATEGORY:
+        else:
             src.append(_CATEGORY_SRC[av])
-        else:  # pragma: no cover - parser does not produce others inside a class
-            raise ValueError(f"unsupported class item {op}")
     src.append("]")
-    return _python_set("".join(src), flags & (re.IGNORECASE | re.ASCII))
+    fold = ucd_tables()["fold"]
+    inside = _fold_matches("".join(src), flags & (_I | _A))
+    return _merge(_intersect(rs, _complement(fold)) + inside)
 
 
 @lru_cache(maxsize=4096)
 def _caseless_literal(c: int, flags: int) -> Ranges:
-    # only cased characters can be caseless-equal to a cased one (checked for every cased code point)
-    return _from_chars(set(re.findall(_u(c), _cased_universe() + chr(c), flags)))
+    # outside the fold set no character is caseless-equal to another one (see etl.optimize.ucd)
+    return _merge(_fold_matches(_u(c), flags) + ((c, c),))
 
 
 def _literal_ranges(c: int, flags: int) -> Ranges:
@@ -308,7 +336,7 @@ class _Walker:
             return self._set(_literal_ranges(av, flags))
         if op is C.NOT_LITERAL:
             if flags & _I and _sre.unicode_iscased(av):
-                return self._set(_python_set("[^" + _u(av) + "]", flags & (_I | _A)))
+                return self._set(_class_ranges([(C.NEGATE, None), (C.LITERAL, av)], flags))
             return self._set(_complement(((av, av),)))
         if op is C.ANY:
             dotall = bool(flags & _S)
