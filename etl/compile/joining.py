@@ -1,0 +1,97 @@
+"""Stream-stream joins: inner or left outer, on equal keys, within a time bound.
+
+`stream_join(left, right, spec, left_time, right_time)` joins two streaming
+DataFrames the way Spark can keep bounded state for:
+
+* both sides carry a watermarked event-time column (the source's, or
+  `left_time` / `right_time` of the join);
+* the condition is `left.k = right.k AND right.t BETWEEN left.t - within AND
+  left.t + within`, so a row leaves the state once the watermark passes its
+  time + within (+ the other side's allowed lateness);
+* left outer: a left row without a match is emitted with NULL right columns
+  once the watermark guarantees no match can arrive any more (its time +
+  within + lateness) -- not before.
+
+Output columns: the key columns (from the left), the other left columns, the
+other right columns; a right column whose name the left already uses is
+renamed `<right_prefix><name>` (the compile step passes `<right input id>_`).
+Rows a side receives behind its watermark are dropped by Spark (late), as
+for every stateful operator. Output mode: append. Duplicates are joined as
+they come: put a `dedupe` (dropDuplicatesWithinWatermark) before the join to
+drop them within the watermark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from etl.compile.windowing import WindowError, event_time_column
+
+LT, RT = "_etl_lt", "_etl_rt"
+
+
+class JoinError(WindowError):
+    """A join that cannot be compiled."""
+
+
+@dataclass
+class JoinResult:
+    df: Any
+    output_mode: str = "append"
+    renamed: dict[str, str] | None = None  # right column -> output name
+
+
+def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: Any, *,
+                right_prefix: str = "right_") -> JoinResult:
+    """Join per `spec` (a JoinTransform: on, how, within)."""
+    from pyspark.sql import functions as F
+
+    for side, df in (("left", left), ("right", right)):
+        missing = [k for k in spec.on if k not in df.columns]
+        if missing:
+            raise JoinError(f"join key(s) {', '.join(missing)} missing on the {side} input; columns: "
+                            f"{', '.join(df.columns)}", "on")
+    if left_time is None or right_time is None:
+        side = "left" if left_time is None else "right"
+        raise JoinError(f"a stream-stream join needs event time on both inputs: set `{side}_time: "
+                        "{field: ts, watermark: 30s}` or `event_time` on the source", f"{side}_time")
+    lt_type = dict(left.dtypes).get(left_time.field)
+    rt_type = dict(right.dtypes).get(right_time.field)
+    if lt_type is None or rt_type is None:
+        side, f = ("left", left_time.field) if lt_type is None else ("right", right_time.field)
+        raise JoinError(f"event time column '{f}' does not exist on the {side} input", f"{side}_time")
+    lp = event_time_column(left, left_time.field, left_time.watermark, name=LT)
+    rp = event_time_column(right, right_time.field, right_time.watermark, name=RT)
+
+    within = _interval(spec.within)
+    left_cols = [c for c in left.columns]
+    right_cols = [c for c in right.columns if c not in spec.on]
+    renamed = {c: (right_prefix + c if c in left_cols else c) for c in right_cols}
+    clash = [n for n in renamed.values() if n in left_cols or n == LT]
+    if clash:
+        raise JoinError(f"right column(s) {', '.join(clash)} still clash after renaming", "inputs")
+
+    lk = lp.alias("l")
+    rk = rp.select(*[F.col(f"`{k}`").alias(f"_etl_k{i}") for i, k in enumerate(spec.on)],
+                   *[F.col(f"`{c}`").alias(renamed[c]) for c in right_cols], F.col(RT)).alias("r")
+    cond = [F.col(f"l.`{k}`") == F.col(f"r._etl_k{i}") for i, k in enumerate(spec.on)]
+    cond.append(F.col(f"r.{RT}").between(F.col(f"l.{LT}") - F.expr(f"INTERVAL {within}"),
+                                         F.col(f"l.{LT}") + F.expr(f"INTERVAL {within}")))
+    how = "inner" if spec.how == "inner" else "left_outer"
+    joined = lk.join(rk, on=_and(cond), how=how)
+    out = joined.select(*[F.col(f"l.`{c}`").alias(c) for c in left_cols],
+                        *[F.col(f"r.`{renamed[c]}`").alias(renamed[c]) for c in right_cols])
+    return JoinResult(out, "append", renamed)
+
+
+def _and(conds: list[Any]) -> Any:
+    out = conds[0]
+    for c in conds[1:]:
+        out = out & c
+    return out
+
+
+def _interval(seconds: float) -> str:
+    ms = int(round(float(seconds) * 1000))
+    return f"{ms // 1000} SECONDS" if ms % 1000 == 0 else f"{ms} MILLISECONDS"
