@@ -151,8 +151,13 @@ class Compiler:
         return [nid for nid in self.graph.nodes if nid in needed]
 
     # ----------------------------------------------------- per micro-batch
-    def evaluate(self, query: Query, batch_df: Any) -> tuple[dict[str, Any], list[Any]]:
-        """Frames for each output of `query` over one micro-batch, and the frames cached for it."""
+    def evaluate(self, query: Query, batch_df: Any,
+                 can_split: Callable[[str], bool] = lambda output_id: False) -> "Batch":
+        """Frames for each output of `query` over one micro-batch.
+
+        When a sink reads a failing stage's good rows directly and the same query writes that
+        stage's dead letters, the sink gets the stage's shared frame (ERR/PAYLOAD included) and
+        splits it while writing (`splits`): the stage runs once, nothing is cached for it."""
         built: dict[str, Built] = {}
         if query.root_shared:
             built[query.root] = from_shared(batch_df, self.ctx.pipeline, query.root)
@@ -163,13 +168,23 @@ class Compiler:
             node = self.graph.node(nid)
             inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
             built[nid] = self._call(node, inputs)
+        dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
+        splits: dict[str, str] = {}
+        for o in query.outputs:
+            if o.is_dead_letter or len(o.refs) != 1:
+                continue
+            r = o.refs[0]
+            if (r.part == "out" and r.label is None and r.node in dead_nodes and r.node not in splits.values()
+                    and built[r.node].shared is not None and can_split(o.id)):
+                splits[o.id] = r.node
         uses: Counter[str] = Counter()
         for nid in query.nodes:
             for e in self.graph.node(nid).inputs:
                 uses[e.src] += 1
         for o in query.outputs:
             for r in o.refs:
-                uses[r.node] += 1
+                if not (o.is_dead_letter and r.node in splits.values()):
+                    uses[r.node] += 1
         cached = []
         for nid, n in uses.items():
             frame = built[nid].cache_frame if nid in built else None
@@ -179,9 +194,23 @@ class Compiler:
                 cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
         frames: dict[str, Any] = {}
         for o in query.outputs:
-            parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs]
+            if o.id in splits:
+                frames[o.id] = built[splits[o.id]].shared
+                continue
+            parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs
+                     if not (o.is_dead_letter and r.node in splits.values())]
+            if not parts:
+                frames[o.id] = None
+                continue
             frame = parts[0]
             for p in parts[1:]:
                 frame = frame.unionByName(p, allowMissingColumns=True)
             frames[o.id] = frame
-        return frames, cached
+        return Batch(frames, cached, splits)
+
+
+@dataclass
+class Batch:
+    frames: dict[str, Any]  # output id -> DataFrame (None: nothing left to compute for it)
+    cached: list[Any]  # frames persisted for this micro-batch: unpersist afterwards
+    splits: dict[str, str] = field(default_factory=dict)  # output id -> stage whose dead letters it yields

@@ -13,6 +13,19 @@ from typing import Any
 from etl.compile.context import ERR, PAYLOAD, Built
 
 
+def fence(expr: Any) -> Any:
+    """`expr`, made opaque to the optimizer at the cost of one integer comparison.
+
+    A stage's good rows are `where(ERR IS NULL)` over a projection computing an expensive
+    value (a regex, a JSON parse). Spark pushes such filters below projections by copying the
+    aliased expressions into the filter, which would run the regex twice per row; it also
+    merges projections. Neither happens across a nondeterministic expression, and
+    spark_partition_id() is the cheapest one."""
+    from pyspark.sql import functions as F
+
+    return F.when(F.spark_partition_id() >= 0, expr)
+
+
 def dead_frame(shared: Any, pipeline: str, stage: str) -> Any:
     from pyspark.sql import functions as F
 

@@ -109,12 +109,24 @@ class PipelineRun:
             with lock:
                 if self._stopping:
                     raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
-                frames, cached = self.compiler.evaluate(q, batch_df)
+                batch = self.compiler.evaluate(q, batch_df, lambda oid: sinks[oid].can_split)
                 written: dict[str, int] = {}
                 skipped: list[str] = []
+                failed_rows: list[tuple[str, Any]] = []  # (stage, table of ERR/PAYLOAD) from split writes
                 try:
                     for o in q.outputs:
-                        res = sinks[o.id].write_batch(frames[o.id], batch_id)
+                        frame = batch.frames.get(o.id)
+                        if o.id in batch.splits:
+                            res, dead = sinks[o.id].write_split(frame, batch_id)
+                            if dead is not None and dead.num_rows:
+                                failed_rows.append((batch.splits[o.id], dead))
+                        else:
+                            if o.is_dead_letter:
+                                frame = self._with_failed_rows(frame, failed_rows)
+                            if frame is None:
+                                written[o.id] = 0
+                                continue
+                            res = sinks[o.id].write_batch(frame, batch_id)
                         written[o.id] = res.rows
                         if res.skipped:
                             skipped.append(o.id)
@@ -122,12 +134,37 @@ class PipelineRun:
                     self.failure = str(e)
                     raise
                 finally:
-                    for c in cached:
+                    for c in batch.cached:
                         c.unpersist()
                 self.progress.sink_counts(q.name, batch_id, written, skipped)
                 self._last_done[q.name] = batch_id
 
         return run_batch
+
+    def _with_failed_rows(self, frame: Any, failed: list[tuple[str, Any]]) -> Any:
+        """The dead-letter frame plus the failed rows that split writes brought back to the driver."""
+        if not failed:
+            return frame
+        import datetime
+
+        import pyarrow as pa
+
+        from etl.compile.context import DEAD_LETTER_COLUMNS, ERR, PAYLOAD
+
+        now = datetime.datetime.now(datetime.timezone.utc)
+        tables = []
+        for stage, t in failed:
+            n = t.num_rows
+            tables.append(pa.table({
+                "pipeline": pa.array([self.graph.name] * n, pa.string()),
+                "stage": pa.array([stage] * n, pa.string()),
+                "reason": t.column(ERR).cast(pa.string()),
+                "payload": t.column(PAYLOAD).cast(pa.string()),
+                "time": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
+            }))
+        ddl = ", ".join(f"{n} {t}" for n, t in DEAD_LETTER_COLUMNS)
+        extra = self.spark.createDataFrame(pa.concat_tables(tables).to_pandas(), ddl)
+        return extra if frame is None else frame.unionByName(extra)
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:

@@ -115,9 +115,19 @@ class AbstractSink:
         self.ctx = ctx
 
     # ---------------------------------------------------------------- hooks
+    def prepare_columns(self, df: Any) -> list[Any] | None:
+        """Columns computed in the JVM before rows travel to Python (e.g. to_json); None: as they are."""
+        return None
+
     def prepare(self, df: Any) -> Any:
-        """Shape the batch in the JVM before rows travel to Python (e.g. to_json)."""
-        return df
+        """Shape the batch in the JVM. Prefer overriding `prepare_columns`: it lets a sink take the
+        good rows of a failing stage and its dead letters from one pass (see `write_split`)."""
+        cols = self.prepare_columns(df)
+        return df if cols is None else df.select(*cols)
+
+    @property
+    def can_split(self) -> bool:
+        return type(self).prepare is AbstractSink.prepare
 
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
         """Open whatever one batch is written into (a temporary file, a transaction)."""
@@ -137,7 +147,7 @@ class AbstractSink:
     # ------------------------------------------------------- idempotency
     @property
     def label(self) -> str:
-        return f"sink '{self.ctx.sink_id}'"
+        return f"sink '{self.ctx.sink_id}'" + (f" ({self.ctx.where})" if self.ctx.where else "")
 
     def _marker(self, batch_id: int) -> Path:
         return Path(self.ctx.state_dir) / "sinks" / self.ctx.sink_id / self.ctx.scope / f"{batch_id}.committed"
@@ -220,6 +230,40 @@ class AbstractSink:
             raise
         result.seconds = time.monotonic() - t0
         return result
+
+    def write_split(self, df: Any, batch_id: int) -> tuple[WriteResult, pa.Table | None]:
+        """Write the good rows (ERR is NULL) of a stage's shared frame and return its failed rows
+        (columns ERR, PAYLOAD), reading the data once: the stage's regex or parser runs once."""
+        from pyspark.sql import functions as F
+
+        from etl.compile.context import ERR, PAYLOAD
+        from etl.runtime.arrow import arrow_batches, arrow_schema
+
+        if self.is_committed(batch_id):  # a replay: only its failed rows are still needed
+            failed = df.where(F.col(ERR).isNotNull()).select(ERR, PAYLOAD)
+            parts = [rb for rb in arrow_batches(failed) if rb.num_rows]
+            return WriteResult(skipped=True), (pa.Table.from_batches(parts) if parts else None)
+        data = [c for c in df.columns if c not in (ERR, PAYLOAD)]
+        cols = self.prepare_columns(df.select(*[F.col(f"`{c}`") for c in data]))
+        shaped = df.select(*(cols or [F.col(f"`{c}`") for c in data]), F.col(ERR), F.col(PAYLOAD))
+        schema = arrow_schema(shaped)
+        good_schema = pa.schema([f for f in schema if f.name not in (ERR, PAYLOAD)])
+        dead: list[pa.RecordBatch] = []
+
+        def good_rows() -> Iterator[pa.RecordBatch]:
+            import pyarrow.compute as pc
+
+            for rb in arrow_batches(shaped):
+                err = rb.column(rb.schema.get_field_index(ERR))
+                if err.null_count == rb.num_rows:
+                    yield rb.drop_columns([ERR, PAYLOAD])
+                    continue
+                ok = pc.is_null(err)
+                dead.append(rb.filter(pc.invert(ok)).select([ERR, PAYLOAD]))
+                yield rb.filter(ok).drop_columns([ERR, PAYLOAD])
+
+        result = self.write_arrow(good_rows(), batch_id, good_schema)
+        return result, (pa.Table.from_batches(dead) if dead else None)
 
     def write_batch(self, df: Any, batch_id: int) -> WriteResult:
         """foreachBatch entry point: shape in the JVM, stream rows over Arrow, write."""

@@ -35,19 +35,27 @@ def expand(node: Node) -> Any:
         raise CompileError(f"grok '{node.id}': {e}", node, "pattern", hint, code="E302") from None
 
 
-def captures(line: Any, g: Any) -> Any:
-    """array<string> of every group (one entry per GrokField), or NULL when the line does not match."""
+def with_captures(df: Any, line: Any, g: Any, name: str) -> Any:
+    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match.
+
+    Two projections on purpose: the regex runs once per line in the first; the second
+    only reads its result. Both are fenced (see `fence`) so that the optimizer neither
+    merges them nor copies the regex into a filter pushed below them."""
     from pyspark.sql import functions as F
+
+    from etl.compile.deadletter import fence
 
     n = len(g.fields)
     search = "(?s)^.*?(?:" + g.java_regex + ").*$"
     replacement = MARK + SEP.join(f"${f.group}" for f in g.fields)
-    packed = F.regexp_replace(line, F.lit(search), F.lit(replacement))
-    fast = F.when(F.startswith(packed, F.lit(MARK)), F.split(F.substring(packed, 2, 1 << 30), SEP, n))
+    special = F.contains(line, F.lit(SEP)) | F.contains(line, F.lit(MARK))
     exact = F.when(line.rlike(g.java_regex),
                    F.array(*[F.regexp_extract(line, g.java_regex, f.group) for f in g.fields]))
-    special = F.contains(line, F.lit(SEP)) | F.contains(line, F.lit(MARK))
-    return F.when(line.isNull(), F.lit(None)).when(special, exact).otherwise(fast)
+    packed = F.when(~special, F.regexp_replace(line, F.lit(search), F.lit(replacement)))
+    staged = df.withColumns({f"{name}_p": fence(packed), f"{name}_x": F.when(special, exact)})
+    p = F.col(f"{name}_p")
+    fast = F.when(F.startswith(p, F.lit(MARK)), F.split(F.substring(p, 2, 1 << 30), SEP, n))
+    return staged.withColumn(name, fence(F.coalesce(F.col(f"{name}_x"), fast))).drop(f"{name}_p", f"{name}_x")
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
@@ -61,7 +69,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     g = expand(node)
     line = F.col(spec.field)
     groups = "_etl_groups"
-    staged = df.withColumn(groups, captures(line, g))
+    staged = with_captures(df, line, g, groups)
     arr = F.col(groups)
 
     values: dict[str, Any] = {}

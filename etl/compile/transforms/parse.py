@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
-from etl.compile.deadletter import from_shared
+from etl.compile.deadletter import fence, from_shared
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -51,7 +51,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
             parsed = F.from_json(text, schema, opts)
         else:
             parsed = F.from_csv(text, schema.simpleString(), {**opts, "sep": spec.delimiter})
-        staged = df.withColumn("_etl_parsed", parsed)
+        staged = df.withColumn("_etl_parsed", fence(parsed))
         p = F.col("_etl_parsed")
         cols = {n: p.getField(n) for n in names}
         err = null_err.when(p.getField(CORRUPT).isNotNull(), F.lit(f"malformed {spec.format}"))
@@ -61,7 +61,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         _ddl(node, spec.schema_, extra=False)
         pair, kv = re.escape(spec.kv.pair_sep), re.escape(spec.kv.kv_sep)
         m = F.expr(f"map_filter(str_to_map(`{spec.field}`, '{_sql(pair)}', '{_sql(kv)}'), (k, v) -> k != '')")
-        staged = df.withColumn("_etl_parsed", m)
+        staged = df.withColumn("_etl_parsed", fence(m))
         p = F.col("_etl_parsed")
         err = null_err.when(F.exists(F.map_values(p), lambda v: v.isNull()),
                             F.lit(f"malformed key-value pair (no '{spec.kv.kv_sep}')"))

@@ -78,17 +78,17 @@ class FileSink(AbstractSink):
         pass  # the renamed file is the marker
 
     # shaping in the JVM
-    def prepare(self, df: Any) -> Any:
+    def prepare_columns(self, df: Any) -> list[Any] | None:
         from pyspark.sql import functions as F
 
         if self.format == "jsonl":
-            return df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value"))
+            return [F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value")]
         if self.format == "csv":
             self._header = list(df.columns)
             flat = [F.to_json(F.col(f"`{f.name}`")).alias(f.name) if f.dataType.typeName() in ("array", "map", "struct")
                     else F.col(f"`{f.name}`") for f in df.schema.fields]
-            return df.select(F.to_csv(F.struct(*flat)).alias("value"))
-        return df
+            return [F.to_csv(F.struct(*flat)).alias("value")]
+        return None
 
     # one batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:

@@ -28,13 +28,13 @@ class PrintSink(AbstractSink):
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
 
-    def prepare(self, df: Any) -> Any:
+    def prepare_columns(self, df: Any) -> list[Any] | None:
         from pyspark.sql import functions as F
 
         self._columns = list(df.columns)
         if self.spec.format == "json":
-            return df.select(F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value"))
-        return df
+            return [F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value")]
+        return None
 
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
         self.shown = self.total = 0
