@@ -19,8 +19,8 @@ AUTO_MAX_ROWS rows):
 * rocksdb -- `mapInArrow` over the events: each Python worker looks keys up in
   a rocksdict store on local disk (etl/compile/lookup_store.py), a batch at a
   time (keys sorted for locality, one multi-get, values decoded by Arrow's CSV
-  reader). Files are read by the workers themselves; tables Spark reads (mysql)
-  are first written by the driver as parquet snapshots beside the stores. With
+  reader). Files are read by the workers themselves; tables read on the driver
+  (mysql) are first written as parquet snapshots beside the stores. With
   `refresh`, workers re-check the source every interval and swap to the new
   version once built, without stopping the query.
 """
@@ -53,7 +53,11 @@ class LookupError_(ValueError):
 
 @dataclass
 class Dimension:
-    """The dimension table: a file pyarrow can read (csv, jsonl, parquet), or a static Spark DataFrame."""
+    """The dimension table: a file pyarrow can read (csv, jsonl, parquet), or a driver-side reader
+    returning a pyarrow Table (mysql through PyMySQL, a static DataFrame's toArrow, ...).
+
+    A reader's table is written as a parquet snapshot beside the stores (and again every
+    `refresh`, by a driver thread); workers read the snapshot, so both stores see the same rows."""
 
     name: str
     path: str | None = None
@@ -61,7 +65,11 @@ class Dimension:
     header: bool = True
     delimiter: str = ","
     columns: dict[str, str] | None = None  # declared Spark types, if any
-    frame: Any = None  # static DataFrame (mysql, or any table Spark reads)
+    reader: Any = None  # () -> pyarrow.Table
+
+    @classmethod
+    def of_frame(cls, name: str, frame: Any, columns: dict[str, str] | None = None) -> "Dimension":
+        return cls(name, columns=columns or dict(frame.dtypes), reader=frame.toArrow)
 
 
 @dataclass
@@ -131,8 +139,12 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
 
     if dim.columns:
         fields = [pa.field(n, arrow_type(t)) for n, t in dim.columns.items()]
-    elif dim.frame is not None:
-        fields = [pa.field(n, arrow_type(t)) for n, t in dim.frame.dtypes]
+    elif dim.format == "snapshot":
+        import pyarrow.parquet as pq
+
+        from etl.compile.lookup_store import snapshot_dir
+
+        fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
     elif dim.format == "csv":
         import pyarrow.csv as pcsv
 
@@ -164,8 +176,14 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
 def choose_store(dim: Dimension, requested: str) -> str:
     if requested != "auto":
         return requested
-    if dim.frame is not None:
-        return "broadcast" if dim.frame.limit(AUTO_MAX_ROWS + 1).count() <= AUTO_MAX_ROWS else "rocksdb"
+    if dim.format == "snapshot":
+        import pyarrow.parquet as pq
+
+        from etl.compile.lookup_store import snapshot_dir
+
+        rows = sum(f.metadata.num_rows for f in pq.ParquetDataset(
+            snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).fragments)
+        return "broadcast" if rows <= AUTO_MAX_ROWS else "rocksdb"
     p = Path(dim.path)
     size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
     return "broadcast" if size <= AUTO_MAX_BYTES else "rocksdb"
@@ -190,6 +208,14 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
     if missing:
         raise LookupError_(f"lookup key column(s) {', '.join(missing)} missing from the events; columns: "
                            f"{', '.join(events.columns)}", "on")
+    base_dir = base_dir or default_base_dir()
+    refresher = None
+    if dim.reader is not None:  # driver-side table: snapshot it, then treat it as a file table
+        snap = Path(base_dir) / "_snapshots" / dim.name
+        writer = _snapshot_writer(dim.reader, snap)
+        writer()
+        refresher = Refresher(spec.refresh, writer) if spec.refresh else None
+        dim = Dimension(dim.name, str(snap), "snapshot", columns=dim.columns)
     schema = table_schema(dim, tb_keys)
     absent = [c for c in tb_keys + list(spec.fields or []) if c not in schema.names]
     if absent:
@@ -199,22 +225,25 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
     renamed = {c: (f"{dim.name}_{c}" if c in events.columns or c == LK else c) for c in values}
     mode = store or choose_store(dim, spec.store)
     if mode == "broadcast":
-        return _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spark)
-    return _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir or default_base_dir())
+        res = _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spark)
+    else:
+        res = _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir)
+    res.refresher = refresher
+    return res
 
 
 def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], values: list[str],
                  refresh_s: float | None) -> Any:
     """The table as a static DataFrame; files are read by the same Arrow readers as the rocksdb path
     (through the `etl_dimension` Python data source), so both stores see identical values."""
-    if dim.frame is not None:
-        return dim.frame
     import base64
     import pickle
 
     import pyarrow as pa
 
     fmt = {"json": "jsonl"}.get(dim.format, dim.format)
+    if dim.format == "snapshot":
+        refresh_s = refresh_s or 1.0  # a new snapshot is picked up within a second (a stat of LATEST)
     tschema = pa.schema([schema.field(c) for c in keys + values])
     src = TableSource(dim.name, dim.path, fmt, tuple(keys), tuple(values), tschema, dim.header, dim.delimiter,
                       refresh_s)
@@ -261,7 +290,7 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     if not spec.refresh:
         table = table.cache()  # read once
     # with `refresh`, every micro-batch re-plans the table: files come from each worker's copy, re-read when
-    # older than `refresh` and changed (cached_table); a Spark-read table (mysql) is queried again
+    # older than `refresh` and changed (cached_table); snapshots when the driver wrote a new one
     cond = [F.col(f"`{k}`").cast("string") == F.col(f"{LK}{i}") for i, k in enumerate(ev_keys)]
     joined = events.join(F.broadcast(table), on=functools.reduce(lambda a, b: a & b, cond),
                          how="inner" if spec.how == "inner" else "left")
@@ -292,40 +321,37 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
     from pyspark.sql.types import StructType
 
     tschema = pa.schema([schema.field(c) for c in tb_keys + values])
-    if dim.frame is not None:
-        snap = Path(base_dir) / dim.name / "_snapshots"
-        writer = _snapshot_writer(dim.frame, snap, tb_keys + values)
-        writer()
-        src = TableSource(dim.name, str(snap), "snapshot", tuple(tb_keys), tuple(values), tschema,
-                          refresh_s=spec.refresh, base_dir=base_dir)
-        refresher = Refresher(spec.refresh, writer) if spec.refresh else None
-    else:
-        fmt = {"csv": "csv", "jsonl": "jsonl", "json": "jsonl", "parquet": "parquet"}.get(dim.format)
-        if fmt is None:
-            raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
-        src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
-                          dim.delimiter, spec.refresh, base_dir)
-        refresher = None
+    fmt = {"csv": "csv", "jsonl": "jsonl", "json": "jsonl", "parquet": "parquet", "snapshot": "snapshot"}.get(dim.format)
+    if fmt is None:
+        raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
+    src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
+                      dim.delimiter, spec.refresh, base_dir)
     out_ddl = [f"`{n}` {t}" for n, t in events.dtypes]
     out_ddl += [f"`{renamed[c]}` {spark_type(schema.field(c).type)}" for c in values]
     out_schema = StructType.fromDDL(", ".join(out_ddl))
     fn = functools.partial(_lookup_batches, src=src, inner=spec.how == "inner",
                            names=tuple(renamed[c] for c in values))
     df = events.withColumn(LK, event_key(events, ev_keys)).mapInArrow(fn, out_schema)
-    return LookupResult(df, "rocksdb", src, refresher, renamed)
+    return LookupResult(df, "rocksdb", src, None, renamed)
 
 
-def _snapshot_writer(frame: Any, snap: Path, cols: list[str]) -> Any:
+def _snapshot_writer(reader: Any, snap: Path) -> Any:
+    """Write reader()'s table as snap/v<ns>/part.parquet, then point LATEST at it (atomic rename)."""
+
     def write() -> None:
+        import shutil
+
+        import pyarrow.parquet as pq
+
+        table = reader()
         version = f"v{time.time_ns()}"
-        frame.select(*[f"`{c}`" for c in cols]).write.mode("overwrite").parquet(str(snap / version))
+        (snap / version).mkdir(parents=True)
+        pq.write_table(table, str(snap / version / "part.parquet"))
         tmp = snap / f".LATEST.{os.getpid()}"
         tmp.write_text(version)
         os.replace(tmp, snap / "LATEST")
         old = sorted(p for p in snap.iterdir() if p.is_dir() and p.name.startswith("v") and p.name != version)
-        import shutil
-
-        for p in old[:-1]:  # keep the previous snapshot while workers may still build from it
+        for p in old[:-1]:  # keep the previous snapshot while workers may still read it
             shutil.rmtree(p, ignore_errors=True)
 
     return write

@@ -110,3 +110,45 @@ def test_refresh_while_running(spark, tmp_path):
         q.stop()
         for r in refreshers:
             r.stop()
+
+
+def test_driver_read_table_snapshot_and_refresh(spark, tmp_path):
+    """A table read on the driver (mysql's path: a pyarrow reader) goes through parquet snapshots;
+    the driver's refresher writes new ones and both stores follow."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    ls.drop_cached()
+    state = {"tier": 1}
+
+    def reader():
+        return pa.table({"id": ["u1", "u2"], "tier": pa.array([state["tier"], 2], pa.int64())})
+
+    ev, path = events_stream(spark, tmp_path, [[{"user": "u1", "n": 0, "name": "x"}]], "snap")
+    frames, refreshers = [], []
+    for store in ("broadcast", "rocksdb"):
+        res = lookup_join(ev, Dimension(f"dim_{store}", reader=reader, columns={"id": "string", "tier": "bigint"}),
+                          spec(how="inner", store=store, refresh="1s"), base_dir=str(tmp_path / "stores"))
+        refreshers.append(res.refresher.start())
+        frames.append(res.df.withColumn("_variant", F.lit(store)))
+    q, table = run(spark, frames[0].unionByName(frames[1]), tmp_path)
+    try:
+        q.processAllAvailable()
+        assert {r["_variant"]: r["tier"] for r in rows_of(spark.table(table))} == {"broadcast": 1, "rocksdb": 1}
+        state["tier"] = 7
+        batches = [[{"user": "u1", "n": 0, "name": "x"}]]
+        deadline = time.time() + 90
+        seen: dict = {}
+        while time.time() < deadline and seen != {"broadcast": 7, "rocksdb": 7}:
+            time.sleep(1.2)
+            batches.append([{"user": "u1", "n": len(batches), "name": "x"}])
+            path.write_text(json.dumps(batches))
+            q.processAllAvailable()
+            rows = rows_of(spark.table(table))
+            last = max(r["n"] for r in rows)
+            seen = {r["_variant"]: r["tier"] for r in rows if r["n"] == last}
+        assert seen == {"broadcast": 7, "rocksdb": 7}
+    finally:
+        q.stop()
+        for r in refreshers:
+            r.stop()
