@@ -40,7 +40,8 @@ def with_captures(df: Any, line: Any, g: Any, name: str) -> Any:
 
     Two projections on purpose: the regex runs once per line in the first; the second
     only reads its result. Both are fenced (see `fence`) so that the optimizer neither
-    merges them nor copies the regex into a filter pushed below them."""
+    merges them nor copies the regex into a filter pushed below them. (Measured: checking
+    for MARK/SEP up front is cheaper than validating the split afterwards.)"""
     from pyspark.sql import functions as F
 
     from etl.compile.deadletter import fence
@@ -90,5 +91,5 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     names = {name for name, _ in g.columns}
     keep = [F.col(c) for c in df.columns if c not in names and (spec.keep_original or c != spec.field)]
     shared = staged.select(*keep, *[values[n].alias(n) for n, _ in g.columns],
-                           err.alias(ERR), line.alias(PAYLOAD))
+                           err.alias(ERR), F.when(err.isNotNull(), line).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)

@@ -73,7 +73,8 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
                 err = err.when(v.isNotNull() & cols[n].isNull(),
                                F.concat(F.lit(f"field '{n}': cannot convert '"), v, F.lit(f"' to {t}")))
     keep = [F.col(c) for c in df.columns if c not in names and (spec.keep_original or c != spec.field)]
-    shared = staged.select(*keep, *[cols[n].alias(n) for n in names], err.alias(ERR), text.alias(PAYLOAD))
+    shared = staged.select(*keep, *[cols[n].alias(n) for n in names], err.alias(ERR),
+                           F.when(err.isNotNull(), text).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)
 
 
