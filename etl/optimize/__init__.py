@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from etl.optimize import diskcache
 from etl.optimize.fallback import fallback
 from etl.optimize.fingerprint import fingerprint
 from etl.optimize.hsregex import hyperscan_rejects
@@ -48,10 +49,26 @@ PASSES: tuple[Pass, ...] = (
 )
 
 
-def compile_rules(rules: Sequence[Rule], upto: str | None = None) -> FilterProgram:
-    """Compile a rule set into a FilterProgram (``upto``: stop after the pass of that name)."""
+def compile_rules(rules: Sequence[Rule], upto: str | None = None, cache: bool = False) -> FilterProgram:
+    """Compile a rule set into a FilterProgram (``upto``: stop after the pass of that name).
+
+    ``cache=True``: a rule set of at least ``diskcache.MIN_RULES`` rules is looked up in (and
+    stored into) the on-disk program cache (:mod:`etl.optimize.diskcache`)."""
     if upto is not None and upto not in {p.__name__ for p in PASSES}:
         raise ValueError(f"unknown pass {upto!r}")
+    key = None
+    if cache and upto is None and len(rules) >= diskcache.MIN_RULES and diskcache.cache_dir() is not None:
+        key = diskcache.program_key(r.model_dump_json(by_alias=True) for r in rules)
+        cached = diskcache.load_program(key)
+        if isinstance(cached, FilterProgram):
+            return cached
+    program = _compile(rules, upto)
+    if key is not None:
+        diskcache.store_program(key, program)
+    return program
+
+
+def _compile(rules: Sequence[Rule], upto: str | None) -> FilterProgram:
     program = lift(list(rules))
     for p in PASSES:
         program = p(program)

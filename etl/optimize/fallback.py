@@ -13,7 +13,8 @@ Chimera is not used: it has PCRE semantics, not Python's, and would need the
 same confirmation.
 
 The surviving databases are serialized with ``hyperscan.dumpb`` here, once, on
-the driver; the matcher loads them per process.
+the driver; the matcher loads them per process. Large databases are kept in the
+on-disk cache (:mod:`etl.optimize.diskcache`), so a restart does not recompile.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import replace
 
 import hyperscan
 
+from etl.optimize import diskcache
 from etl.optimize.hsregex import test_compile, translate
 from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
 
@@ -34,6 +36,21 @@ def compile_database(patterns: tuple[HsPattern, ...]) -> hyperscan.Database:
         flags=[p.flags for p in patterns],
     )
     return db
+
+
+def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:
+    """``hyperscan.dumpb`` of the compiled patterns; large databases come from the disk cache when they can."""
+    key = None
+    if len(patterns) >= diskcache.MIN_PATTERNS:
+        key = diskcache.database_key([p.expression for p in patterns], [p.pattern_id for p in patterns],
+                                     [p.flags for p in patterns])
+        cached = diskcache.load_database(key)
+        if cached is not None:
+            return cached
+    blob = hyperscan.dumpb(compile_database(patterns))
+    if key is not None:
+        diskcache.store_database(key, blob)
+    return blob
 
 
 def _rules_of(program: FilterProgram, leaves: tuple[int, ...]) -> tuple[str, ...]:
@@ -71,17 +88,17 @@ def fallback(program: FilterProgram) -> FilterProgram:
     databases = []
     for db in program.databases:
         try:
-            compiled = compile_database(db.patterns)
+            serialized = serialized_database(db.patterns)
         except hyperscan.error:
             patterns = _sift(program, db, fallbacks)
             if not patterns:
                 continue
             try:
-                compiled = compile_database(patterns)
+                serialized = serialized_database(patterns)
             except hyperscan.error as e:
                 origin = patterns[0].origin
                 raise RuleCompileError(f"Hyperscan cannot compile the patterns on {db.subject}: {e}", origin) from e
             db = replace(db, patterns=patterns)
-        databases.append(replace(db, serialized=hyperscan.dumpb(compiled)))
+        databases.append(replace(db, serialized=serialized))
     return program.with_pass("fallback", databases=tuple(databases),
                              fallbacks=tuple(sorted(fallbacks, key=lambda f: f.leaf)))

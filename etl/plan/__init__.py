@@ -28,7 +28,7 @@ def compile_filter(graph: Graph, node_id: str, report: Report) -> Step | None:
     node = graph.nodes[node_id]
     rules = graph.rules.get(node_id, ())
     try:
-        program = compile_rules([r.rule for r in rules])
+        program = compile_rules([r.rule for r in rules], cache=True)
     except RuleCompileError as e:
         origin = e.origin
         sr = next((r for r in rules if r.rule.id == getattr(origin, "rule", None)), None)

@@ -1,0 +1,157 @@
+"""On-disk cache of compiled rule programs and Hyperscan databases.
+
+Compiling 10,000 regex rules takes 15-25 s, nearly all of it inside Hyperscan
+(``\\s+`` between literals, ``\\b``, unbounded ``.*``/``\\S*`` are the costly
+constructs). The result only depends on the input, so it is kept on disk:
+
+* ``hs/<key>.db``: a serialized Hyperscan database (``hyperscan.dumpb``), keyed
+  by its expressions, ids and flags, the hyperscan version and the machine's
+  CPU features (a database is compiled for the CPU it is built on); used by the
+  fallback pass for databases of at least ``MIN_PATTERNS`` patterns;
+* ``programs/<key>.pickle``: a whole FilterProgram, keyed by the rules' JSON,
+  the optimizer's source code and the same platform facts; used by
+  ``compile_rules(..., cache=True)`` (``etl explain``/``etl run``) for rule
+  sets of at least ``MIN_RULES`` rules.
+
+The folder is ``$ETL_CACHE_DIR``, else ``$XDG_CACHE_HOME/etl``, else
+``~/.cache/etl``; ``ETL_CACHE_DIR=off`` switches the cache off. Files are
+written atomically (temporary file + rename) with a SHA-256 of their content
+in front; a damaged or unreadable file is ignored (and recompiled). Nothing
+is ever evicted automatically: delete the folder to reclaim the space.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import platform
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+MIN_PATTERNS = 64
+MIN_RULES = 64
+_MAGIC = b"etl-cache-1\n"
+
+
+def cache_dir() -> Path | None:
+    env = os.environ.get("ETL_CACHE_DIR")
+    if env is not None:
+        if env.strip().lower() in ("", "0", "off", "false", "no"):
+            return None
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "etl"
+
+
+@lru_cache(maxsize=1)
+def platform_tag() -> str:
+    """What a compiled database depends on besides its patterns: hyperscan version, CPU and its features."""
+    import hyperscan
+
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    version = getattr(hyperscan, "__version__", "?")
+    return f"hyperscan {version} {platform.machine()} {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
+
+
+@lru_cache(maxsize=1)
+def optimizer_version() -> str:
+    """Digest of the optimizer's own source: a changed optimizer never reuses an old program."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for f in sorted(here.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    from etl.spec import rules as spec_rules
+
+    h.update(Path(spec_rules.__file__).read_bytes())
+    return h.hexdigest()
+
+
+def database_key(expressions: Iterable[bytes], ids: Iterable[int], flags: Iterable[int]) -> str:
+    h = hashlib.sha256(platform_tag().encode() + b"\n")
+    for e, i, f in zip(expressions, ids, flags):
+        h.update(b"%d %d %d:" % (i, f, len(e)) + e + b"\n")
+    return h.hexdigest()
+
+
+def program_key(rule_texts: Iterable[str]) -> str:
+    h = hashlib.sha256((platform_tag() + "\n" + optimizer_version() + "\n").encode())
+    for t in rule_texts:
+        h.update(t.encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def _path(kind: str, key: str, suffix: str) -> Path | None:
+    d = cache_dir()
+    return None if d is None else d / kind / f"{key}{suffix}"
+
+
+def read(kind: str, key: str, suffix: str) -> bytes | None:
+    path = _path(kind, key, suffix)
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(_MAGIC) + 32
+    if len(data) < head or not data.startswith(_MAGIC):
+        return None
+    body = data[head:]
+    if hashlib.sha256(body).digest() != data[len(_MAGIC):head]:
+        return None
+    return body
+
+
+def write(kind: str, key: str, suffix: str, body: bytes) -> None:
+    """Store atomically; a cache that cannot be written is no error (the result is just not kept)."""
+    path = _path(kind, key, suffix)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(_MAGIC + hashlib.sha256(body).digest() + body)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+    except OSError:
+        pass
+
+
+def load_database(key: str) -> bytes | None:
+    return read("hs", key, ".db")
+
+
+def store_database(key: str, serialized: bytes) -> None:
+    write("hs", key, ".db", serialized)
+
+
+def load_program(key: str) -> Any:
+    body = read("programs", key, ".pickle")
+    if body is None:
+        return None
+    try:
+        return pickle.loads(body)
+    except Exception:  # noqa: BLE001 - an unreadable entry (e.g. written by another etl) is recompiled
+        return None
+
+
+def store_program(key: str, program: Any) -> None:
+    write("programs", key, ".pickle", pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
