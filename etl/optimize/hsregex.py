@@ -203,11 +203,12 @@ def _caseless_literal(c: int, flags: int) -> Ranges:
 
 
 def _literal_ranges(c: int, flags: int) -> Ranges:
-    if not flags & re.IGNORECASE or not _sre.unicode_iscased(c):
+    if not flags & _I or not _sre.unicode_iscased(c):
         return ((c, c),)
-    return _caseless_literal(c, flags & (re.IGNORECASE | re.ASCII))
+    return _caseless_literal(c, flags & (_I | _A))
 
 
+@lru_cache(maxsize=4096)
 def _esc(c: int) -> str:
     ch = chr(c)
     if ch.isascii() and ch.isalnum():

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from itertools import count, repeat
 from typing import Any
@@ -113,7 +113,12 @@ class _Database:
 
     def scanner(self):
         if self._db is None:
-            self._db = hyperscan.loadb(self.spec.serialized, hyperscan.HS_MODE_BLOCK)
+            try:
+                self._db = hyperscan.loadb(self.spec.serialized, hyperscan.HS_MODE_BLOCK)
+            except hyperscan.error:  # compiled for another CPU (a cluster of mixed machines): build it here
+                from etl.optimize.fallback import compile_database
+
+                self._db = compile_database(self.spec.patterns)
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._db)
@@ -433,8 +438,9 @@ def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:
 
 # --------------------------------------------------------------------------- public API
 
-_RUNTIMES: dict[str, _Runtime] = {}
+_RUNTIMES: "OrderedDict[str, _Runtime]" = OrderedDict()
 _RUNTIMES_LOCK = threading.Lock()
+_RUNTIMES_KEEP = 16  # loaded programs per process (reloaded rule sets replace older ones)
 
 
 def _runtime(program: FilterProgram) -> _Runtime:
@@ -445,6 +451,8 @@ def _runtime(program: FilterProgram) -> _Runtime:
             rt = _RUNTIMES.get(key)
             if rt is None:
                 rt = _RUNTIMES[key] = _Runtime(program)
+                while len(_RUNTIMES) > _RUNTIMES_KEEP:
+                    _RUNTIMES.popitem(last=False)
     return rt
 
 
