@@ -7,6 +7,13 @@ fallback), the patterns that fall back to Python ``re`` and the rules using
 them (fallback), the fingerprint fields (fingerprint). ``show_sizes=False``
 leaves out what depends on the machine (database bytes, digest), for golden
 tests.
+
+A program of more than ``FULL_LIMIT`` rules is summarized (``full=None``
+decides by size; ``full=True`` forces every line): counts instead of one line
+per rule, predicate and pattern; per database its pattern count, how its
+patterns run and (``show_sizes``) its serialized size; every native
+predicate and every fallback up to ``LIST_LIMIT`` lines each (then counts per
+field or reason); the fingerprint fields.
 """
 
 from __future__ import annotations
@@ -45,7 +52,15 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def explain(program: FilterProgram, show_sizes: bool = True) -> str:
+FULL_LIMIT = 200
+LIST_LIMIT = 50
+
+
+def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None = None) -> str:
+    if full is None:
+        full = len(program.rules) <= FULL_LIMIT
+    if not full:
+        return summary(program, show_sizes)
     done = set(program.passes)
     preds = program.predicates
     lines: list[str] = []
@@ -106,4 +121,83 @@ def explain(program: FilterProgram, show_sizes: bool = True) -> str:
                     rules.setdefault(rid)
             served = ", ".join(f"p{x}" for x in p.leaves)
             lines.append(f"  {served} prefilter {db.subject} #{p.pattern_id}: {p.note}; rules {', '.join(rules)}")
+    return "\n".join(lines) + "\n"
+
+
+def _counts(items: list[str]) -> str:
+    seen: dict[str, int] = {}
+    for x in items:
+        seen[x] = seen.get(x, 0) + 1
+    return ", ".join(f"{k} {v}" for k, v in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _listed(lines: list[str], out: list[str], rest: str) -> None:
+    out.extend(lines[:LIST_LIMIT])
+    if len(lines) > LIST_LIMIT:
+        out.append(f"  ... and {len(lines) - LIST_LIMIT} more ({rest})")
+
+
+def summary(program: FilterProgram, show_sizes: bool = True) -> str:
+    """The text of a large program: counts and per-field facts rather than one line per rule."""
+    from etl.optimize.ir import Const, leaves
+
+    done = set(program.passes)
+    preds = program.predicates
+    lines = [f"filter program: {_n(len(program.rules), 'rule')}, {_n(len(preds), 'predicate')}"
+             + (f", shared sub-expressions: {shared_subexpressions(program)}" if "normalize" in done else "")
+             + f" (summary: more than {FULL_LIMIT} rules)"]
+    if show_sizes and program.digest:
+        lines.append(f"digest: {program.digest[:16]}")
+    lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
+    if program.fingerprint_fields:
+        lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
+    native = {n.leaf for n in program.natives}
+    kinds = []
+    for r in program.rules:
+        if isinstance(r.expr, Const):
+            kinds.append("constant")
+            continue
+        ls = leaves(r.expr)
+        nat = sum(1 for x in ls if x in native)
+        kinds.append("native only" if nat == len(ls) else "with natives" if nat else "patterns only")
+    lines.append(f"rules: {len(program.rules)} ({_counts(kinds)})")
+    lines.append(f"predicates: {len(preds)} ({_counts([p.key.op for p in preds])})")
+    if "native_split" in done:
+        lines.append(f"native predicates (evaluated first): {len(program.natives)}")
+        nat_lines = [f"  p{n.leaf} {n.sql if n.sql is not None else '(matcher only) ' + n.key.describe()}"
+                     for n in program.natives]
+        _listed(nat_lines, lines, "per field: " + _counts([n.key.field for n in program.natives]))
+    if "merge_by_field" in done:
+        lines.append(f"pattern databases: {len(program.databases)}")
+        for db in program.databases:
+            size = f", {len(db.serialized)} bytes" if show_sizes and db.serialized is not None else ""
+            modes = []
+            for p in db.patterns:
+                if p.exact:
+                    modes.append("exact")
+                elif p.ascii_rows == "confirm":
+                    modes.append("prefilter confirmed by re")
+                else:
+                    modes.append("non-ASCII values refined by re")
+            caseless = sum(1 for p in db.patterns if p.flags & hyperscan.HS_FLAG_CASELESS)
+            lines.append(f"  {db.subject}: {_n(len(db.patterns), 'pattern')}{size} ({_counts(modes)}"
+                         + (f"; {caseless} caseless" if caseless else "") + ")")
+        pre = [(db, p) for db in program.databases for p in db.patterns if p.ascii_rows != "exact"]
+        lines.append(f"fallbacks: {len(program.fallbacks)} python re, {len(pre)} prefilter")
+        fb_lines = []
+        for f in program.fallbacks:
+            rx = json.dumps(f.python_regex, ensure_ascii=True)
+            subject = f.field
+            for d in f.derivations:
+                subject = f"{d}({subject})"
+            fb_lines.append(f"  p{f.leaf} python re on {subject} {rx}: {f.reason}; rules {', '.join(f.rules)}")
+        for db, p in pre:
+            rules: dict[str, None] = {}
+            for leaf in p.leaves:
+                for rid in preds[leaf].rules:
+                    rules.setdefault(rid)
+            served = ", ".join(f"p{x}" for x in p.leaves)
+            fb_lines.append(f"  {served} prefilter {db.subject} #{p.pattern_id}: {p.note}; rules {', '.join(rules)}")
+        _listed(fb_lines, lines, "by reason: " + _counts(
+            [f.reason.split(" (")[0] for f in program.fallbacks] + [str(p.note).split(" (")[0] for _, p in pre]))
     return "\n".join(lines) + "\n"

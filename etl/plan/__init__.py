@@ -23,7 +23,7 @@ __all__ = ["Delivery", "Plan", "Step", "build_plan", "compile_filter"]
 def compile_filter(graph: Graph, node_id: str, report: Report) -> Step | None:
     """Compile the rules of filter `node_id` into a FilterProgram; errors point at the rule."""
     from etl.optimize import RuleCompileError, compile_rules
-    from etl.optimize.explain import explain
+    from etl.optimize.explain import FULL_LIMIT, explain
 
     node = graph.nodes[node_id]
     rules = graph.rules.get(node_id, ())
@@ -35,7 +35,9 @@ def compile_filter(graph: Graph, node_id: str, report: Report) -> Step | None:
         span = sr.span_of("when", *getattr(origin, "path", ())) if sr is not None else node.span
         report.error("E300", f"rule cannot be compiled: {e.message}", span)
         return None
-    return Step(node.id, node.kind, node.type, program, explain(program, show_sizes=False))
+    # small programs: every line, nothing machine-dependent (golden tests); large ones: a summary with
+    # the databases' serialized sizes (they depend on the Hyperscan build and the CPU)
+    return Step(node.id, node.kind, node.type, program, explain(program, show_sizes=len(program.rules) > FULL_LIMIT))
 
 
 def build_plan(graph: Graph, report: Report, *, programs: bool = False) -> Plan:
