@@ -68,7 +68,8 @@ def check_reachable(bootstrap: str, timeout: float = 10.0, extra: dict[str, str]
         return None
     conf = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "log_level": 0,
             "logger": _silent}
-    conf.update({k: v for k, v in (extra or {}).items() if not k.startswith("kafka.")})
+    conf.update({k: v for k, v in (extra or {}).items()
+                 if k not in ("bootstrap.servers", "logger") and not k.startswith("kafka.") and k not in SPARK_OPTIONS})
     try:
         AdminClient(conf).list_topics(timeout=timeout)
     except KafkaException as e:

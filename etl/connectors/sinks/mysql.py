@@ -1,0 +1,317 @@
+"""mysql sink (MySQL / MariaDB, PyMySQL): each micro-batch in one transaction, exactly once.
+
+* The transaction first inserts the batch's marker row into `_etl_commits`
+  (primary key pipeline, sink, query, checkpoint id, batch id), then the rows
+  in multi-row INSERTs of `batch_size` rows, then commits: rows and marker
+  become visible together. `is_committed` reads the marker, so a batch Spark
+  replays after a crash is skipped. A second writer of the same batch blocks
+  on the marker row and then fails on its key: it can never double the rows.
+* Modes: `insert`, `ignore` (INSERT IGNORE), `upsert` (INSERT ... ON
+  DUPLICATE KEY UPDATE of the non-key columns; `key` names the key columns).
+* Statements are parameterized; table and column names are validated and
+  quoted with backticks. Timestamps are written in UTC (session time_zone
+  +00:00); nested values (arrays, maps, structs) as JSON text; NaN/inf as NULL.
+* `create_table: true` creates a missing table from the batch's columns
+  (primary key = `key`).
+* Connection errors, deadlocks and lock waits are transient: the transaction
+  is rolled back and the whole batch is written again in a new one (its rows
+  are kept until it commits). Bad credentials, an unknown database, table or
+  column, SQL errors and rejected values are terminal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pyarrow as pa
+
+from etl.connectors.sinks._server import ServerSink, run_tag
+from etl.runtime.sink import SinkContext, TerminalError, TransientError
+
+MARKERS = "_etl_commits"
+KEEP_MARKERS = 1000  # marker rows kept per (pipeline, sink, query, checkpoint)
+IDENT = re.compile(r"^[^`\x00/\\.]{1,64}$")
+
+# MySQL / MariaDB error codes worth retrying: the server or the connection went away, a lock could not be had.
+TRANSIENT_CODES = {
+    1040,  # too many connections
+    1053,  # server shutdown in progress
+    1205,  # lock wait timeout
+    1213,  # deadlock
+    1317,  # query interrupted
+    1927,  # connection killed (MariaDB)
+    2002, 2003, 2006, 2013, 2055,  # cannot connect, server gone away, lost connection
+    4031,  # disconnected by the server (inactivity)
+}
+HINTS = {
+    1044: "the user has no access to this database",
+    1045: "check user and password",
+    1049: "create the database or fix `database`",
+    1054: "the table's columns differ from the pipeline's output columns",
+    1062: "a row repeats a unique key of the table: use mode upsert or ignore",
+    1142: "the user lacks a privilege on this table",
+    1146: "create the table, or set `create_table: true`",
+    1698: "check user and password",
+}
+
+
+def quote(name: str, what: str = "identifier") -> str:
+    """`name` quoted with backticks, after checking it is a plain MySQL identifier."""
+    if not isinstance(name, str) or not IDENT.match(name) or name != name.strip():
+        raise TerminalError(f"invalid {what} {name!r}: up to 64 characters, no backtick, dot, slash or NUL")
+    return f"`{name}`"
+
+
+def classify(e: Exception, what: str) -> Exception:
+    """A PyMySQL error as TransientError or TerminalError with a readable message."""
+    import pymysql
+
+    code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+    text = e.args[1] if len(e.args) > 1 else str(e)
+    msg = f"{what}: {text}" + (f" (MySQL error {code})" if code else "")
+    if code in HINTS:
+        msg += f"; {HINTS[code]}"
+    if isinstance(e, (pymysql.err.InterfaceError, OSError)) or code in TRANSIENT_CODES:
+        return TransientError(msg)
+    return TerminalError(msg)
+
+
+def column_type(field: pa.Field, is_key: bool) -> str:
+    t = field.type
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_int8(t):
+        return "TINYINT"
+    if pa.types.is_int16(t):
+        return "SMALLINT"
+    if pa.types.is_int32(t):
+        return "INT"
+    if pa.types.is_integer(t):
+        return "BIGINT"
+    if pa.types.is_float32(t):
+        return "FLOAT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({min(t.precision, 65)},{min(t.scale, 30)})"
+    if pa.types.is_timestamp(t):
+        return "DATETIME(6)"
+    if pa.types.is_date(t):
+        return "DATE"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "VARBINARY(255)" if is_key else "LONGBLOB"
+    return "VARCHAR(255)" if is_key else "LONGTEXT"
+
+
+def _clean(v: Any) -> Any:
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+class MySQLSink(ServerSink):
+    def __init__(self, spec: Any, ctx: SinkContext):
+        super().__init__(spec, ctx)
+        self.conn: Any = None
+        self._tag: str | None = None
+        self.table = quote(spec.table, "table name")
+        for k in spec.key:
+            quote(k, "key column")
+        self._sql: str | None = None
+        self._columns: list[str] = []
+        self._prepared = False
+        self._chunks: list[list[tuple]] = []
+        self._open = False  # a transaction of the current batch is open on self.conn
+        self._batch: int | None = None
+
+    @property
+    def server(self) -> str:
+        return f"{self.spec.user}@{self.spec.host}:{self.spec.port}/{self.spec.database}"
+
+    # --------------------------------------------------------- connection
+    def _connect(self) -> Any:
+        if self.conn is not None:
+            return self.conn
+        try:
+            import pymysql
+        except ImportError as e:
+            raise TerminalError("the mysql sink needs the PyMySQL package: pip install PyMySQL") from e
+        try:
+            self.conn = pymysql.connect(host=self.spec.host, port=int(self.spec.port), user=self.spec.user,
+                                        password=self.spec.password, database=self.spec.database,
+                                        charset="utf8mb4", autocommit=False, connect_timeout=5,
+                                        read_timeout=60, write_timeout=60,
+                                        init_command="SET time_zone = '+00:00'")
+        except pymysql.err.MySQLError as e:
+            raise classify(e, f"cannot connect to {self.server}") from e
+        except OSError as e:
+            raise TransientError(f"cannot connect to {self.server}: {e}") from e
+        self._prepared = False
+        return self.conn
+
+    def _drop(self) -> None:
+        conn, self.conn = self.conn, None
+        self._open = False
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - the connection is already broken
+                pass
+
+    def _exec(self, what: str, fn: Any) -> Any:
+        """Run fn(cursor); on failure roll back, drop a broken connection, raise Transient/Terminal."""
+        import pymysql
+
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                return fn(cur)
+        except (pymysql.err.MySQLError, OSError) as e:
+            err = classify(e, what)
+            self._open = False
+            if isinstance(err, TransientError):
+                self._drop()
+            else:
+                try:
+                    conn.rollback()
+                except Exception:  # noqa: BLE001
+                    self._drop()
+            raise err from e
+
+    def _ensure_markers(self, cur: Any) -> None:
+        cur.execute(f"CREATE TABLE IF NOT EXISTS `{MARKERS}` ("
+                    "pipeline VARCHAR(128) NOT NULL, sink VARCHAR(128) NOT NULL, query VARCHAR(128) NOT NULL, "
+                    "run VARCHAR(64) NOT NULL, batch_id BIGINT NOT NULL, rows_written BIGINT NOT NULL DEFAULT 0, "
+                    "committed_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                    "PRIMARY KEY (pipeline, sink, query, run, batch_id)) ENGINE=InnoDB")
+
+    @property
+    def tag(self) -> str:
+        if self._tag is None:  # read once the query started (its checkpoint holds the id)
+            self._tag = run_tag(self.ctx)
+        return self._tag
+
+    def _marker_key(self, batch_id: int) -> tuple:
+        return (self.ctx.pipeline, self.ctx.sink_id, self.ctx.scope, self.tag, batch_id)
+
+    # ---------------------------------------------------- replay protection
+    def committed(self, batch_id: int) -> bool:
+        def check(cur: Any) -> bool:
+            if not self._prepared:
+                self._ensure_markers(cur)
+            cur.execute(f"SELECT 1 FROM `{MARKERS}` WHERE pipeline=%s AND sink=%s AND query=%s AND run=%s "
+                        "AND batch_id=%s", self._marker_key(batch_id))
+            found = cur.fetchone() is not None
+            self.conn.rollback()  # no snapshot kept open between batches
+            return found
+
+        return self._exec("cannot read the commit marker", check)
+
+    # ------------------------------------------------------------ shaping
+    def prepare_columns(self, df: Any) -> list[Any]:
+        from pyspark.sql import functions as F
+
+        cols = []
+        for f in df.schema.fields:
+            c = F.col(f"`{f.name}`")
+            if f.dataType.typeName() in ("array", "map", "struct", "variant"):
+                c = F.to_json(c)
+            cols.append(c.alias(f.name))
+        return cols
+
+    def _statement(self, schema: pa.Schema) -> str:
+        names = list(schema.names)
+        cols = ", ".join(quote(n, "column name") for n in names)
+        marks = ", ".join(["%s"] * len(names))
+        verb = "INSERT IGNORE INTO" if self.spec.mode == "ignore" else "INSERT INTO"
+        sql = f"{verb} {self.table} ({cols}) VALUES ({marks})"
+        if self.spec.mode == "upsert":
+            keys = set(self.spec.key)
+            rest = [n for n in names if n not in keys] or names[:1]
+            sql += " ON DUPLICATE KEY UPDATE " + ", ".join(f"{quote(n)}=VALUES({quote(n)})" for n in rest)
+        return sql
+
+    def _create_table(self, cur: Any, schema: pa.Schema) -> None:
+        keys = list(self.spec.key)
+        missing = [k for k in keys if k not in schema.names]
+        if missing:
+            raise TerminalError(f"key column(s) {', '.join(missing)} are not among the output columns "
+                                f"({', '.join(schema.names)})")
+        defs = [f"{quote(f.name, 'column name')} {column_type(f, f.name in keys)}"
+                + (" NOT NULL" if f.name in keys else "") for f in schema]
+        if keys:
+            defs.append("PRIMARY KEY (" + ", ".join(quote(k) for k in keys) + ")")
+        cur.execute(f"CREATE TABLE IF NOT EXISTS {self.table} ({', '.join(defs)}) "
+                    "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4")
+
+    # -------------------------------------------------------------- batch
+    def begin(self, batch_id: int, schema: pa.Schema) -> None:
+        self._batch = batch_id
+        self._chunks = []
+        if self._sql is None:
+            self._sql = self._statement(schema)
+        self._schema = schema
+        self._start()
+
+    def _start(self) -> None:
+        def start(cur: Any) -> None:
+            if not self._prepared:
+                self._ensure_markers(cur)
+                if self.spec.create_table:
+                    self._create_table(cur, self._schema)
+                self._prepared = True
+            self.conn.begin()
+            cur.execute(f"INSERT INTO `{MARKERS}` (pipeline, sink, query, run, batch_id) VALUES (%s,%s,%s,%s,%s)",
+                        self._marker_key(self._batch))
+
+        self._exec(f"cannot start a transaction on {self.server}", start)
+        self._open = True
+        for rows in self._chunks:  # after a broken transaction: the rows written so far, again
+            self._insert(rows)
+
+    def _insert(self, rows: list[tuple]) -> None:
+        sql = self._sql
+        self._exec(f"insert into {self.spec.table} failed", lambda cur: cur.executemany(sql, rows))
+
+    def batch_insert(self, rows: pa.Table) -> None:
+        data = list(zip(*[[_clean(v) for v in c.to_pylist()] if pa.types.is_floating(c.type) else c.to_pylist()
+                          for c in rows.columns]))
+        if not self._open:
+            self._start()
+        self._insert(data)
+        self._chunks.append(data)
+
+    def commit(self, batch_id: int) -> None:
+        if not self._open:
+            if self.committed(batch_id):
+                return  # the commit went through before the connection broke
+            self._start()
+        n = sum(len(c) for c in self._chunks)
+        key = self._marker_key(batch_id)
+
+        def finish(cur: Any) -> None:
+            cur.execute(f"UPDATE `{MARKERS}` SET rows_written=%s WHERE pipeline=%s AND sink=%s AND query=%s "
+                        "AND run=%s AND batch_id=%s", (n, *key))
+            cur.execute(f"DELETE FROM `{MARKERS}` WHERE pipeline=%s AND sink=%s AND query=%s AND run=%s "
+                        "AND batch_id < %s", (*key[:4], batch_id - KEEP_MARKERS))
+            self.conn.commit()
+
+        try:
+            self._exec(f"commit on {self.server} failed", finish)
+        except TransientError:
+            self._open = False
+            raise
+        self._open = False
+        self._chunks = []
+
+    def abort(self, batch_id: int) -> None:
+        self._chunks = []
+        if self.conn is not None and self._open:
+            try:
+                self.conn.rollback()
+            except Exception:  # noqa: BLE001 - the connection is gone: nothing was committed
+                self._drop()
+        self._open = False
+
+    def close(self) -> None:
+        self._drop()
