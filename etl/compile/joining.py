@@ -61,8 +61,10 @@ def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: An
     if lt_type is None or rt_type is None:
         side, f = ("left", left_time.field) if lt_type is None else ("right", right_time.field)
         raise JoinError(f"event time column '{f}' does not exist on the {side} input", f"{side}_time")
-    lp = event_time_column(left, left_time.field, left_time.watermark, name=LT)
-    rp = event_time_column(right, right_time.field, right_time.watermark, name=RT)
+    lp, lt = event_time_column(left, left_time.field, left_time.watermark, name=LT)
+    rp, rt = event_time_column(right, right_time.field, right_time.watermark, name=RT)
+    if rt in spec.on:
+        raise JoinError(f"the right event time column '{rt}' cannot also be a join key", "right_time")
 
     within = _interval(spec.within)
     left_cols = [c for c in left.columns]
@@ -72,12 +74,15 @@ def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: An
     if clash:
         raise JoinError(f"right column(s) {', '.join(clash)} still clash after renaming", "inputs")
 
+    # every column once (a second copy of a watermarked column is a second event-time column)
+    r_time = renamed.get(rt, rt)
+    extra = [] if rt in renamed else [F.col(f"`{rt}`")]
     lk = lp.alias("l")
     rk = rp.select(*[F.col(f"`{k}`").alias(f"_etl_k{i}") for i, k in enumerate(spec.on)],
-                   *[F.col(f"`{c}`").alias(renamed[c]) for c in right_cols], F.col(RT)).alias("r")
+                   *[F.col(f"`{c}`").alias(renamed[c]) for c in right_cols], *extra).alias("r")
     cond = [F.col(f"l.`{k}`") == F.col(f"r._etl_k{i}") for i, k in enumerate(spec.on)]
-    cond.append(F.col(f"r.{RT}").between(F.col(f"l.{LT}") - F.expr(f"INTERVAL {within}"),
-                                         F.col(f"l.{LT}") + F.expr(f"INTERVAL {within}")))
+    cond.append(F.col(f"r.`{r_time}`").between(F.col(f"l.`{lt}`") - F.expr(f"INTERVAL {within}"),
+                                               F.col(f"l.`{lt}`") + F.expr(f"INTERVAL {within}")))
     how = "inner" if spec.how == "inner" else "left_outer"
     joined = lk.join(rk, on=_and(cond), how=how)
     out = joined.select(*[F.col(f"l.`{c}`").alias(c) for c in left_cols],

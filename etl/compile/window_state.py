@@ -13,11 +13,13 @@ Per micro-batch N, for a key with input (W = the watermark of batch N):
    window with end <= W the event is late: the window is skipped and the event
    goes once to the dead-letter output (or is dropped);
 3. with `emit.early`, the changed windows are emitted as provisional rows when
-   the last emission of the key is at least `early` old; otherwise a timer
-   emits them when it is.
-Keys without input are woken by timers: event-time timers at window ends
-(EventTime mode, no early emission) or a processing-time tick every `early`
-(ProcessingTime mode), which also closes windows the watermark has passed.
+   the key's last provisional emission is at least `early` old (processing
+   time); rows held back by that limit go out when the watermark has moved
+   `early` further (an event-time timer), or with the final row.
+Keys without input are woken by event-time timers: at window ends (final rows)
+and for held-back provisional rows. Only event-time timers are used: Spark runs
+a ProcessingTime-mode processor's query batch after batch forever, which would
+keep `etl run --once` (AvailableNow) from ever finishing.
 """
 
 from __future__ import annotations
@@ -207,32 +209,26 @@ def _processor_class() -> type:
                 st["dirty"].discard(win)
                 st["emitted"].discard(win)
 
-        def _early(self, key: tuple, st: dict, now: int) -> Iterator[Any]:
+        def _early(self, key: tuple, st: dict, now: int, force: bool = False) -> Iterator[Any]:
             cfg = self.cfg
             if cfg.early_ms is None or not st["dirty"]:
                 return
-            if st["last"] is None or now - st["last"] >= cfg.early_ms:
+            if force or st["last"] is None or now - st["last"] >= cfg.early_ms:
                 for win in sorted(st["dirty"]):
                     yield self._emit(key, st, win, False)
                     st["emitted"].add(win)
                 st["dirty"] = set()
                 st["last"] = now
 
-        def _timers(self, st: dict, now: int) -> None:
+        def _timers(self, st: dict, wm: int) -> None:
+            """Event-time timers only (a ProcessingTime-mode processor would keep every query, even an
+            AvailableNow one, running batches forever): one at each window end, and with provisional
+            rows held back by the `early` limit, one when the watermark has moved `early` further."""
             cfg = self.cfg
-            if not st["w"]:
-                return
-            if cfg.early_ms is None:
-                for end in {end for _, end in st["w"]}:
-                    self.handle.registerTimer(end)
-                return
-            # ProcessingTime mode: one tick at most `early` ahead (sooner when provisional rows wait).
-            # A timer that is firing right now is still listed: only later ones count.
-            nxt = now + max(cfg.early_ms, 1)
-            if st["dirty"] and st["last"] is not None:
-                nxt = max(st["last"] + cfg.early_ms, now + 1)
-            if not any(now < t <= nxt for t in self.handle.listTimers()):
-                self.handle.registerTimer(nxt)
+            for end in {end for _, end in st["w"]}:
+                self.handle.registerTimer(end)
+            if cfg.early_ms is not None and st["dirty"]:
+                self.handle.registerTimer(max(wm, 0) + max(cfg.early_ms, 1))
 
         def _late(self, key: tuple, ms: int, payload: Any, wins: list, wm: int) -> Any:
             d = self._base(key)
@@ -272,7 +268,7 @@ def _processor_class() -> type:
                 for win, acc in self._sessions(st, fresh):
                     yield self._emit(key, st, win, True, acc=acc, retract=True)
             yield from self._early(key, st, now)
-            self._timers(st, now)
+            self._timers(st, wm)
             self._save(st)
 
         def _sessions(self, st: dict, fresh: list) -> list[tuple[tuple[int, int], list]]:
@@ -313,8 +309,8 @@ def _processor_class() -> type:
             now = timerValues.getCurrentProcessingTimeInMs()
             st = self._load()
             yield from self._close(key, st, wm)
-            yield from self._early(key, st, now)
-            self._timers(st, now)
+            yield from self._early(key, st, now, force=True)  # the watermark moved on: held-back rows go out
+            self._timers(st, wm)
             self._save(st)
 
         def close(self) -> None:
@@ -346,9 +342,9 @@ def _from_state(col: Any, dt: Any) -> Any:
     return col
 
 
-def state_aggregate(df: Any, spec: Any, *, stage: str, payload: Any = None,
+def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload: Any = None,
                     source_columns: list[str] | None = None) -> WindowResult:
-    """`df` carries ET_COL (watermarked timestamp). See the module docstring."""
+    """`df` carries the watermarked timestamp column `et`. See the module docstring."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
@@ -369,13 +365,13 @@ def state_aggregate(df: Any, spec: Any, *, stage: str, payload: Any = None,
         if a.field not in fields:
             fields.append(a.field)
         aggs.append((a.fn, fields.index(a.field), a.n))
-    schema = output_schema(df, spec)
+    schema = output_schema(df, spec, et)
     keys = tuple(spec.group_by) or (ALL_KEY,)
     cfg = Config(spec.kind, _ms(spec.size), _ms(spec.slide or spec.size), _ms(spec.gap), early_ms, dead_letter,
                  tuple(aggs), keys, tuple(a.as_ for a in spec.aggregates))
 
     cols = [F.col(f"`{g}`") for g in spec.group_by] or [F.lit(0).alias(ALL_KEY)]
-    cols.append(F.unix_millis(F.col(ET_COL)).alias(MS_COL))
+    cols.append(F.unix_millis(F.col(f"`{et}`")).alias(MS_COL))
     for i, f in enumerate(fields):
         v = F.col(f"`{f}`")
         cols.append((F.unix_micros(v) if types[f] == "timestamp" else v).alias(VAL.format(i)))
@@ -397,13 +393,12 @@ def state_aggregate(df: Any, spec: Any, *, stage: str, payload: Any = None,
                    StructField(EVENT_MS, LongType(), True)]
     out_type = StructType(out_fields)
     proc = _processor_class()(cfg, tuple(f.name for f in out_fields))
-    mode = "ProcessingTime" if early_ms is not None else "EventTime"
-    tagged = inp.groupBy(*[F.col(f"`{k}`") for k in keys]).transformWithState(proc, out_type, "Append", mode)
+    tagged = inp.groupBy(*[F.col(f"`{k}`") for k in keys]).transformWithState(proc, out_type, "Append", "EventTime")
 
-    names = ["window_start", "window_end", *spec.group_by, *[a.as_ for a in spec.aggregates]]
+    names = [*spec.group_by, "window_start", "window_end", *[a.as_ for a in spec.aggregates]]
     conv = tagged.select(
-        F.timestamp_millis(F.col(WS)).alias("window_start"), F.timestamp_millis(F.col(WE)).alias("window_end"),
         *[F.col(f"`{g}`") for g in spec.group_by],
+        F.timestamp_millis(F.col(WS)).alias("window_start"), F.timestamp_millis(F.col(WE)).alias("window_end"),
         *[_from_state(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in agg_fields],
         F.col(FINAL), F.col(PREV), F.col(RETRACTED), F.col(ERR), F.col(PAYLOAD), F.col(EVENT_MS))
     is_result = F.col(ERR).isNull()

@@ -14,13 +14,16 @@ compute it, both on the RocksDB state store:
   (`etl.compile.window_state`), used for early (provisional) results and for
   late events sent to the dead-letter output, which Spark's aggregation cannot do.
 
-Output columns: window_start, window_end (timestamps; a session ends at its
-last event + gap), the group_by columns, one column per aggregate in the order
+Output columns: the group_by columns, window_start, window_end (timestamps; a
+session ends at its last event + gap), one column per aggregate in the order
 written. With `emit.early` two more columns say how sinks must read rows:
 
 * `_final` (boolean): false for a provisional row that replaces the previous
-  row of the same (window_start, window_end, group_by...) -- the upsert key,
+  row of the same (group_by..., window_start, window_end) -- the upsert key,
   `WindowResult.key_columns`; true for the one final row of that key.
+  Provisional rows of a key go out when it receives events, at most once per
+  `early` of processing time; changes held back by that limit go out once the
+  watermark has moved `early` further, or with the final row.
 * `_retract` (boolean): with `having`, a final row whose group no longer
   satisfies the condition while a provisional row was emitted earlier: the
   sink deletes that key (append-only sinks see a row flagged for deletion).
@@ -87,18 +90,19 @@ class WindowResult:
 
 # ----------------------------------------------------------------- event time
 def event_time_column(df: Any, field_name: str | None, watermark_s: float | None, *,
-                      processing: bool = False, name: str = ET_COL) -> Any:
-    """`df` with a watermarked timestamp column `name` holding event time (or processing time).
+                      processing: bool = False, name: str = ET_COL) -> tuple[Any, str]:
+    """(`df` with a watermarked timestamp column holding event time or processing time, that column's name).
 
-    The field may be a timestamp, epoch milliseconds (integer) or ISO text. When
-    the field already is a watermarked timestamp (the source declared it), it is
-    reused as it is and no second watermark is added.
+    The field may be a timestamp, epoch milliseconds (integer) or ISO text: it is
+    converted into a new column `name`. When the field already is a watermarked
+    timestamp (its source declared it), the field itself is the answer: a copy
+    would be a second event-time column, which Spark rejects in joins.
     """
     from pyspark.sql import functions as F
 
     if processing:
         out = df.withColumn(name, F.current_timestamp())
-        return out.withWatermark(name, "0 seconds") if df.isStreaming else out
+        return (out.withWatermark(name, "0 seconds") if df.isStreaming else out), name
     if field_name is None:
         raise WindowError("event time is needed: set `event_time: {field: ts, watermark: 30s}` "
                           "on the window or its source, or use `time: processing`", "event_time")
@@ -119,13 +123,13 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
         raise WindowError(f"event time column '{field_name}' is {t}, not a timestamp or epoch milliseconds",
                           "event_time")
     if already:
-        return df.withColumn(name, src) if name != field_name else df
+        return df, field_name
     out = df.withColumn(name, col)
     if df.isStreaming:
         if watermark_s is None:
             raise WindowError("event time needs a watermark (allowed lateness)", "event_time")
         out = out.withWatermark(name, _interval(watermark_s))
-    return out
+    return out, name
 
 
 def _interval(seconds: float) -> str:
@@ -151,14 +155,14 @@ def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
     elif fn == "count_distinct":
         c = F.size(F.collect_set(v)).cast("bigint")
     elif fn == "collect_list":
-        pairs = F.array_sort(F.collect_list(F.when(present, F.struct(F.col(et).alias("t"), v.alias("v")))))
+        pairs = F.array_sort(F.collect_list(F.when(present, F.struct(F.col(f"`{et}`").alias("t"), v.alias("v")))))
         c = F.transform(pairs, lambda x: x["v"])
     elif fn == "collect_set":
         c = F.array_sort(F.collect_set(v))
     elif fn == "first":
-        c = F.min_by(v, F.when(present, F.struct(F.col(et), v)))
+        c = F.min_by(v, F.when(present, F.struct(F.col(f"`{et}`"), v)))
     elif fn == "last":
-        c = F.max_by(v, F.when(present, F.struct(F.col(et), v)))
+        c = F.max_by(v, F.when(present, F.struct(F.col(f"`{et}`"), v)))
     elif fn == "top_n":
         top = F.max_by(v, v, F.lit(int(a.n)))
         empty = F.array().cast(ArrayType(_field_type(df, a.field)))
@@ -189,7 +193,7 @@ def choose_engine(spec: Any) -> str:
 
 
 def key_columns(spec: Any) -> tuple[str, ...]:
-    return ("window_start", "window_end", *spec.group_by)
+    return (*spec.group_by, "window_start", "window_end")
 
 
 def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str | None = None,
@@ -210,43 +214,45 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
         raise WindowError("early emission and late events to dead letters need the state engine", "emit")
     processing = spec.time == "processing"
     et = event_time
-    prepared = event_time_column(df, getattr(et, "field", None), getattr(et, "watermark", None),
-                                 processing=processing)
+    prepared, et_col = event_time_column(df, getattr(et, "field", None), getattr(et, "watermark", None),
+                                         processing=processing)
     if engine == "native":
-        return _native(prepared, spec)
+        return _native(prepared, spec, et_col)
     from etl.compile.window_state import state_aggregate
 
-    return state_aggregate(prepared, spec, stage=stage or spec.id, payload=payload, source_columns=df.columns)
+    return state_aggregate(prepared, spec, et_col, stage=stage or spec.id, payload=payload,
+                           source_columns=df.columns)
 
 
 def window_column(spec: Any, et: str = ET_COL) -> Any:
     from pyspark.sql import functions as F
 
     if spec.kind == "session":
-        return F.session_window(F.col(et), _interval(spec.gap))
+        return F.session_window(F.col(f"`{et}`"), _interval(spec.gap))
     slide = _interval(spec.slide) if spec.kind == "sliding" else None
-    return F.window(F.col(et), _interval(spec.size), slide)
+    return F.window(F.col(f"`{et}`"), _interval(spec.size), slide)
 
 
-def _native(df: Any, spec: Any) -> WindowResult:
+def _native(df: Any, spec: Any, et: str) -> WindowResult:
     from pyspark.sql import functions as F
 
     groups = [F.col(f"`{g}`") for g in spec.group_by]
-    aggs = [agg_column(a, df) for a in spec.aggregates]
-    out = df.groupBy(window_column(spec).alias(WIN_COL), *groups).agg(*aggs)
-    out = out.select(F.col(f"{WIN_COL}.start").alias("window_start"), F.col(f"{WIN_COL}.end").alias("window_end"),
-                     *groups, *[F.col(f"`{a.as_}`") for a in spec.aggregates])
+    aggs = [agg_column(a, df, et) for a in spec.aggregates]
+    out = df.groupBy(window_column(spec, et).alias(WIN_COL), *groups).agg(*aggs)
+    out = out.select(*groups, F.col(f"{WIN_COL}.start").alias("window_start"),
+                     F.col(f"{WIN_COL}.end").alias("window_end"), *[F.col(f"`{a.as_}`") for a in spec.aggregates])
     if spec.having:
         out = out.where(F.coalesce(F.expr(spec.having), F.lit(False)))
     return WindowResult(out, "append", key_columns(spec), "native")
 
 
-def output_schema(df: Any, spec: Any) -> Any:
-    """The StructType of window_start, window_end, group_by and the aggregates (as the native engine types them)."""
+def output_schema(df: Any, spec: Any, et: str = ET_COL) -> Any:
+    """The StructType of group_by, window_start, window_end and the aggregates (as the native engine types them)."""
     from pyspark.sql import functions as F
 
     groups = [F.col(f"`{g}`") for g in spec.group_by]
-    probe = df.groupBy(window_column(spec).alias(WIN_COL), *groups).agg(*[agg_column(a, df) for a in spec.aggregates])
-    probe = probe.select(F.col(f"{WIN_COL}.start").alias("window_start"), F.col(f"{WIN_COL}.end").alias("window_end"),
-                         *groups, *[F.col(f"`{a.as_}`") for a in spec.aggregates])
+    probe = df.groupBy(window_column(spec, et).alias(WIN_COL), *groups).agg(
+        *[agg_column(a, df, et) for a in spec.aggregates])
+    probe = probe.select(*groups, F.col(f"{WIN_COL}.start").alias("window_start"),
+                         F.col(f"{WIN_COL}.end").alias("window_end"), *[F.col(f"`{a.as_}`") for a in spec.aggregates])
     return probe.schema

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,25 +20,13 @@ def stream(spark: Any, batches: list[list[dict]], tmp: Path, schema: str = SCHEM
     return spark.readStream.format("etl_test_batches").option("path", str(path)).option("schema", schema).load()
 
 
-def run_to_end(spark: Any, df: Any, tmp: Path, *, expect_final: int | None = None, timeout: float = 120.0,
-               final_column: str | None = None) -> list[dict]:
-    """Start `df` into a memory sink; wait for every batch (and the no-data batch); return rows."""
+def run_to_end(spark: Any, df: Any, tmp: Path) -> list[dict]:
+    """Run `df` into a memory sink until every batch (and the watermark's no-data batch) is done; return rows."""
     table = "t_" + uuid.uuid4().hex[:10]
     q = (df.writeStream.format("memory").queryName(table).outputMode("append")
          .option("checkpointLocation", str(tmp / ("ck_" + table))).trigger(processingTime="0 seconds").start())
     try:
-        if final_column is None:
-            q.processAllAvailable()
-        else:  # processing-time timers keep the query busy: wait for the expected final rows
-            deadline = time.time() + timeout
-            while True:
-                if q.exception() is not None:
-                    raise q.exception()
-                n = spark.sql(f"select count(*) from {table} where {final_column}").collect()[0][0]
-                if n >= expect_final or time.time() > deadline:
-                    break
-                time.sleep(0.3)
-            time.sleep(1.0)  # let the next batch run: nothing more may come
+        q.processAllAvailable()
     finally:
         q.stop()
     if q.exception() is not None:

@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     from etl.runtime.session import build_session
     from tests.windows.batches_source import register
 
-    spark = build_session("etl-restart-test", "local[2]", {"spark.sql.shuffle.partitions": "2"}, ui=False)
+    # FAIR: the queries share the two cores (FIFO lets the first query's jobs starve the others)
+    spark = build_session("etl-restart-test", "local[2]", {"spark.sql.shuffle.partitions": "2",
+                                                           "spark.scheduler.mode": "FAIR"}, ui=False)
     register(spark)
     queries = {}
     for name, df in build(spark, work).items():

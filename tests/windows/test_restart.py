@@ -55,15 +55,15 @@ def test_kill_and_restart(spark, tmp_path):
     (tmp_path / "right.json").write_text(json.dumps(right))
 
     p = start(tmp_path)
-    deadline = time.time() + 240
-    while time.time() < deadline and min(commits(tmp_path, q) for q in QUERIES) < 3:
+    deadline = time.time() + 600
+    while time.time() < deadline and min(commits(tmp_path, q) for q in QUERIES) < 2:
         if p.poll() is not None:
             pytest.fail("the app ended before it was killed:\n" + p.stderr.read().decode()[-3000:])
         time.sleep(0.2)
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     at_kill = {q: commits(tmp_path, q) for q in QUERIES}
-    assert all(3 <= n < len(batches) for n in at_kill.values()), at_kill  # killed mid-run
+    assert all(2 <= n < len(batches) for n in at_kill.values()), at_kill  # killed mid-run
 
     p = start(tmp_path)
     out, err = p.communicate(timeout=300)

@@ -67,7 +67,7 @@ def simulate(spec, rule, **kw):
     return oracle.simulate(BATCHES, spec, delay_ms=DELAY_S * 1000, rule=rule, **kw)
 
 
-def run_variants(spark, tmp, variants: dict, *, part: str = "df", early_finals: int | None = None) -> dict:
+def run_variants(spark, tmp, variants: dict, *, part: str = "df") -> dict:
     """variants: name -> spec; one query computing all of them; returns name -> rows."""
     from pyspark.sql import functions as F
 
@@ -79,8 +79,7 @@ def run_variants(spark, tmp, variants: dict, *, part: str = "df", early_finals: 
     union = frames[0]
     for f in frames[1:]:
         union = union.unionByName(f)
-    rows = run_to_end(spark, union, tmp, expect_final=early_finals,
-                      final_column="_final" if early_finals is not None else None)
+    rows = run_to_end(spark, union, tmp)
     out: dict = {name: [] for name in variants}
     for r in rows:
         out[r.pop("_variant")].append(r)
@@ -154,8 +153,7 @@ def early_want(name):
 def early_rows(spark, tmp_path_factory):
     variants = {name: make_spec(kind, emit={"early": "1ms"}, **({"having": h} if h else {}))
                 for name, (kind, h) in EARLY_VARIANTS.items()}
-    finals = sum(len(early_want(n).final) for n in variants)
-    return run_variants(spark, tmp_path_factory.mktemp("early"), variants, early_finals=finals)
+    return run_variants(spark, tmp_path_factory.mktemp("early"), variants)
 
 
 @pytest.mark.parametrize("name", list(EARLY_VARIANTS))

@@ -1,12 +1,51 @@
-"""lookup: dimension-table enrichment comes in a later issue."""
+"""lookup: enrich events from a dimension table (a static file or mysql source), broadcast or
+in rocksdict stores on local disk (etl/compile/lookup.py, etl/compile/lookup_store.py)."""
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Any
 
-from etl.compile.context import CompileContext, not_supported
+from etl.compile.context import CompileContext, CompileError
 from etl.graph.model import Node
+
+FORMATS = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
+
+
+def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
+    """The Dimension of the lookup's table, and its own refresh interval."""
+    from etl.compile.lookup import Dimension
+
+    table = ctx.graph.node(node.spec.table)
+    t = table.spec
+    if t.type == "file":
+        if t.format not in FORMATS:
+            raise CompileError(f"lookup '{node.id}': a {t.format} file cannot be a lookup table", node, "table",
+                               "use csv, jsonl or parquet", code="E403")
+        return Dimension(table.id, ctx.resolve(t.path), FORMATS[t.format], t.header, t.delimiter, t.schema_), None
+    if t.type == "mysql":
+        from etl.connectors.sources.mysql import read_mysql_table
+
+        return Dimension(table.id, columns=t.schema_, reader=functools.partial(read_mysql_table, t)), t.refresh
+    raise CompileError(f"lookup '{node.id}': a {t.type} source cannot be a lookup table", node, "table", code="E403")
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    raise not_supported(node, "lookup transform")
+    from etl.compile.lookup import LookupError_, lookup_join
+    from etl.compile.lookup_store import default_base_dir
+
+    spec = node.spec
+    dim, table_refresh = dimension(ctx, node)
+    if spec.refresh is None and table_refresh is not None:
+        spec = spec.model_copy(update={"refresh": table_refresh})
+    try:
+        res = lookup_join(inputs[0], dim, spec, spark=ctx.spark,
+                          base_dir=os.path.join(default_base_dir(), ctx.pipeline, node.id))
+    except LookupError_ as e:
+        raise CompileError(f"lookup '{node.id}': {e}", node, e.field, code="E310") from None
+    if res.source is not None and ctx.spark.sparkContext.master.startswith("local"):
+        res.prepare()  # workers share this host: build the store before the first micro-batch
+    if res.refresher is not None:
+        res.refresher.start()
+    return res.df
