@@ -138,6 +138,12 @@ class RocketMQSource(_MessageSource):
     starting: Literal["earliest", "latest"] = "earliest"
     max_messages_per_trigger: int | None = Field(default=None, ge=1)
 
+    def columns(self) -> dict[str, str] | None:
+        if self.format == "json":
+            return self.schema_
+        return {"key": "string", self.value_column: "binary" if self.format == "raw" else "string",
+                "topic": "string", "timestamp": "timestamp", "tags": "string"}
+
 
 @component("source", "mysql", builder=f"{_SRC}.mysql:build")
 class MySQLSource(SourceBase):
