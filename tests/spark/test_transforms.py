@@ -194,28 +194,29 @@ def test_sliding_window_with_having(spark, tmp_path):
                                   "window_end": "2026-01-01T00:02:00Z", "total": 3, "n": 2}]
 
 
-@pytest.mark.parametrize("transform, words", [
-    ("{id: j, type: join, inputs: [a, b], on: [k], within: 1m}", "stream-stream join is not supported"),
-    ("{id: j, type: window, input: a, kind: session, gap: 1m, aggregates: [{fn: count, as: n}]}",
-     "session window is not supported"),
-])
-def test_later_issue_transforms_fail_at_compile_time_not_validate(spark, tmp_path, transform, words):
+def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validate(spark, tmp_path, monkeypatch):
+    from etl import registry
     from etl.compile import CompileContext, Compiler
 
-    c = checked(tmp_path, f"""
+    c = checked(tmp_path, """
         name: t-later
-        sources:
-          - {{id: a, type: file, path: ., format: jsonl, schema: {{k: string, ts: timestamp}},
-             event_time: {{field: ts, watermark: 1m}}}}
-          - {{id: b, type: file, path: ., format: jsonl, schema: {{k: string, ts: timestamp}},
-             event_time: {{field: ts, watermark: 1m}}}}
-        transforms: [{transform}]
-        sinks: [{{id: out, type: file, input: j, path: out}}]
+        sources: [{id: a, type: file, path: ., format: jsonl, schema: {k: string}}]
+        transforms: [{id: d, type: derive, input: a, columns: {x: "1"}}]
+        sinks: [{id: out, type: file, input: d, path: out}]
     """)
+    real = registry.Entry.load_builder
+
+    def load(entry):
+        if entry.type == "derive":
+            raise ImportError("no module named etl.compile.transforms.columns")
+        return real(entry)
+
+    monkeypatch.setattr(registry.Entry, "load_builder", load)
     with pytest.raises(CompileError) as e:
         Compiler(CompileContext(spark, c.plan.graph)).queries()
-    assert words in str(e.value)
-    assert e.value.diagnostic(c.plan.graph).span.line > 1  # points into the YAML
+    d = e.value.diagnostic(c.plan.graph)
+    assert "transform type 'derive' is not supported by `etl run` yet" in d.message and d.code == "E401"
+    assert d.span.line == 4  # points at the component in the YAML
 
 
 def test_bad_sql_expression_points_at_its_node(spark, tmp_path):
