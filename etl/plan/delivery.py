@@ -16,7 +16,8 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
         configured = getattr(sink.spec, "delivery", None)
         if configured == "at_least_once":
             return Delivery(sink.id, "at-least-once", f"{sink.type} sink configured with delivery: at_least_once")
-        return Delivery(sink.id, "at-least-once", f"{sink.type} sink is not idempotent: a replayed batch is written again")
+        why = AT_LEAST_ONCE.get(sink.type, "a replayed batch is written again")
+        return Delivery(sink.id, "at-least-once", f"{sink.type} sink is not idempotent: {why}")
     how = MECHANISM.get(sink.type)
     return Delivery(sink.id, "exactly-once",
                     f"replayable sources ({', '.join(s.id for s in sources)}) + idempotent {sink.type} sink "
@@ -31,4 +32,12 @@ MECHANISM = {
     "mysql": "rows and a (pipeline, sink, batch id) row of table _etl_commits in one transaction",
     "elasticsearch": "_bulk index with deterministic document ids (id_fields, else a hash of the row): "
                      "a replay overwrites the same documents",
+}
+
+
+# What a non-idempotent sink still does about replays (shown by `etl explain`).
+AT_LEAST_ONCE = {
+    "rocketmq": "no transaction across a batch; each message carries a deterministic etl_msg_id "
+                "(<pipeline>:<sink>:<query>:<run>:<batch>:<row hash>) for consumers to dedup, and a replayed "
+                "batch skips the messages it reads back from the topic",
 }
