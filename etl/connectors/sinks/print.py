@@ -67,7 +67,10 @@ def _table(title: str, batch_id: int, columns: list[str], rows: list[dict]) -> s
     t = Table(title=f"{title} · batch {batch_id}", title_justify="left")
     for c in columns:
         t.add_column(c)
-    for r in rows:
+    def key(r: dict) -> tuple:  # a stable, readable order (rows of a batch arrive in no order)
+        return tuple((r.get(c) is None, str(r.get(c))) for c in columns)
+
+    for r in sorted(rows, key=key):
         t.add_row(*["" if r.get(c) is None else str(r.get(c)) for c in columns])
     buf = io.StringIO()
     Console(file=buf, width=160, force_terminal=False, color_system=None).print(t)
