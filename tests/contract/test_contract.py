@@ -11,6 +11,7 @@ Run: .venv/bin/python -m pytest tests/contract -m servers
 # ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -62,25 +63,24 @@ def _run(spark, t: Target, sink: dict, work: str = "run", **kw):
 
 
 @pytest.mark.parametrize("target", _params(), indirect=True)
-def test_write_and_read_back(spark, target):
+def test_write_read_back_and_restart(spark, target):
+    """Write and read back; a second run on the same checkpoint resumes after what the first wrote
+    (nothing doubled); connectors with a source read it all back through that source."""
     a, t = target
-    data = rows(0, 120)
-    write_input(t.tmp / "input", 0, data[:70])
-    write_input(t.tmp / "input", 1, data[70:])
+    first, second = rows(0, 70), rows(70, 45)
+    write_input(t.tmp / "input", 0, first[:40])
+    write_input(t.tmp / "input", 1, first[40:])
     _run(spark, t, a.sink(t))
-    assert_exactly(a.read_back(t, len(data)), data)
-
-
-@pytest.mark.parametrize("target", _params(), indirect=True)
-def test_restart_resumes_without_doubling(spark, target):
-    a, t = target
-    first, second = rows(0, 60), rows(60, 45)
-    write_input(t.tmp / "input", 0, first)
-    _run(spark, t, a.sink(t))
-    write_input(t.tmp / "input", 1, second)
-    _run(spark, t, a.sink(t))  # same checkpoint: resumes after the first file
-    _run(spark, t, a.sink(t))  # nothing new: writes nothing
+    assert_exactly(a.read_back(t, len(first)), first)
+    write_input(t.tmp / "input", 2, second)
+    _run(spark, t, a.sink(t))  # same checkpoint: resumes after the first two files
     assert_exactly(a.read_back(t, len(first) + len(second)), first + second)
+    if a.has_source():
+        out = t.tmp / "readback"
+        text = pipeline_text(t.name + "_rb", a.source(t), {"type": "file", "path": str(out), "format": "jsonl"})
+        run_once(spark, t.tmp / "rb", text)
+        got = [json.loads(line) for f in sorted(out.glob("part-*.jsonl")) for line in f.read_text().splitlines()]
+        assert_exactly(got, first + second)
 
 
 def _sink(a: Adapter, t: Target, spark) -> tuple:
@@ -127,10 +127,22 @@ def test_replayed_batch_is_written_once(spark, target):
     assert_exactly(a.read_back(t, 100), b0 + b1)
 
 
-@pytest.mark.parametrize("target", _params(lambda a: a.fixture is not None), indirect=True)
-def test_server_outage_mid_run_no_loss_no_duplicates(spark, target, caplog):
-    a, t = target
-    caplog.set_level(logging.WARNING, logger="etl.sink")
+class _RetryLog(logging.Handler):
+    """Retry warnings of the sinks (their label holds the pipeline file, so one adapter's are told apart)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if "retrying in" in msg:
+            self.lines.append(msg)
+
+
+def _outage_scenario(spark, a: Adapter, t: Target, retries: _RetryLog) -> str:
+    """File source -> the connector's sink, continuous; the server stops for OUTAGE_SECONDS after the first
+    batch is stored, files keep arriving; afterwards every row must be stored exactly once."""
     folder = t.tmp / "input"
     batches = [rows(i * 30, 30) for i in range(9)]
     for i in range(3):
@@ -138,28 +150,59 @@ def test_server_outage_mid_run_no_loss_no_duplicates(spark, target, caplog):
     sink = {**a.sink(t), "retry": OUTAGE_RETRY}
     text = pipeline_text(t.name, file_source(folder, 1), sink, trigger={"mode": "interval", "interval": "300ms"})
     run = start_continuous(spark, t.tmp / "run", text)
+    expected = [r for b in batches for r in b]
     try:
-        wait_until(lambda: len(a.read_back(t, 0)) >= 30, 120, run, "the first batch")
+        wait_until(lambda: len(a.read_back(t, 0)) >= 30, 240, run, f"{a.name}: the first batch")
         outage = t.server.outage(OUTAGE_SECONDS)
         outage.wait_stopped()
         down_at = time.monotonic()
-        for i in range(3, 6):  # arrives while the server is down
+        for i in range(3, 6):  # arrive while the server is down
             write_input(folder, i, batches[i])
             time.sleep(2)
-        outage.join(180)
-        up_after = time.monotonic() - down_at
+        outage.join(240)
+        down_for = time.monotonic() - down_at
         for i in range(6, 9):
             write_input(folder, i, batches[i])
-        expected = [r for b in batches for r in b]
-        wait_until(lambda: len(a.read_back(t, 0)) >= len(expected), 180, run, "every row after the outage")
+        wait_until(lambda: len(a.read_back(t, 0)) >= len(expected), 240, run, f"{a.name}: every row after the outage")
         check_running(run)
     finally:
         run.request_stop()
         run.wait()
     assert_exactly(a.read_back(t, len(expected)), expected)
-    retried = [r.getMessage() for r in caplog.records if "retrying in" in r.getMessage()]
-    assert up_after >= OUTAGE_SECONDS and retried, "the sink never had to retry: the outage was not noticed"
-    print(f"\n[contract] {a.name}: {len(retried)} retries during the outage; first: {retried[0][:200]}")
+    mine = [m for m in retries.lines if str(t.tmp) in m]
+    assert down_for >= OUTAGE_SECONDS and mine, f"{a.name}: the sink never had to retry: the outage was not noticed"
+    return f"{a.name}: down {down_for:.0f}s, {len(mine)} retries; first: {mine[0][:160]}"
+
+
+@pytest.fixture(scope="module")
+def outages(request, spark, tmp_path_factory):
+    """Every server connector's outage scenario, started together (they run concurrently: the whole
+    case costs one outage, not one per connector); each parametrized test waits for its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    handler = _RetryLog()
+    logging.getLogger("etl.sink").addHandler(handler)
+    pool = ThreadPoolExecutor(max_workers=len(ADAPTERS))
+    futures = {}
+    selected = {item.callspec.params["name"] for item in request.session.items
+                if getattr(item, "originalname", "") == "test_server_outage_mid_run_no_loss_no_duplicates"}
+    for name, a in sorted(ADAPTERS.items()):
+        if a.fixture is None or name not in selected:
+            continue
+        server = request.getfixturevalue(a.fixture)
+        server.ensure_running()
+        t = a.target(server, tmp_path_factory.mktemp(f"outage-{name}"))
+        futures[name] = pool.submit(_outage_scenario, spark, a, t, handler)
+    yield futures
+    pool.shutdown(wait=True)
+    logging.getLogger("etl.sink").removeHandler(handler)
+
+
+@pytest.mark.parametrize("name", [p.values[0] for p in _params(lambda a: a.fixture is not None)],
+                         ids=[p.id for p in _params(lambda a: a.fixture is not None)])
+@pytest.mark.servers
+def test_server_outage_mid_run_no_loss_no_duplicates(outages, name):
+    print(f"\n[contract] {outages[name].result(timeout=900)}")
 
 
 @pytest.mark.parametrize("target", _params(), indirect=True)
@@ -184,19 +227,3 @@ def test_bad_credentials_name_component_and_line(spark, target):
     assert f"sink 'out' ({t.tmp / 'run' / 'p.yaml'}:{SINK_LINE}:" in msg, msg
     assert "terminal error" in msg and ("denied" in msg or "password" in msg), msg
     assert time.monotonic() - started < 60
-
-
-@pytest.mark.parametrize("target", _params(lambda a: a.has_source()), indirect=True)
-def test_source_reads_back_what_the_sink_wrote(spark, target):
-    a, t = target
-    src = a.source(t)
-    data = rows(0, 80)
-    write_input(t.tmp / "input", 0, data)
-    _run(spark, t, a.sink(t))
-    out = t.tmp / "readback"
-    text = pipeline_text(t.name + "_rb", src, {"type": "file", "path": str(out), "format": "jsonl"})
-    run_once(spark, t.tmp / "rb", text)
-    import json
-
-    got = [json.loads(line) for f in sorted(out.glob("part-*.jsonl")) for line in f.read_text().splitlines()]
-    assert_exactly(got, data)
