@@ -66,8 +66,10 @@ def output_rows(folder: Path) -> list[dict]:
 
 
 def start(work: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--quiet"], cwd=work,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    log = open(work / "stderr.log", "ab")  # a file, not a pipe: nobody reads a killed run's stderr
+    return subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--quiet",
+                             "--conf", "spark.ui.enabled=false"], cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
 
 
 def kill_group(p: subprocess.Popen) -> None:
@@ -102,8 +104,8 @@ def test_sigkill_loop_loses_and_doubles_nothing(tmp_path):
         kills.append((k, len(list(out.glob("part-*"))) if out.exists() else 0, finished))
     assert sum(1 for _, _, fin in kills if not fin) >= KILLS, f"runs ended before their kill: {kills} (seed {seed})"
     p = start(tmp_path)
-    _, err = p.communicate(timeout=600)
-    assert p.returncode == 0, err.decode()[-3000:]
+    p.wait(timeout=600)
+    assert p.returncode == 0, (tmp_path / "stderr.log").read_text(errors="replace")[-3000:]
     got = output_rows(out)
     counts = Counter(r["id"] for r in got)
     doubled = sorted(i for i, c in counts.items() if c > 1)

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def etl(*args: str, cwd: Path, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=cwd, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "etl", *args, "--conf", "spark.ui.enabled=false"], cwd=cwd,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kw)
 
 
