@@ -130,3 +130,32 @@ def test_file_sink_formats_through_spark(spark, tmp_path, fmt):
     else:
         assert sorted(pq.read_table(path).to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "txt": "a,b", "xs": [1, 2]},
                                                    {"id": 2, "txt": None, "xs": []}]
+
+
+@pytest.mark.spark
+def test_a_query_survives_transient_sink_errors_and_fails_clearly_on_terminal_ones(spark, tmp_path):
+    from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
+    from tests.spark.helpers import checked
+
+    c = checked(tmp_path, """
+        name: t-faults
+        sources: [{id: g, type: generator, count: 300, fields: {id: {sequence: 0}}}]
+        sinks:
+          - {id: out, type: print, input: g, batch_size: 100, retry: {max_attempts: 4, initial_backoff: 10ms}}
+    """)
+    made: list[FlakySink] = []
+
+    def run(**kw):
+        def factory(out, spec, ctx):
+            made.append(FlakySink(spec, ctx, **kw))
+            return made[-1]
+
+        r = PipelineRun(c.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / f"ck{len(made)}"),
+                                                  progress="none", sink_factory=factory))
+        r.start()
+        r.wait()
+
+    run(fail_times=3)  # three injected faults, each retried
+    assert sorted(x["id"] for x in made[-1].rows) == list(range(300)) and made[-1].attempts == 6
+    with pytest.raises(RunFailed, match=r"sink 'out'.*: write of 100 rows failed: table etl.events does not exist"):
+        run(terminal=True)
