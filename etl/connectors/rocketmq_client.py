@@ -39,6 +39,7 @@ import re
 import socket
 import struct
 import threading
+import time
 import zlib
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_int, c_long, c_longlong, c_size_t, c_void_p
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ PERM_READ = 4
 PULL_FOUND, PULL_NO_NEW_MSG, PULL_NO_MATCHED_MSG, PULL_OFFSET_ILLEGAL, PULL_BROKER_TIMEOUT = range(5)
 STATUS_NAMES = {0: "FOUND", 1: "NO_NEW_MSG", 2: "NO_MATCHED_MSG", 3: "OFFSET_ILLEGAL", 4: "BROKER_TIMEOUT"}
 SEND_OK = 0
+NO_ROUTE_RETRIES = 5  # 10 ms .. 160 ms: a real outage still fails within ~0.3 s
 LOG_LEVEL_WARN = 3
 
 
@@ -437,11 +439,18 @@ class Producer:
                 L.SetMessageProperty(m, k.encode(), v.encode())
             L.SetByteMessageBody(m, body, len(body))
             res = _CSendResult()
-            status = L.SendMessageSync(self._h, m, byref(res))
+            for attempt in range(NO_ROUTE_RETRIES + 1):
+                status = L.SendMessageSync(self._h, m, byref(res))
+                if status == 0:
+                    break
+                err = _latest_error()
+                # concurrent sends race on the client's route table: "No route info" comes before
+                # anything goes on the wire, so trying again at once cannot duplicate the message
+                if "No route info" not in err or attempt == NO_ROUTE_RETRIES:
+                    raise classify_send_error(err, topic)
+                time.sleep(0.01 * 2 ** attempt)
         finally:
             L.DestroyMessage(m)
-        if status != 0:
-            raise classify_send_error(_latest_error(), topic)
         if res.sendStatus != SEND_OK:
             raise Unavailable(f"broker stored the message but reported status {res.sendStatus} "
                               "(flush or replication timeout)")
