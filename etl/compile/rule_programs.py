@@ -76,7 +76,7 @@ class RuleSet:
         self.version = 0
         self.history: list[str] = []  # what happened at each reload (for progress output and tests)
         self.signature = self._signature() if self.reload else ()
-        self.program = self._initial_program()
+        self.program = self._initial_program()  # may replace the signature by the plan's
 
     # ------------------------------------------------------------ programs
     def _initial_program(self) -> Any:
@@ -85,6 +85,8 @@ class RuleSet:
             step = next((s for s in plan.steps if s.node_id == self.node.id), None)
             program = getattr(step, "program", None)
             if program is not None:
+                if self.reload and getattr(step, "rule_files", ()):
+                    self.signature = step.rule_files  # files edited since the plan was compiled reload at once
                 return program
         loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
         if loaded is None and self.node.spec.rule_files:
@@ -104,16 +106,9 @@ class RuleSet:
                 if tuple(r.path[:len(prefix)]) == prefix and (self.pipeline_file is None or r.file == self.pipeline_file)]
 
     def _signature(self) -> tuple:
-        from etl.load.rules import rule_file_paths
+        from etl.load.rules import rule_files_signature
 
-        out = []
-        for f in rule_file_paths(self.node.spec, self.base_dir):
-            try:
-                st = os.stat(f)
-                out.append((f, st.st_mtime_ns, st.st_size))
-            except OSError:
-                out.append((f, None, None))
-        return tuple(out)
+        return rule_files_signature(self.node.spec, self.base_dir)
 
     def refresh(self) -> bool:
         """Reload the rule files when they changed; True when the program was swapped."""

@@ -22,7 +22,7 @@ from etl.load import load_file
 from etl.spec.rules import walk_predicates
 
 __all__ = ["SourcedRule", "expand_rule_paths", "load_filter_rules", "load_rule_file", "rule_file_paths",
-           "walk_predicates"]
+           "rule_files_signature", "walk_predicates"]
 
 _GLOB_CHARS = set("*?[")
 
@@ -64,6 +64,18 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
         for f in expand_rule_paths(pattern, base_dir):
             seen.setdefault(_norm(f), None)
     return list(seen)
+
+
+def rule_files_signature(spec: Any, base_dir: str | os.PathLike) -> tuple:
+    """What a reload compares: the files the `rule_files` entries name now, with mtime and size."""
+    out = []
+    for f in rule_file_paths(spec, base_dir):
+        try:
+            st = os.stat(f)
+            out.append((f, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((f, None, None))
+    return tuple(out)
 
 
 _CACHE: dict[tuple, tuple[list[SourcedRule] | None, list]] = {}

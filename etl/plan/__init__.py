@@ -11,6 +11,8 @@ does not need them (the regexes were already checked one by one) and stays fast.
 
 from __future__ import annotations
 
+import os
+
 from etl.diagnostics import Report
 from etl.graph.checks import checkpoint_dir
 from etl.graph.model import Graph
@@ -25,8 +27,12 @@ def compile_filter(graph: Graph, node_id: str, report: Report) -> Step | None:
     from etl.optimize import RuleCompileError, compile_rules
     from etl.optimize.explain import FULL_LIMIT, explain
 
+    from etl.load.rules import rule_files_signature
+
     node = graph.nodes[node_id]
     rules = graph.rules.get(node_id, ())
+    base_dir = os.path.dirname(graph.smap.file) if getattr(graph.smap, "file", None) else graph.base_dir
+    signature = rule_files_signature(node.spec, base_dir or ".") if getattr(node.spec, "rule_files", None) else ()
     try:
         program = compile_rules([r.rule for r in rules], cache=True)
     except RuleCompileError as e:
@@ -37,7 +43,8 @@ def compile_filter(graph: Graph, node_id: str, report: Report) -> Step | None:
         return None
     # small programs: every line, nothing machine-dependent (golden tests); large ones: a summary with
     # the databases' serialized sizes (they depend on the Hyperscan build and the CPU)
-    return Step(node.id, node.kind, node.type, program, explain(program, show_sizes=len(program.rules) > FULL_LIMIT))
+    return Step(node.id, node.kind, node.type, program, explain(program, show_sizes=len(program.rules) > FULL_LIMIT),
+                signature)
 
 
 def build_plan(graph: Graph, report: Report, *, programs: bool = False) -> Plan:

@@ -24,6 +24,7 @@ class Step:
     type: str
     program: Any = None  # e.g. a FilterProgram for filters with rules
     explain: str | None = None  # the optimizer's text for `program` (shown by `etl explain`)
+    rule_files: tuple = ()  # filters: the rule files' state when `program` was compiled (hot reload compares it)
 
 
 @dataclass(frozen=True)

@@ -148,3 +148,25 @@ def test_reload_false_keeps_the_rules_it_started_with(spark, tmp_path):
         [("alpha 1", ["a"]), ("beta 1", [])],
         [("alpha 2", ["a"]), ("beta 2", [])],
     ]
+
+
+def test_a_change_between_planning_and_the_first_batch_is_picked_up(spark, tmp_path):
+    batches: dict[int, list] = {}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "rules").mkdir()
+    _rules(tmp_path, "- {id: a, when: {field: cmd, contains: alpha}}\n")
+    p = tmp_path / "p.yaml"
+    p.write_text(textwrap.dedent(PIPELINE.format(reload="true")))
+    c = check_file(p, programs=True)
+    _rules(tmp_path, "- {id: b, when: {field: cmd, contains: beta}}\n")  # edited while etl run starts
+    run = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none",
+                                                sink_factory=lambda out, spec, ctx: BatchSink(spec, ctx, batches),
+                                                echo=lambda s: None))
+    run.start()
+    try:
+        Feed(tmp_path).put("alpha 1", "beta 1")
+        _wait(batches, 1, run)
+    finally:
+        run.request_stop()
+        run.wait()
+    assert [b for _, b in sorted(batches.items()) if b] == [[("alpha 1", []), ("beta 1", ["b"])]]
