@@ -218,9 +218,7 @@ def quiet_python_loggers() -> None:
 
 
 def register_data_sources(spark: Any) -> None:
-    """Python data sources (generator, in-memory test events); idempotent."""
+    """Python data sources (the generator); idempotent."""
     from etl.connectors.sources.generator import GeneratorDataSource
-    from etl.connectors.sources.memory import MemoryDataSource
 
-    for cls in (GeneratorDataSource, MemoryDataSource):
-        spark.dataSource.register(cls)
+    spark.dataSource.register(GeneratorDataSource)
