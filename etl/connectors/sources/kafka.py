@@ -44,8 +44,9 @@ def consumer_options(spec: Any) -> dict[str, str]:
     opts: dict[str, str] = {
         "kafka.bootstrap.servers": spec.bootstrap_servers,
         "kafka.isolation.level": "read_committed",
-        "includeHeaders": "true",
     }
+    if spec.format != "json":  # json values become the declared columns only: no header conversion per row
+        opts["includeHeaders"] = "true"
     if spec.topics is not None:
         opts["subscribe"] = ",".join(spec.topics)
     else:
