@@ -214,14 +214,28 @@ def test_mysql_upsert_and_ignore_modes(spark, mariadb_server, tmp_path):
     conn.close()
 
 
-def test_mysql_identifiers_are_validated(tmp_path):
-    from etl.connectors.sinks.mysql import quote
-    from etl.runtime.sink import TerminalError
+# ----------------------------------------------------------------------------- kafka sink, at least once
+def test_kafka_sink_at_least_once_and_replay_marker(kafka_server, tmp_path):
+    """delivery: at_least_once: idempotent producer without transactions; exactly_once: a second sink
+    instance (a restarted run) finds the batch in the marker topic."""
+    from etl import registry
+    from etl.runtime.sink import SinkContext
+    from tests.contract.adapters import consume_all
 
-    assert quote("service_minute_stats") == "`service_minute_stats`"
-    for bad in ("a`b", "x; DROP TABLE y", "db.table", "", "a" * 65):
-        if bad == "x; DROP TABLE y":
-            assert quote(bad) == "`x; DROP TABLE y`"  # quoted, so harmless as a name
-            continue
-        with pytest.raises(TerminalError):
-            quote(bad)
+    topic = f"alo_{uuid.uuid4().hex[:8]}"
+    table = pa.table({"key": ["a", "b", None], "value": ['{"v":1}', '{"v":2}', '{"v":3}']})
+    for delivery in ("at_least_once", "exactly_once"):
+        spec = registry.lookup("sink", "kafka").spec.model_validate(
+            {"id": "out", "inputs": ["x"], "type": "kafka", "bootstrap_servers": kafka_server.bootstrap_servers,
+             "topic": topic, "delivery": delivery})
+        ctx = SinkContext(f"alo-{delivery}", "out", "q", str(tmp_path / delivery), str(tmp_path))
+        sink = registry.builder_for(spec)(spec, ctx)
+        assert sink.write_arrow(table.to_batches(), 0, table.schema).rows == 3
+        sink.close()
+        again = registry.builder_for(spec)(spec, ctx)
+        assert again.write_arrow(table.to_batches(), 0, table.schema).skipped
+        assert not again.is_committed(1)
+        again.close()
+    msgs = consume_all(kafka_server.bootstrap_servers, topic, 6)
+    assert sorted(m.value() for m in msgs) == sorted([b'{"v":1}', b'{"v":2}', b'{"v":3}'] * 2)
+    assert {m.key() for m in msgs} == {b"a", b"b", None}
