@@ -275,26 +275,25 @@ def _processor_class() -> type:
             """Merge new events into the open sessions; returns the provisionally emitted sessions whose
             bounds changed (their rows are retracted: the merged session is emitted under its new bounds)."""
             cfg = self.cfg
-            spans = [(s, e, st["w"][(s, e)], (s, e) in st["emitted"]) for s, e in st["w"]]
+            spans = [(s, e, st["w"][(s, e)]) for s, e in st["w"]]
             for ms, values in fresh:
                 acc = new_acc(cfg)
                 add(cfg, acc, ms, values)
-                spans.append((ms, ms + cfg.gap_ms, acc, False))
+                spans.append((ms, ms + cfg.gap_ms, acc))
             spans.sort(key=lambda x: (x[0], x[1]))
-            merged: list[list] = []
-            for s, e, acc, emitted in spans:
+            merged: list[list] = []  # [start, end, acc, combined]; sessions touching (start <= end) merge
+            for s, e, acc in spans:
                 if merged and s <= merged[-1][1]:
                     m = merged[-1]
                     m[1] = max(m[1], e)
                     m[2] = merge(cfg, m[2], acc)
-                    m[3] = m[3] or emitted
-                    m[4] = True
+                    m[3] = True
                 else:
-                    merged.append([s, e, acc, emitted, False])
+                    merged.append([s, e, acc, False])
             old = dict(st["w"])
             st["w"] = {}
             dirty = set()
-            for s, e, acc, _, combined in merged:
+            for s, e, acc, combined in merged:
                 win = (s, e)
                 st["w"][win] = acc
                 if combined or win not in old or win in st["dirty"]:

