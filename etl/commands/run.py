@@ -2,6 +2,12 @@
 
 Exit codes: 0 done (or stopped by SIGINT/SIGTERM after finishing the batch in
 flight), 1 invalid pipeline or failed query, 2 usage error.
+
+On a cluster, through spark-submit (it needs a .py file; the master, jars and
+confs are spark-submit's, --conf values of etl are applied on top):
+
+    spark-submit --master spark://host:7077 "$(python -c 'import etl, os; print(os.path.dirname(etl.__file__))')/__main__.py" \
+        run pipelines/quickstart.yaml
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ def run(
     progress: str = typer.Option("live", "--progress", help="live, plain or json (one JSON line per batch); on stderr"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
-    """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly."""
+    """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly.
+
+    Under spark-submit, submit etl/__main__.py with the same arguments (run PIPELINE ...)."""
     from etl.check import check_file
 
     if progress not in ("live", "plain", "json"):
