@@ -26,8 +26,8 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
 
 # How each idempotent sink keeps a replayed batch from being written twice (shown by `etl explain`).
 MECHANISM = {
-    "kafka": "one transaction per batch (transactional.id etl.<pipeline>.<sink>) that also commits the batch id "
-             "as an offset of a marker consumer group (send_offsets_to_transaction); a replay finding it is skipped; "
+    "kafka": "one transaction per batch (transactional.id etl.<pipeline>.<sink>) that also writes a commit marker "
+             "(batch id) to topic _etl_commits.<topic>; a replayed batch whose marker is there is skipped; "
              "readers need isolation.level=read_committed",
     "mysql": "rows and a (pipeline, sink, batch id) row of table _etl_commits in one transaction",
     "elasticsearch": "_bulk index with deterministic document ids (id_fields, else a hash of the row): "

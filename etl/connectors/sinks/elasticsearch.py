@@ -20,6 +20,7 @@ import base64
 import json
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -77,7 +78,8 @@ class ElasticsearchSink(ServerSink):
         last: Exception | None = None
         for _ in range(len(self.hosts)):
             host = self.hosts[self._host]
-            req = urllib.request.Request(f"{host}/{self.spec.index}/_bulk", data=body, method="POST",
+            req = urllib.request.Request(f"{host}/{urllib.parse.quote(self.spec.index, safe='')}/_bulk", data=body,
+                                         method="POST",
                                          headers=self.headers)
             try:
                 with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT) as resp:
