@@ -420,7 +420,9 @@ def join_batch(batch: Any, store: Any, inner: bool, names: tuple[str, ...]) -> A
     dim = decode_values(hits, store.schema, store.meta["encoding"]) if names else None
     dim_idx = np.arange(len(ev_rows), dtype=np.int64)
     if not inner:
-        missed = np.setdiff1d(np.arange(n, dtype=np.int64), ev_hit, assume_unique=False)
+        hit = np.zeros(n, dtype=bool)
+        hit[ev_hit] = True
+        missed = np.flatnonzero(~hit)
         ev_rows = np.concatenate([ev_rows, missed])
         dim_idx = np.concatenate([dim_idx, np.full(len(missed), -1, dtype=np.int64)])
     perm = np.argsort(ev_rows, kind="stable")
