@@ -85,3 +85,16 @@ sinks:
     assert c.plan.delivery_of("ka").guarantee == "at-least-once"
     assert "_etl_commits" in c.plan.delivery_of("m").reason
     assert "deterministic document ids" in c.plan.delivery_of("e").reason
+
+
+@pytest.mark.spark
+def test_connector_jars_on_the_session_and_a_clear_error_when_missing(spark):
+    from etl.runtime.session import MissingConnector, connector_jars, require_class
+
+    jars = connector_jars()
+    assert any("spark-sql-kafka" in j for j in jars), "run scripts/setup-java.sh"
+    on_session = spark.sparkContext.getConf().get("spark.jars", "")
+    assert all(j in on_session for j in jars)
+    require_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider", "kafka source 'k'")
+    with pytest.raises(MissingConnector, match=r"kafka source 'k' needs Java classes .* scripts/setup-java.sh"):
+        require_class(spark, "org.example.NotThere", "kafka source 'k'")

@@ -77,6 +77,9 @@ class Adapter:
     def read_back(self, t: Target, expected: int) -> list[dict]:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def crash(self, sink: Any) -> None:
+        """Simulate the process dying in the middle of a batch (default: the sink is just abandoned)."""
+
 
 def canonical(row: dict) -> tuple:
     """(id, name, amount) of a contract row, whatever the store did to types."""
@@ -189,6 +192,10 @@ class MySQLAdapter(Adapter):
 
     def bad_credentials_sink(self, t: Target) -> dict:
         return {**self.sink(t), "password": "wrong-password"}
+
+    def crash(self, sink: Any) -> None:
+        if sink.conn is not None:
+            sink.conn.close()  # the server rolls the open transaction back, as when the process dies
 
     def read_back(self, t: Target, expected: int) -> list[dict]:
         import pymysql
