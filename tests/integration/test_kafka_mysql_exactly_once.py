@@ -107,8 +107,11 @@ class Run:
     def __init__(self, work: Path, env: dict[str, str]):
         self.batches = 0
         self.tail: list[str] = []
-        self.p = subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--progress",
-                                   "json"], cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        # the same --conf on every run: shuffle partitions are recorded in the checkpoint
+        self.p = subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--progress", "json",
+                                   "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2",
+                                   "--conf", "spark.ui.enabled=false"],
+                                  cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   start_new_session=True, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
