@@ -123,8 +123,8 @@ def _proc_cpu(pid: int) -> tuple[float, int]:
     return (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) / tick, int(f[1])
 
 
-def cpu_seconds(root: int) -> float:
-    """CPU time of this driver, the JVM `root` and every process below it (Python workers): Linux only."""
+def cpu_snapshot(root: int) -> dict[int, float]:
+    """CPU seconds of this driver, the JVM `root` and every process below it (Python workers), per pid."""
     info: dict[int, tuple[float, int]] = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -140,7 +140,13 @@ def cpu_seconds(root: int) -> float:
             pid = info.get(pid, (0.0, 1))[1]
         return False
 
-    return sum(cpu for pid, (cpu, _) in info.items() if pid == os.getpid() or below_root(pid))
+    return {pid: cpu for pid, (cpu, _) in info.items() if pid == os.getpid() or below_root(pid)}
+
+
+def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU used between two snapshots (a process that ended in between is covered by its parent's
+    children time when the parent reaped it; it never counts negative)."""
+    return sum(max(0.0, cpu - before.get(pid, 0.0)) for pid, cpu in after.items())
 
 
 def count_rows(out: Path, fmt: str) -> int:
@@ -170,12 +176,12 @@ def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str 
     sources = {"logs": udf_source(expand("%{COMBINEDAPACHELOG}"), engines[variant])} if variant in engines else None
     run = PipelineRun(c.plan, spark, RunOptions(once=True, progress="none", sources=sources))
     jvm = spark._jvm.java.lang.ProcessHandle.current().pid()
-    c0 = cpu_seconds(jvm)
+    c0 = cpu_snapshot(jvm)
     t0 = time.perf_counter()
     run.start()
     run.wait()
     seconds = time.perf_counter() - t0
-    CPU[variant] = cpu_seconds(jvm) - c0
+    CPU[variant] = cpu_delta(c0, cpu_snapshot(jvm))
     return seconds, count_rows(out, fmt)
 
 
