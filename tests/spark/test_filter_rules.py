@@ -110,3 +110,56 @@ def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path):
     got = [comp._call(node, [df]).out for _ in range(3)]  # three micro-batches
     assert [r.cmd for r in got[2].collect()] == ["a"]
     assert len(ctx.options["_rule_broadcasts"]["f"]) == 1  # one broadcast for the three
+
+
+def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark, tmp_path):
+    import pyarrow as pa
+
+    from etl.optimize.matcher import Matcher
+
+    c = checked(tmp_path, """
+        name: t-prefilter
+        sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, host: string}}]
+        transforms:
+          - id: f
+            type: filter
+            input: src
+            rules:
+              - {id: sh, when: {field: cmd, regex: 'curl .*\\| *(ba)?sh'}}
+              - {id: kat, when: {field: cmd, apply: [lower], contains: MimiKatz}}
+              - {id: k, when: {field: cmd, regex: '(?i)k\\w+elvin', caseless: true}}
+              - {id: prod, when: {all: [{field: host, starts_with: prod-}, {field: cmd, contains: 'rm -rf'}]}}
+        sinks: [{id: out, type: file, input: f, path: o}]
+    """)
+    rows = [("curl a | sh", "h"), ("CURL A | BASH", "h"), ("curl a", "h"), ("run MIMIKATZ.exe", None),
+            ("\u212axelvin", "h"), ("kxelvin", "h"), ("Kxelvin", "h"), ("rm -rf /", "prod-1"), ("rm -rf /", "dev"),
+            (None, "prod-2"), ("é curl a | sh", "h"), ("ls -la", "h"), ("x" * 3000 + "curl | sh", "h")]
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    df = spark.createDataFrame(rows, "cmd string, host string")
+    out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
+    assert "etl_literal_prefilter" in out._jdf.queryExecution().optimizedPlan().toString()
+    got = sorted((r.cmd or "", r.host or "") for r in out.collect())
+    batch = pa.RecordBatch.from_pylist([{"cmd": a, "host": b} for a, b in rows])
+    mask = Matcher(c.plan.step("f").program, cache=False).match(batch).mask()
+    assert got == sorted((a or "", b or "") for (a, b), m in zip(rows, mask) if m)
+    assert len(got) == 7
+
+
+def test_no_prefilter_when_a_rule_can_match_without_a_literal(spark, tmp_path):
+    c = checked(tmp_path, """
+        name: t-noprefilter
+        sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, port: bigint}}]
+        transforms:
+          - id: f
+            type: filter
+            input: src
+            rules:
+              - {id: sh, when: {field: cmd, regex: 'curl .*sh'}}
+              - {id: port, when: {field: port, ge: 1024}}
+        sinks: [{id: out, type: file, input: f, path: o}]
+    """)
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    df = spark.createDataFrame([("curl sh", 1), ("ls", 2048), ("ls", 1)], "cmd string, port bigint")
+    out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
+    assert "etl_literal_prefilter" not in out._jdf.queryExecution().optimizedPlan().toString()
+    assert sorted(r.cmd for r in out.collect()) == ["curl sh", "ls"]

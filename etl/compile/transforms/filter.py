@@ -12,6 +12,10 @@ Two independent halves meet in `build` (rules first, then `expr`):
   etl.compile.rule_programs, which also reloads changed rule files between
   micro-batches).
 
+Keep filters whose rules can only match rows containing one of a few literals
+first drop the other rows in the JVM (etl.compile.prefilter): only candidate
+rows travel to Python.
+
 Sibling filters: when two or more filters with rules read the same input,
 their programs are merged (`etl.optimize.merge_programs`) and run in one
 mapInArrow pass over that input, which adds one hidden column per filter
@@ -35,7 +39,7 @@ from etl.compile.transforms.columns import _expr
 from etl.graph.model import Node
 
 HIDDEN = "_etl_rules_"  # prefix of the shared pass's per-filter columns
-_WORKER_CACHE: OrderedDict[str, Any] = OrderedDict()  # per Python worker: program digest -> loaded state
+_WORKER_CACHE: OrderedDict[str, Any] = OrderedDict()  # per Python worker: "single:"|"merged:" + digest -> state
 _WORKER_KEEP = 8
 
 
@@ -59,11 +63,11 @@ def apply_expr(node: Node, df: Any, sql: str, mode: str) -> Any:
 # ----------------------------------------------------------------- workers
 
 
-def _worker_state(digest: str, bc: Any, make: Any) -> Any:
-    """Per Python worker: the state built from a shipped program, once per digest (a few kept)."""
-    got = _WORKER_CACHE.get(digest)
+def _worker_state(key: str, bc: Any, make: Any) -> Any:
+    """Per Python worker: the state built from a shipped program, once per key (kind + digest; a few kept)."""
+    got = _WORKER_CACHE.get(key)
     if got is None:
-        got = _WORKER_CACHE[digest] = make(bc.value)
+        got = _WORKER_CACHE[key] = make(bc.value)
         while len(_WORKER_CACHE) > _WORKER_KEEP:
             _WORKER_CACHE.popitem(last=False)
     return got
@@ -125,13 +129,15 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
     bc = ship(ctx, node.id, program.digest, program)
+    if spec.mode == "keep":
+        df = _prefiltered(ctx, program, df)
     schema = _tag_schema(df.schema, spec.tag_field) if spec.mode == "tag" else df.schema
-    mode, tag_field, digest = spec.mode, spec.tag_field, program.digest
+    mode, tag_field, key = spec.mode, spec.tag_field, "single:" + program.digest
 
     def run(batches: Any) -> Any:
         from etl.optimize.matcher import apply_mode
 
-        m = _worker_state(digest, bc, _single_matcher)
+        m = _worker_state(key, bc, _single_matcher)
         for rb in batches:
             if mode == "tag" and tag_field in rb.schema.names:
                 rb = rb.drop_columns([tag_field])
@@ -182,6 +188,8 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
             rs.refresh()
     merged = _merged(ctx, sets)
     gid = "+".join(n.id for n in group)
+    if all(n.spec.mode == "keep" for n in group):
+        df = _prefiltered(ctx, merged.program, df)
     bc = ship(ctx, gid, merged.program.digest, merged)
     hidden = {n.id: f"{HIDDEN}{k}" for k, n in enumerate(group)}
     names = set(df.columns)
@@ -193,7 +201,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
         StructField(hidden[n.id], ArrayType(StringType()) if n.spec.mode == "tag" else BooleanType(), True)
         for n in group])
     cols = [hidden[n.id] for n in group]
-    digest = merged.program.digest
+    key = "merged:" + merged.program.digest
 
     def run(batches: Any) -> Any:
         import numpy as np
@@ -201,7 +209,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
 
         from etl.optimize import split_results
 
-        m, shipped = _worker_state(digest, bc, _merged_matcher)
+        m, shipped = _worker_state(key, bc, _merged_matcher)
         for rb in batches:
             parts = split_results(shipped, m.match(rb))
             keep = np.zeros(rb.num_rows, dtype=bool)
@@ -222,6 +230,14 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
             yield out if keep.all() else out.filter(pa.array(keep))
 
     return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden)
+
+
+def _prefiltered(ctx: CompileContext, program: Any, df: Any) -> Any:
+    """Keep mode: rows that cannot match are dropped in the JVM first (see etl.compile.prefilter)."""
+    from etl.compile.prefilter import prefilter_condition
+
+    cond = prefilter_condition(ctx.spark, program, df)
+    return df if cond is None else df.where(cond)
 
 
 def _merged(ctx: CompileContext, sets: list[Any]) -> Any:
