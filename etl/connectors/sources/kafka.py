@@ -21,15 +21,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from etl.compile.context import ERR, PAYLOAD, CompileContext, CompileError
+from etl.compile.context import CompileContext, CompileError
 from etl.compile.deadletter import from_shared
 from etl.compile.watermark import with_event_time
-from etl.connectors.sources.file import struct_of
+from etl.connectors.sources.messages import decode_json
 from etl.graph.model import Node
 
 PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
-CORRUPT = "_etl_corrupt"
-DECODED = "_etl_json"
 # Spark Kafka source options that are not consumer settings (no `kafka.` prefix)
 SPARK_OPTIONS = frozenset({
     "failOnDataLoss", "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
@@ -117,31 +115,13 @@ def _headers(col: Any) -> Any:
 def decode(df: Any, spec: Any, node: Node, pipeline: str) -> Any:
     """Raw Kafka rows -> the source's columns (json: shared frame with dead-letter columns)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
 
     if spec.format != "json":
         value = F.col("value") if spec.format == "raw" else F.col("value").cast("string")
         return df.select(F.col("key").cast("string").alias("key"), value.alias(spec.value_column),
                          F.col("topic"), F.col("timestamp"), _headers(F.col("headers")).alias("headers"))
-    if not spec.schema_:
-        raise CompileError(f"kafka source '{node.id}': format json needs a declared schema", node, "schema",
-                           "declare `schema: {column: type}` (or use format: text)", code="E405")
-    schema = struct_of(node, spec.schema_)
-    full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
-    text = F.col("value").cast("string")
-    parsed = df.select(text.alias(PAYLOAD), F.from_json(text, full, {"mode": "PERMISSIVE",
-                                                                      "columnNameOfCorruptRecord": CORRUPT})
-                       .alias(DECODED))
-    j = F.col(DECODED)
-    valid = F.expr(f"try_parse_json({PAYLOAD})")
-    err = (F.when(F.col(PAYLOAD).isNull(), F.lit("null message value (tombstone)"))
-           .when(j.isNull(), F.lit("empty message value"))
-           .when(j[CORRUPT].isNull(), F.lit(None).cast("string"))
-           .when(valid.isNull(), F.lit("malformed json"))
-           .when(~F.expr(f"startswith(ltrim({PAYLOAD}), '{{')"), F.lit("json value is not an object"))
-           .otherwise(F.lit("json does not match the declared schema ("
-                            + ", ".join(f"{k} {v}" for k, v in spec.schema_.items()) + ")")))
-    return parsed.select(*[j[f.name].alias(f.name) for f in schema.fields], err.alias(ERR), F.col(PAYLOAD))
+    return decode_json(df, F.col("value").cast("string"), spec, node, "kafka", empty="empty message value",
+                       null="null message value (tombstone)")
 
 
 def build(ctx: CompileContext, node: Node) -> Any:

@@ -41,8 +41,6 @@ RAW_SCHEMA = ("`key` string, `tags` string, `body` binary, `topic` string, `queu
               "`offset` bigint, `timestamp` timestamp")
 UNAVAILABLE_GRACE = 120.0  # seconds a pull retries an unreachable broker before the task fails
 ROWS_PER_ARROW_BATCH = 4096
-CORRUPT = "_etl_corrupt"
-DECODED = "_etl_json"
 
 log = logging.getLogger("etl.rocketmq")
 _registered: set[int] = set()  # SparkSessions the data source is registered with
@@ -259,31 +257,13 @@ def spec_options(spec: Any, node_id: str) -> dict[str, Any]:
 def decode(df: Any, spec: Any, node: Any) -> Any:
     """Raw messages -> the source's columns (json: a frame with the dead-letter columns ERR/PAYLOAD)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType, StructField, StructType
 
-    from etl.compile.context import ERR, PAYLOAD, CompileError
-    from etl.connectors.sources.file import struct_of
+    from etl.connectors.sources.messages import decode_json
 
     if spec.format != "json":
         value = F.col("body") if spec.format == "raw" else F.col("body").cast("string")
         return df.select("key", value.alias(spec.value_column), "topic", "timestamp", "tags")
-    if not spec.schema_:
-        raise CompileError(f"rocketmq source '{node.id}': format json needs a declared schema", node, "schema",
-                           "declare `schema: {column: type}` (or use format: text)", code="E405")
-    schema = struct_of(node, spec.schema_)
-    full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
-    text = F.col("body").cast("string")
-    parsed = df.select(text.alias(PAYLOAD), F.from_json(text, full, {"mode": "PERMISSIVE",
-                                                                      "columnNameOfCorruptRecord": CORRUPT})
-                       .alias(DECODED))
-    j = F.col(DECODED)
-    err = (F.when(j.isNull(), F.lit("empty message body"))
-           .when(j[CORRUPT].isNull(), F.lit(None).cast("string"))
-           .when(F.expr(f"try_parse_json({PAYLOAD})").isNull(), F.lit("malformed json"))
-           .when(~F.expr(f"startswith(ltrim({PAYLOAD}), '{{')"), F.lit("json value is not an object"))
-           .otherwise(F.lit("json does not match the declared schema ("
-                            + ", ".join(f"{k} {v}" for k, v in spec.schema_.items()) + ")")))
-    return parsed.select(*[j[f.name].alias(f.name) for f in schema.fields], err.alias(ERR), F.col(PAYLOAD))
+    return decode_json(df, F.col("body").cast("string"), spec, node, "rocketmq", empty="empty message body")
 
 
 def check_reachable(node: Any) -> None:

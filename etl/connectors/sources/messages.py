@@ -1,0 +1,47 @@
+"""Message payloads -> declared columns, shared by the queue sources (kafka, rocketmq).
+
+``decode_json`` turns a column of JSON text into the source's declared columns
+plus the dead-letter columns ERR (why the row failed, NULL when it did not)
+and PAYLOAD (the original text): a value that is empty, not JSON, not an
+object, or does not fit the schema keeps its payload and gets a reason, which
+`etl.compile.deadletter.from_shared` then routes to the dead-letter sink.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.compile.context import ERR, PAYLOAD, CompileError
+from etl.connectors.sources.file import struct_of
+
+CORRUPT = "_etl_corrupt"
+DECODED = "_etl_json"
+
+
+def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: str,
+                null: str | None = None) -> Any:
+    """``text`` (a string column of ``df``) decoded to ``spec.schema_`` with ERR/PAYLOAD beside it.
+
+    ``empty``: the reason for an empty value; ``null``: for a NULL one (None: the empty reason)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    if not spec.schema_:
+        raise CompileError(f"{kind} source '{node.id}': format json needs a declared schema", node, "schema",
+                           "declare `schema: {column: type}` (or use format: text)", code="E405")
+    schema = struct_of(node, spec.schema_)
+    full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
+    parsed = df.select(text.alias(PAYLOAD), F.from_json(text, full, {"mode": "PERMISSIVE",
+                                                                      "columnNameOfCorruptRecord": CORRUPT})
+                       .alias(DECODED))
+    j, payload = F.col(DECODED), F.col(PAYLOAD)
+    cases = ([(payload.isNull(), null)] if null is not None else []) + [(j.isNull(), empty)]
+    err = F.when(cases[0][0], F.lit(cases[0][1]))
+    for cond, reason in cases[1:]:
+        err = err.when(cond, F.lit(reason))
+    err = (err.when(j[CORRUPT].isNull(), F.lit(None).cast("string"))
+           .when(F.expr(f"try_parse_json({PAYLOAD})").isNull(), F.lit("malformed json"))
+           .when(~F.expr(f"startswith(ltrim({PAYLOAD}), '{{')"), F.lit("json value is not an object"))
+           .otherwise(F.lit("json does not match the declared schema ("
+                            + ", ".join(f"{k} {v}" for k, v in spec.schema_.items()) + ")")))
+    return parsed.select(*[j[f.name].alias(f.name) for f in schema.fields], err.alias(ERR), payload)
