@@ -9,8 +9,10 @@ patterns, every pattern needs one of its literals), a keep filter first runs
 
     where(etl_literal_prefilter(cast(field AS binary), '<literal file>') OR ...)
 
-in the JVM: an Aho-Corasick automaton over the lower-cased ASCII bytes of the
-field. Rows with a non-ASCII byte always pass (case folding and derivations
+in the JVM: one pass over the lower-cased ASCII bytes of the field with two
+bit tests per byte (exact 3-grams for 3-character literals, hashed 4-character
+heads for longer ones, compared on a hit), so its cost hardly grows with the
+number of literals. Rows with a non-ASCII byte always pass (case folding and derivations
 are only simple on ASCII; the matcher decides them), NULL values never match
 through their field. What passes goes to the matcher as before, so the
 result is the same row for row; only the work changes.
@@ -49,9 +51,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.SparkFiles;
@@ -59,21 +62,34 @@ import org.apache.spark.sql.api.java.UDF2;
 
 /** True when the bytes hold a non-ASCII byte or, lower-cased, contain one of the literals of the set file. */
 public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
-    private static final ConcurrentHashMap<String, Automaton> SETS = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<String, Grams> SETS = new ConcurrentHashMap<>();
+
+    private static final class Last {
+        final String name;
+        final Grams grams;
+
+        Last(String name, Grams grams) {
+            this.name = name;
+            this.grams = grams;
+        }
+    }
+
+    private transient volatile Last last;  // the set of the previous row (one set per call site)
 
     @Override
-    public Boolean call(byte[] value, String setFile) throws IOException {
+    public Boolean call(byte[] value, String setFile) {
         if (value == null) {
             return Boolean.FALSE;
         }
-        Automaton a = SETS.get(setFile);
-        if (a == null) {
-            a = SETS.computeIfAbsent(setFile, LiteralPrefilter::load);
+        Last l = last;
+        if (l == null || !l.name.equals(setFile)) {
+            l = new Last(setFile, SETS.computeIfAbsent(setFile, LiteralPrefilter::load));
+            last = l;
         }
-        return a.matches(value);
+        return l.grams.matches(value);
     }
 
-    private static Automaton load(String setFile) {
+    private static Grams load(String setFile) {
         String path = Files.exists(Paths.get(setFile)) ? setFile : SparkFiles.get(setFile);
         try {
             List<byte[]> literals = new ArrayList<>();
@@ -85,74 +101,40 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
                 }
                 literals.add(lit);
             }
-            return new Automaton(literals);
+            return new Grams(literals);
         } catch (IOException e) {
             throw new RuntimeException("etl: cannot read the prefilter literals " + path, e);
         }
     }
 
-    /** Aho-Corasick over byte classes, as a full transition table. */
-    static final class Automaton {
-        private final int[] cls = new int[128];
-        private final int classes;
-        private final int[] next;
-        private final boolean[] out;
+    /**
+     * Literals of 3 characters: an exact bitset of 3-grams (2^21 bits). Longer literals: a bitset of their
+     * first 4 characters, hashed (2^20 bits), and per hash the literals to compare on a hit. Both tables stay
+     * in the CPU caches whatever the number of literals; one pass over the value, two bit tests per byte.
+     */
+    static final class Grams {
+        private static final int HASH_BITS = 20;
+        private final long[] three = new long[1 << 15];
+        private final long[] four = new long[1 << (HASH_BITS - 6)];
+        private final Map<Integer, byte[][]> heads = new HashMap<>();
 
-        Automaton(List<byte[]> literals) {
-            int c = 1;
-            for (byte[] lit : literals) {
-                for (byte b : lit) {
-                    int lo = lower(b);
-                    if (cls[lo] == 0) cls[lo] = c++;
+        Grams(List<byte[]> literals) {
+            Map<Integer, List<byte[]>> byHead = new HashMap<>();
+            for (byte[] raw : literals) {
+                if (raw.length < 3) throw new IllegalArgumentException("etl: prefilter literal shorter than 3");
+                byte[] lit = new byte[raw.length];
+                for (int i = 0; i < raw.length; i++) lit[i] = (byte) lower(raw[i]);
+                if (lit.length == 3) {
+                    int g = (lit[0] << 14) | (lit[1] << 7) | lit[2];
+                    three[g >>> 6] |= 1L << (g & 63);
+                } else {
+                    int h = hash((lit[0] << 24) | (lit[1] << 16) | (lit[2] << 8) | lit[3]);
+                    four[h >>> 6] |= 1L << (h & 63);
+                    byHead.computeIfAbsent(h, k -> new ArrayList<>()).add(lit);
                 }
             }
-            for (int b = 'A'; b <= 'Z'; b++) cls[b] = cls[b + 32];
-            classes = c;
-            List<int[]> go = new ArrayList<>();
-            List<Boolean> term = new ArrayList<>();
-            go.add(new int[classes]);
-            term.add(Boolean.FALSE);
-            for (byte[] lit : literals) {
-                int s = 0;
-                for (byte b : lit) {
-                    int k = cls[lower(b)];
-                    if (go.get(s)[k] == 0) {
-                        go.get(s)[k] = go.size();
-                        go.add(new int[classes]);
-                        term.add(Boolean.FALSE);
-                    }
-                    s = go.get(s)[k];
-                }
-                term.set(s, Boolean.TRUE);
-            }
-            int n = go.size();
-            next = new int[n * classes];
-            out = new boolean[n];
-            int[] fail = new int[n];
-            ArrayDeque<Integer> queue = new ArrayDeque<>();
-            out[0] = term.get(0);
-            for (int k = 0; k < classes; k++) {
-                int t = go.get(0)[k];
-                next[k] = t;
-                if (t != 0) {
-                    fail[t] = 0;
-                    queue.add(t);
-                }
-            }
-            next[0] = 0;  // class 0: a byte in no literal
-            while (!queue.isEmpty()) {
-                int s = queue.poll();
-                out[s] = term.get(s) || out[fail[s]];
-                for (int k = 0; k < classes; k++) {
-                    int t = go.get(s)[k];
-                    if (t != 0 && k != 0) {
-                        fail[t] = next[fail[s] * classes + k];
-                        next[s * classes + k] = t;
-                        queue.add(t);
-                    } else {
-                        next[s * classes + k] = next[fail[s] * classes + k];
-                    }
-                }
+            for (Map.Entry<Integer, List<byte[]>> e : byHead.entrySet()) {
+                heads.put(e.getKey(), e.getValue().toArray(new byte[0][]));
             }
         }
 
@@ -160,14 +142,38 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
             return (b >= 'A' && b <= 'Z') ? b + 32 : b;
         }
 
+        private static int hash(int g) {
+            return (g * 0x9E3779B1) >>> (32 - HASH_BITS);
+        }
+
         boolean matches(byte[] v) {
-            int s = 0;
-            final int[] t = next;
-            final int n = classes;
-            for (byte b : v) {
+            int g = 0;
+            for (int i = 0; i < v.length; i++) {
+                byte b = v[i];
                 if (b < 0) return true;  // non-ASCII: the matcher decides
-                s = t[s * n + cls[b]];
-                if (out[s]) return true;
+                g = (g << 8) | lower(b);
+                if (i >= 2) {
+                    int g3 = (((g >>> 16) & 0x7f) << 14) | (((g >>> 8) & 0x7f) << 7) | (g & 0x7f);
+                    if ((three[g3 >>> 6] & (1L << (g3 & 63))) != 0) return true;
+                    if (i >= 3) {
+                        int h = hash(g);
+                        if ((four[h >>> 6] & (1L << (h & 63))) != 0 && verify(v, i - 3, heads.get(h))) return true;
+                    }
+                }
+            }
+            return false;
+        }
+
+        private static boolean verify(byte[] v, int start, byte[][] lits) {
+            if (lits == null) return false;
+            outer:
+            for (byte[] lit : lits) {
+                if (start + lit.length > v.length) continue;
+                for (int k = 4; k < lit.length; k++) {
+                    if (lower(v[start + k]) != lit[k]) continue outer;
+                }
+                if (lower(v[start]) == lit[0] && lower(v[start + 1]) == lit[1] && lower(v[start + 2]) == lit[2]
+                        && lower(v[start + 3]) == lit[3]) return true;
             }
             return false;
         }
@@ -176,7 +182,8 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
 """
 
 _LOCK = threading.Lock()
-_SESSIONS: set[int] = set()  # sessions the function is registered in
+_JAR: list[Path] = []  # the built jar (once per process)
+_LITERALS: dict[str, Any] = {}  # program digest -> its literal condition (a few kept)
 _FILES: set[tuple[int, str]] = set()  # (SparkContext, file) pairs already added
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
 
@@ -218,26 +225,25 @@ def build_jar() -> Path:
 
 
 def _register(spark: Any) -> bool:
+    """The UDF in this session (a streaming query's micro-batches run in a clone of the session it started
+    from, so a function first needed after a hot reload is registered in the batch's own session)."""
     if _BROKEN:
         return False
-    key = id(spark)
-    if key in _SESSIONS:
-        return True
     with _LOCK:
-        if key in _SESSIONS:
-            return True
         try:
+            if spark.catalog.functionExists(FUNCTION):
+                return True
             from pyspark.sql.types import BooleanType
 
-            path = build_jar()
-            spark.sql(f"ADD JAR '{path}'")
+            if not _JAR:
+                _JAR.append(build_jar())
+            spark.sql(f"ADD JAR '{_JAR[0]}'")
             spark.udf.registerJavaFunction(FUNCTION, CLASS, BooleanType())
         except Exception as e:  # noqa: BLE001 - no JDK, no permission, ...: the filter still works without it
             detail = getattr(e, "stderr", b"") or b""
             _BROKEN.append(f"{e} {detail.decode(errors='replace')[:500]}".strip())
             log.warning("rule filters run without the JVM prefilter: %s", _BROKEN[0])
             return False
-        _SESSIONS.add(key)
         return True
 
 
@@ -267,7 +273,15 @@ def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
 
     if os.environ.get("ETL_PREFILTER", "").strip().lower() in ("off", "0", "false", "no"):
         return None
-    lits = program_literals(program)
+    key = getattr(program, "digest", None)
+    if key and key in _LITERALS:
+        lits = _LITERALS[key]
+    else:
+        lits = program_literals(program)  # a tenth of a second for 10,000 rules: once per program, not per batch
+        if key:
+            _LITERALS[key] = lits
+            while len(_LITERALS) > 16:
+                _LITERALS.pop(next(iter(_LITERALS)))
     if not lits:
         return None
     from pyspark.sql import functions as F
@@ -280,7 +294,7 @@ def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
             return None
         if not isinstance(dtype, StringType):
             return None
-    if not _register(spark):
+    if not _register(df.sparkSession):
         return None
     cond = None
     for field, ls in sorted(lits.items()):

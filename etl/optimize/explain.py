@@ -73,6 +73,7 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
     lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
     if program.fingerprint_fields:
         lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
+    lines.extend(_prefilter_lines(program))
 
     where: dict[int, str] = {}
     for n in program.natives:
@@ -124,6 +125,17 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
     return "\n".join(lines) + "\n"
 
 
+def _prefilter_lines(program: FilterProgram) -> list[str]:
+    """The JVM literal prefilter a keep-mode filter runs first (etl.compile.prefilter), when it has one."""
+    from etl.optimize.literals import program_literals
+
+    lits = program_literals(program)
+    if not lits:
+        return []
+    per_field = "; ".join(f"{f} contains one of {_n(len(v), 'literal')}" for f, v in sorted(lits.items()))
+    return [f"jvm literal prefilter (keep mode): {per_field}"]
+
+
 def _counts(items: list[str]) -> str:
     seen: dict[str, int] = {}
     for x in items:
@@ -151,6 +163,7 @@ def summary(program: FilterProgram, show_sizes: bool = True) -> str:
     lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
     if program.fingerprint_fields:
         lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
+    lines.extend(_prefilter_lines(program))
     native = {n.leaf for n in program.natives}
     kinds = []
     for r in program.rules:

@@ -15,7 +15,9 @@ anchors, lookaround, backreferences, optional parts) needs nothing.
 every rule needs at least one of its pattern predicates to hold (its tree with
 every pattern false folds to false) and every pattern predicate has required
 literals, a row can only match if, on some field, the field's text contains
-one of that field's literals. Rows with non-ASCII text are not decided by the
+one of that field's literals. Where a pattern has several mandatory parts, the
+one whose literals the fewest other patterns share is taken (a literal most
+rules require, like a command name, is likely common in the data too). Rows with non-ASCII text are not decided by the
 literals (the JVM prefilter lets them through: case folding and derivations
 are only simple on ASCII). Derivations keep the condition: ``lower``/``upper``
 do not change ``s.lower()``, ``trim`` keeps a substring, ``collapse_ws`` keeps
@@ -65,18 +67,17 @@ def _char(op, av) -> str | None:
     return None
 
 
-def _seq(items, flags: int, split_ws: bool, min_length: int) -> Need | None:
-    best: Need | None = None
+def _options(items, flags: int, split_ws: bool, min_length: int) -> list[Need]:
+    """Every need one mandatory part of a concatenation gives (each alone is a sound condition)."""
+    out: list[Need] = []
     run: list[str] = []
 
     def close() -> None:
-        nonlocal best, run
+        nonlocal run
         if run:
             text = "".join(run)
             parts = re.split("[" + re.escape("".join(sorted(_WS))) + "]+", text) if split_ws else [text]
-            for p in parts:
-                if len(p) >= min_length:
-                    best = _better(best, frozenset([p]))
+            out.extend(frozenset([p]) for p in parts if len(p) >= min_length)
         run = []
 
     for op, av in items:
@@ -85,8 +86,17 @@ def _seq(items, flags: int, split_ws: bool, min_length: int) -> Need | None:
             run.append(c)
             continue
         close()
-        best = _better(best, _node(op, av, flags, split_ws, min_length))
+        need = _node(op, av, flags, split_ws, min_length)
+        if need is not None:
+            out.append(need)
     close()
+    return out
+
+
+def _seq(items, flags: int, split_ws: bool, min_length: int) -> Need | None:
+    best: Need | None = None
+    for need in _options(items, flags, split_ws, min_length):
+        best = _better(best, need)
     return best
 
 
@@ -113,20 +123,42 @@ def _node(op, av, flags: int, split_ws: bool, min_length: int) -> Need | None:
 
 
 @lru_cache(maxsize=65536)
-def required_literals(regex: str, flags: int = 0, split_ws: bool = False,
-                      min_length: int = MIN_LENGTH) -> Need | None:
-    """Literals one of which ``s.lower()`` contains whenever ``re.search(regex, s, flags)`` matches ASCII ``s``.
+def literal_options(regex: str, flags: int = 0, split_ws: bool = False,
+                    min_length: int = MIN_LENGTH) -> tuple[Need, ...]:
+    """The needs of the pattern's mandatory top-level parts: for each, ``s.lower()`` contains one of its
+    literals whenever ``re.search(regex, s, flags)`` matches ASCII ``s`` (empty: no such need found).
 
     ``split_ws``: no literal contains whitespace (for values derived with ``collapse_ws``)."""
     try:
         parsed = sre_parse.parse(regex, int(flags))
     except (re.error, OverflowError, RecursionError):
-        return None
+        return ()
     gflags = int(parsed.state.flags)
     try:
-        return _seq(list(parsed), gflags, split_ws, min_length)
+        return tuple(_options(list(parsed), gflags, split_ws, min_length))
     except RecursionError:
-        return None
+        return ()
+
+
+def required_literals(regex: str, flags: int = 0, split_ws: bool = False,
+                      min_length: int = MIN_LENGTH) -> Need | None:
+    """The most selective need of ``literal_options`` by its own text (longest shortest literal), or None."""
+    best: Need | None = None
+    for need in literal_options(regex, flags, split_ws, min_length):
+        best = _better(best, need)
+    return best
+
+
+def _choose(options: list[tuple[Need, ...]]) -> list[Need]:
+    """One need per pattern. A literal that many patterns of the set require is likely a common word
+    (rules are often written as a common command plus a specific argument: ``kubectl\\s+-n\\s+x7q2``),
+    so each pattern takes the need whose literals the fewest patterns share, then the longest."""
+    shared: dict[str, int] = {}
+    for opts in options:
+        for lit in {x for need in opts for x in need}:
+            shared[lit] = shared.get(lit, 0) + 1
+    return [min(opts, key=lambda n: (max(shared[x] for x in n), -min(map(len, n)), len(n), sorted(n)))
+            for opts in options]
 
 
 def program_literals(program: FilterProgram, min_length: int = MIN_LENGTH) -> dict[str, frozenset[str]] | None:
@@ -149,13 +181,18 @@ def program_literals(program: FilterProgram, min_length: int = MIN_LENGTH) -> di
         if isinstance(r.expr, Const):  # constant false: never matches, needs nothing
             continue
         used.update(x for x in leaves(r.expr) if x in pattern_leaf)
-    out: dict[str, set[str]] = {}
+    fields: list[str] = []
+    options: list[tuple[Need, ...]] = []
     for leaf in sorted(used):
         field, derivations, regex, flags = pattern_leaf[leaf]
         if any(d not in ("lower", "upper", "trim", "collapse_ws") for d in derivations):
             return None
-        need = required_literals(regex, flags, "collapse_ws" in derivations, min_length)
-        if need is None:
+        opts = literal_options(regex, flags, "collapse_ws" in derivations, min_length)
+        if not opts:
             return None
+        fields.append(field)
+        options.append(opts)
+    out: dict[str, set[str]] = {}
+    for field, need in zip(fields, _choose(options)):
         out.setdefault(field, set()).update(need)
     return {f: frozenset(v) for f, v in out.items()}

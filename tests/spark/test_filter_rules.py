@@ -163,3 +163,27 @@ def test_no_prefilter_when_a_rule_can_match_without_a_literal(spark, tmp_path):
     out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
     assert "etl_literal_prefilter" not in out._jdf.queryExecution().optimizedPlan().toString()
     assert sorted(r.cmd for r in out.collect()) == ["curl sh", "ls"]
+
+
+def test_the_jvm_literal_test_equals_substring_search(spark):
+    import random
+
+    from pyspark.sql import functions as F
+
+    from etl.compile import prefilter as pf
+
+    rnd = random.Random(11)
+    alphabet = "abcXYZ-./ 01"
+    sets = [frozenset("".join(rnd.choice(alphabet) for _ in range(rnd.randint(3, 7))) for _ in range(n))
+            for n in (1, 5, 300)]
+    sets = [frozenset(x.lower() for x in s) for s in sets]
+    values = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40))) for _ in range(3000)]
+    values += ["x\u00e9" + values[0], None]
+    df = spark.createDataFrame([(v,) for v in values], "v string")
+    assert pf._register(spark)
+    for lits in sets:
+        got = df.select(F.call_function(pf.FUNCTION, F.col("v").cast("binary"),
+                                        F.lit(pf._literal_file(spark, lits))).alias("m")).collect()
+        want = [False if v is None else (not v.isascii()) or any(x in v.lower() for x in lits) for v in values]
+        assert [r.m for r in got] == want
+        assert 0 < sum(want) < len(values)

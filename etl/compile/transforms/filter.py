@@ -5,8 +5,10 @@ Two independent halves meet in `build` (rules first, then `expr`):
 * `apply_expr`: the condition runs in the JVM (`keep` keeps rows where it is
   true, `drop` drops them; NULL counts as false);
 * `apply_rules`: the rule set runs through the filter optimizer (etl.optimize)
-  with `mapInArrow`: each Arrow batch goes through a `Matcher` and
-  `apply_mode(batch, matcher.match(batch), mode, tag_field)`. The program comes
+  in a scalar Arrow UDF over a struct of just the columns the rules read: each
+  Arrow batch goes through a `Matcher`, which returns a boolean per row (keep,
+  drop) or the list of matched rule ids (tag); the JVM keeps or drops the rows,
+  so the other columns never travel to Python and back. The program comes
   from the plan (or is compiled on the driver) and is shipped in a broadcast
   variable, once per program version; each Python worker loads it once (see
   etl.compile.rule_programs, which also reloads changed rule files between
@@ -85,13 +87,6 @@ def _merged_matcher(merged: Any) -> Any:
     return Matcher(merged.program), merged
 
 
-def _tag_schema(schema: Any, tag_field: str) -> Any:
-    from pyspark.sql.types import ArrayType, StringType, StructField, StructType
-
-    return StructType([f for f in schema.fields if f.name != tag_field]
-                      + [StructField(tag_field, ArrayType(StringType()), True)])
-
-
 # -------------------------------------------------------------------- rules
 
 
@@ -131,19 +126,47 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
     bc = ship(ctx, node.id, program.digest, program)
     if spec.mode == "keep":
         df = _prefiltered(ctx, program, df)
-    schema = _tag_schema(df.schema, spec.tag_field) if spec.mode == "tag" else df.schema
-    mode, tag_field, key = spec.mode, spec.tag_field, "single:" + program.digest
+    verdict = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag")
+    if spec.mode == "tag":
+        return df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
+    return df.where(~verdict if spec.mode == "drop" else verdict)
 
-    def run(batches: Any) -> Any:
-        from etl.optimize.matcher import apply_mode
 
+def _read_columns(df: Any, program: Any) -> list[str]:
+    """The input's top-level columns holding the fields the program reads (``meta.host``: ``meta``)."""
+    names = set(df.columns)
+    out: dict[str, None] = {}
+    for p in program.predicates:
+        f = p.key.field
+        top = f if f in names else f.split(".")[0]
+        if top in names:
+            out.setdefault(top)
+    return list(out)
+
+
+def _verdict(df: Any, program: Any, bc: Any, key: str, tag: bool) -> Any:
+    """The program's result per row as a column: a scalar Arrow UDF over a struct of only the columns the
+    rules read (the other columns never leave the JVM): boolean "matches", or the matched rule ids (tag)."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, BooleanType, StringType
+
+    cols = _read_columns(df, program)
+    arg = F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.struct(F.lit(None).alias("_etl_none"))
+
+    def verdict(arr: Any) -> Any:
         m = _worker_state(key, bc, _single_matcher)
-        for rb in batches:
-            if mode == "tag" and tag_field in rb.schema.names:
-                rb = rb.drop_columns([tag_field])
-            yield apply_mode(rb, m.match(rb), mode, tag_field)
+        result = m.match(pa.RecordBatch.from_struct_array(arr))
+        return result.to_arrow() if tag else pa.array(result.mask())
 
-    return df.mapInArrow(run, schema)
+    import warnings
+
+    from pyspark.sql.pandas.functions import ArrowUDFType
+
+    with warnings.catch_warnings():  # "prefer type hints": they are strings here (postponed annotations)
+        warnings.simplefilter("ignore", UserWarning)
+        udf = F.arrow_udf(verdict, ArrayType(StringType()) if tag else BooleanType(), ArrowUDFType.SCALAR)
+    return udf(arg)
 
 
 @dataclass
