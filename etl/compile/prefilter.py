@@ -4,8 +4,8 @@ Moving a row from the JVM to a Python worker and back (Arrow conversion, the
 socket, pyspark's worker loop) costs more than matching it: about 3 us per
 row of CPU against about 0.6 us for a 1,000-rule Hyperscan match. When a
 program can only match rows whose text contains one of a few literals
-(`etl.optimize.literals.program_literals`: every rule needs one of its
-patterns, every pattern needs one of its literals), a keep filter first runs
+(`etl.optimize.literals.program_literal_groups`: every rule needs one of its
+patterns, every pattern needs one literal of each of a few sets), a keep filter first runs
 
     where(etl_literal_prefilter(cast(field AS binary), '<literal file>') OR ...)
 
@@ -92,49 +92,96 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
     private static Grams load(String setFile) {
         String path = Files.exists(Paths.get(setFile)) ? setFile : SparkFiles.get(setFile);
         try {
-            List<byte[]> literals = new ArrayList<>();
+            List<byte[][][]> groups = new ArrayList<>();
             for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.US_ASCII)) {
                 if (line.isEmpty()) continue;
-                byte[] lit = new byte[line.length() / 2];
-                for (int i = 0; i < lit.length; i++) {
-                    lit[i] = (byte) Integer.parseInt(line.substring(2 * i, 2 * i + 2), 16);
+                String[] needs = line.split(" ");
+                byte[][][] group = new byte[needs.length][][];
+                for (int k = 0; k < needs.length; k++) {
+                    String[] alts = needs[k].split(",");
+                    group[k] = new byte[alts.length][];
+                    for (int j = 0; j < alts.length; j++) group[k][j] = unhex(alts[j]);
                 }
-                literals.add(lit);
+                groups.add(group);
             }
-            return new Grams(literals);
+            return new Grams(groups);
         } catch (IOException e) {
             throw new RuntimeException("etl: cannot read the prefilter literals " + path, e);
         }
     }
 
+    private static byte[] unhex(String h) {
+        byte[] out = new byte[h.length() / 2];
+        for (int i = 0; i < out.length; i++) out[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
+        return out;
+    }
+
     /**
-     * Literals of 3 characters: an exact bitset of 3-grams (2^21 bits). Longer literals: a bitset of their
-     * first 4 characters, hashed (2^20 bits), and per hash the literals to compare on a hit. Both tables stay
-     * in the CPU caches whatever the number of literals; one pass over the value, two bit tests per byte.
+     * Groups of needs (a group: every need holds; a need: the value contains one of its literals). Literals of
+     * 3 characters are found with an exact bitset of 3-grams (2^21 bits), longer ones with a bitset of their
+     * first 4 characters, hashed (2^20 bits), compared on a hit. Both tables stay in the CPU caches whatever
+     * the number of literals: one pass over the value, two bit tests per byte. A literal that alone makes a
+     * group hold ends the pass; the others are collected and the groups checked at the end.
      */
     static final class Grams {
         private static final int HASH_BITS = 20;
         private final long[] three = new long[1 << 15];
         private final long[] four = new long[1 << (HASH_BITS - 6)];
+        private final Map<Integer, Integer> threeIds = new HashMap<>();
         private final Map<Integer, byte[][]> heads = new HashMap<>();
+        private final Map<Integer, int[]> headIds = new HashMap<>();
+        private final int[][] member;  // literal id -> (group << 5 | need) entries
+        private final boolean[] alone;  // literal id -> makes a group hold by itself
+        private final int[] full;  // group -> bit mask of all its needs
 
-        Grams(List<byte[]> literals) {
+        Grams(List<byte[][][]> groups) {
+            Map<String, Integer> ids = new HashMap<>();
             Map<Integer, List<byte[]>> byHead = new HashMap<>();
-            for (byte[] raw : literals) {
-                if (raw.length < 3) throw new IllegalArgumentException("etl: prefilter literal shorter than 3");
-                byte[] lit = new byte[raw.length];
-                for (int i = 0; i < raw.length; i++) lit[i] = (byte) lower(raw[i]);
-                if (lit.length == 3) {
-                    int g = (lit[0] << 14) | (lit[1] << 7) | lit[2];
-                    three[g >>> 6] |= 1L << (g & 63);
-                } else {
-                    int h = hash((lit[0] << 24) | (lit[1] << 16) | (lit[2] << 8) | lit[3]);
-                    four[h >>> 6] |= 1L << (h & 63);
-                    byHead.computeIfAbsent(h, k -> new ArrayList<>()).add(lit);
+            Map<Integer, List<Integer>> byHeadIds = new HashMap<>();
+            List<List<Integer>> members = new ArrayList<>();
+            List<Boolean> single = new ArrayList<>();
+            full = new int[groups.size()];
+            for (int g = 0; g < groups.size(); g++) {
+                byte[][][] needs = groups.get(g);
+                if (needs.length > 30) throw new IllegalArgumentException("etl: too many needs in a prefilter group");
+                full[g] = (1 << needs.length) - 1;
+                for (int k = 0; k < needs.length; k++) {
+                    for (byte[] raw : needs[k]) {
+                        if (raw.length < 3) throw new IllegalArgumentException("etl: prefilter literal shorter than 3");
+                        byte[] lit = new byte[raw.length];
+                        for (int i = 0; i < raw.length; i++) lit[i] = (byte) lower(raw[i]);
+                        String key = new String(lit, StandardCharsets.ISO_8859_1);
+                        Integer id = ids.get(key);
+                        if (id == null) {
+                            id = ids.size();
+                            ids.put(key, id);
+                            members.add(new ArrayList<>());
+                            single.add(Boolean.FALSE);
+                            if (lit.length == 3) {
+                                int t = (lit[0] << 14) | (lit[1] << 7) | lit[2];
+                                three[t >>> 6] |= 1L << (t & 63);
+                                threeIds.put(t, id);
+                            } else {
+                                int h = hash((lit[0] << 24) | (lit[1] << 16) | (lit[2] << 8) | lit[3]);
+                                four[h >>> 6] |= 1L << (h & 63);
+                                byHead.computeIfAbsent(h, x -> new ArrayList<>()).add(lit);
+                                byHeadIds.computeIfAbsent(h, x -> new ArrayList<>()).add(id);
+                            }
+                        }
+                        members.get(id).add((g << 5) | k);
+                        if (needs.length == 1) single.set(id, Boolean.TRUE);
+                    }
                 }
             }
             for (Map.Entry<Integer, List<byte[]>> e : byHead.entrySet()) {
                 heads.put(e.getKey(), e.getValue().toArray(new byte[0][]));
+                headIds.put(e.getKey(), byHeadIds.get(e.getKey()).stream().mapToInt(Integer::intValue).toArray());
+            }
+            member = new int[members.size()][];
+            alone = new boolean[members.size()];
+            for (int id = 0; id < member.length; id++) {
+                member[id] = members.get(id).stream().mapToInt(Integer::intValue).toArray();
+                alone[id] = single.get(id);
             }
         }
 
@@ -148,34 +195,67 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
 
         boolean matches(byte[] v) {
             int g = 0;
+            int[] hits = null;
+            int nhits = 0;
             for (int i = 0; i < v.length; i++) {
                 byte b = v[i];
                 if (b < 0) return true;  // non-ASCII: the matcher decides
                 g = (g << 8) | lower(b);
-                if (i >= 2) {
-                    int g3 = (((g >>> 16) & 0x7f) << 14) | (((g >>> 8) & 0x7f) << 7) | (g & 0x7f);
-                    if ((three[g3 >>> 6] & (1L << (g3 & 63))) != 0) return true;
-                    if (i >= 3) {
-                        int h = hash(g);
-                        if ((four[h >>> 6] & (1L << (h & 63))) != 0 && verify(v, i - 3, heads.get(h))) return true;
+                if (i < 2) continue;
+                int t = (((g >>> 16) & 0x7f) << 14) | (((g >>> 8) & 0x7f) << 7) | (g & 0x7f);
+                if ((three[t >>> 6] & (1L << (t & 63))) != 0) {
+                    int id = threeIds.get(t);
+                    if (alone[id]) return true;
+                    if (!contains(hits, nhits, id)) {
+                        hits = room(hits, nhits);
+                        hits[nhits++] = id;
                     }
+                }
+                if (i < 3) continue;
+                int h = hash(g);
+                if ((four[h >>> 6] & (1L << (h & 63))) != 0) {
+                    byte[][] lits = heads.get(h);
+                    int[] lids = headIds.get(h);
+                    for (int j = 0; j < lits.length; j++) {
+                        if (!equalAt(v, i - 3, lits[j])) continue;
+                        if (alone[lids[j]]) return true;
+                        if (!contains(hits, nhits, lids[j])) {
+                            hits = room(hits, nhits);
+                            hits[nhits++] = lids[j];
+                        }
+                    }
+                }
+            }
+            if (nhits == 0) return false;
+            Map<Integer, Integer> seen = new HashMap<>();
+            for (int n = 0; n < nhits; n++) {
+                for (int e : member[hits[n]]) {
+                    int grp = e >>> 5;
+                    int mask = seen.merge(grp, 1 << (e & 31), (x, y) -> x | y);
+                    if (mask == full[grp]) return true;
                 }
             }
             return false;
         }
 
-        private static boolean verify(byte[] v, int start, byte[][] lits) {
-            if (lits == null) return false;
-            outer:
-            for (byte[] lit : lits) {
-                if (start + lit.length > v.length) continue;
-                for (int k = 4; k < lit.length; k++) {
-                    if (lower(v[start + k]) != lit[k]) continue outer;
-                }
-                if (lower(v[start]) == lit[0] && lower(v[start + 1]) == lit[1] && lower(v[start + 2]) == lit[2]
-                        && lower(v[start + 3]) == lit[3]) return true;
+        private static boolean contains(int[] hits, int n, int id) {
+            for (int k = 0; k < n; k++) {
+                if (hits[k] == id) return true;
             }
             return false;
+        }
+
+        private static int[] room(int[] hits, int n) {
+            if (hits == null) return new int[8];
+            return n < hits.length ? hits : java.util.Arrays.copyOf(hits, n * 2);
+        }
+
+        private static boolean equalAt(byte[] v, int start, byte[] lit) {
+            if (start + lit.length > v.length) return false;
+            for (int k = lit.length - 1; k >= 0; k--) {
+                if (lower(v[start + k]) != lit[k]) return false;
+            }
+            return true;
         }
     }
 }
@@ -247,9 +327,11 @@ def _register(spark: Any) -> bool:
         return True
 
 
-def _literal_file(spark: Any, literals: frozenset[str]) -> str:
-    """The set's file (one hex-encoded literal a line), added to the SparkContext; its name."""
-    body = "".join(lit.encode("ascii").hex() + "\n" for lit in sorted(literals))
+def _literal_file(spark: Any, groups: tuple) -> str:
+    """The field's groups in a file (a line per group: its needs separated by spaces, a need's literals by
+    commas, each hex-encoded), added to the SparkContext; its name."""
+    body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
+                   for group in groups)
     name = f"etl-literals-{hashlib.sha256(body.encode()).hexdigest()[:24]}.txt"
     folder = _cache_root() / "prefilter"
     path = folder / name
@@ -269,7 +351,7 @@ def _literal_file(spark: Any, literals: frozenset[str]) -> str:
 def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
     """The JVM condition every row the program can match satisfies, or None (no literal condition, a field
     that is not a string column, or no prefilter available)."""
-    from etl.optimize.literals import program_literals
+    from etl.optimize.literals import program_literal_groups
 
     if os.environ.get("ETL_PREFILTER", "").strip().lower() in ("off", "0", "false", "no"):
         return None
@@ -277,7 +359,7 @@ def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
     if key and key in _LITERALS:
         lits = _LITERALS[key]
     else:
-        lits = program_literals(program)  # a tenth of a second for 10,000 rules: once per program, not per batch
+        lits = program_literal_groups(program)  # a tenth of a second for 10,000 rules: once per program, not per batch
         if key:
             _LITERALS[key] = lits
             while len(_LITERALS) > 16:

@@ -17,7 +17,10 @@ every pattern false folds to false) and every pattern predicate has required
 literals, a row can only match if, on some field, the field's text contains
 one of that field's literals. Where a pattern has several mandatory parts, the
 one whose literals the fewest other patterns share is taken (a literal most
-rules require, like a command name, is likely common in the data too). Rows with non-ASCII text are not decided by the
+rules require, like a command name, is likely common in the data too).
+``program_literal_groups`` keeps up to three needs per pattern, all of which a
+text must satisfy (``python .*socket``: "python" and "socket"): the JVM
+prefilter checks those. Rows with non-ASCII text are not decided by the
 literals (the JVM prefilter lets them through: case folding and derivations
 are only simple on ASCII). Derivations keep the condition: ``lower``/``upper``
 do not change ``s.lower()``, ``trim`` keeps a substring, ``collapse_ws`` keeps
@@ -149,21 +152,18 @@ def required_literals(regex: str, flags: int = 0, split_ws: bool = False,
     return best
 
 
-def _choose(options: list[tuple[Need, ...]]) -> list[Need]:
-    """One need per pattern. A literal that many patterns of the set require is likely a common word
-    (rules are often written as a common command plus a specific argument: ``kubectl\\s+-n\\s+x7q2``),
-    so each pattern takes the need whose literals the fewest patterns share, then the longest."""
-    shared: dict[str, int] = {}
-    for opts in options:
-        for lit in {x for need in opts for x in need}:
-            shared[lit] = shared.get(lit, 0) + 1
-    return [min(opts, key=lambda n: (max(shared[x] for x in n), -min(map(len, n)), len(n), sorted(n)))
-            for opts in options]
+MAX_NEEDS = 3  # needs per pattern the JVM prefilter checks together (the most selective ones)
+Group = tuple  # of Needs: a text satisfies a group when it contains one literal of EACH of its needs
 
 
-def program_literals(program: FilterProgram, min_length: int = MIN_LENGTH) -> dict[str, frozenset[str]] | None:
-    """Per field, the literals one of which a row's text must contain for any rule to match (None: no
-    such condition; e.g. a rule that can match with every pattern false, or a pattern without literals)."""
+def _rank(need: Need, shared: dict[str, int]) -> tuple:
+    """Sort key, most selective first. A literal that many patterns of the set require is likely a common word
+    (rules are often written as a common command plus a specific argument: ``kubectl\\s+-n\\s+x7q2``), so the
+    need whose literals the fewest patterns share comes first, then the longest."""
+    return (max(shared[x] for x in need), -min(map(len, need)), len(need), sorted(need))
+
+
+def _pattern_options(program: FilterProgram, min_length: int) -> tuple[list[str], list[tuple[Need, ...]]] | None:
     pattern_leaf: dict[int, tuple[str, tuple[str, ...], str, int]] = {}
     for db in program.databases:
         for p in db.patterns:
@@ -192,7 +192,31 @@ def program_literals(program: FilterProgram, min_length: int = MIN_LENGTH) -> di
             return None
         fields.append(field)
         options.append(opts)
-    out: dict[str, set[str]] = {}
-    for field, need in zip(fields, _choose(options)):
-        out.setdefault(field, set()).update(need)
-    return {f: frozenset(v) for f, v in out.items()}
+    return fields, options
+
+
+def program_literal_groups(program: FilterProgram, min_length: int = MIN_LENGTH,
+                           max_needs: int = MAX_NEEDS) -> dict[str, tuple[Group, ...]] | None:
+    """Per field, groups of needs: a row can only match when, on some field, its text satisfies one of that
+    field's groups (one group per pattern: up to ``max_needs`` of its needs, most selective first). None: no
+    such condition (e.g. a rule that can match with every pattern false, or a pattern without literals)."""
+    got = _pattern_options(program, min_length)
+    if got is None:
+        return None
+    fields, options = got
+    shared: dict[str, int] = {}
+    for opts in options:
+        for lit in {x for need in opts for x in need}:
+            shared[lit] = shared.get(lit, 0) + 1
+    out: dict[str, dict[Group, None]] = {}
+    for field, opts in zip(fields, options):
+        ranked = sorted(set(opts), key=lambda n: _rank(n, shared))
+        out.setdefault(field, {}).setdefault(tuple(ranked[:max_needs]))
+    return {f: tuple(gs) for f, gs in out.items()}
+
+
+def program_literals(program: FilterProgram, min_length: int = MIN_LENGTH) -> dict[str, frozenset[str]] | None:
+    """Per field, the literals one of which a row's text must contain for any rule to match: the most
+    selective need of each pattern (None as for ``program_literal_groups``)."""
+    groups = program_literal_groups(program, min_length, max_needs=1)
+    return None if groups is None else {f: frozenset(x for g in gs for x in g[0]) for f, gs in groups.items()}

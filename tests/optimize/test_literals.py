@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from etl.optimize import compile_rules
-from etl.optimize.literals import program_literals, required_literals
+from etl.optimize.literals import program_literal_groups, program_literals, required_literals
 from etl.optimize.matcher import Matcher
 from etl.spec.rules import Rule
 from tests.optimize.strategies import regexes, rule_sets
@@ -70,6 +70,9 @@ def test_program_literals_need_every_rule_to_need_a_pattern():
     for other in ({"not": regex}, {"any": [regex, {"field": "user", "eq": "root"}]}, {"field": "port", "ge": 1},
                   {"field": "cmd", "regex": "a.b"}):
         assert program_literals(compile_rules([_rule(0, regex), _rule(1, other)])) is None, other
+    both = {"field": "cmd", "regex": "python[23]? .*socket"}
+    assert program_literal_groups(compile_rules([_rule(0, both)])) == {
+        "cmd": ((frozenset({"python"}), frozenset({"socket"})),)}
     lowered = {"field": "cmd", "apply": ["collapse_ws"], "contains": "ab  cdef"}
     assert program_literals(compile_rules([_rule(0, lowered)])) == {"cmd": frozenset({"cdef"})}
 
@@ -95,7 +98,12 @@ def test_rows_the_program_matches_pass_the_literal_condition(rules, rows):
         v = row.get("meta") if field == "meta.host" else row.get(field)
         return (v or {}).get("host") if field == "meta.host" else v
 
+    groups = program_literal_groups(program, min_length=1)
+    assert {f: frozenset(x for g in gs for x in g[0]) for f, gs in groups.items()} == lits
     for row, ids in zip(rows, matched):
         if ids:
             assert any(text(row, f) is not None and any(lit in text(row, f).lower() for lit in ls)
                        for f, ls in lits.items()), (row, ids, lits)
+            assert any(text(row, f) is not None and any(all(any(x in text(row, f).lower() for x in need)
+                                                            for need in g) for g in gs)
+                       for f, gs in groups.items()), (row, ids, groups)

@@ -165,7 +165,7 @@ def test_no_prefilter_when_a_rule_can_match_without_a_literal(spark, tmp_path):
     assert sorted(r.cmd for r in out.collect()) == ["curl sh", "ls"]
 
 
-def test_the_jvm_literal_test_equals_substring_search(spark):
+def test_the_jvm_literal_groups_equal_substring_search(spark):
     import random
 
     from pyspark.sql import functions as F
@@ -174,16 +174,23 @@ def test_the_jvm_literal_test_equals_substring_search(spark):
 
     rnd = random.Random(11)
     alphabet = "abcXYZ-./ 01"
-    sets = [frozenset("".join(rnd.choice(alphabet) for _ in range(rnd.randint(3, 7))) for _ in range(n))
-            for n in (1, 5, 300)]
-    sets = [frozenset(x.lower() for x in s) for s in sets]
+
+    def lit():
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(3, 6))).lower()
+
+    def group(needs):
+        return tuple(frozenset(lit() for _ in range(rnd.randint(1, 3))) for _ in range(needs))
+
+    sets = [(group(1),), tuple(group(1) for _ in range(5)), tuple(group(rnd.randint(1, 3)) for _ in range(300)),
+            tuple(group(rnd.randint(2, 3)) for _ in range(40))]
     values = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40))) for _ in range(3000)]
     values += ["x\u00e9" + values[0], None]
     df = spark.createDataFrame([(v,) for v in values], "v string")
     assert pf._register(spark)
-    for lits in sets:
+    for groups in sets:
         got = df.select(F.call_function(pf.FUNCTION, F.col("v").cast("binary"),
-                                        F.lit(pf._literal_file(spark, lits))).alias("m")).collect()
-        want = [False if v is None else (not v.isascii()) or any(x in v.lower() for x in lits) for v in values]
+                                        F.lit(pf._literal_file(spark, groups))).alias("m")).collect()
+        want = [False if v is None else (not v.isascii()) or any(
+            all(any(x in v.lower() for x in need) for need in g) for g in groups) for v in values]
         assert [r.m for r in got] == want
         assert 0 < sum(want) < len(values)
