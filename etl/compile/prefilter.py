@@ -121,7 +121,8 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
      * 3 characters are found with an exact bitset of 3-grams (2^21 bits), longer ones with a bitset of their
      * first 4 characters, hashed (2^20 bits), compared on a hit. Both tables stay in the CPU caches whatever
      * the number of literals: one pass over the value, two bit tests per byte. A literal that alone makes a
-     * group hold ends the pass; the others are collected and the groups checked at the end.
+     * group hold ends the pass; the others are collected, and at the end only the groups whose first need
+     * (their most selective) was hit are checked.
      */
     static final class Grams {
         private static final int HASH_BITS = 20;
@@ -130,9 +131,9 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
         private final Map<Integer, Integer> threeIds = new HashMap<>();
         private final Map<Integer, byte[][]> heads = new HashMap<>();
         private final Map<Integer, int[]> headIds = new HashMap<>();
-        private final int[][] member;  // literal id -> (group << 5 | need) entries
+        private final int[][] anchors;  // literal id -> the groups whose first (most selective) need it is in
         private final boolean[] alone;  // literal id -> makes a group hold by itself
-        private final int[] full;  // group -> bit mask of all its needs
+        private final int[][][] rest;  // group -> its other needs, as literal ids
 
         Grams(List<byte[][][]> groups) {
             Map<String, Integer> ids = new HashMap<>();
@@ -140,13 +141,14 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
             Map<Integer, List<Integer>> byHeadIds = new HashMap<>();
             List<List<Integer>> members = new ArrayList<>();
             List<Boolean> single = new ArrayList<>();
-            full = new int[groups.size()];
+            rest = new int[groups.size()][][];
             for (int g = 0; g < groups.size(); g++) {
                 byte[][][] needs = groups.get(g);
-                if (needs.length > 30) throw new IllegalArgumentException("etl: too many needs in a prefilter group");
-                full[g] = (1 << needs.length) - 1;
+                rest[g] = new int[needs.length - 1][];
                 for (int k = 0; k < needs.length; k++) {
-                    for (byte[] raw : needs[k]) {
+                    if (k > 0) rest[g][k - 1] = new int[needs[k].length];
+                    for (int j = 0; j < needs[k].length; j++) {
+                        byte[] raw = needs[k][j];
                         if (raw.length < 3) throw new IllegalArgumentException("etl: prefilter literal shorter than 3");
                         byte[] lit = new byte[raw.length];
                         for (int i = 0; i < raw.length; i++) lit[i] = (byte) lower(raw[i]);
@@ -168,8 +170,12 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
                                 byHeadIds.computeIfAbsent(h, x -> new ArrayList<>()).add(id);
                             }
                         }
-                        members.get(id).add((g << 5) | k);
-                        if (needs.length == 1) single.set(id, Boolean.TRUE);
+                        if (k == 0) {
+                            members.get(id).add(g);
+                            if (needs.length == 1) single.set(id, Boolean.TRUE);
+                        } else {
+                            rest[g][k - 1][j] = id;
+                        }
                     }
                 }
             }
@@ -177,10 +183,10 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
                 heads.put(e.getKey(), e.getValue().toArray(new byte[0][]));
                 headIds.put(e.getKey(), byHeadIds.get(e.getKey()).stream().mapToInt(Integer::intValue).toArray());
             }
-            member = new int[members.size()][];
+            anchors = new int[members.size()][];
             alone = new boolean[members.size()];
-            for (int id = 0; id < member.length; id++) {
-                member[id] = members.get(id).stream().mapToInt(Integer::intValue).toArray();
+            for (int id = 0; id < anchors.length; id++) {
+                anchors[id] = members.get(id).stream().mapToInt(Integer::intValue).toArray();
                 alone[id] = single.get(id);
             }
         }
@@ -226,16 +232,26 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
                     }
                 }
             }
-            if (nhits == 0) return false;
-            Map<Integer, Integer> seen = new HashMap<>();
             for (int n = 0; n < nhits; n++) {
-                for (int e : member[hits[n]]) {
-                    int grp = e >>> 5;
-                    int mask = seen.merge(grp, 1 << (e & 31), (x, y) -> x | y);
-                    if (mask == full[grp]) return true;
+                for (int grp : anchors[hits[n]]) {
+                    if (holds(rest[grp], hits, nhits)) return true;
                 }
             }
             return false;
+        }
+
+        private static boolean holds(int[][] needs, int[] hits, int nhits) {
+            for (int[] need : needs) {
+                boolean any = false;
+                for (int id : need) {
+                    if (contains(hits, nhits, id)) {
+                        any = true;
+                        break;
+                    }
+                }
+                if (!any) return false;
+            }
+            return true;
         }
 
         private static boolean contains(int[] hits, int n, int id) {
@@ -263,6 +279,7 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
 
 _LOCK = threading.Lock()
 _JAR: list[Path] = []  # the built jar (once per process)
+PREFILTER_NEEDS = 1
 _LITERALS: dict[str, Any] = {}  # program digest -> its literal condition (a few kept)
 _FILES: set[tuple[int, str]] = set()  # (SparkContext, file) pairs already added
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
@@ -359,7 +376,9 @@ def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
     if key and key in _LITERALS:
         lits = _LITERALS[key]
     else:
-        lits = program_literal_groups(program)  # a tenth of a second for 10,000 rules: once per program, not per batch
+        # one need per pattern: groups of three let fewer rows through but were no faster in bench/filter.py
+        # (the per-row bookkeeping eats what the matcher saves); the JVM side handles any number
+        lits = program_literal_groups(program, max_needs=PREFILTER_NEEDS)  # a tenth of a second for 10,000 rules: once per program, not per batch
         if key:
             _LITERALS[key] = lits
             while len(_LITERALS) > 16:

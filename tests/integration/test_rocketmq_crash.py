@@ -1,6 +1,6 @@
 """The rocketmq source under crashes: `etl run --once` reading a topic (4 queues, small batches)
 into a file sink is SIGKILLed (the whole process group: driver, JVM, Python workers and the
-source runner) 3 times mid-stream, then run to the end. The output must equal the topic's
+source runner) twice mid-stream, then run to the end. The output must equal the topic's
 content exactly: nothing lost, nothing doubled. Slow (JVM start per run): marked `slow`.
 
 Set ETL_E2E_SEED to replay a sequence of kill moments.
@@ -34,7 +34,7 @@ from tests.servers.fixtures import rocketmq_server  # noqa: E402,F401
 pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.timeout(900)]
 
 MESSAGES = 1500
-KILLS = 3
+KILLS = 2
 
 
 def start(work: Path) -> subprocess.Popen:
@@ -85,7 +85,7 @@ def test_sigkill_loop_reads_the_topic_exactly_once(rocketmq_server, tmp_path):
         finished = proc.poll() is not None
         kill_group(proc)
         kills.append((k, parts(out), finished, round(time.monotonic() - t0)))
-    assert sum(not fin for _, _, fin, _ in kills) >= 2, f"runs ended before their kill: {kills} (seed {seed})"
+    assert sum(not fin for _, _, fin, _ in kills) >= 1, f"runs ended before their kill: {kills} (seed {seed})"
     proc = start(tmp_path)
     proc.wait(timeout=600)
     assert proc.returncode == 0, (tmp_path / "stderr.log").read_text(errors="replace")[-3000:]
