@@ -1,4 +1,5 @@
-"""A JVM prefilter for keep-mode rule filters: rows that cannot match never travel to Python.
+"""A JVM prefilter for rule filters: rows that cannot match never travel to Python (keep mode) or
+travel as NULLs (drop and tag modes: the matcher answers "no rule" for them at once).
 
 Moving a row from the JVM to a Python worker and back (Arrow conversion, the
 socket, pyspark's worker loop) costs more than matching it: about 3 us per

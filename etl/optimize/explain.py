@@ -126,14 +126,14 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
 
 
 def _prefilter_lines(program: FilterProgram) -> list[str]:
-    """The JVM literal prefilter a keep-mode filter runs first (etl.compile.prefilter), when it has one."""
+    """The JVM literal prefilter a filter runs first (etl.compile.prefilter), when it has one."""
     from etl.optimize.literals import program_literals
 
     lits = program_literals(program)
     if not lits:
         return []
     per_field = "; ".join(f"{f} contains one of {_n(len(v), 'literal')}" for f, v in sorted(lits.items()))
-    return [f"jvm literal prefilter (keep mode): {per_field}"]
+    return [f"jvm literal prefilter: {per_field}"]
 
 
 def _counts(items: list[str]) -> str:

@@ -194,3 +194,43 @@ def test_the_jvm_literal_groups_equal_substring_search(spark):
             all(any(x in v.lower() for x in need) for need in g) for g in groups) for v in values]
         assert [r.m for r in got] == want
         assert 0 < sum(want) < len(values)
+
+
+def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path):
+    import pyarrow as pa
+
+    from etl.optimize.matcher import Matcher
+
+    rows = [("curl a | sh", "h"), ("CURL A | BASH", "h"), ("curl a", "h"), ("run MIMIKATZ.exe", None),
+            ("\u212axelvin", "h"), ("kxelvin", "h"), ("rm -rf /", "prod-1"), ("rm -rf /", "dev"),
+            (None, "prod-2"), ("ls -la", "h"), ("x" * 3000 + "curl | sh", "h")]
+    for mode in ("drop", "tag"):
+        c = checked(tmp_path, f"""
+            name: t-prefilter-{mode}
+            sources: [{{id: src, type: file, path: ., format: jsonl, schema: {{cmd: string, host: string}}}}]
+            transforms:
+              - id: f
+                type: filter
+                input: src
+                mode: {mode}
+                rules:
+                  - {{id: sh, when: {{field: cmd, regex: 'curl .*\\| *(ba)?sh'}}}}
+                  - {{id: kat, when: {{field: cmd, apply: [lower], contains: MimiKatz}}}}
+                  - {{id: k, when: {{field: cmd, regex: '(?i)k\\w+elvin', caseless: true}}}}
+                  - {{id: prod, when: {{all: [{{field: host, starts_with: prod-}}, {{field: cmd, contains: 'rm -rf'}}]}}}}
+            sinks: [{{id: out, type: file, input: f, path: o}}]
+        """)
+        ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+        df = spark.createDataFrame(rows, "cmd string, host string")
+        out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
+        assert "etl_literal_prefilter" in out._jdf.queryExecution().optimizedPlan().toString()
+        batch = pa.RecordBatch.from_pylist([{"cmd": a, "host": b} for a, b in rows])
+        result = Matcher(c.plan.step("f").program, cache=False).match(batch)
+        if mode == "drop":
+            want = sorted((a or "", b or "") for (a, b), m in zip(rows, result.mask()) if not m)
+            assert sorted((r.cmd or "", r.host or "") for r in out.collect()) == want
+            assert len(want) == 6
+        else:
+            want = sorted(((a or "", b or ""), tuple(ids)) for (a, b), ids in zip(rows, result.matched_ids()))
+            got = sorted(((r.cmd or "", r.host or ""), tuple(r.matched_rules)) for r in out.collect())
+            assert got == want

@@ -14,9 +14,10 @@ Two independent halves meet in `build` (rules first, then `expr`):
   etl.compile.rule_programs, which also reloads changed rule files between
   micro-batches).
 
-Keep filters whose rules can only match rows containing one of a few literals
-first drop the other rows in the JVM (etl.compile.prefilter): only candidate
-rows travel to Python.
+Filters whose rules can only match rows containing one of a few literals test
+that in the JVM first (etl.compile.prefilter): keep filters drop the other rows
+there, drop and tag filters send their fields as NULLs; only candidate rows'
+text travels to Python.
 
 Sibling filters: when two or more filters with rules read the same input,
 their programs are merged (`etl.optimize.merge_programs`) and run in one
@@ -124,9 +125,14 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
     bc = ship(ctx, node.id, program.digest, program)
+    candidate = None
     if spec.mode == "keep":
         df = _prefiltered(ctx, program, df)
-    verdict = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag")
+    else:  # drop, tag: every row stays, but only candidates need their fields in Python
+        from etl.compile.prefilter import prefilter_condition
+
+        candidate = prefilter_condition(ctx.spark, program, df)
+    verdict = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", candidate)
     if spec.mode == "tag":
         return df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
     return df.where(~verdict if spec.mode == "drop" else verdict)
@@ -144,15 +150,22 @@ def _read_columns(df: Any, program: Any) -> list[str]:
     return list(out)
 
 
-def _verdict(df: Any, program: Any, bc: Any, key: str, tag: bool) -> Any:
+def _verdict(df: Any, program: Any, bc: Any, key: str, tag: bool, candidate: Any = None) -> Any:
     """The program's result per row as a column: a scalar Arrow UDF over a struct of only the columns the
-    rules read (the other columns never leave the JVM): boolean "matches", or the matched rule ids (tag)."""
+    rules read (the other columns never leave the JVM): boolean "matches", or the matched rule ids (tag).
+
+    ``candidate``: the JVM prefilter's condition; a row failing it cannot match any rule, so its fields are
+    sent as NULL (every rule is false when all its pattern predicates are, and a pattern on NULL is false)."""
     import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
 
     cols = _read_columns(df, program)
-    arg = F.struct(*[F.col(f"`{c}`") for c in cols]) if cols else F.struct(F.lit(None).alias("_etl_none"))
+    def value(c: str) -> Any:
+        col = F.col(f"`{c}`")
+        return col if candidate is None else F.when(candidate, col).alias(c)
+
+    arg = F.struct(*[value(c) for c in cols]) if cols else F.struct(F.lit(None).alias("_etl_none"))
 
     def verdict(arr: Any) -> Any:
         m = _worker_state(key, bc, _single_matcher)
