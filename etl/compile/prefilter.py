@@ -304,7 +304,6 @@ def build_jar() -> Path:
     javac, jar = shutil.which("javac"), shutil.which("jar")
     if javac is None or jar is None:
         raise RuntimeError("javac/jar not found (install a JDK to enable the JVM prefilter)")
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="etl-udf-") as tmp:
         src = Path(tmp) / "src" / "etl" / "udf"
         src.mkdir(parents=True)
@@ -315,11 +314,17 @@ def build_jar() -> Path:
                         str(src / "LiteralPrefilter.java")], check=True, capture_output=True, timeout=300)
         built = Path(tmp) / "etl-udf.jar"
         subprocess.run([jar, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True, timeout=120)
-        fd, part = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        os.close(fd)
-        shutil.copyfile(built, part)
-        os.replace(part, target)
+        _write_atomically(target, built.read_bytes())
     return target
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`path` holds `data` whole or not at all (other processes may read it at any moment)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, part = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(part, path)
 
 
 def _register(spark: Any) -> bool:
@@ -351,14 +356,9 @@ def _literal_file(spark: Any, groups: tuple) -> str:
     body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
                    for group in groups)
     name = f"etl-literals-{hashlib.sha256(body.encode()).hexdigest()[:24]}.txt"
-    folder = _cache_root() / "prefilter"
-    path = folder / name
+    path = _cache_root() / "prefilter" / name
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, part = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(body)
-        os.replace(part, path)
+        _write_atomically(path, body.encode("ascii"))
     sc = spark.sparkContext
     if (id(sc), name) not in _FILES:
         sc.addFile(str(path))
@@ -366,7 +366,7 @@ def _literal_file(spark: Any, groups: tuple) -> str:
     return name
 
 
-def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
+def prefilter_condition(program: Any, df: Any) -> Any:
     """The JVM condition every row the program can match satisfies, or None (no literal condition, a field
     that is not a string column, or no prefilter available)."""
     from etl.optimize.literals import program_literal_groups
@@ -396,7 +396,8 @@ def prefilter_condition(spark: Any, program: Any, df: Any) -> Any:
             return None
         if not isinstance(dtype, StringType):
             return None
-    if not _register(df.sparkSession):
+    spark = df.sparkSession  # in a micro-batch: the query's clone of the session, where the UDF must be
+    if not _register(spark):
         return None
     cond = None
     for field, ls in sorted(lits.items()):

@@ -125,13 +125,12 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
     bc = ship(ctx, node.id, program.digest, program)
-    candidate = None
-    if spec.mode == "keep":
-        df = _prefiltered(ctx, program, df)
-    else:  # drop, tag: every row stays, but only candidates need their fields in Python
-        from etl.compile.prefilter import prefilter_condition
+    from etl.compile.prefilter import prefilter_condition
 
-        candidate = prefilter_condition(ctx.spark, program, df)
+    candidate = prefilter_condition(program, df)
+    if spec.mode == "keep" and candidate is not None:  # rows that cannot match are dropped in the JVM
+        df, candidate = df.where(candidate), None
+    # drop, tag: every row stays; only candidates need their fields in Python
     verdict = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", candidate)
     if spec.mode == "tag":
         return df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
@@ -225,7 +224,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
     merged = _merged(ctx, sets)
     gid = "+".join(n.id for n in group)
     if all(n.spec.mode == "keep" for n in group):
-        df = _prefiltered(ctx, merged.program, df)
+        df = _prefiltered(merged.program, df)
     bc = ship(ctx, gid, merged.program.digest, merged)
     hidden = {n.id: f"{HIDDEN}{k}" for k, n in enumerate(group)}
     names = set(df.columns)
@@ -268,11 +267,11 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
     return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden)
 
 
-def _prefiltered(ctx: CompileContext, program: Any, df: Any) -> Any:
+def _prefiltered(program: Any, df: Any) -> Any:
     """Keep mode: rows that cannot match are dropped in the JVM first (see etl.compile.prefilter)."""
     from etl.compile.prefilter import prefilter_condition
 
-    cond = prefilter_condition(ctx.spark, program, df)
+    cond = prefilter_condition(program, df)
     return df if cond is None else df.where(cond)
 
 
