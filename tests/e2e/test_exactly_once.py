@@ -9,15 +9,14 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import textwrap
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.runs import kill_group, start
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -63,21 +62,6 @@ def output_rows(folder: Path) -> list[dict]:
     for f in sorted(folder.glob("part-*.jsonl")) if folder.exists() else []:
         rows.extend(json.loads(line) for line in f.read_text().splitlines() if line)
     return rows
-
-
-def start(work: Path) -> subprocess.Popen:
-    log = open(work / "stderr.log", "ab")  # a file, not a pipe: nobody reads a killed run's stderr
-    return subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--quiet",
-                             "--conf", "spark.ui.enabled=false"], cwd=work,
-                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-
-
-def kill_group(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
 
 
 def test_sigkill_loop_loses_and_doubles_nothing(tmp_path):

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -29,26 +27,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from etl.connectors import rocketmq_client as rmq  # noqa: E402
+from tests.e2e.runs import kill_group, start  # noqa: E402
 from tests.servers.fixtures import rocketmq_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.timeout(900)]
 
 MESSAGES = 1500
 KILLS = 2
-
-
-def start(work: Path) -> subprocess.Popen:
-    err = open(work / "stderr.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--quiet"], cwd=work,
-                            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-
-
-def kill_group(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
 
 
 def parts(out: Path) -> int:
