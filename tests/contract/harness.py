@@ -94,11 +94,15 @@ def wait_until(pred: Any, timeout: float, run: Any = None, what: str = "conditio
 
 
 def assert_exactly(stored: list[dict], expected: list[dict]) -> None:
-    got = Counter(canonical(r) for r in stored)
-    want = Counter(canonical(r) for r in expected)
+    assert_no_loss_or_doubles(Counter(canonical(r) for r in stored), Counter(canonical(r) for r in expected),
+                              f"{len(stored)} rows stored, {len(expected)} expected", show=5)
+
+
+def assert_no_loss_or_doubles(got: Counter, want: Counter, context: str, show: int = 5) -> None:
+    """Nothing stored twice, nothing missing, nothing unexpected; the message names the first few of each."""
     doubled = sorted(k for k, n in got.items() if n > 1)
     missing = sorted(set(want) - set(got))
     extra = sorted(set(got) - set(want))
     assert not doubled and not missing and not extra, (
-        f"{len(stored)} rows stored, {len(expected)} expected; doubled {doubled[:5]} ({len(doubled)}), "
-        f"missing {missing[:5]} ({len(missing)}), unexpected {extra[:5]} ({len(extra)})")
+        f"{context}; doubled {doubled[:show]} ({len(doubled)}), "
+        f"missing {missing[:show]} ({len(missing)}), unexpected {extra[:show]} ({len(extra)})")

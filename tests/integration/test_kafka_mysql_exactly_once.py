@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests.contract.harness import assert_no_loss_or_doubles  # noqa: E402
 from tests.servers.fixtures import kafka_server, mariadb_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -179,12 +180,7 @@ def test_kill9_kafka_window_mysql_equals_oracle(kafka_server, mariadb_server, tm
         markers = cur.fetchone()[0]
     conn.close()
     want = oracle(evs)
-    doubled = sorted(k for k, n in got.items() if n > 1)
-    missing = sorted(set(want) - set(got))
-    extra = sorted(set(got) - set(want))
-    assert not doubled and not missing and not extra, (
-        f"seed {seed}, kills {kills}: doubled {doubled[:3]} ({len(doubled)}), missing {missing[:3]} "
-        f"({len(missing)}), unexpected {extra[:3]} ({len(extra)}); {markers} batches committed")
+    assert_no_loss_or_doubles(got, want, f"seed {seed}, kills {kills}, {markers} batches committed", show=3)
     assert got == want
     print(f"\n[exactly-once] seed {seed}: kills (run, batches done, finished) {kills}; {sum(want.values())} "
           f"windows, {markers} committed batches")
