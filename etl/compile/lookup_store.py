@@ -37,7 +37,21 @@ from typing import Any
 
 KEY_SEP = "\x1f"
 BLOCK_SIZE = 16 * 1024
-DEFAULT_CACHE_MB = int(os.environ.get("ETL_LOOKUP_CACHE_MB", "256"))
+# Block cache per process and store: 0 sizes it to hold the whole store uncompressed (the raw size recorded at
+# build time, up to MAX_AUTO_CACHE_MB), so that after warm-up a lookup decompresses nothing; a number fixes it.
+DEFAULT_CACHE_MB = int(os.environ.get("ETL_LOOKUP_CACHE_MB", "0"))
+MAX_AUTO_CACHE_MB = int(os.environ.get("ETL_LOOKUP_MAX_CACHE_MB", "2048"))
+MIN_CACHE_MB = 32
+
+
+def cache_size_mb(requested: int, meta: dict) -> int:
+    """The block cache for a store: `requested` MB, or (0) its raw key + value bytes with room for block overhead."""
+    if requested > 0:
+        return requested
+    raw_mb = meta.get("raw_mb")
+    if raw_mb is None:  # built before raw sizes were recorded
+        return 256
+    return int(min(MAX_AUTO_CACHE_MB, max(MIN_CACHE_MB, raw_mb * 1.25 + 8)))
 
 
 def default_base_dir() -> str:
@@ -223,6 +237,7 @@ def build_store(table: Any, keys: tuple[str, ...], dest: str | Path) -> dict:
     w = SstFileWriter(opt)
     w.open(str(sst))
     rows = len(kb)
+    raw = sum(map(len, kb)) + sum(map(len, blobs)) + 8 * rows  # what the blocks hold uncompressed, roughly
     if not dup:
         for key, val in zip(kb, blobs):
             w[key] = val
@@ -241,7 +256,8 @@ def build_store(table: Any, keys: tuple[str, ...], dest: str | Path) -> dict:
     db.close()
     sst.unlink(missing_ok=True)
     meta = {"rows": rows, "keys": list(keys), "columns": values.column_names, "encoding": encoding,
-            "duplicates": dup, "build_s": round(time.time() - t0, 3), "store_mb": round(dir_mb(tmp / "db"), 3)}
+            "duplicates": dup, "build_s": round(time.time() - t0, 3), "store_mb": round(dir_mb(tmp / "db"), 3),
+            "raw_mb": round(raw / 1e6, 3)}
     schema_buf = values.schema.serialize().to_pybytes()
     (tmp / "schema.arrow").write_bytes(schema_buf)
     (tmp / "meta.json").write_text(json.dumps(meta))
@@ -260,7 +276,12 @@ class LookupStore:
         self.path = Path(path)
         self.meta = json.loads((self.path / "meta.json").read_text())
         self.schema = pa.ipc.read_schema(pa.py_buffer((self.path / "schema.arrow").read_bytes()))
-        self.db = Rdict(str(self.path / "db"), _options(cache_mb), access_type=AccessType.read_only())
+        self.cache_mb = cache_size_mb(cache_mb, self.meta)
+        opt = _options(self.cache_mb)
+        # the default column family named with the same options: else rocksdict opens it with the options
+        # recorded on disk, and the block cache above is never used (every lookup decompresses a block)
+        self.db = Rdict(str(self.path / "db"), opt, column_families={"default": opt},
+                        access_type=AccessType.read_only())
 
     def get_many(self, keys: list[bytes]) -> list[bytes | None]:
         return self.db.get(keys) if keys else []

@@ -222,7 +222,7 @@ class PipelineRun:
                     for s in self.streams:
                         if s.isActive:
                             s.stop()
-                    raise RunFailed(self.failure or _clean(str(failed[0].exception())))
+                    raise RunFailed(self.failure or _explained(failed[0].exception()))
                 if all(not s.isActive for s in self.streams):
                     break
                 time.sleep(poll)
@@ -261,6 +261,25 @@ class PipelineRun:
             self._listener = None
         for sink in self.sinks.values():
             sink.close()
+
+
+WRAPPERS = ("Exception thrown in awaitResult", "Job aborted due to stage failure", "Writing job aborted")
+
+
+def _explained(exc: Any) -> str:
+    """The query's failure in one line; a wrapper (awaitResult, job aborted) names its root cause too."""
+    msg = _clean(str(exc))
+    if not any(msg.startswith(w) for w in WRAPPERS):
+        return msg
+    java = getattr(exc, "_origin", None)
+    try:
+        seen = 0
+        while java is not None and java.getCause() is not None and seen < 20:
+            java, seen = java.getCause(), seen + 1
+        root = str(java.toString()) if java is not None and seen else ""
+    except Exception:  # noqa: BLE001 - the JVM may be gone; the wrapper line is still worth printing
+        root = ""
+    return f"{msg.rstrip(': ')} (root cause: {root.splitlines()[0][:500]})" if root else msg
 
 
 def _clean(msg: str) -> str:

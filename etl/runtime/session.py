@@ -31,6 +31,7 @@ LAUNCH_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "2g",
 }
+THREAD_STACK = "-Xss8m"
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",  # recorded in the checkpoint of stateful queries
     "spark.default.parallelism": "4",
@@ -181,7 +182,9 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
             launch["spark.ui.enabled"] = "false"
         log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
         java_opts = conf.pop("spark.driver.extraJavaOptions", "")
-        launch["spark.driver.extraJavaOptions"] = f"{log4j} {java_opts}".strip()
+        # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values
+        launch["spark.driver.extraJavaOptions"] = f"{log4j} {THREAD_STACK} {java_opts}".strip()
+        launch.setdefault("spark.executor.extraJavaOptions", THREAD_STACK)
         jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()
         if jars:
             launch["spark.jars"] = ",".join(dict.fromkeys(jars))

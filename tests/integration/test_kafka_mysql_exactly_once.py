@@ -107,7 +107,7 @@ class Run:
 
     def __init__(self, work: Path, env: dict[str, str]):
         self.batches = 0
-        self.tail: list[str] = []
+        self.lines: list[str] = []
         # the same --conf on every run: shuffle partitions are recorded in the checkpoint
         self.p = subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--progress", "json",
                                    "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2",
@@ -120,7 +120,7 @@ class Run:
     def _read(self) -> None:
         assert self.p.stderr is not None
         for line in self.p.stderr:
-            self.tail = (self.tail + [line])[-40:]
+            self.lines.append(line)
             if line.startswith("{") and '"batch"' in line:
                 self.batches += 1
 
@@ -131,6 +131,10 @@ class Run:
             pass
         self.p.wait(timeout=60)
         self._reader.join(10)
+
+    def failure(self) -> str:
+        """The run's stderr without stack frames (a JVM StackOverflowError is thousands of them)."""
+        return "".join(line for line in self.lines if not line.lstrip().startswith("at "))[-6000:]
 
 
 def test_kill9_kafka_window_mysql_equals_oracle(kafka_server, mariadb_server, tmp_path):
@@ -167,10 +171,11 @@ def test_kill9_kafka_window_mysql_equals_oracle(kafka_server, mariadb_server, tm
         run.kill()
         kills.append((k, run.batches, finished))
         if finished:
+            assert run.p.returncode == 0, f"seed {seed}, kills {kills}: run {k} failed:\n{run.failure()}"
             break
     assert sum(1 for *_, fin in kills if not fin) >= KILLS, f"runs ended before their kill: {kills} (seed {seed})"
     last = Run(tmp_path, env)
-    assert last.p.wait(timeout=600) == 0, "".join(last.tail)[-4000:]
+    assert last.p.wait(timeout=600) == 0, f"seed {seed}, kills {kills}:\n{last.failure()}"
     last._reader.join(10)
     conn = m.connect()
     with conn.cursor() as cur:

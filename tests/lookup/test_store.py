@@ -136,3 +136,23 @@ def test_one_build_per_host_version(tmp_path):
     d1 = ls.ensure_version(src, v)
     mtime = (d1 / "meta.json").stat().st_mtime_ns
     assert ls.ensure_version(src, v) == d1 and (d1 / "meta.json").stat().st_mtime_ns == mtime
+
+
+def test_reads_go_through_the_configured_block_cache(tmp_path):
+    """The store's block cache is the one configured (rocksdict would open the default column family with the
+    options recorded on disk: an 8 MB cache, every random lookup decompressing a block), and lookups fill it."""
+    src = source(tmp_path)
+    store = ls.LookupStore(ls.ensure_version(src, ls.source_version(src)), cache_mb=48)
+    assert store.db.property_int_value("rocksdb.block-cache-capacity") == 48 << 20
+    before = store.db.property_int_value("rocksdb.block-cache-usage")
+    assert store.get_many([b"u1", b"u4"])[0] is not None
+    assert store.db.property_int_value("rocksdb.block-cache-usage") > before
+    store.close()
+
+
+def test_automatic_cache_holds_the_store_uncompressed():
+    assert ls.cache_size_mb(64, {"raw_mb": 400.0}) == 64  # asked for
+    assert ls.cache_size_mb(0, {"raw_mb": 400.0}) == 508  # raw size + 25 % + 8 MB
+    assert ls.cache_size_mb(0, {"raw_mb": 1.0}) == ls.MIN_CACHE_MB
+    assert ls.cache_size_mb(0, {"raw_mb": 1e6}) == ls.MAX_AUTO_CACHE_MB
+    assert ls.cache_size_mb(0, {}) == 256  # a store built before raw sizes were recorded

@@ -357,9 +357,12 @@ class Server:
         self.stop()
         return self.start(timeout)
 
-    def cleanup(self) -> None:
-        """Stop and delete the work directory if this object created it."""
-        self.stop()
+    def cleanup(self, graceful: bool = True) -> None:
+        """Stop (or kill: nothing is read afterwards) and delete the work directory if this object created it."""
+        if graceful:
+            self.stop()
+        else:
+            self.kill()
         _live_servers.discard(self)
         if self._owns_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)

@@ -36,7 +36,7 @@ def _session_server(factory: Callable[[], Server]) -> Iterator[Server]:
     try:
         yield server
     finally:
-        server.cleanup()
+        server.cleanup(graceful=False)  # end of session: its data is thrown away, no clean shutdown to wait for
 
 
 @pytest.fixture(scope="session")
