@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# the server fixtures, registered once: a fixture imported into several test modules is a separate fixture in
+# each, and a session-scoped one then starts one server per module (all kept until the session ends)
+pytest_plugins = ["tests.servers.fixtures"]
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -28,3 +32,4 @@ def spark():
     }, ui=False)
     yield s
     s.stop()
+

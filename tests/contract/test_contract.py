@@ -8,7 +8,6 @@ Connectors with a server are marked `servers`: they FAIL when their server canno
 Run: .venv/bin/python -m pytest tests/contract -m servers
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import json
@@ -35,7 +34,6 @@ from tests.contract.harness import (
     wait_until,
     write_input,
 )
-from tests.servers.fixtures import kafka_server, mariadb_server, opensearch_server, rocketmq_server  # noqa: F401
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 

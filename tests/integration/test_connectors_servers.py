@@ -7,7 +7,6 @@
 * mysql sink: upsert / ignore modes, identifiers validated, marker table.
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import json
@@ -25,7 +24,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.contract.harness import pipeline_text, plan_of, run_once  # noqa: E402
-from tests.servers.fixtures import kafka_server, mariadb_server, opensearch_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 

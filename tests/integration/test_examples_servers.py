@@ -9,7 +9,6 @@ env()-templated addresses point at the fixtures, --var gives each run its own to
   MySQL table (lookup), routed by tier to two topics; plus both readers of its MySQL table.
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import json
@@ -27,7 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.servers.fixtures import kafka_server, mariadb_server, opensearch_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 

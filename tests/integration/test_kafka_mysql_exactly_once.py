@@ -7,7 +7,6 @@ finishes. The MySQL table must equal the oracle exactly: every closed window onc
 Set ETL_E2E_SEED to replay a sequence of kill moments.
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import json
@@ -30,7 +29,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.contract.harness import assert_no_loss_or_doubles  # noqa: E402
-from tests.servers.fixtures import kafka_server, mariadb_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -14,7 +14,6 @@
 Run: .venv/bin/python -m pytest -m servers tests/integration/test_rocketmq.py
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import json
@@ -34,7 +33,6 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from etl.connectors import rocketmq_client as rmq  # noqa: E402
-from tests.servers.fixtures import rocketmq_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 

@@ -7,7 +7,6 @@ Set ETL_E2E_SEED to replay a sequence of kill moments.
 Run: .venv/bin/python -m pytest -m servers tests/integration/test_rocketmq_crash.py
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import json
@@ -28,7 +27,6 @@ if str(REPO) not in sys.path:
 
 from etl.connectors import rocketmq_client as rmq  # noqa: E402
 from tests.e2e.runs import kill_group, start  # noqa: E402
-from tests.servers.fixtures import rocketmq_server  # noqa: E402,F401
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.timeout(900)]
 

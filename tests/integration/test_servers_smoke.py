@@ -6,7 +6,6 @@ Run: .venv/bin/python -m pytest -m servers tests/integration/test_servers_smoke.
 (-s shows the start-up times.)
 """
 
-# ruff: noqa: F811  (pytest fixtures imported by name)
 from __future__ import annotations
 
 import os
@@ -24,12 +23,6 @@ if str(REPO) not in sys.path:  # `tests.servers` importable under plain `pytest`
 
 from tests.servers import KafkaServer, MariaDBServer, RocketMQServer  # noqa: E402
 from tests.servers._base import java_binary, java_lib_dir, port_open  # noqa: E402
-from tests.servers.fixtures import (  # noqa: E402,F401
-    kafka_server,
-    mariadb_server,
-    opensearch_server,
-    rocketmq_server,
-)
 
 pytestmark = [pytest.mark.servers, pytest.mark.timeout(600)]
 

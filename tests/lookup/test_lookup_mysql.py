@@ -13,13 +13,12 @@ from etl.compile import lookup_store as ls
 from etl.compile.lookup import Dimension, lookup_join
 from etl.spec.sources import MySQLSource
 from tests.lookup.test_lookup_spark import events_stream, run, spec
-from tests.servers.fixtures import mariadb_server  # noqa: F401
 from tests.windows.harness import rows_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.servers]
 
 
-def test_mysql_table_both_stores_and_refresh(spark, tmp_path, mariadb_server):  # noqa: F811
+def test_mysql_table_both_stores_and_refresh(spark, tmp_path, mariadb_server):
     from pyspark.sql import functions as F
 
     from etl.connectors.sources.mysql import read_mysql_table

@@ -1,8 +1,8 @@
 """Session-scoped pytest fixtures for the real test servers.
 
-Use from a conftest.py::
-
-    from tests.servers.fixtures import kafka_server, mariadb_server  # noqa: F401
+Registered once for the whole run by tests/conftest.py (``pytest_plugins``): test
+modules ask for ``kafka_server`` etc. by name and never import them (an imported
+fixture is a new fixture per module, and so a new server per module).
 
 A fixture that cannot start its server FAILS the test with the server's log
 tail (it never skips: a missing server in CI is a bug). Each fixture hands
