@@ -24,6 +24,10 @@ SQL_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.mapKeyDedupPolicy": "LAST_WIN",  # kv parsing: a repeated key keeps the last value
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # rule filters cross to Python in Arrow batches: 100k rows instead of 10k cut the fixed cost per batch
+    # (window bench: 10.4 -> 8.7 CPU-s per 1M events); the byte cap keeps wide rows' batches bounded
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
 }
 # Settings that only apply when this process starts the JVM.
