@@ -109,7 +109,9 @@ class Compiler:
         """Compile every node and group the outputs by root, in a deterministic order."""
         groups: dict[str, list[Output]] = {}
         for node in self.graph.nodes.values():
-            if node.kind == "sink":
+            if node.kind == "sink" or (node.kind == "source" and node.spec.is_static()):
+                # a static table only feeds lookups, which read it themselves (a malformed row fails the
+                # table's load); no streaming pass over it, no dead-letter query
                 continue
             built = self.stream(node.id)
             if built.dead is not None:

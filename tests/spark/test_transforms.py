@@ -232,3 +232,22 @@ def test_bad_sql_expression_points_at_its_node(spark, tmp_path):
         Compiler(CompileContext(spark, c.plan.graph)).queries()
     d = e.value.diagnostic(c.plan.graph)
     assert "derive 'd'" in d.message and d.span.line == 4
+
+
+def test_a_static_lookup_table_is_not_a_query(spark, tmp_path):
+    """A static table feeds lookups only (they load it themselves): no streaming pass and no dead-letter query
+    over it -- only the events' queries run (the lookup's output, the events' dead letters)."""
+    from etl.compile import CompileContext, Compiler
+
+    (tmp_path / "users.csv").write_text("id,name\nu1,Ann\n")
+    c = checked(tmp_path, """
+        name: t-static
+        sources:
+          - {id: ev, type: file, path: ev, format: jsonl, schema: {user: string}}
+          - {id: users, type: file, path: users.csv, format: csv, static: true, schema: {id: string, name: string}}
+        transforms: [{id: e, type: lookup, input: ev, table: users, on: {user: id}, how: left, store: rocksdb}]
+        sinks: [{id: out, type: file, input: e, path: out}]
+    """)
+    (tmp_path / "ev").mkdir()
+    queries = Compiler(CompileContext(spark, c.plan.graph)).queries()
+    assert sorted((q.name, [o.id for o in q.outputs]) for q in queries) == [("e", ["out"]), ("ev", ["dead_letter"])]
