@@ -276,8 +276,7 @@ class LookupStore:
         self.path = Path(path)
         self.meta = json.loads((self.path / "meta.json").read_text())
         self.schema = pa.ipc.read_schema(pa.py_buffer((self.path / "schema.arrow").read_bytes()))
-        self.cache_mb = cache_size_mb(cache_mb, self.meta)
-        opt = _options(self.cache_mb)
+        opt = _options(cache_size_mb(cache_mb, self.meta))
         # the default column family named with the same options: else rocksdict opens it with the options
         # recorded on disk, and the block cache above is never used (every lookup decompresses a block)
         self.db = Rdict(str(self.path / "db"), opt, column_families={"default": opt},

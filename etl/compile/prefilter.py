@@ -378,8 +378,9 @@ def prefilter_condition(program: Any, df: Any) -> Any:
         lits = _LITERALS[key]
     else:
         # one need per pattern: groups of three let fewer rows through but were no faster in bench/filter.py
-        # (the per-row bookkeeping eats what the matcher saves); the JVM side handles any number
-        lits = program_literal_groups(program, max_needs=PREFILTER_NEEDS)  # a tenth of a second for 10,000 rules: once per program, not per batch
+        # (the per-row bookkeeping eats what the matcher saves); the JVM side handles any number.
+        # A tenth of a second for 10,000 rules: once per program, not per batch.
+        lits = program_literal_groups(program, max_needs=PREFILTER_NEEDS)
         if key:
             _LITERALS[key] = lits
             while len(_LITERALS) > 16:

@@ -185,10 +185,11 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         if not ui:
             launch["spark.ui.enabled"] = "false"
         log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-        java_opts = conf.pop("spark.driver.extraJavaOptions", "")
-        # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values
-        launch["spark.driver.extraJavaOptions"] = f"{log4j} {THREAD_STACK} {java_opts}".strip()
-        launch.setdefault("spark.executor.extraJavaOptions", THREAD_STACK)
+        # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
+        # Options the user passes come after ours (the last one of a kind wins in the JVM).
+        for key, ours in (("spark.driver.extraJavaOptions", f"{log4j} {THREAD_STACK}"),
+                          ("spark.executor.extraJavaOptions", THREAD_STACK)):
+            launch[key] = f"{ours} {conf.pop(key, '')}".strip()
         jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()
         if jars:
             launch["spark.jars"] = ",".join(dict.fromkeys(jars))

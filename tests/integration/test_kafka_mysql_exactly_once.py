@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.contract.harness import assert_no_loss_or_doubles  # noqa: E402
+from tests.e2e.runs import kill_group  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -123,11 +123,7 @@ class Run:
                 self.batches += 1
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.p.wait(timeout=60)
+        kill_group(self.p)
         self._reader.join(10)
 
     def failure(self) -> str:
