@@ -20,7 +20,10 @@ one whose literals the fewest other patterns share is taken (a literal most
 rules require, like a command name, is likely common in the data too).
 ``program_literal_groups`` keeps up to three needs per pattern, all of which a
 text must satisfy (``python .*socket``: "python" and "socket"): the JVM
-prefilter checks those. Rows with non-ASCII text are not decided by the
+prefilter checks those. The first need of a group has literals of at least
+``MIN_LENGTH`` characters; the others may be shorter (``SECONDARY_MIN_LENGTH``:
+``ssh\\s+-R\\s+\\d+:`` is "ssh" and "-r"), since they only narrow rows the first
+one let through. Rows with non-ASCII text are not decided by the
 literals (the JVM prefilter lets them through: case folding and derivations
 are only simple on ASCII). Derivations keep the condition: ``lower``/``upper``
 do not change ``s.lower()``, ``trim`` keeps a substring, ``collapse_ws`` keeps
@@ -152,6 +155,7 @@ def required_literals(regex: str, flags: int = 0, split_ws: bool = False,
     return best
 
 
+SECONDARY_MIN_LENGTH = 2  # literals of a group's other needs (they only narrow what its first need lets through)
 MAX_NEEDS = 3  # needs per pattern the JVM prefilter checks together (the most selective ones)
 Group = tuple  # of Needs: a text satisfies a group when it contains one literal of EACH of its needs
 
@@ -163,7 +167,10 @@ def _rank(need: Need, shared: dict[str, int]) -> tuple:
     return (max(shared[x] for x in need), -min(map(len, need)), len(need), sorted(need))
 
 
-def _pattern_options(program: FilterProgram, min_length: int) -> tuple[list[str], list[tuple[Need, ...]]] | None:
+def _pattern_options(program: FilterProgram, min_length: int,
+                     secondary: int) -> tuple[list[str], list[tuple[tuple[Need, ...], tuple[Need, ...]]]] | None:
+    """Per pattern leaf the rules need: its field, and (its needs of ``min_length`` literals, its needs of
+    ``secondary`` ones)."""
     pattern_leaf: dict[int, tuple[str, tuple[str, ...], str, int]] = {}
     for db in program.databases:
         for p in db.patterns:
@@ -182,36 +189,40 @@ def _pattern_options(program: FilterProgram, min_length: int) -> tuple[list[str]
             continue
         used.update(x for x in leaves(r.expr) if x in pattern_leaf)
     fields: list[str] = []
-    options: list[tuple[Need, ...]] = []
+    options: list[tuple[tuple[Need, ...], tuple[Need, ...]]] = []
     for leaf in sorted(used):
         field, derivations, regex, flags = pattern_leaf[leaf]
         if any(d not in ("lower", "upper", "trim", "collapse_ws") for d in derivations):
             return None
-        opts = literal_options(regex, flags, "collapse_ws" in derivations, min_length)
+        ws = "collapse_ws" in derivations
+        opts = literal_options(regex, flags, ws, min_length)
         if not opts:
             return None
         fields.append(field)
-        options.append(opts)
+        options.append((opts, literal_options(regex, flags, ws, secondary) if secondary < min_length else opts))
     return fields, options
 
 
-def program_literal_groups(program: FilterProgram, min_length: int = MIN_LENGTH,
-                           max_needs: int = MAX_NEEDS) -> dict[str, tuple[Group, ...]] | None:
+def program_literal_groups(program: FilterProgram, min_length: int = MIN_LENGTH, max_needs: int = MAX_NEEDS,
+                           secondary_min_length: int = SECONDARY_MIN_LENGTH) -> dict[str, tuple[Group, ...]] | None:
     """Per field, groups of needs: a row can only match when, on some field, its text satisfies one of that
-    field's groups (one group per pattern: up to ``max_needs`` of its needs, most selective first). None: no
-    such condition (e.g. a rule that can match with every pattern false, or a pattern without literals)."""
-    got = _pattern_options(program, min_length)
+    field's groups (one group per pattern: its most selective need of ``min_length`` literals, then up to
+    ``max_needs - 1`` others, of literals of at least ``secondary_min_length``, most selective first). Every
+    need of a pattern holds whenever it matches, so all of them together do. None: no such condition (e.g. a
+    rule that can match with every pattern false, or a pattern without literals)."""
+    got = _pattern_options(program, min_length, min(min_length, secondary_min_length))
     if got is None:
         return None
     fields, options = got
     shared: dict[str, int] = {}
-    for opts in options:
-        for lit in {x for need in opts for x in need}:
+    for opts, more in options:
+        for lit in {x for need in opts + more for x in need}:
             shared[lit] = shared.get(lit, 0) + 1
     out: dict[str, dict[Group, None]] = {}
-    for field, opts in zip(fields, options):
-        ranked = sorted(set(opts), key=lambda n: _rank(n, shared))
-        out.setdefault(field, {}).setdefault(tuple(ranked[:max_needs]))
+    for field, (opts, more) in zip(fields, options):
+        first = min(set(opts), key=lambda n: _rank(n, shared))
+        rest = sorted(set(more) - {first}, key=lambda n: _rank(n, shared))
+        out.setdefault(field, {}).setdefault((first, *rest[:max_needs - 1]))
     return {f: tuple(gs) for f, gs in out.items()}
 
 

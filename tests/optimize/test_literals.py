@@ -73,6 +73,10 @@ def test_program_literals_need_every_rule_to_need_a_pattern():
     both = {"field": "cmd", "regex": "python[23]? .*socket"}
     assert program_literal_groups(compile_rules([_rule(0, both)])) == {
         "cmd": ((frozenset({"python"}), frozenset({"socket"})),)}
+    tunnel = {"field": "cmd", "regex": r"ssh\s+-R\s+\d+:"}  # a later need may be 2 characters, never the first
+    assert program_literal_groups(compile_rules([_rule(0, tunnel)])) == {
+        "cmd": ((frozenset({"ssh"}), frozenset({"-r"})),)}
+    assert program_literal_groups(compile_rules([_rule(0, {"field": "cmd", "regex": r"-r\s+-x"})])) is None
     lowered = {"field": "cmd", "apply": ["collapse_ws"], "contains": "ab  cdef"}
     assert program_literals(compile_rules([_rule(0, lowered)])) == {"cmd": frozenset({"cdef"})}
 

@@ -175,11 +175,11 @@ def test_the_jvm_literal_groups_equal_substring_search(spark):
     rnd = random.Random(11)
     alphabet = "abcXYZ-./ 01"
 
-    def lit():
-        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(3, 6))).lower()
+    def lit(shortest):
+        return "".join(rnd.choice(alphabet) for _ in range(rnd.randint(shortest, 6))).lower()
 
-    def group(needs):
-        return tuple(frozenset(lit() for _ in range(rnd.randint(1, 3))) for _ in range(needs))
+    def group(needs):  # a group's first need has literals of 3+ characters, its others of 2+ (as literals.py gives)
+        return tuple(frozenset(lit(3 if k == 0 else 2) for _ in range(rnd.randint(1, 3))) for k in range(needs))
 
     sets = [(group(1),), tuple(group(1) for _ in range(5)), tuple(group(rnd.randint(1, 3)) for _ in range(300)),
             tuple(group(rnd.randint(2, 3)) for _ in range(40))]
