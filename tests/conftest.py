@@ -32,4 +32,3 @@ def spark():
     }, ui=False)
     yield s
     s.stop()
-

@@ -15,8 +15,9 @@ each pattern's most selective need, one bit test per byte in a table that stays
 in the CPU's caches (exact tables are read on a hit only), so its cost hardly
 grows with the number of literals; a pattern's other needs (up to
 PREFILTER_NEEDS in all, literals of 2 characters or more: ``ssh\\s+-R`` needs
-"ssh" and "-r") are checked only on a hit of its first one. Rows with a non-ASCII byte always pass (case folding and derivations
-are only simple on ASCII; the matcher decides them), NULL values never match
+"ssh" and "-r") are checked only on a hit of its first one. Rows with a
+non-ASCII byte always pass (case folding and derivations are only simple on
+ASCII; the matcher decides them), NULL values never match
 through their field. What passes goes to the matcher as before, so the
 result is the same row for row; only the work changes.
 
@@ -122,17 +123,17 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
     /**
      * Groups of needs (a group: every need holds; a need: the value contains one of its literals). Only a
      * group's first need (its most selective, of literals of 3 characters or more) is searched for in the
-     * pass, one bit test per byte: the 3 characters ending at the byte, hashed into a small bitset (2^16 bits,
-     * 8 KB: it stays in the L1 cache) that holds every 3-character literal and the characters 2 to 4 of every
-     * longer one. Only on a hit (a few percent of the bytes) are the exact tables read: 3-character literals
-     * in a bitset of 3-grams (2^21 bits), longer ones in a bitset of their first 4 characters, hashed (2^20
-     * bits), compared on a hit. A hit on a literal
-     * that alone makes a group hold ends the pass; a hit on another group's first need checks that group's
-     * other needs by a direct search of the value (rare: the first need is the selective one).
+     * pass, one bit test per byte: the 3 characters ending at the byte, hashed into a small bitset (2^18 bits,
+     * 32 KB: it stays in the L1/L2 caches) that holds every 3-character literal and the characters 2 to 4 of
+     * every longer one. Only on a hit (a few percent of the bytes) are the exact tables read: 3-character
+     * literals in a bitset of 3-grams (2^21 bits), longer ones in a bitset of their first 4 characters, hashed
+     * (2^20 bits), compared on a hit. A hit on a literal that alone makes a group hold ends the pass; a hit on
+     * another group's first need checks that group's other needs by a direct search of the value (rare: the
+     * first need is the selective one).
      */
     static final class Grams {
         private static final int HASH_BITS = 20;
-        private final long[] near = new long[1 << 12];  // hashed 3-grams ending a literal's head
+        private final long[] near = new long[1 << 12];  // 2^18 bits: hashed 3-grams ending a literal's head
         private final long[] three = new long[1 << 15];
         private final long[] four = new long[1 << (HASH_BITS - 6)];
         private final Map<Integer, Integer> threeIds = new HashMap<>();

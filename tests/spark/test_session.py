@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import socket
 
-import pytest
 
-
-@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="Unix domain sockets only")
 def test_python_workers_are_reached_over_unix_domain_sockets(spark):
-    assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled") == "true"
+    """Where the platform has them (Linux, macOS, CI); elsewhere Spark's TCP default stays."""
+    want = "true" if hasattr(socket, "AF_UNIX") else None
+    assert spark.sparkContext.getConf().get("spark.python.unix.domain.socket.enabled", None) == want
 
     def double(batches):
         import pyarrow.compute as pc
