@@ -39,7 +39,6 @@ def main() -> None:
     ap.add_argument("--messages", type=int, default=20_000)
     args = ap.parse_args()
     n = args.messages
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
     from etl.check import check_file

@@ -20,7 +20,6 @@ if str(ROOT) not in sys.path:
 
 @pytest.fixture(scope="session")
 def spark():
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from etl.runtime.session import build_session
 

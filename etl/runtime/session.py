@@ -89,9 +89,17 @@ logger.pyds.level = error
 """
 
 
-def prepare_environment() -> None:
-    """Python workers use this interpreter; no host-name lookups."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+def prepare_environment(local: bool = False) -> None:
+    """Python workers use this interpreter (on a local master through etl/runtime/pylauncher.py, which keeps
+    Spark's uncompiled copy of pyspark off their path); no host-name lookups. A PYSPARK_PYTHON set by the
+    user stays as it is."""
+    if "PYSPARK_PYTHON" not in os.environ:
+        if local:
+            from etl.runtime.pylauncher import worker_python
+
+            os.environ["PYSPARK_PYTHON"] = worker_python()
+        else:
+            os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -175,7 +183,6 @@ def parse_conf(items: list[str] | None) -> dict[str, str]:
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
                   ui: bool = True) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins."""
-    prepare_environment()
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -183,6 +190,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     existing = SparkContext._active_spark_context  # type: ignore[attr-defined]
     builder = SparkSession.builder.appName(app_name)
     joined = existing is not None or under_spark_submit()
+    prepare_environment(local=not joined and (master is None or master.startswith("local")))
     if not joined:
         local = master is None or master.startswith("local")
         builder = builder.master(master or "local[*]")

@@ -18,3 +18,54 @@ def test_python_workers_are_reached_over_unix_domain_sockets(spark):
 
     got = spark.range(0, 5, 1, 2).mapInArrow(double, "id long").collect()
     assert sorted(r.id for r in got) == [0, 2, 4, 6, 8]
+
+
+def test_python_workers_and_data_source_planners_import_the_installed_pyspark(spark):
+    """With pip's pyspark, Spark's pyspark.zip duplicates the installed package (minus its bytecode): the
+    launcher keeps it off the path of every Python process Spark starts -- UDF workers and the planner and
+    reader of a Python data source alike."""
+    import os
+
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+
+    from etl.runtime.pylauncher import redundant_zips
+
+    zips = redundant_zips()
+    assert any(z.endswith("pyspark.zip") for z in zips)  # this install is pip's: the launcher applies
+    assert os.path.basename(os.environ["PYSPARK_PYTHON"]).startswith("python-")
+
+    def where(batches):
+        import pyarrow as pa
+        import pyspark
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"f": [pyspark.__file__], "p": [os.environ.get("PYTHONPATH", "")]})
+
+    class Reader(DataSourceReader):
+        def read(self, partition):
+            import pyspark
+
+            yield pyspark.__file__, os.environ.get("PYTHONPATH", "")
+
+    class Source(DataSource):
+        @classmethod
+        def name(cls):
+            return "etl_test_where_is_pyspark"
+
+        def schema(self):
+            import pyspark
+
+            # the planner process: a zip here would fail the read below
+            assert ".zip" not in pyspark.__file__, pyspark.__file__
+            return "f string, p string"
+
+        def reader(self, schema):
+            return Reader()
+
+    spark.dataSource.register(Source)
+    rows = spark.range(1).mapInArrow(where, "f string, p string").collect()
+    rows += spark.read.format(Source.name()).load().collect()
+    assert len(rows) == 2
+    for r in rows:
+        assert ".zip" not in r.f and r.f.endswith(os.path.join("pyspark", "__init__.py")), r.f
+        assert not set(r.p.split(os.pathsep)) & set(zips), r.p
