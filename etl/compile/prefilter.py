@@ -8,7 +8,7 @@ program can only match rows whose text contains one of a few literals
 (`etl.optimize.literals.program_literal_groups`: every rule needs one of its
 patterns, every pattern needs one literal of each of a few sets), a keep filter first runs
 
-    where(etl_literal_prefilter(cast(field AS binary), '<literal file>') OR ...)
+    where(etl_literal_prefilter(cast(field AS binary), X'<literal file name>') OR ...)
 
 in the JVM: one pass over the lower-cased ASCII bytes of the field looking for
 each pattern's most selective need, one bit test per byte in a table that stays
@@ -56,6 +56,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -65,14 +66,14 @@ import org.apache.spark.SparkFiles;
 import org.apache.spark.sql.api.java.UDF2;
 
 /** True when the bytes hold a non-ASCII byte or, lower-cased, contain one of the literals of the set file. */
-public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
+public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
     private static final ConcurrentHashMap<String, Grams> SETS = new ConcurrentHashMap<>();
 
     private static final class Last {
-        final String name;
+        final byte[] name;
         final Grams grams;
 
-        Last(String name, Grams grams) {
+        Last(byte[] name, Grams grams) {
             this.name = name;
             this.grams = grams;
         }
@@ -80,14 +81,17 @@ public final class LiteralPrefilter implements UDF2<byte[], String, Boolean> {
 
     private transient volatile Last last;  // the set of the previous row (one set per call site)
 
+    /** setFile: the set file's name as UTF-8 bytes (a binary literal: Spark hands the same array to every
+     *  row of a task, unconverted, so the usual check is one reference comparison). */
     @Override
-    public Boolean call(byte[] value, String setFile) {
+    public Boolean call(byte[] value, byte[] setFile) {
         if (value == null) {
             return Boolean.FALSE;
         }
         Last l = last;
-        if (l == null || !l.name.equals(setFile)) {
-            l = new Last(setFile, SETS.computeIfAbsent(setFile, LiteralPrefilter::load));
+        if (l == null || (l.name != setFile && !Arrays.equals(l.name, setFile))) {
+            l = new Last(setFile, SETS.computeIfAbsent(new String(setFile, StandardCharsets.UTF_8),
+                                                       LiteralPrefilter::load));
             last = l;
         }
         return l.grams.matches(value);
@@ -368,6 +372,14 @@ def _literal_file(spark: Any, groups: tuple) -> str:
     return name
 
 
+def literal_test(spark: Any, column: Any, groups: tuple) -> Any:
+    """The UDF's call on a string `column` for a field's literal groups (the session must have it registered).
+    The set file's name goes as a binary literal: the JVM gets the same array for every row, unconverted."""
+    from pyspark.sql import functions as F
+
+    return F.call_function(FUNCTION, column.cast("binary"), F.lit(bytearray(_literal_file(spark, groups).encode())))
+
+
 def prefilter_condition(program: Any, df: Any) -> Any:
     """The JVM condition every row the program can match satisfies, or None (no literal condition, a field
     that is not a string column, or no prefilter available)."""
@@ -404,6 +416,6 @@ def prefilter_condition(program: Any, df: Any) -> Any:
         return None
     cond = None
     for field, ls in sorted(lits.items()):
-        c = F.call_function(FUNCTION, F.col(field).cast("binary"), F.lit(_literal_file(spark, ls)))
+        c = literal_test(spark, F.col(field), ls)
         cond = c if cond is None else cond | c
     return cond

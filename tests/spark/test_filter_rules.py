@@ -188,8 +188,7 @@ def test_the_jvm_literal_groups_equal_substring_search(spark):
     df = spark.createDataFrame([(v,) for v in values], "v string")
     assert pf._register(spark)
     for groups in sets:
-        got = df.select(F.call_function(pf.FUNCTION, F.col("v").cast("binary"),
-                                        F.lit(pf._literal_file(spark, groups))).alias("m")).collect()
+        got = df.select(pf.literal_test(spark, F.col("v"), groups).alias("m")).collect()
         want = [False if v is None else (not v.isascii()) or any(
             all(any(x in v.lower() for x in need) for need in g) for g in groups) for v in values]
         assert [r.m for r in got] == want
