@@ -223,9 +223,13 @@ class PipelineRun:
                         if s.isActive:
                             s.stop()
                     raise RunFailed(self.failure or _explained(failed[0].exception()))
-                if all(not s.isActive for s in self.streams):
+                active = [s for s in self.streams if s.isActive]
+                if not active:
                     break
-                time.sleep(poll)
+                try:  # returns as soon as the query ends (AvailableNow), instead of a full poll later
+                    active[0].awaitTermination(poll)
+                except Exception:  # noqa: BLE001 - a failed query: reported by the check above, next turn
+                    pass
             self._drain_progress()
         finally:
             self.close()
