@@ -70,9 +70,19 @@ def _worker_state(key: str, bc: Any, make: Any) -> Any:
     """Per Python worker: the state built from a shipped program, once per key (kind + digest; a few kept)."""
     got = _WORKER_CACHE.get(key)
     if got is None:
+        import gc
+
+        # A loaded program is a large, long-lived object graph (every rule, predicate and table); the cyclic
+        # garbage collector walked all of it on each full collection that the matcher's short-lived objects
+        # set off -- measured: 60 % of a rule filter's Python CPU at 1,000 rules. Frozen objects are skipped by
+        # the collector (reference counting still frees them); unfreezing first lets the collector reclaim
+        # states dropped since (hot reloads).
+        gc.unfreeze()
         got = _WORKER_CACHE[key] = make(bc.value)
         while len(_WORKER_CACHE) > _WORKER_KEEP:
             _WORKER_CACHE.popitem(last=False)
+        gc.collect()
+        gc.freeze()
     return got
 
 
