@@ -32,7 +32,7 @@ def test_python_workers_and_data_source_planners_import_the_installed_pyspark(sp
 
     zips = redundant_zips()
     assert any(z.endswith("pyspark.zip") for z in zips)  # this install is pip's: the launcher applies
-    assert os.path.basename(os.environ["PYSPARK_PYTHON"]).startswith("python-")
+    assert os.path.basename(spark.sparkContext.pythonExec).startswith("python-")  # the launcher
 
     def where(batches):
         import pyarrow as pa
