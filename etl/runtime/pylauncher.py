@@ -60,9 +60,8 @@ def redundant_zips(spark_home: str | None = None) -> list[str]:
     lib = os.path.join(spark_home, "python", "lib")
     zips = [os.path.join(lib, "pyspark.zip")]
     py4j = importlib.util.find_spec("py4j")
-    if py4j is not None and py4j.origin and ".zip" not in py4j.origin:
-        zips += [os.path.join(lib, f) for f in sorted(os.listdir(lib)) if f.startswith("py4j") and f.endswith(".zip")] \
-            if os.path.isdir(lib) else []
+    if py4j is not None and py4j.origin and ".zip" not in py4j.origin and os.path.isdir(lib):  # py4j installed too
+        zips += [os.path.join(lib, f) for f in sorted(os.listdir(lib)) if f.startswith("py4j") and f.endswith(".zip")]
     forms = []
     for z in zips:  # as Spark spells it (SPARK_HOME as given) and resolved
         for form in (z, os.path.realpath(z)):
