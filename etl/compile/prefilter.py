@@ -219,19 +219,25 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             return (g * 0x9E3779B1) >>> (32 - HASH_BITS);
         }
 
+        private static final byte[] LOW = new byte[128];  // ASCII lower-casing, without a branch per byte
+
+        static {
+            for (int c = 0; c < 128; c++) LOW[c] = (byte) ((c >= 'A' && c <= 'Z') ? c + 32 : c);
+        }
+
         boolean matches(byte[] v) {
-            int g = 0;
+            int t = 0;  // the last 3 characters, lower-cased, 7 bits each (kept up to date, not rebuilt)
+            final long[] nr = near;
             for (int i = 0; i < v.length; i++) {
-                byte b = v[i];
+                int b = v[i];
                 if (b < 0) return true;  // non-ASCII: the matcher decides
-                g = (g << 8) | lower(b);
+                t = ((t << 7) | LOW[b]) & 0x1FFFFF;
                 if (i < 2) continue;
-                int t = (((g >>> 16) & 0x7f) << 14) | (((g >>> 8) & 0x7f) << 7) | (g & 0x7f);
                 int k = near(t);
-                if ((near[k >>> 6] & (1L << (k & 63))) == 0) continue;
+                if ((nr[k >>> 6] & (1L << (k & 63))) == 0) continue;
                 if ((three[t >>> 6] & (1L << (t & 63))) != 0 && hit(v, threeIds.get(t))) return true;
                 if (i < 3) continue;
-                int h = hash(g);
+                int h = hash((LOW[v[i - 3]] << 24) | ((t >>> 14) << 16) | (((t >>> 7) & 0x7f) << 8) | (t & 0x7f));
                 if ((four[h >>> 6] & (1L << (h & 63))) != 0) {
                     byte[][] lits = heads.get(h);
                     int[] lids = headIds.get(h);
