@@ -14,7 +14,8 @@ etl's cache folder) that removes exactly those two entries from PYTHONPATH and
 execs this interpreter; build_session hands it to Spark as PYSPARK_PYTHON for
 local masters when the user has not chosen a Python. Any other layout (a Spark
 distribution whose Python side lives only in the zip, no /bin/sh) gets the
-interpreter itself, unchanged.
+interpreter itself, unchanged, and so does a launcher that does not run (a cache
+folder on a noexec mount): it is tried once per process.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import importlib.util
 import os
 import shlex
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -100,4 +102,18 @@ def worker_python(python: str | None = None) -> str:
             os.replace(tmp, path)
         except OSError:
             return python
-    return str(path)
+    return str(path) if _runs(str(path)) else python
+
+
+_CHECKED: dict[str, bool] = {}
+
+
+def _runs(launcher: str) -> bool:
+    """Whether the launcher starts Python here (not on a noexec mount, say); checked once per process."""
+    if launcher not in _CHECKED:
+        try:
+            done = subprocess.run([launcher, "-S", "-c", "pass"], capture_output=True, timeout=30)
+            _CHECKED[launcher] = done.returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            _CHECKED[launcher] = False
+    return _CHECKED[launcher]

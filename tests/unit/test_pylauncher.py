@@ -48,3 +48,10 @@ def test_pips_pyspark_gets_a_launcher_named_by_its_content(tmp_path, monkeypatch
     assert Path(exe).parent == tmp_path / "bin" and os.access(exe, os.X_OK)
     assert Path(exe).read_text() == launcher_text(sys.executable, zips)
     assert worker_python() == exe  # written once
+
+
+def test_a_launcher_that_cannot_start_python_is_not_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("ETL_CACHE_DIR", str(tmp_path))
+    missing = str(tmp_path / "no-such-python")
+    assert worker_python(missing) == missing  # the launcher was written, tried, and failed: Spark gets `python`
+    assert len(list((tmp_path / "bin").iterdir())) == 1
