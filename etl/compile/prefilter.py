@@ -43,6 +43,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from etl.optimize.diskcache import cache_root, write_atomically
+
 log = logging.getLogger("etl.rules")
 
 FUNCTION = "etl_literal_prefilter"
@@ -298,19 +300,13 @@ _FILES: set[tuple[int, str]] = set()  # (SparkContext, file) pairs already added
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
 
 
-def _cache_root() -> Path:
-    from etl.optimize.diskcache import cache_dir
-
-    return cache_dir() or Path(tempfile.gettempdir()) / f"etl-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
-
-
 def build_jar() -> Path:
     """The UDF's jar, compiled once per source and Spark version (raises when javac is missing or fails)."""
     import pyspark
 
     jars = Path(pyspark.__file__).parent / "jars"
     key = hashlib.sha256((JAVA_SOURCE + pyspark.__version__).encode()).hexdigest()[:16]
-    target = _cache_root() / "jars" / f"etl-udf-{key}.jar"
+    target = cache_root() / "jars" / f"etl-udf-{key}.jar"
     if target.exists():
         return target
     javac, jar = shutil.which("javac"), shutil.which("jar")
@@ -326,17 +322,8 @@ def build_jar() -> Path:
                         str(src / "LiteralPrefilter.java")], check=True, capture_output=True, timeout=300)
         built = Path(tmp) / "etl-udf.jar"
         subprocess.run([jar, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True, timeout=120)
-        _write_atomically(target, built.read_bytes())
+        write_atomically(target, built.read_bytes())
     return target
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """`path` holds `data` whole or not at all (other processes may read it at any moment)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, part = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(part, path)
 
 
 def _register(spark: Any) -> bool:
@@ -368,9 +355,9 @@ def _literal_file(spark: Any, groups: tuple) -> str:
     body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
                    for group in groups)
     name = f"etl-literals-{hashlib.sha256(body.encode()).hexdigest()[:24]}.txt"
-    path = _cache_root() / "prefilter" / name
+    path = cache_root() / "prefilter" / name
     if not path.exists():
-        _write_atomically(path, body.encode("ascii"))
+        write_atomically(path, body.encode("ascii"))
     sc = spark.sparkContext
     if (id(sc), name) not in _FILES:
         sc.addFile(str(path))

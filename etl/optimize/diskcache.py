@@ -46,6 +46,24 @@ def cache_dir() -> Path | None:
     return Path(base) / "etl"
 
 
+def cache_root() -> Path:
+    """cache_dir(), or a per-user folder under the temporary directory when the cache is off: for files other
+    parts of etl must keep somewhere (the prefilter's jar and literal sets, the Python launcher)."""
+    return cache_dir() or Path(tempfile.gettempdir()) / f"etl-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+
+
+def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """`path` holds `data` whole or not at all (other processes may read it at any moment); `mode` is set
+    before the file appears under its name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, part = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    if mode is not None:
+        os.chmod(part, mode)
+    os.replace(part, path)
+
+
 @lru_cache(maxsize=1)
 def platform_tag() -> str:
     """What a compiled database depends on besides its patterns: hyperscan version, CPU and its features."""

@@ -26,8 +26,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 LAUNCHER = """\
 #!/bin/sh
@@ -88,18 +86,13 @@ def worker_python(python: str | None = None) -> str:
         return python
     if not zips:
         return python
-    from etl.optimize.diskcache import cache_dir
+    from etl.optimize.diskcache import cache_root, write_atomically
 
     text = launcher_text(python, zips)
-    root = cache_dir() or Path(tempfile.gettempdir()) / f"etl-cache-{os.getuid()}"
-    path = root / "bin" / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    path = cache_root() / "bin" / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     if not os.access(path, os.X_OK):
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_text(text)
-            tmp.chmod(0o755)
-            os.replace(tmp, path)
+            write_atomically(path, text.encode(), mode=0o755)
         except OSError:
             return python
     return str(path) if _runs(str(path)) else python

@@ -190,9 +190,9 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     existing = SparkContext._active_spark_context  # type: ignore[attr-defined]
     builder = SparkSession.builder.appName(app_name)
     joined = existing is not None or under_spark_submit()
-    prepare_environment(local=not joined and (master is None or master.startswith("local")))
+    local = master is None or master.startswith("local")
+    prepare_environment(local=local and not joined)
     if not joined:
-        local = master is None or master.startswith("local")
         builder = builder.master(master or "local[*]")
         launch = dict(LAUNCH_DEFAULTS)
         if local:
