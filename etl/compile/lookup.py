@@ -18,8 +18,9 @@ AUTO_MAX_ROWS rows):
   such as mysql, is queried again each micro-batch).
 * rocksdb -- `mapInArrow` over the events: each Python worker looks keys up in
   a rocksdict store on local disk (etl/compile/lookup_store.py), a batch at a
-  time (keys sorted for locality, one multi-get, values decoded by Arrow's CSV
-  reader). Files are read by the workers themselves; tables read on the driver
+  time (hashed, sorted, binary-searched over the chunks it keeps decoded), in
+  Python workers of their own (`own_workers`: one pool per table, so that only
+  they read the store). Files are read by the workers themselves; tables read on the driver
   (mysql) are first written as parquet snapshots beside the stores. With
   `refresh`, workers re-check the source every interval and swap to the new
   version once built, without stopping the query.
@@ -35,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from etl.compile.workers import own_workers
 from etl.compile.lookup_store import (TableSource, default_base_dir, ensure_version, key_array, source_version,
-                                      store_for, decode_values)
+                                      store_for)
 
 LK = "_etl_lk"
 AUTO_MAX_BYTES = 16 * 1000**2
@@ -331,7 +333,8 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
     out_schema = StructType.fromDDL(", ".join(out_ddl))
     fn = functools.partial(_lookup_batches, src=src, inner=spec.how == "inner",
                            names=tuple(renamed[c] for c in values))
-    df = events.withColumn(LK, event_key(events, ev_keys)).mapInArrow(fn, out_schema)
+    with own_workers(events.sparkSession, f"lookup:{dim.name}"):
+        df = events.withColumn(LK, event_key(events, ev_keys)).mapInArrow(fn, out_schema)
     return LookupResult(df, "rocksdb", src, None, renamed)
 
 
@@ -393,44 +396,13 @@ def _lookup_batches(batches: Iterator[Any], *, src: TableSource, inner: bool, na
 
 
 def join_batch(batch: Any, store: Any, inner: bool, names: tuple[str, ...]) -> Any:
-    """Join one Arrow record batch (with its LK key column) against `store`."""
-    import numpy as np
+    """Join one Arrow record batch (with its LK key column) against `store`; events keep their order."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     keys = batch.column(batch.schema.get_field_index(LK))
-    events = batch.drop_columns([LK]) if hasattr(batch, "drop_columns") else \
-        pa.RecordBatch.from_arrays([c for i, c in enumerate(batch.columns) if batch.schema.field(i).name != LK],
-                                   names=[n for n in batch.schema.names if n != LK])
-    n = batch.num_rows
-    order = np.arange(n, dtype=np.int64)
-    if keys.null_count:
-        order = np.flatnonzero(pc.is_valid(keys).to_numpy(zero_copy_only=False)).astype(np.int64)
-    order = order[pc.sort_indices(keys.take(pa.array(order))).to_numpy().astype(np.int64)]
-    blobs = store.get_many(keys.take(pa.array(order)).cast(pa.binary()).to_pylist())
-    hit_pos = [i for i, v in enumerate(blobs) if v is not None]
-    hits = [blobs[i] for i in hit_pos]
-    ev_hit = order[np.asarray(hit_pos, dtype=np.int64)] if hit_pos else np.empty(0, dtype=np.int64)
-    vschema = pa.schema([pa.field(nm, store.schema.field(i).type) for i, nm in enumerate(names)])
-    if store.meta.get("duplicates"):
-        counts = np.fromiter((b.count(b"\n") + 1 for b in hits), dtype=np.int64, count=len(hits))
-        ev_rows = np.repeat(ev_hit, counts)
-    else:
-        ev_rows = ev_hit
-    dim = decode_values(hits, store.schema, store.meta["encoding"]) if names else None
-    dim_idx = np.arange(len(ev_rows), dtype=np.int64)
-    if not inner:
-        hit = np.zeros(n, dtype=bool)
-        hit[ev_hit] = True
-        missed = np.flatnonzero(~hit)
-        ev_rows = np.concatenate([ev_rows, missed])
-        dim_idx = np.concatenate([dim_idx, np.full(len(missed), -1, dtype=np.int64)])
-    perm = np.argsort(ev_rows, kind="stable")
-    ev_rows, dim_idx = ev_rows[perm], dim_idx[perm]
-    out_cols = list(events.take(pa.array(ev_rows)).columns)
-    if names:
-        take = pa.array(dim_idx, mask=dim_idx < 0)
-        for i, f in enumerate(vschema):
-            col = dim.column(i).take(take)
-            out_cols.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
-    return pa.RecordBatch.from_arrays(out_cols, names=list(events.schema.names) + list(names))
+    events = batch.drop_columns([LK])
+    ev_rows, dim = store.lookup(keys, keep_unmatched=not inner)
+    if inner or len(ev_rows) != batch.num_rows:  # else every event once, in order: the columns as they are
+        events = events.take(pa.array(ev_rows))
+    cols = list(events.columns) + [c.combine_chunks() for c in dim.columns]
+    return pa.RecordBatch.from_arrays(cols, names=list(events.schema.names) + list(names))

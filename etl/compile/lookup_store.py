@@ -1,29 +1,35 @@
 """Dimension tables in rocksdict stores on local disk, for lookup joins of large tables.
 
-Layout under `<base>/<table>-<hash of path and columns>/`:
-    <version>/db/        the rocksdict store (raw mode: bytes -> bytes, zstd, bloom filters)
-    <version>/meta.json  value columns, Arrow schema, encoding, row count, sizes
-    .lock                build lock shared by every process of the host
-Keys are the join key as text (several key columns joined by \\x1f); values are
-the dimension row's value columns encoded as one CSV line (Arrow's writer and
-reader, both C++; quoted strings keep "" apart from NULL) -- or JSON when a text
-value holds a line break. A key present several times in the table stores its
-rows joined by a newline: an inner join emits one row per match.
+Layout under `<base>/<table>-<hash of format, path and columns>/`:
+    <version>/db/          the rocksdict store (raw mode: bytes -> bytes, zstd)
+    <version>/schema.arrow the chunks' Arrow schema: the key as text, then the value columns
+    <version>/meta.json    row and chunk counts, sizes, whether a key has several rows
+    .lock                  build lock shared by every process of the host
+Rows are ordered by a 64-bit hash of their key (etl.compile.keyhash; the key as
+text, several key columns joined by \x1f) and cut into chunks of about
+CHUNK_ROWS rows, a key's rows never split; each chunk is one entry, an Arrow
+record batch in its own types (`c` + chunk number), and two entries index
+them (`i:bounds`: each chunk's first hash; `i:starts`: its first row).
 
-A store is built once per (table, version) per host: from an SST file sorted
-by key (SstFileWriter + ingest, no compaction), in a temporary folder renamed
-into place, so readers only ever see complete versions. Each Python worker
-keeps the stores it opened in a per-process cache keyed by table + version;
-`store_for` re-checks the source every `refresh_s` and swaps to a newer version
-once it is built (in a background thread, under the host lock) -- the previous
-version keeps answering meanwhile, so the query never stops.
+A worker reads a chunk the first time one of its keys is looked up and keeps it
+decoded (LookupStore): a batch of keys is hashed, sorted, and found by binary
+search over the hashes of the rows in memory, then compared with the stored
+keys (a hash collision never matches). Once the whole table is in memory,
+the chunks are joined and a batch's matches are gathered with one `take`.
+
+A store is built once per (table, version) per host: from an SST file
+(SstFileWriter + ingest, no compaction), in a temporary folder renamed into
+place, so readers only ever see complete versions. Each Python worker keeps the
+stores it opened in a per-process cache keyed by table + version; `store_for`
+re-checks the source every `refresh_s` and swaps to a newer version once it is
+built (in a background thread, under the host lock) -- the previous version
+keeps answering meanwhile, so the query never stops.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import io
 import json
 import logging
 import os
@@ -31,21 +37,29 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from etl.compile.keyhash import key_hashes
+
 KEY_SEP = "\x1f"
+KEY_COLUMN = "_etl_key"
+FORMAT = 2  # of the stores: a store of another format is never opened (its folder name differs)
+CHUNK_ROWS = int(os.environ.get("ETL_LOOKUP_CHUNK_ROWS", "4096"))
 BLOCK_SIZE = 16 * 1024
-# Block cache per process and store: 0 sizes it to hold the whole store uncompressed (the raw size recorded at
-# build time, up to MAX_AUTO_CACHE_MB), so that after warm-up a lookup decompresses nothing; a number fixes it.
+# Decoded chunks kept per process and store: 0 sizes it to hold the whole table (the raw size recorded at build
+# time, up to MAX_AUTO_CACHE_MB), so that after warm-up a lookup reads nothing; a number fixes it.
 DEFAULT_CACHE_MB = int(os.environ.get("ETL_LOOKUP_CACHE_MB", "0"))
 MAX_AUTO_CACHE_MB = int(os.environ.get("ETL_LOOKUP_MAX_CACHE_MB", "2048"))
 MIN_CACHE_MB = 32
 
 
 def cache_size_mb(requested: int, meta: dict) -> int:
-    """The block cache for a store: `requested` MB, or (0) its raw key + value bytes with room for block overhead."""
+    """The decoded-chunk cache for a store: `requested` MB, or (0) its raw chunk bytes with some room."""
     if requested > 0:
         return requested
     raw_mb = meta.get("raw_mb")
@@ -155,54 +169,16 @@ def key_array(table: Any, keys: tuple[str, ...] | list[str]) -> Any:
     return pc.binary_join_element_wise(*cols, KEY_SEP)
 
 
-# ------------------------------------------------------------------ encoding
-def encode_values(table: Any) -> tuple[list[bytes], str]:
-    """One bytes value per row: a CSV line (or a JSON object when a text value holds a line break)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.csv as pcsv
-
-    if table.num_columns == 0:
-        return [b""] * table.num_rows, "none"
-    breaks = any(pa.types.is_string(f.type) and pc.any(pc.match_substring_regex(table.column(f.name), "[\r\n]")).as_py()
-                 for f in table.schema)
-    if breaks:
-        return [json.dumps(r, default=str, separators=(",", ":")).encode() for r in table.to_pylist()], "json"
-    buf = io.BytesIO()
-    pcsv.write_csv(table, buf, write_options=pcsv.WriteOptions(include_header=False, batch_size=1 << 16))
-    lines = buf.getvalue().split(b"\n")
-    return lines[:-1], "csv"
-
-
-def decode_values(blobs: list[bytes], schema: Any, encoding: str) -> Any:
-    """Arrow table of the rows encoded in `blobs` (one row per line; a blob may hold several lines)."""
-    import pyarrow as pa
-    import pyarrow.csv as pcsv
-    import pyarrow.json as pjson
-
-    if not blobs:
-        return pa.table({f.name: pa.array([], f.type) for f in schema}, schema=schema)
-    data = b"\n".join(blobs) + b"\n"
-    if encoding == "json":
-        return pjson.read_json(io.BytesIO(data), parse_options=pjson.ParseOptions(explicit_schema=schema))
-    return pcsv.read_csv(io.BytesIO(data), read_options=pcsv.ReadOptions(column_names=schema.names, block_size=64 << 20),
-                         parse_options=pcsv.ParseOptions(ignore_empty_lines=False),
-                         convert_options=pcsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
-                                                             quoted_strings_can_be_null=False))
-
-
 # ------------------------------------------------------------------- building
-def _options(raw_cache_mb: int | None = None) -> Any:
-    from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options
+def _options() -> Any:
+    from rocksdict import BlockBasedOptions, DBCompressionType, Options
 
     opt = Options(raw_mode=True)
     opt.create_if_missing(True)
     opt.set_compression_type(DBCompressionType.zstd())
     bbo = BlockBasedOptions()
-    bbo.set_bloom_filter(10, False)
     bbo.set_block_size(BLOCK_SIZE)
-    if raw_cache_mb:
-        bbo.set_block_cache(Cache(raw_cache_mb << 20))
+    bbo.disable_cache()  # a chunk is read once per process and kept decoded (LookupStore); no block cache
     opt.set_block_based_table_factory(bbo)
     return opt
 
@@ -211,7 +187,23 @@ def dir_mb(path: str | Path) -> float:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) / 1e6
 
 
-def build_store(table: Any, keys: tuple[str, ...], dest: str | Path) -> dict:
+def _chunk_key(i: int) -> bytes:
+    return b"c" + i.to_bytes(4, "big")
+
+
+def _cuts(h: np.ndarray, rows: int) -> list[int]:
+    """Chunk starts every ~`rows` rows, never between two equal hashes (a key's rows share a chunk)."""
+    cuts, p = [0], rows
+    while p < len(h):
+        while p < len(h) and h[p] == h[p - 1]:
+            p += 1
+        if p < len(h):
+            cuts.append(p)
+        p += rows
+    return cuts + [len(h)]
+
+
+def build_store(table: Any, keys: tuple[str, ...], dest: str | Path, chunk_rows: int | None = None) -> dict:
     """Write `table` (keys + value columns) as a store at `dest` (must not exist); returns its meta."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -226,40 +218,40 @@ def build_store(table: Any, keys: tuple[str, ...], dest: str | Path) -> dict:
     valid = pc.is_valid(k)
     if not pc.all(valid).as_py():
         table, k = table.filter(valid), k.filter(valid)
-    order = pc.sort_indices(k)
-    k = k.take(order)
-    values = table.drop_columns(list(keys)).take(order)
-    blobs, encoding = encode_values(values)
-    kb = k.cast(pa.binary()).to_pylist()
-    dup = len(pc.unique(k)) != len(k)
+    if isinstance(k, pa.ChunkedArray):
+        k = k.combine_chunks()
+    h = key_hashes(k)
+    order = np.argsort(h, kind="stable")  # a key's rows keep their table order
+    h = h[order]
+    take = pa.array(order)
+    values = table.drop_columns(list(keys)).take(take)
+    rows = pa.table([k.take(take)] + list(values.columns), names=[KEY_COLUMN] + values.column_names).combine_chunks()
+    same = np.flatnonzero(h[1:] == h[:-1])
+    dup = bool(same.size) and pc.any(pc.equal(rows.column(0).take(pa.array(same)),
+                                              rows.column(0).take(pa.array(same + 1)))).as_py()
+    cuts = _cuts(h, chunk_rows or CHUNK_ROWS)
     opt = _options()
     sst = tmp / "data.sst"
     w = SstFileWriter(opt)
     w.open(str(sst))
-    rows = len(kb)
-    raw = sum(map(len, kb)) + sum(map(len, blobs)) + 8 * rows  # what the blocks hold uncompressed, roughly
-    if not dup:
-        for key, val in zip(kb, blobs):
-            w[key] = val
-    else:
-        i = 0
-        while i < rows:
-            j = i + 1
-            while j < rows and kb[j] == kb[i]:
-                j += 1
-            w[kb[i]] = b"\n".join(blobs[i:j])
-            i = j
+    raw = 0
+    for i in range(len(cuts) - 1):
+        part = rows.slice(cuts[i], cuts[i + 1] - cuts[i]).to_batches()
+        blob = (part[0] if len(part) == 1 else pa.Table.from_batches(part).combine_chunks().to_batches()[0]).serialize()
+        raw += blob.size
+        w[_chunk_key(i)] = blob.to_pybytes()
+    w[b"i:bounds"] = h[np.asarray(cuts[:-1], dtype=np.int64)].astype("<u8").tobytes()
+    w[b"i:starts"] = np.asarray(cuts, dtype="<i8").tobytes()
     w.finish()
     db = Rdict(str(tmp / "db"), opt)
-    if rows:
-        db.ingest_external_file([str(sst)])
+    db.ingest_external_file([str(sst)])
     db.close()
     sst.unlink(missing_ok=True)
-    meta = {"rows": rows, "keys": list(keys), "columns": values.column_names, "encoding": encoding,
-            "duplicates": dup, "build_s": round(time.time() - t0, 3), "store_mb": round(dir_mb(tmp / "db"), 3),
+    meta = {"format": FORMAT, "rows": len(h), "keys": list(keys), "columns": values.column_names, "duplicates": dup,
+            "unique_hashes": not same.size,
+            "chunks": len(cuts) - 1, "build_s": round(time.time() - t0, 3), "store_mb": round(dir_mb(tmp / "db"), 3),
             "raw_mb": round(raw / 1e6, 3)}
-    schema_buf = values.schema.serialize().to_pybytes()
-    (tmp / "schema.arrow").write_bytes(schema_buf)
+    (tmp / "schema.arrow").write_bytes(rows.schema.serialize().to_pybytes())
     (tmp / "meta.json").write_text(json.dumps(meta))
     os.replace(tmp, dest)
     return meta
@@ -267,7 +259,11 @@ def build_store(table: Any, keys: tuple[str, ...], dest: str | Path) -> dict:
 
 # -------------------------------------------------------------------- reading
 class LookupStore:
-    """A built store opened read-only (several processes may open one)."""
+    """A built store opened read-only (several processes may open one).
+
+    Chunks are read on first use and kept decoded, up to the cache size (least recently used
+    chunks go first); once every chunk is in memory they are joined into one table, so that a
+    batch's matches are gathered with one `take` per column."""
 
     def __init__(self, path: str | Path, cache_mb: int = DEFAULT_CACHE_MB):
         import pyarrow as pa
@@ -275,15 +271,131 @@ class LookupStore:
 
         self.path = Path(path)
         self.meta = json.loads((self.path / "meta.json").read_text())
-        self.schema = pa.ipc.read_schema(pa.py_buffer((self.path / "schema.arrow").read_bytes()))
-        opt = _options(cache_size_mb(cache_mb, self.meta))
+        self.chunk_schema = pa.ipc.read_schema(pa.py_buffer((self.path / "schema.arrow").read_bytes()))
+        self.schema = pa.schema(list(self.chunk_schema)[1:])  # the value columns
+        opt = _options()
         # the default column family named with the same options: else rocksdict opens it with the options
-        # recorded on disk, and the block cache above is never used (every lookup decompresses a block)
+        # recorded on disk (with an 8 MB block cache that would only copy what is kept decoded here)
         self.db = Rdict(str(self.path / "db"), opt, column_families={"default": opt},
                         access_type=AccessType.read_only())
+        if self.meta["chunks"]:
+            self.bounds = np.frombuffer(self.db[b"i:bounds"], "<u8").astype(np.uint64)
+            self.starts = np.frombuffer(self.db[b"i:starts"], "<i8").astype(np.int64)
+        else:
+            self.bounds, self.starts = np.empty(0, np.uint64), np.zeros(1, np.int64)
+        # every row's hash, in store order; a chunk not in memory holds its first hash throughout,
+        # which keeps the array sorted (lookups only search chunks they loaded)
+        self.hashes = np.repeat(self.bounds, np.diff(self.starts))
+        self.cache_bytes = cache_size_mb(cache_mb, self.meta) << 20
+        self._chunks: OrderedDict[int, Any] = OrderedDict()
+        self._sizes: dict[int, int] = {}
+        self._bytes = 0
+        self.table: Any = None  # every chunk, joined, once all are in memory
+        self.reads = 0  # chunks read from disk (a chunk evicted and read again counts twice)
 
-    def get_many(self, keys: list[bytes]) -> list[bytes | None]:
-        return self.db.get(keys) if keys else []
+    def lookup(self, keys: Any, keep_unmatched: bool = False) -> tuple[np.ndarray, Any]:
+        """The rows whose key equals keys[i]: (i of every match, ascending; an Arrow table of the value
+        columns, one row per match). A key with several rows gives them in table order; NULL keys match
+        nothing. keep_unmatched: every i appears, with NULL values when nothing matches (a left join)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if isinstance(keys, pa.ChunkedArray):
+            keys = keys.combine_chunks()
+        n = len(keys)
+        q = key_hashes(keys)
+        cand = np.flatnonzero(pc.is_valid(keys).to_numpy(zero_copy_only=False)) if keys.null_count else \
+            np.arange(n, dtype=np.int64)
+        order = cand[np.argsort(q[cand], kind="stable")]  # sorted needles: the searches walk forward
+        qs = q[order]
+        chunk = np.searchsorted(self.bounds, qs, "right") - 1
+        inside = chunk >= 0
+        self._load(np.unique(chunk[inside]))
+        left = np.searchsorted(self.hashes, qs, "left")
+        if self.meta["unique_hashes"]:  # at most one row per hash: no second search
+            found = inside & (left < len(self.hashes))
+            found[found] = self.hashes[left[found]] == qs[found]
+            events, pos = order[found], left[found]
+        else:
+            count = np.where(inside, np.searchsorted(self.hashes, qs, "right") - left, 0)
+            events = np.repeat(order, count)
+            pos = np.arange(len(events), dtype=np.int64) + np.repeat(left - (np.cumsum(count) - count), count)
+        same = pc.equal(self._take(pos, [0]).column(0), keys.take(pa.array(events)))
+        same = same.to_numpy(zero_copy_only=False)
+        if not same.all():  # hash collisions between different keys
+            events, pos = events[same], pos[same]
+        if self.meta["unique_hashes"]:  # an event matches once at most: place matches without sorting
+            at = np.full(n, -1, dtype=np.int64)
+            at[events] = pos
+            events = np.arange(n, dtype=np.int64) if keep_unmatched else np.flatnonzero(at >= 0)
+            pos = at[events]
+        else:
+            if keep_unmatched:
+                hit = np.zeros(n, dtype=bool)
+                hit[events] = True
+                missed = np.flatnonzero(~hit)
+                events = np.concatenate([events, missed])
+                pos = np.concatenate([pos, np.full(len(missed), -1, dtype=np.int64)])
+            perm = np.argsort(events, kind="stable")  # event order; a key's rows stay in table order
+            events, pos = events[perm], pos[perm]
+        return events, self._take(pos, list(range(1, len(self.chunk_schema))))
+
+    def _load(self, need: np.ndarray) -> None:
+        import pyarrow as pa
+
+        if self.table is not None:
+            return
+        missing = [c for c in need.tolist() if c not in self._chunks]
+        if missing:
+            blobs = self.db.get([_chunk_key(c) for c in missing])
+            for c, blob in zip(missing, blobs):
+                if blob is None:
+                    raise RuntimeError(f"lookup store {self.path}: chunk {c} is missing")
+                batch = pa.ipc.read_record_batch(pa.py_buffer(blob), self.chunk_schema)
+                self.hashes[self.starts[c]:self.starts[c + 1]] = key_hashes(batch.column(0))
+                self._chunks[c] = batch
+                self._sizes[c] = len(blob)
+                self._bytes += len(blob)
+                self.reads += 1
+        for c in need.tolist():
+            self._chunks.move_to_end(c)
+        while self._bytes > self.cache_bytes and len(self._chunks) > len(need):
+            c, _ = self._chunks.popitem(last=False)
+            self._bytes -= self._sizes.pop(c)
+            self.hashes[self.starts[c]:self.starts[c + 1]] = self.bounds[c]
+        if len(self._chunks) == len(self.bounds) and self._bytes <= self.cache_bytes:
+            self._join_chunks()
+
+    def _join_chunks(self) -> None:
+        import pyarrow as pa
+
+        try:
+            self.table = pa.Table.from_batches([self._chunks[c] for c in range(len(self.bounds))],
+                                               schema=self.chunk_schema).combine_chunks()
+        except (pa.ArrowInvalid, pa.ArrowCapacityError):  # a text column over 2 GB: stay in chunks
+            return
+        self._chunks.clear()
+        self._sizes.clear()
+
+    def _take(self, pos: np.ndarray, cols: list[int]) -> Any:
+        """Columns `cols` of the rows at store positions `pos` (-1: a row of NULLs)."""
+        import pyarrow as pa
+
+        missing = pos < 0
+        if self.table is not None:
+            return self.table.select(cols).take(pa.array(pos, mask=missing) if missing.any() else pa.array(pos))
+        schema = pa.schema([self.chunk_schema.field(i) for i in cols])
+        present = np.flatnonzero(~missing)
+        order = present[np.argsort(pos[present], kind="stable")]  # grouped by chunk
+        ps = pos[order]
+        chunk = np.searchsorted(self.starts, ps, "right") - 1
+        edges = np.concatenate([[0], np.flatnonzero(np.diff(chunk)) + 1, [len(ps)]]) if len(ps) else []
+        parts = [self._chunks[int(chunk[a])].select(cols).take(pa.array(ps[a:b] - self.starts[chunk[a]]))
+                 for a, b in zip(edges[:-1], edges[1:])]
+        got = pa.Table.from_batches(parts, schema=schema).combine_chunks() if parts else schema.empty_table()
+        back = np.full(len(pos), -1, dtype=np.int64)  # row of `got` for each position, in `pos` order
+        back[order] = np.arange(len(ps), dtype=np.int64)
+        return got.take(pa.array(back, mask=back < 0))
 
     def close(self) -> None:
         try:
@@ -307,7 +419,7 @@ _LOCK = threading.Lock()
 def table_dir(src: TableSource) -> Path:
     """One folder per table and column selection (its versions are pruned together)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in src.name)
-    shape = hashlib.sha1(f"{src.path}|{src.keys}|{src.values}|{src.schema}".encode()).hexdigest()[:8]
+    shape = hashlib.sha1(f"{FORMAT}|{src.path}|{src.keys}|{src.values}|{src.schema}".encode()).hexdigest()[:8]
     return Path(src.base_dir) / f"{safe}-{shape}"
 
 
