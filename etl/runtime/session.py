@@ -180,6 +180,22 @@ def parse_conf(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def heap_options(memory: str) -> str:
+    """JVM options for a local session's heap (the driver is the executor): all of it committed and touched at
+    start. A JVM otherwise grows its heap while the first micro-batches run, and every page it touches for the
+    first time is a page fault that the kernel zeroes: measured on bench/lookup.py (1M events after a warm-up of
+    50k), 249k page faults and 3.5 s of system CPU in the JVM during the run, against 46k and 0.3 s with these
+    options -- the run itself 1.5x faster. Costs: the session starts about 0.7 s later (2 GB), and the heap is
+    resident from the start. Long-running JVMs often do the same (Elasticsearch ships with AlwaysPreTouch).
+    A user's `-XX:-AlwaysPreTouch` in spark.driver.extraJavaOptions comes later and wins."""
+    size = memory.strip().lower()
+    if size[-2:] in ("kb", "mb", "gb", "tb"):  # Spark's spelling; the JVM's has no "b"
+        size = size[:-1]
+    if size.isdigit():  # Spark reads a bare driver memory in MiB
+        size += "m"
+    return f"-Xms{size} -XX:+AlwaysPreTouch"
+
+
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
                   ui: bool = True) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins."""
@@ -202,7 +218,10 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
         # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
         # Options the user passes come after ours (the last one of a kind wins in the JVM).
-        for key, ours in (("spark.driver.extraJavaOptions", f"{log4j} {THREAD_STACK}"),
+        driver = f"{log4j} {THREAD_STACK}"
+        if local:
+            driver += f" {heap_options(conf.get('spark.driver.memory', launch['spark.driver.memory']))}"
+        for key, ours in (("spark.driver.extraJavaOptions", driver),
                           ("spark.executor.extraJavaOptions", THREAD_STACK)):
             launch[key] = f"{ours} {conf.pop(key, '')}".strip()
         jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()

@@ -69,3 +69,15 @@ def test_python_workers_and_data_source_planners_import_the_installed_pyspark(sp
     for r in rows:
         assert ".zip" not in r.f and r.f.endswith(os.path.join("pyspark", "__init__.py")), r.f
         assert not set(r.p.split(os.pathsep)) & set(zips), r.p
+
+
+def test_a_local_session_commits_and_touches_its_heap_at_start(spark):
+    from etl.runtime.session import heap_options
+
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:+AlwaysPreTouch" in args and "-Xms2g" in args
+    runtime = spark._jvm.java.lang.Runtime.getRuntime()
+    assert runtime.totalMemory() >= 2 * 1024**3 - 64 * 1024**2  # committed up front (minus survivor rounding)
+    assert heap_options("4g") == "-Xms4g -XX:+AlwaysPreTouch"
+    assert heap_options("512MB") == "-Xms512m -XX:+AlwaysPreTouch"
+    assert heap_options("3072") == "-Xms3072m -XX:+AlwaysPreTouch"
