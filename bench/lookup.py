@@ -4,15 +4,17 @@
     .venv/bin/python bench/lookup.py --rows 10000000 --events 1000000
 
 1. builds an R-row dimension table as CSV (id, name, country, segment, score; cached in bench/data);
-2. loads it: the rocksdict store the `lookup` transform uses (store: rocksdb), built once
-   on this host exactly as the pipeline's workers would (SST sorted by key, zstd, ingest);
+2. loads it as the `lookup` transform does when its pipeline starts (store: rocksdb): the
+   rocksdict store built on this host (SST sorted by key hash, zstd, ingest), then read into
+   the JVM (etl/jvm/LookupTables.java; on a local master the lookups run there);
 3. joins M events: an etl pipeline run with --once -- the seeded generator (user ids
    uniform over 1.1 R, so ~9% miss), `lookup` (how: left, store: rocksdb) adding four
    columns, the file sink (parquet).
-Figures: csv_mb and store_mb (files on disk), load_s (step 2), events_per_s = M / wall
-time of step 3 (after a warm-up run on 50,000 events), rss_mb = peak resident memory of
-the Python processes doing the lookups (this driver for the build, Spark's Python workers
-for the join; the JVM is not counted), sampled every 0.2 s. Last line:
+Figures: csv_mb and store_mb (files on disk), load_s (step 2: store build + JVM load, each
+also printed apart), events_per_s = M / wall time of step 3, the median of --repeat runs
+(after a warm-up run on 50,000 events), rss_mb = peak resident memory of the processes that
+hold the table: this driver, the JVM (whose heap is committed at start: 2 GB of it is there
+with or without a table) and Spark's Python workers, sampled every 0.2 s. Last line:
 
     lookup rows=R csv_mb=A store_mb=B rss_mb=C load_s=D events_per_s=E
 """
@@ -20,7 +22,9 @@ for the join; the JVM is not counted), sampled every 0.2 s. Last line:
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
 import shutil
 import sys
 import tempfile
@@ -95,7 +99,8 @@ def make_csv(path: Path, rows: int) -> None:
 
 
 class RssSampler:
-    """Peak of the summed RSS of this process and every Python process below it (Spark's workers)."""
+    """Peak of the summed RSS of this process and every Python or Java process below it (the JVM, Spark's
+    Python workers)."""
 
     def __init__(self) -> None:
         self.peak_mb = 0.0
@@ -122,7 +127,7 @@ class RssSampler:
         me = os.getpid()
         total = procs.get(me, (0, "", 0))[2]
         for pid, (_, name, rss) in procs.items():
-            if pid == me or not name.startswith("python"):
+            if pid == me or not name.startswith(("python", "java")):
                 continue
             p = procs[pid][0]
             while p and p != me and p in procs:
@@ -156,25 +161,26 @@ def pipeline(work: Path, csv: Path, count: int, batch: int, rows: int) -> Any:
     return c.plan
 
 
-def load(spark: Any, plan: Any) -> tuple[float, float]:
-    """Build the store the pipeline's lookup will use; returns (seconds, store MB)."""
+def load(spark: Any, plan: Any) -> tuple[float, float, float]:
+    """Build the store the pipeline's lookup will use and load it as the lookup does when its pipeline is
+    compiled (into the JVM on a local master); returns (build seconds, total seconds, store MB)."""
     from etl.compile.context import CompileContext
     from etl.compile.lookup import lookup_join
-    from etl.compile.lookup_store import dir_mb, ensure_version, source_version, table_dir
+    from etl.compile.lookup_store import default_base_dir, dir_mb, ensure_version, source_version
     from etl.compile.transforms.lookup import dimension
-    from etl.compile.lookup_store import default_base_dir
 
     node = plan.graph.node("enriched")
     ctx = CompileContext(spark, plan.graph)
     dim, _ = dimension(ctx, node)
     events = spark.createDataFrame([], "ts timestamp, user_id bigint, action string")
-    res = lookup_join(events, dim, node.spec, spark=spark,
-                      base_dir=os.path.join(default_base_dir(), plan.graph.name, node.id))
+    base_dir = os.path.join(default_base_dir(), plan.graph.name, node.id)
     t = time.perf_counter()
-    dest = ensure_version(res.source, source_version(res.source))
-    seconds = time.perf_counter() - t
-    assert dest.parent == table_dir(res.source)
-    return seconds, dir_mb(dest / "db")
+    res = lookup_join(events, dim, node.spec, spark=spark, base_dir=base_dir)
+    total = time.perf_counter() - t
+    t = time.perf_counter()
+    dest = ensure_version(res.source, source_version(res.source))  # built: how long the build took is in its meta
+    build = json.loads((dest / "meta.json").read_text())["build_s"] + (time.perf_counter() - t)
+    return build, total, dir_mb(dest / "db")
 
 
 def join(spark: Any, plan: Any, work: Path) -> float:
@@ -195,6 +201,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=500_000, help="generator rows per micro-batch")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--repeat", type=int, default=3, help="timed join runs (the median is reported)")
     ap.add_argument("--data", default=str(ROOT / "bench" / "data"), help="folder of the cached CSV")
     args = ap.parse_args()
 
@@ -211,16 +218,21 @@ def main() -> None:
     spark = build_session("etl-bench-lookup", args.master, {"spark.ui.enabled": "false"}, ui=False)
     try:
         with RssSampler() as rss:
-            load_s, store_mb = load(spark, pipeline(work, csv, args.events, args.batch, args.rows))
-            print(f"load: {load_s:.1f} s, store {store_mb:.1f} MB (csv {csv_mb:.1f} MB)", flush=True)
+            build_s, load_s, store_mb = load(spark, pipeline(work, csv, args.events, args.batch, args.rows))
+            print(f"load: {load_s:.1f} s (store build {build_s:.1f} s, then into the JVM), store {store_mb:.1f} MB "
+                  f"(csv {csv_mb:.1f} MB)", flush=True)
             join(spark, pipeline(work, csv, 50_000, 50_000, args.rows), work)  # warm-up
-            seconds = join(spark, pipeline(work, csv, args.events, args.batch, args.rows), work)
+            runs = []
+            for r in range(args.repeat):
+                runs.append(join(spark, pipeline(work, csv, args.events, args.batch, args.rows), work))
+                print(f"join {r + 1}: {runs[-1]:.2f} s for {args.events:,} events "
+                      f"({args.events / runs[-1]:,.0f} events/s)", flush=True)
+            seconds = statistics.median(runs)
         import pyarrow.parquet as pq
 
         rows = sum(pq.read_metadata(f).num_rows for f in (work / "out").glob("*.parquet"))
         if rows != args.events:
             raise SystemExit(f"wrote {rows} rows, expected {args.events} (how: left keeps every event)")
-        print(f"join: {seconds:.2f} s for {args.events:,} events", flush=True)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -16,14 +16,16 @@ AUTO_MAX_ROWS rows):
   re-plans it, and a file is served from each Python worker's in-memory copy,
   re-read once `refresh` has passed and the file changed (a table Spark reads,
   such as mysql, is queried again each micro-batch).
-* rocksdb -- `mapInArrow` over the events: each Python worker looks keys up in
-  a rocksdict store on local disk (etl/compile/lookup_store.py), a batch at a
-  time (hashed, sorted, binary-searched over the chunks it keeps decoded), in
-  Python workers of their own (`own_workers`: one pool per table, so that only
-  they read the store). Files are read by the workers themselves; tables read on the driver
-  (mysql) are first written as parquet snapshots beside the stores. With
-  `refresh`, workers re-check the source every interval and swap to the new
-  version once built, without stopping the query.
+* rocksdb -- a rocksdict store on local disk (etl/compile/lookup_store.py). On a
+  local master the JVM holds it (etl/compile/lookup_jvm.py: loaded once, looked
+  up in generated code, the driver refreshing it). Otherwise `mapInArrow` over
+  the events: each Python worker looks keys up a batch at a time (hashed,
+  sorted, binary-searched over the chunks it keeps decoded), in Python workers
+  of their own (`own_workers`: one pool per table, so that only they read the
+  store); with `refresh`, workers re-check the source every interval and swap
+  to the new version once built, without stopping the query. Files are read by
+  whoever builds the store; tables read on the driver (mysql) are first written
+  as parquet snapshots beside the stores.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class LookupResult:
     source: TableSource | None = None  # rocksdb: what workers read
     refresher: "Refresher | None" = None
     renamed: dict[str, str] = field(default_factory=dict)  # table column -> output column
+    follow: Any = None  # rocksdb in the JVM: the driver's step publishing a changed table (with refresh)
 
     def prepare(self) -> float:
         """Build the rocksdb store on this host now (the driver, in local mode); returns seconds taken."""
@@ -211,12 +214,11 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
         raise LookupError_(f"lookup key column(s) {', '.join(missing)} missing from the events; columns: "
                            f"{', '.join(events.columns)}", "on")
     base_dir = base_dir or default_base_dir()
-    refresher = None
+    writer = None
     if dim.reader is not None:  # driver-side table: snapshot it, then treat it as a file table
         snap = Path(base_dir) / "_snapshots" / dim.name
         writer = _snapshot_writer(dim.reader, snap)
         writer()
-        refresher = Refresher(spec.refresh, writer) if spec.refresh else None
         dim = Dimension(dim.name, str(snap), "snapshot", columns=dim.columns)
     schema = table_schema(dim, tb_keys)
     absent = [c for c in tb_keys + list(spec.fields or []) if c not in schema.names]
@@ -230,8 +232,17 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
         res = _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spark)
     else:
         res = _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir)
-    res.refresher = refresher
+    steps = [s for s in (writer, res.follow) if s is not None]
+    res.refresher = Refresher(spec.refresh, _each(steps)) if spec.refresh and steps else None
     return res
+
+
+def _each(steps: list[Any]) -> Any:
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
 
 
 def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], values: list[str],
@@ -328,6 +339,11 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
         raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
     src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
                       dim.delimiter, spec.refresh, base_dir)
+    from etl.compile.lookup_jvm import jvm_lookup
+
+    got = jvm_lookup(events, src, ev_keys, values, renamed, spec.how, spec.refresh is not None, LK)
+    if got is not None:
+        return LookupResult(got[0], "rocksdb", src, renamed=renamed, follow=got[1])
     out_ddl = [f"`{n}` {t}" for n, t in events.dtypes]
     out_ddl += [f"`{renamed[c]}` {spark_type(schema.field(c).type)}" for c in values]
     out_schema = StructType.fromDDL(", ".join(out_ddl))

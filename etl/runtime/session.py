@@ -5,7 +5,8 @@ RocksDB state store with changelog checkpointing, UTC session time zone, quiet
 log4j (WARN, ERROR for chatty loggers), few shuffle partitions on local masters,
 Python workers reached over Unix domain sockets.
 The connector jars of java/lib/spark (Spark's Kafka connector, MariaDB JDBC;
-filled by scripts/setup-java.sh) go on `spark.jars` whenever they are present.
+filled by scripts/setup-java.sh) go on `spark.jars` whenever they are present;
+etl's own jar (etl/compile/jvm.py) goes on the driver's class path.
 """
 
 from __future__ import annotations
@@ -187,13 +188,27 @@ def heap_options(memory: str) -> str:
     50k), 249k page faults and 3.5 s of system CPU in the JVM during the run, against 46k and 0.3 s with these
     options -- the run itself 1.5x faster. Costs: the session starts about 0.7 s later (2 GB), and the heap is
     resident from the start. Long-running JVMs often do the same (Elasticsearch ships with AlwaysPreTouch).
-    A user's `-XX:-AlwaysPreTouch` in spark.driver.extraJavaOptions comes later and wins."""
+    The heap also asks for transparent huge pages (where the kernel grants them on request, `madvise`): a random
+    read of a large heap then misses the TLB far less. Measured side by side: a 10M-row JVM lookup table answers in
+    360 ns instead of 505 ns per key; bench/filter.py's scan of 1M JSON events takes 1.02 s instead of 1.18 s.
+    A user's `-XX:-AlwaysPreTouch` (or `-XX:-UseTransparentHugePages`) in spark.driver.extraJavaOptions comes later
+    and wins."""
     size = memory.strip().lower()
     if size[-2:] in ("kb", "mb", "gb", "tb"):  # Spark's spelling; the JVM's has no "b"
         size = size[:-1]
     if size.isdigit():  # Spark reads a bare driver memory in MiB
         size += "m"
-    return f"-Xms{size} -XX:+AlwaysPreTouch"
+    return f"-Xms{size} -XX:+AlwaysPreTouch" + (" -XX:+UseTransparentHugePages" if huge_pages() else "")
+
+
+def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> bool:
+    """The kernel hands out transparent huge pages to a process that asks (else the JVM would warn at start)."""
+    try:
+        with open(setting) as fh:
+            mode = fh.read()
+    except OSError:
+        return False
+    return "[madvise]" in mode or "[always]" in mode
 
 
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
@@ -224,7 +239,16 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         for key, ours in (("spark.driver.extraJavaOptions", driver),
                           ("spark.executor.extraJavaOptions", THREAD_STACK)):
             launch[key] = f"{ours} {conf.pop(key, '')}".strip()
+        # etl's own JVM code (etl/compile/jvm.py): on the driver's class path; executors elsewhere get it as a jar
+        from etl.compile import jvm
+
+        own = jvm.launch_conf(conf)
+        if own:
+            conf.pop("spark.driver.extraClassPath", None)
+            launch.update(own)
         jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()
+        if own and not local:
+            jars.append(str(jvm.jar()))
         if jars:
             launch["spark.jars"] = ",".join(dict.fromkeys(jars))
         for k, v in {**launch, **SQL_DEFAULTS, **conf}.items():

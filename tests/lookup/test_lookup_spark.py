@@ -34,6 +34,17 @@ def events_stream(spark, tmp_path, batches, name="ev"):
     return spark.readStream.format("etl_test_batches").option("path", str(path)).option("schema", SCHEMA).load(), path
 
 
+@pytest.fixture(params=["jvm", "python"])
+def rocksdb_path(request, monkeypatch):
+    """The rocksdb store's two lookup paths: in the JVM (local masters) and in Python workers (clusters)."""
+    monkeypatch.setenv("ETL_LOOKUP_JVM", "on" if request.param == "jvm" else "off")
+    return request.param
+
+
+def in_jvm(df) -> bool:
+    return "LookupTables" in df._jdf.queryExecution().analyzed().toString()
+
+
 def run(spark, df, tmp_path):
     table = "l_" + uuid.uuid4().hex[:8]
     q = (df.writeStream.format("memory").queryName(table).option("checkpointLocation", str(tmp_path / table))
@@ -41,7 +52,7 @@ def run(spark, df, tmp_path):
     return q, table
 
 
-def test_broadcast_and_rocksdb_inner_and_left(spark, tmp_path):
+def test_broadcast_and_rocksdb_inner_and_left(spark, tmp_path, rocksdb_path):
     from pyspark.sql import functions as F
 
     csv = tmp_path / "users.csv"
@@ -54,6 +65,7 @@ def test_broadcast_and_rocksdb_inner_and_left(spark, tmp_path):
             res = lookup_join(ev, dim, spec(how=how, store=store, fields=["name", "tier", "score"]),
                               base_dir=str(tmp_path / "stores"))
             assert res.store == store and res.renamed == {"name": "users_name", "tier": "tier", "score": "score"}
+            assert in_jvm(res.df) == (store == "rocksdb" and rocksdb_path == "jvm")
             if res.source is not None:
                 res.prepare()
             frames.append(res.df.withColumn("_variant", F.lit(f"{store}-{how}")))
@@ -73,8 +85,9 @@ def test_broadcast_and_rocksdb_inner_and_left(spark, tmp_path):
         assert sorted(map(key, got)) == sorted(map(key, want)), variant
 
 
-def test_refresh_while_running(spark, tmp_path):
-    """Both stores pick up a changed table between micro-batches without a restart."""
+def test_refresh_while_running(spark, tmp_path, rocksdb_path):
+    """Both stores pick up a changed table between micro-batches without a restart (the rocksdb store in the
+    JVM through the driver's refresher, in Python workers by themselves)."""
     from pyspark.sql import functions as F
 
     ls.drop_cached()
@@ -86,6 +99,7 @@ def test_refresh_while_running(spark, tmp_path):
         res = lookup_join(ev, Dimension("users", str(csv), "csv"),
                           spec(how="left", store=store, refresh="1s", fields=["tier"]),
                           base_dir=str(tmp_path / "stores"))
+        assert (res.refresher is not None) == (store == "rocksdb" and rocksdb_path == "jvm")
         if res.refresher is not None:
             refreshers.append(res.refresher.start())
         frames.append(res.df.withColumn("_variant", F.lit(store)))
@@ -112,7 +126,7 @@ def test_refresh_while_running(spark, tmp_path):
             r.stop()
 
 
-def test_driver_read_table_snapshot_and_refresh(spark, tmp_path):
+def test_driver_read_table_snapshot_and_refresh(spark, tmp_path, rocksdb_path):
     """A table read on the driver (mysql's path: a pyarrow reader) goes through parquet snapshots;
     the driver's refresher writes new ones and both stores follow."""
     import pyarrow as pa

@@ -72,12 +72,25 @@ def test_python_workers_and_data_source_planners_import_the_installed_pyspark(sp
 
 
 def test_a_local_session_commits_and_touches_its_heap_at_start(spark):
-    from etl.runtime.session import heap_options
+    from etl.runtime.session import heap_options, huge_pages
 
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert "-XX:+AlwaysPreTouch" in args and "-Xms2g" in args
+    assert ("-XX:+UseTransparentHugePages" in args) == huge_pages()
     runtime = spark._jvm.java.lang.Runtime.getRuntime()
     assert runtime.totalMemory() >= 2 * 1024**3 - 64 * 1024**2  # committed up front (minus survivor rounding)
-    assert heap_options("4g") == "-Xms4g -XX:+AlwaysPreTouch"
-    assert heap_options("512MB") == "-Xms512m -XX:+AlwaysPreTouch"
-    assert heap_options("3072") == "-Xms3072m -XX:+AlwaysPreTouch"
+    thp = " -XX:+UseTransparentHugePages" if huge_pages() else ""
+    assert heap_options("4g") == "-Xms4g -XX:+AlwaysPreTouch" + thp
+    assert heap_options("512MB") == "-Xms512m -XX:+AlwaysPreTouch" + thp
+    assert heap_options("3072") == "-Xms3072m -XX:+AlwaysPreTouch" + thp
+
+
+def test_huge_pages_follow_the_kernels_setting(tmp_path):
+    from etl.runtime.session import huge_pages
+
+    f = tmp_path / "enabled"
+    for mode, want in (("always [madvise] never", True), ("[always] madvise never", True),
+                       ("always madvise [never]", False)):
+        f.write_text(mode + "\n")
+        assert huge_pages(str(f)) is want, mode
+    assert huge_pages(str(tmp_path / "missing")) is False
