@@ -50,6 +50,8 @@ _LOCK = threading.Lock()
 PREFILTER_NEEDS = 3
 _LITERALS: dict[str, Any] = {}  # program digest -> its literal condition (a few kept)
 _FILES: set[tuple[int, str]] = set()  # (SparkContext, file) pairs already added
+_NAMES: dict[int, tuple[Any, str]] = {}  # id(groups) -> (groups, their file's name)
+_SESSIONS: set[tuple[int, int]] = set()  # (SparkContext, JVM session hash code) pairs holding the UDF
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
 
 
@@ -60,7 +62,12 @@ def _register(spark: Any) -> bool:
         return False
     with _LOCK:
         try:
+            # one call instead of a catalog lookup per micro-batch
+            session = (id(spark.sparkContext), spark._jsparkSession.hashCode())
+            if session in _SESSIONS:
+                return True
             if spark.catalog.functionExists(FUNCTION):
+                _SESSIONS.add(session)
                 return True
             from pyspark.sql.types import BooleanType
 
@@ -72,6 +79,7 @@ def _register(spark: Any) -> bool:
                     raise RuntimeError(jvm.unavailable_reason() or "etl's jar could not be built")
                 spark.sql(f"ADD JAR '{path}'")
             spark.udf.registerJavaFunction(FUNCTION, CLASS, BooleanType())
+            _SESSIONS.add(session)
         except Exception as e:  # noqa: BLE001 - no JDK, no permission, ...: the filter still works without it
             detail = getattr(e, "stderr", b"") or b""
             _BROKEN.append(f"{e} {detail.decode(errors='replace')[:500]}".strip())
@@ -83,16 +91,22 @@ def _register(spark: Any) -> bool:
 def _literal_file(spark: Any, groups: tuple) -> str:
     """The field's groups in a file (a line per group: its needs separated by spaces, a need's literals by
     commas, each hex-encoded), added to the SparkContext; its name."""
+    sc = spark.sparkContext
+    known = _NAMES.get(id(groups))
+    if known is not None and known[0] is groups and (id(sc), known[1]) in _FILES:
+        return known[1]
     body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
                    for group in groups)
     name = f"etl-literals-{hashlib.sha256(body.encode()).hexdigest()[:24]}.txt"
     path = cache_root() / "prefilter" / name
     if not path.exists():
         write_atomically(path, body.encode("ascii"))
-    sc = spark.sparkContext
     if (id(sc), name) not in _FILES:
         sc.addFile(str(path))
         _FILES.add((id(sc), name))
+    _NAMES[id(groups)] = (groups, name)  # the groups object is kept, so its id is not reused meanwhile
+    while len(_NAMES) > 64:
+        _NAMES.pop(next(iter(_NAMES)))
     return name
 
 
@@ -128,11 +142,14 @@ def prefilter_condition(program: Any, df: Any) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
+    top = {f.name: f.dataType for f in df.schema.fields}
     for field in lits:
-        try:
-            dtype = df.select(F.col(field)).schema.fields[0].dataType
-        except Exception:  # noqa: BLE001 - a field the frame does not have: the matcher reads it as null
-            return None
+        dtype = top.get(field)
+        if dtype is None:  # a nested field (meta.host), or one the frame does not have
+            try:
+                dtype = df.select(F.col(field)).schema.fields[0].dataType
+            except Exception:  # noqa: BLE001 - a field the frame does not have: the matcher reads it as null
+                return None
         if not isinstance(dtype, StringType):
             return None
     spark = df.sparkSession  # in a micro-batch: the query's clone of the session, where the UDF must be

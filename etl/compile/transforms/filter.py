@@ -135,13 +135,23 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
     bc = ship(ctx, node.id, program.digest, program)
-    from etl.compile.prefilter import prefilter_condition
+    # the columns are the same in every micro-batch of a query (same program, same session): built once
+    columns = ctx.options.setdefault("_rule_columns", {})
+    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode())
+    got = columns.get(key)
+    if got is None:
+        from etl.compile.prefilter import prefilter_condition
 
-    candidate = prefilter_condition(program, df)
-    if spec.mode == "keep" and candidate is not None:  # rows that cannot match are dropped in the JVM
-        df, candidate = df.where(candidate), None
-    # drop, tag: every row stays; only candidates need their fields in Python
-    verdict = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", candidate)
+        candidate = prefilter_condition(program, df)
+        first = candidate if spec.mode == "keep" else None  # keep: rows that cannot match are dropped in the JVM
+        # drop, tag: every row stays; only candidates need their fields in Python
+        got = columns[key] = (first, _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag",
+                                              None if spec.mode == "keep" else candidate))
+        while len(columns) > 4 * _WORKER_KEEP:
+            columns.pop(next(iter(columns)))
+    first, verdict = got
+    if first is not None:
+        df = df.where(first)
     if spec.mode == "tag":
         return df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
     return df.where(~verdict if spec.mode == "drop" else verdict)
@@ -165,9 +175,7 @@ def _verdict(df: Any, program: Any, bc: Any, key: str, tag: bool, candidate: Any
 
     ``candidate``: the JVM prefilter's condition; a row failing it cannot match any rule, so its fields are
     sent as NULL (every rule is false when all its pattern predicates are, and a pattern on NULL is false)."""
-    import pyarrow as pa
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, BooleanType, StringType
 
     cols = _read_columns(df, program)
     def value(c: str) -> Any:
@@ -175,6 +183,13 @@ def _verdict(df: Any, program: Any, bc: Any, key: str, tag: bool, candidate: Any
         return col if candidate is None else F.when(candidate, col).alias(c)
 
     arg = F.struct(*[value(c) for c in cols]) if cols else F.struct(F.lit(None).alias("_etl_none"))
+    return _verdict_udf(bc, key, tag)(arg)
+
+
+def _verdict_udf(bc: Any, key: str, tag: bool) -> Any:
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, BooleanType, StringType
 
     def verdict(arr: Any) -> Any:
         m = _worker_state(key, bc, _single_matcher)
@@ -187,8 +202,7 @@ def _verdict(df: Any, program: Any, bc: Any, key: str, tag: bool, candidate: Any
 
     with warnings.catch_warnings():  # "prefer type hints": they are strings here (postponed annotations)
         warnings.simplefilter("ignore", UserWarning)
-        udf = F.arrow_udf(verdict, ArrayType(StringType()) if tag else BooleanType(), ArrowUDFType.SCALAR)
-    return udf(arg)
+        return F.arrow_udf(verdict, ArrayType(StringType()) if tag else BooleanType(), ArrowUDFType.SCALAR)
 
 
 @dataclass
