@@ -181,10 +181,12 @@ def test_the_jvm_literal_groups_equal_substring_search(spark):
     def group(needs):  # a group's first need has literals of 3+ characters, its others of 2+ (as literals.py gives)
         return tuple(frozenset(lit(3 if k == 0 else 2) for _ in range(rnd.randint(1, 3))) for k in range(needs))
 
+    # a few 3-character literals are found through the 4-grams they start (and at the end of a value apart),
+    # many through a 3-gram table of their own (the 300-group set has over 64)
     sets = [(group(1),), tuple(group(1) for _ in range(5)), tuple(group(rnd.randint(1, 3)) for _ in range(300)),
-            tuple(group(rnd.randint(2, 3)) for _ in range(40))]
+            tuple(group(rnd.randint(2, 3)) for _ in range(40)), ((frozenset({"abc"}),), (frozenset({"b.-x"}),))]
     values = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 40))) for _ in range(3000)]
-    values += ["x\u00e9" + values[0], None]
+    values += ["x\u00e9" + values[0], None, "abc", "ABC", "xxabc", "abcx", "ab", "xab", "b.-", "B.-X", "zb.-x"]
     df = spark.createDataFrame([(v,) for v in values], "v string")
     assert pf._register(spark)
     for groups in sets:

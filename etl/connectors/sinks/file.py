@@ -7,8 +7,10 @@ marker: a replayed batch whose file exists is skipped, so it is never written
 twice. The run tag comes from the query's checkpoint (its stable query id), so
 a fresh checkpoint never mistakes old files for its own.
 
-jsonl and csv lines are rendered in the JVM (to_json / to_csv: the same
-formatting as Spark's own writers); parquet rows arrive as Arrow columns.
+jsonl and csv lines are rendered in the JVM (jsonl: etl/jvm/JsonLines.java,
+the text of to_json plus a newline, written as it arrives; to_json for types it
+does not write; csv: to_csv): the same formatting as Spark's own writers;
+parquet rows arrive as Arrow columns.
 """
 
 from __future__ import annotations
@@ -23,6 +25,19 @@ import pyarrow as pa
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError
 
 EXT = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet"}
+
+
+def text_bytes(col: pa.ChunkedArray | pa.Array) -> list[memoryview]:
+    """The bytes of every string of `col`, back to back, as views of its Arrow buffers (no copy)."""
+    out = []
+    for arr in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
+        if len(arr) == 0 or arr.buffers()[2] is None:
+            continue
+        width = "q" if pa.types.is_large_string(arr.type) else "i"
+        off = memoryview(arr.buffers()[1]).cast(width)
+        begin, end = off[arr.offset], off[arr.offset + len(arr)]
+        out.append(memoryview(arr.buffers()[2])[begin:end])
+    return out
 
 
 def lines_bytes(col: pa.ChunkedArray | pa.Array) -> bytes:
@@ -64,6 +79,7 @@ class FileSink(AbstractSink):
         self._pq: Any = None
         self._tmp: Path | None = None
         self._header: list[str] = []
+        self._newlines = False  # jsonl values already end with a newline (rendered by JsonLines.java)
 
     # names
     def final_path(self, batch_id: int) -> Path:
@@ -82,7 +98,10 @@ class FileSink(AbstractSink):
         from pyspark.sql import functions as F
 
         if self.format == "jsonl":
-            return [F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("value")]
+            from etl.connectors.sinks._jsonlines import json_lines
+
+            col, self._newlines = json_lines(df)
+            return [col.alias("value")]
         if self.format == "csv":
             self._header = list(df.columns)
             flat = [F.to_json(F.col(f"`{f.name}`")).alias(f.name) if f.dataType.typeName() in ("array", "map", "struct")
@@ -113,7 +132,11 @@ class FileSink(AbstractSink):
             self._pq.write_table(rows)
         else:
             assert self._fh is not None
-            self._fh.write(lines_bytes(rows.column(0)))
+            if self._newlines:
+                for part in text_bytes(rows.column(0)):
+                    self._fh.write(part)
+            else:
+                self._fh.write(lines_bytes(rows.column(0)))
 
     def commit(self, batch_id: int) -> None:
         assert self._tmp is not None
