@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from etl.compile.workers import own_workers
-from etl.compile.lookup_store import (TableSource, default_base_dir, ensure_version, key_array, source_version,
+from etl.compile.lookup_store import (TableSource, default_base_dir, ensure_version, source_version,
                                       store_for)
 
 LK = "_etl_lk"
@@ -330,7 +330,6 @@ def cached_table(src: TableSource) -> Any:
 
 def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir) -> LookupResult:
     import pyarrow as pa
-    from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
     tschema = pa.schema([schema.field(c) for c in tb_keys + values])

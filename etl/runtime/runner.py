@@ -113,11 +113,13 @@ class PipelineRun:
                 written: dict[str, int] = {}
                 skipped: list[str] = []
                 failed_rows: list[tuple[str, Any]] = []  # (stage, table of ERR/PAYLOAD) from split writes
+                evaluated = False  # did a write run the batch's plan (and so commit its state stores)?
                 try:
                     for o in q.outputs:
                         frame = batch.frames.get(o.id)
                         if o.id in batch.splits:
                             res, dead = sinks[o.id].write_split(frame, batch_id)
+                            evaluated = True  # a skipped split write still reads the failed rows
                             if dead is not None and dead.num_rows:
                                 failed_rows.append((batch.splits[o.id], dead))
                         else:
@@ -127,9 +129,15 @@ class PipelineRun:
                                 written[o.id] = 0
                                 continue
                             res = sinks[o.id].write_batch(frame, batch_id)
+                            evaluated = evaluated or not res.skipped
                         written[o.id] = res.rows
                         if res.skipped:
                             skipped.append(o.id)
+                    if not evaluated:
+                        # A replay every sink had already committed (the crash fell between the sinks'
+                        # commits and Spark's commit log). A stateful plan must still run: Spark
+                        # requires each state store of the batch to commit its version again.
+                        batch_df.write.format("noop").mode("overwrite").save()
                 except SinkFailed as e:
                     self.failure = str(e)
                     raise

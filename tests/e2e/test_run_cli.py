@@ -4,7 +4,6 @@ continuous run stopped by SIGTERM that finishes its batch, exits 0 and resumes o
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess

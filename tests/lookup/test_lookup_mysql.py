@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import time
 import uuid
 
@@ -12,6 +11,7 @@ import pytest
 from etl.compile import lookup_store as ls
 from etl.compile.lookup import Dimension, lookup_join
 from etl.spec.sources import MySQLSource
+from tests.windows.batches_source import write_batches
 from tests.lookup.test_lookup_spark import events_stream, run, spec
 from tests.windows.harness import rows_of
 
@@ -58,7 +58,7 @@ def test_mysql_table_both_stores_and_refresh(spark, tmp_path, mariadb_server):
         while time.time() < deadline and seen != {"broadcast": 9, "rocksdb": 9}:
             time.sleep(1.2)
             batches.append([{"user": "u1", "n": 10 + len(batches), "name": "e"}])
-            path.write_text(json.dumps(batches))
+            write_batches(path, batches)
             q.processAllAvailable()
             rows = rows_of(spark.table(out))
             last = max(r["n"] for r in rows)

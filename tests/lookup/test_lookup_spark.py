@@ -12,6 +12,7 @@ import pytest
 from etl.compile import lookup_store as ls
 from etl.compile.lookup import Dimension, lookup_join
 from etl.spec.transforms import LookupTransform
+from tests.windows.batches_source import write_batches
 from tests.lookup.reference import ref_join
 from tests.lookup.test_store import TABLE, write_csv
 from tests.windows.harness import rows_of
@@ -30,7 +31,7 @@ def spec(**kw) -> LookupTransform:
 
 def events_stream(spark, tmp_path, batches, name="ev"):
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(batches))
+    write_batches(path, batches)
     return spark.readStream.format("etl_test_batches").option("path", str(path)).option("schema", SCHEMA).load(), path
 
 
@@ -114,7 +115,7 @@ def test_refresh_while_running(spark, tmp_path, rocksdb_path):
         while time.time() < deadline and seen != {"broadcast": 101, "rocksdb": 101}:
             time.sleep(1.2)
             batches.append([{"user": "u1", "n": len(batches), "name": "x"}])
-            path.write_text(json.dumps(batches))
+            write_batches(path, batches)
             q.processAllAvailable()
             last = max(r["n"] for r in rows_of(spark.table(table)))
             seen = {r["_variant"]: r["tier"] for r in rows_of(spark.table(table)) if r["n"] == last}
@@ -156,7 +157,7 @@ def test_driver_read_table_snapshot_and_refresh(spark, tmp_path, rocksdb_path):
         while time.time() < deadline and seen != {"broadcast": 7, "rocksdb": 7}:
             time.sleep(1.2)
             batches.append([{"user": "u1", "n": len(batches), "name": "x"}])
-            path.write_text(json.dumps(batches))
+            write_batches(path, batches)
             q.processAllAvailable()
             rows = rows_of(spark.table(table))
             last = max(r["n"] for r in rows)

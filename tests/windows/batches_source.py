@@ -61,5 +61,15 @@ class BatchesReader(DataSourceStreamReader):
             yield tuple(r.get(n) for n in self.names)
 
 
+def write_batches(path: Any, batches: list) -> None:
+    """Replace the batches file atomically: a running query's `latestOffset` may read it at any moment."""
+    import os
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(batches, f)
+    os.replace(tmp, path)
+
+
 def register(spark: Any) -> None:
     spark.dataSource.register(BatchesSource)

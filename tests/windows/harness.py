@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from etl.spec.base import EventTime
+from tests.windows.batches_source import write_batches
 from tests.windows.data import SCHEMA
 
 FLOAT_FIELDS_TOL = 1e-6
@@ -16,7 +17,7 @@ FLOAT_FIELDS_TOL = 1e-6
 
 def stream(spark: Any, batches: list[list[dict]], tmp: Path, schema: str = SCHEMA, name: str = "in") -> Any:
     path = tmp / f"{name}.json"
-    path.write_text(json.dumps(batches))
+    write_batches(path, batches)
     return spark.readStream.format("etl_test_batches").option("path", str(path)).option("schema", schema).load()
 
 

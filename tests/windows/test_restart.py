@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.windows.batches_source import write_batches
 from tests.windows import oracle
 from tests.windows.data import make_batches
 from tests.windows.harness import assert_rows_equal
@@ -50,7 +51,7 @@ def read_out(spark, work: Path, name: str) -> list[dict]:
 def test_kill_and_restart(spark, tmp_path):
     batches = make_batches(n_batches=6)
     left, right = make_streams()
-    (tmp_path / "windows.json").write_text(json.dumps(batches))
+    write_batches(tmp_path / "windows.json", batches)
     (tmp_path / "left.json").write_text(json.dumps(left))
     (tmp_path / "right.json").write_text(json.dumps(right))
 
