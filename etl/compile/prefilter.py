@@ -111,11 +111,18 @@ def _literal_file(spark: Any, groups: tuple) -> str:
 
 
 def literal_test(spark: Any, column: Any, groups: tuple) -> Any:
-    """The UDF's call on a string `column` for a field's literal groups (the session must have it registered).
-    The set file's name goes as a binary literal: the JVM gets the same array for every row, unconverted."""
+    """The test of a string `column` for a field's literal groups: a static call in generated code where etl's
+    jar is on the class path, else the UDF (the session must have it registered; the set file's name goes as a
+    binary literal: the JVM gets the same array for every row, unconverted)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
 
-    return F.call_function(FUNCTION, column.cast("binary"), F.lit(bytearray(_literal_file(spark, groups).encode())))
+    from etl.compile import jvm
+
+    name = _literal_file(spark, groups)
+    if jvm.available(spark):
+        return F.coalesce(jvm.static_call(spark, CLASS, "test", BooleanType(), column, F.lit(name)), F.lit(False))
+    return F.call_function(FUNCTION, column.cast("binary"), F.lit(bytearray(name.encode())))
 
 
 def prefilter_condition(program: Any, df: Any) -> Any:
@@ -153,7 +160,9 @@ def prefilter_condition(program: Any, df: Any) -> Any:
         if not isinstance(dtype, StringType):
             return None
     spark = df.sparkSession  # in a micro-batch: the query's clone of the session, where the UDF must be
-    if not _register(spark):
+    from etl.compile import jvm
+
+    if not jvm.available(spark) and not _register(spark):
         return None
     cond = None
     for field, ls in sorted(lits.items()):

@@ -13,6 +13,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.spark.SparkFiles;
 import org.apache.spark.sql.api.java.UDF2;
+import org.apache.spark.unsafe.Platform;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /** True when the bytes hold a non-ASCII byte or, lower-cased, contain one of the literals of the set file. */
 public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
@@ -43,7 +45,32 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
                                                        LiteralPrefilter::load));
             last = l;
         }
-        return l.grams.matches(value);
+        return l.grams.matches(value, value.length);
+    }
+
+    private static final PerTask<UTF8String, Scan> SCANS = new PerTask<>();
+
+    /** A task's set and a buffer for the value's bytes. */
+    private static final class Scan {
+        final Grams grams;
+        byte[] buf = new byte[256];
+
+        Scan(UTF8String setFile) {
+            grams = SETS.computeIfAbsent(setFile.toString(), LiteralPrefilter::load);
+        }
+    }
+
+    /**
+     * The same test as {@link #call}, for a static call in generated code: the value's UTF-8 bytes are read in place
+     * (copied into a buffer of the task's), without the cast to binary and the UDF's boxing. setFile: a string
+     * literal of the plan.
+     */
+    public static boolean test(UTF8String value, UTF8String setFile) {
+        Scan s = SCANS.get(setFile, Scan::new);
+        int n = value.numBytes();
+        if (n > s.buf.length) s.buf = new byte[Math.max(n, 2 * s.buf.length)];
+        Platform.copyMemory(value.getBaseObject(), value.getBaseOffset(), s.buf, Platform.BYTE_ARRAY_OFFSET, n);
+        return s.grams.matches(s.buf, n);
     }
 
     private static Grams load(String setFile) {
@@ -208,62 +235,61 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             for (int c = 0; c < 128; c++) LOW[c] = (byte) ((c >= 'A' && c <= 'Z') ? c + 32 : c);
         }
 
-        boolean matches(byte[] v) {
+        boolean matches(byte[] v, int n) {
             final long[] nr = near;
             final int shift = nearShift;
-            final int n = v.length;
             int w = 0;  // the last 4 characters, lower-cased, 7 bits each (kept up to date, not rebuilt)
             for (int i = 0; i < n; i++) {
                 int b = v[i];
                 if (b < 0) return true;  // non-ASCII: the matcher decides
                 w = ((w << 7) | LOW[b]) & 0xFFFFFFF;
                 int k = (w * 0x9E3779B1) >>> shift;
-                if ((nr[k >>> 6] & (1L << k)) != 0 && i >= 3 && at(v, i, w)) return true;
+                if ((nr[k >>> 6] & (1L << k)) != 0 && i >= 3 && at(v, n, i, w)) return true;
                 if (scan3 && i >= 2) {
                     int t = w & 0x1FFFFF;
                     int k3 = near3(t);
-                    if ((near3[k3 >>> 6] & (1L << k3)) != 0 && threeAt(v, t)) return true;
+                    if ((near3[k3 >>> 6] & (1L << k3)) != 0 && threeAt(v, n, t)) return true;
                 }
             }
             if (has3 && !scan3 && n >= 3) {  // a 3-character literal ending the value starts no 4-gram
-                return threeAt(v, w & 0x1FFFFF);
+                return threeAt(v, n, w & 0x1FFFFF);
             }
             return false;
         }
 
         /** A hit of the 4 characters ending at byte i (w): a literal starting at i - 3? */
-        private boolean at(byte[] v, int i, int w) {
-            if (has3 && !scan3 && threeAt(v, w >>> 7)) return true;
+        private boolean at(byte[] v, int n, int i, int w) {
+            if (has3 && !scan3 && threeAt(v, n, w >>> 7)) return true;
             int h = hash(((w >>> 21) << 24) | (((w >>> 14) & 0x7f) << 16) | (((w >>> 7) & 0x7f) << 8) | (w & 0x7f));
             if ((four[h >>> 6] & (1L << (h & 63))) != 0) {
                 byte[][] lits = heads.get(h);
                 int[] lids = headIds.get(h);
                 for (int j = 0; j < lits.length; j++) {
-                    if (equalAt(v, i - 3, lits[j]) && hit(v, lids[j])) return true;
+                    if (equalAt(v, n, i - 3, lits[j]) && hit(v, n, lids[j])) return true;
                 }
             }
             return false;
         }
 
         /** The 3 characters t: a 3-character literal? */
-        private boolean threeAt(byte[] v, int t) {
-            return (three[t >>> 6] & (1L << (t & 63))) != 0 && hit(v, threeIds.get(t));
+        private boolean threeAt(byte[] v, int n, int t) {
+            return (three[t >>> 6] & (1L << (t & 63))) != 0 && hit(v, n, threeIds.get(t));
         }
 
         /** A first-need literal was found in v: does one of the groups it anchors hold? */
-        private boolean hit(byte[] v, int id) {
+        private boolean hit(byte[] v, int n, int id) {
             if (alone[id]) return true;
             for (int grp : anchors[id]) {
-                if (holds(v, rest[grp])) return true;
+                if (holds(v, n, rest[grp])) return true;
             }
             return false;
         }
 
-        private static boolean holds(byte[] v, byte[][][] needs) {
+        private static boolean holds(byte[] v, int n, byte[][][] needs) {
             for (byte[][] need : needs) {
                 boolean any = false;
                 for (byte[] lit : need) {
-                    if (indexOf(v, lit)) {
+                    if (indexOf(v, n, lit)) {
                         any = true;
                         break;
                     }
@@ -273,15 +299,15 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             return true;
         }
 
-        private static boolean indexOf(byte[] v, byte[] lit) {
-            for (int s = 0; s + lit.length <= v.length; s++) {
-                if (lower(v[s]) == lit[0] && equalAt(v, s, lit)) return true;
+        private static boolean indexOf(byte[] v, int n, byte[] lit) {
+            for (int s = 0; s + lit.length <= n; s++) {
+                if (lower(v[s]) == lit[0] && equalAt(v, n, s, lit)) return true;
             }
             return false;
         }
 
-        private static boolean equalAt(byte[] v, int start, byte[] lit) {
-            if (start + lit.length > v.length) return false;
+        private static boolean equalAt(byte[] v, int n, int start, byte[] lit) {
+            if (start + lit.length > n) return false;
             for (int k = lit.length - 1; k >= 0; k--) {
                 if (lower(v[start + k]) != lit[k]) return false;
             }

@@ -137,7 +137,7 @@ def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark
     ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
     df = spark.createDataFrame(rows, "cmd string, host string")
     out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
-    assert "etl_literal_prefilter" in out._jdf.queryExecution().optimizedPlan().toString()
+    assert "LiteralPrefilter.test" in out._jdf.queryExecution().optimizedPlan().toString()
     got = sorted((r.cmd or "", r.host or "") for r in out.collect())
     batch = pa.RecordBatch.from_pylist([{"cmd": a, "host": b} for a, b in rows])
     mask = Matcher(c.plan.step("f").program, cache=False).match(batch).mask()
@@ -161,7 +161,7 @@ def test_no_prefilter_when_a_rule_can_match_without_a_literal(spark, tmp_path):
     ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
     df = spark.createDataFrame([("curl sh", 1), ("ls", 2048), ("ls", 1)], "cmd string, port bigint")
     out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
-    assert "etl_literal_prefilter" not in out._jdf.queryExecution().optimizedPlan().toString()
+    assert "etl-literals-" not in out._jdf.queryExecution().optimizedPlan().toString()
     assert sorted(r.cmd for r in out.collect()) == ["curl sh", "ls"]
 
 
@@ -190,10 +190,14 @@ def test_the_jvm_literal_groups_equal_substring_search(spark):
     df = spark.createDataFrame([(v,) for v in values], "v string")
     assert pf._register(spark)
     for groups in sets:
-        got = df.select(pf.literal_test(spark, F.col("v"), groups).alias("m")).collect()
+        static = pf.literal_test(spark, F.col("v"), groups)  # the static call of sessions etl started
+        name = bytearray(pf._literal_file(spark, groups).encode())
+        udf = F.call_function(pf.FUNCTION, F.col("v").cast("binary"), F.lit(name))  # the UDF of other sessions
+        got = df.select(static.alias("m"), udf.alias("u")).collect()
         want = [False if v is None else (not v.isascii()) or any(
             all(any(x in v.lower() for x in need) for need in g) for g in groups) for v in values]
         assert [r.m for r in got] == want
+        assert [r.u for r in got] == want
         assert 0 < sum(want) < len(values)
 
 
@@ -224,7 +228,7 @@ def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path
         ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
         df = spark.createDataFrame(rows, "cmd string, host string")
         out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
-        assert "etl_literal_prefilter" in out._jdf.queryExecution().optimizedPlan().toString()
+        assert "LiteralPrefilter.test" in out._jdf.queryExecution().optimizedPlan().toString()
         batch = pa.RecordBatch.from_pylist([{"cmd": a, "host": b} for a, b in rows])
         result = Matcher(c.plan.step("f").program, cache=False).match(batch)
         if mode == "drop":

@@ -1,11 +1,14 @@
 """grok: one compiled regex in the JVM, every field captured in a single pass, no Python UDF.
 
 The pattern is expanded by `etl.grok.expand` into a java.util.regex with one
-plain group per field. One `regexp_replace` rewrites a matching line into
-MARK + group1 SEP group2 SEP ... (and leaves a non-matching line as it is), a
-`split` cuts it into fields; `:int`/`:float` fields are converted with
-try_cast. Lines that contain MARK or SEP themselves (control characters, rare
-in text) take a slower exact path: one `regexp_extract` per field.
+plain group per field. With etl's jar on the class path (etl/compile/jvm.py)
+one static call per line (etl/jvm/Grok.java) searches the line and returns its
+captures as an array of strings; without it, one `regexp_replace` rewrites a
+matching line into MARK + group1 SEP group2 SEP ... (and leaves a non-matching
+line as it is) and a `split` cuts it into fields (lines that contain MARK or SEP
+themselves, control characters rare in text, take a slower exact path: one
+`regexp_extract` per field). Both give the captures of the same regex, searched
+with DOTALL. `:int`/`:float` fields are converted with try_cast.
 
 A line that does not match, and a field that does not convert, is a failure:
 dead letter (default), dropped, or kept with NULL fields (`on_error`). An empty
@@ -14,6 +17,7 @@ capture is NULL (as with regexp_extract, an empty and a missing group look alike
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
@@ -35,8 +39,47 @@ def expand(node: Node) -> Any:
         raise CompileError(f"grok '{node.id}': {e}", node, "pattern", hint, code="E302") from None
 
 
+def spec_bytes(g: Any, program: bool = True) -> bytes:
+    """The pattern as etl/jvm/Grok.java reads it (its docstring has the layout), with its matcher program
+    (etl/grokvm) when there is one."""
+    rx = g.java_regex.encode("utf-8")
+    groups = [f.group for f in g.fields]
+    prog = (program_of(g) if program else None) or b""
+    return (b"EGS1" + struct.pack("<I", len(rx)) + rx + struct.pack(f"<H{len(groups)}H", len(groups), *groups)
+            + struct.pack("<I", len(prog)) + prog)
+
+
+def program_of(g: Any) -> bytes | None:
+    """The serialized matcher program of a pattern (etl/grokvm), or None (program_reason says why)."""
+    from etl.grokvm.cache import program_bytes
+
+    return program_bytes(g.python_regex)[0]
+
+
+def program_reason(g: Any) -> str | None:
+    from etl.grokvm.cache import program_bytes
+
+    return program_bytes(g.python_regex)[1]
+
+
 def with_captures(df: Any, line: Any, g: Any, name: str) -> Any:
-    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match.
+    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+
+    from etl.compile import jvm
+    from etl.compile.deadletter import fence
+
+    spark = df.sparkSession
+    if not jvm.available(spark):
+        return with_captures_sql(df, line, g, name)
+    found = jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), line,
+                            F.lit(bytearray(spec_bytes(g))))
+    return df.withColumn(name, fence(found))
+
+
+def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
+    """with_captures in Spark SQL functions alone (a session without etl's jar).
 
     Two projections on purpose: the regex runs once per line in the first; the second
     only reads its result. Both are fenced (see `fence`) so that the optimizer neither

@@ -1,0 +1,42 @@
+"""Compiled programs kept per process and on disk, for the JVM's grok (etl/jvm/Grok.java).
+
+`program_bytes(python_regex)` -> (serialized program, None) or (None, why not). A
+program depends only on the regex and on this package's source, so it is compiled
+once per machine: the on-disk cache of etl.optimize.diskcache (kind "grok") keeps
+programs and the reasons a regex has none, under a key of both.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+
+@functools.lru_cache(maxsize=64)
+def program_bytes(python_regex: str) -> tuple[bytes | None, str | None]:
+    """The program of `python_regex` read with DOTALL (as etl/jvm/Grok.java compiles its regex)."""
+    from etl.optimize import diskcache
+
+    from . import Unsupported, compile_program
+
+    key = hashlib.sha256((version() + "\n" + python_regex).encode()).hexdigest()
+    cached = diskcache.read("grok", key, ".prog")
+    if cached is not None:
+        return (cached[1:], None) if cached[:1] == b"P" else (None, cached[1:].decode())
+    try:
+        body: bytes | None = compile_program(python_regex, dotall=True).to_bytes()
+        why = None
+    except Unsupported as e:
+        body, why = None, str(e) or type(e).__name__
+    diskcache.write("grok", key, ".prog", b"P" + body if body is not None else b"U" + str(why).encode())
+    return body, why
+
+
+@functools.lru_cache(maxsize=1)
+def version() -> str:
+    """Digest of this package's source: a changed compiler never reuses an old program."""
+    h = hashlib.sha256()
+    for f in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()

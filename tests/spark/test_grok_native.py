@@ -1,0 +1,177 @@
+"""Grok in the JVM (etl/jvm/Grok.java): its matcher program (etl/grokvm, etl/jvm/GrokProgram.java) and its regex
+give exactly the captures of Spark's own regexp functions (the path of sessions without etl's jar), line for
+line, on realistic, malformed and tricky lines; and the program answers every well-formed access-log line."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from etl.grok import expand
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scripts.gen_access_log import lines as access_lines  # noqa: E402
+
+SYSLOG = ["Jan 10 12:00:02 host-1 sshd[123]: Accepted password for alice from 10.0.0.1 port 22 ssh2",
+          "Feb  3 04:05:06 db01 kernel: [42.000001] eth0: link up",
+          "Mar 13 23:59:59 10.1.2.3 cron[9]: (root) CMD (run-parts /etc/cron.hourly)",
+          "Apr  1 00:00:00 web01 nginx: GET / 200", "not a syslog line", ""]
+
+
+def tricky(rnd: random.Random, base: list[str]) -> list[str]:
+    """Lines that make the walker choose, give up or differ: quotes in requests, IPv6 and host names, missing
+    parts, control characters, non-ASCII text, a prefix before the match."""
+    out = []
+    for line in base:
+        k = rnd.randrange(12)
+        if k == 0:
+            out.append(line.replace(" HTTP/1.1", ' HTTP/1.1" x "y'))
+        elif k == 1:
+            out.append(line.replace(line.split(" ")[0], "2001:db8::1", 1))
+        elif k == 2:
+            out.append(line.replace(line.split(" ")[0], "host-7.example.com", 1))
+        elif k == 3:
+            out.append("prefix " + line)
+        elif k == 4:
+            out.append(line + "\r")
+        elif k == 5:
+            out.append(line.replace("Mozilla", "Mözilla"))
+        elif k == 6:
+            out.append(line.replace('"GET ', '"GET\t'))
+        elif k == 7:
+            out.append(line.replace(" - ", " bob@example.com ", 1))
+        elif k == 8:
+            out.append(line[: rnd.randrange(len(line) + 1)])
+        elif k == 9:
+            out.append(line.replace('" ', '\\" ', 1))
+        else:
+            out.append(line)
+    return out
+
+
+def captures(spark, rows, pattern, native: bool, program: bool = True):
+    from pyspark.sql import functions as F
+
+    from etl.compile.transforms import grok as gk
+
+    g = expand(pattern)
+    df = spark.createDataFrame([(i, r) for i, r in enumerate(rows)], "i int, line string")
+    if native:
+        if not program:
+            spec = gk.spec_bytes(g, program=False)
+        else:
+            spec = gk.spec_bytes(g)
+            assert gk.program_of(g) is not None, gk.program_reason(g)
+        from etl.compile import jvm
+        from pyspark.sql.types import ArrayType, StringType
+
+        col = jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
+                              F.lit(bytearray(spec)))
+        out = df.select("i", col.alias("c"))
+    else:
+        out = gk.with_captures_sql(df, F.col("line"), g, "c").select("i", "c")
+    return {r.i: (None if r.c is None else [x or None for x in r.c]) for r in out.collect()}
+
+
+@pytest.mark.parametrize("pattern", ["%{COMBINEDAPACHELOG}", "%{COMMONAPACHELOG}",
+                                     '%{IPORHOST:ip} %{DATA:rest}"%{DATA:req}" %{NUMBER:code}%{GREEDYDATA:tail}'])
+def test_native_grok_equals_spark_regexp(spark, pattern):
+    rnd = random.Random(5)
+    base = list(access_lines(600, seed=3, malformed=0.1))
+    rows = base + tricky(rnd, base)
+    want = captures(spark, rows, pattern, native=False)
+    assert captures(spark, rows, pattern, native=True, program=False) == want
+    assert captures(spark, rows, pattern, native=True) == want
+    assert sum(v is not None for v in want.values()) > len(rows) // 2
+
+
+def test_native_syslog_equals_spark_regexp(spark):
+    rows = SYSLOG * 3
+    want = captures(spark, rows, "%{SYSLOGLINE}", native=False)
+    assert captures(spark, rows, "%{SYSLOGLINE}", native=True) == want
+    assert sum(v is not None for v in want.values()) >= 9
+
+
+def test_the_program_answers_every_well_formed_access_line(spark):
+    from etl.compile.transforms import grok as gk
+    from etl.grokvm import FALLBACK, Program, run
+
+    g = expand("%{COMBINEDAPACHELOG}")
+    prog = Program.from_bytes(gk.program_of(g))
+    lines = list(access_lines(2000, seed=9))
+    assert all(run(prog, line.encode()) is not FALLBACK for line in lines)
+    # and so does the JVM's walker: Grok.regexLines() counts the lines it left to java.util.regex
+    before = spark._jvm.etl.jvm.Grok.regexLines()
+    got = captures(spark, lines + ["not an access line"], "%{COMBINEDAPACHELOG}", native=True)
+    assert sum(v is not None for v in got.values()) == len(lines)
+    assert spark._jvm.etl.jvm.Grok.regexLines() - before == 1  # just the line that is not one
+
+
+def random_regex(rnd: random.Random, depth: int = 0) -> str:
+    """A regex of constructs Python and Java read alike on ASCII text (and the program supports)."""
+    def atom() -> str:
+        k = rnd.randrange(10 if depth < 2 else 6)
+        if k == 0:
+            return rnd.choice(["a", "b", '"', "-", " ", "1"])
+        if k == 1:
+            return rnd.choice(["[ab]", '[^"]', "[a-b1]", r"\d", r"\w", r"\s", r"\S", "."])
+        if k == 2:
+            return rnd.choice([r"\b", r"(?=a)", r"(?!b)", r"(?<=a)", r"(?<![0-9])", "$", r"\Z", "^"])
+        if k in (3, 4, 5):
+            return rnd.choice(["ab", '"', "a b", "-"])
+        inner = random_regex(rnd, depth + 1)
+        return rnd.choice([f"({inner})", f"(?:{inner})", f"(?>{inner})", f"({inner}|{random_regex(rnd, depth + 1)})"])
+
+    parts = []
+    for _ in range(rnd.randint(1, 4)):
+        a = atom()
+        if not a.startswith(("\\b", "\\Z", "$", "^", "(?=", "(?!", "(?<")) and rnd.random() < 0.4:
+            a = (f"(?:{a})" if len(a) > 1 and not a.startswith(("[", "\\", "(")) else a) + rnd.choice(
+                ["*", "+", "?", "{1,3}", "*?", "+?", "??", "*+", "++"])
+        parts.append(a)
+    return "".join(parts)
+
+
+def test_program_and_regex_agree_on_random_patterns(spark):
+    """The strongest check of etl/jvm/GrokProgram.java and of the compiler: for random patterns, the program's
+    answers equal java.util.regex's own, group for group, on random lines."""
+    import re
+    from types import SimpleNamespace
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+
+    from etl.compile import jvm
+    from etl.compile.transforms import grok as gk
+
+    rnd = random.Random(int(os.environ.get("ETL_GROK_SEED", "21")))
+    # \r, \n and \x1c..\x1f: where Python's and Java's readings of $, \Z and \s differ (the program leaves them)
+    lines = ["".join(rnd.choice('ab"- 1\r\n\x1c\x1f\t') for _ in range(rnd.randint(0, 12))) for _ in range(150)]
+    df = spark.createDataFrame([(i, x) for i, x in enumerate(lines)], "i int, line string")
+    cols, programs = [], 0
+    for k in range(160):
+        rx = random_regex(rnd)
+        n = re.compile(rx).groups
+        g = SimpleNamespace(java_regex=rx, python_regex=rx, fields=[SimpleNamespace(group=i) for i in range(1, n + 1)])
+        programs += gk.program_of(g) is not None
+        for prog in (True, False):
+            spec = bytearray(gk.spec_bytes(g, program=prog))
+            cols.append(jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
+                                        F.lit(spec)).alias(f"c{k}_{int(prog)}"))
+    rows = df.select("i", *cols).collect()
+    assert programs >= 100  # most random patterns get a program
+    matched = 0
+    for r in rows:
+        for k in range(160):
+            assert r[f"c{k}_1"] == r[f"c{k}_0"], (k, lines[r.i])
+            matched += r[f"c{k}_1"] is not None
+    assert matched > len(rows) * 160 // 10  # and lines match them often
