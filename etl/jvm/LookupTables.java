@@ -220,15 +220,23 @@ public final class LookupTables {
             return ((slot & 0xFFFFFFFFL) - 1) << 3;
         }
 
-        private boolean sameKey(long addr, Object base, long off, int len) {
-            byte[] page = pages[(int) (addr >>> PAGE_BITS)];
-            long at = Platform.BYTE_ARRAY_OFFSET + (addr & ((1L << PAGE_BITS) - 1));
-            int n = 0, shift = 0, b;
+        /** The unsigned LEB128 varint at `at` of `page`: its value shifted left by 3, or'ed with its length in bytes. */
+        static long varint(byte[] page, long at) {
+            int n = 0, shift = 0, b, len = 0;
             do {
-                b = Platform.getByte(page, at++);
+                b = Platform.getByte(page, at + len++);
                 n |= (b & 0x7F) << shift;
                 shift += 7;
             } while (b < 0);
+            return ((long) n << 3) | len;
+        }
+
+        private boolean sameKey(long addr, Object base, long off, int len) {
+            byte[] page = pages[(int) (addr >>> PAGE_BITS)];
+            long at = Platform.BYTE_ARRAY_OFFSET + (addr & ((1L << PAGE_BITS) - 1));
+            long v = varint(page, at);
+            int n = (int) (v >>> 3);
+            at += v & 7;
             if (n != len) return false;
             int i = 0;
             for (; i + 8 <= len; i += 8) {
@@ -511,13 +519,8 @@ public final class LookupTables {
             this.t = t;
             this.page = t.pages[(int) (addr >>> Table.PAGE_BITS)];
             long at = Platform.BYTE_ARRAY_OFFSET + (addr & ((1L << Table.PAGE_BITS) - 1));
-            int n = 0, shift = 0, b;
-            do {
-                b = Platform.getByte(page, at++);
-                n |= (b & 0x7F) << shift;
-                shift += 7;
-            } while (b < 0);
-            this.bitmap = at + n;
+            long v = Table.varint(page, at);
+            this.bitmap = at + (v & 7) + (v >>> 3);  // past the key
         }
 
         @Override public int numFields() { return t.layout.kinds.length; }
@@ -531,13 +534,8 @@ public final class LookupTables {
         private long varStart(int i) {
             long at = bitmap + t.layout.fixedEnd;
             for (int rank = t.layout.at[i]; rank > 0; rank--) {
-                int n = 0, shift = 0, b;
-                do {
-                    b = Platform.getByte(page, at++);
-                    n |= (b & 0x7F) << shift;
-                    shift += 7;
-                } while (b < 0);
-                at += n;
+                long v = Table.varint(page, at);
+                at += (v & 7) + (v >>> 3);
             }
             return at;
         }
@@ -546,27 +544,17 @@ public final class LookupTables {
         public UTF8String getUTF8String(int i) {
             if (isNullAt(i)) return null;
             long at = varStart(i);
-            int n = 0, shift = 0, b;
-            do {
-                b = Platform.getByte(page, at++);
-                n |= (b & 0x7F) << shift;
-                shift += 7;
-            } while (b < 0);
-            return UTF8String.fromAddress(page, at, n);
+            long v = Table.varint(page, at);
+            return UTF8String.fromAddress(page, at + (v & 7), (int) (v >>> 3));
         }
 
         @Override
         public Decimal getDecimal(int i, int precision, int scale) {
             if (isNullAt(i)) return null;
             long at = varStart(i);
-            int n = 0, shift = 0, b;
-            do {
-                b = Platform.getByte(page, at++);
-                n |= (b & 0x7F) << shift;
-                shift += 7;
-            } while (b < 0);
-            byte[] raw = new byte[n];
-            Platform.copyMemory(page, at, raw, Platform.BYTE_ARRAY_OFFSET, n);
+            long v = Table.varint(page, at);
+            byte[] raw = new byte[(int) (v >>> 3)];
+            Platform.copyMemory(page, at + (v & 7), raw, Platform.BYTE_ARRAY_OFFSET, raw.length);
             return Decimal.apply(new BigDecimal(new java.math.BigInteger(raw), scale), precision, scale);
         }
 
