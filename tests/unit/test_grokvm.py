@@ -308,3 +308,25 @@ def test_backtracking_shapes_take_the_fast_path(pattern, line):
     prog, cre = program(pattern)
     assert cre.match(line) is not None
     assert check_line(prog, cre, line), prog.describe()
+
+
+def test_etl_grok_program_off_ships_the_regex_alone(monkeypatch):
+    """ETL_GROK_PROGRAM=off: the spec etl/jvm/Grok.java gets has an empty program (java.util.regex answers)."""
+    import struct
+
+    from etl.compile.transforms.grok import spec_bytes
+
+    g = expand("%{COMMONAPACHELOG}")
+
+    def program_length(spec: bytes) -> int:
+        (n_rx,) = struct.unpack_from("<I", spec, 4)
+        at = 8 + n_rx
+        (n_groups,) = struct.unpack_from("<H", spec, at)
+        return struct.unpack_from("<I", spec, at + 2 + 2 * n_groups)[0]
+
+    monkeypatch.delenv("ETL_GROK_PROGRAM", raising=False)
+    on = spec_bytes(g)
+    monkeypatch.setenv("ETL_GROK_PROGRAM", "off")
+    off = spec_bytes(g)
+    assert program_length(on) > 0 and program_length(off) == 0
+    assert len(on) - len(off) == program_length(on)
