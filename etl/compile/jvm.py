@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +39,12 @@ _LOCK = threading.Lock()
 _JAR: dict[str, Path | None] = {}
 _WHY: list[str] = []  # why the jar could not be built (logged once)
 _AVAILABLE: dict[int, bool] = {}  # id(SparkContext) -> the jar's classes load in its JVM
+
+
+def switched_off(variable: str) -> bool:
+    """An environment switch of one of etl's JVM paths (ETL_PREFILTER, ETL_LOOKUP_JVM, ETL_GROK_PROGRAM) set to
+    off, 0, false or no."""
+    return os.environ.get(variable, "").strip().lower() in ("off", "0", "false", "no")
 
 
 def sources() -> list[Path]:

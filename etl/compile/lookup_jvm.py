@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -75,14 +74,14 @@ def jvm_lookup(events: Any, src: TableSource, ev_keys: list[str], values: list[s
                how: str, refresh: bool, lk: str) -> tuple[Any, Callable[[], None] | None] | None:
     """(the joined frame, the driver's refresh step or None), or None when the JVM cannot serve it."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StructField, StructType
+    from pyspark.sql.types import ArrayType, StructType
 
     from etl.compile import jvm
     from etl.compile.deadletter import fence
     from etl.compile.lookup import event_key, spark_type
 
     spark = events.sparkSession
-    if os.environ.get("ETL_LOOKUP_JVM", "").strip().lower() in ("off", "0", "false", "no"):
+    if jvm.switched_off("ETL_LOOKUP_JVM"):
         return None
     if not spark.sparkContext.master.startswith("local") or not jvm.available(spark):
         return None
@@ -99,7 +98,7 @@ def jvm_lookup(events: Any, src: TableSource, ev_keys: list[str], values: list[s
         log.warning("lookup of table '%s' runs in Python workers: %s", src.name, " ".join(str(e).split())[:400])
         return None
     table = JvmTable(src, handle, version)
-    struct = StructType([StructField(c, _spark_type(spark_type(src.schema.field(c).type)), True) for c in values])
+    struct = StructType.fromDDL(", ".join(f"`{c}` {spark_type(src.schema.field(c).type)}" for c in values))
     key = event_key(events, ev_keys)
     if meta["duplicates"] or refresh:  # a key may have several rows (now or after a refresh): explode
         found = jvm.static_call(spark, CLASS, "all", ArrayType(struct, False), key, F.lit(handle))
@@ -111,9 +110,3 @@ def jvm_lookup(events: Any, src: TableSource, ev_keys: list[str], values: list[s
     out = df.select(*[F.col(f"`{c}`") for c in events.columns],
                     *[F.col(lk).getField(c).alias(renamed[c]) for c in values])
     return out, ((lambda: table.follow(spark)) if refresh else None)
-
-
-def _spark_type(ddl: str) -> Any:
-    from pyspark.sql.types import _parse_datatype_string
-
-    return _parse_datatype_string(ddl)

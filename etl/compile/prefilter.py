@@ -8,9 +8,10 @@ program can only match rows whose text contains one of a few literals
 (`etl.optimize.literals.program_literal_groups`: every rule needs one of its
 patterns, every pattern needs one literal of each of a few sets), a keep filter first runs
 
-    where(etl_literal_prefilter(cast(field AS binary), X'<literal file name>') OR ...)
+    where(LiteralPrefilter.test(field, '<literal file name>') OR ...)
 
-in the JVM: one pass over the lower-cased ASCII bytes of the field looking for
+in the JVM (a static call in generated code; in a session without etl's jar on
+its class path, the UDF `etl_literal_prefilter(cast(field AS binary), ...)`): one pass over the lower-cased ASCII bytes of the field looking for
 each pattern's most selective need, one bit test per byte in a table that stays
 in the CPU's caches (exact tables are read on a hit only), so its cost hardly
 grows with the number of literals; a pattern's other needs (up to
@@ -21,10 +22,10 @@ ASCII; the matcher decides them), NULL values never match
 through their field. What passes goes to the matcher as before, so the
 result is the same row for row; only the work changes.
 
-The UDF is one small Java class (etl/jvm/LiteralPrefilter.java) in etl's jar
+Both are one Java class (etl/jvm/LiteralPrefilter.java) in etl's jar
 (etl/compile/jvm.py: compiled with `javac` on first use, on the class path of
-sessions etl starts; added with `ADD JAR` to others), registered as a
-temporary function. The literal sets go to the
+sessions etl starts; added with `ADD JAR` to others, where the UDF is
+registered as a temporary function). The literal sets go to the
 executors with `SparkContext.addFile`, one file per set (named by its SHA-256,
 so a reloaded program gets a new file), loaded once per executor JVM. Without
 `javac` (or when any of this fails) filters run without the prefilter: the
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 from typing import Any
 
@@ -130,7 +130,9 @@ def prefilter_condition(program: Any, df: Any) -> Any:
     that is not a string column, or no prefilter available)."""
     from etl.optimize.literals import program_literal_groups
 
-    if os.environ.get("ETL_PREFILTER", "").strip().lower() in ("off", "0", "false", "no"):
+    from etl.compile.jvm import switched_off
+
+    if switched_off("ETL_PREFILTER"):
         return None
     key = getattr(program, "digest", None)
     if key and key in _LITERALS:

@@ -123,29 +123,23 @@ public final class LookupTables {
     /** The row of `key` (a table whose keys are unique), or null. */
     public static InternalRow one(UTF8String key, int handle) {
         Table t = table(handle);
-        Object base = key.getBaseObject();
-        long off = key.getBaseOffset();
-        int len = key.numBytes();
-        long h = hash(base, off, len);
-        int s = t.find(h, base, off, len, t.home(h));
+        long h = hash(key.getBaseObject(), key.getBaseOffset(), key.numBytes());
+        int s = t.find(h, key, t.home(h));
         return s < 0 ? null : new TableRow(t, Table.address(t.slots[s]));
     }
 
     /** Every row of `key` in table order (null when none). */
     public static ArrayData all(UTF8String key, int handle) {
         Table t = table(handle);
-        Object base = key.getBaseObject();
-        long off = key.getBaseOffset();
-        int len = key.numBytes();
-        long h = hash(base, off, len);
-        int s = t.find(h, base, off, len, t.home(h));
+        long h = hash(key.getBaseObject(), key.getBaseOffset(), key.numBytes());
+        int s = t.find(h, key, t.home(h));
         if (s < 0) {
             return null;
         }
         List<Object> rows = new ArrayList<>(2);
         while (s >= 0) {
             rows.add(new TableRow(t, Table.address(t.slots[s])));
-            s = t.find(h, base, off, len, (s + 1) & t.mask);
+            s = t.find(h, key, (s + 1) & t.mask);
         }
         return new GenericArrayData(rows.toArray());
     }
@@ -203,12 +197,15 @@ public final class LookupTables {
         }
 
         /** The first slot at or after `from` (in probe order from the hash's home) holding `key`, or -1. */
-        int find(long h, Object base, long off, int len, int from) {
+        int find(long h, UTF8String key, int from) {
             int tag = (int) (h >>> 32);
             for (int i = from; ; i = (i + 1) & mask) {
                 long s = slots[i];
                 if (s == 0) return -1;
-                if ((int) (s >>> 32) == tag && sameKey(address(s), base, off, len)) return i;
+                if ((int) (s >>> 32) == tag && sameKey(address(s), key.getBaseObject(), key.getBaseOffset(),
+                                                       key.numBytes())) {
+                    return i;
+                }
             }
         }
 

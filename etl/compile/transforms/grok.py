@@ -17,7 +17,6 @@ capture is NULL (as with regexp_extract, an empty and a missing group look alike
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Any
 
@@ -42,10 +41,12 @@ def expand(node: Node) -> Any:
 
 def spec_bytes(g: Any, program: bool = True) -> bytes:
     """The pattern as etl/jvm/Grok.java reads it (its docstring has the layout), with its matcher program
-    (etl/grokvm) when there is one and ETL_GROK_PROGRAM is not `off` (then java.util.regex answers alone)."""
+    (etl/grokvm) when there is one and ETL_GROK_PROGRAM is not off (then java.util.regex answers alone)."""
     rx = g.java_regex.encode("utf-8")
     groups = [f.group for f in g.fields]
-    program = program and os.environ.get("ETL_GROK_PROGRAM", "on").lower() != "off"
+    from etl.compile.jvm import switched_off
+
+    program = program and not switched_off("ETL_GROK_PROGRAM")
     prog = (program_of(g) if program else None) or b""
     return (b"EGS1" + struct.pack("<I", len(rx)) + rx + struct.pack(f"<H{len(groups)}H", len(groups), *groups)
             + struct.pack("<I", len(prog)) + prog)
