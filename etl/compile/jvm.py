@@ -39,6 +39,7 @@ _LOCK = threading.Lock()
 _JAR: dict[str, Path | None] = {}
 _WHY: list[str] = []  # why the jar could not be built (logged once)
 _AVAILABLE: dict[int, bool] = {}  # id(SparkContext) -> the jar's classes load in its JVM
+_SHIPPED: set[tuple[int, str]] = set()  # (SparkContext, file name) pairs already added
 
 
 def switched_off(variable: str) -> bool:
@@ -104,6 +105,23 @@ def _build() -> Path:
                        timeout=120)
         write_atomically(target, built.read_bytes())
     return target
+
+
+def ship_text(spark: Any, kind: str, body: str) -> str:
+    """A text file for etl's JVM code (a prefilter's literals, a rule program), named by its content, written
+    once under the cache folder and added to the SparkContext once (executors fetch it; the JVM side opens it by
+    path where it exists, else through SparkFiles); its name."""
+    sc = spark.sparkContext
+    data = body.encode("utf-8")
+    name = f"etl-{kind}-{hashlib.sha256(data).hexdigest()[:24]}.txt"
+    if (id(sc), name) in _SHIPPED:
+        return name
+    path = cache_root() / kind / name
+    if not path.exists():
+        write_atomically(path, data)
+    sc.addFile(str(path))
+    _SHIPPED.add((id(sc), name))
+    return name
 
 
 def launch_conf(conf: dict[str, str]) -> dict[str, str]:

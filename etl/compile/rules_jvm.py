@@ -1,0 +1,80 @@
+"""The JVM rule path: a filter's rule set decided by static calls in generated code, with no Python worker.
+
+Spark runs a Python UDF through a worker per task, and that round trip costs
+even when the JVM prefilter leaves it no row (bench/filter.py --rules 1000:
+0.12 s of a 0.9 s run). So a program whose predicates are all patterns on one
+string field that translate exactly to java.util.regex (etl.optimize.jvmprogram
+says which, and why not) runs in etl/jvm/RuleMatch.java instead: the prefilter
+first, then `RuleMatch.any` (keep, drop) or `RuleMatch.ids` (tag) on the rows
+it lets through. The program goes to the executors as a file (SparkContext.
+addFile), named by its content: a reloaded rule set gets a new one.
+
+`ETL_RULES_JVM=off` keeps every rule set on the Python path; so do sessions
+without etl's jar. Sibling filters (several filters reading one input) that
+take the JVM path each run alone; the others still share one mapInArrow pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+log = logging.getLogger("etl.rules")
+
+CLASS = "etl.jvm.RuleMatch"  # etl/jvm/RuleMatch.java
+_PLANS: dict[str, Any] = {}  # program digest -> its JvmPlan (a few kept)
+
+
+def plan_of(program: Any) -> Any:
+    from etl.optimize.jvmprogram import jvm_plan
+
+    key = getattr(program, "digest", "")
+    got = _PLANS.get(key) if key else None
+    if got is None:
+        got = jvm_plan(program)
+        if got.body is None:
+            log.info("rule set %s runs in Python workers: %s", key[:12], got.reason)
+        if key:
+            _PLANS[key] = got
+            while len(_PLANS) > 16:
+                _PLANS.pop(next(iter(_PLANS)))
+    return got
+
+
+def eligible(spark: Any, program: Any) -> bool:
+    """Can this session run the program in the JVM? (its field's type is checked by `verdict`)"""
+    from etl.compile import jvm
+
+    return not jvm.switched_off("ETL_RULES_JVM") and jvm.available(spark) and plan_of(program).body is not None
+
+
+def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
+    """The program's result per row as a JVM column (boolean "some rule matches", or the matched rule ids), or
+    None when the program or the session cannot take this path. ``candidate``: the prefilter's condition (rows
+    failing it match no rule), or None."""
+    from etl.compile import jvm
+
+    spark = df.sparkSession
+    if not eligible(spark, program):
+        return None
+    plan = plan_of(program)
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, BooleanType, StringType
+
+    if plan.field is None:
+        value = F.lit(None).cast("string")
+    else:
+        try:
+            dtype = df.select(F.col(plan.field)).schema.fields[0].dataType
+        except Exception:  # noqa: BLE001 - a field the frame does not have: the Python matcher reads it as null
+            return None
+        if not isinstance(dtype, StringType):
+            return None
+        value = F.col(plan.field)
+    name = F.lit(jvm.ship_text(spark, "rules", plan.body))
+    if tag:
+        ids = jvm.static_call(spark, CLASS, "ids", ArrayType(StringType()), value, name,
+                              null_in_null_out=False)
+        return ids if candidate is None else F.when(candidate, ids).otherwise(F.array().cast("array<string>"))
+    hit = jvm.static_call(spark, CLASS, "any", BooleanType(), value, name, null_in_null_out=False)
+    return hit if candidate is None else F.when(candidate, hit).otherwise(F.lit(False))

@@ -1,0 +1,350 @@
+package etl.jvm;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.spark.SparkFiles;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * A filter's rule set decided in the JVM: static calls in generated code, no Python worker.
+ *
+ * <p>The program file (written by etl/optimize/jvmprogram.py, shipped with SparkContext.addFile) holds each
+ * pattern predicate as two java.util.regex patterns with exactly the meaning of Python's {@code re.search}
+ * (etl/optimize/javaregex.py: one exact on ASCII values, one on every value), the literal one of which an ASCII
+ * value must contain (lower-cased) for the pattern to match, and each rule's boolean tree over the predicates.
+ * Per value: the patterns whose literal occurs (found through a 3-gram bitset of the literals) are run, and those
+ * without one; on a value with non-ASCII characters also every pattern with a caseless part (its literals are
+ * folded for ASCII only). Then the rules using a predicate that held, and the rules that can hold without any, are
+ * evaluated.
+ */
+public final class RuleMatch {
+    private static final ConcurrentHashMap<String, Program> PROGRAMS = new ConcurrentHashMap<>();
+    private static final PerTask<UTF8String, State> STATES = new PerTask<>();
+    private static final GenericArrayData NONE = new GenericArrayData(new Object[0]);
+
+    private RuleMatch() {}
+
+    /** Does any rule match the value? (keep and drop filters) */
+    public static boolean any(UTF8String value, UTF8String file) {
+        State s = STATES.get(file, State::new);
+        return s.run(value, true) > 0;
+    }
+
+    /** The ids of the rules matching the value, in rule order (tag filters). */
+    public static ArrayData ids(UTF8String value, UTF8String file) {
+        State s = STATES.get(file, State::new);
+        int n = s.run(value, false);
+        if (n == 0) return NONE;
+        Arrays.sort(s.matched, 0, n);
+        Object[] out = new Object[n];
+        for (int k = 0; k < n; k++) out[k] = s.p.ids[s.matched[k]];
+        return new GenericArrayData(out);
+    }
+
+    /** java.util.regex's find, for tests of the translation. */
+    public static boolean find(String regex, String text) {
+        return Pattern.compile(regex).matcher(text).find();
+    }
+
+    private static final byte[] LOW = new byte[128];
+
+    static {
+        for (int c = 0; c < 128; c++) LOW[c] = (byte) ((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    }
+
+    /** The rule set of one program file. */
+    static final class Program {
+        static final int LEAF = 0, TRUE = 1, FALSE = 2, NOT = 3, AND = 4, OR = 5;
+
+        final int leaves;
+        final Pattern[] ascii;
+        final String[] unicodeText;  // compiled on first use: values with other characters may never come
+        final Pattern[] unicode;
+        final int[][] patternLeaves;
+        final int[] unconditional;  // patterns without a literal: run on every value
+        final int[] caseless;  // patterns with literals that hold on ASCII values only: run on every other value
+        final long[] grams = new long[1 << 15];  // 3-grams (7 bits per character) starting a literal
+        final Map<Integer, byte[][]> literals = new HashMap<>();  // 3-gram -> literals starting with it
+        final Map<Integer, int[][]> literalPatterns = new HashMap<>();  // ... -> the patterns of each
+        final UTF8String[] ids;
+        final int[][] kinds;  // per rule, its tree in prefix order: node kinds
+        final int[][] args;  // ... a leaf's predicate or a node's number of children
+        final int[][] ends;  // ... the index after each node's subtree
+        final int[] always;  // rules that can hold with every predicate false
+        final int[][] leafRules;  // predicate -> the rules using it
+
+        Program(List<String> lines) {
+            List<String[]> pats = new ArrayList<>();
+            List<String[]> rules = new ArrayList<>();
+            int nLeaves = 0;
+            for (String line : lines) {
+                if (line.isEmpty()) continue;
+                String[] f = line.split(" ", -1);
+                switch (f[0]) {
+                    case "L": nLeaves = Integer.parseInt(f[1]); break;
+                    case "P": pats.add(f); break;
+                    case "R": rules.add(f); break;
+                    default: break;
+                }
+            }
+            leaves = nLeaves;
+            ascii = new Pattern[pats.size()];
+            unicode = new Pattern[pats.size()];
+            unicodeText = new String[pats.size()];
+            patternLeaves = new int[pats.size()][];
+            List<Integer> uncond = new ArrayList<>();
+            List<Integer> folding = new ArrayList<>();
+            Map<Integer, List<byte[]>> lits = new HashMap<>();
+            Map<Integer, List<int[]>> litPats = new HashMap<>();
+            Map<String, List<Integer>> byLiteral = new HashMap<>();
+            for (int i = 0; i < pats.size(); i++) {
+                String[] f = pats.get(i);
+                patternLeaves[i] = ints(f[1]);
+                ascii[i] = Pattern.compile(text(f[2]));
+                unicodeText[i] = text(f[3]);
+                if (f[4].equals("-")) {
+                    uncond.add(i);
+                } else {
+                    if (f[5].equals("c")) folding.add(i);
+                    for (String h : f[4].split(",")) byLiteral.computeIfAbsent(text(h), k -> new ArrayList<>()).add(i);
+                }
+            }
+            for (Map.Entry<String, List<Integer>> e : byLiteral.entrySet()) {
+                byte[] lit = e.getKey().getBytes(StandardCharsets.US_ASCII);
+                int g = gram(lit, 0);
+                grams[g >>> 6] |= 1L << (g & 63);
+                lits.computeIfAbsent(g, k -> new ArrayList<>()).add(lit);
+                litPats.computeIfAbsent(g, k -> new ArrayList<>())
+                       .add(e.getValue().stream().mapToInt(Integer::intValue).toArray());
+            }
+            for (Map.Entry<Integer, List<byte[]>> e : lits.entrySet()) {
+                literals.put(e.getKey(), e.getValue().toArray(new byte[0][]));
+                literalPatterns.put(e.getKey(), litPats.get(e.getKey()).toArray(new int[0][]));
+            }
+            unconditional = uncond.stream().mapToInt(Integer::intValue).toArray();
+            caseless = folding.stream().mapToInt(Integer::intValue).toArray();
+            ids = new UTF8String[rules.size()];
+            kinds = new int[rules.size()][];
+            args = new int[rules.size()][];
+            ends = new int[rules.size()][];
+            List<Integer> alw = new ArrayList<>();
+            List<List<Integer>> byLeaf = new ArrayList<>();
+            for (int l = 0; l < leaves; l++) byLeaf.add(new ArrayList<>());
+            for (int r = 0; r < rules.size(); r++) {
+                String[] f = rules.get(r);
+                ids[r] = UTF8String.fromString(text(f[1]));
+                if (f[2].equals("1")) alw.add(r);
+                String[] toks = f[3].split(",");
+                kinds[r] = new int[toks.length];
+                args[r] = new int[toks.length];
+                for (int k = 0; k < toks.length; k++) {
+                    String t = toks[k];
+                    char c = t.charAt(0);
+                    kinds[r][k] = c == 'P' ? LEAF : c == 'T' ? TRUE : c == 'F' ? FALSE : c == 'N' ? NOT
+                                  : c == 'A' ? AND : OR;
+                    if (t.length() > 1) args[r][k] = Integer.parseInt(t.substring(1));
+                    if (c == 'P' && !byLeaf.get(args[r][k]).contains(r)) byLeaf.get(args[r][k]).add(r);
+                }
+                ends[r] = new int[toks.length];
+                end(r, 0);
+            }
+            always = alw.stream().mapToInt(Integer::intValue).toArray();
+            leafRules = new int[leaves][];
+            for (int l = 0; l < leaves; l++) leafRules[l] = byLeaf.get(l).stream().mapToInt(Integer::intValue).toArray();
+        }
+
+        private int end(int r, int k) {
+            int j = k + 1;
+            int kind = kinds[r][k];
+            if (kind == NOT) {
+                j = end(r, j);
+            } else if (kind == AND || kind == OR) {
+                for (int c = 0; c < args[r][k]; c++) j = end(r, j);
+            }
+            ends[r][k] = j;
+            return j;
+        }
+
+        boolean eval(int r, int k, boolean[] hit) {
+            switch (kinds[r][k]) {
+                case LEAF: return hit[args[r][k]];
+                case TRUE: return true;
+                case FALSE: return false;
+                case NOT: return !eval(r, k + 1, hit);
+                case AND: {
+                    int j = k + 1;
+                    for (int c = 0; c < args[r][k]; c++, j = ends[r][j]) if (!eval(r, j, hit)) return false;
+                    return true;
+                }
+                default: {
+                    int j = k + 1;
+                    for (int c = 0; c < args[r][k]; c++, j = ends[r][j]) if (eval(r, j, hit)) return true;
+                    return false;
+                }
+            }
+        }
+
+        synchronized Pattern unicode(int i) {
+            Pattern u = unicode[i];
+            if (u == null) unicode[i] = u = Pattern.compile(unicodeText[i]);
+            return u;
+        }
+
+        /** The 3 characters at i, lower-cased, or -1 when one is not ASCII (no literal starts there). */
+        static int gram(byte[] b, int i) {
+            int x = b[i], y = b[i + 1], z = b[i + 2];
+            if ((x | y | z) < 0) return -1;
+            return (LOW[x] << 14) | (LOW[y] << 7) | LOW[z];
+        }
+
+        private static int[] ints(String s) {
+            if (s.isEmpty()) return new int[0];
+            return Arrays.stream(s.split(",")).mapToInt(Integer::parseInt).toArray();
+        }
+
+        private static String text(String hex) {
+            byte[] out = new byte[hex.length() / 2];
+            for (int i = 0; i < out.length; i++) out[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
+            return new String(out, StandardCharsets.UTF_8);
+        }
+
+        static Program load(String file) {
+            String path = Files.exists(Paths.get(file)) ? file : SparkFiles.get(file);
+            try {
+                return new Program(Files.readAllLines(Paths.get(path), StandardCharsets.US_ASCII));
+            } catch (IOException e) {
+                throw new RuntimeException("etl: cannot read the rule program " + path, e);
+            }
+        }
+    }
+
+    /** A task's program and its buffers: predicate bits, matchers, stamps. */
+    static final class State {
+        final Program p;
+        final boolean[] hit;
+        final int[] touched;
+        int nTouched;
+        final Matcher[] asciiMatchers;
+        final Matcher[] unicodeMatchers;
+        final int[] patternStamp;
+        final int[] ruleStamp;
+        int epoch;
+        final int[] matched;
+
+        State(UTF8String file) {
+            p = PROGRAMS.computeIfAbsent(file.toString(), Program::load);
+            hit = new boolean[p.leaves];
+            touched = new int[p.leaves];
+            asciiMatchers = new Matcher[p.ascii.length];
+            unicodeMatchers = new Matcher[p.ascii.length];
+            patternStamp = new int[p.ascii.length];
+            ruleStamp = new int[p.ids.length];
+            matched = new int[p.ids.length];
+        }
+
+        /** Evaluates the rules on the value: with firstOnly, 1 at the first match (else 0); otherwise the number
+         *  of matching rules, whose indices are then in `matched`. */
+        int run(UTF8String value, boolean firstOnly) {
+            for (int k = 0; k < nTouched; k++) hit[touched[k]] = false;
+            nTouched = 0;
+            if (++epoch == Integer.MAX_VALUE) {
+                epoch = 1;
+                Arrays.fill(patternStamp, 0);
+                Arrays.fill(ruleStamp, 0);
+            }
+            if (value != null) patterns(value);
+            int n = 0;
+            for (int r : p.always) {
+                ruleStamp[r] = epoch;
+                if (p.eval(r, 0, hit)) {
+                    if (firstOnly) return 1;
+                    matched[n++] = r;
+                }
+            }
+            for (int k = 0; k < nTouched; k++) {
+                for (int r : p.leafRules[touched[k]]) {
+                    if (ruleStamp[r] == epoch) continue;
+                    ruleStamp[r] = epoch;
+                    if (p.eval(r, 0, hit)) {
+                        if (firstOnly) return 1;
+                        matched[n++] = r;
+                    }
+                }
+            }
+            return n;
+        }
+
+        private void patterns(UTF8String value) {
+            byte[] b = value.getBytes();
+            int n = b.length;
+            boolean ascii = true;
+            for (byte x : b) {
+                if (x < 0) {
+                    ascii = false;
+                    break;
+                }
+            }
+            String s = ascii ? new String(b, StandardCharsets.ISO_8859_1) : value.toString();
+            for (int i : p.unconditional) test(i, s, ascii);
+            if (!ascii) {
+                for (int i : p.caseless) {
+                    patternStamp[i] = epoch;
+                    test(i, s, false);
+                }
+            }
+            for (int i = 0; i + 3 <= n; i++) {
+                int g = Program.gram(b, i);
+                if (g < 0 || (p.grams[g >>> 6] & (1L << (g & 63))) == 0) continue;
+                byte[][] lits = p.literals.get(g);
+                int[][] pats = p.literalPatterns.get(g);
+                for (int j = 0; j < lits.length; j++) {
+                    if (!at(b, n, i, lits[j])) continue;
+                    for (int pat : pats[j]) {
+                        if (patternStamp[pat] == epoch) continue;
+                        patternStamp[pat] = epoch;
+                        test(pat, s, ascii);
+                    }
+                }
+            }
+        }
+
+        private static boolean at(byte[] b, int n, int i, byte[] lit) {
+            if (i + lit.length > n) return false;
+            for (int k = 3; k < lit.length; k++) {
+                int x = b[i + k];
+                if (x < 0 || LOW[x] != lit[k]) return false;
+            }
+            return true;
+        }
+
+        private void test(int pat, String s, boolean ascii) {
+            Matcher[] ms = ascii ? asciiMatchers : unicodeMatchers;
+            Matcher m = ms[pat];
+            if (m == null) {
+                m = ms[pat] = (ascii ? p.ascii[pat] : p.unicode(pat)).matcher(s);
+            } else {
+                m.reset(s);
+            }
+            if (!m.find()) return;
+            for (int leaf : p.patternLeaves[pat]) {
+                if (!hit[leaf]) {
+                    hit[leaf] = true;
+                    touched[nTouched++] = leaf;
+                }
+            }
+        }
+    }
+}

