@@ -89,12 +89,14 @@ public final class RuleMatch {
         Program(List<String> lines) {
             List<String[]> pats = new ArrayList<>();
             List<String[]> rules = new ArrayList<>();
+            Map<String, String> classes = new HashMap<>();
             int nLeaves = 0;
             for (String line : lines) {
                 if (line.isEmpty()) continue;
                 String[] f = line.split(" ", -1);
                 switch (f[0]) {
                     case "L": nLeaves = Integer.parseInt(f[1]); break;
+                    case "S": classes.put(f[1], text(f[2])); break;
                     case "P": pats.add(f); break;
                     case "R": rules.add(f); break;
                     default: break;
@@ -113,8 +115,8 @@ public final class RuleMatch {
             for (int i = 0; i < pats.size(); i++) {
                 String[] f = pats.get(i);
                 patternLeaves[i] = ints(f[1]);
-                ascii[i] = Pattern.compile(text(f[2]));
-                unicodeText[i] = text(f[3]);
+                ascii[i] = Pattern.compile(expand(text(f[2]), classes));
+                unicodeText[i] = expand(text(f[3]), classes);
                 if (f[4].equals("-")) {
                     uncond.add(i);
                 } else {
@@ -208,6 +210,22 @@ public final class RuleMatch {
             int x = b[i], y = b[i + 1], z = b[i + 2];
             if ((x | y | z) < 0) return -1;
             return (LOW[x] << 14) | (LOW[y] << 7) | LOW[z];
+        }
+
+        private static final Pattern MARK = Pattern.compile("@(\\d+)@");
+
+        /** The pattern with its marks @n@ replaced by the long classes they stand for (the S lines). */
+        private static String expand(String pattern, Map<String, String> classes) {
+            if (pattern.indexOf('@') < 0) return pattern;
+            Matcher m = MARK.matcher(pattern);
+            StringBuilder out = new StringBuilder();
+            while (m.find()) {
+                String c = classes.get(m.group(1));
+                if (c == null) throw new IllegalArgumentException("etl: rule program without class " + m.group(1));
+                m.appendReplacement(out, Matcher.quoteReplacement(c));
+            }
+            m.appendTail(out);
+            return out.toString();
         }
 
         private static int[] ints(String s) {

@@ -74,6 +74,7 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
     if program.fingerprint_fields:
         lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
     lines.extend(_prefilter_lines(program))
+    lines.extend(_jvm_lines(program))
 
     where: dict[int, str] = {}
     for n in program.natives:
@@ -136,6 +137,19 @@ def _prefilter_lines(program: FilterProgram) -> list[str]:
     return [f"jvm literal prefilter: {per_field}"]
 
 
+def _jvm_lines(program: FilterProgram) -> list[str]:
+    """Whether the rules are decided in the JVM (etl.compile.rules_jvm) where etl's jar is loaded, or why not."""
+    from etl.optimize.jvmprogram import jvm_plan
+
+    if "fallback" not in program.passes:
+        return []
+    plan = jvm_plan(program)
+    if plan.body is None:
+        return [f"jvm rules: no, python workers ({plan.reason})"]
+    n = sum(1 for line in plan.body.splitlines() if line.startswith("P "))
+    return [f"jvm rules: java.util.regex, {_n(n, 'pattern')}" + (f" on {plan.field}" if plan.field else "")]
+
+
 def _counts(items: list[str]) -> str:
     seen: dict[str, int] = {}
     for x in items:
@@ -164,6 +178,7 @@ def summary(program: FilterProgram, show_sizes: bool = True) -> str:
     if program.fingerprint_fields:
         lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
     lines.extend(_prefilter_lines(program))
+    lines.extend(_jvm_lines(program))
     native = {n.leaf for n in program.natives}
     kinds = []
     for r in program.rules:

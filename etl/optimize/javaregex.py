@@ -22,7 +22,8 @@ values without other characters, and small), ``unicode`` is exact on every
 value. Java's lookbehind steps over a supplementary character correctly only
 when the pattern text itself holds one, so the Unicode form holds one (in an
 optional empty-safe group at its end, which changes no answer) and writes
-non-ASCII code points as themselves.
+non-ASCII code points as themselves. Long classes are written as marks
+(:func:`shared`, :func:`expand`) so that a program file holds each once.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def _char(c: int, ascii_only: bool) -> str:
     return chr(c)
 
 
+SHARED_OVER = 96  # a class text longer than this is written once per program file (see `shared`)
+_SHARED: dict[str, int] = {}  # long class text -> its number (the process's, append-only)
+_SHARED_TEXT: list[str] = []
+_MARK = re.compile(r"@(\d+)@")
+
+
+@lru_cache(maxsize=16384)
 def _set(ranges: Ranges, ascii_only: bool) -> str:
     if ascii_only:
         ranges = _clip_ascii(ranges)
@@ -72,7 +80,26 @@ def _set(ranges: Ranges, ascii_only: bool) -> str:
         return _char(ranges[0][0], ascii_only)
     parts = [_char(lo, ascii_only) if lo == hi else f"{_char(lo, ascii_only)}-{_char(hi, ascii_only)}"
              for lo, hi in ranges]
-    return "[" + "".join(parts) + "]"
+    text = "[" + "".join(parts) + "]"
+    if len(text) <= SHARED_OVER:
+        return text
+    # a Unicode class (\w has about 700 ranges, and \b uses it four times): a mark `@n@` instead, which no
+    # translation writes otherwise (a bare @ is always written \x{40})
+    n = _SHARED.get(text)
+    if n is None:
+        n = _SHARED[text] = len(_SHARED_TEXT)
+        _SHARED_TEXT.append(text)
+    return f"@{n}@"
+
+
+def shared(text: str) -> dict[int, str]:
+    """The long classes a translated pattern refers to by mark: number -> class text."""
+    return {int(n): _SHARED_TEXT[int(n)] for n in _MARK.findall(text)}
+
+
+def expand(text: str) -> str:
+    """The pattern with its marks replaced by their classes (what RuleMatch compiles)."""
+    return _MARK.sub(lambda m: _SHARED_TEXT[int(m.group(1))], text)
 
 
 class _Writer:

@@ -13,6 +13,7 @@ says why.
 The file is ASCII text, a line per item, strings hex-encoded UTF-8:
 
     L <number of predicates>
+    S <number> <class>          (a long character class the patterns write as @number@)
     P <predicates it decides, comma-separated> <ascii form> <unicode form> <literals or -> <c or s>
     R <rule id> <1 if the rule can hold with every predicate false, else 0> <tree>
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
-from etl.optimize.javaregex import unsupported_reason, translate
+from etl.optimize.javaregex import shared, translate, unsupported_reason
 from etl.optimize.literals import MIN_LENGTH, required_literals
 from etl.optimize.ruletree import fold
 
@@ -96,8 +97,13 @@ def jvm_plan(program: FilterProgram) -> JvmPlan:
     if missing:
         return JvmPlan(None, None, f"predicate p{missing[0]} is not a pattern")
     lines = [f"L {len(program.predicates)}"]
+    classes: dict[int, str] = {}
     for decides, regex, flags in patterns:
         t = translate(regex, flags)
+        for n, text in shared(t.ascii + t.unicode).items():
+            if n not in classes:
+                classes[n] = text
+                lines.append(f"S {n} {_hex(text)}")
         lines.append(f"P {','.join(map(str, decides))} {_hex(t.ascii)} {_hex(t.unicode)} {_literals(regex, flags)} "
                      f"{'c' if t.caseless else 's'}")
     for r in program.rules:

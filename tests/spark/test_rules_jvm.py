@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from etl.optimize import compile_rules
-from etl.optimize.javaregex import Unsupported, translate
+from etl.optimize.javaregex import Unsupported, expand, translate
 from etl.optimize.jvmprogram import jvm_plan
 from etl.optimize.reference import matched_rules
 from etl.spec.rules import Rule
@@ -37,7 +37,7 @@ MUST_TRANSLATE = ["\\bk\\b", "(?i)k", "(?i)s", "(?i)i", "(?i)\u03c3", "a$", "^a"
 
 
 def jfind(spark, regex: str, text: str) -> bool:
-    return bool(spark.sparkContext._jvm.etl.jvm.RuleMatch.find(regex, text))
+    return bool(spark.sparkContext._jvm.etl.jvm.RuleMatch.find(expand(regex), text))
 
 
 def test_patterns_that_must_translate_find_what_python_finds(spark):
@@ -151,6 +151,22 @@ def test_program_outside_the_jvm_path_says_why():
     two = [Rule.model_validate({"id": "a", "when": {"field": "cmd", "regex": "x"}}),
            Rule.model_validate({"id": "b", "when": {"field": "user", "regex": "y"}})]
     assert jvm_plan(compile_rules(two)).reason == "patterns read several fields (cmd, user)"
+
+
+def test_explain_names_the_jvm_path_and_the_program_file_holds_long_classes_once():
+    from etl.optimize.explain import explain
+
+    rules = [Rule.model_validate({"id": "a", "when": {"field": "cmd", "regex": "\\bcurl\\b"}}),
+             Rule.model_validate({"id": "b", "when": {"field": "cmd", "regex": "\\w+\\.sh\\b", "caseless": True}})]
+    program = compile_rules(rules)
+    assert "jvm rules: java.util.regex, 2 patterns on cmd\n" in explain(program, show_sizes=False)
+    body = jvm_plan(program).body
+    classes = [line for line in body.splitlines() if line.startswith("S ")]
+    assert len(classes) == 1  # Unicode \w: written once
+    n = classes[0].split(" ")[1]
+    forms = [bytes.fromhex(line.split(" ")[3]).decode() for line in body.splitlines() if line.startswith("P ")]
+    # \b is four uses of \w: 2 * 4 in the first pattern, 1 + 4 in the second (the ASCII forms write [0-9A-Z_a-z])
+    assert [f.count(f"@{n}@") for f in forms] == [8, 5]
 
 
 PIPELINE = """
