@@ -13,8 +13,9 @@ AvailableNow streaming query over the same files through the etl compile path
 frame written to Spark's ``noop`` sink (every row and column materialized,
 nothing stored):
 
-* optimized: file source -> filter with the rules (etl.optimize program in
-  mapInArrow) -> noop;
+* optimized: file source -> filter with the rules -> noop (the rules are
+  decided in the JVM, etl.compile.rules_jvm; with ETL_RULES_JVM=off by
+  Hyperscan in Python workers);
 * naive_spark: the scan pipeline's frame filtered with the same regexes as a
   balanced OR tree of ``rlike`` (``fail`` when Spark cannot run it);
 * scan: file source -> noop (no filter).
@@ -220,9 +221,14 @@ def main(argv: list[str] | None = None) -> None:
           f"patterns ({db_bytes} bytes), {len(program.fallbacks)} python fallbacks", flush=True)
     scan_plan = checked_plan(scan_yaml)
 
+    from etl.compile.rules_jvm import eligible, plan_of
     from etl.runtime.session import build_session
 
     spark = build_session("bench-filter", args.master, {"spark.ui.enabled": "false"}, ui=False)
+    why = plan_of(program).reason
+    print("optimized runs in: " + ("the JVM (etl.compile.rules_jvm; ETL_RULES_JVM=off for Python workers)"
+                                   if eligible(spark, program) else f"Python workers ({why or 'ETL_RULES_JVM=off'})"),
+          flush=True)
     variants: dict[str, Callable[[], float]] = {
         "scan": runner(spark, scan_plan, work, "scan"),
         "optimized": runner(spark, plan, work, "optimized"),
