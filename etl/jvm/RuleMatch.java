@@ -26,8 +26,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * (etl/optimize/javaregex.py: one exact on ASCII values, one on every value), the literal one of which an ASCII
  * value must contain (lower-cased) for the pattern to match, and each rule's boolean tree over the predicates.
  * Per value: the patterns whose literal occurs (found through a 3-gram bitset of the literals) are run, and those
- * without one; on a value with non-ASCII characters also every pattern with a caseless part (its literals are
- * folded for ASCII only). Then the rules using a predicate that held, and the rules that can hold without any, are
+ * without one; on a value holding a non-ASCII character that folds to an ASCII one (a Kelvin sign) also every
+ * pattern with a caseless part. Then the rules using a predicate that held, and the rules that can hold without any, are
  * evaluated.
  */
 public final class RuleMatch {
@@ -75,7 +75,8 @@ public final class RuleMatch {
         final Pattern[] unicode;
         final int[][] patternLeaves;
         final int[] unconditional;  // patterns without a literal: run on every value
-        final int[] caseless;  // patterns with literals that hold on ASCII values only: run on every other value
+        final int[] caseless;  // patterns whose literals are folded: run on every value holding a `folding` character
+        int[] folding = new int[0];  // the non-ASCII characters Python matches caselessly with an ASCII one
         final long[] grams = new long[1 << 15];  // 3-grams (7 bits per character) starting a literal
         final Map<Integer, byte[][]> literals = new HashMap<>();  // 3-gram -> literals starting with it
         final Map<Integer, int[][]> literalPatterns = new HashMap<>();  // ... -> the patterns of each
@@ -96,6 +97,10 @@ public final class RuleMatch {
                 String[] f = line.split(" ", -1);
                 switch (f[0]) {
                     case "L": nLeaves = Integer.parseInt(f[1]); break;
+                    case "F":
+                        folding = f[1].isEmpty() ? new int[0]
+                                  : Arrays.stream(f[1].split(",")).mapToInt(h -> Integer.parseInt(h, 16)).toArray();
+                        break;
                     case "S": classes.put(f[1], text(f[2])); break;
                     case "P": pats.add(f); break;
                     case "R": rules.add(f); break;
@@ -317,7 +322,7 @@ public final class RuleMatch {
             }
             String s = ascii ? new String(b, StandardCharsets.ISO_8859_1) : value.toString();
             for (int i : p.unconditional) test(i, s, ascii);
-            if (!ascii) {
+            if (!ascii && folds(s)) {
                 for (int i : p.caseless) {
                     patternStamp[i] = epoch;
                     test(i, s, false);
@@ -337,6 +342,12 @@ public final class RuleMatch {
                     }
                 }
             }
+        }
+
+        /** Does the value hold a character a caseless ASCII literal matches? (its literals do not hold then) */
+        private boolean folds(String s) {
+            for (int c : p.folding) if (s.indexOf(c) >= 0) return true;
+            return false;
         }
 
         private static boolean at(byte[] b, int n, int i, byte[] lit) {

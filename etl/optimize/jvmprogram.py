@@ -13,6 +13,7 @@ says why.
 The file is ASCII text, a line per item, strings hex-encoded UTF-8:
 
     L <number of predicates>
+    F <code points, hex, comma-separated>
     S <number> <class>          (a long character class the patterns write as @number@)
     P <predicates it decides, comma-separated> <ascii form> <unicode form> <literals or -> <c or s>
     R <rule id> <1 if the rule can hold with every predicate false, else 0> <tree>
@@ -21,8 +22,11 @@ A pattern's literals (lower case, 3 characters or more: etl.optimize.literals)
 are the ones an ASCII value must contain, one of them, for it to match; ``-``:
 none known (the pattern runs on every value). ``s``: the pattern is case
 sensitive, so the literals hold on every value (a run of literal characters
-appears as it is); ``c``: some part is caseless, and a value with non-ASCII
-characters (a Kelvin sign is a caseless k) runs the pattern whatever it holds.
+appears as it is); ``c``: some part is caseless, so its literals hold on
+values without the ``F`` code points: the non-ASCII characters that Python
+matches caselessly with an ASCII one (the Kelvin sign with k, the long s with
+s, dotted and dotless i with i); a value holding one runs the pattern whatever
+it holds.
 A tree is its nodes in prefix
 order, comma-separated: ``P<predicate>``, ``T``, ``F``, ``N`` (not), ``A<n>``/
 ``O<n>`` (and/or of the next n subtrees).
@@ -30,8 +34,11 @@ order, comma-separated: ``P<predicate>``, ``T``, ``F``, ``N`` (not), ``A<n>``/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
+from etl.optimize.hsregex import _literal_ranges
 from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
 from etl.optimize.javaregex import shared, translate, unsupported_reason
 from etl.optimize.literals import MIN_LENGTH, required_literals
@@ -70,6 +77,16 @@ def _literals(regex: str, flags: int) -> str:
     return ",".join(_hex(x) for x in sorted(need))
 
 
+@lru_cache(maxsize=1)
+def folding_into_ascii() -> tuple[int, ...]:
+    """The non-ASCII code points Python's re matches caselessly with some ASCII character."""
+    out: set[int] = set()
+    for a in range(0x80):
+        for lo, hi in _literal_ranges(a, int(re.IGNORECASE)):
+            out.update(c for c in range(max(lo, 0x80), hi + 1))
+    return tuple(sorted(out))
+
+
 def jvm_plan(program: FilterProgram) -> JvmPlan:
     """The program file for RuleMatch, or why the program stays on the Python path."""
     if program.natives:
@@ -96,7 +113,7 @@ def jvm_plan(program: FilterProgram) -> JvmPlan:
     missing = sorted(used - served.keys())
     if missing:
         return JvmPlan(None, None, f"predicate p{missing[0]} is not a pattern")
-    lines = [f"L {len(program.predicates)}"]
+    lines = [f"L {len(program.predicates)}", "F " + ",".join(f"{c:x}" for c in folding_into_ascii())]
     classes: dict[int, str] = {}
     for decides, regex, flags in patterns:
         t = translate(regex, flags)

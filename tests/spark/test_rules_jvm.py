@@ -138,8 +138,13 @@ def test_many_rules_with_the_prefilter_equal_the_reference(spark):
     rnd = random.Random(3)
     values += [v.replace("a", "\u00e4", 1) for v in rnd.sample(values, 200)]  # non-ASCII rows
     values += [v.upper() for v in rnd.sample(values, 200)] + [None, ""]
+    # a Kelvin sign or a long s matches k or s caselessly: tool names of the caseless rules written with them
+    tools = [r.when.regex.replace("\\.", ".") for r in rules if r.when.caseless]
+    kelvin, long_s = "\u212a", "\u017f"
+    values += ["run " + t.replace("k", kelvin).replace("s", long_s) + " now" for t in tools if "k" in t or "s" in t]
     want = [matched_rules(rules, {"cmd": v}) for v in values]
     assert sum(1 for w in want if w) >= 40  # the sample exercises matches, not only misses
+    assert sum(1 for v, w in zip(values, want) if w and v and ("\u212a" in v or "\u017f" in v)) >= 3
     assert [list(x) for x in decide(spark, program, values, tag=True, candidate=True)] == want
 
 
