@@ -1,24 +1,19 @@
 package etl.jvm;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
-import org.apache.spark.SparkFiles;
 import org.apache.spark.sql.api.java.UDF2;
 import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /** True when the bytes hold a non-ASCII byte or, lower-cased, contain one of the literals of the set file. */
 public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
-    private static final ConcurrentHashMap<String, Grams> SETS = new ConcurrentHashMap<>();
+    private static final Shipped<Grams> SETS = new Shipped<>(16, "prefilter literals", LiteralPrefilter::parse);
 
     private static final class Last {
         final byte[] name;
@@ -41,8 +36,7 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
         }
         Last l = last;
         if (l == null || (l.name != setFile && !Arrays.equals(l.name, setFile))) {
-            l = new Last(setFile, SETS.computeIfAbsent(new String(setFile, StandardCharsets.UTF_8),
-                                                       LiteralPrefilter::load));
+            l = new Last(setFile, SETS.get(new String(setFile, StandardCharsets.UTF_8)));
             last = l;
         }
         return l.grams.matches(value, value.length);
@@ -56,7 +50,7 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
         byte[] buf = new byte[256];
 
         Scan(UTF8String setFile) {
-            grams = SETS.computeIfAbsent(setFile.toString(), LiteralPrefilter::load);
+            grams = SETS.get(setFile.toString());
         }
     }
 
@@ -73,25 +67,20 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
         return s.grams.matches(s.buf, n);
     }
 
-    private static Grams load(String setFile) {
-        String path = Files.exists(Paths.get(setFile)) ? setFile : SparkFiles.get(setFile);
-        try {
-            List<byte[][][]> groups = new ArrayList<>();
-            for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.US_ASCII)) {
-                if (line.isEmpty()) continue;
-                String[] needs = line.split(" ");
-                byte[][][] group = new byte[needs.length][][];
-                for (int k = 0; k < needs.length; k++) {
-                    String[] alts = needs[k].split(",");
-                    group[k] = new byte[alts.length][];
-                    for (int j = 0; j < alts.length; j++) group[k][j] = unhex(alts[j]);
-                }
-                groups.add(group);
+    private static Grams parse(List<String> lines) {
+        List<byte[][][]> groups = new ArrayList<>();
+        for (String line : lines) {
+            if (line.isEmpty()) continue;
+            String[] needs = line.split(" ");
+            byte[][][] group = new byte[needs.length][][];
+            for (int k = 0; k < needs.length; k++) {
+                String[] alts = needs[k].split(",");
+                group[k] = new byte[alts.length][];
+                for (int j = 0; j < alts.length; j++) group[k][j] = unhex(alts[j]);
             }
-            return new Grams(groups);
-        } catch (IOException e) {
-            throw new RuntimeException("etl: cannot read the prefilter literals " + path, e);
+            groups.add(group);
         }
+        return new Grams(groups);
     }
 
     private static byte[] unhex(String h) {

@@ -1,19 +1,14 @@
 package etl.jvm;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.apache.spark.SparkFiles;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -31,7 +26,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * evaluated.
  */
 public final class RuleMatch {
-    private static final ConcurrentHashMap<String, Program> PROGRAMS = new ConcurrentHashMap<>();
+    private static final Shipped<Program> PROGRAMS = new Shipped<>(8, "rule program", Program::new);
     private static final PerTask<UTF8String, State> STATES = new PerTask<>();
     private static final GenericArrayData NONE = new GenericArrayData(new Object[0]);
 
@@ -243,15 +238,6 @@ public final class RuleMatch {
             for (int i = 0; i < out.length; i++) out[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
             return new String(out, StandardCharsets.UTF_8);
         }
-
-        static Program load(String file) {
-            String path = Files.exists(Paths.get(file)) ? file : SparkFiles.get(file);
-            try {
-                return new Program(Files.readAllLines(Paths.get(path), StandardCharsets.US_ASCII));
-            } catch (IOException e) {
-                throw new RuntimeException("etl: cannot read the rule program " + path, e);
-            }
-        }
     }
 
     /** A task's program and its buffers: predicate bits, matchers, stamps. */
@@ -268,7 +254,7 @@ public final class RuleMatch {
         final int[] matched;
 
         State(UTF8String file) {
-            p = PROGRAMS.computeIfAbsent(file.toString(), Program::load);
+            p = PROGRAMS.get(file.toString());
             hit = new boolean[p.leaves];
             touched = new int[p.leaves];
             asciiMatchers = new Matcher[p.ascii.length];

@@ -227,3 +227,13 @@ def test_the_plan_runs_python_only_off_the_jvm_path(spark, tmp_path, monkeypatch
         python = "ArrowEvalPython" in text or "MapInArrow" in text  # off the JVM path the siblings share a pass
         assert python == (path == "python"), text
         assert ("RuleMatch" in text) == (path == "jvm"), text
+
+
+def test_a_program_evicted_from_the_jvm_cache_is_loaded_again(spark):
+    # RuleMatch keeps the last 8 programs it loaded (etl/jvm/Shipped.java); hot reloads ship new ones
+    programs = [compile_rules([Rule.model_validate({"id": f"w{k}", "when": {"field": "cmd", "contains": f"word{k}x"}})])
+                for k in range(10)]
+    values = [f"a word{k}x b" for k in range(10)]
+    for k, program in enumerate(programs):
+        assert decide(spark, program, values, tag=True) == [[f"w{k}"] if j == k else [] for j in range(10)]
+    assert decide(spark, programs[0], values, tag=False) == [True] + [False] * 9
