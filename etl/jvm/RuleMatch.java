@@ -11,6 +11,7 @@ import java.util.regex.Pattern;
 
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -20,8 +21,8 @@ import org.apache.spark.unsafe.types.UTF8String;
  * pattern predicate as two java.util.regex patterns with exactly the meaning of Python's {@code re.search}
  * (etl/optimize/javaregex.py: one exact on ASCII values, one on every value), the literal one of which an ASCII
  * value must contain (lower-cased) for the pattern to match, and each rule's boolean tree over the predicates.
- * Per value: the patterns whose literal occurs (found through a 3-gram bitset of the literals) are run, and those
- * without one; on a value holding a non-ASCII character that folds to an ASCII one (a Kelvin sign) also every
+ * Per value: the patterns whose first literal occurs (found through a 3-gram bitset of the literals) and whose
+ * other needs hold are run, and those without literals; on a value holding a non-ASCII character that folds to an ASCII one (a Kelvin sign) also every
  * pattern with a caseless part. Then the rules using a predicate that held, and the rules that can hold without any, are
  * evaluated.
  */
@@ -69,6 +70,7 @@ public final class RuleMatch {
         final String[] unicodeText;  // compiled on first use: values with other characters may never come
         final Pattern[] unicode;
         final int[][] patternLeaves;
+        final byte[][][][] rest;  // pattern -> its other needs -> their literals (lower case)
         final int[] unconditional;  // patterns without a literal: run on every value
         final int[] caseless;  // patterns whose literals are folded: run on every value holding a `folding` character
         int[] folding = new int[0];  // the non-ASCII characters Python matches caselessly with an ASCII one
@@ -107,6 +109,7 @@ public final class RuleMatch {
             unicode = new Pattern[pats.size()];
             unicodeText = new String[pats.size()];
             patternLeaves = new int[pats.size()][];
+            rest = new byte[pats.size()][][][];
             List<Integer> uncond = new ArrayList<>();
             List<Integer> folding = new ArrayList<>();
             Map<Integer, List<byte[]>> lits = new HashMap<>();
@@ -117,11 +120,21 @@ public final class RuleMatch {
                 patternLeaves[i] = ints(f[1]);
                 ascii[i] = Pattern.compile(expand(text(f[2]), classes));
                 unicodeText[i] = expand(text(f[3]), classes);
+                rest[i] = new byte[0][][];
                 if (f[4].equals("-")) {
                     uncond.add(i);
                 } else {
                     if (f[5].equals("c")) folding.add(i);
-                    for (String h : f[4].split(",")) byLiteral.computeIfAbsent(text(h), k -> new ArrayList<>()).add(i);
+                    String[] needs = f[4].split(";");
+                    for (String h : needs[0].split(",")) byLiteral.computeIfAbsent(text(h), k -> new ArrayList<>()).add(i);
+                    rest[i] = new byte[needs.length - 1][][];
+                    for (int k = 1; k < needs.length; k++) {
+                        String[] alts = needs[k].split(",");
+                        rest[i][k - 1] = new byte[alts.length][];
+                        for (int j = 0; j < alts.length; j++) {
+                            rest[i][k - 1][j] = text(alts[j]).getBytes(StandardCharsets.US_ASCII);
+                        }
+                    }
                 }
             }
             for (Map.Entry<String, List<Integer>> e : byLiteral.entrySet()) {
@@ -296,22 +309,33 @@ public final class RuleMatch {
             return n;
         }
 
-        private void patterns(UTF8String value) {
-            byte[] b = value.getBytes();
-            int n = b.length;
-            boolean ascii = true;
-            for (byte x : b) {
-                if (x < 0) {
-                    ascii = false;
+        private byte[] buf = new byte[256];  // the value's bytes (a copy: no allocation per row)
+        private int len;
+        private boolean ascii;
+        private UTF8String value;
+        private String text;  // the value as a String, made when a pattern runs
+
+        private void patterns(UTF8String v) {
+            int n = v.numBytes();
+            if (n > buf.length) buf = new byte[Math.max(n, 2 * buf.length)];
+            byte[] b = buf;
+            Platform.copyMemory(v.getBaseObject(), v.getBaseOffset(), b, Platform.BYTE_ARRAY_OFFSET, n);
+            boolean asc = true;
+            for (int i = 0; i < n; i++) {
+                if (b[i] < 0) {
+                    asc = false;
                     break;
                 }
             }
-            String s = ascii ? new String(b, StandardCharsets.ISO_8859_1) : value.toString();
-            for (int i : p.unconditional) test(i, s, ascii);
-            if (!ascii && folds(s)) {
+            len = n;
+            ascii = asc;
+            value = v;
+            text = null;
+            for (int i : p.unconditional) test(i);
+            if (!asc && p.caseless.length > 0 && folds(text())) {
                 for (int i : p.caseless) {
                     patternStamp[i] = epoch;
-                    test(i, s, false);
+                    test(i);
                 }
             }
             for (int i = 0; i + 3 <= n; i++) {
@@ -324,15 +348,48 @@ public final class RuleMatch {
                     for (int pat : pats[j]) {
                         if (patternStamp[pat] == epoch) continue;
                         patternStamp[pat] = epoch;
-                        test(pat, s, ascii);
+                        if (holds(b, n, p.rest[pat])) test(pat);
                     }
                 }
             }
+            value = null;
+        }
+
+        private String text() {
+            if (text == null) text = ascii ? new String(buf, 0, len, StandardCharsets.ISO_8859_1) : value.toString();
+            return text;
         }
 
         /** Does the value hold a character a caseless ASCII literal matches? (its literals do not hold then) */
         private boolean folds(String s) {
             for (int c : p.folding) if (s.indexOf(c) >= 0) return true;
+            return false;
+        }
+
+        /** Does the value hold, lower-cased, one literal of each need? */
+        private static boolean holds(byte[] b, int n, byte[][][] needs) {
+            for (byte[][] need : needs) {
+                boolean any = false;
+                for (byte[] lit : need) {
+                    if (contains(b, n, lit)) {
+                        any = true;
+                        break;
+                    }
+                }
+                if (!any) return false;
+            }
+            return true;
+        }
+
+        private static boolean contains(byte[] b, int n, byte[] lit) {
+            outer:
+            for (int s = 0; s + lit.length <= n; s++) {
+                for (int k = 0; k < lit.length; k++) {
+                    int x = b[s + k];
+                    if (x < 0 || LOW[x] != lit[k]) continue outer;
+                }
+                return true;
+            }
             return false;
         }
 
@@ -345,13 +402,13 @@ public final class RuleMatch {
             return true;
         }
 
-        private void test(int pat, String s, boolean ascii) {
+        private void test(int pat) {
             Matcher[] ms = ascii ? asciiMatchers : unicodeMatchers;
             Matcher m = ms[pat];
             if (m == null) {
-                m = ms[pat] = (ascii ? p.ascii[pat] : p.unicode(pat)).matcher(s);
+                m = ms[pat] = (ascii ? p.ascii[pat] : p.unicode(pat)).matcher(text());
             } else {
-                m.reset(s);
+                m.reset(text());
             }
             if (!m.find()) return;
             for (int leaf : p.patternLeaves[pat]) {

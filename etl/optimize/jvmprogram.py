@@ -15,11 +15,13 @@ The file is ASCII text, a line per item, strings hex-encoded UTF-8:
     L <number of predicates>
     F <code points, hex, comma-separated>
     S <number> <class>          (a long character class the patterns write as @number@)
-    P <predicates it decides, comma-separated> <ascii form> <unicode form> <literals or -> <c or s>
+    P <predicates it decides, comma-separated> <ascii form> <unicode form> <needs or -> <c or s>
     R <rule id> <1 if the rule can hold with every predicate false, else 0> <tree>
 
-A pattern's literals (lower case, 3 characters or more: etl.optimize.literals)
-are the ones an ASCII value must contain, one of them, for it to match; ``-``:
+A pattern's literals are its needs (etl.optimize.literals), separated by ``;``:
+an ASCII value it matches contains, lower-cased, one literal of each. The first
+need's literals have 3 characters or more and index the pattern; the others
+(up to two, of 2 characters or more) are checked before the regex runs. ``-``:
 none known (the pattern runs on every value). ``s``: the pattern is case
 sensitive, so the literals hold on every value (a run of literal characters
 appears as it is); ``c``: some part is caseless, so its literals hold on
@@ -41,7 +43,7 @@ from functools import lru_cache
 from etl.optimize.hsregex import _literal_ranges
 from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
 from etl.optimize.javaregex import shared, translate, unsupported_reason
-from etl.optimize.literals import MIN_LENGTH, required_literals
+from etl.optimize.literals import MAX_NEEDS, MIN_LENGTH, SECONDARY_MIN_LENGTH, literal_options, required_literals
 from etl.optimize.ruletree import fold
 
 
@@ -71,10 +73,12 @@ def _tree(e: Expr, out: list[str]) -> None:
 
 
 def _literals(regex: str, flags: int) -> str:
-    need = required_literals(regex, flags, min_length=MIN_LENGTH)
-    if not need:
+    first = required_literals(regex, flags, min_length=MIN_LENGTH)
+    if not first:
         return "-"
-    return ",".join(_hex(x) for x in sorted(need))
+    others = [n for n in literal_options(regex, flags, False, SECONDARY_MIN_LENGTH) if n != first]
+    others.sort(key=lambda n: (-min(map(len, n)), len(n), sorted(n)))
+    return ";".join(",".join(_hex(x) for x in sorted(need)) for need in [first, *others[:MAX_NEEDS - 1]])
 
 
 @lru_cache(maxsize=1)

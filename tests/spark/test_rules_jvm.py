@@ -237,3 +237,17 @@ def test_a_program_evicted_from_the_jvm_cache_is_loaded_again(spark):
     for k, program in enumerate(programs):
         assert decide(spark, program, values, tag=True) == [[f"w{k}"] if j == k else [] for j in range(10)]
     assert decide(spark, programs[0], values, tag=False) == [True] + [False] * 9
+
+
+def test_patterns_with_several_needs_on_mixed_case_values(spark):
+    # each pattern is indexed by one literal and runs only when its other needs hold too (lower-cased)
+    rules = [Rule.model_validate({"id": "ssh", "when": {"field": "cmd", "regex": "ssh\\s+-R\\s+\\d+:", "caseless": True}}),
+             Rule.model_validate({"id": "py", "when": {"field": "cmd", "regex": "python.*socket.*connect"}}),
+             Rule.model_validate({"id": "dl", "when": {"field": "cmd", "regex": "(curl|wget) .*\\| *(ba)?sh",
+                                                       "caseless": True}})]
+    values = ["ssh -R 8080:host", "SSH  -r 1:x", "Ssh -R x:", "ssh -L 8080:host", "python -c socket;connect",
+              "PYTHON -c SOCKET;CONNECT", "python -c connect socket", "WGET http://x | BASH", "Curl x |sh",
+              "curl x | zsh", "\u212aSSH -R 9:", "ssh -\u212a 9:", None]
+    want = [matched_rules(rules, {"cmd": v}) for v in values]
+    assert want == [["ssh"], ["ssh"], [], [], ["py"], [], [], ["dl"], ["dl"], [], ["ssh"], [], []]
+    assert [list(x) for x in decide(spark, compile_rules(rules), values, tag=True)] == want
