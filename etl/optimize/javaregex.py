@@ -15,9 +15,11 @@ parser and written anew, construct by construct, without any Java flag:
   Python's word set (``\\B`` never holds in an empty string, as in Python 3.11);
 * groups, alternation, greedy and lazy repeats and lookarounds keep their form.
 
-Backreferences, conditionals, atomic groups and possessive repeats are not
-translated (:class:`Unsupported`): a rule set using them stays on the Python
-path. Two forms are produced: ``ascii`` has every set cut to ASCII (exact on
+Backreferences, conditionals, atomic groups, possessive repeats and unbounded
+repeats of alternations or variable-width parts (``(ab|cd)*``, ``(\\w+\\s)+``:
+java.util.regex recurses once per repetition there, and a long value would
+overflow the stack, where Python ``re`` does not) are not translated
+(:class:`Unsupported`): a rule set using them stays on the Python path. Two forms are produced: ``ascii`` has every set cut to ASCII (exact on
 values without other characters, and small), ``unicode`` is exact on every
 value. Java's lookbehind steps over a supplementary character correctly only
 when the pattern text itself holds one, so the Unicode form holds one (in an
@@ -40,6 +42,7 @@ from etl.optimize.hsregex import Ranges, _category_ranges, _class_ranges, _clip_
 
 _I, _S, _M, _A, _L = int(re.IGNORECASE), int(re.DOTALL), int(re.MULTILINE), int(re.ASCII), int(re.LOCALE)
 MAX_COUNT = 100_000  # larger repeat counts are left to Python (Java's limits differ)
+DEEP_REPEAT = 64  # a repeat allowed more times than this must have a fixed-width body (see `_fixed_width`)
 ALL: Ranges = ((0, 0x10FFFF),)
 _SUPPLEMENTARY_MARK = "(?:\U0010ffff)?"  # see the module docstring: makes Java step back by code points
 
@@ -102,6 +105,26 @@ def expand(text: str) -> str:
     return _MARK.sub(lambda m: _SHARED_TEXT[int(m.group(1))], text)
 
 
+def _fixed_width(items) -> bool:
+    """Does every match of the items have one length, without alternation? (java.util.regex then repeats the
+    body in a loop; a body with alternatives or optional parts it repeats by recursion)"""
+    for op, av in items:
+        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN, C.AT):
+            continue
+        if op is C.SUBPATTERN:
+            if not _fixed_width(av[3]):
+                return False
+        elif op in (C.MAX_REPEAT, C.MIN_REPEAT):
+            if av[0] != av[1] or not _fixed_width(av[2]):
+                return False
+        elif op in (C.ASSERT, C.ASSERT_NOT):
+            if not _fixed_width(av[1]):
+                return False
+        else:
+            return False
+    return True
+
+
 class _Writer:
     def __init__(self, ascii_only: bool):
         self.ascii_only = ascii_only
@@ -132,6 +155,9 @@ class _Writer:
             lo, hi, sub = av
             if lo > MAX_COUNT or (hi != C.MAXREPEAT and hi > MAX_COUNT):
                 raise Unsupported(f"a repeat count above {MAX_COUNT}")
+            if (hi == C.MAXREPEAT or hi > DEEP_REPEAT) and not _fixed_width(sub):
+                # java.util.regex recurses once per repetition of such a body: a long value overflows the stack
+                raise Unsupported("an unbounded repeat of an alternation or of a variable-width part")
             q = f"{{{lo},}}" if hi == C.MAXREPEAT else f"{{{lo},{hi}}}"
             return "(?:" + self.seq(sub, flags) + ")" + q + ("?" if op is C.MIN_REPEAT else "")
         if op in (C.ASSERT, C.ASSERT_NOT):

@@ -53,9 +53,27 @@ def test_patterns_that_must_translate_find_what_python_finds(spark):
 def test_constructs_left_to_python_are_named():
     for rx, why in [("(a)\\1", "a backreference"), ("(a)?(?(1)b|c)", "a conditional group"),
                     ("(?>a+)b", "an atomic group"), ("a++", "a possessive repeat"),
-                    ("x{2,200000}", "a repeat count above 100000")]:
+                    ("x{2,200000}", "a repeat count above 100000"),
+                    ("(ab|cd)*", "an unbounded repeat of an alternation"), ("(\\w+\\s)+", "variable-width part"),
+                    ("(a(b)?){65}", "variable-width part")]:
         with pytest.raises(Unsupported, match=re.escape(why)):
             translate(rx)
+
+
+def test_repeats_java_runs_in_a_loop_take_long_values(spark):
+    # kept for Java: bodies of one width (a loop in java.util.regex) or few repetitions; a 200,000-character
+    # value must not overflow the stack of the thread that matches it
+    long = "ab" * 100_000 + "!"
+    for rx in ["(ab)*!", "(?:a[bc])+!", "\\S*!", "[a-z]+!", "(a(?=b)b)*!", "(\\d+\\.){3}", "(ab|cd){1,64}!",
+               "x(ab)*", "(?i)(AB)+!"]:
+        t = translate(rx)
+        want = re.search(rx, long) is not None
+        assert jfind(spark, t.unicode, long) == want, rx
+        assert jfind(spark, t.ascii, long) == want, rx
+    # what the translation refuses, and why: java.util.regex itself on (a|b)* (Python answers True)
+    assert re.search("(a|b)*!", long)
+    with pytest.raises(Exception, match="StackOverflowError"):
+        jfind(spark, "(?:a|b)*!", long)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
