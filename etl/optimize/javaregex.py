@@ -109,8 +109,11 @@ def _fixed_width(items) -> bool:
     """Does every match of the items have one length, without alternation? (java.util.regex then repeats the
     body in a loop; a body with alternatives or optional parts it repeats by recursion)"""
     for op, av in items:
-        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN, C.AT):
+        if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
             continue
+        if op is C.AT:  # \b, ^ and $ are written with alternatives (see `_Writer.at`)
+            if av not in (C.AT_BEGINNING_STRING, C.AT_END_STRING):
+                return False
         if op is C.SUBPATTERN:
             if not _fixed_width(av[3]):
                 return False

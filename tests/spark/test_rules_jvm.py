@@ -55,7 +55,7 @@ def test_constructs_left_to_python_are_named():
                     ("(?>a+)b", "an atomic group"), ("a++", "a possessive repeat"),
                     ("x{2,200000}", "a repeat count above 100000"),
                     ("(ab|cd)*", "an unbounded repeat of an alternation"), ("(\\w+\\s)+", "variable-width part"),
-                    ("(a(b)?){65}", "variable-width part")]:
+                    ("(a(b)?){65}", "variable-width part"), ("(\\bab)*", "variable-width part")]:
         with pytest.raises(Unsupported, match=re.escape(why)):
             translate(rx)
 
