@@ -47,8 +47,7 @@ CLASS = "etl.jvm.LiteralPrefilter"  # etl/jvm/LiteralPrefilter.java
 _LOCK = threading.Lock()
 PREFILTER_NEEDS = 3
 _LITERALS: dict[str, Any] = {}  # program digest -> its literal condition (a few kept)
-_FILES: set[tuple[int, str]] = set()  # (SparkContext, file) pairs already added
-_NAMES: dict[int, tuple[Any, str]] = {}  # id(groups) -> (groups, their file's name)
+_BODIES: dict[int, tuple[Any, str]] = {}  # id(groups) -> (groups, their file's text)
 _SESSIONS: set[tuple[int, int]] = set()  # (SparkContext, JVM session hash code) pairs holding the UDF
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
 
@@ -88,20 +87,17 @@ def _register(spark: Any) -> bool:
 
 def _literal_file(spark: Any, groups: tuple) -> str:
     """The field's groups in a file (a line per group: its needs separated by spaces, a need's literals by
-    commas, each hex-encoded), added to the SparkContext; its name."""
+    commas, each hex-encoded), added to the SparkContext (etl.compile.jvm.ship_text); its name."""
     from etl.compile import jvm
 
-    known = _NAMES.get(id(groups))
-    if known is not None and known[0] is groups and (id(spark.sparkContext), known[1]) in _FILES:
-        return known[1]
-    body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
-                   for group in groups)
-    name = jvm.ship_text(spark, "literals", body)
-    _FILES.add((id(spark.sparkContext), name))
-    _NAMES[id(groups)] = (groups, name)  # the groups object is kept, so its id is not reused meanwhile
-    while len(_NAMES) > 64:
-        _NAMES.pop(next(iter(_NAMES)))
-    return name
+    known = _BODIES.get(id(groups))
+    if known is None or known[0] is not groups:
+        body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
+                       for group in groups)
+        known = _BODIES[id(groups)] = (groups, body)  # the groups object is kept, so its id is not reused meanwhile
+        while len(_BODIES) > 64:
+            _BODIES.pop(next(iter(_BODIES)))
+    return jvm.ship_text(spark, "literals", known[1])
 
 
 def literal_test(spark: Any, column: Any, groups: tuple) -> Any:

@@ -83,7 +83,8 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
         return new Grams(groups);
     }
 
-    private static byte[] unhex(String h) {
+    /** Hex text to bytes (the encoding of the files etl's driver ships). */
+    static byte[] unhex(String h) {
         byte[] out = new byte[h.length() / 2];
         for (int i = 0; i < out.length; i++) out[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
         return out;
@@ -218,7 +219,7 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             return (g * 0x9E3779B1) >>> (32 - HASH_BITS);
         }
 
-        private static final byte[] LOW = new byte[128];  // ASCII lower-casing, without a branch per byte
+        static final byte[] LOW = new byte[128];  // ASCII lower-casing, without a branch per byte
 
         static {
             for (int c = 0; c < 128; c++) LOW[c] = (byte) ((c >= 'A' && c <= 'Z') ? c + 32 : c);
@@ -274,7 +275,8 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             return false;
         }
 
-        private static boolean holds(byte[] v, int n, byte[][][] needs) {
+        /** Does v hold, lower-cased, one literal (lower case) of each need? Also used by RuleMatch. */
+        static boolean holds(byte[] v, int n, byte[][][] needs) {
             for (byte[][] need : needs) {
                 boolean any = false;
                 for (byte[] lit : need) {
@@ -295,7 +297,7 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             return false;
         }
 
-        private static boolean equalAt(byte[] v, int n, int start, byte[] lit) {
+        static boolean equalAt(byte[] v, int n, int start, byte[] lit) {
             if (start + lit.length > n) return false;
             for (int k = lit.length - 1; k >= 0; k--) {
                 if (lower(v[start + k]) != lit[k]) return false;

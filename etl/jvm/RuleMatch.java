@@ -55,11 +55,7 @@ public final class RuleMatch {
         return Pattern.compile(regex).matcher(text).find();
     }
 
-    private static final byte[] LOW = new byte[128];
-
-    static {
-        for (int c = 0; c < 128; c++) LOW[c] = (byte) ((c >= 'A' && c <= 'Z') ? c + 32 : c);
-    }
+    private static final byte[] LOW = LiteralPrefilter.Grams.LOW;  // ASCII lower-casing
 
     /** The rule set of one program file. */
     static final class Program {
@@ -247,9 +243,7 @@ public final class RuleMatch {
         }
 
         private static String text(String hex) {
-            byte[] out = new byte[hex.length() / 2];
-            for (int i = 0; i < out.length; i++) out[i] = (byte) Integer.parseInt(hex.substring(2 * i, 2 * i + 2), 16);
-            return new String(out, StandardCharsets.UTF_8);
+            return new String(LiteralPrefilter.unhex(hex), StandardCharsets.UTF_8);
         }
     }
 
@@ -344,11 +338,11 @@ public final class RuleMatch {
                 byte[][] lits = p.literals.get(g);
                 int[][] pats = p.literalPatterns.get(g);
                 for (int j = 0; j < lits.length; j++) {
-                    if (!at(b, n, i, lits[j])) continue;
+                    if (!LiteralPrefilter.Grams.equalAt(b, n, i, lits[j])) continue;
                     for (int pat : pats[j]) {
                         if (patternStamp[pat] == epoch) continue;
                         patternStamp[pat] = epoch;
-                        if (holds(b, n, p.rest[pat])) test(pat);
+                        if (LiteralPrefilter.Grams.holds(b, n, p.rest[pat])) test(pat);
                     }
                 }
             }
@@ -364,42 +358,6 @@ public final class RuleMatch {
         private boolean folds(String s) {
             for (int c : p.folding) if (s.indexOf(c) >= 0) return true;
             return false;
-        }
-
-        /** Does the value hold, lower-cased, one literal of each need? */
-        private static boolean holds(byte[] b, int n, byte[][][] needs) {
-            for (byte[][] need : needs) {
-                boolean any = false;
-                for (byte[] lit : need) {
-                    if (contains(b, n, lit)) {
-                        any = true;
-                        break;
-                    }
-                }
-                if (!any) return false;
-            }
-            return true;
-        }
-
-        private static boolean contains(byte[] b, int n, byte[] lit) {
-            outer:
-            for (int s = 0; s + lit.length <= n; s++) {
-                for (int k = 0; k < lit.length; k++) {
-                    int x = b[s + k];
-                    if (x < 0 || LOW[x] != lit[k]) continue outer;
-                }
-                return true;
-            }
-            return false;
-        }
-
-        private static boolean at(byte[] b, int n, int i, byte[] lit) {
-            if (i + lit.length > n) return false;
-            for (int k = 3; k < lit.length; k++) {
-                int x = b[i + k];
-                if (x < 0 || LOW[x] != lit[k]) return false;
-            }
-            return true;
         }
 
         private void test(int pat) {

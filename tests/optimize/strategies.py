@@ -117,15 +117,20 @@ def predicates(draw) -> dict:
     return p
 
 
-trees = st.recursive(
-    predicates(),
-    lambda children: st.one_of(
-        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"all": xs}),
-        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"any": xs}),
-        children.map(lambda c: {"not": c}),
-    ),
-    max_leaves=5,
-)
+def trees_of(leaves: st.SearchStrategy, max_leaves: int) -> st.SearchStrategy:
+    """Rule trees (all / any / not) over the given predicates."""
+    return st.recursive(
+        leaves,
+        lambda children: st.one_of(
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: {"all": xs}),
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: {"any": xs}),
+            children.map(lambda c: {"not": c}),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+trees = trees_of(predicates(), 5)
 
 
 @st.composite

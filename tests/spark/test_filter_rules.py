@@ -107,7 +107,8 @@ def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path, monk
     assert merged.program.rule_ids == ("curl_sh", "nc", "ok", "curl", "sh", "server")
 
 
-def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path):
+def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path, monkeypatch):
+    monkeypatch.setenv("ETL_RULES_JVM", "off")  # the Python path: the JVM path ships a file, not a broadcast
     c = checked(tmp_path, """
         name: t-ship
         sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string}}]

@@ -15,7 +15,7 @@ from etl.optimize.javaregex import Unsupported, expand, translate
 from etl.optimize.jvmprogram import jvm_plan
 from etl.optimize.reference import matched_rules
 from etl.spec.rules import Rule
-from tests.optimize.strategies import ALPHABET, like_patterns, literals, regexes, texts
+from tests.optimize.strategies import ALPHABET, like_patterns, literals, regexes, texts, trees_of
 from tests.spark.helpers import checked, run_events
 
 pytestmark = pytest.mark.spark
@@ -100,15 +100,7 @@ def cmd_predicates(draw) -> dict:
     return p
 
 
-cmd_trees = st.recursive(
-    cmd_predicates(),
-    lambda children: st.one_of(
-        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"all": xs}),
-        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"any": xs}),
-        children.map(lambda c: {"not": c}),
-    ),
-    max_leaves=4,
-)
+cmd_trees = trees_of(cmd_predicates(), 4)
 
 
 def decide(spark, program, values: list, tag: bool, candidate: bool = False) -> list:

@@ -140,7 +140,6 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
     if not df.isStreaming:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
-    bc = ship(ctx, node.id, program.digest, program)
     # the columns are the same in every micro-batch of a query (same program, same session): built once
     columns = ctx.options.setdefault("_rule_columns", {})
     key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode())
@@ -155,7 +154,8 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
         from etl.compile.rules_jvm import verdict as jvm_verdict
 
         got = jvm_verdict(program, df, spec.mode == "tag", rest)
-        if got is None:  # the Python path: Hyperscan in an Arrow UDF
+        if got is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
+            bc = ship(ctx, node.id, program.digest, program)
             got = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", rest)
         got = columns[key] = (first, got)
         while len(columns) > 4 * _WORKER_KEEP:
