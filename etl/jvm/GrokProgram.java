@@ -22,17 +22,18 @@ final class GrokProgram {
     // access-log line reads about 3 per byte.
     static final long BUDGET_PER_BYTE = 64;
     static final long BUDGET_BASE = 4096;
+    // a DFA state that loops on itself over at least this many of the 128 bytes is skipped through (ByteSet)
+    static final int LOOP_MIN = 8;
 
     final int groups;
     private final Node root;
-    private final long fallbackLo;  // bytes 0..63 on which Python's and Java's reading may differ: not sure
-    private final long fallbackHi;  // bytes 64..127
+    private final ByteSet sure;  // null, or the bytes a line may hold: on the others (where Python's and Java's
+                                 // readings may differ) the walk is not sure
 
     private GrokProgram(int groups, Node root, long fallbackLo, long fallbackHi) {
         this.groups = groups;
         this.root = root;
-        this.fallbackLo = fallbackLo;
-        this.fallbackHi = fallbackHi;
+        this.sure = (fallbackLo | fallbackHi) == 0 ? null : new ByteSet(~fallbackLo, ~fallbackHi);
     }
 
     /**
@@ -46,12 +47,7 @@ final class GrokProgram {
     /** The root's answer: the match's end, or NOMATCH / FALLBACK (not sure). */
     private int walk(Object base, long off, int n, int[] spans) {
         if (n == 0) return FALLBACK;
-        if ((fallbackLo | fallbackHi) != 0) {
-            for (int i = 0; i < n; i++) {
-                int c = Platform.getByte(base, off + i);
-                if ((c < 64 ? fallbackLo >>> c : fallbackHi >>> (c - 64)) % 2 != 0) return FALLBACK;
-            }
-        }
+        if (sure != null && sure.skip(base, off, 0, n) < n) return FALLBACK;
         Arrays.fill(spans, -1);
         Line s = new Line(base, off, n, spans);
         int r = root.eval(s, 0);
@@ -91,8 +87,10 @@ final class GrokProgram {
         final byte[] classmap = new byte[128];
         final byte[] prevmap = new byte[128];
         final int[] start;
-        final int[] trans;
+        final int[] trans;  // (target * nclasses) << 2 | "target has a loop" << 1 | flag
         final byte[] eof;
+        final ByteSet[] loops;  // per state: null, or the bytes it loops on (the inside of \\S+, [^"]+ ...)
+        final boolean[] loopFlag;  // the loop's transitions say "a match ended before this byte"
 
         Dfa(ByteBuffer b) {
             int nstates = b.getInt();
@@ -112,14 +110,39 @@ final class GrokProgram {
             }
             start = new int[nctx];
             for (int c = 0; c < nctx; c++) start[c] = checked(b.getInt(), nstates) * nclasses;
-            trans = new int[nstates * nclasses];
-            for (int k = 0; k < trans.length; k++) {
+            int[] raw = new int[nstates * nclasses];  // target << 1 | flag
+            for (int k = 0; k < raw.length; k++) {
                 long e = ew == 2 ? (b.getShort() & 0xFFFFL) : (b.getInt() & 0xFFFFFFFFL);
-                int target = checked((int) (e >>> 1), nstates);
-                trans[k] = ((target * nclasses) << 1) | (int) (e & 1);
+                raw[k] = (checked((int) (e >>> 1), nstates) << 1) | (int) (e & 1);
             }
             eof = new byte[nstates];
             b.get(eof);
+            loops = new ByteSet[nstates];
+            loopFlag = new boolean[nstates];
+            for (int st = 1; st < nstates; st++) loop(st, raw);
+            trans = new int[raw.length];
+            for (int k = 0; k < raw.length; k++) {
+                int target = raw[k] >>> 1;
+                trans[k] = ((target * nclasses) << 2) | (loops[target] != null ? 2 : 0) | (raw[k] & 1);
+            }
+        }
+
+        /** The bytes on which state st goes to itself with the same flag (the larger set of the two flags), when
+         *  there are at least LOOP_MIN of them: then they are skipped without a table read each. */
+        private void loop(int st, int[] raw) {
+            long[] m = new long[4];  // flag 0: bytes 0..63, 64..127; flag 1: the same
+            int[] count = new int[2];
+            for (int c = 0; c < 128; c++) {
+                int e = raw[st * nclasses + (classmap[c] & 0xFF)];
+                if (e >>> 1 != st) continue;
+                m[2 * (e & 1) + (c >>> 6)] |= 1L << c;
+                count[e & 1]++;
+            }
+            int f = count[1] > count[0] ? 1 : 0;
+            if (count[f] >= LOOP_MIN) {
+                loops[st] = new ByteSet(m[2 * f], m[2 * f + 1]);
+                loopFlag[st] = f == 1;
+            }
         }
 
         private static int checked(int state, int nstates) {
@@ -145,8 +168,9 @@ final class GrokProgram {
             final byte[] cm = classmap;
             final Object base = s.base;
             final long off = s.off;
+            final int n = s.n;
             int i = p;
-            for (; i < s.n; i++) {
+            for (; i < n; i++) {
                 int e = t[state + cm[Platform.getByte(base, off + i)]];
                 if ((e & 1) != 0) {
                     if (first) {
@@ -155,14 +179,89 @@ final class GrokProgram {
                     }
                     last = i;
                 }
-                state = e >>> 1;
+                state = e >>> 2;
                 if (state == 0) {
                     s.budget -= i - p + 1;
                     return last;
                 }
+                if ((e & 2) != 0) {  // a looping state: the bytes it loops on, at once
+                    int k = state / nclasses;
+                    int j = loops[k].skip(base, off, i + 1, n);
+                    if (j > i + 1) {
+                        if (loopFlag[k]) {
+                            if (first) {
+                                s.budget -= i + 2 - p;
+                                return i + 1;
+                            }
+                            last = j - 1;
+                        }
+                        i = j - 1;
+                    }
+                }
             }
             s.budget -= i - p + 1;
             return eof[state / nclasses] != 0 ? s.n : last;
+        }
+    }
+
+    /**
+     * A set of ASCII bytes, and the first byte at or after a position that is not in it. Where the set leaves out
+     * at most 3 ranges of bytes, eight bytes are tested at a time (the "has a byte between" bit trick, exact for
+     * bytes below 128: the line is ASCII).
+     */
+    static final class ByteSet {
+        private static final long ONES = 0x0101010101010101L;
+        private static final long HIGH = 0x8080808080808080L;
+        final long lo;  // bits of bytes 0..63
+        final long hi;  // bits of bytes 64..127
+        private final byte[] member = new byte[128];
+        // per range [a, b] of bytes left out (at most 3; unused: a range no byte is in): 127 + (b + 1) and
+        // 127 - (a - 1), per byte. A byte v < 128 is in the range when 127 + (b + 1) - v and v + 127 - (a - 1) both
+        // reach 128; no byte carries into the next.
+        private final long b0;
+        private final long a0;
+        private final long b1;
+        private final long a1;
+        private final long b2;
+        private final long a2;
+        private final boolean words;  // at most 3 ranges: 8 bytes at a time
+
+        ByteSet(long lo, long hi) {
+            this.lo = lo;
+            this.hi = hi;
+            java.util.List<int[]> out = new java.util.ArrayList<>();  // the ranges of bytes not in the set
+            for (int c = 0; c < 128; c++) {
+                boolean in = ((c < 64 ? lo >>> c : hi >>> c) & 1) != 0;
+                member[c] = (byte) (in ? 1 : 0);
+                if (in) continue;
+                if (!out.isEmpty() && out.get(out.size() - 1)[1] == c - 1) out.get(out.size() - 1)[1] = c;
+                else out.add(new int[] {c, c});
+            }
+            words = out.size() <= 3;
+            while (out.size() < 3) out.add(new int[] {1, -1});  // no byte: v <= -1 never holds
+            b0 = ONES * (127 + out.get(0)[1] + 1);
+            a0 = ONES * (127 - (out.get(0)[0] - 1));
+            b1 = ONES * (127 + out.get(1)[1] + 1);
+            a1 = ONES * (127 - (out.get(1)[0] - 1));
+            b2 = ONES * (127 + out.get(2)[1] + 1);
+            a2 = ONES * (127 - (out.get(2)[0] - 1));
+        }
+
+        /** Whether some byte of the 8 in x (each below 128) is left out of the set. */
+        private boolean leftOut(long x) {
+            long v = x & ONES * 127;
+            return (((b0 - v) & (v + a0) | (b1 - v) & (v + a1) | (b2 - v) & (v + a2)) & ~x & HIGH) != 0;
+        }
+
+        /** The first i in [from, limit) whose byte is not in the set, else limit. */
+        int skip(Object base, long off, int from, int limit) {
+            int i = from;
+            if (words) {
+                while (i + 8 <= limit && !leftOut(Platform.getLong(base, off + i))) i += 8;
+            }
+            final byte[] m = member;
+            while (i < limit && m[Platform.getByte(base, off + i)] != 0) i++;
+            return i;
         }
     }
 
@@ -342,8 +441,7 @@ final class GrokProgram {
     /** A run of bytes of a set, then the rest of its sequence, whose probe picks the end. */
     static final class Scan extends Node {
         final int group;  // 0: none
-        final long lo;  // bits of bytes 0..63
-        final long hi;  // bits of bytes 64..127
+        final ByteSet set;
         final long min;
         final long max;  // -1: unbounded
         final boolean greedy;
@@ -352,23 +450,17 @@ final class GrokProgram {
         Scan(int group, byte[] set, long min, long max, boolean greedy, Dfa probe) {
             this.group = group;
             ByteBuffer b = ByteBuffer.wrap(set).order(ByteOrder.LITTLE_ENDIAN);
-            this.lo = b.getLong();
-            this.hi = b.getLong();
+            this.set = new ByteSet(b.getLong(), b.getLong());
             this.min = min;
             this.max = max;
             this.greedy = greedy;
             this.probe = probe;
         }
 
-        private boolean in(int c) {
-            return c < 64 ? (lo >>> c & 1) != 0 : (hi >>> (c - 64) & 1) != 0;
-        }
-
         @Override
         int eval(Line s, int p) {
-            long lim = max < 0 ? s.n : Math.min(s.n, p + max);
-            int q = p;
-            while (q < lim && in(s.at(q))) q++;
+            int lim = (int) (max < 0 ? s.n : Math.min(s.n, p + max));
+            int q = set.skip(s.base, s.off, p, lim);
             if (q - p < min) return NOMATCH;
             int first = (int) (p + min);
             if (greedy) {

@@ -175,3 +175,52 @@ def test_program_and_regex_agree_on_random_patterns(spark):
             assert r[f"c{k}_1"] == r[f"c{k}_0"], (k, lines[r.i])
             matched += r[f"c{k}_1"] is not None
     assert matched > len(rows) * 160 // 10  # and lines match them often
+
+
+# Byte sets whose runs the walker skips through 8 bytes at a time (GrokProgram.ByteSet: a set that leaves out at
+# most 3 ranges of ASCII) or one byte at a time (more ranges), and the bytes on either side of their edges.
+RUN_SETS = ['[^"]', r'[^\\"]', r"\S", "[^ ]", ".", "[a-z]", "[^a-z]", r"[\x00-\x1f]", r"[^\x20-\x7e]", "[ -~]",
+            r"\w", r"[^\]]", r"[^\x00-\x08]", "[^aeiou\"' ]", r"\d", r"[^ \"\]]", "[A-Za-z]"]
+EDGE_BYTES = "\x00\x01\x08\x09\x1f !\"#'09:@AZ[\\]^_`az{~\x7f"
+
+
+def test_program_and_regex_agree_on_long_runs(spark):
+    """The walker's skipping of runs (a DFA state that loops on a byte set, a SCAN of a set, the check for bytes the
+    program is not sure about) gives java.util.regex's answers on long lines of edge bytes, group for group."""
+    import re
+    from types import SimpleNamespace
+
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+
+    from etl.compile import jvm
+    from etl.compile.transforms import grok as gk
+
+    rnd = random.Random(5)
+    lines = []
+    for _ in range(120):
+        run = "".join(rnd.choice(EDGE_BYTES) for _ in range(rnd.randint(0, 3)))
+        body = rnd.choice(["a" * rnd.randint(0, 40), " " * rnd.randint(0, 20), "x" * rnd.randint(0, 30) + '"', ""])
+        lines.append("".join(rnd.choice([run, body, rnd.choice(EDGE_BYTES)]) for _ in range(rnd.randint(0, 12))))
+    templates = ["({s}+)(.)", '"({s}*)"', "({s}+?)([ \"])", "^({s}*)$", "({s}{{8,}})({s}?)", "(?:a|({s}+)) ({s}+)",
+                 r"({s}+\B)(.?)", r"({s}+)\b", "({s}+)\\1?x"]
+    df = spark.createDataFrame([(i, x) for i, x in enumerate(lines)], "i int, line string")
+    cols, programs = [], 0
+    for k, (s, t) in enumerate((s, t) for s in RUN_SETS for t in templates):
+        rx = t.format(s=s)
+        n = re.compile(rx).groups
+        g = SimpleNamespace(java_regex=rx, python_regex=rx, fields=[SimpleNamespace(group=i) for i in range(1, n + 1)])
+        programs += gk.program_of(g) is not None
+        for prog in (True, False):
+            spec = bytearray(gk.spec_bytes(g, program=prog))
+            cols.append(jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
+                                        F.lit(spec)).alias(f"c{k}_{int(prog)}"))
+    rows = df.select("i", *cols).collect()
+    total = len(RUN_SETS) * len(templates)
+    assert programs >= len(RUN_SETS) * (len(templates) - 1)  # all but the backreference template get a program
+    matched = 0
+    for r in rows:
+        for k in range(total):
+            assert r[f"c{k}_1"] == r[f"c{k}_0"], (k, lines[r.i])
+            matched += r[f"c{k}_1"] is not None
+    assert matched > len(rows) * total // 4
