@@ -121,25 +121,27 @@ public final class JsonLines {
             int start = n;
             b[n++] = '"';
             int i = 0;
-            for (; i + 8 <= len; i += 8) {  // 8 bytes at a time while none needs a look
-                long w = Platform.getLong(base, off + i);
-                if (special(w)) break;
-                Platform.putLong(b, Platform.BYTE_ARRAY_OFFSET + n, w);
-                n += 8;
-            }
-            for (; i < len; i++) {
-                byte c = Platform.getByte(base, off + i);
-                if (c < 0) {  // non-ASCII: decode and encode like to_json (Java String, U+FFFD for malformed)
-                    n = start;
-                    byte[] raw = new byte[len];
-                    Platform.copyMemory(base, off, raw, Platform.BYTE_ARRAY_OFFSET, len);
-                    stringSlow(new String(raw, StandardCharsets.UTF_8));
-                    return;
+            while (i < len) {
+                for (; i + 8 <= len; i += 8) {  // 8 bytes at a time while none needs a look
+                    long w = Platform.getLong(base, off + i);
+                    if (special(w)) break;
+                    Platform.putLong(b, Platform.BYTE_ARRAY_OFFSET + n, w);
+                    n += 8;
                 }
-                if (ESCAPE[c] != 0) {
-                    escape(c, len - i);
-                } else {
-                    b[n++] = c;
+                for (int stop = Math.min(len, i + 8); i < stop; i++) {  // the word that needs a look, byte by byte
+                    byte c = Platform.getByte(base, off + i);
+                    if (c < 0) {  // non-ASCII: decode and encode like to_json (Java String, U+FFFD for malformed)
+                        n = start;
+                        byte[] raw = new byte[len];
+                        Platform.copyMemory(base, off, raw, Platform.BYTE_ARRAY_OFFSET, len);
+                        stringSlow(new String(raw, StandardCharsets.UTF_8));
+                        return;
+                    }
+                    if (ESCAPE[c] != 0) {
+                        escape(c, len - i);
+                    } else {
+                        b[n++] = c;
+                    }
                 }
             }
             put((byte) '"');

@@ -16,7 +16,10 @@ SCHEMA = ("s string, b boolean, i8 tinyint, i16 smallint, i32 int, i64 bigint, f
           "dec decimal(20,7), small decimal(5,0), day date, ts timestamp, tags array<string>, "
           "nums array<double>, inner struct<x: string, y: array<struct<z: int, w: string>>, t: timestamp>")
 TEXTS = ["", "plain", 'quote " and \\ backslash', "tab\tnew\nline\rret\bbs\ffeed", "\x00\x01\x1f\x7f",
-         "/slash", "naïve ✓ 😀", "\u2028\u2029", "'single'", "{}[],:", "é" * 300]
+         "/slash", "naïve ✓ 😀", "\u2028\u2029", "'single'", "{}[],:", "é" * 300,
+         # escapes between long plain runs (written 8 bytes at a time around them), at word edges, then non-ASCII
+         "a" * 20 + '"' + "b" * 30 + "\\" + "c" * 17 + "\n" + "d" * 9, '"x"' * 40, "1234567\x01" + "z" * 16 + "\x1f",
+         "12345678\t" + "y" * 15 + '"', "x" * 13 + '"' + "y" * 20 + "é" + "z" * 9]
 DOUBLES = [0.0, -0.0, 1.0, -1.5, 0.1, 1e-7, 1e21, 1.2345678901234567e300, 5e-324, 2.5e-5,
            float("nan"), float("inf"), float("-inf"), 123456789.125]
 DECIMALS = [decimal.Decimal(x) for x in ("0", "0.0000001", "-1.5", "1234567890123.1234567", "0E-7", "100")]
