@@ -14,6 +14,8 @@ All variants are the same etl streaming query (--once): a text file source, then
 (python_re) the same expanded regex (GrokPattern.python_regex) with Python `re` in mapInPandas,
     a stronger Python baseline than pygrok, reported on the line before the last;
 (scan) no parsing at all: the lines themselves;
+(shape) no matching either, but rows of the grok's shape: `split(line, ' ', 11)` into 11 string columns (about
+    the grok's 11 values and bytes), reported on an information line: what any grok pays for its output rows;
 then the same file sink (jsonl, one file per micro-batch, atomic rename). Throughput is input
 megabytes (10^6 bytes) per second of the run (query start to the last commit), the median of
 --repeat runs (the variants take turns within each round), after a warm-up run of each variant on 50,000 lines (JIT, codegen, Python workers). The last line is machine-readable:
@@ -50,6 +52,12 @@ PIPELINE = """\
     checkpoint: {checkpoint}
 """
 GROK = '[{id: parsed, type: grok, input: logs, field: line, pattern: "%{COMBINEDAPACHELOG}", keep_original: false}]'
+# no matching at all, but rows of the grok's shape: the line cut at its first 10 spaces into 11 string columns
+SHAPE_FIELDS = ["clientip", "ident", "auth", "timestamp", "zone", "verb", "request", "httpversion", "response",
+                "bytes", "rest"]
+SHAPE = ("[{id: cut, type: select, input: logs, fields: [\"split(line, ' ', 11) AS p\"]}, "
+         "{id: parsed, type: select, input: cut, fields: [" +
+         ", ".join(f'"p[{i}] AS {n}"' for i, n in enumerate(SHAPE_FIELDS)) + "]}]")
 
 
 def make_data(folder: Path, n: int) -> int:
@@ -171,8 +179,8 @@ def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str 
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(work / f"ckpt-{variant}", ignore_errors=True)
     text = PIPELINE.format(variant=variant, input=input_dir, output=out, checkpoint=work / f"ckpt-{variant}", format=fmt,
-                           transforms=GROK if variant.startswith("etl") else "[]",
-                           last="parsed" if variant.startswith("etl") else "logs")
+                           transforms=GROK if variant.startswith("etl") else SHAPE if variant == "shape" else "[]",
+                           last="logs" if variant == "scan" or variant in ("python_udf", "python_re") else "parsed")
     p = work / f"{variant}.yaml"
     p.write_text(textwrap.dedent(text))
     c = check_file(p, programs=True)
@@ -211,7 +219,7 @@ def main() -> None:
     make_data(warm / "input", 50_000)
     spark = build_session("etl-bench-grok", args.master, {"spark.ui.enabled": "false"}, ui=False)
     work = Path(tempfile.mkdtemp(prefix="etl-bench-"))
-    variants = ("scan", "etl", "etl_regex", "python_udf", "python_re")
+    variants = ("scan", "shape", "etl", "etl_regex", "python_udf", "python_re")
     try:
         for v in variants:  # JIT, codegen and Python workers warm up on a small input
             run_variant(spark, v, warm / "input", warm, args.format)
@@ -241,6 +249,9 @@ def main() -> None:
           + f" etl/python_udf={by_cpu['etl'] / by_cpu['python_udf']:.2f}x etl/scan={by_cpu['etl'] / by_cpu['scan']:.2f}")
     print(f"python_re (the same expanded regex with Python re, in mapInPandas): {rate['python_re']:.1f} MB/s, "
           f"etl/python_re={rate['etl'] / rate['python_re']:.2f}x")
+    print(f"shape (no matching: the line cut at its first 10 spaces by split() into 11 columns, rows of the grok's "
+          f"shape): {rate['shape']:.1f} MB/s, shape/scan={rate['shape'] / rate['scan']:.2f} "
+          f"etl/shape={rate['etl'] / rate['shape']:.2f}")
     print(f"etl_regex (ETL_GROK_PROGRAM=off: java.util.regex on every line): {rate['etl_regex']:.1f} MB/s, "
           f"etl/etl_regex={rate['etl'] / rate['etl_regex']:.2f}x")
     print(f"grok lines={args.lines} mb={mb:.1f} etl_mb_s={rate['etl']:.1f} "
