@@ -89,7 +89,7 @@ final class GrokProgram {
         final int[] start;
         final int[] trans;  // (target * nclasses) << 2 | "target has a loop" << 1 | flag
         final byte[] eof;
-        final ByteSet[] loops;  // per state: null, or the bytes it loops on (the inside of \\S+, [^"]+ ...)
+        final ByteSet[] loops;  // per state: null, or the bytes it loops on (the inside of \S+, [^"]+ ...)
         final boolean[] loopFlag;  // the loop's transitions say "a match ended before this byte"
 
         Dfa(ByteBuffer b) {
@@ -212,8 +212,6 @@ final class GrokProgram {
     static final class ByteSet {
         private static final long ONES = 0x0101010101010101L;
         private static final long HIGH = 0x8080808080808080L;
-        final long lo;  // bits of bytes 0..63
-        final long hi;  // bits of bytes 64..127
         private final byte[] member = new byte[128];
         // per range [a, b] of bytes left out (at most 3; unused: a range no byte is in): 127 + (b + 1) and
         // 127 - (a - 1), per byte. A byte v < 128 is in the range when 127 + (b + 1) - v and v + 127 - (a - 1) both
@@ -226,9 +224,8 @@ final class GrokProgram {
         private final long a2;
         private final boolean words;  // at most 3 ranges: 8 bytes at a time
 
+        /** The set of bytes c whose bit is set: bit c of lo (c < 64), bit c - 64 of hi (64 <= c < 128). */
         ByteSet(long lo, long hi) {
-            this.lo = lo;
-            this.hi = hi;
             java.util.List<int[]> out = new java.util.ArrayList<>();  // the ranges of bytes not in the set
             for (int c = 0; c < 128; c++) {
                 boolean in = ((c < 64 ? lo >>> c : hi >>> c) & 1) != 0;
