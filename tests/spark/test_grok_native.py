@@ -141,9 +141,9 @@ def random_regex(rnd: random.Random, depth: int = 0) -> str:
     return "".join(parts)
 
 
-def test_program_and_regex_agree_on_random_patterns(spark):
-    """The strongest check of etl/jvm/GrokProgram.java and of the compiler: for random patterns, the program's
-    answers equal java.util.regex's own, group for group, on random lines."""
+def program_against_regex(spark, lines: list[str], regexes: list[str]) -> tuple[int, int]:
+    """Asserts that Grok.java's captures with each regex's matcher program equal java.util.regex's own, group for
+    group, on every line; returns (how many regexes got a program, how many (line, regex) pairs matched)."""
     import re
     from types import SimpleNamespace
 
@@ -153,13 +153,9 @@ def test_program_and_regex_agree_on_random_patterns(spark):
     from etl.compile import jvm
     from etl.compile.transforms import grok as gk
 
-    rnd = random.Random(int(os.environ.get("ETL_GROK_SEED", "21")))
-    # \r, \n and \x1c..\x1f: where Python's and Java's readings of $, \Z and \s differ (the program leaves them)
-    lines = ["".join(rnd.choice('ab"- 1\r\n\x1c\x1f\t') for _ in range(rnd.randint(0, 12))) for _ in range(150)]
     df = spark.createDataFrame([(i, x) for i, x in enumerate(lines)], "i int, line string")
     cols, programs = [], 0
-    for k in range(160):
-        rx = random_regex(rnd)
+    for k, rx in enumerate(regexes):
         n = re.compile(rx).groups
         g = SimpleNamespace(java_regex=rx, python_regex=rx, fields=[SimpleNamespace(group=i) for i in range(1, n + 1)])
         programs += gk.program_of(g) is not None
@@ -167,14 +163,24 @@ def test_program_and_regex_agree_on_random_patterns(spark):
             spec = bytearray(gk.spec_bytes(g, program=prog))
             cols.append(jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
                                         F.lit(spec)).alias(f"c{k}_{int(prog)}"))
-    rows = df.select("i", *cols).collect()
-    assert programs >= 100  # most random patterns get a program
     matched = 0
-    for r in rows:
-        for k in range(160):
-            assert r[f"c{k}_1"] == r[f"c{k}_0"], (k, lines[r.i])
+    for r in df.select("i", *cols).collect():
+        for k, rx in enumerate(regexes):
+            assert r[f"c{k}_1"] == r[f"c{k}_0"], (rx, lines[r.i])
             matched += r[f"c{k}_1"] is not None
-    assert matched > len(rows) * 160 // 10  # and lines match them often
+    return programs, matched
+
+
+def test_program_and_regex_agree_on_random_patterns(spark):
+    """The strongest check of etl/jvm/GrokProgram.java and of the compiler: for random patterns, the program's
+    answers equal java.util.regex's own, group for group, on random lines."""
+    rnd = random.Random(int(os.environ.get("ETL_GROK_SEED", "21")))
+    # \r, \n and \x1c..\x1f: where Python's and Java's readings of $, \Z and \s differ (the program leaves them)
+    lines = ["".join(rnd.choice('ab"- 1\r\n\x1c\x1f\t') for _ in range(rnd.randint(0, 12))) for _ in range(150)]
+    regexes = [random_regex(rnd) for _ in range(160)]
+    programs, matched = program_against_regex(spark, lines, regexes)
+    assert programs >= 100  # most random patterns get a program
+    assert matched > len(lines) * len(regexes) // 10  # and lines match them often
 
 
 # Byte sets whose runs the walker skips through 8 bytes at a time (GrokProgram.ByteSet: a set that leaves out at
@@ -182,45 +188,20 @@ def test_program_and_regex_agree_on_random_patterns(spark):
 RUN_SETS = ['[^"]', r'[^\\"]', r"\S", "[^ ]", ".", "[a-z]", "[^a-z]", r"[\x00-\x1f]", r"[^\x20-\x7e]", "[ -~]",
             r"\w", r"[^\]]", r"[^\x00-\x08]", "[^aeiou\"' ]", r"\d", r"[^ \"\]]", "[A-Za-z]"]
 EDGE_BYTES = "\x00\x01\x08\x09\x1f !\"#'09:@AZ[\\]^_`az{~\x7f"
+RUN_TEMPLATES = ["({s}+)(.)", '"({s}*)"', "({s}+?)([ \"])", "^({s}*)$", "({s}{{8,}})({s}?)", "(?:a|({s}+)) ({s}+)",
+                 r"({s}+\B)(.?)", r"({s}+)\b", "({s}+)\\1?x"]
 
 
 def test_program_and_regex_agree_on_long_runs(spark):
     """The walker's skipping of runs (a DFA state that loops on a byte set, a SCAN of a set, the check for bytes the
     program is not sure about) gives java.util.regex's answers on long lines of edge bytes, group for group."""
-    import re
-    from types import SimpleNamespace
-
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StringType
-
-    from etl.compile import jvm
-    from etl.compile.transforms import grok as gk
-
     rnd = random.Random(5)
     lines = []
     for _ in range(120):
         run = "".join(rnd.choice(EDGE_BYTES) for _ in range(rnd.randint(0, 3)))
         body = rnd.choice(["a" * rnd.randint(0, 40), " " * rnd.randint(0, 20), "x" * rnd.randint(0, 30) + '"', ""])
         lines.append("".join(rnd.choice([run, body, rnd.choice(EDGE_BYTES)]) for _ in range(rnd.randint(0, 12))))
-    templates = ["({s}+)(.)", '"({s}*)"', "({s}+?)([ \"])", "^({s}*)$", "({s}{{8,}})({s}?)", "(?:a|({s}+)) ({s}+)",
-                 r"({s}+\B)(.?)", r"({s}+)\b", "({s}+)\\1?x"]
-    df = spark.createDataFrame([(i, x) for i, x in enumerate(lines)], "i int, line string")
-    cols, programs = [], 0
-    for k, (s, t) in enumerate((s, t) for s in RUN_SETS for t in templates):
-        rx = t.format(s=s)
-        n = re.compile(rx).groups
-        g = SimpleNamespace(java_regex=rx, python_regex=rx, fields=[SimpleNamespace(group=i) for i in range(1, n + 1)])
-        programs += gk.program_of(g) is not None
-        for prog in (True, False):
-            spec = bytearray(gk.spec_bytes(g, program=prog))
-            cols.append(jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
-                                        F.lit(spec)).alias(f"c{k}_{int(prog)}"))
-    rows = df.select("i", *cols).collect()
-    total = len(RUN_SETS) * len(templates)
-    assert programs >= len(RUN_SETS) * (len(templates) - 1)  # all but the backreference template get a program
-    matched = 0
-    for r in rows:
-        for k in range(total):
-            assert r[f"c{k}_1"] == r[f"c{k}_0"], (k, lines[r.i])
-            matched += r[f"c{k}_1"] is not None
-    assert matched > len(rows) * total // 4
+    regexes = [t.format(s=s) for s in RUN_SETS for t in RUN_TEMPLATES]
+    programs, matched = program_against_regex(spark, lines, regexes)
+    assert programs >= len(RUN_SETS) * (len(RUN_TEMPLATES) - 1)  # all but the backreference template get a program
+    assert matched > len(lines) * len(regexes) // 4
