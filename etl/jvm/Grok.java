@@ -38,6 +38,15 @@ public final class Grok {
     private Grok() {
     }
 
+    /** Are the n bytes at (base, off) all ASCII? (8 at a time) */
+    static boolean ascii(Object base, long off, int n) {
+        int i = 0;
+        long any = 0;
+        for (; i + 8 <= n; i += 8) any |= Platform.getLong(base, off + i);
+        for (; i < n; i++) any |= Platform.getByte(base, off + i);
+        return (any & 0x8080808080808080L) == 0;
+    }
+
     public static ArrayData captures(UTF8String line, byte[] spec) {
         return TASKS.get(spec, Grok::task).captures(line);
     }
@@ -129,14 +138,6 @@ public final class Grok {
                 }
             }
             return new GenericArrayData(out);
-        }
-
-        private static boolean ascii(Object base, long off, int n) {
-            int i = 0;
-            long any = 0;
-            for (; i + 8 <= n; i += 8) any |= Platform.getLong(base, off + i);
-            for (; i < n; i++) any |= Platform.getByte(base, off + i);
-            return (any & 0x8080808080808080L) == 0;
         }
 
         /** A view of the line's bytes [a, z): valid as long as the line (itself a view of the input row), which

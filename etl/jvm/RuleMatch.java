@@ -22,9 +22,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * (etl/optimize/javaregex.py: one exact on ASCII values, one on every value), the literal one of which an ASCII
  * value must contain (lower-cased) for the pattern to match, and each rule's boolean tree over the predicates.
  * Per value: the patterns whose first literal occurs (found through a 3-gram bitset of the literals) and whose
- * other needs hold are run, and those without literals; on a value holding a non-ASCII character that folds to an ASCII one (a Kelvin sign) also every
- * pattern with a caseless part. Then the rules using a predicate that held, and the rules that can hold without any, are
- * evaluated.
+ * other needs hold are run, and those without literals; on a value holding a non-ASCII character that folds to an
+ * ASCII one (a Kelvin sign) also every pattern with a caseless part. Then the rules using a predicate that held, and
+ * the rules that can hold without any, are evaluated.
  */
 public final class RuleMatch {
     private static final Shipped<Program> PROGRAMS = new Shipped<>(8, "rule program", Program::new);
@@ -314,13 +314,7 @@ public final class RuleMatch {
             if (n > buf.length) buf = new byte[Math.max(n, 2 * buf.length)];
             byte[] b = buf;
             Platform.copyMemory(v.getBaseObject(), v.getBaseOffset(), b, Platform.BYTE_ARRAY_OFFSET, n);
-            boolean asc = true;
-            for (int i = 0; i < n; i++) {
-                if (b[i] < 0) {
-                    asc = false;
-                    break;
-                }
-            }
+            boolean asc = Grok.ascii(b, Platform.BYTE_ARRAY_OFFSET, n);
             len = n;
             ascii = asc;
             value = v;

@@ -146,8 +146,7 @@ def _jvm_lines(program: FilterProgram) -> list[str]:
     plan = jvm_plan(program)
     if plan.body is None:
         return [f"jvm rules: no, python workers ({plan.reason})"]
-    n = sum(1 for line in plan.body.splitlines() if line.startswith("P "))
-    return [f"jvm rules: java.util.regex, {_n(n, 'pattern')}" + (f" on {plan.field}" if plan.field else "")]
+    return [f"jvm rules: java.util.regex, {_n(plan.patterns, 'pattern')}" + (f" on {plan.field}" if plan.field else "")]
 
 
 def _counts(items: list[str]) -> str:

@@ -208,6 +208,13 @@ def _literal_ranges(c: int, flags: int) -> Ranges:
     return _caseless_literal(c, flags & (_I | _A))
 
 
+def _not_literal_ranges(c: int, flags: int) -> Ranges:
+    """What ``[^c]`` (sre's NOT_LITERAL) matches: caselessly, no character caseless-equal to c."""
+    if flags & _I and _sre.unicode_iscased(c):
+        return _class_ranges([(C.NEGATE, None), (C.LITERAL, c)], flags)
+    return _complement(((c, c),))
+
+
 @lru_cache(maxsize=4096)
 def _esc(c: int) -> str:
     ch = chr(c)
@@ -336,9 +343,7 @@ class _Walker:
         if op is C.LITERAL:
             return self._set(_literal_ranges(av, flags))
         if op is C.NOT_LITERAL:
-            if flags & _I and _sre.unicode_iscased(av):
-                return self._set(_class_ranges([(C.NEGATE, None), (C.LITERAL, av)], flags))
-            return self._set(_complement(((av, av),)))
+            return self._set(_not_literal_ranges(av, flags))
         if op is C.ANY:
             dotall = bool(flags & _S)
             if dotall == self.hs_dotall:

@@ -36,9 +36,8 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass
 from functools import lru_cache
 
-import _sre
-
-from etl.optimize.hsregex import Ranges, _category_ranges, _class_ranges, _clip_ascii, _complement, _literal_ranges
+from etl.optimize.hsregex import (Ranges, _category_ranges, _class_ranges, _clip_ascii, _complement, _literal_ranges,
+                                  _not_literal_ranges)
 
 _I, _S, _M, _A, _L = int(re.IGNORECASE), int(re.DOTALL), int(re.MULTILINE), int(re.ASCII), int(re.LOCALE)
 MAX_COUNT = 100_000  # larger repeat counts are left to Python (Java's limits differ)
@@ -142,9 +141,7 @@ class _Writer:
         if op is C.LITERAL:
             return self.set(_literal_ranges(av, flags))
         if op is C.NOT_LITERAL:
-            if flags & _I and _sre.unicode_iscased(av):
-                return self.set(_class_ranges([(C.NEGATE, None), (C.LITERAL, av)], flags))
-            return self.set(_complement(((av, av),)))
+            return self.set(_not_literal_ranges(av, flags))
         if op is C.ANY:
             return self.set(ALL if flags & _S else _complement(((10, 10),)))
         if op is C.IN:

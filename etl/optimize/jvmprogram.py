@@ -52,6 +52,7 @@ class JvmPlan:
     field: str | None  # the field every pattern reads (None: the program reads no field)
     body: str | None  # the program file's text; None when the program is not eligible
     reason: str | None = None  # why not
+    patterns: int = 0  # the patterns it runs
 
 
 def _hex(s: str) -> str:
@@ -133,5 +134,5 @@ def jvm_plan(program: FilterProgram) -> JvmPlan:
         toks: list[str] = []
         _tree(r.expr, toks)
         lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}")
-    return JvmPlan(next(iter(fields), None), "\n".join(lines) + "\n")
+    return JvmPlan(next(iter(fields), None), "\n".join(lines) + "\n", patterns=len(patterns))
 
