@@ -73,14 +73,18 @@ public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
             if (line.isEmpty()) continue;
             String[] needs = line.split(" ");
             byte[][][] group = new byte[needs.length][][];
-            for (int k = 0; k < needs.length; k++) {
-                String[] alts = needs[k].split(",");
-                group[k] = new byte[alts.length][];
-                for (int j = 0; j < alts.length; j++) group[k][j] = unhex(alts[j]);
-            }
+            for (int k = 0; k < needs.length; k++) group[k] = need(needs[k]);
             groups.add(group);
         }
         return new Grams(groups);
+    }
+
+    /** A need as the shipped files write it (its literals hex-encoded, comma-separated): the literals. */
+    static byte[][] need(String text) {
+        String[] alts = text.split(",");
+        byte[][] out = new byte[alts.length][];
+        for (int j = 0; j < alts.length; j++) out[j] = unhex(alts[j]);
+        return out;
     }
 
     /** Hex text to bytes (the encoding of the files etl's driver ships). */

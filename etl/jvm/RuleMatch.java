@@ -124,13 +124,7 @@ public final class RuleMatch {
                     String[] needs = f[4].split(";");
                     for (String h : needs[0].split(",")) byLiteral.computeIfAbsent(text(h), k -> new ArrayList<>()).add(i);
                     rest[i] = new byte[needs.length - 1][][];
-                    for (int k = 1; k < needs.length; k++) {
-                        String[] alts = needs[k].split(",");
-                        rest[i][k - 1] = new byte[alts.length][];
-                        for (int j = 0; j < alts.length; j++) {
-                            rest[i][k - 1][j] = text(alts[j]).getBytes(StandardCharsets.US_ASCII);
-                        }
-                    }
+                    for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
                 }
             }
             for (Map.Entry<String, List<Integer>> e : byLiteral.entrySet()) {
