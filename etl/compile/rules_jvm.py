@@ -10,19 +10,67 @@ it lets through. The program goes to the executors as a file (SparkContext.
 addFile), named by its content: a reloaded rule set gets a new one.
 
 `ETL_RULES_JVM=off` keeps every rule set on the Python path; so do sessions
-without etl's jar. Sibling filters (several filters reading one input) that
-take the JVM path each run alone; the others still share one mapInArrow pass.
+without etl's jar, and rule sets one of whose patterns ran past its step budget:
+java.util.regex backtracks (`x\\w*\\w*\\w*\\w*\\w*y` on 300 word characters takes
+minutes), so RuleMatch.java stops such a run; the runner then calls `demote` and
+runs the micro-batch again, now with Hyperscan, which never backtracks. Sibling
+filters (several filters reading one input) that take the JVM path each run
+alone; the others still share one mapInArrow pass.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 log = logging.getLogger("etl.rules")
 
 CLASS = "etl.jvm.RuleMatch"  # etl/jvm/RuleMatch.java
 _PLANS: dict[str, Any] = {}  # program digest -> its JvmPlan (a few kept)
+_FILES: dict[str, tuple[str, Any]] = {}  # shipped program file -> (the key of its program, its JvmPlan)
+_DEMOTED: set[str] = set()  # keys of programs that ran past a step budget: the Python path from then on
+# RuleMatch.Exhausted's message (RuleMatch.BUDGET_MARK, the program file in brackets, what happened)
+BUDGET = re.compile(r"etl-rule-budget\[([\w.-]+)\] pattern (\d+) ([^\n]*)")
+
+
+def _key(program: Any) -> str:
+    return getattr(program, "digest", "") or f"id:{id(program)}"
+
+
+def demoted(program: Any) -> bool:
+    """Has one of the program's patterns run past its step budget in this process?"""
+    return _key(program) in _DEMOTED
+
+
+def budget_exceeded(exc: BaseException) -> tuple[str, int, str] | None:
+    """(program file, pattern index, what happened) when `exc` (a failed Spark job, as Python sees it) is a rule
+    pattern stopped by its step budget; else None."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        m = BUDGET.search(str(e))
+        if m:
+            return m.group(1), int(m.group(2)), m.group(3)
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def demote(exc: BaseException) -> bool:
+    """Move the rule set a budget failure names to the Python path; False when `exc` is no such failure (or
+    names a rule set already moved: then it must not be retried)."""
+    got = budget_exceeded(exc)
+    if got is None or got[0] not in _FILES:
+        return False
+    key, plan = _FILES[got[0]]
+    if key in _DEMOTED:
+        return False
+    _DEMOTED.add(key)
+    regex = plan.regexes[got[1]] if 0 <= got[1] < len(plan.regexes) else "?"
+    log.warning("rule set %s leaves the JVM for the Python path (Hyperscan): pattern %r %s", key[:12], regex,
+                got[2])
+    return True
 
 
 def plan_of(program: Any) -> Any:
@@ -45,7 +93,8 @@ def eligible(spark: Any, program: Any) -> bool:
     """Can this session run the program in the JVM? (its field's type is checked by `verdict`)"""
     from etl.compile import jvm
 
-    return not jvm.switched_off("ETL_RULES_JVM") and jvm.available(spark) and plan_of(program).body is not None
+    return (not jvm.switched_off("ETL_RULES_JVM") and jvm.available(spark) and not demoted(program)
+            and plan_of(program).body is not None)
 
 
 def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
@@ -71,7 +120,9 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
         if not isinstance(dtype, StringType):
             return None
         value = F.col(plan.field)
-    name = F.lit(jvm.ship_text(spark, "rules", plan.body))
+    file = jvm.ship_text(spark, "rules", plan.body)
+    _FILES[file] = (_key(program), plan)
+    name = F.lit(file)
     if tag:
         ids = jvm.static_call(spark, CLASS, "ids", ArrayType(StringType()), value, name,
                               null_in_null_out=False)

@@ -52,7 +52,11 @@ class JvmPlan:
     field: str | None  # the field every pattern reads (None: the program reads no field)
     body: str | None  # the program file's text; None when the program is not eligible
     reason: str | None = None  # why not
-    patterns: int = 0  # the patterns it runs
+    regexes: tuple[str, ...] = ()  # the patterns it runs (Python regex text), in the program file's order
+
+    @property
+    def patterns(self) -> int:
+        return len(self.regexes)
 
 
 def _hex(s: str) -> str:
@@ -134,5 +138,5 @@ def jvm_plan(program: FilterProgram) -> JvmPlan:
         toks: list[str] = []
         _tree(r.expr, toks)
         lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}")
-    return JvmPlan(next(iter(fields), None), "\n".join(lines) + "\n", patterns=len(patterns))
+    return JvmPlan(next(iter(fields), None), "\n".join(lines) + "\n", regexes=tuple(r for _, r, _ in patterns))
 

@@ -106,48 +106,67 @@ class PipelineRun:
         sinks = {o.id: self.sinks[(q.name, o.id)] for o in q.outputs}
 
         def run_batch(batch_df: Any, batch_id: int) -> None:
+            from etl.compile.rules_jvm import demote
+
             with lock:
                 if self._stopping:
                     raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
-                batch = self.compiler.evaluate(q, batch_df, lambda oid: sinks[oid].can_split)
                 written: dict[str, int] = {}
-                skipped: list[str] = []
-                failed_rows: list[tuple[str, Any]] = []  # (stage, table of ERR/PAYLOAD) from split writes
-                evaluated = False  # did a write run the batch's plan (and so commit its state stores)?
-                try:
-                    for o in q.outputs:
-                        frame = batch.frames.get(o.id)
-                        if o.id in batch.splits:
-                            res, dead = sinks[o.id].write_split(frame, batch_id)
-                            evaluated = True  # a skipped split write still reads the failed rows
-                            if dead is not None and dead.num_rows:
-                                failed_rows.append((batch.splits[o.id], dead))
-                        else:
-                            if o.is_dead_letter:
-                                frame = self._with_failed_rows(frame, failed_rows)
-                            if frame is None:
-                                written[o.id] = 0
-                                continue
-                            res = sinks[o.id].write_batch(frame, batch_id)
-                            evaluated = evaluated or not res.skipped
-                        written[o.id] = res.rows
-                        if res.skipped:
-                            skipped.append(o.id)
-                    if not evaluated:
-                        # A replay every sink had already committed (the crash fell between the sinks'
-                        # commits and Spark's commit log). A stateful plan must still run: Spark
-                        # requires each state store of the batch to commit its version again.
-                        batch_df.write.format("noop").mode("overwrite").save()
-                except SinkFailed as e:
-                    self.failure = str(e)
-                    raise
-                finally:
-                    for c in batch.cached:
-                        c.unpersist()
+                while True:
+                    try:
+                        skipped = self._write_batch(q, sinks, batch_df, batch_id, written)
+                        break
+                    except Exception as e:
+                        # a rule pattern ran past its step budget: the batch again, its rule set on the Python
+                        # path (sinks that committed the batch skip it; the others write it now)
+                        if demote(e):
+                            continue
+                        if isinstance(e, SinkFailed):
+                            self.failure = str(e)
+                        raise
                 self.progress.sink_counts(q.name, batch_id, written, skipped)
                 self._last_done[q.name] = batch_id
 
         return run_batch
+
+    def _write_batch(self, q: Query, sinks: dict[str, AbstractSink], batch_df: Any, batch_id: int,
+                     written: dict[str, int]) -> list[str]:
+        """Evaluate one micro-batch and write it to every output of `q`; fills `written` (rows per sink; a count
+        from an earlier attempt at the batch stays when this one skips the sink) and returns the skipped sinks."""
+        batch = self.compiler.evaluate(q, batch_df, lambda oid: sinks[oid].can_split)
+        skipped: list[str] = []
+        failed_rows: list[tuple[str, Any]] = []  # (stage, table of ERR/PAYLOAD) from split writes
+        evaluated = False  # did a write run the batch's plan (and so commit its state stores)?
+        try:
+            for o in q.outputs:
+                frame = batch.frames.get(o.id)
+                if o.id in batch.splits:
+                    res, dead = sinks[o.id].write_split(frame, batch_id)
+                    evaluated = True  # a skipped split write still reads the failed rows
+                    if dead is not None and dead.num_rows:
+                        failed_rows.append((batch.splits[o.id], dead))
+                else:
+                    if o.is_dead_letter:
+                        frame = self._with_failed_rows(frame, failed_rows)
+                    if frame is None:
+                        written[o.id] = 0
+                        continue
+                    res = sinks[o.id].write_batch(frame, batch_id)
+                    evaluated = evaluated or not res.skipped
+                if res.skipped and o.id in written:  # committed by an earlier attempt at this batch
+                    continue
+                written[o.id] = res.rows
+                if res.skipped:
+                    skipped.append(o.id)
+            if not evaluated:
+                # A replay every sink had already committed (the crash fell between the sinks'
+                # commits and Spark's commit log). A stateful plan must still run: Spark
+                # requires each state store of the batch to commit its version again.
+                batch_df.write.format("noop").mode("overwrite").save()
+        finally:
+            for c in batch.cached:
+                c.unpersist()
+        return skipped
 
     def _with_failed_rows(self, frame: Any, failed: list[tuple[str, Any]]) -> Any:
         """The dead-letter frame plus the failed rows that split writes brought back to the driver."""

@@ -261,3 +261,58 @@ def test_patterns_with_several_needs_on_mixed_case_values(spark):
     want = [matched_rules(rules, {"cmd": v}) for v in values]
     assert want == [["ssh"], ["ssh"], [], [], ["py"], [], [], ["dl"], ["dl"], [], ["ssh"], [], []]
     assert [list(x) for x in decide(spark, compile_rules(rules), values, tag=True)] == want
+
+
+SLOW = r"x\w*\w*\w*\w*\w*y"  # java.util.regex: minutes on 300 word characters without a y
+EVIL = "x" + "a" * 300 + "!"
+
+
+def test_a_pattern_past_its_step_budget_stops_with_the_program_named(spark):
+    program = compile_rules([Rule.model_validate({"id": "slow", "when": {"field": "cmd", "regex": SLOW}})])
+    assert jvm_plan(program).regexes == (SLOW,)
+    # the same length, but the first try matches: well within the budget
+    assert decide(spark, program, ["x" + "a" * 300 + "y", "xy", "x-y"], tag=True) == [["slow"], ["slow"], []]
+    with pytest.raises(Exception) as got:
+        decide(spark, program, ["xay", EVIL], tag=False)
+    assert re.search(r"etl-rule-budget\[etl-rules-[0-9a-f]{24}\.txt\] pattern 0 read more than 130200 characters "
+                     r"of a value of 302 characters", str(got.value)), str(got.value)[:2000]
+
+
+BUDGET_PIPELINE = f"""
+    name: budget
+    sources:
+      - {{id: src, type: file, path: in, format: jsonl, schema: {{cmd: string, code: bigint}}}}
+    transforms:
+      - {{id: ok, type: filter, input: src, expr: "code < 300"}}
+      - {{id: kept, type: filter, input: src,
+         rules: [{{id: slow, when: {{field: cmd, regex: '{SLOW}'}}}},
+                 {{id: curl, when: {{field: cmd, regex: '^curl'}}}}]}}
+      - {{id: tagged, type: filter, input: src, mode: tag,
+         rules: [{{id: slow, when: {{field: cmd, regex: '{SLOW}', caseless: true}}}},
+                 {{id: nc, when: {{field: cmd, contains: 'nc '}}}}]}}
+    sinks:
+      - {{id: o1, type: file, input: ok, path: o1}}
+      - {{id: o2, type: file, input: kept, path: o2}}
+      - {{id: o3, type: file, input: tagged, path: o3}}
+"""
+
+
+def test_rule_sets_past_their_step_budget_finish_the_batch_on_hyperscan(spark, tmp_path, monkeypatch, caplog):
+    # both rule sets run in the JVM until the evil value stops them; each then leaves for the Python path and the
+    # micro-batch runs again: o1, already committed, is not written twice
+    from etl.compile import rules_jvm
+
+    monkeypatch.setattr(rules_jvm, "_DEMOTED", set())
+    events = [{"cmd": "curl x", "code": 200}, {"cmd": EVIL, "code": 201}, {"cmd": "nc -l 1", "code": 500},
+              {"cmd": "xab_Y", "code": 404}, {"cmd": "run xaay", "code": 302}]
+    with caplog.at_level("WARNING", logger="etl.rules"):
+        out = run_events(spark, tmp_path, BUDGET_PIPELINE, {"src": events})
+    assert sorted(r["code"] for r in out["o1"]) == [200, 201]
+    assert sorted(r["code"] for r in out["o2"]) == [200, 302]
+    assert sorted((r["code"], r["matched_rules"]) for r in out["o3"]) == [
+        (200, []), (201, []), (302, ["slow"]), (404, ["slow"]), (500, ["nc"])]
+    moved = [r.getMessage() for r in caplog.records if "leaves the JVM" in r.getMessage()]
+    assert len(moved) == 2, moved
+    assert all(f"pattern {SLOW!r} read more than 130200 characters of a value of 302 characters"
+               in m for m in moved), moved
+    assert len(rules_jvm._DEMOTED) == 2

@@ -142,7 +142,9 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
     program = rs.program
     # the columns are the same in every micro-batch of a query (same program, same session): built once
     columns = ctx.options.setdefault("_rule_columns", {})
-    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode())
+    from etl.compile.rules_jvm import demoted
+
+    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode(), demoted(program))
     got = columns.get(key)
     if got is None:
         from etl.compile.prefilter import prefilter_condition
