@@ -17,8 +17,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>The result is what a search with java.util.regex gives for the pattern compiled with DOTALL (the leftmost
  * match, its groups as the backtracking engine assigns them): element k is the text of group groups[k], null
- * when that group did not take part; the whole array is null when the line does not match. Callers read an
- * empty capture like a missing one (etl/compile/transforms/grok.py).
+ * when that group did not take part; the whole array is null when the line does not match, and empty when the
+ * regex ran past its step budget on the line ({@link CountedText}: java.util.regex backtracks; the line goes to
+ * dead letters with that reason). Callers read an empty capture like a missing one (etl/compile/transforms/grok.py).
  *
  * <p>A spec (the plan's binary literal; etl/compile/transforms/grok.py writes it): "EGS1", u32 length + the
  * regex (UTF-8), u16 count + that many u16 group numbers, u32 length + a matcher program of etl/grokvm (0:
@@ -29,6 +30,7 @@ public final class Grok {
     private static final ConcurrentHashMap<ByteBuffer, Spec> SPECS = new ConcurrentHashMap<>();
     private static final PerTask<byte[], Task> TASKS = new PerTask<>();
     private static final java.util.concurrent.atomic.LongAdder REGEX_LINES = new java.util.concurrent.atomic.LongAdder();
+    private static final GenericArrayData GAVE_UP = new GenericArrayData(new Object[0]);
 
     /** Lines of patterns with a program that the regex answered, since the JVM started (tests, diagnostics). */
     public static long regexLines() {
@@ -89,10 +91,12 @@ public final class Grok {
         final Spec spec;
         final Matcher matcher;
         final int[] spans;
+        final CountedText text = new CountedText();
+        private byte[] bytes = new byte[256];
 
         Task(Spec spec) {
             this.spec = spec;
-            this.matcher = spec.pattern.matcher("");
+            this.matcher = spec.pattern.matcher(text);
             this.spans = new int[2 * ((spec.program == null ? 0 : spec.program.groups) + 1)];
         }
 
@@ -112,18 +116,21 @@ public final class Grok {
                 return new GenericArrayData(out);
             }
             if (spec.program != null) REGEX_LINES.increment();
-            String text;
-            if (ascii) {  // one byte per character: Latin-1 decoding is a copy
-                byte[] bytes = new byte[n];
+            if (ascii) {  // one byte per character
+                if (n > bytes.length) bytes = new byte[Math.max(n, 2 * bytes.length)];
                 Platform.copyMemory(base, off, bytes, Platform.BYTE_ARRAY_OFFSET, n);
-                text = new String(bytes, StandardCharsets.ISO_8859_1);
+                text.set(bytes, n);
             } else {
-                text = line.toString();
+                text.set(line.toString());
             }
             Matcher m = matcher;
-            m.reset(text);
-            if (!m.find()) {
-                return null;
+            m.reset(text.budget());
+            try {
+                if (!m.find()) {
+                    return null;
+                }
+            } catch (CountedText.Exhausted e) {
+                return GAVE_UP;
             }
             Object[] out = new Object[groups.length];
             for (int k = 0; k < groups.length; k++) {

@@ -26,22 +26,18 @@ import org.apache.spark.unsafe.types.UTF8String;
  * ASCII one (a Kelvin sign) also every pattern with a caseless part. Then the rules using a predicate that held, and
  * the rules that can hold without any, are evaluated.
  *
- * <p>java.util.regex backtracks: {@code x\w*\w*\w*\w*\w*y} on 300 word characters takes minutes. So each run of
- * a pattern on a value may read at most {@link #BUDGET_BASE} + {@link #BUDGET_PER_CHAR} x length characters; past
- * that it stops with {@link Exhausted}, whose message names the program file (etl.compile.rules_jvm then moves the
- * rule set to the Python path, Hyperscan, which never backtracks, and the micro-batch runs again).
+ * <p>Each search reads the value through a {@link CountedText}: one that runs past its step budget (java.util.regex
+ * backtracks) stops with {@link Exhausted}, whose message names the program file; etl.compile.rules_jvm then moves
+ * the rule set to the Python path (Hyperscan, which never backtracks) and the micro-batch runs again.
  */
 public final class RuleMatch {
     private static final Shipped<Program> PROGRAMS = new Shipped<>(8, "rule program", Program::new);
     private static final PerTask<UTF8String, State> STATES = new PerTask<>();
     private static final GenericArrayData NONE = new GenericArrayData(new Object[0]);
-    /** Character reads one run of a pattern may take on a value of n characters: BUDGET_BASE + BUDGET_PER_CHAR * n. */
-    static final long BUDGET_BASE = 100_000;
-    static final long BUDGET_PER_CHAR = 100;
     /** What starts the message of {@link Exhausted}, followed by the program file's name in brackets. */
     static final String BUDGET_MARK = "etl-rule-budget";
 
-    /** A pattern read more characters than its budget allows (catastrophic backtracking). */
+    /** A pattern ran past its step budget on a value (catastrophic backtracking). */
     public static final class Exhausted extends RuntimeException {
         Exhausted(String message) {
             super(message, null, false, false);
@@ -258,73 +254,11 @@ public final class RuleMatch {
         }
     }
 
-    /** The value the patterns read, as chars; every read counts against the budget. */
-    static final class Text implements CharSequence {
-        private final String file;
-        private char[] chars = new char[256];
-        private int length;
-        private long left;
-        private int pattern;
-
-        Text(String file) {
-            this.file = file;
-        }
-
-        /** An ASCII value: its n bytes. */
-        void set(byte[] b, int n) {
-            if (n > chars.length) chars = new char[Math.max(n, 2 * chars.length)];
-            final char[] c = chars;
-            for (int i = 0; i < n; i++) c[i] = (char) b[i];
-            length = n;
-        }
-
-        /** Any value. */
-        void set(String s) {
-            int n = s.length();
-            if (n > chars.length) chars = new char[Math.max(n, 2 * chars.length)];
-            s.getChars(0, n, chars, 0);
-            length = n;
-        }
-
-        /** Before a run of pattern `pat`: its budget, anew. */
-        Text budget(int pat) {
-            pattern = pat;
-            left = BUDGET_BASE + BUDGET_PER_CHAR * length;
-            return this;
-        }
-
-        @Override
-        public char charAt(int i) {
-            if (--left < 0) throw exhausted();
-            return chars[i];
-        }
-
-        private Exhausted exhausted() {
-            return new Exhausted(BUDGET_MARK + "[" + file + "] pattern " + pattern + " read more than "
-                                 + (BUDGET_BASE + BUDGET_PER_CHAR * length) + " characters of a value of " + length
-                                 + " characters (catastrophic backtracking in java.util.regex)");
-        }
-
-        @Override
-        public int length() {
-            return length;
-        }
-
-        @Override
-        public CharSequence subSequence(int start, int end) {
-            return new String(chars, start, end - start);
-        }
-
-        @Override
-        public String toString() {
-            return new String(chars, 0, length);
-        }
-    }
-
     /** A task's program and its buffers: predicate bits, matchers, stamps. */
     static final class State {
         final Program p;
-        final Text input;
+        final String file;
+        final CountedText input = new CountedText();
         final boolean[] hit;
         final int[] touched;
         int nTouched;
@@ -337,7 +271,7 @@ public final class RuleMatch {
 
         State(UTF8String file) {
             p = PROGRAMS.get(file.toString());
-            input = new Text(file.toString());
+            this.file = file.toString();
             hit = new boolean[p.leaves];
             touched = new int[p.leaves];
             asciiMatchers = new Matcher[p.ascii.length];
@@ -441,11 +375,19 @@ public final class RuleMatch {
                 textSet = true;
             }
             if (m == null) {
-                m = ms[pat] = (ascii ? p.ascii[pat] : p.unicode(pat)).matcher(input.budget(pat));
+                m = ms[pat] = (ascii ? p.ascii[pat] : p.unicode(pat)).matcher(input.budget());
             } else {
-                m.reset(input.budget(pat));
+                m.reset(input.budget());
             }
-            if (!m.find()) return;
+            boolean found;
+            try {
+                found = m.find();
+            } catch (CountedText.Exhausted e) {
+                throw new Exhausted(BUDGET_MARK + "[" + file + "] pattern " + pat + " read more than " + input.limit()
+                                    + " characters of a value of " + input.length()
+                                    + " characters (catastrophic backtracking in java.util.regex)");
+            }
+            if (!found) return;
             for (int leaf : p.patternLeaves[pat]) {
                 if (!hit[leaf]) {
                     hit[leaf] = true;

@@ -104,6 +104,27 @@ def test_grok_conversion_failure_is_a_dead_letter_and_on_error_keep(spark, tmp_p
     assert len(out["out"]) == 3 and "dead_letter" not in out
 
 
+def test_grok_line_past_the_regex_step_budget_is_a_dead_letter(spark, tmp_path):
+    # java.util.regex answers the lines the matcher program is not sure of (non-ASCII ones); on the first line it
+    # would backtrack for hours (4.7 s at 100 repeats, over 2 min at 200): it gives up at its step budget instead,
+    # and the line is a dead letter with that reason
+    from etl.compile.transforms.grok import GAVE_UP
+
+    evil = "\u00e9" + "xyz" * 300
+    out = run_events(spark, tmp_path, """
+        name: t-grok3
+        sources: [{id: src, type: file, path: ., format: text}]
+        transforms:
+          - {id: g, type: grok, input: src, field: line, keep_original: false,
+             pattern: '%{GREEDYDATA:a}x%{GREEDYDATA:b}y%{GREEDYDATA:c}z%{GREEDYDATA:d}!$'}
+        sinks: [{id: out, type: file, input: g, path: out}]
+    """, {"src": [{"line": evil}, {"line": "\u00e9axbyczd!"}, {"line": "axbxyczd!"}, {"line": "no"}]})
+    assert _sorted(out["out"], "a") == [{"a": "axb", "b": None, "c": "c", "d": "d"},  # greedy; empty is NULL
+                                        {"a": "\u00e9a", "b": "b", "c": "c", "d": "d"}]
+    dead = sorted((d["payload"], d["reason"]) for d in out["dead_letter"])
+    assert dead == [("no", "no match for grok pattern"), (evil, GAVE_UP)]
+
+
 def test_parse_json_kv_csv_with_malformed_rows(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-parse

@@ -13,6 +13,8 @@ with DOTALL. `:int`/`:float` fields are converted with try_cast.
 A line that does not match, and a field that does not convert, is a failure:
 dead letter (default), dropped, or kept with NULL fields (`on_error`). An empty
 capture is NULL (as with regexp_extract, an empty and a missing group look alike).
+So is a line on which java.util.regex runs past its step budget (it backtracks:
+etl/jvm/CountedText.java), with its own reason, GAVE_UP.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from etl.graph.model import Node
 
 SEP = "\u0001"
 MARK = "\u0002"
+# the dead-letter reason of a line on which java.util.regex ran past its step budget (etl/jvm/CountedText.java)
+GAVE_UP = ("grok pattern gave up: java.util.regex read more than 100000 + 100 x length characters of the line "
+           "(catastrophic backtracking)")
 SPARK_TYPES = {"string": "string", "int": "int", "float": "float"}  # as etl.graph.columns says
 
 
@@ -117,7 +122,8 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     line = F.col(spec.field)
     groups = "_etl_groups"
     staged = with_captures(df, line, g, groups)
-    arr = F.col(groups)
+    found = F.col(groups)
+    arr = F.when(F.size(found) != 0, found)  # empty: the regex gave up on the line (etl/jvm/Grok.java)
 
     values: dict[str, Any] = {}
     raw: dict[str, Any] = {}
@@ -129,7 +135,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         values[name] = text if typ == "string" else text.try_cast(SPARK_TYPES[typ])
 
     err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
-        arr.isNull(), F.lit("no match for grok pattern"))
+        F.size(found) == 0, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
     for name, typ in g.columns:
         if typ != "string":
             err = err.when(raw[name].isNotNull() & values[name].isNull(),
