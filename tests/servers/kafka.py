@@ -127,7 +127,10 @@ class KafkaServer(Server):
         self.log4j_path.write_text(_LOG4J2)
         log = self.workdir / "kafka.log"
         if not (self.data_dir / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            # a random id; StorageTool would read a leading '-' as an option (Kafka's own Uuid avoids one too)
+            cluster_id = "-"
+            while cluster_id.startswith("-"):
+                cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             argv = self._java(
                 "kafka.tools.StorageTool", "format", "-t", cluster_id,
                 "-c", str(self.config_path), "--standalone", heap="256m",
