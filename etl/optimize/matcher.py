@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import count, repeat
 from typing import Any
 
@@ -44,24 +44,48 @@ import pyarrow.compute as pc
 from etl.optimize.columns import BatchView, eval_native, to_np, value_kind
 from etl.optimize.fpcache import FingerprintCache
 from etl.optimize.ir import Const, Expr, FilterProgram, Or, Pred, leaves
+from etl.optimize.regex_budget import searches
 from etl.optimize.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold, skeleton
 
 # --------------------------------------------------------------------------- results
 
 
+_NONE = np.zeros(0, np.int64)
+
+
 @dataclass(frozen=True)
 class MatchResult:
-    """Matched (row, rule index) pairs of one batch, sorted by row then rule."""
+    """Matched (row, rule index) pairs of one batch, sorted by row then rule.
+
+    ``undecided_rows``/``undecided_rules``: (row, rule) pairs whose value is unknown because a Python ``re``
+    search they depend on gave up (etl.optimize.regex_budget); such a pair is never in rows/rules."""
 
     num_rows: int
     rows: np.ndarray  # int64
     rules: np.ndarray  # int64 rule indices into rule_ids
     rule_ids: tuple[str, ...]
+    undecided_rows: np.ndarray = field(default_factory=lambda: _NONE)
+    undecided_rules: np.ndarray = field(default_factory=lambda: _NONE)
 
     def mask(self) -> np.ndarray:
         m = np.zeros(self.num_rows, dtype=bool)
         m[self.rows] = True
         return m
+
+    def undecided(self) -> np.ndarray | None:
+        """Rows whose verdict (some rule matched) is unknown: an undecided rule and no matched one; None
+        when there is none."""
+        if not len(self.undecided_rows):
+            return None
+        m = np.zeros(self.num_rows, dtype=bool)
+        m[self.undecided_rows] = True
+        m[self.rows] = False
+        return m if m.any() else None
+
+    def verdict(self, negate: bool = False) -> pa.Array:
+        """mask() (or its negation) as a boolean array, NULL on undecided() rows."""
+        m = self.mask()
+        return pa.array(~m if negate else m, mask=self.undecided())
 
     def matched_ids(self) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in range(self.num_rows)]
@@ -75,6 +99,10 @@ class MatchResult:
         offsets = np.zeros(self.num_rows + 1, dtype=np.int32)
         np.cumsum(counts, out=offsets[1:])
         values = pa.array(self.rule_ids, pa.string()).take(pa.array(self.rules, pa.int64()))
+        if len(self.undecided_rows):  # a list with an undecided rule is unknown as a whole: NULL
+            unknown = np.zeros(self.num_rows, dtype=bool)
+            unknown[self.undecided_rows] = True
+            return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=pa.array(unknown))
         return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
 
 
@@ -244,12 +272,13 @@ class _Runtime:
 
     # ---- one batch
 
-    def match(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    def match(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, rules) that matched and (rows, rules) left undecided (a search of theirs gave up)."""
         b = BatchView(batch)
         n = b.n
         R = self.R
         if n == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return _NONE, _NONE, _NONE, _NONE
         nat = {x: eval_native(self.natives[x].key, b) for x in self.needed_natives}
 
         keys: list[np.ndarray] = []
@@ -264,7 +293,7 @@ class _Runtime:
             add(np.flatnonzero(np.broadcast_to(v, (n,))), k)
 
         need = self._scan_sets(b, nat)
-        hit_rows, hit_leaves = self._pattern_hits(b, need)
+        hit_rows, hit_leaves, gave_rows, gave_leaves = self._pattern_hits(b, need)
 
         if len(hit_rows):
             rr, kk = expand(hit_rows, hit_leaves, self.simple_ptr, self.simple_targets)
@@ -297,10 +326,44 @@ class _Runtime:
                     v = v.copy()
                     v[rows_k] = False
                 keys.append(np.flatnonzero(v).astype(np.int64) * R + k)
-        if not keys:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        allk = np.unique(np.concatenate(keys))
-        return allk // R, allk % R
+        allk = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+        if not len(gave_rows):
+            return allk // R, allk % R, _NONE, _NONE
+        # a search gave up: a rule that reads its pattern is undecided on that row unless its value is the same
+        # whatever the pattern says -- a simple rule (an OR of patterns) when another pattern fired; a general
+        # rule (computed above with the pattern false) when every value of its given-up patterns agrees
+        gr, gk = expand(gave_rows, gave_leaves, self.general_ptr, self.general_targets)
+        general = np.unique(gr * R + gk)
+        allk = np.setdiff1d(allk, general)
+        true, unknown = self._settle(general, hit_rows, hit_leaves, gave_rows, gave_leaves, nat)
+        allk = np.union1d(allk, true)
+        sr, sk = expand(gave_rows, gave_leaves, self.simple_ptr, self.simple_targets)
+        undecided = np.union1d(unknown, np.setdiff1d(sr * R + sk, allk))
+        return allk // R, allk % R, undecided // R, undecided % R
+
+    def _settle(self, keys: np.ndarray, hit_rows: np.ndarray, hit_leaves: np.ndarray, gave_rows: np.ndarray,
+                gave_leaves: np.ndarray, nat) -> tuple[np.ndarray, np.ndarray]:
+        """General (row, rule) keys with a pattern that gave up: (true ones, undecided ones). Each is evaluated
+        with its given-up patterns both fired and not (every combination, up to 4 of them)."""
+        from itertools import combinations
+
+        R = self.R
+        fired: dict[int, set[int]] = {}
+        for r, x in zip(hit_rows.tolist(), hit_leaves.tolist()):
+            fired.setdefault(r, set()).add(x)
+        gave: dict[int, set[int]] = {}
+        for r, x in zip(gave_rows.tolist(), gave_leaves.tolist()):
+            gave.setdefault(r, set()).add(x)
+        true: list[int] = []
+        unknown: list[int] = []
+        for key in keys.tolist():
+            row, k = divmod(key, R)
+            mine = sorted(gave[row] & set(leaves(self.general_exprs[k])))
+            base = fired.get(row, set()) - set(mine)
+            outcomes = {bool(self.functions[k](base | set(c), row, nat))
+                        for n in range(len(mine) + 1) for c in combinations(mine, n)} if len(mine) <= 4 else {0, 1}
+            (true if outcomes == {True} else unknown if len(outcomes) > 1 else []).append(key)
+        return np.array(true, np.int64), np.array(unknown, np.int64)
 
     def _scan_sets(self, b: BatchView, nat: dict[int, np.ndarray]) -> dict[tuple, np.ndarray | None]:
         """Rows to scan per subject; None = every row that has a value."""
@@ -333,9 +396,22 @@ class _Runtime:
             return np.flatnonzero(valid)
         return np.flatnonzero(sel & valid)
 
-    def _pattern_hits(self, b: BatchView, need: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _pattern_hits(self, b: BatchView, need: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, leaves) where a pattern predicate is true, and (rows, leaves) where its search gave up."""
         rows_out: list[np.ndarray] = []
         leaves_out: list[np.ndarray] = []
+        gave_rows: list[np.ndarray] = []
+        gave_leaves: list[np.ndarray] = []
+
+        def add(db: _Database, hr: np.ndarray, hp: np.ndarray, rows_to: list, leaves_to: list) -> None:
+            if db.single_leaf:
+                rows_to.append(hr)
+                leaves_to.append(db.pid_leaf[hp])
+            else:
+                r2, l2 = expand(hr, hp, db.leaf_ptr, db.leaf_targets)
+                rows_to.append(r2)
+                leaves_to.append(l2)
+
         for db in self.dbs:
             rows = self._rows(b, db.subject, need)
             if rows is not None and len(rows) == 0:
@@ -344,14 +420,10 @@ class _Runtime:
             values = _Values(text)
             hr, hp = _scan(db, values, rows)
             if not db.exact.all():
-                hr, hp = self._refine(db, text, values, rows, hr, hp)
-            if db.single_leaf:
-                rows_out.append(hr)
-                leaves_out.append(db.pid_leaf[hp])
-            else:
-                r2, l2 = expand(hr, hp, db.leaf_ptr, db.leaf_targets)
-                rows_out.append(r2)
-                leaves_out.append(l2)
+                hr, hp, gr, gp = self._refine(db, text, values, rows, hr, hp)
+                if len(gr):
+                    add(db, gr, gp, gave_rows, gave_leaves)
+            add(db, hr, hp, rows_out, leaves_out)
         by_subject: dict[tuple, list] = {}
         for f in self.fallbacks:
             by_subject.setdefault((f.field, f.derivations), []).append(f)
@@ -361,30 +433,45 @@ class _Runtime:
                 continue
             values = b.text(*subject).to_pylist()
             idx = range(b.n) if rows is None else rows.tolist()
+            present = [i for i in idx if values[i] is not None]
             for f in fbs:
                 search = self.fallback_regex[f.leaf].search
-                got = [i for i in idx if values[i] is not None and search(values[i])]
-                rows_out.append(np.array(got, dtype=np.int64))
-                leaves_out.append(np.full(len(got), f.leaf, dtype=np.int64))
-        if not rows_out:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(rows_out), np.concatenate(leaves_out)
+                found = searches([(search, values[i]) for i in present])
+                for out, to, want in ((rows_out, leaves_out, True), (gave_rows, gave_leaves, None)):
+                    got = [i for i, v in zip(present, found) if v is want]
+                    out.append(np.array(got, dtype=np.int64))
+                    to.append(np.full(len(got), f.leaf, dtype=np.int64))
+
+        def cat(parts: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+        return cat(rows_out), cat(leaves_out), cat(gave_rows), cat(gave_leaves)
 
     def _refine(self, db: _Database, text: pa.Array, values: _Values, rows, hr: np.ndarray, hp: np.ndarray):
-        """Apply the row modes of non-exact patterns: confirm reports, or let Python decide."""
+        """Apply the row modes of non-exact patterns: confirm reports, or let Python decide; also (rows,
+        pattern ids) of the searches that gave up (see etl.optimize.regex_budget)."""
         ascii_rows = to_np(pc.string_is_ascii(text))
         # reports that need a look: superset patterns on ASCII values, non-exact ones on other values
         look = ~db.exact[hp] & np.where(ascii_rows[hr], db.ascii_confirm[hp], True)
         todo = np.flatnonzero(look).tolist()
+        gave_r: list[int] = []
+        gave_p: list[int] = []
         if todo:
             keep = ~look
             rows_l, pids_l = hr.tolist(), hp.tolist()
+            calls, where = [], []
             for j in todo:
                 row, pid = rows_l[j], pids_l[j]
                 if ascii_rows[row] or db.other_confirm[pid]:
-                    keep[j] = db.regex[pid].search(values[row]) is not None
+                    calls.append((db.regex[pid].search, values[row]))
+                    where.append(j)
                 else:
                     keep[j] = pid not in db.other_python  # python mode: decided below
+            for j, found in zip(where, searches(calls)):
+                keep[j] = bool(found)
+                if found is None:
+                    gave_r.append(rows_l[j])
+                    gave_p.append(pids_l[j])
             hr, hp = hr[keep], hp[keep]
         if db.other_python:
             cand = ~ascii_rows & to_np(text.is_valid())
@@ -395,16 +482,15 @@ class _Runtime:
             idx = np.flatnonzero(cand).tolist()
             if idx:
                 strs = [values[i] for i in idx]
-                extra_r, extra_p = [], []
-                for pid in db.other_python:
-                    search = db.regex[pid].search
-                    for i, v in zip(idx, strs):
-                        if search(v) is not None:
-                            extra_r.append(i)
-                            extra_p.append(pid)
+                pairs = [(i, pid) for pid in db.other_python for i in idx]
+                found = searches([(db.regex[pid].search, v) for pid in db.other_python for v in strs])
+                extra_r = [i for (i, _), f in zip(pairs, found) if f]
+                extra_p = [pid for (_, pid), f in zip(pairs, found) if f]
+                gave_r += [i for (i, _), f in zip(pairs, found) if f is None]
+                gave_p += [pid for (_, pid), f in zip(pairs, found) if f is None]
                 hr = np.concatenate([hr, np.array(extra_r, np.int64)])
                 hp = np.concatenate([hp, np.array(extra_p, np.int64)])
-        return hr, hp
+        return hr, hp, np.array(gave_r, np.int64), np.array(gave_p, np.int64)
 
     def _evaluate(self, cand: np.ndarray, hit_rows: np.ndarray, hit_leaves: np.ndarray, nat) -> np.ndarray:
         """Evaluate general rules on the rows where one of their patterns fired."""
@@ -477,8 +563,8 @@ class Matcher:
         ids = self.rule_ids
         cache = self.cache
         if cache is None or not cache.enabled or not self.program.fingerprint_fields or batch.num_rows == 0:
-            rows, rules = self.runtime.match(batch)
-            return MatchResult(batch.num_rows, rows, rules, ids)
+            rows, rules, u_rows, u_rules = self.runtime.match(batch)
+            return MatchResult(batch.num_rows, rows, rules, ids, u_rows, u_rules)
         return self._match_cached(batch, cache)
 
     def _match_cached(self, batch: pa.RecordBatch, cache: FingerprintCache) -> MatchResult:
@@ -486,8 +572,8 @@ class Matcher:
         cols = [b.column(f) for f in self.program.fingerprint_fields]
         kinds = [value_kind(c.type) for c in cols]
         if "other" in kinds:  # nested values are not hashable keys: no cache for this batch
-            rows, rules = self.runtime.match(batch)
-            return MatchResult(batch.num_rows, rows, rules, self.rule_ids)
+            rows, rules, u_rows, u_rules = self.runtime.match(batch)
+            return MatchResult(batch.num_rows, rows, rules, self.rule_ids, u_rows, u_rules)
         cache.check_signature(tuple(str(c.type) for c in cols))
         # floats by repr: -0.0 and 0.0 are equal keys but have different text forms
         pylists = [[None if v is None else repr(v) for v in c.to_pylist()] if k == "float" else c.to_pylist()
@@ -497,10 +583,12 @@ class Matcher:
         if misses:
             reps = [rows[0] for rows in misses.values()]
             sub = batch.take(pa.array(reps, pa.int64()))
-            rows, rules = self.runtime.match(sub)
+            rows, rules, u_rows, u_rules = self.runtime.match(sub)
             per: list[list[int]] = [[] for _ in reps]
             for r, k in zip(rows.tolist(), rules.tolist()):
                 per[r].append(k)
+            for r, k in zip(u_rows.tolist(), u_rules.tolist()):
+                per[r].append(~k)  # an undecided rule is kept as ~k (negative): the same value decides the same
             for (key, rws), v in zip(misses.items(), per):
                 verdict = tuple(v)
                 cache.store(key, verdict)
@@ -508,11 +596,17 @@ class Matcher:
                     verdicts[i] = verdict
         out_rows: list[int] = []
         out_rules: list[int] = []
+        undecided: list[tuple[int, int]] = []
         for i, v in enumerate(verdicts):
             if v:
+                if min(v) < 0:
+                    undecided += [(i, ~k) for k in v if k < 0]
+                    v = tuple(k for k in v if k >= 0)
                 out_rows.extend([i] * len(v))
                 out_rules.extend(v)
-        return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64), self.rule_ids)
+        u = np.array(undecided, np.int64).reshape(-1, 2)
+        return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64), self.rule_ids,
+                           u[:, 0].copy(), u[:, 1].copy())
 
 
 def match_batch(program: FilterProgram, batch: pa.RecordBatch, cache: bool = False) -> MatchResult:

@@ -67,6 +67,8 @@ def split_results(merged: MergedProgram, result):
     out = []
     for (start, end), prog in zip(merged.spans, merged.members):
         sel = (result.rules >= start) & (result.rules < end)
-        out.append(MatchResult(result.num_rows, result.rows[sel], result.rules[sel] - start, prog.rule_ids))
+        u = (result.undecided_rules >= start) & (result.undecided_rules < end)
+        out.append(MatchResult(result.num_rows, result.rows[sel], result.rules[sel] - start, prog.rule_ids,
+                               result.undecided_rows[u], result.undecided_rules[u] - start))
     return out
 

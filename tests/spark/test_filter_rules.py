@@ -251,3 +251,68 @@ def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path
             want = sorted(((a or "", b or ""), tuple(ids)) for (a, b), ids in zip(rows, result.matched_ids()))
             got = sorted(((r.cmd or "", r.host or ""), tuple(r.matched_rules)) for r in out.collect())
             assert got == want
+
+
+# Hyperscan runs a superset of this backreference pattern; Python re confirms its reports, and on EVIL it would
+# backtrack for 8 s (doubling with each extra "a"): it gives up after its budget (1 s) instead
+EVIL_RULE = r"(a+)+b\1c"
+EVIL = "a" * 22 + "b" + "a" * 27 + "c"
+
+
+def test_a_row_whose_rule_search_gives_up_is_a_dead_letter(spark, tmp_path):
+    from etl.compile.transforms.filter import undecided_reason
+
+    out = run_events(spark, tmp_path, f"""
+        name: t-undecided
+        sources: [{{id: src, type: file, path: ., format: jsonl, schema: {{msg: string, host: string}}}}]
+        transforms:
+          - id: keep
+            type: filter
+            input: src
+            rules:
+              - {{id: evil, when: {{field: msg, regex: '{EVIL_RULE}'}}}}
+              - {{id: hello, when: {{field: msg, contains: hello}}}}
+              - {{id: evil_or_h1, when: {{any: [{{field: msg, regex: '{EVIL_RULE}'}}, {{field: host, eq: h1}}]}}}}
+            expr: "host <> 'h2'"
+        sinks: [{{id: out, type: file, input: keep, path: out}}]
+    """, {"src": [{"msg": EVIL, "host": "h0"}, {"msg": "xaabaac", "host": "h0"}, {"msg": EVIL, "host": "h1"},
+                  {"msg": "nothing", "host": "h0"}, {"msg": EVIL, "host": "h2"}]})
+    # row 3: evil_or_h1 holds whatever the pattern says; row 5: the expr drops it whatever the rules say
+    assert sorted(out["out"], key=lambda r: r["host"]) == [{"msg": "xaabaac", "host": "h0"}, {"msg": EVIL, "host": "h1"}]
+    assert [(d["stage"], d["reason"], d["payload"]) for d in out["dead_letter"]] == [
+        ("keep", undecided_reason(), f'{{"msg":"{EVIL}","host":"h0"}}')]
+
+
+def test_sibling_filters_send_their_undecided_rows_to_dead_letters(spark, tmp_path):
+    from etl.compile.transforms.filter import undecided_reason
+
+    out = run_events(spark, tmp_path, f"""
+        name: t-undecided2
+        sources: [{{id: src, type: file, path: ., format: jsonl, schema: {{msg: string, host: string}}}}]
+        transforms:
+          - id: dropper
+            type: filter
+            input: src
+            mode: drop
+            rules:
+              - {{id: evil, when: {{field: msg, regex: '{EVIL_RULE}'}}}}
+              - {{id: h9, when: {{field: host, eq: h9}}}}
+          - id: tagger
+            type: filter
+            input: src
+            mode: tag
+            rules:
+              - {{id: evil, when: {{all: [{{field: msg, regex: '{EVIL_RULE}'}}, {{field: host, ne: h9}}]}}}}
+              - {{id: hello, when: {{field: msg, contains: hello}}}}
+            expr: "host <> 'h3'"
+        sinks:
+          - {{id: dropped, type: file, input: dropper, path: o1}}
+          - {{id: tagged, type: file, input: tagger, path: o2}}
+    """, {"src": [{"msg": EVIL, "host": "h0"}, {"msg": "hello aabaac", "host": "h0"}, {"msg": EVIL, "host": "h9"},
+                  {"msg": "hello", "host": "h3"}]})
+    assert out["dropped"] == [{"msg": "hello", "host": "h3"}]
+    assert sorted((r["msg"], r["matched_rules"]) for r in out["tagged"]) == [
+        (EVIL, []), ("hello aabaac", ["evil", "hello"])]  # h9: evil is false whatever the pattern says
+    assert sorted((d["stage"], d["reason"], d["payload"]) for d in out["dead_letter"]) == [
+        ("dropper", undecided_reason(), f'{{"msg":"{EVIL}","host":"h0"}}'),
+        ("tagger", undecided_reason(), f'{{"msg":"{EVIL}","host":"h0"}}')]

@@ -48,6 +48,12 @@ def read_out(spark, work: Path, name: str) -> list[dict]:
     return [r.asDict(recursive=True) for r in spark.read.json(str(path)).collect()]
 
 
+def failure(stderr: str) -> str:
+    """The lines naming the error (a streaming query's message is followed by its whole plan), then the tail."""
+    named = [line for line in stderr.splitlines() if "Exception" in line or "Error" in line or "Caused by" in line]
+    return "\n".join(named[:30])[:6000] + "\n...\n" + stderr[-2000:]
+
+
 def test_kill_and_restart(spark, tmp_path):
     batches = make_batches(n_batches=6)
     left, right = make_streams()
@@ -69,7 +75,7 @@ def test_kill_and_restart(spark, tmp_path):
 
     p = start(tmp_path)
     out, err = p.communicate(timeout=300)
-    assert p.returncode == 0, err.decode()[-3000:]
+    assert p.returncode == 0, failure(err.decode())
 
     rows = read_out(spark, tmp_path, "windows")
     for kind in KINDS:

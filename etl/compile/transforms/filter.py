@@ -2,8 +2,8 @@
 
 Two independent halves meet in `build` (rules first, then `expr`):
 
-* `apply_expr`: the condition runs in the JVM (`keep` keeps rows where it is
-  true, `drop` drops them; NULL counts as false);
+* `expr_condition`: the condition runs in the JVM (`keep` keeps rows where it
+  is true, `drop` drops them; NULL counts as false);
 * `apply_rules`: the rule set runs through the filter optimizer (etl.optimize)
   in a scalar Arrow UDF over a struct of just the columns the rules read: each
   Arrow batch goes through a `Matcher`, which returns a boolean per row (keep,
@@ -28,6 +28,13 @@ selects its rows and drops the hidden columns (`split_results` gives each
 filter its own result). Within a micro-batch the shared pass is cached when
 several filters read it, so each row is matched once for all of them.
 
+Undecided rows: Python `re` searches (Hyperscan reports to confirm, patterns it
+rejects) have a time budget (etl.optimize.regex_budget). A search past it
+leaves the rules that depend on it undecided on that row: the verdict is NULL,
+and `decide` sends such rows to dead letters (reason, the row as JSON) instead
+of keeping or dropping them. Only programs with such patterns (`may_give_up`)
+get that split; the JVM path decides every row.
+
 When etl.optimize is not importable, a filter with rules fails to compile with
 a clear message; filters with `expr` only always work.
 """
@@ -50,18 +57,69 @@ _WORKER_KEEP = 8
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     spec = node.spec
     df = inputs[0]
+    passes = None if spec.expr is None else expr_condition(node, spec.expr, "drop" if spec.mode == "drop" else "keep")
     if spec.rules or spec.rule_files:
-        df = apply_rules(ctx, node, df)
-    if spec.expr is not None:
-        df = apply_expr(node, df, spec.expr, "drop" if spec.mode == "drop" else "keep")
-    return df
+        return apply_rules(ctx, node, df, passes)
+    return df if passes is None else df.where(passes)
 
 
-def apply_expr(node: Node, df: Any, sql: str, mode: str) -> Any:
+def expr_condition(node: Node, sql: str, mode: str) -> Any:
+    """Rows that pass `expr`: keep keeps rows where it is true, drop drops them; NULL counts as false."""
     from pyspark.sql import functions as F
 
     cond = F.coalesce(_expr(node, sql, "expr"), F.lit(False))
-    return df.where(~cond if mode == "drop" else cond)
+    return ~cond if mode == "drop" else cond
+
+
+def may_give_up(program: Any) -> bool:
+    """Whether some pattern of `program` runs in Python `re` (a fallback, or a report to confirm), whose
+    search may give up (etl.optimize.regex_budget) and leave a row undecided."""
+    return bool(program.fallbacks) or any(not p.exact for d in program.databases for p in d.patterns)
+
+
+def undecided_reason() -> str:
+    from etl.optimize.regex_budget import budget_s
+
+    return (f"rules undecided: a Python re search of a rule pattern ran past its {budget_s():g} s budget on this "
+            "record (catastrophic backtracking); the worker's log names the pattern")
+
+
+def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, undecided: bool,
+           hidden: str | None = None) -> Any:
+    """`df` after the filter. `verdict`: the rules' result per row, boolean "matches" (or, from a shared pass's
+    `hidden` column of `df`, "this filter outputs the row") or the tag list; `passes`: the `expr` condition
+    (or None). With `undecided` (see may_give_up) a NULL verdict means "could not decide": the row goes to
+    dead letters (its payload: the row as JSON) and a Built is returned."""
+    from pyspark.sql import functions as F
+
+    spec = node.spec
+    negate = hidden is None and spec.mode == "drop"  # drop mode outputs the rows that do not match
+    if not undecided:
+        if spec.mode == "tag":
+            out = df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
+        else:
+            out = df.where(~verdict if negate else verdict)
+        out = out if hidden is None else out.drop(hidden)
+        return out if passes is None else out.where(passes)
+    from etl.compile.context import ERR, PAYLOAD
+    from etl.compile.deadletter import fence, from_shared
+
+    col = hidden or "_etl_verdict"
+    staged = df if hidden is not None else df.withColumn(col, fence(verdict))
+    v = F.col(col)
+    lost = v.isNull()
+    keep = passes  # tag: every row is output (an undecided one as a dead letter)
+    if spec.mode != "tag":
+        keep = lost | (~v if negate else v)
+        keep = keep if passes is None else passes & keep
+    shared = staged if keep is None else staged.where(keep)
+    row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns if c != col]))
+    shared = shared.withColumns({ERR: F.when(lost, F.lit(undecided_reason())), PAYLOAD: F.when(lost, row)})
+    if spec.mode == "tag":
+        shared = shared.drop(spec.tag_field).withColumnRenamed(col, spec.tag_field)
+    else:
+        shared = shared.drop(col)
+    return from_shared(shared, ctx.pipeline, node.id)
 
 
 # ----------------------------------------------------------------- workers
@@ -122,17 +180,17 @@ def _input_key(node: Node) -> tuple | None:
     return (ins[0].src, ins[0].label) if len(ins) == 1 else None
 
 
-def apply_rules(ctx: CompileContext, node: Node, df: Any) -> Any:
+def apply_rules(ctx: CompileContext, node: Node, df: Any, passes: Any = None) -> Any:
     from etl.compile.rule_programs import optimizer
 
     optimizer(node)
     group = siblings(ctx, node)
     if len(group) == 1:
-        return _single(ctx, node, df)
-    return _member(ctx, group, node, df)
+        return _single(ctx, node, df, passes)
+    return _member(ctx, group, node, df, passes)
 
 
-def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
+def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
     from etl.compile.rule_programs import rule_set, ship
 
     spec = node.spec
@@ -156,18 +214,18 @@ def _single(ctx: CompileContext, node: Node, df: Any) -> Any:
         from etl.compile.rules_jvm import verdict as jvm_verdict
 
         got = jvm_verdict(program, df, spec.mode == "tag", rest)
+        undecided = False  # the JVM decides every row (a rule set past its step budget moves to Hyperscan)
         if got is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
             bc = ship(ctx, node.id, program.digest, program)
             got = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", rest)
-        got = columns[key] = (first, got)
+            undecided = may_give_up(program)
+        got = columns[key] = (first, got, undecided)
         while len(columns) > 4 * _WORKER_KEEP:
             columns.pop(next(iter(columns)))
-    first, verdict = got
+    first, verdict, undecided = got
     if first is not None:
         df = df.where(first)
-    if spec.mode == "tag":
-        return df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
-    return df.where(~verdict if spec.mode == "drop" else verdict)
+    return decide(ctx, node, df, verdict, passes, undecided)
 
 
 def _read_columns(df: Any, program: Any) -> list[str]:
@@ -207,7 +265,7 @@ def _verdict_udf(bc: Any, key: str, tag: bool) -> Any:
     def verdict(arr: Any) -> Any:
         m = _worker_state(key, bc, _single_matcher)
         result = m.match(pa.RecordBatch.from_struct_array(arr))
-        return result.to_arrow() if tag else pa.array(result.mask())
+        return result.to_arrow() if tag else result.verdict()
 
     import warnings
 
@@ -226,10 +284,11 @@ class SharedPass:
     source: Any  # the input frame (kept so that its id stays unique while this entry lives)
     frame: Any  # the input plus one hidden column per member
     hidden: dict[str, str]  # member id -> hidden column
+    undecided: bool = False  # a hidden column may be NULL: that member could not decide the row
     users: set[str] = field(default_factory=set)  # members built over it
 
 
-def _member(ctx: CompileContext, group: list[Node], node: Node, df: Any) -> Any:
+def _member(ctx: CompileContext, group: list[Node], node: Node, df: Any, passes: Any) -> Any:
     from pyspark.sql import functions as F
 
     registry = ctx.options.setdefault("_stream_shared" if df.isStreaming else "_batch_shared", {})
@@ -240,13 +299,10 @@ def _member(ctx: CompileContext, group: list[Node], node: Node, df: Any) -> Any:
             registry.clear()
         entry = registry[key] = _shared_pass(ctx, group, df)
     entry.users.add(node.id)
-    spec = node.spec
     mine = entry.hidden[node.id]
     others = [c for c in entry.hidden.values() if c != mine]
     out = entry.frame.drop(*others)
-    if spec.mode == "tag":
-        return out.drop(spec.tag_field).withColumnRenamed(mine, spec.tag_field)
-    return out.where(F.col(mine)).drop(mine)
+    return decide(ctx, node, out, F.col(mine), passes, entry.undecided, hidden=mine)
 
 
 def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
@@ -291,17 +347,16 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
                     arrays.append(part.to_arrow())
                     keep[:] = True
                     continue
-                mask = part.mask()
-                if mode == "drop":
-                    mask = ~mask
-                keep |= mask
-                arrays.append(pa.array(mask))
+                verdict = part.verdict(negate=mode == "drop")
+                keep |= verdict.fill_null(True).to_numpy(zero_copy_only=False)  # undecided: kept for dead letters
+                arrays.append(verdict)
             out = rb
             for name, arr in zip(cols, arrays):
                 out = out.append_column(name, arr)
             yield out if keep.all() else out.filter(pa.array(keep))
 
-    return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden)
+    return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden,
+                      may_give_up(merged.program))
 
 
 def _prefiltered(program: Any, df: Any) -> Any:
