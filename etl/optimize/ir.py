@@ -303,6 +303,12 @@ class FilterProgram:
     def rule_ids(self) -> tuple[str, ...]:
         return tuple(r.rule_id for r in self.rules)
 
+    @property
+    def runs_python_re(self) -> bool:
+        """Does some pattern run in Python ``re`` (a fallback, or a Hyperscan report to confirm)? Such a search
+        may give up (etl.optimize.regex_budget) and leave a row undecided."""
+        return bool(self.fallbacks) or any(not p.exact for d in self.databases for p in d.patterns)
+
     def with_pass(self, name: str, **changes: Any) -> "FilterProgram":
         from dataclasses import replace
 

@@ -67,18 +67,20 @@ class MatchResult:
     undecided_rows: np.ndarray = field(default_factory=lambda: _NONE)
     undecided_rules: np.ndarray = field(default_factory=lambda: _NONE)
 
-    def mask(self) -> np.ndarray:
+    def _flags(self, rows: np.ndarray) -> np.ndarray:
         m = np.zeros(self.num_rows, dtype=bool)
-        m[self.rows] = True
+        m[rows] = True
         return m
+
+    def mask(self) -> np.ndarray:
+        return self._flags(self.rows)
 
     def undecided(self) -> np.ndarray | None:
         """Rows whose verdict (some rule matched) is unknown: an undecided rule and no matched one; None
         when there is none."""
         if not len(self.undecided_rows):
             return None
-        m = np.zeros(self.num_rows, dtype=bool)
-        m[self.undecided_rows] = True
+        m = self._flags(self.undecided_rows)
         m[self.rows] = False
         return m if m.any() else None
 
@@ -99,11 +101,9 @@ class MatchResult:
         offsets = np.zeros(self.num_rows + 1, dtype=np.int32)
         np.cumsum(counts, out=offsets[1:])
         values = pa.array(self.rule_ids, pa.string()).take(pa.array(self.rules, pa.int64()))
-        if len(self.undecided_rows):  # a list with an undecided rule is unknown as a whole: NULL
-            unknown = np.zeros(self.num_rows, dtype=bool)
-            unknown[self.undecided_rows] = True
-            return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=pa.array(unknown))
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values)
+        # a list with an undecided rule is unknown as a whole: NULL
+        unknown = pa.array(self._flags(self.undecided_rows)) if len(self.undecided_rows) else None
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=unknown)
 
 
 def apply_mode(batch: pa.RecordBatch, result: MatchResult, mode: str, tag_field: str = "matched_rules") -> pa.RecordBatch:
@@ -359,10 +359,16 @@ class _Runtime:
         for key in keys.tolist():
             row, k = divmod(key, R)
             mine = sorted(gave[row] & set(leaves(self.general_exprs[k])))
+            if len(mine) > 4:
+                unknown.append(key)
+                continue
             base = fired.get(row, set()) - set(mine)
             outcomes = {bool(self.functions[k](base | set(c), row, nat))
-                        for n in range(len(mine) + 1) for c in combinations(mine, n)} if len(mine) <= 4 else {0, 1}
-            (true if outcomes == {True} else unknown if len(outcomes) > 1 else []).append(key)
+                        for n in range(len(mine) + 1) for c in combinations(mine, n)}
+            if len(outcomes) > 1:
+                unknown.append(key)
+            elif outcomes == {True}:
+                true.append(key)
         return np.array(true, np.int64), np.array(unknown, np.int64)
 
     def _scan_sets(self, b: BatchView, nat: dict[int, np.ndarray]) -> dict[tuple, np.ndarray | None]:
@@ -484,10 +490,11 @@ class _Runtime:
                 strs = [values[i] for i in idx]
                 pairs = [(i, pid) for pid in db.other_python for i in idx]
                 found = searches([(db.regex[pid].search, v) for pid in db.other_python for v in strs])
-                extra_r = [i for (i, _), f in zip(pairs, found) if f]
-                extra_p = [pid for (_, pid), f in zip(pairs, found) if f]
-                gave_r += [i for (i, _), f in zip(pairs, found) if f is None]
-                gave_p += [pid for (_, pid), f in zip(pairs, found) if f is None]
+                extra_r, extra_p = [], []
+                for (i, pid), f in zip(pairs, found):
+                    if f is not False:  # a match, or a search that gave up (None)
+                        (extra_r if f else gave_r).append(i)
+                        (extra_p if f else gave_p).append(pid)
                 hr = np.concatenate([hr, np.array(extra_r, np.int64)])
                 hp = np.concatenate([hp, np.array(extra_p, np.int64)])
         return hr, hp, np.array(gave_r, np.int64), np.array(gave_p, np.int64)

@@ -32,7 +32,7 @@ Undecided rows: Python `re` searches (Hyperscan reports to confirm, patterns it
 rejects) have a time budget (etl.optimize.regex_budget). A search past it
 leaves the rules that depend on it undecided on that row: the verdict is NULL,
 and `decide` sends such rows to dead letters (reason, the row as JSON) instead
-of keeping or dropping them. Only programs with such patterns (`may_give_up`)
+of keeping or dropping them. Only programs with such patterns (`runs_python_re`)
 get that split; the JVM path decides every row.
 
 When etl.optimize is not importable, a filter with rules fails to compile with
@@ -71,12 +71,6 @@ def expr_condition(node: Node, sql: str, mode: str) -> Any:
     return ~cond if mode == "drop" else cond
 
 
-def may_give_up(program: Any) -> bool:
-    """Whether some pattern of `program` runs in Python `re` (a fallback, or a report to confirm), whose
-    search may give up (etl.optimize.regex_budget) and leave a row undecided."""
-    return bool(program.fallbacks) or any(not p.exact for d in program.databases for p in d.patterns)
-
-
 def undecided_reason() -> str:
     from etl.optimize.regex_budget import budget_s
 
@@ -88,7 +82,7 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
            hidden: str | None = None) -> Any:
     """`df` after the filter. `verdict`: the rules' result per row, boolean "matches" (or, from a shared pass's
     `hidden` column of `df`, "this filter outputs the row") or the tag list; `passes`: the `expr` condition
-    (or None). With `undecided` (see may_give_up) a NULL verdict means "could not decide": the row goes to
+    (or None). With `undecided` (FilterProgram.runs_python_re) a NULL verdict means "could not decide": the row goes to
     dead letters (its payload: the row as JSON) and a Built is returned."""
     from pyspark.sql import functions as F
 
@@ -218,7 +212,7 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
         if got is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
             bc = ship(ctx, node.id, program.digest, program)
             got = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", rest)
-            undecided = may_give_up(program)
+            undecided = program.runs_python_re
         got = columns[key] = (first, got, undecided)
         while len(columns) > 4 * _WORKER_KEEP:
             columns.pop(next(iter(columns)))
@@ -356,7 +350,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
             yield out if keep.all() else out.filter(pa.array(keep))
 
     return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden,
-                      may_give_up(merged.program))
+                      merged.program.runs_python_re)
 
 
 def _prefiltered(program: Any, df: Any) -> Any:
