@@ -270,6 +270,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         spark.sparkContext.setLogLevel("WARN")
     register_data_sources(spark)
     quiet_python_loggers()
+    quiet_budget_stops(spark)
     return spark
 
 
@@ -281,6 +282,22 @@ def quiet_python_loggers() -> None:
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def quiet_budget_stops(spark: Any) -> None:
+    """Spark logs a task stopped by a rule pattern's step budget as a lost job (ERROR, with the stack); etl
+    recovers from it and says so in one warning (etl/compile/rules_jvm.py), so those lines are filtered out
+    (etl/jvm/QuietBudget.java) unless ETL_LOG_LEVEL asks for Spark's logs."""
+    from etl.compile import jvm
+
+    if os.environ.get("ETL_LOG_LEVEL", "").strip() or not jvm.available(spark):
+        return
+    try:
+        spark.sparkContext._jvm.etl.jvm.QuietBudget.install()  # type: ignore[attr-defined]
+    except Exception as e:  # noqa: BLE001 - a user's own logging setup (not log4j-core) keeps Spark's lines
+        import logging
+
+        logging.getLogger("etl.session").debug("Spark's log lines of budget stops stay: %s", e)
 
 
 def register_data_sources(spark: Any) -> None:

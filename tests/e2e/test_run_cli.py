@@ -92,3 +92,49 @@ def test_sigterm_finishes_the_batch_exits_0_and_the_next_run_resumes(tmp_path):
     _, err2 = p2.communicate(timeout=300)
     assert p2.returncode == 0, err2[-3000:]
     assert ids(out) == list(range(80))
+
+
+BUDGET = r"x\w*\w*\w*\w*\w*y"  # java.util.regex: minutes on 300 word characters without a y
+BUDGET_PIPELINE = """\
+    name: budget
+    sources:
+      - {id: src, type: file, path: input, format: jsonl, schema: {cmd: string, code: bigint}}
+    transforms:
+      - {id: kept, type: filter, input: src, rules: [{id: slow, when: {field: cmd, regex: '%s'}},
+                                                      {id: curl, when: {field: cmd, regex: '^curl'}}]}
+    sinks:
+      - {id: out, type: file, input: kept, path: output}
+    checkpoint: state
+""" % BUDGET
+
+
+@pytest.mark.parametrize("log_level", ["", "warn"])
+def test_a_rule_set_past_its_step_budget_is_one_warning_not_a_lost_job(tmp_path, log_level):
+    # Spark logs the stopped task as a lost job (ERROR Executor, WARN Lost task, ERROR aborting job) although
+    # etl finishes the batch on Hyperscan: by default only etl's warning shows; ETL_LOG_LEVEL brings Spark's back
+    import os
+
+    (tmp_path / "input").mkdir()
+    events = [{"cmd": "curl x", "code": 200}, {"cmd": "x" + "a" * 300 + "!", "code": 201},
+              {"cmd": "run xaay", "code": 302}]
+    (tmp_path / "input" / "a.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (tmp_path / "pipeline.yaml").write_text(textwrap.dedent(BUDGET_PIPELINE))
+    env = {k: v for k, v in os.environ.items() if k not in ("ETL_LOG_LEVEL", "ETL_RULES_JVM")}
+    if log_level:
+        env["ETL_LOG_LEVEL"] = log_level
+    p = etl("run", "pipeline.yaml", "--once", "--quiet", cwd=tmp_path, env=env)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    got = sorted(json.loads(x)["code"] for f in (tmp_path / "output").glob("part-*.jsonl")
+                 for x in f.read_text().splitlines())
+    assert got == [200, 302]
+    moved = [x for x in err.splitlines() if "leaves the JVM for the Python path" in x]
+    assert len(moved) == 1 and f"pattern {BUDGET!r}" in moved[0], err[-3000:]
+    spark_lines = [x for x in err.splitlines() if " Executor: " in x or " TaskSetManager: " in x]
+    if log_level:
+        assert [x.split(" ")[1:3] for x in spark_lines] == [
+            ["ERROR", "Executor:"], ["WARN", "TaskSetManager:"], ["ERROR", "TaskSetManager:"]], err[-3000:]
+        assert "Exception in task" in spark_lines[0] and "aborting job" in spark_lines[2]
+        assert "Lost task" in spark_lines[1] and "etl-rule-budget[" in spark_lines[1]
+    else:
+        assert spark_lines == [] and "ERROR" not in err, err[-3000:]

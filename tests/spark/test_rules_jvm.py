@@ -316,3 +316,35 @@ def test_rule_sets_past_their_step_budget_finish_the_batch_on_hyperscan(spark, t
     assert all(f"pattern {SLOW!r} read more than 130200 characters of a value of 302 characters"
                in m for m in moved), moved
     assert len(rules_jvm._DEMOTED) == 2
+
+
+def test_the_log_filter_denies_budget_stops_and_nothing_else(spark):
+    # etl/jvm/QuietBudget.java: the three lines Spark logs for a task stopped by a budget, and only those
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    quiet = jvm.etl.jvm.QuietBudget.instance()
+    budget = jvm.java.lang.Class.forName("etl.jvm.RuleMatch$Exhausted").getDeclaredConstructors()[0]
+    budget.setAccessible(True)
+    args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 1)
+    args[0] = "etl-rule-budget[etl-rules-0.txt] pattern 0 read more than 130200 characters"
+    stop = budget.newInstance(args)
+
+    def verdict(level: str, text: str, thrown=None) -> str:
+        event = (log4j.core.impl.Log4jLogEvent.newBuilder().setLoggerName("org.apache.spark.scheduler.TaskSetManager")
+                 .setLevel(getattr(log4j.Level, level)).setMessage(log4j.message.SimpleMessage(text))
+                 .setThrown(thrown).build())
+        return quiet.filter(event).toString()
+
+    other = jvm.java.lang.IllegalStateException("disk full")
+    assert verdict("ERROR", "Exception in task 0.0 in stage 7.0 (TID 9)", stop) == "DENY"
+    assert verdict("ERROR", "Exception in task 0.0 in stage 7.0 (TID 9)", jvm.org.apache.spark.SparkException(
+        "wrapped", stop)) == "DENY"
+    assert verdict("ERROR", "Exception in task 0.0 in stage 7.0 (TID 9)", other) == "NEUTRAL"
+    assert verdict("ERROR", "Task 0 in stage 7.0 failed 1 times; aborting job") == "NEUTRAL"  # no budget loss
+    assert verdict("WARN", "Lost task 0.0 in stage 7.0 (TID 9) (localhost executor driver): "
+                           "etl.jvm.RuleMatch$Exhausted: etl-rule-budget[etl-rules-0.txt] pattern 0 ...") == "DENY"
+    assert verdict("ERROR", "Task 0 in stage 8.0 failed 1 times; aborting job") == "NEUTRAL"  # another stage
+    assert verdict("ERROR", "Task 0 in stage 7.0 failed 1 times; aborting job") == "DENY"
+    assert verdict("ERROR", "Task 0 in stage 7.0 failed 1 times; aborting job") == "NEUTRAL"  # once per loss
+    assert verdict("WARN", "Lost task 0.0 in stage 9.0 (TID 3): java.lang.IllegalStateException: disk full") \
+        == "NEUTRAL"
