@@ -29,10 +29,9 @@ public final class QuietBudget extends AbstractFilter {
     private static final Pattern LOST = Pattern.compile("Lost task \\S+ in stage (\\S+) ");
     private static final Pattern ABORT = Pattern.compile("Task \\S+ in stage (\\S+) failed \\d+ times; aborting job");
     private static final QuietBudget INSTANCE = new QuietBudget();
-    private static Configuration installedIn;
 
     // stages that lost a task to a budget stop, newest last (a few are enough: the abort follows the loss)
-    private final Map<String, Boolean> stopped = new LinkedHashMap<>(16, 0.75f, false) {
+    private final Map<String, Boolean> stopped = new LinkedHashMap<>() {
         @Override
         protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
             return size() > 64;
@@ -48,17 +47,20 @@ public final class QuietBudget extends AbstractFilter {
         return INSTANCE;
     }
 
-    /** Puts the filter on the loggers of Spark's executor and task scheduler (again after a reconfiguration). */
+    /** Puts the filter on the loggers of Spark's executor and task scheduler, where it is not yet (both may share
+     *  one logger config, the root's; a reconfigured context has new ones). */
     public static synchronized void install() {
         LoggerContext ctx = (LoggerContext) LogManager.getContext(false);
         Configuration config = ctx.getConfiguration();
-        if (config == installedIn) return;
+        boolean added = false;
         for (String name : LOGGERS) {
             LoggerConfig lc = config.getLoggerConfig(name);
-            if (!holds(lc.getFilter())) lc.addFilter(INSTANCE);
+            if (!holds(lc.getFilter())) {
+                lc.addFilter(INSTANCE);
+                added = true;
+            }
         }
-        installedIn = config;
-        ctx.updateLoggers();
+        if (added) ctx.updateLoggers();
     }
 
     private static boolean holds(Filter f) {

@@ -4,6 +4,7 @@ continuous run stopped by SIGTERM that finishes its batch, exits 0 and resumes o
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -13,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.spark.test_rules_jvm import EVIL, SLOW  # a pattern java.util.regex backtracks on, and its value
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +97,6 @@ def test_sigterm_finishes_the_batch_exits_0_and_the_next_run_resumes(tmp_path):
     assert ids(out) == list(range(80))
 
 
-BUDGET = r"x\w*\w*\w*\w*\w*y"  # java.util.regex: minutes on 300 word characters without a y
 BUDGET_PIPELINE = """\
     name: budget
     sources:
@@ -105,17 +107,15 @@ BUDGET_PIPELINE = """\
     sinks:
       - {id: out, type: file, input: kept, path: output}
     checkpoint: state
-""" % BUDGET
+""" % SLOW
 
 
 @pytest.mark.parametrize("log_level", ["", "warn"])
 def test_a_rule_set_past_its_step_budget_is_one_warning_not_a_lost_job(tmp_path, log_level):
     # Spark logs the stopped task as a lost job (ERROR Executor, WARN Lost task, ERROR aborting job) although
     # etl finishes the batch on Hyperscan: by default only etl's warning shows; ETL_LOG_LEVEL brings Spark's back
-    import os
-
     (tmp_path / "input").mkdir()
-    events = [{"cmd": "curl x", "code": 200}, {"cmd": "x" + "a" * 300 + "!", "code": 201},
+    events = [{"cmd": "curl x", "code": 200}, {"cmd": EVIL, "code": 201},
               {"cmd": "run xaay", "code": 302}]
     (tmp_path / "input" / "a.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (tmp_path / "pipeline.yaml").write_text(textwrap.dedent(BUDGET_PIPELINE))
@@ -129,7 +129,7 @@ def test_a_rule_set_past_its_step_budget_is_one_warning_not_a_lost_job(tmp_path,
                  for x in f.read_text().splitlines())
     assert got == [200, 302]
     moved = [x for x in err.splitlines() if "leaves the JVM for the Python path" in x]
-    assert len(moved) == 1 and f"pattern {BUDGET!r}" in moved[0], err[-3000:]
+    assert len(moved) == 1 and f"pattern {SLOW!r}" in moved[0], err[-3000:]
     spark_lines = [x for x in err.splitlines() if " Executor: " in x or " TaskSetManager: " in x]
     if log_level:
         assert [x.split(" ")[1:3] for x in spark_lines] == [
