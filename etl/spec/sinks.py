@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.base import SinkBase
+from etl.spec.transport import HTTPTLS, KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SNK = "etl.connectors.sinks"
 
@@ -43,7 +44,13 @@ class KafkaSink(SinkBase):
     headers: dict[str, str] = Field(default_factory=dict, description="header name -> Spark SQL expression")
     delivery: Literal["exactly_once", "at_least_once"] = Field(
         default="exactly_once", description="exactly_once: one transaction per micro-batch")
-    options: dict[str, str] = Field(default_factory=dict)
+    security: KafkaSecurity | None = Field(default=None, description="SASL / TLS (same fields as the kafka source)")
+    options: dict[str, str] = Field(default_factory=dict, description="extra producer options (librdkafka names)")
+
+    @model_validator(mode="after")
+    def _no_clash(self) -> "KafkaSink":
+        kafka_options_clash(self.security, self.options)
+        return self
 
     def is_idempotent(self) -> bool:
         return self.delivery == "exactly_once"
@@ -76,6 +83,7 @@ class MySQLSink(SinkBase):
     mode: Literal["insert", "upsert", "ignore"] = "insert"
     key: list[str] = Field(default_factory=list, description="upsert: key columns")
     create_table: bool = Field(default=False, description="create the table from the input's columns when missing")
+    tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
 
     def is_idempotent(self) -> bool:
         return True
@@ -85,7 +93,7 @@ class MySQLSink(SinkBase):
 
 
 @component("sink", "elasticsearch", builder=f"{_SNK}.elasticsearch:ElasticsearchSink")
-class ElasticsearchSink(SinkBase):
+class ElasticsearchSink(SinkBase, HTTPTLS):
     """Bulk indexing with deterministic document ids (idempotent on replay)."""
 
     type: Literal["elasticsearch"]

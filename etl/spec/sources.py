@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.base import Duration, Model, Size, SourceBase
+from etl.spec.transport import KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SRC = "etl.connectors.sources"
 
@@ -113,7 +114,8 @@ class KafkaSource(_MessageSource):
     pattern: str | None = Field(default=None, description="subscribe to topics matching this regex")
     starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = "earliest"
     max_offsets_per_trigger: int | None = Field(default=None, ge=1)
-    options: dict[str, str] = Field(default_factory=dict, description="extra kafka.* consumer options")
+    security: KafkaSecurity | None = Field(default=None, description="SASL / TLS (same fields as the kafka sink)")
+    options: dict[str, str] = Field(default_factory=dict, description="extra consumer options (Java client names)")
 
     def columns(self) -> dict[str, str] | None:
         if self.format == "json":
@@ -125,6 +127,7 @@ class KafkaSource(_MessageSource):
     def _topics_or_pattern(self) -> "KafkaSource":
         if (self.topics is None) == (self.pattern is None):
             raise ValueError("give exactly one of `topics` or `pattern`")
+        kafka_options_clash(self.security, self.options)
         return self
 
 
@@ -158,6 +161,7 @@ class MySQLSource(SourceBase):
     table: str | None = None
     query: str | None = None
     refresh: Duration | None = Field(default=None, description="reload the table this often")
+    tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
 
     @model_validator(mode="after")
     def _table_or_query(self) -> "MySQLSource":

@@ -20,7 +20,8 @@ import pytest
 
 from ._base import Server, ServerStartError
 from .kafka import KafkaServer
-from .mariadb import MariaDBServer
+from .kafka_sasl import KafkaSaslServer
+from .mariadb import MariaDBServer, MariaDBTLSServer
 from .opensearch import OpenSearchServer
 from .rocketmq import RocketMQServer
 
@@ -61,3 +62,15 @@ def opensearch_server() -> Iterator[OpenSearchServer]:
 def rocketmq_server() -> Iterator[RocketMQServer]:
     """Started RocketMQServer: ``.namesrv_addr .broker_addr``."""
     yield from _session_server(RocketMQServer)
+
+
+@pytest.fixture(scope="session")
+def kafka_sasl_server() -> Iterator[KafkaSaslServer]:
+    """Started KafkaSaslServer: ``.bootstrap_servers`` (PLAINTEXT), ``.sasl_bootstrap_servers``, ``.users``."""
+    yield from _session_server(KafkaSaslServer)
+
+
+@pytest.fixture(scope="session")
+def mariadb_tls_server() -> Iterator[MariaDBTLSServer]:
+    """Started MariaDBTLSServer (TLS only): as ``mariadb_server`` plus ``.certs`` (``.certs.ca`` verifies it)."""
+    yield from _session_server(MariaDBTLSServer)

@@ -140,8 +140,12 @@ class MariaDBServer(Server):
             "--default-time-zone=+00:00",
             "--max-connections=200",
             "--skip-log-bin",
+            *self._extra_args(),
         ]
         self.proc = self._spawn(ManagedProcess("mariadbd", argv, log, cwd=self.workdir))
+
+    def _extra_args(self) -> list[str]:
+        return []
 
     def _probe(self) -> None:
         if not self.socket.exists():
@@ -179,3 +183,27 @@ class MariaDBServer(Server):
             conn.close()
         self._bootstrapped_marker.write_text("ok\n")
 
+
+
+class MariaDBTLSServer(MariaDBServer):
+    """MariaDB that accepts TLS connections only (``require_secure_transport=ON``), with a certificate
+    signed by a throw-away CA (``certs``: tests/servers/tls.py; ``certs.ca`` verifies it)."""
+
+    name = "mariadb-tls"
+
+    def __init__(self, workdir=None, **kwargs) -> None:
+        super().__init__(workdir, **kwargs)
+        from .tls import make_certs
+
+        self.certs = make_certs(self.workdir / "certs")
+
+    def info(self) -> dict[str, object]:
+        return {**super().info(), "ca": self.certs.ca}
+
+    def _extra_args(self) -> list[str]:
+        c = self.certs
+        return [f"--ssl-ca={c.ca}", f"--ssl-cert={c.server_cert}", f"--ssl-key={c.server_key}",
+                "--require-secure-transport=ON"]
+
+    def connect(self, database: str | None = None, **kwargs):
+        return super().connect(database, ssl_ca=self.certs.ca, **kwargs)

@@ -27,7 +27,8 @@ def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
     if t.type == "mysql":
         from etl.connectors.sources.mysql import read_mysql_table
 
-        return Dimension(table.id, columns=t.schema_, reader=functools.partial(read_mysql_table, t)), t.refresh
+        reader = functools.partial(read_mysql_table, t, base_dir=ctx.graph.base_dir)
+        return Dimension(table.id, columns=t.schema_, reader=reader), t.refresh
     raise CompileError(f"lookup '{node.id}': a {t.type} source cannot be a lookup table", node, "table", code="E403")
 
 

@@ -12,6 +12,9 @@
   several are given); 401/403 and other 4xx answers are terminal.
 * Rows are rendered to JSON in the JVM (to_json): timestamps as ISO 8601 UTC.
   Plain HTTP(S) with the standard library; `username`/`password` use basic auth.
+* HTTPS: `ca_file` (PEM CA of the server's certificate; the system CAs
+  without it), `cert_file`/`key_file` (client certificate), `verify: false`
+  to trust any certificate. A failed handshake is terminal, never retried.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -33,6 +37,20 @@ REQUEST_TIMEOUT = 60.0
 RETRY_ITEM = frozenset({429, 500, 502, 503, 504})
 
 
+def https_context(spec: Any, resolve: Any) -> ssl.SSLContext:
+    """The HTTPS client side of the sink: `ca_file` (else the system CAs), `cert_file`/`key_file`, `verify`."""
+    try:
+        ctx = ssl.create_default_context(cafile=resolve(spec.ca_file) if spec.ca_file else None)
+        if not spec.verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if spec.cert_file is not None:
+            ctx.load_cert_chain(resolve(spec.cert_file), resolve(spec.key_file))
+    except (OSError, ssl.SSLError) as e:
+        raise TerminalError(f"cannot load the TLS files (ca_file, cert_file, key_file): {e}") from None
+    return ctx
+
+
 class ElasticsearchSink(ServerSink):
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
@@ -44,6 +62,7 @@ class ElasticsearchSink(ServerSink):
             self.headers["Authorization"] = f"Basic {token}"
         self.item_retries = 0
         self.rejected = 0
+        self.tls = https_context(spec, ctx.resolve) if any(h.startswith("https:") for h in self.hosts) else None
 
     # replay protection: deterministic ids make a replay harmless; the local marker only saves the work
     def committed(self, batch_id: int) -> bool:
@@ -82,7 +101,7 @@ class ElasticsearchSink(ServerSink):
                                          method="POST",
                                          headers=self.headers)
             try:
-                with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT) as resp:
+                with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT, context=self.tls) as resp:
                     return json.loads(resp.read())
             except urllib.error.HTTPError as e:
                 text = e.read().decode("utf-8", "replace")[:500]
@@ -94,6 +113,11 @@ class ElasticsearchSink(ServerSink):
                 raise TerminalError(msg) from None
             except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as e:
                 reason = getattr(e, "reason", e)
+                if isinstance(reason, ssl.SSLError):  # a certificate that does not verify will not verify later
+                    raise TerminalError(f"TLS handshake with {host} failed: "
+                                        f"{getattr(reason, 'verify_message', None) or reason.reason or reason}; "
+                                        "check ca_file (the CA that signed the server's certificate), "
+                                        "cert_file and key_file") from None
                 last = TransientError(f"cannot reach {host}: {reason}")
                 self._host = (self._host + 1) % len(self.hosts)
             except ValueError as e:  # not JSON, or a malformed URL

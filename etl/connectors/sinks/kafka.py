@@ -57,11 +57,12 @@ class _ClientLog:
 _client_log = _ClientLog()
 
 
-def _client_conf(spec: Any) -> dict[str, Any]:
-    conf: dict[str, Any] = {"bootstrap.servers": spec.bootstrap_servers, "logger": _client_log}
-    for k, v in spec.options.items():
-        conf[k[len("kafka."):] if k.startswith("kafka.") else k] = v
-    return conf
+def _client_conf(spec: Any, base_dir: str | None = None) -> dict[str, Any]:
+    """librdkafka settings: `security` plus `options` (librdkafka names; Java SASL/TLS names translated)."""
+    from etl.connectors.sources.kafka import client_conf
+
+    conf, _ = client_conf(spec, base_dir, producer=True)
+    return {**conf, "bootstrap.servers": spec.bootstrap_servers, "logger": _client_log}
 
 
 def _need_client() -> Any:
@@ -102,13 +103,19 @@ class KafkaSink(ServerSink):
             return TerminalError(msg)
         return TransientError(msg)
 
+    def _conf(self) -> dict[str, Any]:
+        return _client_conf(self.spec, self.ctx.base_dir)
+
     def _make_producer(self) -> None:
         from etl.connectors.sources.kafka import check_reachable
 
-        reason = check_reachable(self.spec.bootstrap_servers, timeout=5.0, extra=_client_conf(self.spec))
-        if reason is not None:
-            raise TransientError(f"cannot reach Kafka at {self.spec.bootstrap_servers}: {reason}")
-        conf = _client_conf(self.spec)
+        conf = self._conf()
+        bad = check_reachable(self.spec.bootstrap_servers, timeout=5.0, conf=conf)
+        if bad is not None and bad.auth:
+            raise TerminalError(f"Kafka at {self.spec.bootstrap_servers} refused the connection: {bad.reason}; "
+                                "check security (protocol, sasl_mechanism, username, password, ca_file)")
+        if bad is not None:
+            raise TransientError(f"cannot reach Kafka at {self.spec.bootstrap_servers}: {bad.reason}")
         conf.update({"enable.idempotence": True, "linger.ms": 5, "compression.type": "lz4"})
         if self.exactly_once:
             conf.setdefault("transactional.id", self.transactional_id)
@@ -143,7 +150,7 @@ class KafkaSink(ServerSink):
             return
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        admin = AdminClient({**_client_conf(self.spec), "log_level": 0})
+        admin = AdminClient({**self._conf(), "log_level": 0})
         topic = NewTopic(self.marker_topic, num_partitions=1, replication_factor=-1,
                          config={"cleanup.policy": "compact", "segment.bytes": str(8 * 1024 * 1024)})
         try:
@@ -161,7 +168,7 @@ class KafkaSink(ServerSink):
     def _scan_markers(self) -> int:
         """The last committed batch id of this sink in the marker topic (-1: none)."""
         self._ensure_marker_topic()
-        conf = _client_conf(self.spec)
+        conf = self._conf()
         conf.update({"group.id": f"etl-marker-scan.{self.transactional_id}", "enable.auto.commit": False,
                      "isolation.level": "read_committed", "enable.partition.eof": True,
                      "auto.offset.reset": "earliest"})

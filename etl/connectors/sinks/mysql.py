@@ -11,6 +11,9 @@
 * Statements are parameterized; table and column names are validated and
   quoted with backticks. Timestamps are written in UTC (session time_zone
   +00:00); nested values (arrays, maps, structs) as JSON text; NaN/inf as NULL.
+* `tls`: TLS to the server (etl.connectors.mysql_conn): `mode` required /
+  verify_ca / verify_identity with `ca_file` (and `cert_file`/`key_file`); a
+  certificate that does not verify is a terminal error, never retried.
 * `create_table: true` creates a missing table from the batch's columns
   (primary key = `key`).
 * Connection errors, deadlocks and lock waits are transient: the transaction
@@ -27,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from etl.connectors.mysql_conn import PLAIN_HINT, TLS_HINT, ConnectionSettingsError, connect_kwargs, tls_failure
 from etl.connectors.sinks._server import ServerSink, run_tag
 from etl.runtime.sink import SinkContext, TerminalError, TransientError
 
@@ -64,15 +68,20 @@ def quote(name: str, what: str = "identifier") -> str:
     return f"`{name}`"
 
 
-def classify(e: Exception, what: str) -> Exception:
-    """A PyMySQL error as TransientError or TerminalError with a readable message."""
+def classify(e: Exception, what: str, tls: Any = None) -> Exception:
+    """A PyMySQL error as TransientError or TerminalError with a readable message (`tls`: the spec's)."""
     import pymysql
 
+    refused = tls_failure(e)
+    if refused is not None:  # a certificate that does not verify does not start to verify later
+        return TerminalError(f"{what}: {refused}; {TLS_HINT}")
     code = e.args[0] if e.args and isinstance(e.args[0], int) else None
     text = e.args[1] if len(e.args) > 1 else str(e)
     msg = f"{what}: {text}" + (f" (MySQL error {code})" if code else "")
     if code in HINTS:
         msg += f"; {HINTS[code]}"
+        if code == 1045 and (tls is None or tls.mode == "disabled"):
+            msg += PLAIN_HINT
     if isinstance(e, (pymysql.err.InterfaceError, OSError)) or code in TRANSIENT_CODES:
         return TransientError(msg)
     return TerminalError(msg)
@@ -137,13 +146,17 @@ class MySQLSink(ServerSink):
         except ImportError as e:
             raise TerminalError("the mysql sink needs the PyMySQL package: pip install PyMySQL") from e
         try:
+            tls = connect_kwargs(self.spec.tls, self.ctx.base_dir)
+        except ConnectionSettingsError as e:
+            raise TerminalError(str(e)) from None
+        try:
             self.conn = pymysql.connect(host=self.spec.host, port=int(self.spec.port), user=self.spec.user,
                                         password=self.spec.password, database=self.spec.database,
                                         charset="utf8mb4", autocommit=False, connect_timeout=5,
                                         read_timeout=60, write_timeout=60,
-                                        init_command="SET time_zone = '+00:00'")
+                                        init_command="SET time_zone = '+00:00'", **tls)
         except pymysql.err.MySQLError as e:
-            raise classify(e, f"cannot connect to {self.server}") from e
+            raise classify(e, f"cannot connect to {self.server}", self.spec.tls) from e
         except OSError as e:
             raise TransientError(f"cannot connect to {self.server}: {e}") from e
         self._prepared = False

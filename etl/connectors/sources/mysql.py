@@ -8,7 +8,11 @@ Two readers of the same spec (`etl.spec.sources.MySQLSource`), for the lookup tr
   refresh (`spec.refresh` seconds).
 * `read_mysql_jdbc(spark, spec) -> DataFrame`: Spark's JDBC reader with the
   MariaDB driver from java/lib/spark (scripts/setup-java.sh); a batch
-  DataFrame, read again by each action.
+  DataFrame, read again by each action. The URL is built from the checked
+  host and database only; everything else is a driver property
+  (etl.connectors.mysql_conn).
+* `tls`: TLS settings for both readers (a client certificate makes `build`
+  use the PyMySQL reader: Connector/J reads those from Java key stores only).
 
 `build(ctx, node)` (the registry builder) returns the JDBC DataFrame when the
 driver is on the classpath, else one made from `read_mysql_table`. Errors are
@@ -24,6 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from etl.compile.context import CompileContext, CompileError
+from etl.connectors.mysql_conn import (TLS_HINT, ConnectionSettingsError, connect_kwargs, jdbc_properties,
+                                       jdbc_supported, jdbc_url)
 from etl.graph.model import Node
 
 DRIVER = "org.mariadb.jdbc.Driver"
@@ -68,7 +74,7 @@ def _label(spec: Any) -> str:
     return f"mysql source '{spec.id}' ({spec.user}@{spec.host}:{spec.port}/{spec.database})"
 
 
-def read_mysql_table(spec: Any, timeout: float = 10.0) -> pa.Table:
+def read_mysql_table(spec: Any, timeout: float = 10.0, base_dir: str | None = None) -> pa.Table:
     """The whole table (or query result) as Arrow, typed by `spec.schema` when declared."""
     import pymysql
 
@@ -76,12 +82,16 @@ def read_mysql_table(spec: Any, timeout: float = 10.0) -> pa.Table:
     from etl.runtime.sink import TerminalError, TransientError
 
     try:
+        tls = connect_kwargs(spec.tls, base_dir)
+    except ConnectionSettingsError as e:
+        raise MySQLReadError(f"{_label(spec)}: {e}", False) from None
+    try:
         try:
             conn = pymysql.connect(host=spec.host, port=int(spec.port), user=spec.user, password=spec.password,
                                    database=spec.database, charset="utf8mb4", connect_timeout=timeout,
-                                   read_timeout=300, init_command="SET time_zone = '+00:00'")
+                                   read_timeout=300, init_command="SET time_zone = '+00:00'", **tls)
         except pymysql.err.MySQLError as e:
-            raise classify(e, "cannot connect") from e
+            raise classify(e, "cannot connect", spec.tls) from e
         try:
             with conn.cursor() as cur:
                 cur.execute(_select(spec))
@@ -119,18 +129,22 @@ def read_mysql_table(spec: Any, timeout: float = 10.0) -> pa.Table:
     return pa.table(columns)
 
 
-def jdbc_url(spec: Any) -> str:
-    """`jdbc:mysql:` so Spark picks its MySQL dialect; the MariaDB driver accepts it with permitMysqlScheme."""
-    return f"jdbc:mysql://{spec.host}:{int(spec.port)}/{spec.database}?permitMysqlScheme&connectTimeout=10000"
+def read_mysql_jdbc(spark: Any, spec: Any, base_dir: str | None = None) -> Any:
+    """A batch DataFrame over the table (or query) through Spark JDBC; columns cast to the declared schema.
 
-
-def read_mysql_jdbc(spark: Any, spec: Any) -> Any:
-    """A batch DataFrame over the table (or query) through Spark JDBC; columns cast to the declared schema."""
+    The URL holds only the checked host, port and database; user, password, timeouts and TLS settings
+    are driver properties."""
     from pyspark.sql import functions as F
 
-    reader = (spark.read.format("jdbc").option("url", jdbc_url(spec)).option("driver", DRIVER)
+    try:
+        url = jdbc_url(spec.host, spec.port, spec.database)
+    except ConnectionSettingsError as e:
+        raise MySQLReadError(f"{_label(spec)}: {e}", False) from None
+    reader = (spark.read.format("jdbc").option("url", url).option("driver", DRIVER)
               .option("user", spec.user).option("password", spec.password)
               .option("sessionInitStatement", "SET time_zone = '+00:00'"))
+    for k, v in jdbc_properties(spec.tls, base_dir).items():
+        reader = reader.option(k, v)
     if spec.query is not None:
         reader = reader.option("query", spec.query)
     else:
@@ -149,16 +163,41 @@ def build(ctx: CompileContext, node: Node) -> Any:
     spec = node.spec
     try:
         require_class(ctx.spark, DRIVER, f"mysql source '{node.id}'")
-        jdbc = True
+        jdbc = jdbc_supported(spec.tls)
     except MissingConnector:
         jdbc = False
     try:
         if jdbc:
-            return read_mysql_jdbc(ctx.spark, spec)
-        table = read_mysql_table(spec)
+            return read_mysql_jdbc(ctx.spark, spec, ctx.graph.base_dir)
+        table = read_mysql_table(spec, base_dir=ctx.graph.base_dir)
     except MySQLReadError as e:
-        raise CompileError(str(e), node, "host" if e.transient else None, code="E407") from None
+        raise CompileError(str(e), node, _field(spec, str(e), e.transient), _hint(spec, str(e)),
+                           code="E407") from None
     except Exception as e:  # noqa: BLE001 - py4j wraps the driver's SQLException
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CompileError(f"{_label(spec)}: {first}", node, code="E407") from None
+        first = _driver_reason(e)
+        raise CompileError(f"{_label(spec)}: {first}", node, _field(spec, first, False), _hint(spec, first),
+                           code="E407") from None
     return ctx.spark.createDataFrame(table)
+
+
+_TLS_WORDS = ("TLS", "SSL", "certificate", "PKIX", "handshake")
+
+
+def _driver_reason(e: Exception) -> str:
+    """The driver's own message out of a py4j error: its last `Caused by` / SQLException line."""
+    lines = [x.strip() for x in str(e).strip().splitlines() if x.strip()]
+    causes = [x for x in lines if x.startswith(("Caused by:", "java.sql.", "org.mariadb."))]
+    text = (causes[-1] if causes else lines[0]) if lines else type(e).__name__
+    return re.sub(r"^(Caused by: )?[\w.$]+(Exception|Error): ", "", text)
+
+
+def _field(spec: Any, reason: str, transient: bool) -> str | None:
+    if spec.tls is not None and any(w in reason for w in _TLS_WORDS):
+        return "tls"
+    return "host" if transient else None
+
+
+def _hint(spec: Any, reason: str) -> str | None:
+    if any(w in reason for w in _TLS_WORDS):
+        return TLS_HINT
+    return None
