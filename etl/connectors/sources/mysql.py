@@ -184,11 +184,17 @@ _TLS_WORDS = ("TLS", "SSL", "certificate", "PKIX", "handshake")
 
 
 def _driver_reason(e: Exception) -> str:
-    """The driver's own message out of a py4j error: its last `Caused by` / SQLException line."""
+    """The driver's own message out of a py4j-wrapped error: the first java.sql exception of its causes."""
+    cause = getattr(e, "_origin", None)
+    for _ in range(20):
+        if cause is None:
+            break
+        text = str(cause.toString())
+        if text.startswith("java.sql."):
+            return re.sub(r"\(conn=\d+\) |[\w.$]+(Exception|Error): ", "", text)
+        cause = cause.getCause()
     lines = [x.strip() for x in str(e).strip().splitlines() if x.strip()]
-    causes = [x for x in lines if x.startswith(("Caused by:", "java.sql.", "org.mariadb."))]
-    text = (causes[-1] if causes else lines[0]) if lines else type(e).__name__
-    return re.sub(r"^(Caused by: )?[\w.$]+(Exception|Error): ", "", text)
+    return lines[0] if lines else type(e).__name__
 
 
 def _field(spec: Any, reason: str, transient: bool) -> str | None:
