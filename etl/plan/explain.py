@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl.plan.ir import Plan
+from etl.plan.transport import transport_lines
 
 _WIDTH = 100
 
@@ -141,7 +142,7 @@ def explain_plan(plan: Plan) -> str:
         for node in nodes:
             ins = ", ".join(e.ref if e.role == "input" else f"table={e.ref}" for e in node.inputs)
             lines.append(f"  {node.id} ({node.type})" + (f" <- {ins}" if ins else ""))
-            for d in _details(node):
+            for d in _details(node) + transport_lines(node.spec):
                 lines.extend(_fill(d, "    ", "        "))
             if node.type == "filter":
                 lines.extend("    " + r for r in _rules(plan, node))

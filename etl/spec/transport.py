@@ -34,6 +34,10 @@ def kafka_options_clash(security: "KafkaSecurity | None", options: dict[str, str
                          "give SASL/TLS settings in one place")
 
 
+def _need(given: list[str]) -> str:
+    return f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'}"
+
+
 class _ClientCert(Model):
     ca_file: str | None = Field(default=None, description="PEM file of the CA(s) that signed the server's certificate")
     cert_file: str | None = Field(default=None, description="PEM client certificate (with `key_file`)")
@@ -71,12 +75,12 @@ class KafkaSecurity(_ClientCert):
         else:
             given = [k for k in ("sasl_mechanism", "username", "password") if getattr(self, k) is not None]
             if given:
-                raise ValueError(f"{', '.join(given)} need a SASL protocol (SASL_PLAINTEXT or SASL_SSL), "
+                raise ValueError(f"{_need(given)} a SASL protocol (SASL_PLAINTEXT or SASL_SSL), "
                                  f"not {self.protocol}")
         if not self.tls:
             given = [k for k in ("ca_file", "cert_file", "key_file") if getattr(self, k) is not None]
             if given:
-                raise ValueError(f"{', '.join(given)} need a TLS protocol (SSL or SASL_SSL), not {self.protocol}")
+                raise ValueError(f"{_need(given)} a TLS protocol (SSL or SASL_SSL), not {self.protocol}")
         self._check_pair()
         return self
 
@@ -94,7 +98,7 @@ class MySQLTLS(_ClientCert):
         if self.mode == "disabled":
             given = [k for k in ("ca_file", "cert_file", "key_file") if getattr(self, k) is not None]
             if given:
-                raise ValueError(f"{', '.join(given)} need TLS: mode is disabled")
+                raise ValueError(f"{_need(given)} TLS: mode is disabled")
         self._check_pair()
         return self
 
