@@ -2,6 +2,7 @@
 # Install what the integration-test servers need beyond the Java artifacts
 # (those come from scripts/setup-java.sh):
 #   - MariaDB server from Debian packages (mariadbd, mariadb-install-db)
+#   - openssl (the TLS test servers make a throw-away CA and certificates)
 #   - Python client libraries for the tests (scripts/requirements-servers.txt)
 # Idempotent. Needs root (or sudo) for apt-get only when MariaDB is missing.
 # Does not start anything: tests/servers/ starts servers on demand.
@@ -37,6 +38,11 @@ else
   $SUDO apt-get update -q
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       mariadb-server mariadb-client
+fi
+
+if ! command -v openssl >/dev/null; then
+  echo "setup-servers: installing openssl"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends openssl
 fi
 
 # setpriv (util-linux, essential on Debian) drops OpenSearch to an

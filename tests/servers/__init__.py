@@ -10,13 +10,16 @@ pytest fixtures (session-scoped) live in tests.servers.fixtures.
 
 from ._base import Outage, Server, ServerStartError
 from .kafka import KafkaServer
-from .mariadb import MariaDBServer
+from .kafka_sasl import KafkaSaslServer
+from .mariadb import MariaDBServer, MariaDBTLSServer
 from .opensearch import OpenSearchServer
 from .rocketmq import RocketMQServer, remoting_call
 
 __all__ = [
+    "KafkaSaslServer",
     "KafkaServer",
     "MariaDBServer",
+    "MariaDBTLSServer",
     "OpenSearchServer",
     "Outage",
     "RocketMQServer",

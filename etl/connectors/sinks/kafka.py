@@ -26,6 +26,11 @@ and the whole batch is produced again in a new one: the batch's rows are kept
 until it commits. `delivery: at_least_once`: an idempotent producer without
 transactions; a replayed batch may be written again.
 
+Connection: `security` (SASL / TLS, the same block as the kafka source's) and
+`options` (librdkafka names; the Java names `sasl.jaas.config`,
+`sasl.mechanism` and a PEM trust store are translated), see
+etl.connectors.kafka_security. A refused login or TLS handshake is terminal.
+
 Rows travel as: key = the `key` expression (string), value = the row as JSON
 (rendered in the JVM by to_json), headers = `headers` expressions (strings).
 """
