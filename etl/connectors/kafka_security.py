@@ -31,7 +31,7 @@ _PASS = ("security.protocol", "sasl.username", "sasl.password", "sasl.mechanisms
          "ssl.certificate.location", "ssl.key.location", "ssl.key.password", "client.id", "socket.timeout.ms",
          "ssl.endpoint.identification.algorithm", "enable.ssl.certificate.verification", "ssl.ca.pem",
          "ssl.certificate.pem", "ssl.key.pem", "broker.address.family")
-_JAVA_ONLY = ("sasl.jaas.config", "sasl.mechanism", "ssl.truststore.", "ssl.keystore.")
+_JAVA_ONLY = ("ssl.truststore.", "ssl.keystore.type", "ssl.keystore.key", "ssl.keystore.certificate.chain")
 
 
 def _quote(value: str) -> str:
@@ -135,6 +135,10 @@ def translate_options(options: dict[str, str], *, keep_unknown: bool) -> tuple[d
                 out["ssl.ca.location"] = v
             else:
                 complete = False  # a JKS / PKCS12 trust store: librdkafka cannot read it
+        elif k.startswith(("ssl.keystore.location", "ssl.keystore.password")) and keep_unknown:
+            out[k] = v  # librdkafka reads a PKCS#12 key store too
+        elif k.startswith(("ssl.keystore.location", "ssl.keystore.key")):
+            complete = False  # a client certificate the check cannot present
         elif k.startswith(_JAVA_ONLY):
             continue
         elif k == "ssl.endpoint.identification.algorithm":

@@ -113,6 +113,11 @@ def test_jaas_quoting_round_trips_and_java_named_options_translate():
     assert translate_options({"sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer."
                               "OAuthBearerLoginModule required;"}, keep_unknown=False) == ({}, False)
     assert translate_options({"ssl.truststore.location": "/t.jks"}, keep_unknown=False) == ({}, False)
+    assert translate_options({"ssl.keystore.location": "/k.jks"}, keep_unknown=False) == ({}, False)
+    # the sink's options are librdkafka names: its PKCS#12 key store passes, Java-only PEM fields do not
+    assert translate_options({"ssl.keystore.location": "/k.p12", "ssl.keystore.password": "x",
+                              "ssl.keystore.type": "PEM", "linger.ms": "1"}, keep_unknown=True) == (
+        {"ssl.keystore.location": "/k.p12", "ssl.keystore.password": "x", "linger.ms": "1"}, True)
 
 
 def test_start_up_check_is_bounded_and_falls_back_to_tcp():

@@ -116,6 +116,32 @@ def test_kafka_wrong_password_is_e407_on_security_within_seconds(spark, kafka_sa
     assert str(failed.value).endswith("(terminal error, not retried)"), str(failed.value)
 
 
+def test_kafka_start_up_check_takes_java_named_options(kafka_sasl_server):
+    """The probe's case: SASL given in `options` with Java client names and the `kafka.` prefix."""
+    from etl.connectors.kafka_security import jaas_config
+    from etl.connectors.sources.kafka import check_reachable, client_conf
+    from etl.spec.sources import KafkaSource
+
+    s = kafka_sasl_server
+
+    def check(password: str):
+        spec = KafkaSource.model_validate({
+            "id": "k", "type": "kafka", "bootstrap_servers": s.sasl_bootstrap_servers, "topics": ["t"],
+            "options": {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "SCRAM-SHA-256",
+                        "kafka.sasl.jaas.config": jaas_config("SCRAM-SHA-256", USER, password),
+                        "kafka.max.poll.records": "100"}})
+        conf, complete = client_conf(spec)
+        assert complete
+        return check_reachable(s.sasl_bootstrap_servers, timeout=8.0, conf=conf)
+
+    assert check(PASSWORD) is None
+    t0 = time.monotonic()
+    bad = check("wrong")
+    assert bad is not None and bad.auth and time.monotonic() - t0 < 5
+    assert bad.reason == ("SASL authentication error: Authentication failed during authentication due to invalid "
+                          "credentials with SASL mechanism SCRAM-SHA-256")
+
+
 # ----------------------------------------------------------------------------- mariadb TLS
 def _mysql(server, table: str, tls: dict | None) -> dict:
     out = {"type": "mysql", "host": server.host, "port": server.port, "user": server.user,
