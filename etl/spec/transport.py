@@ -43,6 +43,11 @@ class _ClientCert(Model):
     cert_file: str | None = Field(default=None, description="PEM client certificate (with `key_file`)")
     key_file: str | None = Field(default=None, description="PEM private key of `cert_file` (unencrypted PKCS#8)")
 
+    def _no_files(self, why: str) -> None:
+        given = [k for k in ("ca_file", "cert_file", "key_file") if getattr(self, k) is not None]
+        if given:
+            raise ValueError(f"{_need(given)} {why}")
+
     def _check_pair(self) -> None:
         if (self.cert_file is None) != (self.key_file is None):
             raise ValueError("give `cert_file` and `key_file` together (a client certificate needs its key)")
@@ -78,9 +83,7 @@ class KafkaSecurity(_ClientCert):
                 raise ValueError(f"{_need(given)} a SASL protocol (SASL_PLAINTEXT or SASL_SSL), "
                                  f"not {self.protocol}")
         if not self.tls:
-            given = [k for k in ("ca_file", "cert_file", "key_file") if getattr(self, k) is not None]
-            if given:
-                raise ValueError(f"{_need(given)} a TLS protocol (SSL or SASL_SSL), not {self.protocol}")
+            self._no_files(f"a TLS protocol (SSL or SASL_SSL), not {self.protocol}")
         self._check_pair()
         return self
 
@@ -96,9 +99,7 @@ class MySQLTLS(_ClientCert):
     @model_validator(mode="after")
     def _consistent(self) -> "MySQLTLS":
         if self.mode == "disabled":
-            given = [k for k in ("ca_file", "cert_file", "key_file") if getattr(self, k) is not None]
-            if given:
-                raise ValueError(f"{_need(given)} TLS: mode is disabled")
+            self._no_files("TLS: mode is disabled")
         self._check_pair()
         return self
 

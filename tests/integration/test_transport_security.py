@@ -33,6 +33,21 @@ def _security(password: str = PASSWORD, mechanism: str = "SCRAM-SHA-512") -> dic
     return {"protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism, "username": USER, "password": password}
 
 
+def _sink_failure(sink: dict, tmp_path: Path, within: float = 10.0) -> str:
+    """The SinkFailed message of the sink's first server call (the commit check), raised within `within` s."""
+    from etl import registry
+    from etl.runtime.sink import SinkContext, SinkFailed
+
+    spec = registry.lookup("sink", sink["type"]).spec.model_validate({"id": "out", "inputs": ["e"], **sink})
+    built = registry.builder_for(spec)(spec, SinkContext("p", "out", "q", str(tmp_path), str(tmp_path),
+                                                         where="p.yaml:5:5"))
+    t0 = time.monotonic()
+    with pytest.raises(SinkFailed) as failed:
+        built.is_committed(0)
+    assert time.monotonic() - t0 < within
+    return str(failed.value)
+
+
 def _consume(bootstrap: str, topic: str, n: int, timeout: float = 30.0) -> list[str]:
     from confluent_kafka import Consumer
 
@@ -75,10 +90,8 @@ def test_kafka_source_and_sink_over_sasl_scram(spark, kafka_sasl_server, tmp_pat
 
 
 def test_kafka_wrong_password_is_e407_on_security_within_seconds(spark, kafka_sasl_server, tmp_path):
-    from etl import registry
     from etl.compile.context import CompileError
     from etl.runtime.runner import PipelineRun, RunOptions
-    from etl.runtime.sink import SinkContext, SinkFailed
 
     s = kafka_sasl_server
     src = {"type": "kafka", "bootstrap_servers": s.sasl_bootstrap_servers, "topics": ["x"], "format": "text",
@@ -101,19 +114,11 @@ def test_kafka_wrong_password_is_e407_on_security_within_seconds(spark, kafka_sa
                             "against the broker's listener")
     assert "not-the-password" not in text and took < 8, took
 
-    spec = registry.lookup("sink", "kafka").spec.model_validate(
-        {"id": "out", "inputs": ["e"], "type": "kafka", "bootstrap_servers": s.sasl_bootstrap_servers,
-         "topic": "y", "security": _security("wrong")})
-    sink = registry.builder_for(spec)(spec, SinkContext("p", "out", "q", str(tmp_path), str(tmp_path),
-                                                        where="p.yaml:5:5"))
-    t0 = time.monotonic()
-    with pytest.raises(SinkFailed) as failed:
-        sink.is_committed(0)
-    assert time.monotonic() - t0 < 8
-    assert str(failed.value).startswith(f"kafka sink 'out' (p.yaml:5:5): commit check failed: Kafka at "
-                                        f"{s.sasl_bootstrap_servers} refused the connection: SASL authentication "
-                                        "error: "), str(failed.value)
-    assert str(failed.value).endswith("(terminal error, not retried)"), str(failed.value)
+    failed = _sink_failure({"type": "kafka", "bootstrap_servers": s.sasl_bootstrap_servers, "topic": "y",
+                            "security": _security("wrong")}, tmp_path)
+    assert failed.startswith(f"kafka sink 'out' (p.yaml:5:5): commit check failed: Kafka at "
+                             f"{s.sasl_bootstrap_servers} refused the connection: SASL authentication error: "), failed
+    assert failed.endswith("(terminal error, not retried)"), failed
 
 
 def test_kafka_start_up_check_takes_java_named_options(kafka_sasl_server):
@@ -170,10 +175,8 @@ def test_mysql_sink_and_sources_over_tls_verify_ca(spark, mariadb_tls_server, tm
 
 
 def test_mysql_wrong_ca_or_plain_connection_is_e407(spark, mariadb_tls_server, tmp_path):
-    from etl import registry
     from etl.compile.context import CompileContext, CompileError
     from etl.connectors.sources.mysql import MySQLReadError, build, read_mysql_table
-    from etl.runtime.sink import SinkContext, SinkFailed
 
     s = mariadb_tls_server
     wrong = {"mode": "verify_ca", "ca_file": s.certs.other_ca}
@@ -211,22 +214,11 @@ def test_mysql_wrong_ca_or_plain_connection_is_e407(spark, mariadb_tls_server, t
         "check `tls` (mode, ca_file: the CA that signed the server's certificate) against the server"), read_err.value
     assert not read_err.value.transient
 
-    def sink_error(tls: dict | None) -> str:
-        spec = registry.lookup("sink", "mysql").spec.model_validate(
-            {"id": "out", "inputs": ["e"], **_mysql(s, "t", tls)})
-        sink = registry.builder_for(spec)(spec, SinkContext("p", "out", "q", str(tmp_path), str(tmp_path),
-                                                            where="p.yaml:5:5"))
-        t0 = time.monotonic()
-        with pytest.raises(SinkFailed) as failed:
-            sink.is_committed(0)
-        assert time.monotonic() - t0 < 10
-        return str(failed.value)
-
-    assert sink_error(wrong) == (
+    assert _sink_failure(_mysql(s, "t", wrong), tmp_path) == (
         f"mysql sink 'out' (p.yaml:5:5): commit check failed: cannot connect to root@127.0.0.1:{s.port}/etl_test: "
         "TLS handshake failed: self-signed certificate in certificate chain; check `tls` "
         "(mode, ca_file: the CA that signed the server's certificate) against the server (terminal error, "
         "not retried)")
-    plain = sink_error({"mode": "disabled"})
+    plain = _sink_failure(_mysql(s, "t", {"mode": "disabled"}), tmp_path)
     assert "(MySQL error 1045); check user and password (or the server accepts TLS connections only: set `tls`)" \
         in plain and plain.endswith("(terminal error, not retried)"), plain
