@@ -214,6 +214,15 @@ def test_mysql_wrong_ca_or_plain_connection_is_e407(spark, mariadb_tls_server, t
         "check `tls` (mode, ca_file: the CA that signed the server's certificate) against the server"), read_err.value
     assert not read_err.value.transient
 
+    import dataclasses
+
+    plain = dataclasses.replace(node, spec=node.spec.model_copy(update={"tls": None}))
+    with pytest.raises(CompileError) as err:  # Connector/J without TLS: the server refuses the login
+        build(CompileContext(spark, plan.graph), plain)
+    assert err.value.message.endswith("Access denied for user 'root'@'127.0.0.1' (using password: YES)") and \
+        err.value.hint == "check user and password (or the server accepts TLS connections only: set `tls`)", \
+        (err.value.message, err.value.hint)
+
     assert _sink_failure(_mysql(s, "t", wrong), tmp_path) == (
         f"mysql sink 'out' (p.yaml:5:5): commit check failed: cannot connect to root@127.0.0.1:{s.port}/etl_test: "
         "TLS handshake failed: self-signed certificate in certificate chain; check `tls` "

@@ -28,8 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from etl.compile.context import CompileContext, CompileError
-from etl.connectors.mysql_conn import (TLS_HINT, ConnectionSettingsError, connect_kwargs, jdbc_properties,
-                                       jdbc_supported, jdbc_url)
+from etl.connectors.mysql_conn import (PLAIN_HINT, TLS_HINT, ConnectionSettingsError, connect_kwargs,
+                                       jdbc_properties, jdbc_supported, jdbc_url)
 from etl.graph.model import Node
 
 DRIVER = "org.mariadb.jdbc.Driver"
@@ -206,4 +206,6 @@ def _field(spec: Any, reason: str, transient: bool) -> str | None:
 def _hint(spec: Any, reason: str) -> str | None:
     if any(w in reason for w in _TLS_WORDS):
         return TLS_HINT
+    if "Access denied" in reason and "check user and password" not in reason:  # the JDBC reader's message
+        return "check user and password" + (PLAIN_HINT if spec.tls is None or spec.tls.mode == "disabled" else "")
     return None
