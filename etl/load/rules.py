@@ -11,11 +11,12 @@ micro-batches; `rule_file_paths` says which files to watch.
 
 from __future__ import annotations
 
-import glob
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load import load_file
@@ -49,13 +50,162 @@ def _norm(path: str) -> str:
     return os.path.normcase(os.path.abspath(path))
 
 
-def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
-    """Files named by one `rule_files` entry (sorted; a glob may match several)."""
+MAX_GLOB_ENTRIES = 5000  # folders and files one `rule_files` glob may visit
+_SYSTEM_TREES = ("/proc", "/sys", "/dev")
+_ALLOWED: list[str] = []  # folders allowed besides the pipeline's own (--allow-path), for this process
+
+
+def allow_paths(paths: Iterable[str | os.PathLike]) -> None:
+    """Let `rule_files` read under these folders too (etl's --allow-path; process-wide, so that
+    the reloads of a running pipeline see them)."""
+    for p in paths:
+        real = os.path.realpath(p)
+        if real not in _ALLOWED:
+            _ALLOWED.append(real)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class RulePathError(ValueError):
+    """A `rule_files` entry that names something a pipeline may not read: (code, message, hint)."""
+
+    def __init__(self, code: str, message: str, hint: str):
+        super().__init__(message)
+        self.code, self.message, self.hint = code, message, hint
+
+
+_HINT_OUTSIDE = "rule files are read inside the pipeline file's folder; allow another one with --allow-path DIR"
+
+
+def _check_readable(path: str, pattern: str, roots: list[str]) -> str:
+    """The real path of a rule file, or RulePathError when the pipeline may not read it."""
+    real = os.path.realpath(path)
+    if any(_inside(real, t) for t in _SYSTEM_TREES):
+        raise RulePathError("E005", f"rule file {pattern!r} is a system file", _HINT_OUTSIDE)
+    if not any(_inside(real, r) for r in roots):
+        raise RulePathError("E005", f"rule file {pattern!r} is outside the pipeline's folder", _HINT_OUTSIDE)
+    try:
+        st = os.stat(real)
+    except OSError as e:
+        raise RulePathError("E006", f"rule file {pattern!r} does not exist"
+                            + ("" if e.errno == 2 else f" ({e.strerror})"), "paths are relative to the pipeline file's folder")
+    if not stat.S_ISREG(st.st_mode):
+        what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a pipe, device or socket)"
+        raise RulePathError("E005", f"rule file {pattern!r} is {what}", "name YAML files holding rules")
+    return real
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A `/`-separated glob (`**` any folders, `*` and `?` within a name, `[...]` a class) as a regex."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]+/)*")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = pattern.find("]", i + 2)
+            if j < 0:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1:j].replace("\\", "\\\\")
+                out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def _glob(pattern: str, base_dir: str, roots: list[str]) -> list[str]:
+    """Files a glob names: walked from its fixed leading folders, which must be allowed; symlinked
+    folders followed only inside the allowed folders and each folder visited once (no loop); at most
+    MAX_GLOB_ENTRIES entries visited."""
+    parts = Path(pattern).parts
+    fixed = next(i for i, part in enumerate(parts) if _GLOB_CHARS & set(part))
+    start = Path(base_dir, *parts[:fixed]) if not Path(pattern).is_absolute() else Path(*parts[:fixed])
+    start_real = os.path.realpath(start)
+    if not any(_inside(start_real, r) for r in roots) or any(_inside(start_real, t) for t in _SYSTEM_TREES):
+        raise RulePathError("E005", f"rule file glob {pattern!r} reaches outside the pipeline's folder", _HINT_OUTSIDE)
+    rest = "/".join(parts[fixed:])
+    regex = _glob_regex(rest)
+    depth = None if "**" in rest else len(parts) - fixed
+    found: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    visited = 0
+
+    def walk(folder: str, rel: str, level: int) -> None:
+        nonlocal visited
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) in seen:
+            return  # a symlink loop, or the same folder by two ways
+        seen.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue  # as glob: hidden files only when named
+            visited += 1
+            if visited > MAX_GLOB_ENTRIES:
+                raise RulePathError("E006", f"rule file glob {pattern!r} visits more than {MAX_GLOB_ENTRIES} "
+                                    "files and folders", "name the rule files' folder more precisely")
+            name = rel + entry.name
+            real = os.path.realpath(entry.path) if entry.is_symlink() else None
+            if real is not None and not any(_inside(real, r) for r in roots):
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                continue
+            if is_dir:
+                if depth is None or level + 1 < depth:
+                    walk(entry.path, name + "/", level + 1)
+            elif regex.match(name) and entry.is_file():
+                found.append(entry.path)
+
+    if os.path.isdir(start_real):
+        walk(str(start), "", 0)
+    return sorted(found)
+
+
+def resolve_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
+    """Files named by one `rule_files` entry (sorted), all inside the pipeline's folder tree or an
+    --allow-path folder, all regular files; RulePathError otherwise."""
+    roots = [os.path.realpath(base_dir), *_ALLOWED]
+    if "\0" in pattern:
+        raise RulePathError("E006", "a rule file path holds a NUL character", "give a file path")
     p = Path(pattern)
-    full = str(p if p.is_absolute() else Path(base_dir) / p)
     if _GLOB_CHARS & set(pattern):
-        return sorted(f for f in glob.glob(full, recursive=True) if os.path.isfile(f))
-    return [full] if os.path.exists(full) else []
+        files = _glob(pattern, str(base_dir), roots)
+        return [f for f in files if _check_readable(f, pattern, roots)]
+    full = str(p if p.is_absolute() else Path(base_dir) / p)
+    _check_readable(full, pattern, roots)
+    return [full]
+
+
+def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
+    """Files named by one `rule_files` entry (sorted; a glob may match several); [] when it names
+    none or names files a pipeline may not read."""
+    try:
+        return resolve_rule_paths(pattern, base_dir)
+    except RulePathError:
+        return []
 
 
 def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
@@ -127,6 +277,13 @@ def _load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | Non
     doc = load_file(file, report, environ=environ, inherit_vars=dict(vars_ or {}))
     if doc is None:
         return None
+    data = doc.data
+    if not (isinstance(data, list) and all(isinstance(x, dict) for x in data)
+            or isinstance(data, dict) and "rules" in data):
+        # not a rule file at all (say /etc/passwd): said without echoing a word of it
+        report.error("E102", "this file is not a rule file", Span(file, 1, 1),
+                     "a rule file holds a list of rules or a mapping `rules: [...]`")
+        return None
     return rules_of_document(doc, report)
 
 
@@ -171,12 +328,27 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
     span: Callable[..., Span] = (lambda *k: smap.value(path + k)) if smap is not None else (lambda *k: Span(file))
     before = len(report.errors)
     rules = [SourcedRule(r, file, path + ("rules", i), smap) for i, r in enumerate(spec.rules or [])]
+    rules.extend(load_rule_files(spec.rule_files or [], base_dir, report, lambda k: span("rule_files", k),
+                                 vars_=vars_, environ=environ))
+    check_duplicate_ids(rules, report)
+    return None if len(report.errors) > before else rules
+
+
+def load_rule_files(patterns: list[str], base_dir: str | os.PathLike, report: Report, span: Callable[[int], Span],
+                    *, vars_: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+                    ) -> list[SourcedRule]:
+    """The rules of the files a filter's `rule_files` name (each file once); a path a pipeline may not
+    read, or that names no file, is reported at its entry (`span(k)`)."""
+    rules: list[SourcedRule] = []
     seen_files: set[str] = set()
-    for k, pattern in enumerate(spec.rule_files or []):
-        files = expand_rule_paths(pattern, base_dir)
+    for k, pattern in enumerate(patterns):
+        try:
+            files = resolve_rule_paths(pattern, base_dir)
+        except RulePathError as e:
+            report.error(e.code, e.message, span(k), e.hint)
+            continue
         if not files:
-            what = "matches no file" if _GLOB_CHARS & set(pattern) else "does not exist"
-            report.error("E006", f"rule file {pattern!r} {what}", span("rule_files", k),
+            report.error("E006", f"rule file {pattern!r} matches no file", span(k),
                          f"paths are relative to the pipeline file's folder ({base_dir})")
             continue
         for f in files:
@@ -187,8 +359,7 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
             loaded = load_rule_file(f, report, vars_=vars_, environ=environ)
             if loaded:
                 rules.extend(loaded)
-    check_duplicate_ids(rules, report)
-    return None if len(report.errors) > before else rules
+    return rules
 
 
 def check_duplicate_ids(rules: list[SourcedRule], report: Report) -> None:

@@ -120,17 +120,19 @@ class Progress:
 
     # ------------------------------------------------------------- rendering
     def _render(self, rec: BatchRecord) -> None:
+        from etl.load.secrets import redact  # a component id or sink name may come from the environment
+
         if self.mode == "json":
-            self.stream.write(json.dumps(rec.to_json()) + "\n")
+            self.stream.write(redact(json.dumps(rec.to_json())) + "\n")
             self.stream.flush()
         elif self.mode == "plain":
             sinks = " ".join(f"{k}={v}" for k, v in rec.written.items()) or "-"
             extra = f" skipped(replay)={','.join(rec.skipped)}" if rec.skipped else ""
             wm = f" watermark={rec.watermark}" if rec.watermark and not rec.watermark.startswith("1970") else ""
-            self.stream.write(
+            self.stream.write(redact(
                 f"[{time.strftime('%H:%M:%S')}] {rec.query} batch {rec.batch}: in={rec.input_rows} "
                 f"({rec.input_rows_per_s:.0f} rows/s) written: {sinks} dead_letters={rec.dead_letters}"
-                f"{wm} state_rows={rec.state_rows} {rec.duration_ms} ms{extra}\n")
+                f"{wm} state_rows={rec.state_rows} {rec.duration_ms} ms{extra}\n"))
             self.stream.flush()
         elif self.mode == "live" and self._live is not None:
             self._live.update(self._table())
