@@ -58,15 +58,20 @@ def _vars_block(text: str) -> str | None:
 
 
 class _Stop(Exception):
-    """The lenient first pass hit a render limit: the strict pass reports it, once."""
+    """The lenient first pass hit a render limit: reported as it is, without a second try."""
+
+    def __init__(self, diagnostics: list):
+        super().__init__("template limit")
+        self.diagnostics = diagnostics
 
 
 def _read_vars(source: str, file: str, vars_: Mapping[str, Any], environ: Mapping[str, str]) -> dict | None:
     scratch = Report()
     rendered = render(source, file, vars_, scratch, strict=False, environ=environ)
     if rendered is None:
-        if any(d.message.startswith("template limit") for d in scratch.diagnostics):
-            raise _Stop
+        limit = [d for d in scratch.diagnostics if d.message.startswith("template limit")]
+        if limit:
+            raise _Stop(limit)
         return None
     parsed = parse_yaml(rendered.text, file, Report())
     if parsed is not None and isinstance(parsed[0], dict) and isinstance(parsed[0].get("vars"), dict):
@@ -111,8 +116,9 @@ def load_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str, An
         if inherit_vars is None:
             try:
                 vars_.update(_first_pass_vars(text, file, environ, cli_vars))
-            except _Stop:
-                pass
+            except _Stop as stop:
+                report.extend(stop.diagnostics)
+                return None
         vars_.update(cli_vars or {})
         rendered = render(text, file, vars_, report, strict=True, environ=environ)
         if rendered is None:

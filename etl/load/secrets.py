@@ -9,8 +9,9 @@ The rule (README, Templating):
   letter case, escaped for JSON, Python repr, YAML or URLs, and cut short (a prefix of
   at least MIN_TEXT characters followed by `...`, `…` or the end of a quoted string);
 - a shorter value (one to three characters) could be any word: it is hidden only where
-  it stands as a whole value, between quotes ('x', "x", `x`) or as the whole value of
-  a `key: x` / `key=x` line, so that a one-character secret never garbles a message.
+  it stands as a whole value: between quotes ('x', "x", `x`), after `=` (up to a space, `&`,
+  `;` or `,`), or as the last word of a line (`name: x`, `pipeline x`), so that a
+  one-character secret never garbles a message.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import logging
 import re
 import threading
 from typing import Iterable
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 MASK = "***"
 MIN_TEXT = 4
@@ -31,8 +32,9 @@ _pattern: re.Pattern[str] | None = None
 
 
 def _variants(value: str) -> set[str]:
-    forms = {value, json.dumps(value)[1:-1], repr(value)[1:-1], quote(value, safe=""),
-             value.encode("unicode_escape").decode("ascii")}
+    forms = {value, json.dumps(value)[1:-1], repr(value)[1:-1], quote(value, safe=""), quote(value),
+             quote_plus(value), value.encode("unicode_escape").decode("ascii"),
+             json.dumps(value, ensure_ascii=False)[1:-1]}
     return {f for f in forms if f}
 
 
@@ -45,7 +47,7 @@ def _build(values: Iterable[str]) -> re.Pattern[str] | None:
             for form in _variants(v):
                 long_alts.append(re.escape(form))
                 # cut short: a prefix of MIN_TEXT or more characters, then an ellipsis or a closing quote
-                cut_alts.extend(re.escape(form[:n]) for n in range(MIN_TEXT, len(form)))
+                cut_alts.extend(re.escape(form[:n]) for n in range(MIN_TEXT, min(len(form), 256)))
         else:
             short_alts.extend(re.escape(f) for f in _variants(v))
     parts: list[str] = []
@@ -56,7 +58,7 @@ def _build(values: Iterable[str]) -> re.Pattern[str] | None:
     if short_alts:
         alts = "|".join(sorted(set(short_alts), key=len, reverse=True))
         parts.append(rf"(?<=['\"`])(?:{alts})(?=['\"`])")
-        parts.append(rf"(?<=[:=] )(?:{alts})(?=[ \t]*$)")
+        parts.append(rf"(?<=\s)(?:{alts})(?=[ \t]*$)")
         parts.append(rf"(?<==)(?:{alts})(?=[\s&;,]|$)")
     if not parts:
         return None

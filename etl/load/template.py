@@ -270,22 +270,27 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
     used: set[str] = set()
     jenv = sandbox(strict)
     context: dict[str, Any] = {**vars_, "vars": dict(vars_), "env": _env_function(environ, strict, used)}
-    try:
-        ast = jenv.parse(text)
-    except TemplateSyntaxError as e:
-        report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, _tag_col(text, e.lineno)),
-                     "check the {{ }} and {% %} delimiters")
-        return None
-    except RecursionError:
-        report.error("E002", "template limit: expressions nested too deeply", _first_tag(text, file))
-        return None
-    if strict:
-        before = len(report.errors)
-        _check_names(ast, {**jenv.globals, **context}, vars_, text, file, report, environ)
-        if len(report.errors) > before:
-            return None
 
     def work() -> tuple[str | None, list[Diagnostic], set[str]]:
+        # parsing, the name check (jinja compiles, and folds constants, to find names) and rendering
+        # all run in the bounded child: a hostile template costs the parent nothing
+        scratch = Report()
+        try:
+            ast = jenv.parse(text)
+        except TemplateSyntaxError as e:
+            scratch.error("E002", f"template syntax error: {e.message}",
+                          Span(file, e.lineno or 1, _tag_col(text, e.lineno)), "check the {{ }} and {% %} delimiters")
+            return None, scratch.diagnostics, used
+        except RecursionError:
+            scratch.error("E002", "template limit: expressions nested too deeply", _first_tag(text, file))
+            return None, scratch.diagnostics, used
+        if strict:
+            try:
+                _check_names(ast, {**jenv.globals, **context}, vars_, text, file, scratch, environ)
+            except (MemoryError, RecursionError, LimitExceeded, ArithmeticError, ValueError):
+                pass  # the render below reports it at its line
+            if scratch.errors:
+                return None, scratch.diagnostics, used
         out, diags = _run_template(jenv, ast, context, text, file)
         return out, diags, used
 
