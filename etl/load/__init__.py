@@ -149,7 +149,10 @@ def load_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str,
             report.error("E005", f"file is too large ({size} bytes)", Span(file, 1, 1))
             return None
         with open(file, encoding="utf-8") as fh:
-            text = fh.read()
+            text = fh.read(MAX_FILE_BYTES + 1)  # a file that grows after the check is cut, not read forever
+        if len(text) > MAX_FILE_BYTES:
+            report.error("E005", "file is too large (over 32 MB)", Span(file, 1, 1))
+            return None
     except UnicodeDecodeError as e:
         report.error("E005", f"file is not UTF-8 text: {e.reason}", Span(file, 1, 1))
         return None

@@ -236,9 +236,14 @@ def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str,
     """Same file content (and, for a templated file, same vars and environment) -> same result."""
     from etl.load.template import has_template
 
+    from etl.load import MAX_FILE_BYTES
+
     try:
+        st = os.stat(file)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None  # load_file reports it, without reading
         with open(file, "rb") as fh:
-            content = fh.read()
+            content = fh.read(MAX_FILE_BYTES + 1)
     except OSError:
         return None
     key: tuple = (_norm(file), file, hash(content))

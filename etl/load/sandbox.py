@@ -166,6 +166,8 @@ def bounded(work: Callable[[], Any]) -> Any:
             _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
             if budget and (hard == resource.RLIM_INFINITY or budget < hard):
                 resource.setrlimit(resource.RLIMIT_AS, (budget, hard))
+            for sig in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers (etl run's Ctrl-C) are not ours
+                signal.signal(sig, signal.SIG_IGN)
             signal.signal(signal.SIGALRM, _on_alarm)
             signal.setitimer(signal.ITIMER_REAL, lim.seconds)
             try:

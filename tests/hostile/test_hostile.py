@@ -156,6 +156,6 @@ def test_hostile_case(corpus: Path, name: str, spec: dict) -> None:
     _no_leak(explain.stdout + explain.stderr)
     assert explain.returncode == (1 if has_errors else 0), explain.stderr
     if has_errors:
-        assert re.match(r"\S+:\d+:\d+: E\d{3} ", explain.stderr), explain.stderr
+        assert re.search(r"^\S+:\d+:\d+: E\d{3} ", explain.stderr, re.M), explain.stderr
     else:
         assert explain.stdout.startswith("pipeline "), explain.stdout
