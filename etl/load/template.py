@@ -1,8 +1,11 @@
 """Jinja2 templating of pipeline text, sandboxed, before YAML parsing.
 
 `{{ vars.name }}` (or `{{ name }}`) reads the pipeline's `vars`; `{{ env("NAME", "default") }}`
-reads an environment variable. Undefined names are reported at their line.
-Values read from the environment are remembered so printed configs can redact them.
+reads an environment variable. Undefined names are reported at their line (jinja's own
+scoping decides what is defined: loop variables, macro arguments, `caller`, `set` targets).
+Plain substitutions are done here; anything else renders in etl.load.sandbox (immutable
+sandbox, bounded in time and memory). Every value read from the environment is registered
+with etl.load.secrets, which hides it in every output.
 """
 
 from __future__ import annotations

@@ -140,7 +140,9 @@ class Progress:
     def _table(self) -> Any:
         from rich.table import Table
 
-        t = Table(title=f"etl run {self.pipeline}", title_justify="left")
+        from etl.load.secrets import redact
+
+        t = Table(title=redact(f"etl run {self.pipeline}"), title_justify="left")
         for c in ("query", "batch", "input rows", "rows/s", "written (total)", "dead letters", "watermark",
                   "state rows", "batch ms"):
             t.add_column(c, justify="right" if c not in ("query", "written (total)", "watermark") else "left")
@@ -149,8 +151,8 @@ class Progress:
                 tot = self.totals.get(q, {})
                 written = ", ".join(f"{k}={v}" for k, v in tot.items() if k not in ("input", DEAD)) or "-"
                 wm = rec.watermark if rec.watermark and not rec.watermark.startswith("1970") else "-"
-                t.add_row(q, str(rec.batch), f"{rec.input_rows} ({tot.get('input', 0)})",
-                          f"{rec.processed_rows_per_s:,.0f}", written, str(tot.get(DEAD, 0)), wm,
+                t.add_row(redact(q), str(rec.batch), f"{rec.input_rows} ({tot.get('input', 0)})",
+                          f"{rec.processed_rows_per_s:,.0f}", redact(written), str(tot.get(DEAD, 0)), wm,
                           str(rec.state_rows), str(rec.duration_ms))
         return t
 

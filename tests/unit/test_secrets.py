@@ -60,3 +60,16 @@ def test_values_read_by_a_failing_template_are_registered(tmp_path):
     doc = load_text("name: {{ env('X') }}\nx: [\n", "p.yaml", report, environ={"X": "Zq9-hidden"})
     assert doc is None and [d.code for d in report.errors] == ["E001"]
     assert "Zq9-hidden" in secrets.registered()
+
+
+@pytest.mark.parametrize("mode", ["plain", "json"])
+def test_progress_lines_are_redacted(mode):
+    import io
+
+    from etl.runtime.progress import Progress
+
+    secrets.register(["s3cr3t-Value"])
+    out = io.StringIO()
+    progress = Progress("p", mode=mode, stream=out)
+    progress.on_progress({"name": "p/q-s3cr3t-Value", "batchId": 0, "numInputRows": 3})
+    assert "s3cr3t" not in out.getvalue() and "q-***" in out.getvalue()
