@@ -110,11 +110,25 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-def _run(base: Path, *args: str) -> subprocess.CompletedProcess:
+def _start(base: Path, *args: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETL_")}
     env.update(SECRETS, PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "etl", *args], cwd=base, env=env, capture_output=True,
-                          text=True, timeout=TIMEOUT, preexec_fn=_limit)
+    return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=base, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_limit)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _run(base: Path, *args: str) -> subprocess.CompletedProcess:
+    return _finish(_start(base, *args))
 
 
 def _no_leak(out: str) -> None:
@@ -138,7 +152,10 @@ def test_corpus_size() -> None:
 def test_hostile_case(corpus: Path, name: str, spec: dict) -> None:
     want = sorted(spec["diagnostics"])
     args = spec["args"]
-    as_json = _run(corpus, "validate", "--format", "json", *args, name)
+    # the three commands run side by side (each its own process, limit and timeout)
+    procs = [_start(corpus, "validate", "--format", "json", *args, name), _start(corpus, "validate", *args, name),
+             _start(corpus, "explain", *args, name)]
+    as_json, text, explain = (_finish(p) for p in procs)
     _no_leak(as_json.stdout + as_json.stderr)
     files = json.loads(as_json.stdout)["files"]
     got = sorted((d["code"], d["line"], d["col"], d["file"]) for f in files for d in f["errors"] + f["warnings"])
@@ -146,13 +163,11 @@ def test_hostile_case(corpus: Path, name: str, spec: dict) -> None:
     has_errors = any(code.startswith("E") for code, *_ in want)
     assert as_json.returncode == (1 if has_errors else 0)
 
-    text = _run(corpus, "validate", *args, name)
     _no_leak(text.stdout + text.stderr)
     assert text.returncode == as_json.returncode
     lines = sorted(ln.split(" ", 2)[:2] for ln in text.stdout.splitlines() if re.match(r"\S+:\d+:\d+: [EW]\d{3} ", ln))
     assert lines == sorted([f"{file}:{line}:{col}:", code] for code, line, col, file in want)
 
-    explain = _run(corpus, "explain", *args, name)
     _no_leak(explain.stdout + explain.stderr)
     assert explain.returncode == (1 if has_errors else 0), explain.stderr
     if has_errors:
