@@ -7,6 +7,15 @@ from typing import Any
 import typer
 
 
+def _install_log_redaction() -> None:
+    from etl.load.secrets import install_log_redaction
+
+    install_log_redaction()  # log records of every command pass etl.load.secrets.redact
+
+
+_install_log_redaction()
+
+
 def redact(text: str) -> str:
     """Every CLI output passes here: values read from the environment become ***."""
     from etl.load.secrets import redact as _redact

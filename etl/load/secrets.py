@@ -8,6 +8,7 @@ The rule (README, Templating):
 - a value of at least MIN_TEXT characters is hidden wherever its text appears, in any
   letter case, escaped for JSON, Python repr, YAML or URLs, and cut short (a prefix of
   at least MIN_TEXT characters followed by `...`, `…` or the end of a quoted string);
+- the password of a URL (`scheme://user:password@host`) is hidden wherever it came from;
 - a shorter value (one to three characters) could be any word: it is hidden only where
   it stands as a whole value: between quotes ('x', "x", `x`), after `=` (up to a space, `&`,
   `;` or `,`), or as the last word of a line (`name: x`, `pipeline x`), so that a
@@ -89,12 +90,18 @@ def clear() -> None:
         _pattern = None
 
 
+# the password of a URL (`scheme://user:password@host`), wherever it came from
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@'\"]*:)[^\s/@'\"]+@")
+
+
 def redact(text: str | None) -> str | None:
-    """`text` with every registered value (in any of its forms) shown as ***."""
-    pattern = _pattern
-    if pattern is None or not text:
+    """`text` with every registered value (in any of its forms), and every URL's password, shown as ***."""
+    if not text:
         return text
-    return pattern.sub(MASK, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
+    pattern = _pattern
+    return text if pattern is None else pattern.sub(MASK, text)
 
 
 _installed = False

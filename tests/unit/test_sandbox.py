@@ -77,3 +77,20 @@ def test_fifo_pipeline_is_e005(tmp_path):
     os.mkfifo(fifo)
     c = check_file(fifo)
     assert [(d.code, d.span.line) for d in c.report.errors] == [("E005", 1)]
+
+
+def test_bounded_render_works_from_a_thread():
+    """etl run reloads rule files from a listener thread: the forked child must still set its timer."""
+    import threading
+
+    got: dict = {}
+
+    def go() -> None:
+        report = Report()
+        got["out"] = render("{% for i in range(2) %}{{ loop.index }}{% endfor %}", "p.yaml", {}, report, environ={})
+        got["errors"] = report.errors
+
+    t = threading.Thread(target=go)
+    t.start()
+    t.join()
+    assert got["errors"] == [] and got["out"].text == "12"

@@ -73,3 +73,9 @@ def test_progress_lines_are_redacted(mode):
     progress = Progress("p", mode=mode, stream=out)
     progress.on_progress({"name": "p/q-s3cr3t-Value", "batchId": 0, "numInputRows": 3})
     assert "s3cr3t" not in out.getvalue() and "q-***" in out.getvalue()
+
+
+def test_url_passwords_are_hidden_whatever_their_origin():
+    assert secrets.redact("retry 2 of 5: http://etl:literal-pw@es:9200/_bulk failed") == \
+        "retry 2 of 5: http://etl:***@es:9200/_bulk failed"
+    assert secrets.redact("jdbc:mysql://db:3306/x and http://host:9200/") == "jdbc:mysql://db:3306/x and http://host:9200/"
