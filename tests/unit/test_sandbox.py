@@ -50,9 +50,9 @@ def test_vars_block_bomb_is_reported_at_its_line():
 
 
 def test_rule_paths_stay_in_the_folder(tmp_path, monkeypatch):
-    from etl.load import rules
+    from etl.load import paths
 
-    monkeypatch.setattr(rules, "_ALLOWED", [])  # --allow-path is process-wide: keep it to this test
+    monkeypatch.setattr(paths, "_ALLOWED", [])  # --allow-path is process-wide: keep it to this test
     (tmp_path / "p").mkdir()
     (tmp_path / "p" / "r.yaml").write_text("- id: r\n  when: {field: a, eq: 1}\n")
     (tmp_path / "other").mkdir()
