@@ -144,7 +144,7 @@ def _glob(pattern: str, base_dir: str, roots: list[str]) -> list[str]:
             if is_dir:
                 if depth is None or level + 1 < depth:
                     walk(entry.path, name + "/", level + 1)
-            elif regex.match(name) and entry.is_file():
+            elif regex.match(name):  # a pipe or device matched is reported (E005), not skipped
                 found.append(entry.path)
 
     if os.path.isdir(start_real):
