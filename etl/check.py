@@ -44,10 +44,16 @@ class Checked:
 
 
 def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = None,
-               environ: Mapping[str, str] | None = None, programs: bool = False) -> Checked:
+               environ: Mapping[str, str] | None = None, programs: bool = False,
+               allow_paths: Iterable[str | os.PathLike] = ()) -> Checked:
     """Check one pipeline file. Never raises: an internal bug becomes an E999 diagnostic.
 
-    `programs=True` also compiles each filter's rules with the optimizer (explain, run)."""
+    `programs=True` also compiles each filter's rules with the optimizer (explain, run).
+    `allow_paths`: folders besides the pipeline's own that `rule_files` may read (--allow-path;
+    remembered for the process, so that reloads of a running pipeline may read them too)."""
+    from etl.load.rules import allow_paths as allow
+
+    allow(allow_paths)
     file = str(path)
     out = Checked(file, Report())
     try:

@@ -17,10 +17,10 @@ from typing import Iterable
 # E4xx come from compiling or running on Spark (etl run / etl test).
 CODES: dict[str, str] = {
     "E001": "YAML syntax error, duplicate key, too deep nesting, several documents",
-    "E002": "template syntax or evaluation error",
+    "E002": "template syntax or evaluation error, sandbox refusal, render limit (time, size)",
     "E003": "undefined template variable",
     "E004": "environment variable not set (and no default)",
-    "E005": "file cannot be read (missing, not UTF-8, too large)",
+    "E005": "file cannot be read (missing, not UTF-8, too large, not a regular file, outside the allowed folders)",
     "E006": "rule file path or glob matches no file",
     "E100": "unknown key",
     "E101": "missing required key",

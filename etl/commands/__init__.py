@@ -7,6 +7,22 @@ from typing import Any
 import typer
 
 
+def _install_log_redaction() -> None:
+    from etl.load.secrets import install_log_redaction
+
+    install_log_redaction()  # log records of every command pass etl.load.secrets.redact
+
+
+_install_log_redaction()
+
+
+def redact(text: str) -> str:
+    """Every CLI output passes here: values read from the environment become ***."""
+    from etl.load.secrets import redact as _redact
+
+    return _redact(text)
+
+
 def parse_vars(items: list[str] | None) -> dict[str, Any]:
     """--var NAME=VALUE pairs; values are YAML scalars (numbers, booleans) or strings."""
     out: dict[str, Any] = {}

@@ -8,24 +8,24 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars
+from etl.commands import parse_vars, redact
 
 
 @app.command()
 def explain(
     path: str = typer.Argument(..., help="pipeline file"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
+                                                   "rule_files may read (repeatable)"),
 ) -> None:
     """Show nodes, edges, columns, optimized filter programs and each sink's delivery guarantee."""
     from etl.check import check_file
     from etl.plan.explain import explain_plan
 
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         typer.echo(f"etl explain: no such file: {path}", err=True)
         raise typer.Exit(2)
-    checked = check_file(path, cli_vars=parse_vars(var), programs=True)
-    doc = checked.document
-    redact = doc.redact if doc is not None else (lambda s: s)
+    checked = check_file(path, cli_vars=parse_vars(var), programs=True, allow_paths=allow_path or ())
     if checked.plan is None:
         for d in checked.report.sorted():
             typer.echo(redact(d.render()), err=True)
@@ -35,6 +35,6 @@ def explain(
     try:
         text = explain_plan(checked.plan)
     except Exception as e:  # noqa: BLE001 - a bug in etl, reported as E999 rather than a traceback
-        typer.echo(f"{path}:1:1: E999 internal error: {type(e).__name__}: {e}", err=True)
+        typer.echo(redact(f"{path}:1:1: E999 internal error: {type(e).__name__}: {e}"), err=True)
         raise typer.Exit(1) from None
     typer.echo(redact(text), nl=False)

@@ -20,12 +20,12 @@ from typing import Any, Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars
+from etl.commands import parse_vars, redact
 
 
 def _fail(lines: list[str], code: int = 1) -> None:
     for ln in lines:
-        typer.echo(ln, err=True)
+        typer.echo(redact(ln), err=True)
     raise typer.Exit(code)
 
 
@@ -39,6 +39,8 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     progress: str = typer.Option("live", "--progress", help="live, plain or json (one JSON line per batch); on stderr"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
+                                                   "rule_files may read (repeatable)"),
 ) -> None:
     """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly.
 
@@ -53,12 +55,11 @@ def run(
         spark_conf = parse_conf(conf)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--conf") from None
-    checked = check_file(path, cli_vars=parse_vars(var), programs=True)
+    checked = check_file(path, cli_vars=parse_vars(var), programs=True, allow_paths=allow_path or ())
     if checked.plan is None:
-        _fail([checked.document.redact(d.render()) if checked.document else d.render()
-               for d in checked.report.sorted()] or [f"{path}: invalid pipeline"])
+        _fail([d.render() for d in checked.report.sorted()] or [f"{path}: invalid pipeline"])
     for d in checked.report.warnings:
-        typer.echo(d.render(), err=True)
+        typer.echo(redact(d.render()), err=True)
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
                    progress="none" if quiet else progress)
     raise typer.Exit(code)
@@ -71,11 +72,10 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     from etl.runtime.session import build_session, under_spark_submit
 
     plan = checked.plan
-    redact = checked.document.redact if checked.document else (lambda s: s)
     try:
         spark = build_session(f"etl-{plan.name}", master, conf)
     except ValueError as e:
-        typer.echo(f"etl run: {e}", err=True)
+        typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
     stops = {"n": 0}
@@ -103,7 +103,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                 typer.echo(redact(f"etl run: {plan.name} failed: {e}"), err=True)
                 return 1
         if progress != "none":
-            typer.echo(f"etl run: {plan.name}: {runner.progress.summary()}", err=True)
+            typer.echo(redact(f"etl run: {plan.name}: {runner.progress.summary()}"), err=True)
         return 0
     finally:
         for s, h in previous.items():

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars
+from etl.commands import parse_vars, redact
 
 
 @app.command()
@@ -18,6 +18,8 @@ def test(
     k: Optional[str] = typer.Option(None, "-k", help="only cases whose name contains this text"),
     master: str = typer.Option("local[2]", "--master", help="Spark master for the tests"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
+                                                   "rule_files may read (repeatable)"),
 ) -> None:
     """Replace sources by the given events, run into in-memory sinks, compare rows; print a diff on failure."""
     from etl.check import check_paths, pipeline_files
@@ -26,11 +28,11 @@ def test(
     if not files:
         typer.echo("etl test: no pipeline files found", err=True)
         raise typer.Exit(2)
-    checked = check_paths(files, cli_vars=parse_vars(var), programs=True)
+    checked = check_paths(files, cli_vars=parse_vars(var), programs=True, allow_paths=allow_path or ())
     invalid = [c for c in checked if c.plan is None]
     for c in invalid:
         for d in c.report.sorted():
-            typer.echo(d.render(), err=True)
+            typer.echo(redact(d.render()), err=True)
     runnable = [c for c in checked if c.plan is not None and c.plan.graph.pipeline.tests]
     results = []
     if runnable:
@@ -43,10 +45,10 @@ def test(
             for r in run_tests(c, spark, k):
                 results.append(r)
                 mark = typer.style("PASS", fg="green") if r.ok else typer.style("FAIL", fg="red")
-                typer.echo(f"{mark} {c.file} :: {r.name} ({r.seconds:.1f}s)")
+                typer.echo(redact(f"{mark} {c.file} :: {r.name} ({r.seconds:.1f}s)"))
                 if not r.ok:
                     for line in r.message.splitlines():
-                        typer.echo(f"    {line}")
+                        typer.echo(redact(f"    {line}"))
     failed = [r for r in results if not r.ok]
     no_tests = [c.file for c in checked if c.plan is not None and not c.plan.graph.pipeline.tests]
     if junit:

@@ -10,16 +10,15 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars
+from etl.commands import parse_vars, redact
 from etl.diagnostics import Diagnostic
 
 
-def _redacted(d: Diagnostic, doc) -> Diagnostic:
-    if doc is None or not doc.secrets:
-        return d
+def _redacted(d: Diagnostic) -> Diagnostic:
     from dataclasses import replace
 
-    return replace(d, message=doc.redact(d.message), hint=doc.redact(d.hint) if d.hint else d.hint)
+    return replace(d, message=redact(d.message), hint=redact(d.hint) if d.hint else d.hint,
+                   span=replace(d.span, file=redact(d.span.file)))
 
 
 @app.command()
@@ -28,6 +27,8 @@ def validate(
     format: str = typer.Option("text", "--format", help="text or json"),
     strict: bool = typer.Option(False, "--strict", help="treat warnings as errors"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
+                                                   "rule_files may read (repeatable)"),
 ) -> None:
     """Report every problem as file:line:col: CODE message, with a hint."""
     from etl.check import check_paths, pipeline_files
@@ -47,9 +48,9 @@ def validate(
     if not files:
         typer.echo("etl validate: no pipeline files found", err=True)
         raise typer.Exit(2)
-    results = check_paths(files, cli_vars=parse_vars(var))
+    results = check_paths(files, cli_vars=parse_vars(var), allow_paths=allow_path or ())
     failed = [r for r in results if r.report.has_errors(strict) or not (r.ok or r.report.errors)]
-    per_file = [(r, [_redacted(d, r.document) for d in r.report.sorted()]) for r in results]
+    per_file = [(r, [_redacted(d) for d in r.report.sorted()]) for r in results]
     if format == "json":
         typer.echo(json.dumps({
             "valid": not failed,

@@ -140,25 +140,12 @@ class RuleSet:
         """Load, validate and compile the filter's rules as they are now: (program, []) or (None, diagnostics)."""
         from etl.diagnostics import Report
         from etl.graph.checks import check_rule_list
-        from etl.load.rules import _GLOB_CHARS, check_duplicate_ids, expand_rule_paths, load_rule_file
+        from etl.load.rules import check_duplicate_ids, load_rule_files
 
         report = Report()
         rules = list(self._inline_rules())
-        seen: set[str] = set()
-        for pattern in self.node.spec.rule_files:
-            files = expand_rule_paths(pattern, self.base_dir)
-            if not files:
-                what = "matches no file" if _GLOB_CHARS & set(pattern) else "does not exist"
-                report.error("E006", f"rule file {pattern!r} {what}", self.node.span)
-                continue
-            for f in files:
-                real = os.path.normcase(os.path.abspath(f))
-                if real in seen:
-                    continue
-                seen.add(real)
-                loaded = load_rule_file(f, report, vars_=self.graph.vars)
-                if loaded:
-                    rules.extend(loaded)
+        rules.extend(load_rule_files(self.node.spec.rule_files, self.base_dir, report, lambda k: self.node.span,
+                                     vars_=self.graph.vars))
         if report.errors:
             return None, report.sorted()
         check_duplicate_ids(rules, report)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from etl.diagnostics import Report, Span
+from etl.load.secrets import redact
 from etl.load.template import has_template, render
 from etl.load.yamlmap import SourceMap, parse_yaml
 
@@ -34,11 +36,8 @@ class Document:
         return Path(self.file).resolve().parent
 
     def redact(self, text: str) -> str:
-        """Hide every value that came from the environment."""
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            if len(secret) >= 1:
-                text = text.replace(secret, "***")
-        return text
+        """Hide every value that came from the environment (etl.load.secrets: all files, every form)."""
+        return redact(text)
 
 
 _TAG_RE = re.compile(r"\{\{.*?\}\}|\{#.*?#\}", re.S)
@@ -58,9 +57,21 @@ def _vars_block(text: str) -> str | None:
     return text[m.start():nxt.start() if nxt else len(text)]
 
 
+class _Stop(Exception):
+    """The lenient first pass hit a render limit: reported as it is, without a second try."""
+
+    def __init__(self, diagnostics: list):
+        super().__init__("template limit")
+        self.diagnostics = diagnostics
+
+
 def _read_vars(source: str, file: str, vars_: Mapping[str, Any], environ: Mapping[str, str]) -> dict | None:
-    rendered = render(source, file, vars_, Report(), strict=False, environ=environ)
+    scratch = Report()
+    rendered = render(source, file, vars_, scratch, strict=False, environ=environ)
     if rendered is None:
+        limit = [d for d in scratch.diagnostics if d.message.startswith("template limit")]
+        if limit:
+            raise _Stop(limit)
         return None
     parsed = parse_yaml(rendered.text, file, Report())
     if parsed is not None and isinstance(parsed[0], dict) and isinstance(parsed[0].get("vars"), dict):
@@ -103,7 +114,11 @@ def load_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str, An
     secrets: set[str] = set()
     if has_template(text):
         if inherit_vars is None:
-            vars_.update(_first_pass_vars(text, file, environ, cli_vars))
+            try:
+                vars_.update(_first_pass_vars(text, file, environ, cli_vars))
+            except _Stop as stop:
+                report.extend(stop.diagnostics)
+                return None
         vars_.update(cli_vars or {})
         rendered = render(text, file, vars_, report, strict=True, environ=environ)
         if rendered is None:
@@ -124,12 +139,20 @@ def load_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str,
               ) -> Document | None:
     file = str(path)
     try:
-        size = os.path.getsize(file)
+        st = os.stat(file)
+        if not stat.S_ISREG(st.st_mode):
+            what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a pipe, device or socket)"
+            report.error("E005", f"cannot read file: it is {what}", Span(file, 1, 1), "give the path of a YAML file")
+            return None
+        size = st.st_size
         if size > MAX_FILE_BYTES:
             report.error("E005", f"file is too large ({size} bytes)", Span(file, 1, 1))
             return None
         with open(file, encoding="utf-8") as fh:
-            text = fh.read()
+            text = fh.read(MAX_FILE_BYTES + 1)  # a file that grows after the check is cut, not read forever
+        if len(text) > MAX_FILE_BYTES:
+            report.error("E005", "file is too large (over 32 MB)", Span(file, 1, 1))
+            return None
     except UnicodeDecodeError as e:
         report.error("E005", f"file is not UTF-8 text: {e.reason}", Span(file, 1, 1))
         return None

@@ -3,7 +3,7 @@
 A rule file holds a list of rules or `{rules: [...]}`; it is loaded like a
 pipeline file (templated with the pipeline's vars, positioned YAML), so every
 diagnostic about a rule points into the file that holds it. Paths and globs in
-`rule_files` are relative to the pipeline file's folder.
+`rule_files` are relative to the pipeline file's folder and stay inside it (etl.load.paths).
 
 The runtime calls `load_filter_rules` again when it reloads rules between
 micro-batches; `rule_file_paths` says which files to watch.
@@ -11,20 +11,18 @@ micro-batches; `rule_file_paths` says which files to watch.
 
 from __future__ import annotations
 
-import glob
 import os
+import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load import load_file
+from etl.load.paths import RulePathError, allow_paths, resolve_rule_paths
 from etl.spec.rules import walk_predicates
 
-__all__ = ["SourcedRule", "expand_rule_paths", "load_filter_rules", "load_rule_file", "rule_file_paths",
-           "rule_files_signature", "walk_predicates"]
-
-_GLOB_CHARS = set("*?[")
+__all__ = ["RulePathError", "SourcedRule", "allow_paths", "expand_rule_paths", "load_filter_rules",
+           "load_rule_file", "resolve_rule_paths", "rule_file_paths", "rule_files_signature", "walk_predicates"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +48,12 @@ def _norm(path: str) -> str:
 
 
 def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
-    """Files named by one `rule_files` entry (sorted; a glob may match several)."""
-    p = Path(pattern)
-    full = str(p if p.is_absolute() else Path(base_dir) / p)
-    if _GLOB_CHARS & set(pattern):
-        return sorted(f for f in glob.glob(full, recursive=True) if os.path.isfile(f))
-    return [full] if os.path.exists(full) else []
+    """Files named by one `rule_files` entry (sorted; a glob may match several); [] when it names
+    none or names files a pipeline may not read."""
+    try:
+        return resolve_rule_paths(pattern, base_dir)
+    except RulePathError:
+        return []
 
 
 def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
@@ -86,9 +84,14 @@ def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str,
     """Same file content (and, for a templated file, same vars and environment) -> same result."""
     from etl.load.template import has_template
 
+    from etl.load import MAX_FILE_BYTES
+
     try:
+        st = os.stat(file)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            return None  # load_file reports it, without reading
         with open(file, "rb") as fh:
-            content = fh.read()
+            content = fh.read(MAX_FILE_BYTES + 1)
     except OSError:
         return None
     key: tuple = (_norm(file), file, hash(content))
@@ -126,6 +129,13 @@ def _load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | Non
                     environ: Mapping[str, str] | None = None) -> list[SourcedRule] | None:
     doc = load_file(file, report, environ=environ, inherit_vars=dict(vars_ or {}))
     if doc is None:
+        return None
+    data = doc.data
+    if not (isinstance(data, list) and all(isinstance(x, dict) for x in data)
+            or isinstance(data, dict) and "rules" in data):
+        # not a rule file at all (say /etc/passwd): said without echoing a word of it
+        report.error("E102", "this file is not a rule file", Span(file, 1, 1),
+                     "a rule file holds a list of rules or a mapping `rules: [...]`")
         return None
     return rules_of_document(doc, report)
 
@@ -171,12 +181,27 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
     span: Callable[..., Span] = (lambda *k: smap.value(path + k)) if smap is not None else (lambda *k: Span(file))
     before = len(report.errors)
     rules = [SourcedRule(r, file, path + ("rules", i), smap) for i, r in enumerate(spec.rules or [])]
+    rules.extend(load_rule_files(spec.rule_files or [], base_dir, report, lambda k: span("rule_files", k),
+                                 vars_=vars_, environ=environ))
+    check_duplicate_ids(rules, report)
+    return None if len(report.errors) > before else rules
+
+
+def load_rule_files(patterns: list[str], base_dir: str | os.PathLike, report: Report, span: Callable[[int], Span],
+                    *, vars_: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+                    ) -> list[SourcedRule]:
+    """The rules of the files a filter's `rule_files` name (each file once); a path a pipeline may not
+    read, or that names no file, is reported at its entry (`span(k)`)."""
+    rules: list[SourcedRule] = []
     seen_files: set[str] = set()
-    for k, pattern in enumerate(spec.rule_files or []):
-        files = expand_rule_paths(pattern, base_dir)
+    for k, pattern in enumerate(patterns):
+        try:
+            files = resolve_rule_paths(pattern, base_dir)
+        except RulePathError as e:
+            report.error(e.code, e.message, span(k), e.hint)
+            continue
         if not files:
-            what = "matches no file" if _GLOB_CHARS & set(pattern) else "does not exist"
-            report.error("E006", f"rule file {pattern!r} {what}", span("rule_files", k),
+            report.error("E006", f"rule file {pattern!r} matches no file", span(k),
                          f"paths are relative to the pipeline file's folder ({base_dir})")
             continue
         for f in files:
@@ -187,8 +212,7 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
             loaded = load_rule_file(f, report, vars_=vars_, environ=environ)
             if loaded:
                 rules.extend(loaded)
-    check_duplicate_ids(rules, report)
-    return None if len(report.errors) > before else rules
+    return rules
 
 
 def check_duplicate_ids(rules: list[SourcedRule], report: Report) -> None:

@@ -1,22 +1,26 @@
 """Jinja2 templating of pipeline text, sandboxed, before YAML parsing.
 
 `{{ vars.name }}` (or `{{ name }}`) reads the pipeline's `vars`; `{{ env("NAME", "default") }}`
-reads an environment variable. Undefined names are reported at their line.
-Values read from the environment are remembered so printed configs can redact them.
+reads an environment variable. Undefined names are reported at their line (jinja's own
+scoping decides what is defined: loop variables, macro arguments, `caller`, `set` targets).
+Plain substitutions are done here; anything else renders in etl.load.sandbox (immutable
+sandbox, bounded in time and memory). Every value read from the environment is registered
+with etl.load.secrets, which hides it in every output.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from jinja2 import ChainableUndefined, StrictUndefined, TemplateSyntaxError, UndefinedError, nodes
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
+from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
+from jinja2.sandbox import SecurityError
 
-from etl.diagnostics import Report, Span, did_you_mean
+from etl.diagnostics import Diagnostic, Report, Span, did_you_mean
+from etl.load import secrets as secret_registry
+from etl.load.sandbox import LimitExceeded, Timeout, bounded, limits, sandbox
 
 _MISSING = object()
 
@@ -27,61 +31,25 @@ class Rendered:
     secrets: set[str] = field(default_factory=set)
 
 
-class _Env:
-    """The `env(...)` callable exposed to templates; records what it returns."""
+def _env_function(environ: Mapping[str, str], strict: bool, used: set[str]) -> Callable[..., Any]:
+    """The `env(NAME, default)` function templates call: a plain function (no attribute of it leads
+    to the environment); it records every value it returns so that outputs can redact them."""
 
-    def __init__(self, environ: Mapping[str, str], strict: bool):
-        self.environ = environ
-        self.strict = strict
-        self.used: set[str] = set()
-
-    def __call__(self, name: str, default: Any = _MISSING) -> Any:
-        if name in self.environ:
-            value = self.environ[name]
+    def env(name: str, default: Any = _MISSING) -> Any:
+        if not isinstance(name, str):
+            raise UndefinedError("env() takes the name of an environment variable")
+        if name in environ:
+            value = str(environ[name])
             if value:
-                self.used.add(value)
+                used.add(value)
             return value
         if default is not _MISSING:
             return default
-        if self.strict:
+        if strict:
             raise UndefinedError(f"environment variable {name!r} is not set")
         return ""
 
-
-class _Lenient(ChainableUndefined):
-    """First-pass undefined: every operation on it quietly yields another undefined (renders as '')."""
-
-    def _quiet(self, *args: Any, **kwargs: Any) -> "_Lenient":
-        return self
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _quiet
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __pow__ = __rpow__ = _quiet
-    __call__ = __getitem__ = _quiet
-    __lt__ = __le__ = __gt__ = __ge__ = _quiet
-
-    def __int__(self) -> int:
-        return 0
-
-    def __float__(self) -> float:
-        return 0.0
-
-    def __iter__(self):
-        return iter(())
-
-    def __bool__(self) -> bool:
-        return False
-
-    __hash__ = ChainableUndefined.__hash__
-
-
-@functools.cache
-def _lenient_env() -> SandboxedEnvironment:
-    return SandboxedEnvironment(undefined=_Lenient, keep_trailing_newline=True, autoescape=False)
-
-
-@functools.cache
-def _strict_env() -> SandboxedEnvironment:
-    return SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    return env
 
 
 def has_template(text: str) -> bool:
@@ -118,9 +86,11 @@ def _template_line(exc: BaseException) -> int | None:
 def _check_names(ast: nodes.Template, known: Mapping[str, Any], vars_: Mapping[str, Any], text: str,
                  file: str, report: Report, environ: Mapping[str, str]) -> None:
     """Report every undefined variable and unset env var at its own line, before rendering."""
-    assigned = {n.name for n in ast.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    undeclared = meta.find_undeclared_variables(ast) - set(known)  # jinja's own scoping: loop, macros, caller
+    reported: set[str] = set()
     for name in ast.find_all(nodes.Name):
-        if name.ctx == "load" and name.name not in known and name.name not in assigned:
+        if name.ctx == "load" and name.name in undeclared and name.name not in reported:
+            reported.add(name.name)
             line = name.lineno
             col = text.splitlines()[line - 1].find(name.name) + 1 if line <= len(text.splitlines()) else 1
             report.error("E003", f"undefined template variable '{name.name}'", Span(file, line, max(col, 1)),
@@ -154,7 +124,8 @@ _SIMPLE = re.compile(
     r"""|env\(\s*(?P<q>["'])(?P<name>[^"'\\\n]*)(?P=q)\s*"""
     r"""(?:,\s*(?:(?P<q2>["'])(?P<default>[^"'\\\n]*)(?P=q2)|(?P<num>-?\d+(?:\.\d+)?)))?\s*\))\s*\Z""")
 _NOT_SIMPLE = object()
-_RESERVED = {"env", "true", "false", "none", "True", "False", "None", "range", "loop", "self"}
+_RESERVED = {"env", "true", "false", "none", "True", "False", "None", "range", "loop", "self", "caller",
+             "varargs", "kwargs", "lipsum", "cycler", "joiner", "namespace", "dict"}
 
 
 def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,
@@ -225,62 +196,115 @@ def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report,
     return Rendered("".join(pieces), secrets)
 
 
-MAX_OUTPUT = 32 * 1024 * 1024
-
-
-class _TooLarge(ValueError):
-    pass
-
-
 def _render_bounded(template: Any, context: dict[str, Any]) -> str:
-    """Render, refusing output beyond MAX_OUTPUT characters (a loop gone wild)."""
+    """Render, refusing output beyond the size limit (a loop gone wild)."""
+    cap = limits().max_bytes
     chunks: list[str] = []
     size = 0
     for chunk in template.generate(context):
         size += len(chunk)
-        if size > MAX_OUTPUT:
-            raise _TooLarge(f"template output exceeds {MAX_OUTPUT // (1024 * 1024)} MB")
+        if size > cap:
+            raise LimitExceeded(f"the rendered text exceeds {cap // (1024 * 1024)} MB")
         chunks.append(chunk)
     return "".join(chunks)
 
 
+def _first_tag(text: str, file: str) -> Span:
+    """Where a render that was stopped from outside is reported: the first statement (else expression) tag."""
+    for tag in ("{%", "{{"):
+        off = text.find(tag)
+        if off >= 0:
+            return Span(file, text.count("\n", 0, off) + 1, off - (text.rfind("\n", 0, off) + 1) + 1)
+    return Span(file, 1, 1)
+
+
+def _run_template(jenv: Any, ast: nodes.Template, context: dict[str, Any], text: str, file: str
+                  ) -> tuple[str | None, list[Diagnostic]]:
+    """Compile and render (in the bounded child); errors become positioned diagnostics."""
+    report = Report()
+
+    def at(e: BaseException) -> Span:
+        line = _template_line(e) or _line_of(text, "{{")[0]
+        return Span(file, line, _tag_col(text, line))
+
+    try:
+        out = _render_bounded(jenv.from_string(ast), context)
+    except LimitExceeded as e:
+        report.error("E002", f"template limit: {e}", at(e),
+                     "templates fill in values; set ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB if a real one needs more")
+        return None, report.diagnostics
+    except UndefinedError as e:
+        report.error("E003", f"template error: {e}", at(e), "define it under `vars:` or pass --var")
+        return None, report.diagnostics
+    except SecurityError as e:
+        report.error("E002", f"template sandbox: {e}", at(e), "templates may read vars and call env(); "
+                     "Python attributes and methods that change values are not available")
+        return None, report.diagnostics
+    except TemplateSyntaxError as e:
+        report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, _tag_col(text, e.lineno)))
+        return None, report.diagnostics
+    except MemoryError as e:
+        report.error("E002", f"template limit: rendering needs more than {limits().max_bytes // (1024 * 1024)} MB",
+                     at(e), "templates fill in values; set ETL_TEMPLATE_MAX_MB if a real one needs more")
+        return None, report.diagnostics
+    except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError, RecursionError,
+            OverflowError) as e:
+        report.error("E002", f"template error: {type(e).__name__}: {e}", at(e))
+        return None, report.diagnostics
+    if text.endswith("\n") and not out.endswith("\n"):
+        out += "\n"
+    return out, []
+
+
 def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, strict: bool = True,
            environ: Mapping[str, str] | None = None) -> Rendered | None:
-    """Render `text`; on problems add diagnostics to `report` and return None."""
+    """Render `text`; on problems add diagnostics to `report` and return None.
+
+    Every value read from the environment is registered with etl.load.secrets, also
+    when rendering fails, so that no output shows it."""
     if not has_template(text):
         return Rendered(text)
     environ = os.environ if environ is None else environ
     fast = _fast_render(text, file, vars_, report, strict, environ)
     if fast is not _NOT_SIMPLE:
+        if fast is not None:
+            secret_registry.register(fast.secrets)
         return fast
-    env_fn = _Env(environ, strict)
-    jenv = _strict_env() if strict else _lenient_env()
-    context: dict[str, Any] = {**vars_, "vars": dict(vars_), "env": env_fn}
+    used: set[str] = set()
+    jenv = sandbox(strict)
+    context: dict[str, Any] = {**vars_, "vars": dict(vars_), "env": _env_function(environ, strict, used)}
+
+    def work() -> tuple[str | None, list[Diagnostic], set[str]]:
+        # parsing, the name check (jinja compiles, and folds constants, to find names) and rendering
+        # all run in the bounded child: a hostile template costs the parent nothing
+        scratch = Report()
+        try:
+            ast = jenv.parse(text)
+        except TemplateSyntaxError as e:
+            scratch.error("E002", f"template syntax error: {e.message}",
+                          Span(file, e.lineno or 1, _tag_col(text, e.lineno)), "check the {{ }} and {% %} delimiters")
+            return None, scratch.diagnostics, used
+        except RecursionError:
+            scratch.error("E002", "template limit: expressions nested too deeply", _first_tag(text, file))
+            return None, scratch.diagnostics, used
+        if strict:
+            try:
+                _check_names(ast, {**jenv.globals, **context}, vars_, text, file, scratch, environ)
+            except (MemoryError, RecursionError, LimitExceeded, ArithmeticError, ValueError):
+                pass  # the render below reports it at its line
+            if scratch.errors:
+                return None, scratch.diagnostics, used
+        out, diags = _run_template(jenv, ast, context, text, file)
+        return out, diags, used
+
     try:
-        ast = jenv.parse(text)
-    except TemplateSyntaxError as e:
-        report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, _tag_col(text, e.lineno)),
-                     "check the {{ }} and {% %} delimiters")
+        out, diags, read = bounded(work)
+    except (Timeout, MemoryError) as e:
+        report.error("E002", f"template limit: {e}", _first_tag(text, file),
+                     "templates fill in values; set ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB if a real one needs more")
         return None
-    if strict:
-        before = len(report.errors)
-        _check_names(ast, {**jenv.globals, **context}, vars_, text, file, report, environ)
-        if len(report.errors) > before:
-            return None
-    try:
-        out = _render_bounded(jenv.from_string(ast), context)
-    except (UndefinedError, SecurityError) as e:
-        line = _template_line(e) or _line_of(text, "{{")[0]
-        report.error("E003", f"template error: {e}", Span(file, line, 1), "define it under `vars:` or pass --var")
+    secret_registry.register(read)
+    report.extend(diags)
+    if out is None:
         return None
-    except TemplateSyntaxError as e:
-        report.error("E002", f"template syntax error: {e.message}", Span(file, e.lineno or 1, 1))
-        return None
-    except (TypeError, ValueError, ArithmeticError, AttributeError, LookupError, RecursionError,
-            OverflowError, MemoryError) as e:
-        line = _template_line(e) or 1
-        report.error("E002", f"template error: {type(e).__name__}: {e}", Span(file, line, 1))
-        return None
-    if text.endswith("\n") and not out.endswith("\n"):
-        out += "\n"
-    return Rendered(out, env_fn.used)
+    return Rendered(out, set(read))

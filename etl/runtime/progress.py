@@ -120,17 +120,19 @@ class Progress:
 
     # ------------------------------------------------------------- rendering
     def _render(self, rec: BatchRecord) -> None:
+        from etl.load.secrets import redact  # a component id or sink name may come from the environment
+
         if self.mode == "json":
-            self.stream.write(json.dumps(rec.to_json()) + "\n")
+            self.stream.write(redact(json.dumps(rec.to_json())) + "\n")
             self.stream.flush()
         elif self.mode == "plain":
             sinks = " ".join(f"{k}={v}" for k, v in rec.written.items()) or "-"
             extra = f" skipped(replay)={','.join(rec.skipped)}" if rec.skipped else ""
             wm = f" watermark={rec.watermark}" if rec.watermark and not rec.watermark.startswith("1970") else ""
-            self.stream.write(
+            self.stream.write(redact(
                 f"[{time.strftime('%H:%M:%S')}] {rec.query} batch {rec.batch}: in={rec.input_rows} "
                 f"({rec.input_rows_per_s:.0f} rows/s) written: {sinks} dead_letters={rec.dead_letters}"
-                f"{wm} state_rows={rec.state_rows} {rec.duration_ms} ms{extra}\n")
+                f"{wm} state_rows={rec.state_rows} {rec.duration_ms} ms{extra}\n"))
             self.stream.flush()
         elif self.mode == "live" and self._live is not None:
             self._live.update(self._table())
@@ -138,7 +140,9 @@ class Progress:
     def _table(self) -> Any:
         from rich.table import Table
 
-        t = Table(title=f"etl run {self.pipeline}", title_justify="left")
+        from etl.load.secrets import redact
+
+        t = Table(title=redact(f"etl run {self.pipeline}"), title_justify="left")
         for c in ("query", "batch", "input rows", "rows/s", "written (total)", "dead letters", "watermark",
                   "state rows", "batch ms"):
             t.add_column(c, justify="right" if c not in ("query", "written (total)", "watermark") else "left")
@@ -147,8 +151,8 @@ class Progress:
                 tot = self.totals.get(q, {})
                 written = ", ".join(f"{k}={v}" for k, v in tot.items() if k not in ("input", DEAD)) or "-"
                 wm = rec.watermark if rec.watermark and not rec.watermark.startswith("1970") else "-"
-                t.add_row(q, str(rec.batch), f"{rec.input_rows} ({tot.get('input', 0)})",
-                          f"{rec.processed_rows_per_s:,.0f}", written, str(tot.get(DEAD, 0)), wm,
+                t.add_row(redact(q), str(rec.batch), f"{rec.input_rows} ({tot.get('input', 0)})",
+                          f"{rec.processed_rows_per_s:,.0f}", redact(written), str(tot.get(DEAD, 0)), wm,
                           str(rec.state_rows), str(rec.duration_ms))
         return t
 
