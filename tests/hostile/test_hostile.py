@@ -11,8 +11,9 @@ its entry to add a case):
 Files a case cannot hold in git (FIFOs, symlink loops, a 40 MB file, 5,001 files, a folder
 beside the corpus) are made by SETUPS in a copy of the corpus before the first case runs.
 
-Each case runs as `etl validate`, `etl validate --format json` and `etl explain`, each a
-subprocess under a 2 GB address-space limit and a 60 s timeout, from the corpus folder
+Each case runs as `etl validate`, `etl validate --format json` and `etl explain`, each its own
+process (forked from one warm CLI process: tests/hostile/forkserver.py) under a 2 GB address-space
+limit and a 60 s timeout, from the corpus folder
 (so diagnostics name `case_file.yaml`). Asserted for each: the exact diagnostics (json),
 the same lines in the text output, the exit codes (validate 0/1, explain 0/1), no E999,
 no Python traceback, and no secret of SECRETS (in any letter case) in stdout or stderr.
@@ -23,14 +24,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import shutil
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
+
+from tests.hostile.forkserver import CliServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "hostile"
@@ -47,10 +48,6 @@ SECRETS = {
 }
 # what must not appear (lower-cased output): the long secrets and their telling parts
 FORBIDDEN = ["s3cr3t", "ss\\w\u00f6rd", 'pa\\"ss', "pa\"ss", "p@ss", "p%40ss", "l0ng-x7q", "x7qx7qx7q"]
-
-
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 def _fifo(base: Path) -> None:
@@ -110,25 +107,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-def _start(base: Path, *args: str) -> subprocess.Popen:
+@pytest.fixture(scope="session")
+def cli() -> Iterator[CliServer]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ETL_")}
     env.update(SECRETS, PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
-    return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=base, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_limit)
-
-
-def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
-def _run(base: Path, *args: str) -> subprocess.CompletedProcess:
-    return _finish(_start(base, *args))
+    server = CliServer(env, ROOT, timeout=TIMEOUT, memory=MEMORY_LIMIT)
+    yield server
+    server.close()
 
 
 def _no_leak(out: str) -> None:
@@ -149,13 +134,11 @@ def test_corpus_size() -> None:
 
 
 @pytest.mark.parametrize("name,spec", CASES, ids=[c[0] for c in CASES])
-def test_hostile_case(corpus: Path, name: str, spec: dict) -> None:
+def test_hostile_case(cli: CliServer, corpus: Path, name: str, spec: dict) -> None:
     want = sorted(spec["diagnostics"])
     args = spec["args"]
-    # the three commands run side by side (each its own process, limit and timeout)
-    procs = [_start(corpus, "validate", "--format", "json", *args, name), _start(corpus, "validate", *args, name),
-             _start(corpus, "explain", *args, name)]
-    as_json, text, explain = (_finish(p) for p in procs)
+    as_json, text, explain = (cli.run(corpus, "validate", "--format", "json", *args, name),
+                              cli.run(corpus, "validate", *args, name), cli.run(corpus, "explain", *args, name))
     _no_leak(as_json.stdout + as_json.stderr)
     files = json.loads(as_json.stdout)["files"]
     got = sorted((d["code"], d["line"], d["col"], d["file"]) for f in files for d in f["errors"] + f["warnings"])
