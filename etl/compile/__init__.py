@@ -209,6 +209,7 @@ class Compiler:
                 continue
             parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs
                      if not (o.is_dead_letter and r.node in splits.values())]
+            parts = [p for p in parts if p is not None]  # a stage evaluated unguarded has no dead letters
             if not parts:
                 frames[o.id] = None
                 continue

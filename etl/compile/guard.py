@@ -14,6 +14,14 @@ rows with an error go to dead letters with the reason
 (the position of the expression in the pipeline file) and the original row as
 JSON; the other rows go on with exactly the values they would have had.
 
+Guards cost CPU (bench/guard.py), so stages evaluated per micro-batch run
+optimistically: unguarded first, and when a batch fails with a row-level data
+error (`row_error`: SQLSTATE class 22, ArithmeticException, DateTimeException)
+the runner evaluates it again inside `guarding()` (sinks commit each batch id
+once, so nothing is written twice) and keeps guarding the query's next few
+batches. Stages compiled into the streaming plan (upstream of windows, joins,
+lookups, dedupe) are always guarded: a failure there cannot be retried.
+
 Without etl's jar (no JDK) the guard is Catalyst's TryEval: the stream never
 stops either, but the reason only says the expression failed (a warning says so
 once).
@@ -22,6 +30,9 @@ once).
 from __future__ import annotations
 
 import logging
+import re
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +44,43 @@ log = logging.getLogger("etl.guard")
 GUARD_CLASS = "etl.jvm.Guarded"
 UNGUARDED_REASON = "the expression failed on this row (etl's JVM guard is unavailable, so Spark's error is unknown)"
 _WARNED: list[bool] = []
+_MODE = threading.local()
+GUARDED_BATCHES = 10  # after a batch failed on a row, its query's next batches run guarded (no failed attempt)
+# a row-level data error in a failed job's text: SQLSTATE class 22 (data exception: cast, division by zero,
+# overflow, datetime), or a plain Java arithmetic / number / datetime exception
+ROW_ERROR = re.compile(r"SQLSTATE: 22[0-9A-Z]{3}|java\.lang\.ArithmeticException|java\.lang\.NumberFormatException"
+                       r"|java\.time\.(?:format\.)?DateTime(?:Parse)?Exception")
+
+
+def active(df: Any) -> bool:
+    """Guard the expressions of a stage over `df`? Always in the streaming plan; per micro-batch inside
+    `guarding()` (the retry of a batch that failed on a row), or always with ETL_GUARD_OPTIMISTIC=off."""
+    from etl.compile.jvm import switched_off
+
+    return getattr(_MODE, "on", False) or df.isStreaming or switched_off("ETL_GUARD_OPTIMISTIC")
+
+
+@contextmanager
+def guarding(on: bool = True):
+    """Stages evaluated in this thread (a query's foreachBatch) guard their expressions."""
+    before = getattr(_MODE, "on", False)
+    _MODE.on = on
+    try:
+        yield
+    finally:
+        _MODE.on = before
+
+
+def row_error(exc: BaseException) -> bool:
+    """Did a job fail because an expression threw on a row (which guards turn into a dead letter)?"""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if ROW_ERROR.search(str(e)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def guarded(spark: Any, column: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 from etl.compile.context import Built, CompileContext, CompileError
 from etl.compile.deadletter import from_shared
-from etl.compile.guard import Guards
+from etl.compile.guard import Guards, active
 from etl.graph.model import Node
 
 _PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
@@ -29,6 +29,10 @@ def build_derive(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     from pyspark.sql import functions as F
 
     df = inputs[0]
+    if not active(df):
+        for name, sql in node.spec.columns.items():
+            df = df.withColumn(name, _expr(node, sql, f"column {name!r}"))
+        return Built(out=df)
     guards = Guards(ctx, node, df)
     originals = {c: f"_etl_orig_{c}" for c in node.spec.columns if c in df.columns}
     frame = df.withColumns({h: F.col(f"`{c}`") for c, h in originals.items()}) if originals else df
@@ -45,7 +49,9 @@ def build_select(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     spec = node.spec
     df = inputs[0]
     built = None
-    if spec.fields is not None:
+    if spec.fields is not None and not active(df):
+        df = df.select(*[_expr(node, f, "field") for f in spec.fields])
+    elif spec.fields is not None:
         guards = Guards(ctx, node, df)
         frame, cols = df, []
         for i, f in enumerate(spec.fields):
