@@ -52,6 +52,7 @@ class Query:
     outputs: list[Output]
     nodes: list[str] = field(default_factory=list)  # evaluated per micro-batch, in order
     root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
+    dead_only: bool = False  # the stream is the root's `dead_stream` (rows of its input that failed)
 
 
 def is_root(node: Node) -> bool:
@@ -108,15 +109,18 @@ class Compiler:
     def queries(self) -> list[Query]:
         """Compile every node and group the outputs by root, in a deterministic order."""
         groups: dict[str, list[Output]] = {}
+        queries: list[Query] = []
         for node in self.graph.nodes.values():
             if node.kind == "sink" or (node.kind == "source" and node.spec.is_static()):
                 # a static table only feeds lookups, which read it themselves (a malformed row fails the
                 # table's load); no streaming pass over it, no dead-letter query
                 continue
             built = self.stream(node.id)
+            if built.dead_stream is not None:
+                queries.append(Query(f"{node.id}-dead_letters", node.id, built.dead_stream,
+                                     [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
-        queries: list[Query] = []
         for sink in self.graph.of_kind("sink"):
             refs = tuple(Ref(e.src, e.label) for e in sink.inputs if e.role == "input")
             roots = {self.root_of(r.node) for r in refs}
@@ -161,7 +165,9 @@ class Compiler:
         stage's dead letters, the sink gets the stage's shared frame (ERR/PAYLOAD included) and
         splits it while writing (`splits`): the stage runs once, nothing is cached for it."""
         built: dict[str, Built] = {}
-        if query.root_shared:
+        if query.dead_only:
+            built[query.root] = Built(dead=batch_df)
+        elif query.root_shared:
             built[query.root] = from_shared(batch_df, self.ctx.pipeline, query.root)
             built[query.root].base = batch_df
         else:

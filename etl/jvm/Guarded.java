@@ -30,7 +30,8 @@ import scala.collection.immutable.Seq;
  * A ConditionalExpression with no always-evaluated inputs and no branch groups: subexpression elimination never
  * recurses into the child, so no part of it is hoisted out of the try block (EquivalentExpressions.childrenToRecurse).
  */
-public final class Guarded extends Expression implements ConditionalExpression {
+public final class Guarded extends Expression implements ConditionalExpression, java.io.Serializable {
+    private static final long serialVersionUID = 1L;
     private final Expression child;
 
     public Guarded(Expression child) {

@@ -156,3 +156,47 @@ def test_route(spark, tmp_path):
     small, odd = "9:14: route 'r' route 'small'", "10:12: route 'r' route 'odd'"
     check_dead(dead, tmp_path, "r", [(2, small, CAST), (3, odd, DIV), (4, odd, PARSE), (5, odd, OVERFLOW),
                                      (8, small, CAST2)])
+
+
+def test_window_group_by_and_having(spark, tmp_path):
+    """In the streaming plan: a row whose group_by expression throws, and a window whose `having` throws."""
+    from tests.spark.helpers import run_events
+
+    t = "2026-01-10T09:00:{:02d}Z"
+    got = run_events(spark, tmp_path, """\
+        name: guard-window
+        sources:
+          - id: src
+            type: file
+            path: input
+            format: jsonl
+            schema: {id: bigint, a: string, n: int, ts: timestamp}
+            event_time: {field: ts, watermark: 0s}
+        transforms:
+          - id: w
+            type: window
+            input: src
+            kind: tumbling
+            size: 1m
+            group_by: ["cast(a as int) % 2"]
+            aggregates:
+              - {fn: count, as: cnt}
+              - {fn: sum, field: n, as: total}
+            having: "100 div (total - 10) >= 0"
+        sinks:
+          - {id: out, type: file, input: w, path: output, format: jsonl}
+        """, {"src": [{"id": 1, "a": "1", "n": 3, "ts": t.format(1)}, {"id": 2, "a": "3", "n": 7, "ts": t.format(2)},
+                      {"id": 3, "a": "x", "n": 1, "ts": t.format(3)}, {"id": 4, "a": "2", "n": 10, "ts": t.format(4)},
+                      {"id": 5, "a": "6", "n": 5, "ts": t.format(5)},
+                      {"id": 6, "a": "4", "n": 1, "ts": "2026-01-10T09:02:00Z"}]})
+    start, end = "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00"
+    assert [{k: str(v) for k, v in r.items()} for r in got["out"]] == [
+        {"cast(a as int) % 2": "0", "window_start": start, "window_end": end, "cnt": "2", "total": "15"}]
+    dead = sorted(got["dead_letter"], key=lambda d: d["reason"])
+    assert [d["stage"] for d in dead] == ["w", "w"]
+    p = tmp_path / "p.yaml"
+    assert dead[0]["reason"].startswith(f"{p}:15:16: window 'w' group_by 'cast(a as int) % 2': {CAST}")
+    assert json.loads(dead[0]["payload"]) == {"id": 3, "a": "x", "n": 1, "ts": "2026-01-10T09:00:03.000Z"}
+    assert dead[1]["reason"].startswith(f"{p}:19:13: window 'w' having: {DIV}")
+    assert json.loads(dead[1]["payload"]) == {"cast(a as int) % 2": 1, "window_start": "2026-01-10T09:00:00.000Z",
+                                              "window_end": "2026-01-10T09:01:00.000Z", "cnt": 2, "total": 10}
