@@ -12,12 +12,14 @@ for the batch, and every sink commits that batch id idempotently.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from etl import registry
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import from_shared
+from etl.compile.guard import guarding
 from etl.graph.model import Node
 
 __all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query"]
@@ -173,11 +175,16 @@ class Compiler:
         else:
             built[query.root] = Built(out=batch_df)
         shared = self.ctx.options["_batch_shared"] = {}  # passes shared by sibling rule filters (filter.py)
-        for nid in query.nodes:
-            node = self.graph.node(nid)
-            inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
-            built[nid] = self._call(node, inputs)
         dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
+        read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
+        read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
+        # a stage only its dead letters read here (its rows go on in another query's streaming plan) finds its
+        # failing rows only when guarded: no sink's pass would throw on them (etl.compile.guard)
+        with guarding(True) if dead_nodes - read else nullcontext():
+            for nid in query.nodes:
+                node = self.graph.node(nid)
+                inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
+                built[nid] = self._call(node, inputs)
         splits: dict[str, str] = {}
         for o in query.outputs:
             if o.is_dead_letter or len(o.refs) != 1:

@@ -200,3 +200,63 @@ def test_window_group_by_and_having(spark, tmp_path):
     assert dead[1]["reason"].startswith(f"{p}:19:13: window 'w' having: {DIV}")
     assert json.loads(dead[1]["payload"]) == {"cast(a as int) % 2": 1, "window_start": "2026-01-10T09:00:00.000Z",
                                               "window_end": "2026-01-10T09:01:00.000Z", "cnt": 2, "total": 10}
+
+
+def test_a_stage_upstream_of_a_window_is_guarded_in_the_streaming_plan(spark, tmp_path):
+    """The derive runs twice: per micro-batch of the source's query (optimistic, its dead letters) and inside the
+    window's streaming plan (always guarded): the bad row is one dead letter and is not counted."""
+    from tests.spark.helpers import run_events
+
+    t = "2026-01-10T09:00:{:02d}Z"
+    got = run_events(spark, tmp_path, """\
+        name: guard-upstream
+        sources:
+          - id: src
+            type: file
+            path: input
+            format: jsonl
+            schema: {id: bigint, k: string, n: int, ts: timestamp}
+            event_time: {field: ts, watermark: 0s}
+        transforms:
+          - {id: d, type: derive, input: src, columns: {q: "100 div n"}}
+          - id: w
+            type: window
+            input: d
+            kind: tumbling
+            size: 1m
+            group_by: [k]
+            aggregates: [{fn: count, as: cnt}, {fn: sum, field: q, as: total}]
+        sinks:
+          - {id: out, type: file, input: w, path: output, format: jsonl}
+        """, {"src": [{"id": 1, "k": "a", "n": 4, "ts": t.format(1)}, {"id": 2, "k": "a", "n": 0, "ts": t.format(2)},
+                      {"id": 3, "k": "a", "n": 50, "ts": t.format(3)},
+                      {"id": 4, "k": "b", "n": 1, "ts": "2026-01-10T09:02:00Z"}]})
+    assert [(r["k"], r["cnt"], r["total"]) for r in got["out"]] == [("a", 2, 27)]
+    [dead] = got["dead_letter"]
+    assert dead["stage"] == "d" and dead["reason"].startswith(f"{tmp_path / 'p.yaml'}:10:52: derive 'd' column 'q': {DIV}")
+    assert json.loads(dead["payload"]) == {"id": 2, "k": "a", "n": 0, "ts": "2026-01-10T09:00:02.000Z"}
+
+
+def test_parse_and_grok_conversions_already_make_dead_letters(spark, tmp_path):
+    """parse (json) and grok convert types without throwing (PERMISSIVE from_json, try_cast): a value that does
+    not convert makes its row a dead letter, not a failed query."""
+    from tests.spark.helpers import run_events
+
+    got = run_events(spark, tmp_path, """\
+        name: guard-parse
+        sources:
+          - {id: src, type: file, path: input, format: text}
+        transforms:
+          - {id: p, type: parse, input: src, field: line, format: json, schema: {n: int, t: timestamp}}
+          - {id: g, type: grok, input: src, field: line, pattern: "n=%{NUMBER:n:int}"}
+        sinks:
+          - {id: out, type: file, input: p, path: output, format: jsonl}
+          - {id: out2, type: file, input: g, path: output2, format: jsonl}
+        """, {"src": [{"line": '{"n": 1, "t": "2026-01-10T09:00:00Z"}'}, {"line": '{"n": "x", "t": "2026-01-10"}'},
+                      {"line": '{"n": 2, "t": "yesterday"}'}, {"line": "n=99999999999"}]})
+    assert [r["n"] for r in got["out"]] == [1]
+    assert got["out2"] == []
+    reasons = sorted((d["stage"], d["reason"], d["payload"]) for d in got["dead_letter"])
+    assert [(s, r) for s, r, _ in reasons] == [
+        ("g", "field 'n': cannot convert '99999999999' to int"), ("g", "no match for grok pattern"), ("g", "no match for grok pattern"),
+        ("g", "no match for grok pattern"), ("p", "malformed json"), ("p", "malformed json"), ("p", "malformed json")]
