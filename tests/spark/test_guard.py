@@ -260,3 +260,33 @@ def test_parse_and_grok_conversions_already_make_dead_letters(spark, tmp_path):
     assert [(s, r) for s, r, _ in reasons] == [
         ("g", "field 'n': cannot convert '99999999999' to int"), ("g", "no match for grok pattern"), ("g", "no match for grok pattern"),
         ("g", "no match for grok pattern"), ("p", "malformed json"), ("p", "malformed json"), ("p", "malformed json")]
+
+
+@pytest.mark.parametrize("jar", [True, False])
+def test_the_guard_over_a_frame_with_and_without_etls_jar(spark, tmp_path, monkeypatch, jar):
+    """build_derive inside guarding(): Guarded (etl's jar) names Spark's error; without the jar, Catalyst's
+    TryEval still keeps the stream going, with a reason that says less."""
+    from etl.compile import guard, jvm
+    from etl.compile.context import CompileContext
+    from etl.compile.transforms.columns import build_derive
+    from tests.spark.helpers import checked
+
+    if not jar:
+        monkeypatch.setattr(jvm, "available", lambda spark: False)
+    c = checked(tmp_path, """\
+        name: g
+        sources: [{id: src, type: file, path: input, format: jsonl, schema: {a: string, b: int}}]
+        transforms: [{id: d, type: derive, input: src, columns: {n: "cast(a as int) div b", a: "upper(a)"}}]
+        sinks: [{id: out, type: print, input: d}]
+        """)
+    df = spark.createDataFrame([("4", 2), ("x", 1), ("9", 0), (None, 1)], "a string, b int")
+    with guard.guarding():
+        built = build_derive(CompileContext(spark, c.graph), c.graph.node("d"), [df])
+    assert sorted(map(tuple, built.out.collect()), key=str) == [("4", 2, 2), (None, 1, None)]
+    dead = sorted((json.loads(r.payload)["a"], r.reason) for r in built.dead.collect())
+    where = f"{tmp_path / 'p.yaml'}:3:61: derive 'd' column 'n': "
+    if jar:
+        assert [(a, r[:len(where) + 19]) for a, r in dead] == [("9", where + "DIVIDE_BY_ZERO: Div"),
+                                                              ("x", where + "CAST_INVALID_INPUT:")]
+    else:
+        assert dead == [("9", where + guard.UNGUARDED_REASON), ("x", where + guard.UNGUARDED_REASON)]
