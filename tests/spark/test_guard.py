@@ -158,21 +158,28 @@ def test_route(spark, tmp_path):
                                      (8, small, CAST2)])
 
 
-def test_window_group_by_and_having(spark, tmp_path):
-    """In the streaming plan: a row whose group_by expression throws, and a window whose `having` throws."""
+def run_window(spark, tmp_path: Path, column: str, transforms: str, rows: list[dict]) -> dict[str, list[dict]]:
+    """A file source (id, `column`, n, ts with a 0 s watermark), then `transforms` (and sinks); its 9 lines first."""
     from tests.spark.helpers import run_events
 
-    t = "2026-01-10T09:00:{:02d}Z"
-    got = run_events(spark, tmp_path, """\
+    head = f"""\
         name: guard-window
         sources:
           - id: src
             type: file
             path: input
             format: jsonl
-            schema: {id: bigint, a: string, n: int, ts: timestamp}
-            event_time: {field: ts, watermark: 0s}
+            schema: {{id: bigint, {column}, n: int, ts: timestamp}}
+            event_time: {{field: ts, watermark: 0s}}
         transforms:
+        """
+    return run_events(spark, tmp_path, textwrap.dedent(head) + textwrap.dedent(transforms), {"src": rows})
+
+
+def test_window_group_by_and_having(spark, tmp_path):
+    """In the streaming plan: a row whose group_by expression throws, and a window whose `having` throws."""
+    t = "2026-01-10T09:00:{:02d}Z"
+    got = run_window(spark, tmp_path, "a: string", """\
           - id: w
             type: window
             input: src
@@ -185,10 +192,10 @@ def test_window_group_by_and_having(spark, tmp_path):
             having: "100 div (total - 10) >= 0"
         sinks:
           - {id: out, type: file, input: w, path: output, format: jsonl}
-        """, {"src": [{"id": 1, "a": "1", "n": 3, "ts": t.format(1)}, {"id": 2, "a": "3", "n": 7, "ts": t.format(2)},
+        """, [{"id": 1, "a": "1", "n": 3, "ts": t.format(1)}, {"id": 2, "a": "3", "n": 7, "ts": t.format(2)},
                       {"id": 3, "a": "x", "n": 1, "ts": t.format(3)}, {"id": 4, "a": "2", "n": 10, "ts": t.format(4)},
                       {"id": 5, "a": "6", "n": 5, "ts": t.format(5)},
-                      {"id": 6, "a": "4", "n": 1, "ts": "2026-01-10T09:02:00Z"}]})
+                      {"id": 6, "a": "4", "n": 1, "ts": "2026-01-10T09:02:00Z"}])
     start, end = "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00"
     assert [{k: str(v) for k, v in r.items()} for r in got["out"]] == [
         {"cast(a as int) % 2": "0", "window_start": start, "window_end": end, "cnt": "2", "total": "15"}]
@@ -205,19 +212,8 @@ def test_window_group_by_and_having(spark, tmp_path):
 def test_a_stage_upstream_of_a_window_is_guarded_in_the_streaming_plan(spark, tmp_path):
     """The derive runs twice: per micro-batch of the source's query (optimistic, its dead letters) and inside the
     window's streaming plan (always guarded): the bad row is one dead letter and is not counted."""
-    from tests.spark.helpers import run_events
-
     t = "2026-01-10T09:00:{:02d}Z"
-    got = run_events(spark, tmp_path, """\
-        name: guard-upstream
-        sources:
-          - id: src
-            type: file
-            path: input
-            format: jsonl
-            schema: {id: bigint, k: string, n: int, ts: timestamp}
-            event_time: {field: ts, watermark: 0s}
-        transforms:
+    got = run_window(spark, tmp_path, "k: string", """\
           - {id: d, type: derive, input: src, columns: {q: "100 div n"}}
           - id: w
             type: window
@@ -228,9 +224,9 @@ def test_a_stage_upstream_of_a_window_is_guarded_in_the_streaming_plan(spark, tm
             aggregates: [{fn: count, as: cnt}, {fn: sum, field: q, as: total}]
         sinks:
           - {id: out, type: file, input: w, path: output, format: jsonl}
-        """, {"src": [{"id": 1, "k": "a", "n": 4, "ts": t.format(1)}, {"id": 2, "k": "a", "n": 0, "ts": t.format(2)},
+        """, [{"id": 1, "k": "a", "n": 4, "ts": t.format(1)}, {"id": 2, "k": "a", "n": 0, "ts": t.format(2)},
                       {"id": 3, "k": "a", "n": 50, "ts": t.format(3)},
-                      {"id": 4, "k": "b", "n": 1, "ts": "2026-01-10T09:02:00Z"}]})
+                      {"id": 4, "k": "b", "n": 1, "ts": "2026-01-10T09:02:00Z"}])
     assert [(r["k"], r["cnt"], r["total"]) for r in got["out"]] == [("a", 2, 27)]
     [dead] = got["dead_letter"]
     assert dead["stage"] == "d" and dead["reason"].startswith(f"{tmp_path / 'p.yaml'}:10:52: derive 'd' column 'q': {DIV}")
