@@ -42,7 +42,8 @@ def test_a_bad_cast_is_a_dead_letter_and_the_run_exits_0(tmp_path):
     for noise in ("Traceback", "\tat ", "Exception in task", "Lost task", "aborting job", "ERROR"):
         assert noise not in p.stderr, p.stderr[-3000:]
     assert "wrote out=2, dead letters 1" in p.stderr
-    out = [json.loads(x) for f in sorted((tmp_path / "output").glob("part-*.jsonl")) for x in f.read_text().splitlines()]
+    out = [json.loads(x) for f in sorted((tmp_path / "output").glob("part-*.jsonl"))
+           for x in f.read_text().splitlines()]
     assert sorted(out, key=lambda r: r["id"]) == [{"id": 1, "a": "5", "n": 5}, {"id": 3, "a": "7", "n": 7}]
     dead = [json.loads(x) for f in sorted((tmp_path / "state" / "dead_letters").glob("part-*.jsonl"))
             for x in f.read_text().splitlines()]

@@ -229,7 +229,8 @@ def test_a_stage_upstream_of_a_window_is_guarded_in_the_streaming_plan(spark, tm
                       {"id": 4, "k": "b", "n": 1, "ts": "2026-01-10T09:02:00Z"}])
     assert [(r["k"], r["cnt"], r["total"]) for r in got["out"]] == [("a", 2, 27)]
     [dead] = got["dead_letter"]
-    assert dead["stage"] == "d" and dead["reason"].startswith(f"{tmp_path / 'p.yaml'}:10:52: derive 'd' column 'q': {DIV}")
+    assert dead["stage"] == "d"
+    assert dead["reason"].startswith(f"{tmp_path / 'p.yaml'}:10:52: derive 'd' column 'q': {DIV}")
     assert json.loads(dead["payload"]) == {"id": 2, "k": "a", "n": 0, "ts": "2026-01-10T09:00:02.000Z"}
 
 
@@ -254,7 +255,8 @@ def test_parse_and_grok_conversions_already_make_dead_letters(spark, tmp_path):
     assert got["out2"] == []
     reasons = sorted((d["stage"], d["reason"], d["payload"]) for d in got["dead_letter"])
     assert [(s, r) for s, r, _ in reasons] == [
-        ("g", "field 'n': cannot convert '99999999999' to int"), ("g", "no match for grok pattern"), ("g", "no match for grok pattern"),
+        ("g", "field 'n': cannot convert '99999999999' to int"), ("g", "no match for grok pattern"),
+        ("g", "no match for grok pattern"),
         ("g", "no match for grok pattern"), ("p", "malformed json"), ("p", "malformed json"), ("p", "malformed json")]
 
 
@@ -286,3 +288,28 @@ def test_the_guard_over_a_frame_with_and_without_etls_jar(spark, tmp_path, monke
                                                               ("x", where + "CAST_INVALID_INPUT:")]
     else:
         assert dead == [("9", where + guard.UNGUARDED_REASON), ("x", where + guard.UNGUARDED_REASON)]
+
+
+def test_filter_rules_and_expr(spark, tmp_path):
+    """Rules first (kept: cmd starts with curl), then the guarded `expr` on the rows they keep."""
+    from etl.compile import guard
+    from etl.compile.context import CompileContext
+    from etl.compile.transforms.filter import build
+    from tests.spark.helpers import checked
+
+    c = checked(tmp_path, """\
+        name: g
+        sources: [{id: src, type: file, path: input, format: jsonl, schema: {cmd: string, code: string}}]
+        transforms:
+          - {id: f, type: filter, input: src, expr: "cast(code as int) < 300",
+             rules: [{id: c, when: {field: cmd, regex: '^curl'}}]}
+        sinks: [{id: out, type: print, input: f}]
+        """)
+    df = spark.createDataFrame([("curl a", "200"), ("curl b", "x"), ("ls", "y"), ("curl c", "404")],
+                               "cmd string, code string")
+    with guard.guarding():
+        built = build(CompileContext(spark, c.graph), c.graph.node("f"), [df])
+    assert [tuple(r) for r in built.out.collect()] == [("curl a", "200")]
+    [dead] = built.dead.collect()
+    assert json.loads(dead.payload) == {"cmd": "curl b", "code": "x"}
+    assert dead.reason.startswith(f"{tmp_path / 'p.yaml'}:4:45: filter 'f' expr: CAST_INVALID_INPUT: The value 'x'")

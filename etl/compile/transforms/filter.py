@@ -59,13 +59,13 @@ _WORKER_KEEP = 8
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     spec = node.spec
     df = inputs[0]
-    if spec.expr is not None and active(df):  # rows whose `expr` throws are dead letters; then the rules
-        built = guarded_condition(ctx, node, df)
-        if not (spec.rules or spec.rule_files):
-            return built
-        ruled = as_built(apply_rules(ctx, node, built.out, None))
-        dead = built.dead if ruled.dead is None else built.dead.unionByName(ruled.dead)
-        return Built(out=ruled.out, dead=dead)
+    if spec.expr is not None and active(df):  # the rules (sharing their pass with siblings), then `expr`: rows
+        if not (spec.rules or spec.rule_files):  # on which it throws are dead letters
+            return guarded_condition(ctx, node, df)
+        ruled = as_built(apply_rules(ctx, node, df, None))
+        built = guarded_condition(ctx, node, ruled.out)
+        dead = built.dead if ruled.dead is None else ruled.dead.unionByName(built.dead)
+        return Built(out=built.out, dead=dead)
     passes = None if spec.expr is None else expr_condition(node, spec.expr, "drop" if spec.mode == "drop" else "keep")
     if spec.rules or spec.rule_files:
         return apply_rules(ctx, node, df, passes)
