@@ -12,12 +12,14 @@ for the batch, and every sink commits that batch id idempotently.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from etl import registry
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import from_shared
+from etl.compile.guard import guarding
 from etl.graph.model import Node
 
 __all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query"]
@@ -52,6 +54,7 @@ class Query:
     outputs: list[Output]
     nodes: list[str] = field(default_factory=list)  # evaluated per micro-batch, in order
     root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
+    dead_only: bool = False  # the stream is the root's `dead_stream` (rows of its input that failed)
 
 
 def is_root(node: Node) -> bool:
@@ -108,15 +111,18 @@ class Compiler:
     def queries(self) -> list[Query]:
         """Compile every node and group the outputs by root, in a deterministic order."""
         groups: dict[str, list[Output]] = {}
+        queries: list[Query] = []
         for node in self.graph.nodes.values():
             if node.kind == "sink" or (node.kind == "source" and node.spec.is_static()):
                 # a static table only feeds lookups, which read it themselves (a malformed row fails the
                 # table's load); no streaming pass over it, no dead-letter query
                 continue
             built = self.stream(node.id)
+            if built.dead_stream is not None:
+                queries.append(Query(f"{node.id}-dead_letters", node.id, built.dead_stream,
+                                     [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
-        queries: list[Query] = []
         for sink in self.graph.of_kind("sink"):
             refs = tuple(Ref(e.src, e.label) for e in sink.inputs if e.role == "input")
             roots = {self.root_of(r.node) for r in refs}
@@ -161,17 +167,24 @@ class Compiler:
         stage's dead letters, the sink gets the stage's shared frame (ERR/PAYLOAD included) and
         splits it while writing (`splits`): the stage runs once, nothing is cached for it."""
         built: dict[str, Built] = {}
-        if query.root_shared:
+        if query.dead_only:
+            built[query.root] = Built(dead=batch_df)
+        elif query.root_shared:
             built[query.root] = from_shared(batch_df, self.ctx.pipeline, query.root)
             built[query.root].base = batch_df
         else:
             built[query.root] = Built(out=batch_df)
         shared = self.ctx.options["_batch_shared"] = {}  # passes shared by sibling rule filters (filter.py)
-        for nid in query.nodes:
-            node = self.graph.node(nid)
-            inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
-            built[nid] = self._call(node, inputs)
         dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
+        read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
+        read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
+        # a stage only its dead letters read here (its rows go on in another query's streaming plan) finds its
+        # failing rows only when guarded: no sink's pass would throw on them (etl.compile.guard)
+        with guarding(True) if dead_nodes - read else nullcontext():
+            for nid in query.nodes:
+                node = self.graph.node(nid)
+                inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
+                built[nid] = self._call(node, inputs)
         splits: dict[str, str] = {}
         for o in query.outputs:
             if o.is_dead_letter or len(o.refs) != 1:
@@ -209,6 +222,7 @@ class Compiler:
                 continue
             parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs
                      if not (o.is_dead_letter and r.node in splits.values())]
+            parts = [p for p in parts if p is not None]  # a stage evaluated unguarded has no dead letters
             if not parts:
                 frames[o.id] = None
                 continue

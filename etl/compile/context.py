@@ -65,6 +65,7 @@ class Built:
     dead: Any = None  # dead-letter rows: DEAD_LETTER_COLUMNS
     shared: Any = None
     base: Any = None  # the frame worth caching when several consumers read this node
+    dead_stream: Any = None  # dead letters of a root's input rows (streaming): written by a query of their own
 
     def output(self, label: str | None = None) -> Any:
         if label is None:

@@ -14,7 +14,8 @@ import org.apache.logging.log4j.core.config.LoggerConfig;
 import org.apache.logging.log4j.core.filter.AbstractFilter;
 
 /**
- * A log4j filter that keeps Spark quiet about a task stopped by a rule pattern's step budget.
+ * A log4j filter that keeps Spark quiet about a task stopped by a rule pattern's step budget, or by a row's data
+ * error in a stage that etl evaluates optimistically (unguarded first, again with guards when a row fails).
  *
  * <p>Such a task fails on purpose ({@link RuleMatch.Exhausted}): etl moves the rule set to its Python path and
  * runs the micro-batch again, and says so in one warning of its own (etl/compile/rules_jvm.py). Spark would log
@@ -71,12 +72,22 @@ public final class QuietBudget extends AbstractFilter {
         return false;
     }
 
-    /** Is this a budget stop, or did the exception come out of one? */
+    /** Is this a budget stop, or did the exception come out of one? Or a row's data error (SQLSTATE class 22:
+     *  a bad cast, a division by zero, an overflow, a bad datetime), after which etl evaluates the batch again
+     *  with guards (etl/compile/guard.py) and the row becomes a dead letter? */
     static boolean budgetStop(Throwable t) {
         for (int depth = 0; t != null && depth < 16; t = t.getCause(), depth++) {
-            if (t instanceof RuleMatch.Exhausted) return true;
+            if (t instanceof RuleMatch.Exhausted || rowError(t)) return true;
         }
         return false;
+    }
+
+    static boolean rowError(Throwable t) {
+        if (t instanceof org.apache.spark.SparkThrowable s) {
+            String state = s.getSqlState();
+            return state != null && state.startsWith("22");
+        }
+        return t instanceof ArithmeticException || t instanceof java.time.DateTimeException;
     }
 
     @Override
@@ -84,7 +95,7 @@ public final class QuietBudget extends AbstractFilter {
         if (budgetStop(event.getThrown())) return onMatch;
         String text = event.getMessage() == null ? null : event.getMessage().getFormattedMessage();
         if (text == null) return onMismatch;
-        if (text.contains(MARK)) {
+        if (text.contains(MARK) || (text.contains(" SQLSTATE: 22") && LOST.matcher(text).find())) {
             Matcher m = LOST.matcher(text);
             if (m.find()) {
                 synchronized (stopped) {

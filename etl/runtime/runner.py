@@ -65,6 +65,7 @@ class PipelineRun:
         self.failure: str | None = None
         self._stopping = False
         self._locks: dict[str, threading.Lock] = {}
+        self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
         self._last_done: dict[str, int] = {}
         self._listener: Any = None
         ctx = CompileContext(spark, self.graph, self.checkpoint, {"plan": plan})
@@ -106,24 +107,34 @@ class PipelineRun:
         sinks = {o.id: self.sinks[(q.name, o.id)] for o in q.outputs}
 
         def run_batch(batch_df: Any, batch_id: int) -> None:
+            from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
             from etl.compile.rules_jvm import demote
 
             with lock:
                 if self._stopping:
                     raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
                 written: dict[str, int] = {}
+                guarded = self._guard_left.get(q.name, 0) > 0
                 while True:
                     try:
-                        skipped = self._write_batch(q, sinks, batch_df, batch_id, written)
+                        with guarding(guarded):
+                            skipped = self._write_batch(q, sinks, batch_df, batch_id, written)
                         break
                     except Exception as e:
                         # a rule pattern ran past its step budget: the batch again, its rule set on the Python
                         # path (sinks that committed the batch skip it; the others write it now)
                         if demote(e):
                             continue
+                        # an expression threw on a row: the batch again with guards (etl.compile.guard), the
+                        # failing rows to dead letters; the query's next batches stay guarded for a while
+                        if not guarded and row_error(e):
+                            guarded = True
+                            self._guard_left[q.name] = GUARDED_BATCHES + 1
+                            continue
                         if isinstance(e, SinkFailed):
                             self.failure = str(e)
                         raise
+                self._guard_left[q.name] = self._guard_left.get(q.name, 1) - 1
                 self.progress.sink_counts(q.name, batch_id, written, skipped)
                 self._last_done[q.name] = batch_id
 

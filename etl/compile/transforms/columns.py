@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from etl.compile.context import CompileContext, CompileError
+from etl.compile.context import Built, CompileContext, CompileError
+from etl.compile.deadletter import from_shared
+from etl.compile.guard import Guards, active
 from etl.graph.model import Node
+
+_PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
 
 
 def _expr(node: Node, sql: str, where: str) -> Any:
@@ -19,20 +24,51 @@ def _expr(node: Node, sql: str, where: str) -> Any:
                            f"{str(e).strip().splitlines()[0]}", node, code="E311") from None
 
 
-def build_derive(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    """Columns in order: a later column may use an earlier one."""
+def build_derive(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
+    """Columns in order: a later column may use an earlier one. A row whose expression fails is a dead letter."""
+    from pyspark.sql import functions as F
+
     df = inputs[0]
+    if not active(df):
+        for name, sql in node.spec.columns.items():
+            df = df.withColumn(name, _expr(node, sql, f"column {name!r}"))
+        return Built(out=df)
+    guards = Guards(ctx, node, df)
+    originals = {c: f"_etl_orig_{c}" for c in node.spec.columns if c in df.columns}
+    frame = df.withColumns({h: F.col(f"`{c}`") for c, h in originals.items()}) if originals else df
     for name, sql in node.spec.columns.items():
-        df = df.withColumn(name, _expr(node, sql, f"column {name!r}"))
-    return df
+        frame, value = guards.wrap(frame, _expr(node, sql, f"column {name!r}"), ("columns", name),
+                                   f"column '{name}'")
+        frame = frame.withColumn(name, value)
+    keep = [c for c in frame.columns if c not in guards.hidden and c not in originals.values()]
+    return from_shared(guards.shared(frame, keep, originals), ctx.pipeline, node.id)
 
 
 def build_select(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     """`fields` (names or expressions) first, then `rename`, then `drop`."""
     spec = node.spec
     df = inputs[0]
-    if spec.fields is not None:
+    built = None
+    if spec.fields is not None and not active(df):
         df = df.select(*[_expr(node, f, "field") for f in spec.fields])
+    elif spec.fields is not None:
+        guards = Guards(ctx, node, df)
+        frame, cols = df, []
+        for i, f in enumerate(spec.fields):
+            column = _expr(node, f, "field")
+            if _PLAIN.fullmatch(f.strip()):  # a column reference or a star cannot fail
+                cols.append(column)
+                continue
+            name = df.select(column).columns[0]
+            frame, value = guards.wrap(frame, column, ("fields", i), f"field {f!r}")
+            cols.append(value.alias(name))
+        if not guards.hidden:
+            df = df.select(*cols)
+        else:
+            built = from_shared(guards.shared(frame, cols), ctx.pipeline, node.id)
+            if not spec.rename and not spec.drop:
+                return built
+            df = built.out
     missing = [old for old in spec.rename if old not in df.columns]
     if missing:
         raise CompileError(f"select '{node.id}': cannot rename unknown column(s) {', '.join(missing)}", node,
@@ -41,4 +77,6 @@ def build_select(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         df = df.withColumnsRenamed(dict(spec.rename))
     if spec.drop:
         df = df.drop(*spec.drop)
-    return df
+    if built is None:
+        return df
+    return Built(out=df, dead=built.dead)

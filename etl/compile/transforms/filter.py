@@ -45,7 +45,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from etl.compile.context import CompileContext
+from etl.compile.context import Built, CompileContext, as_built
+from etl.compile.deadletter import from_shared
+from etl.compile.guard import Guards, active
 from etl.compile.transforms.columns import _expr
 from etl.graph.model import Node
 
@@ -57,6 +59,13 @@ _WORKER_KEEP = 8
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     spec = node.spec
     df = inputs[0]
+    if spec.expr is not None and active(df):  # the rules (sharing their pass with siblings), then `expr`: rows
+        if not (spec.rules or spec.rule_files):  # on which it throws are dead letters
+            return guarded_condition(ctx, node, df)
+        ruled = as_built(apply_rules(ctx, node, df, None))
+        built = guarded_condition(ctx, node, ruled.out)
+        dead = built.dead if ruled.dead is None else ruled.dead.unionByName(built.dead)
+        return Built(out=built.out, dead=dead)
     passes = None if spec.expr is None else expr_condition(node, spec.expr, "drop" if spec.mode == "drop" else "keep")
     if spec.rules or spec.rule_files:
         return apply_rules(ctx, node, df, passes)
@@ -69,6 +78,19 @@ def expr_condition(node: Node, sql: str, mode: str) -> Any:
 
     cond = F.coalesce(_expr(node, sql, "expr"), F.lit(False))
     return ~cond if mode == "drop" else cond
+
+
+def guarded_condition(ctx: CompileContext, node: Node, df: Any) -> Built:
+    """`expr_condition` with its expression guarded: the rows that pass, and the rows on which it threw as dead
+    letters."""
+    from pyspark.sql import functions as F
+
+    guards = Guards(ctx, node, df)
+    frame, value = guards.wrap(df, _expr(node, node.spec.expr, "expr"), ("expr",), "expr")
+    cond = F.coalesce(value, F.lit(False))
+    passes = ~cond if node.spec.mode == "drop" else cond
+    shared = guards.shared(frame.where(passes | guards.reason.isNotNull()), df.columns)
+    return from_shared(shared, ctx.pipeline, node.id)
 
 
 def undecided_reason() -> str:

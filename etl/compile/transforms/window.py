@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.compile.context import CompileContext, CompileError
-from etl.compile.deadletter import from_shared
+from etl.compile.context import Built, CompileContext, CompileError
+from etl.compile.deadletter import dead_frame, from_shared, ok_frame
+from etl.compile.guard import Guards
 from etl.compile.transforms.columns import _expr
 from etl.compile.watermark import with_event_time
 from etl.graph.model import Node
@@ -20,7 +21,9 @@ CODES = {"event_time": "E320", "group_by": "E310", "aggregates": "E310"}
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    from etl.compile.windowing import WindowError, window_aggregate
+    from pyspark.sql import functions as F
+
+    from etl.compile.windowing import WindowError, choose_engine, window_aggregate
 
     spec = node.spec
     df = inputs[0]
@@ -33,13 +36,30 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
                                     "or `time: processing`")
         if spec.event_time is not None:
             df = with_event_time(df, node, spec.event_time)
-    for g in spec.group_by:  # an expression groups by a column named after its text
+    guards = Guards(ctx, node, df)  # a row whose group_by expression throws is a dead letter
+    for i, g in enumerate(spec.group_by):  # an expression groups by a column named after its text
         if g not in df.columns:
-            df = df.withColumn(g, _expr(node, g, "group_by"))
+            df, value = guards.wrap(df, _expr(node, g, "group_by"), ("group_by", i), f"group_by {g!r}")
+            df = df.withColumn(g, value)
+    dead_stream = None
+    if guards.hidden:
+        shared = guards.shared(df, [c for c in df.columns if c not in guards.hidden])
+        dead_stream = dead_frame(shared, ctx.pipeline, node.id)
+        df = ok_frame(shared)
+    native_having = spec.having and choose_engine(spec) == "native"
     try:
-        res = window_aggregate(df, spec, et, stage=node.id)
+        res = window_aggregate(df, spec.model_copy(update={"having": None}) if native_having else spec, et,
+                               stage=node.id)
     except WindowError as e:
         raise CompileError(f"window '{node.id}': {e}", node, e.field, code=CODES.get(e.field or "", "E400")) from None
-    if res.shared is not None:
-        return from_shared(res.shared, ctx.pipeline, node.id)
-    return res.df
+    if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
+        having = Guards(ctx, node, res.df)
+        frame, value = having.wrap(res.df, _expr(node, spec.having, "having"), ("having",), "having")
+        frame = frame.where(F.coalesce(value, F.lit(False)) | having.reason.isNotNull())
+        built = from_shared(having.shared(frame, res.df.columns), ctx.pipeline, node.id)
+    elif res.shared is not None:
+        built = from_shared(res.shared, ctx.pipeline, node.id)
+    else:
+        built = Built(out=res.df)
+    built.dead_stream = dead_stream
+    return built
