@@ -25,7 +25,8 @@ from etl.graph import Graph, build_graph
 from etl.graph.model import Placeholder, is_placeholder
 from etl.load import Document, load_file
 
-PIPELINE_SUFFIXES = (".yaml", ".yml")
+SQL_SUFFIXES = (".sql",)
+PIPELINE_SUFFIXES = (".yaml", ".yml") + SQL_SUFFIXES
 
 
 @dataclass
@@ -67,7 +68,12 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
     from etl.spec.errors import validate_model
 
     file, report = out.file, out.report
-    doc = load_file(file, report, cli_vars=cli_vars, environ=environ)
+    if file.lower().endswith(SQL_SUFFIXES):  # a SQL script: its own front-end, the same document shape
+        from etl.sql import load_sql_file
+
+        doc = load_sql_file(file, report, cli_vars=cli_vars, environ=environ)
+    else:
+        doc = load_file(file, report, cli_vars=cli_vars, environ=environ)
     if doc is None:
         return
     out.document = doc
@@ -179,10 +185,16 @@ def pipeline_files(paths: Iterable[str | os.PathLike]) -> list[str]:
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            files.extend(str(f) for f in sorted(path.iterdir()) if f.suffix in PIPELINE_SUFFIXES and f.is_file())
+            files.extend(str(f) for f in sorted(path.iterdir())
+                         if f.suffix in PIPELINE_SUFFIXES and f.is_file() and not _side_tests_file(f))
         else:
             files.append(str(p))
     return files
+
+
+def _side_tests_file(f: Path) -> bool:
+    """`x.tests.yaml` beside `x.sql` holds the tests of the script, not a pipeline."""
+    return f.name.endswith(".tests.yaml") and f.with_name(f.name[:-len(".tests.yaml")] + ".sql").is_file()
 
 
 def check_paths(paths: Iterable[str | os.PathLike], **kw: Any) -> list[Checked]:

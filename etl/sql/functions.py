@@ -1,0 +1,56 @@
+"""rsqldb / Blink built-in functions that Spark spells differently, rewritten to Spark SQL.
+
+Functions Spark has under the same name and meaning (CONCAT, CONCAT_WS, SUBSTRING,
+REGEXP_EXTRACT, REGEXP_REPLACE, DATE_FORMAT, FROM_UNIXTIME, UNIX_TIMESTAMP,
+TO_TIMESTAMP, PARSE_URL, STR_TO_MAP, LOWER, UPPER, TRIM, CHAR_LENGTH, MD5, IF,
+COALESCE, ...) pass through unchanged. The table is in the README ("SQL scripts").
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from sqlglot import exp
+
+
+def _fn(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _split_index(a: list) -> exp.Expression:  # SPLIT_INDEX(s, sep, i) is 0-based; split_part is 1-based
+    idx = a[2]
+    one = exp.Literal.number(int(idx.this) + 1) if isinstance(idx, exp.Literal) and not idx.is_string \
+        else exp.Add(this=idx, expression=exp.Literal.number(1))
+    return _fn("split_part", a[0], a[1], one)
+
+
+def _keyvalue(a: list) -> exp.Expression:  # KEYVALUE(s, pair_sep, kv_sep, key)
+    return exp.Bracket(this=_fn("str_to_map", a[0], a[1], a[2]), expressions=[a[3]])
+
+
+REWRITES: dict[str, tuple[int, Callable[[list], exp.Expression]]] = {
+    "JSON_VALUE": (2, lambda a: _fn("get_json_object", a[0], a[1])),
+    "SPLIT_INDEX": (3, _split_index),
+    "KEYVALUE": (4, _keyvalue),
+    "NOW": (0, lambda a: _fn("current_timestamp")),
+    "PROCTIME": (0, lambda a: _fn("current_timestamp")),
+    "LOCALTIMESTAMP": (0, lambda a: _fn("current_timestamp")),
+    "IFNULL": (2, lambda a: _fn("coalesce", a[0], a[1])),
+    "TO_DATE": (1, lambda a: _fn("to_date", a[0])),
+}
+
+
+class Functions:
+    """Rewrites calls of rsqldb built-ins into Spark SQL."""
+
+    def translate(self, node: exp.Expression) -> exp.Expression:
+        def fix(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Anonymous):
+                rule = REWRITES.get(n.name.upper())
+                if rule is not None and len(n.expressions) == rule[0]:
+                    out = rule[1](list(n.expressions))
+                    out.meta.update(n.meta)
+                    return out
+            return n
+
+        return node.transform(fix, copy=False)
