@@ -205,7 +205,7 @@ def _column_item(script: Script, table: Table, item: list) -> None:
     if head == "WATERMARK":
         table.watermark = _watermark(script, item)
         return
-    if head in ("PRIMARY", "CONSTRAINT"):
+    if head.startswith(("PRIMARY", "CONSTRAINT")):
         j = next((i for i, t in enumerate(item) if t.token_type.name == "L_PAREN"), None)
         if j is None:
             raise SqlSyntax("expected PRIMARY KEY (columns)", script.at(item[0]))
@@ -242,9 +242,10 @@ def _column_item(script: Script, table: Table, item: list) -> None:
             rest, words = rest[1:], words[1:]
     if words[:2] == ["NOT", "NULL"]:
         rest, words = rest[2:], words[2:]
-    if words[:2] == ["PRIMARY", "KEY"]:
+    if words[:1] == ["PRIMARY KEY"] or words[:2] == ["PRIMARY", "KEY"]:
+        n = 1 if words[0] == "PRIMARY KEY" else 2
         table.primary_key = [name.text]
-        rest, words = rest[2:], words[2:]
+        rest, words = rest[n:], words[n:]
         if words[:2] == ["NOT", "ENFORCED"]:
             rest, words = rest[2:], words[2:]
     if words[:1] == ["COMMENT"] and len(rest) == 2:

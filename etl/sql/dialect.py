@@ -45,6 +45,9 @@ def _parse_window_args(self, name: str) -> exp.Expression:
 
 
 class Etl(Spark):
+    class Tokenizer(Spark.Tokenizer):
+        KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "SESSION"}  # SESSION(ts, gap)
+
     class Parser(Spark.Parser):
         FUNCTION_PARSERS = {
             **Spark.Parser.FUNCTION_PARSERS,

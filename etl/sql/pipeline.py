@@ -17,6 +17,17 @@ def _target(stmt: Statement) -> str | None:
     return rest[0].lower() if rest else None
 
 
+def _declared(stmt: Statement) -> str | None:
+    """The name a CREATE TABLE / VIEW declares, read from its first tokens."""
+    if stmt.kind not in ("view", "table"):
+        return None
+    skip = {"CREATE", "OR", "REPLACE", "TEMPORARY", "TEMP", "TABLE", "VIEW", "IF", "NOT", "EXISTS"}
+    for tok in stmt.tokens[:8]:
+        if tok.text.upper() not in skip or tok.token_type.name in ("IDENTIFIER", "STRING"):
+            return tok.text.lower()
+    return None
+
+
 def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
     report, script = b.report, b.script
     b.sink_names = {t for t in (_target(s) for s in statements if s.kind == "insert") if t}
@@ -27,8 +38,9 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             parsed.append(read_statement(script, st))
         except SqlSyntax as e:
             report_syntax(report, e)
-            if st.kind == "view" and len(st.tokens) > 2:
-                b.broken.add(st.tokens[2].text.lower())
+            name = _declared(st)
+            if name:
+                b.broken.add(name)
     dims = set()
     for p in parsed:
         q = getattr(p, "query", None)

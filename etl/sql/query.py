@@ -232,7 +232,7 @@ class QueryCompiler:
         names: list[str] = []
         exprs: list = []
         for k, (name, body) in enumerate(items):
-            if name is None:  # *
+            if _is_star(body):
                 if rel.cols is None:
                     if len(items) == 1 and out_names is None:
                         return self._finish(rel, final, base)
@@ -241,7 +241,7 @@ class QueryCompiler:
                     fields.append(c)
                     names.append(c)
                 continue
-            if name is None or (not isinstance(body, exp.Column) and name == body.name and not body.name):
+            if not name:
                 name = f"EXPR${k}"
             text = _sql(body)
             fields.append(text if isinstance(body, exp.Column) and body.name == name else f"{text} AS {_q(name)}")
@@ -270,6 +270,10 @@ class QueryCompiler:
     def _finish(self, rel: Rel, final: str | None, base: str) -> Rel:
         """A view whose query adds no node of its own is its input under another name."""
         return rel
+
+
+def _is_star(e: exp.Expression) -> bool:
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
 
 
 def _union_branches(q: exp.Expression) -> list[exp.Expression]:

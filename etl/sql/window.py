@@ -4,7 +4,7 @@
 SESSION(ts, gap)) with TUMBLE_START / TUMBLE_END (HOP_*, SESSION_*) in the
 SELECT list, or Flink's `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`
 with `GROUP BY window_start, window_end, k`. Aggregates: COUNT(*), COUNT(x),
-COUNT(DISTINCT x), SUM, AVG, MIN, MAX, APPROX_COUNT_DISTINCT, COLLECT_LIST,
+COUNT(DISTINCT x) (exactly: size of a collect_set), SUM, AVG, MIN, MAX, APPROX_COUNT_DISTINCT, COLLECT_LIST,
 COLLECT_SET, FIRST, LAST over a column. HAVING becomes the window's `having`.
 """
 
@@ -143,6 +143,11 @@ def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, 
         agg = _aggregate(b, n)
         if agg is None:
             return n
+        if agg.pop("distinct", False):  # exact COUNT(DISTINCT x): the set of values, then its size
+            agg["as"] = f"_distinct_{agg['field']}"
+            if agg not in aggs:
+                aggs.append(agg)
+            return exp.Anonymous(this="size", expressions=[exp.column(agg["as"])])
         for a in aggs:
             if {k: v for k, v in a.items() if k != "as"} == agg and (not (top and n is node) or alias in (None, a["as"])):
                 return exp.column(a["as"])
@@ -171,7 +176,7 @@ def _aggregate(b: Any, n: exp.Expression) -> dict | None:
             cols = arg.expressions
             if len(cols) != 1 or not isinstance(cols[0], exp.Column):
                 raise SqlSyntax("COUNT(DISTINCT ...) takes one column", pos(b, n), code="E011")
-            return {"fn": "count_distinct", "field": cols[0].name}
+            return {"fn": "collect_set", "field": cols[0].name, "distinct": True}
         return {"fn": "count", "field": _col(b, arg, n)}
     fn = _AGG.get(type(n).__name__)
     if fn is None:
