@@ -115,10 +115,22 @@ class Builder:
             return
         rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
                   t.proctime, t, static=role == "dim")
+        meta = [c for c in t.columns if c.metadata is not None]
+        if meta and m.parse is None:
+            self.report.error("E011", f"metadata column '{meta[0].name}' needs a message table read as text "
+                              "(isJsonData = 'false' or format = 'csv')", meta[0].span,
+                              "message metadata: key, topic, timestamp, tags (rocketmq), headers (kafka)")
         if m.parse is not None:
             pid = self.new_id(f"{t.name}_parsed")
             self.add_transform({"id": pid, "inputs": [t.name], **m.parse}, t.span)
-            rel = Rel(pid, rel.cols, rel.event_time, rel.proctime, t)
+            # the table's columns are exactly the declared ones: metadata by name, the rest parsed
+            fields = []
+            for c in t.columns:
+                read = c.name if c.metadata is None else _metadata_key(c, m.type, self.report)
+                fields.append(c.name if read == c.name else f"{read} AS {c.name}")
+            sid = self.new_id(f"{t.name}_columns")
+            self.add_transform({"id": sid, "type": "select", "inputs": [pid], "fields": fields}, t.span)
+            rel = Rel(sid, [c.name for c in t.columns], rel.event_time, rel.proctime, t)
         computed = [c for c in t.computed if not c.proctime]
         if computed:
             cols: dict[str, str] = {}
@@ -143,6 +155,21 @@ class Builder:
         new = self.new_id(final)
         self.transforms[-1]["id"] = new
         return Rel(new, rel.cols, rel.event_time, rel.proctime, rel.table, rel.static)
+
+
+_META = {"tag": "tags", "tags": "tags", "topic": "topic", "key": "key", "keys": "key", "timestamp": "timestamp",
+         "borntimestamp": "timestamp", "headers": "headers"}
+
+
+def _metadata_key(c: ddl.Column, family: str, report: Report) -> str:
+    """The message column a metadata column reads (rsqldb `header` names and Flink METADATA keys)."""
+    have = ["key", "topic", "timestamp"] + (["tags"] if family == "rocketmq" else ["headers"])
+    key = _META.get(c.metadata.lower().replace("_", "").replace("-", ""), c.metadata)
+    if key not in have:
+        report.error("E102", f"unknown metadata key '{c.metadata}' for a {family} table", c.span,
+                     did_you_mean(c.metadata, have) or f"keys: {', '.join(have)}")
+        return c.name
+    return key
 
 
 def parse_expr(script: Script, tokens: list) -> exp.Expression:

@@ -80,6 +80,7 @@ def _ms(value: str) -> str:
 
 
 def _csv_parse(t: Table, field_: str, delimiter: str) -> dict[str, Any]:
+    """Delimited message bodies -> the declared (non-metadata) columns."""
     return {"type": "parse", "field": field_, "format": "csv", "schema": t.schema(), "delimiter": delimiter,
             "keep_original": False}
 
