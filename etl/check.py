@@ -186,15 +186,18 @@ def pipeline_files(paths: Iterable[str | os.PathLike]) -> list[str]:
         path = Path(p)
         if path.is_dir():
             files.extend(str(f) for f in sorted(path.iterdir())
-                         if f.suffix in PIPELINE_SUFFIXES and f.is_file() and not _side_tests_file(f))
+                         if f.suffix in PIPELINE_SUFFIXES and f.is_file() and not _beside_a_script(f))
         else:
             files.append(str(p))
     return files
 
 
-def _side_tests_file(f: Path) -> bool:
-    """`x.tests.yaml` beside `x.sql` holds the tests of the script, not a pipeline."""
-    return f.name.endswith(".tests.yaml") and f.with_name(f.name[:-len(".tests.yaml")] + ".sql").is_file()
+def _beside_a_script(f: Path) -> bool:
+    """`x.tests.yaml` beside `x.sql` holds the tests of the script, not a pipeline; `x.yaml` beside `x.sql`
+    is its YAML twin (the same pipeline, same checkpoint and outputs): a folder lists the script once."""
+    if f.name.endswith(".tests.yaml"):
+        return f.with_name(f.name[:-len(".tests.yaml")] + ".sql").is_file()
+    return f.suffix in (".yaml", ".yml") and f.with_suffix(".sql").is_file()
 
 
 def check_paths(paths: Iterable[str | os.PathLike], **kw: Any) -> list[Checked]:
