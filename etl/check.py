@@ -57,6 +57,10 @@ def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = 
         out.plan = None
         out.report.error("E999", f"internal error: {type(e).__name__}: {e}", Span(file, 1, 1),
                          "this is a bug in etl; please report it with the pipeline file")
+    quiet = getattr(getattr(out.document, "smap", None), "quiet", None)
+    if quiet:  # SQL: a component unused only because the statement reading it failed (already reported)
+        out.report.diagnostics = [d for d in out.report.diagnostics
+                                  if not (d.code in ("W204", "W206") and d.span in quiet)]
     return out
 
 

@@ -69,7 +69,10 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
         report_syntax(report, e)
         return None
     b = Builder(script, report)
+    before = len(report.errors)
     data = assemble(b, statements)
+    if len(report.errors) > before and not (data["sources"] and data["sinks"]):
+        return None  # nothing left to check: the script's own errors say it all
     _side_tests(file, data, b, report, environ)
     return Document(file, data, b.smap, vars_, secrets)
 

@@ -114,12 +114,14 @@ class Builder:
         if role == "sink":
             return
         rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
-                  t.proctime, t, static=role == "dim")
+                  t.proctime, t, static=role == "dim" and m.type in ("file", "mysql"))
         meta = [c for c in t.columns if c.metadata is not None]
         if meta and m.parse is None:
             self.report.error("E011", f"metadata column '{meta[0].name}' needs a message table read as text "
                               "(isJsonData = 'false' or format = 'csv')", meta[0].span,
                               "message metadata: key, topic, timestamp, tags (rocketmq), headers (kafka)")
+            self.broken.add(key)
+            return
         if m.parse is not None:
             pid = self.new_id(f"{t.name}_parsed")
             self.add_transform({"id": pid, "inputs": [t.name], **m.parse}, t.span)
@@ -195,6 +197,10 @@ def parse_error(script: Script, e: Exception) -> SqlSyntax:
     desc = re.sub(r"\x1b\[[0-9;]*m", "", str(first.get("description") or "syntax error"))
     desc = re.sub(r"<Token token_type: TokenType\.\w+, text: ([^,]*), .*?>", r"'\1'", desc)
     hl = re.sub(r"\x1b\[[0-9;]*m", "", str(first.get("highlight") or ""))
+    if desc.startswith("Required keyword"):
+        desc = "incomplete expression: an operand is missing"
+    elif desc.startswith("Invalid expression / Unexpected token") or desc.startswith("Expecting"):
+        desc = f"unexpected '{hl}'" + (f" ({desc.lower()})" if desc.startswith("Expecting") else "")
     line, col = int(first.get("line") or 1), int(first.get("col") or 1)
     return SqlSyntax(desc, Span(script.file, line, max(1, col - len(hl) + 1)))
 

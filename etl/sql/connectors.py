@@ -224,7 +224,7 @@ def _generator(o: Opts, m: Mapped) -> None:
             fields[col][kind] = _gen_value(kind, str(opt.value), o.table, col)
             m.spans[f"fields.{col}"] = (opt.key_span, opt.value_span)
     for c in o.table.columns:
-        if not fields[c.name]:
+        if not fields[c.name] and not any(k.lower().startswith(f"fields.{c.name.lower()}.") for k in o.by):
             o.report.error("E101", f"generator column '{c.name}' has no fields.{c.name}.<kind> option",
                            c.span, "e.g. 'fields." + c.name + ".int_range' = '1,100'")
     m.spec["fields"] = fields
@@ -273,6 +273,7 @@ def map_table(table: Table, role: str, report: Report) -> Mapped | None:
     if entry is None:
         report.error("E203", f"a {family} table cannot be a {kind} (table '{table.name}')", opt.value_span)
         return None
+    before = len(report.errors)
     m = Mapped(family, {"type": family}, {"type": (opt.key_span, opt.value_span)})
     o = Opts(table, family, "sink" if role == "sink" else role, report)
     MAPPERS[family](o, m)
@@ -291,6 +292,8 @@ def map_table(table: Table, role: str, report: Report) -> Mapped | None:
         known = sorted(o.known | spec_fields)
         report.error("E100", f"unknown option '{option.key}' for a {family} {kind}", option.key_span,
                      did_you_mean(option.key, known) or "options: " + ", ".join(sorted(o.known - {"type", "connector"})))
+    if len(report.errors) > before:  # reported here: the table is left out (no second error from the spec)
+        return None
     if table.watermark is not None and kind == "source":
         from etl.spec.base import Duration
 

@@ -88,6 +88,12 @@ class Joins:
                     star = True
                 elif col.name not in fields and col.find_ancestor(exp.Join) is None:
                     fields.append(col.name)
+        if dim.cols is not None:
+            for col in select.find_all(exp.Column) if select is not None else []:
+                if (col.table or "").lower() == alias.lower() and not isinstance(col.this, exp.Star) \
+                        and col.name not in dim.cols:
+                    raise SqlSyntax(f"unknown column '{col.name}' in dimension table '{t.name}'", pos(self.b, col),
+                                    did_you_mean(col.name, dim.cols) or f"columns: {', '.join(dim.cols)}", "E310")
         lid = self.b.new_id(f"{base}_lookup")
         spec: dict[str, Any] = {"id": lid, "type": "lookup", "inputs": [left.id], "table": dim.id, "on": pairs}
         if fields and not star:

@@ -134,6 +134,15 @@ def _compile(b: Builder, p: Any) -> None:
 
 
 def _rollback(b: Builder, start: int, ids: set, p: Any) -> None:
+    """Forget the nodes of a failed statement; what it read is then unused: say nothing more about that."""
+    for t in p.query.find_all(exp.Table):
+        key = t.name.lower()
+        if key in b.tables:
+            b.smap.quiet.add(b.tables[key].span)
+        rel = b.rels.get(key)
+        for i, spec in enumerate(b.transforms[:start]):
+            if rel is not None and spec["id"] == rel.id and ("transforms", i) in b.smap.values:
+                b.smap.quiet.add(b.smap.values[("transforms", i)])
     del b.transforms[start:]
     b.ids = ids
     for path in [k for k in b.smap.values if k[:1] == ("transforms",) and k[1] >= start]:

@@ -139,13 +139,17 @@ class QueryCompiler:
     def table_rel(self, t: exp.Table) -> Rel:
         name = t.name
         rel = self.b.rels.get(name.lower())
+        if name.lower() in self.b.sink_names:
+            raise SqlSyntax(f"table '{name}' is a sink (INSERT INTO it): it cannot be read", pos(self.b, t),
+                            code="E203")
+        if name.lower() in self.b.broken:
+            from etl.sql.build import Skip
+
+            raise Skip
         if rel is None:
             raise SqlSyntax(f"unknown table or view '{name}'", pos(self.b, t),
                             did_you_mean(name, self.b.visible_names()) or "declare it with CREATE TABLE or CREATE VIEW",
                             "E201")
-        if name.lower() in self.b.sink_names:
-            raise SqlSyntax(f"table '{name}' is a sink (INSERT INTO it): it cannot be read", pos(self.b, t),
-                            code="E203")
         return rel
 
     # ------------------------------------------------------------------ where

@@ -53,30 +53,51 @@ def tokenize(script: Script) -> list:
 
     from etl.sql.dialect import DIALECT
 
+    unclosed = _unclosed(script.text)
+    if unclosed is not None:
+        what, at = unclosed
+        raise SqlSyntax(f"unterminated {what}", script.span(at), "close it on the same statement")
     try:
         return DIALECT.tokenize(script.text)
     except TokenError as e:
         msg = str(e).splitlines()[0] if str(e) else "cannot read the script"
-        raise SqlSyntax(_token_error(msg), _token_error_span(script, msg)) from None
+        raise SqlSyntax(f"cannot read the script: {msg}", Span(script.file, 1, 1)) from None
 
 
-def _token_error(msg: str) -> str:
-    low = msg.lower()
-    if "missing" in low and ("'" in msg or "quote" in low):
-        return "unterminated string or quoted name"
-    if "comment" in low:
-        return "unterminated /* comment"
-    return f"cannot read the script: {msg}"
+_CLOSE = {"'": "string", '"': "quoted name", "`": "quoted name"}
 
 
-def _token_error_span(script: Script, msg: str) -> Span:
-    """sqlglot reports the line of an unterminated string as `Line N, Col: M`; the quote is before it."""
-    import re
-
-    m = re.search(r"Line (\d+), Col: (\d+)", msg)
-    if not m:
-        return Span(script.file, 1, 1)
-    return Span(script.file, int(m.group(1)), max(1, int(m.group(2))))
+def _unclosed(text: str) -> tuple[str, int] | None:
+    """(what, offset of its opening) of a string, quoted name or /* comment that never closes."""
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "-" and text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif ch == "/" and text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                return "/* comment", i
+            i = j + 2
+        elif ch in _CLOSE:
+            j = i + 1
+            while True:
+                if j >= n:
+                    return _CLOSE[ch], i
+                if text[j] == "\\" and ch != "`":
+                    j += 2
+                    continue
+                if text[j] == ch:
+                    if j + 1 < n and text[j + 1] == ch:  # doubled quote
+                        j += 2
+                        continue
+                    break
+                j += 1
+            i = j + 1
+        else:
+            i += 1
+    return None
 
 
 def split(tokens: list) -> list[Statement]:

@@ -16,6 +16,7 @@ _NAME = re.compile(r"`?([A-Za-z_][A-Za-z0-9_]*)")
 class SqlSourceMap(SourceMap):
     names: dict[tuple, dict[str, Span]] = field(default_factory=dict)  # path -> column name -> where written
     literals: dict[tuple, Span] = field(default_factory=dict)  # path -> opening quote of a string literal
+    quiet: set[Span] = field(default_factory=set)  # components read only by a statement that failed (reported)
 
     def put(self, path: tuple, span: Span | None, key: Span | None = None) -> None:
         if span is not None:
