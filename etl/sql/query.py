@@ -214,7 +214,7 @@ class QueryCompiler:
                 return new
             return n
 
-        return self.b.functions.translate(node.copy().transform(fix))
+        return self.b.functions.translate(node.transform(fix, copy=False))
 
     def item(self, e: exp.Expression, scope: Scope) -> tuple[str | None, exp.Expression]:
         """(output name or None for `*`, resolved expression) of one SELECT item."""
