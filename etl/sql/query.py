@@ -83,25 +83,34 @@ class QueryCompiler:
             if q.args.get(key):
                 raise SqlSyntax(f"{what} is not supported in a streaming query", pos(self.b, q.args[key]),
                                 code="E011")
+        frm = q.args.get("from_") or q.args.get("from")
+        from etl.sql.dedup import compile_dedupe, row_number_item
+
+        rn_item = row_number_item(frm.this) if frm is not None else None
         for w in q.find_all(exp.Window):
-            raise SqlSyntax("OVER (...) windows (ROW_NUMBER TopN/dedup) are not supported yet", pos(self.b, w),
-                            "use GROUP BY TUMBLE(...) or a dedupe in YAML", "E011")
+            if rn_item is None or w is not rn_item.this:
+                raise SqlSyntax("OVER (...) is supported as ROW_NUMBER() deduplication in a subquery only",
+                                pos(self.b, w), "SELECT ... FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k "
+                                "ORDER BY ts) AS rn FROM t) WHERE rn = 1", "E011")
         if q.args.get("laterals"):
             raise SqlSyntax("LATERAL TABLE is not supported yet", pos(self.b, q.args["laterals"][0]), code="E011")
-        frm = q.args.get("from_") or q.args.get("from")
         if frm is None:
             raise SqlSyntax("a query needs FROM", pos(self.b, q), code="E010")
         scope = Scope()
-        rel, tvf = self._from(frm.this, scope, base)
+        where = q.args.get("where")
+        where = where.this if where is not None else None
+        if rn_item is not None:
+            (rel, where), tvf = compile_dedupe(self, q, frm.this, rn_item, scope, base), None
+        else:
+            rel, tvf = self._from(frm.this, scope, base)
         joins = q.args.get("joins") or []
         if len(joins) > 1:
             raise SqlSyntax("one JOIN per query: join the result of a view to the next table",
                             pos(self.b, joins[1]), code="E011")
         if joins:
             rel = self.b.joins.join(joins[0], rel, scope, base)
-        where = q.args.get("where")
         if where is not None:
-            rel = self._where(where.this, rel, scope, base)
+            rel = self._where(where, rel, scope, base)
         group = q.args.get("group")
         if group is not None or tvf is not None or _has_agg(q):
             from etl.sql.window import compile_window

@@ -70,7 +70,7 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["filter", "window"])
+@pytest.mark.parametrize("name", ["dedupe", "filter", "window"])
 def test_example_scripts_pass_their_tests(spark, name):
     from etl.runtime.testing import run_tests
 
