@@ -24,6 +24,7 @@ CODES: dict[str, str] = {
     "E006": "rule file path or glob matches no file",
     "E010": "SQL script syntax error (statement, column definition, WITH option, query)",
     "E011": "SQL statement or clause not supported",
+    "E012": "unknown SQL function",
     "W013": "SQL WITH option that has no effect in etl",
     "E100": "unknown key",
     "E101": "missing required key",

@@ -47,10 +47,15 @@ class Builder:
         self.broken: set[str] = set()
         self.tables: dict[str, ddl.Table] = {}
         self.settings: dict[str, Any] = {}
-        self.functions = Functions()
+        self.functions = Functions(self._unknown_function)
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
         self.stmt_span = Span(script.file, 1, 1)
+
+    def _unknown_function(self, call: exp.Anonymous) -> None:
+        from etl.sql.functions import unknown_hint
+
+        raise SqlSyntax(f"unknown function '{call.name}'", pos(self, call), unknown_hint(call.name), "E012")
 
     # ------------------------------------------------------------------ helpers used by the compilers
     def visible_names(self) -> list[str]:

@@ -8,6 +8,8 @@ COALESCE, ...) pass through unchanged. The table is in the README ("SQL scripts"
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Callable
 
 from sqlglot import exp
@@ -40,17 +42,40 @@ REWRITES: dict[str, tuple[int, Callable[[list], exp.Expression]]] = {
 }
 
 
+_WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
+
+
+@functools.cache
+def spark_functions() -> frozenset[str]:
+    """Spark's built-in SQL functions (etl/sql/spark_functions.txt, written by scripts/spark_functions.py)."""
+    return frozenset((Path(__file__).parent / "spark_functions.txt").read_text().split())
+
+
 class Functions:
-    """Rewrites calls of rsqldb built-ins into Spark SQL."""
+    """Rewrites calls of rsqldb built-ins into Spark SQL; an unknown function is an error with a did-you-mean."""
+
+    def __init__(self, on_unknown: Callable[[exp.Anonymous], None] | None = None):
+        self.on_unknown = on_unknown
 
     def translate(self, node: exp.Expression) -> exp.Expression:
         def fix(n: exp.Expression) -> exp.Expression:
             if isinstance(n, exp.Anonymous):
-                rule = REWRITES.get(n.name.upper())
+                name = n.name.upper()
+                rule = REWRITES.get(name)
                 if rule is not None and len(n.expressions) == rule[0]:
                     out = rule[1](list(n.expressions))
                     out.meta.update(n.meta)
                     return out
+                windowing = name in _WINDOWING or name.split("_")[0] in _WINDOWING[:4]
+                if not windowing and name.lower() not in spark_functions() and self.on_unknown is not None:
+                    self.on_unknown(n)
             return n
 
         return node.transform(fix, copy=False)
+
+
+def unknown_hint(name: str) -> str:
+    from etl.diagnostics import did_you_mean
+
+    known = sorted(spark_functions() | {k.lower() for k in REWRITES})
+    return did_you_mean(name.lower(), known) or "a Spark SQL built-in function or an rsqldb one (README: SQL scripts)"

@@ -59,6 +59,8 @@ EXPECTED = {
     'unknown_column_where_expr': [('E310', 5, 66)],
     'unknown_column_where_rule': [('E310', 5, 59)],
     'unknown_connector': [('E103', 1, 41)],
+    'unknown_function': [('E012', 4, 34)],
+    'unknown_function_where': [('E012', 4, 59)],
     'unknown_insert_target': [('E201', 4, 13)],
     'unknown_setting': [('E100', 1, 5)],
     'unknown_table': [('E201', 5, 46)],
@@ -102,6 +104,7 @@ def test_invalid_sql_script(name):
     ("unknown_type", "unknown column type 'VARCHR'", "did you mean 'VARCHAR'?"),
     ("unknown_setting", "unknown setting 'pipeline.nam'", "did you mean 'pipeline.name'?"),
     ("lookup_unknown_column", "unknown column 'nam' in dimension table 'dim'", "did you mean 'name'?"),
+    ("unknown_function", "unknown function 'JSON_VALU'", "did you mean 'json_value'?"),
     ("query_syntax", "incomplete expression: an operand is missing", None),
     ("unterminated_string", "unterminated string", "close it on the same statement"),
 ])
