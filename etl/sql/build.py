@@ -235,13 +235,7 @@ def read_statement(script: Script, stmt: Statement) -> Parsed:
     if stmt.kind == "set":
         return Parsed(stmt, "set", option=ddl.parse_set(script, stmt))
     if stmt.kind == "view":
-        c.expect("CREATE")
-        while c.is_("OR", "REPLACE", "TEMPORARY", "TEMP"):
-            c.take()
-        c.expect("VIEW")
-        if c.is_("IF"):
-            c.take(), c.expect("NOT"), c.expect("EXISTS")
-        name = c.name("a view name")
+        name = c.create("VIEW", "a view name")
         cols = None
         if c.is_("("):
             c.take()

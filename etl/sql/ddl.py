@@ -125,6 +125,16 @@ class Cursor:
             tok = self.take()
         return tok
 
+    def create(self, kind: str, what: str) -> Any:
+        """`CREATE [OR REPLACE] [TEMPORARY] <kind> [IF NOT EXISTS] name`: the name token."""
+        self.expect("CREATE")
+        while self.is_("OR", "REPLACE", "TEMPORARY", "TEMP", "SYSTEM"):
+            self.take()
+        self.expect(kind)
+        if self.is_("IF"):
+            self.take(), self.expect("NOT"), self.expect("EXISTS")
+        return self.name(what)
+
     def until_close(self) -> list:
         """Tokens up to the `)` closing the current group (consumed), nested groups included."""
         depth, out = 0, []
@@ -160,13 +170,7 @@ def _items(toks: list) -> list[list]:
 
 def parse_table(script: Script, stmt: Statement) -> Table:
     c = Cursor(script, stmt)
-    c.expect("CREATE")
-    while c.is_("OR", "REPLACE", "TEMPORARY", "TEMP"):
-        c.take()
-    c.expect("TABLE")
-    if c.is_("IF"):
-        c.take(), c.expect("NOT"), c.expect("EXISTS")
-    name_tok = c.name("a table name")
+    name_tok = c.create("TABLE", "a table name")
     table = Table(name_tok.text, script.at(name_tok))
     if c.is_("("):
         c.take()
@@ -316,13 +320,7 @@ def _watermark(script: Script, item: list) -> tuple[str, float, Span]:
 
 def parse_function(script: Script, stmt: Statement) -> Function:
     c = Cursor(script, stmt)
-    c.expect("CREATE")
-    while c.is_("OR", "REPLACE", "TEMPORARY", "TEMP", "SYSTEM"):
-        c.take()
-    c.expect("FUNCTION")
-    if c.is_("IF"):
-        c.take(), c.expect("NOT"), c.expect("EXISTS")
-    name = c.name("a function name")
+    name = c.create("FUNCTION", "a function name")
     c.expect("AS")
     target = c.take()
     if target.token_type.name != "STRING":
