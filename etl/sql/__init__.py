@@ -5,7 +5,7 @@ mapping a YAML pipeline would hold (sources, transforms, sinks, tests) and whose
 source map points into the script, so validation, graph, plan, explain and run
 are shared with YAML and every diagnostic is `file.sql:line:col`.
 
-Templating is YAML's: `{{ vars.x }}` (from --var), `{{ env("NAME", "default") }}`,
+Templating is YAML's: `{{ vars.x }}` (from `SET 'vars.x' = '...';` lines and --var), `{{ env("NAME", "default") }}`,
 Jinja statements; the script is rendered first, keeping its line numbers.
 Tests: `<name>.tests.yaml` beside `<name>.sql` holds the `tests:` list (as in a
 YAML pipeline); its positions point into that file.
@@ -14,6 +14,7 @@ YAML pipeline); its positions point into that file.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -52,17 +53,18 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     from etl.load.template import has_template, render
     from etl.sql.build import Builder
     from etl.sql.pipeline import assemble
-    from etl.sql.script import Script, SqlSyntax, report_syntax, split, tokenize
+    from etl.sql.script import Script, SqlSyntax, mark_lines, report_syntax, split, tokenize, unmark_lines
 
     environ = os.environ if environ is None else environ
-    vars_: dict[str, Any] = dict(cli_vars or {})
+    vars_: dict[str, Any] = {**script_vars(text), **dict(cli_vars or {})}
     secrets: set[str] = set()
+    lines = None
     if has_template(text):
-        rendered = render(text, file, vars_, report, strict=True, environ=environ)
+        rendered = render(mark_lines(text), file, vars_, report, strict=True, environ=environ)
         if rendered is None:
             return None
-        text, secrets = rendered.text, rendered.secrets
-    script = Script(text, file)
+        (text, lines), secrets = unmark_lines(rendered.text), rendered.secrets
+    script = Script(text, file, lines)
     try:
         statements = split(tokenize(script))
     except SqlSyntax as e:
@@ -71,10 +73,22 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     b = Builder(script, report)
     before = len(report.errors)
     data = assemble(b, statements)
+    if vars_:
+        data["vars"] = dict(vars_)
     if len(report.errors) > before and not (data["sources"] and data["sinks"]):
         return None  # nothing left to check: the script's own errors say it all
     _side_tests(file, data, b, report, environ)
     return Document(file, data, b.smap, vars_, secrets)
+
+
+_SET_VAR = re.compile(r"""^[ \t]*SET[ \t]+'vars\.([A-Za-z_][A-Za-z0-9_]*)'[ \t]*=[ \t]*'((?:[^'\n]|'')*)'[ \t]*;""",
+                      re.I | re.M)
+
+
+def script_vars(text: str) -> dict[str, Any]:
+    """`SET 'vars.name' = 'value';` lines: the script's own template variables (--var overrides them),
+    read before rendering, as YAML's `vars:` block is."""
+    return {m.group(1): m.group(2).replace("''", "'") for m in _SET_VAR.finditer(text)}
 
 
 def _side_tests(file: str, data: dict, b: Any, report: Report, environ: Mapping[str, str]) -> None:

@@ -10,6 +10,7 @@ statements depending on it are skipped quietly (no cascade of errors).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,9 @@ class Builder:
             self.broken.add(key)
             return
         if m.parse is not None:
+            if "event_time" in m.spec:  # the time column is parsed from the message: downstream nodes take it
+                rel.wm = m.spec.pop("event_time")
+                self.sources[-1].pop("event_time", None)
             pid = self.new_id(f"{t.name}_parsed")
             self.add_transform({"id": pid, "inputs": [t.name], **m.parse}, t.span)
             # the table's columns are exactly the declared ones: metadata by name, the rest parsed
@@ -137,7 +141,7 @@ class Builder:
                 fields.append(c.name if read == c.name else f"{read} AS {c.name}")
             sid = self.new_id(f"{t.name}_columns")
             self.add_transform({"id": sid, "type": "select", "inputs": [pid], "fields": fields}, t.span)
-            rel = Rel(sid, [c.name for c in t.columns], rel.event_time, rel.proctime, t)
+            rel = replace(rel, id=sid, cols=[c.name for c in t.columns])
         computed = [c for c in t.computed if not c.proctime]
         if computed:
             cols: dict[str, str] = {}
@@ -151,7 +155,7 @@ class Builder:
             i = self.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": cols}, t.span)
             for c, n in zip(computed, nodes):
                 self.note_expr(("transforms", i, "columns", c.name), [n])
-            rel = Rel(did, (rel.cols or []) + list(cols), rel.event_time, rel.proctime, t, rel.static)
+            rel = replace(rel, id=did, cols=(rel.cols or []) + list(cols))
         self.rels[key] = rel
 
     def rename_last(self, rel: Rel, start: int, final: str) -> Rel:
@@ -161,7 +165,7 @@ class Builder:
         self.ids.discard(rel.id.lower())
         new = self.new_id(final)
         self.transforms[-1]["id"] = new
-        return Rel(new, rel.cols, rel.event_time, rel.proctime, rel.table, rel.static)
+        return replace(rel, id=new)
 
 
 _META = {"tag": "tags", "tags": "tags", "topic": "topic", "key": "key", "keys": "key", "timestamp": "timestamp",

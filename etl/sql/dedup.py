@@ -11,6 +11,7 @@ cannot be kept in bounded streaming state with append output: E011 at the clause
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
@@ -86,8 +87,11 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
         inner.set("expressions", [exp.Star()])
     rel = qc.compile(inner, base, None)
     did = b.new_id(f"{base}_dedupe")
-    b.add_transform({"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}, pos(b, item))
-    out = Rel(did, rel.cols, rel.event_time, rel.proctime)
+    spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
+    if rel.wm:
+        spec["event_time"] = rel.wm
+    b.add_transform(spec, pos(b, item))
+    out = replace(rel, id=did, table=None, static=False)
     scope.add(sub.alias or did, out)
     left = None
     for c in rest:

@@ -10,6 +10,7 @@ left columns, right columns (renamed `<right id>_<name>` where the left uses the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
@@ -104,7 +105,7 @@ class Joins:
         added = (dim.cols or []) if star or not fields else fields
         cols = None if left.cols is None or (not fields and dim.cols is None) else \
             left.cols + [c for c in added if c not in left.cols]
-        return Rel(lid, cols, left.event_time, left.proctime)
+        return replace(left, id=lid, cols=cols, table=None, static=False)
 
     def _stream(self, j: exp.Join, left: Rel, right: Rel, alias: str, scope: Scope, base: str, how: str,
                 on: exp.Expression) -> Rel:
@@ -134,8 +135,12 @@ class Joins:
         from etl.sql.window import _dur
 
         jid = self.b.new_id(f"{base}_join")
-        self.b.add_transform({"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
-                              "within": _dur(bound["lo"])}, pos(self.b, j))
+        spec = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
+                "within": _dur(bound["lo"])}
+        for side, rel in (("left_time", left), ("right_time", right)):
+            if rel.wm:
+                spec[side] = rel.wm
+        self.b.add_transform(spec, pos(self.b, j))
         lcols, rcols = left.cols, right.cols
         rename = {}
         cols = None
@@ -145,7 +150,7 @@ class Joins:
         for k in keys:
             rename[k] = k
         scope.add(alias, right, rename)
-        return Rel(jid, cols, left.event_time, left.proctime)
+        return replace(left, id=jid, cols=cols, table=None, static=False)
 
     def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, bound: dict) -> None:
         from etl.sql.window import seconds

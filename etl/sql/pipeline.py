@@ -67,6 +67,8 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
         elif p.kind == "set":
             o = p.option
             key = o.key.strip("'\"").lower()
+            if key.startswith("vars.") and len(key) > 5:
+                continue  # a template variable (read before rendering, etl.sql.script_vars)
             if key not in SETTINGS:
                 report.error("E100", f"unknown setting '{o.key}'", o.key_span,
                              did_you_mean(key, SETTINGS) or "settings: " + ", ".join(SETTINGS))

@@ -10,7 +10,7 @@ view's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlglot import exp
@@ -29,6 +29,7 @@ class Rel:
     proctime: str | None = None
     table: Any = None  # the CREATE TABLE of a source (dimension tables)
     static: bool = False
+    wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
 
 
 @dataclass
@@ -69,7 +70,7 @@ class QueryCompiler:
             names = rels[0].cols
             uid = self.b.new_id(final or f"{base}_union")
             self.b.add_transform({"id": uid, "type": "union", "inputs": [r.id for r in rels]}, pos(self.b, q))
-            rel = Rel(uid, names, rels[0].event_time, rels[0].proctime)
+            rel = replace(rels[0], id=uid, cols=names, table=None, static=False)
             return self._rename(rel, out_names, base, final) if out_names else rel
         if not isinstance(q, exp.Select):
             raise SqlSyntax(f"unsupported query: {type(q).__name__}", pos(self.b, q), code="E011")
@@ -182,7 +183,7 @@ class QueryCompiler:
         for j, source in enumerate(ruled if len(rules) > 1 else [None]):
             self._rule_spans(("transforms", i, "rules", j, "when"), source if source is not None else cond,
                              rules[j]["when"] if rules else None)
-        return Rel(fid, rel.cols, rel.event_time, rel.proctime)
+        return replace(rel, id=fid, table=None, static=False)
 
     def _rule_spans(self, path: tuple, node: exp.Expression, when: Any) -> None:
         """Positions of each rule predicate (and its pattern literal) in the WHERE clause."""
@@ -274,7 +275,7 @@ class QueryCompiler:
         for k in range(len(fields)):
             self.b.note_expr(("transforms", i, "fields", k), exprs)
         et = rel.event_time if rel.event_time in names else None
-        return Rel(sid, names, et, rel.proctime)
+        return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False)
 
     def _rename(self, rel: Rel, out_names: list[str], base: str, final: str | None) -> Rel:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, final, out_names,

@@ -7,6 +7,7 @@ Every token keeps its absolute offset, so every position reported later is a
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,14 +23,18 @@ class SqlSyntax(Exception):
 
 
 class Script:
-    def __init__(self, text: str, file: str):
+    """The (rendered) script text; `lines[i]` is the line of the file that line i + 1 of the text came from."""
+
+    def __init__(self, text: str, file: str, lines: list[int] | None = None):
         self.text = text
         self.file = file
         self._starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.lines = lines
 
     def span(self, offset: int) -> Span:
         line = bisect.bisect_right(self._starts, max(offset, 0)) - 1
-        return Span(self.file, line + 1, offset - self._starts[line] + 1)
+        src = self.lines[line] if self.lines is not None and line < len(self.lines) else line + 1
+        return Span(self.file, src, offset - self._starts[line] + 1)
 
     def at(self, tok: Any) -> Span:
         return self.span(tok.start)
@@ -137,3 +142,30 @@ def _kind(toks: list) -> str:
 
 def report_syntax(report: Report, e: SqlSyntax) -> None:
     report.error(e.code, e.message, e.span, e.hint)
+
+
+# Line numbers through templating: before rendering, each line outside a template tag gets a marker at its
+# end naming its line; after rendering, the markers say where each output line came from (a `{% if %}`
+# that drops lines, a `{% for %}` that repeats them), and are removed.
+_MARK = "\x1e"
+_MARK_RE = re.compile(_MARK + r"L(\d+)" + _MARK)
+_TAG_RE = re.compile(r"\{\{|\{%|\{#|\}\}|%\}|#\}")
+
+
+def mark_lines(text: str) -> str:
+    out, inside = [], False
+    for i, line in enumerate(text.split("\n"), 1):
+        for m in _TAG_RE.finditer(line):
+            inside = m.group()[0] == "{"
+        out.append(line if inside else f"{line}{_MARK}L{i}{_MARK}")
+    return "\n".join(out)
+
+
+def unmark_lines(text: str) -> tuple[str, list[int]]:
+    lines, out, prev = [], [], 0
+    for line in text.split("\n"):
+        m = _MARK_RE.search(line)
+        prev = int(m.group(1)) if m else prev + 1
+        lines.append(prev)
+        out.append(_MARK_RE.sub("", line))
+    return "\n".join(out), lines

@@ -120,6 +120,8 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, fina
     spec["aggregates"] = aggs
     if emit:
         spec["emit"] = {"early": emit["early"]}
+    if rel.wm and "time" not in spec:
+        spec["event_time"] = rel.wm
     wid = b.new_id(f"{base}_window")
     spec["id"] = wid
     i = b.add_transform(spec, pos(b, q.args.get("group") or tvf or q))
