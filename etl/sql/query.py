@@ -119,10 +119,27 @@ class QueryCompiler:
             return compile_window(self, q, rel, scope, base, final, out_names, tvf, emit)
         if q.args.get("having"):
             raise SqlSyntax("HAVING needs GROUP BY", pos(self.b, q.args["having"]), code="E010")
-        if emit:
-            raise SqlSyntax("EMIT applies to a windowed GROUP BY", emit["span"], code="E011")
         items = [self.item(e, scope) for e in q.expressions]
-        return self.project(rel, items, base, final, out_names, pos(self.b, q))
+        out = self.project(rel, items, base, final, out_names, pos(self.b, q))
+        if emit:
+            self._emit_upstream(out, emit)
+        return out
+
+    def _emit_upstream(self, rel: Rel, emit: dict) -> None:
+        """EMIT on a query over a windowed view (rsqldb writes it so): the window it reads emits early."""
+        by_id = {t["id"]: (i, t) for i, t in enumerate(self.b.transforms)}
+        nid = rel.id
+        while nid in by_id:
+            i, t = by_id[nid]
+            if t["type"] == "window":
+                t["emit"] = {"early": emit["early"]}
+                self.b.smap.put(("transforms", i, "emit"), emit["span"])
+                return
+            if len(t.get("inputs", ())) != 1:
+                break
+            nid = t["inputs"][0]
+        raise SqlSyntax("EMIT applies to a windowed GROUP BY (in this query or the view it reads)", emit["span"],
+                        code="E011")
 
     def _from(self, src: exp.Expression, scope: Scope, base: str) -> tuple[Rel, Any]:
         if isinstance(src, exp.Subquery):

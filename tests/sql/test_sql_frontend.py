@@ -124,3 +124,22 @@ def test_cli_validate_and_explain_a_script():
     assert res.exit_code == 0 and res.stdout.startswith("pipeline window\n")
     res = runner.invoke(app, ["validate", str(ROOT / "tests" / "fixtures" / "sql_invalid" / "unknown_table.sql")])
     assert res.exit_code == 1 and "unknown_table.sql:5:46: E201 unknown table or view 'orderz'" in res.stdout
+
+
+def test_emit_on_a_query_over_a_windowed_view(tmp_path):
+    """rsqldb writes EMIT on the INSERT that reads a windowed view: the view's window emits early."""
+    c = _check(tmp_path, """\
+        CREATE TABLE c (u VARCHAR, url VARCHAR, ts TIMESTAMP, WATERMARK wk FOR ts AS withOffset(ts, 2000))
+        WITH (type = 'rocketmq', topic = 'c', groupName = 'g', namesrvAddr = 'h:9876', isJsonData = 'true',
+              msgIsJsonArray = 'false');
+        CREATE TABLE o (window_start TIMESTAMP, u VARCHAR, clicks BIGINT) WITH (type = 'print');
+        CREATE VIEW v AS
+        SELECT TUMBLE_START(ts, INTERVAL '10' MINUTE) AS window_start, u, count(url) AS clicks
+        FROM c GROUP BY TUMBLE(ts, INTERVAL '10' MINUTE), u;
+        INSERT INTO o SELECT * FROM v
+        EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    (w,) = [t for t in c.pipeline.transforms if t.type == "window"]
+    assert (w.id, w.emit.early.seconds, w.aggregates[0].fn, w.aggregates[0].field) == ("v_window", 60, "count", "url")
+    assert c.pipeline.sources[0].event_time.watermark.seconds == 2
