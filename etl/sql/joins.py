@@ -3,9 +3,10 @@
 Lookup: `JOIN dim FOR SYSTEM_TIME AS OF s.pt AS d ON s.k = d.k` (LEFT JOIN keeps
 events without a match); the dimension columns the query reads become `fields`.
 Stream join: `ON a.k = b.k [AND ...] AND b.ts BETWEEN a.ts - INTERVAL 'n' U AND
-a.ts + INTERVAL 'n' U` (or the same bound as `>=` and `<=`): keys with the same
-name on both sides, a symmetric time bound (`within`). Output columns: keys,
-left columns, right columns (renamed `<right id>_<name>` where the left uses the name).
+a.ts + INTERVAL 'n' U` (or the same bound as `>=` and `<=`): key equalities (a right
+key named differently is renamed to the left's name by a select first), a symmetric
+time bound (`within`). Output columns: the left columns, then the right's non-key
+ones (renamed `<right id>_<name>` where the left uses the name), as etl.compile.joining.
 """
 
 from __future__ import annotations
@@ -112,15 +113,23 @@ class Joins:
         lefts = set(scope.entries)
         keys: list[str] = []
         bound: dict[str, float] = {}
+        renamed: dict[str, str] = {}  # right key -> the left key's name (t.perform_id = p.id)
         for c in conjuncts(on):
             if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
                 a, b_ = c.this, c.expression
-                if {self._sides(scope, a, lefts, alias), self._sides(scope, b_, lefts, alias)} != {"left", "right"}:
+                sides = (self._sides(scope, a, lefts, alias), self._sides(scope, b_, lefts, alias))
+                if set(sides) != {"left", "right"}:
                     raise SqlSyntax("a join key compares a left column with a right column", pos(self.b, c),
                                     code="E011")
+                if sides[0] == "right":
+                    a, b_ = b_, a
                 if a.name != b_.name:
-                    raise SqlSyntax(f"join keys have the same name on both sides ('{a.name}' vs '{b_.name}')",
-                                    pos(self.b, c), "rename one side in a view", "E011")
+                    if right.cols is None or a.name in right.cols:
+                        why = (f"the right side has a column '{a.name}' already" if right.cols is not None
+                               else "the right side's columns are unknown")
+                        raise SqlSyntax(f"cannot rename the right key '{b_.name}' to '{a.name}': {why}",
+                                        pos(self.b, c), "rename one side in a view", "E011")
+                    renamed[b_.name] = a.name
                 keys.append(a.name)
                 continue
             self._bound(c, scope, lefts, alias, bound)
@@ -134,6 +143,12 @@ class Joins:
                             pos(self.b, on), code="E011")
         from etl.sql.window import _dur
 
+        if renamed:  # the right side's keys take the left's names first
+            sid = self.b.new_id(f"{base}_keys")
+            fields = [f"{c} AS {renamed[c]}" if c in renamed else c for c in right.cols]
+            self.b.add_transform({"id": sid, "type": "select", "inputs": [right.id], "fields": fields}, pos(self.b, on))
+            right = replace(right, id=sid, cols=[renamed.get(c, c) for c in right.cols],
+                            event_time=renamed.get(right.event_time, right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
         spec = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
                 "within": _dur(bound["lo"])}
@@ -146,9 +161,11 @@ class Joins:
         cols = None
         if lcols is not None and rcols is not None:
             rename = {c: (f"{right.id}_{c}" if c in lcols else c) for c in rcols if c not in keys}
-            cols = keys + [c for c in lcols if c not in keys] + [rename[c] for c in rcols if c not in keys]
+            cols = lcols + [rename[c] for c in rcols if c not in keys]
         for k in keys:
             rename[k] = k
+        for old, new in renamed.items():
+            rename[old] = new
         scope.add(alias, right, rename)
         return replace(left, id=jid, cols=cols, table=None, static=False)
 

@@ -143,3 +143,21 @@ def test_emit_on_a_query_over_a_windowed_view(tmp_path):
     (w,) = [t for t in c.pipeline.transforms if t.type == "window"]
     assert (w.id, w.emit.early.seconds, w.aggregates[0].fn, w.aggregates[0].field) == ("v_window", 60, "count", "url")
     assert c.pipeline.sources[0].event_time.watermark.seconds == 2
+
+
+def test_join_keys_with_different_names(tmp_path):
+    c = _check(tmp_path, """\
+        CREATE TABLE t (id BIGINT, perform_id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+        WITH (type = 'file', path = 't');
+        CREATE TABLE p (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+        WITH (type = 'file', path = 'p');
+        CREATE TABLE o (ticket BIGINT, perform VARCHAR, pts TIMESTAMP) WITH (type = 'print');
+        INSERT INTO o SELECT t.id, p.name, p.ts FROM t JOIN p
+          ON t.perform_id = p.id AND p.ts BETWEEN t.ts - INTERVAL '1' HOUR AND t.ts + INTERVAL '1' HOUR;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    by_id = {t.id: t for t in c.pipeline.transforms}
+    assert by_id["o_keys"].fields == ["id AS perform_id", "name", "ts"]
+    assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.seconds) == \
+        (["t", "o_keys"], ["perform_id"], 3600)
+    assert by_id["o_select"].fields == ["id AS ticket", "name AS perform", "o_keys_ts AS pts"]
