@@ -96,11 +96,15 @@ def _rocketmq(o: Opts, m: Mapped) -> None:
     _message_format(o, m, "value")
 
 
-def _message_format(o: Opts, m: Mapped, value_col: str) -> None:
+def _no_json_arrays(o: Opts) -> None:
     arr = o.get("msgIsJsonArray")
     if arr is not None and str(arr.value).lower() == "true":
-        o.report.error("E011", "msgIsJsonArray = 'true' is not supported: one message is one JSON row",
+        o.report.error("E011", "msgIsJsonArray = 'true' is not supported: one message (or line) is one JSON row",
                        arr.value_span, "send one JSON object per message")
+
+
+def _message_format(o: Opts, m: Mapped, value_col: str) -> None:
+    _no_json_arrays(o)
     js = o.flag("isJsonData")
     fmt = o.get("format")
     delim = o.get("fieldDelimiter", "csv.field-delimiter")
@@ -133,6 +137,7 @@ def _kafka(o: Opts, m: Mapped) -> None:
 
 def _file(o: Opts, m: Mapped) -> None:
     o.require(m, "path", "filePath", "fileName", "path")
+    _no_json_arrays(o)
     js = o.flag("isJsonData")
     fmt = o.get("format")
     delim = o.get("fieldDelimiter", "csv.field-delimiter")
