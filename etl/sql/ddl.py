@@ -213,7 +213,6 @@ def _column_item(script: Script, table: Table, item: list) -> None:
         j = next((i for i, t in enumerate(item) if t.token_type.name == "L_PAREN"), None)
         if j is None:
             raise SqlSyntax("expected PRIMARY KEY (columns)", script.at(item[0]))
-        names = [t.text for t in item[j + 1:] if t.token_type.name not in ("COMMA", "R_PAREN")]
         close = next(i for i, t in enumerate(item) if t.token_type.name == "R_PAREN")
         names = [t.text for t in item[j + 1:close] if t.token_type.name != "COMMA"]
         table.primary_key = names
@@ -270,7 +269,6 @@ def _type(script: Script, toks: list) -> tuple[str, list]:
     j = 1
     args: list = []
     if j < len(toks) and toks[j].token_type.name in ("L_PAREN", "LT"):
-        close = "R_PAREN" if toks[j].token_type.name == "L_PAREN" else "GT"
         depth = 0
         for k in range(j, len(toks)):
             kind = toks[k].token_type.name
@@ -284,7 +282,6 @@ def _type(script: Script, toks: list) -> tuple[str, list]:
                     break
         else:
             raise SqlSyntax(f"unclosed type arguments of '{base.text}'", script.at(toks[j]))
-        del close
     spark = TYPES[word]
     if spark == "decimal" and args:
         spark = "decimal(" + ",".join(t.text for t in args if t.token_type.name != "COMMA") + ")"

@@ -85,7 +85,7 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     inner.set("expressions", [e for e in inner.expressions if e.alias != rn])
     if not inner.expressions:
         inner.set("expressions", [exp.Star()])
-    rel = qc.compile(inner, base, None)
+    rel = qc.compile(inner, base)
     did = b.new_id(f"{base}_dedupe")
     spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
     if rel.wm:

@@ -40,7 +40,7 @@ class Joins:
             return self._lookup(j, target, left, scope, base, how, on)
         qc = self.b.queries
         if isinstance(target, exp.Subquery):
-            right = qc.compile(target.this, base, None)
+            right = qc.compile(target.this, base)
             alias = target.alias or right.id
         elif isinstance(target, exp.Table):
             right = qc.table_rel(target)

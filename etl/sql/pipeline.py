@@ -108,7 +108,7 @@ def _compile(b: Builder, p: Any) -> None:
         if p.kind == "view":
             if p.name.lower() in b.rels or p.name.lower() in b.tables:
                 raise SqlSyntax(f"'{p.name}' is already declared", p.span, code="E200")
-            rel = b.queries.compile(p.query, p.name, None, p.cols, None)
+            rel = b.queries.compile(p.query, p.name, p.cols)
             rel = b.rename_last(rel, start, p.name)
             b.rels[p.name.lower()] = rel
             return
@@ -121,7 +121,7 @@ def _compile(b: Builder, p: Any) -> None:
                             did_you_mean(p.name, known) or "declare it with CREATE TABLE ... WITH (...)", "E201")
         target = b.tables[key]
         names = p.cols or [c.name for c in target.columns if c.metadata is None] or None
-        rel = b.queries.compile(p.query, target.name, None, names, p.emit)
+        rel = b.queries.compile(p.query, target.name, names, p.emit)
         i = b.sink_index[key]
         b.sinks[i]["inputs"].append(rel.id)
         b.smap.put(("sinks", i, "inputs", len(b.sinks[i]["inputs"]) - 1), p.span)

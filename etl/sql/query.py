@@ -58,27 +58,26 @@ class QueryCompiler:
         self.b = builder
 
     # ------------------------------------------------------------------ entry
-    def compile(self, q: exp.Expression, base: str, final: str | None, out_names: list[str] | None = None,
+    def compile(self, q: exp.Expression, base: str, out_names: list[str] | None = None,
                 emit: dict | None = None) -> Rel:
         if isinstance(q, exp.Subquery):
-            return self.compile(q.this, base, final, out_names, emit)
+            return self.compile(q.this, base, out_names, emit)
         if isinstance(q, exp.Union):
             if q.args.get("distinct"):
                 raise SqlSyntax("UNION (distinct) is not supported on streams", pos(self.b, q),
                                 "write UNION ALL", "E011")
-            rels = [self.compile(s, base, None) for s in _union_branches(q)]
+            rels = [self.compile(s, base) for s in _union_branches(q)]
             names = rels[0].cols
-            uid = self.b.new_id(final or f"{base}_union")
+            uid = self.b.new_id(f"{base}_union")
             self.b.add_transform({"id": uid, "type": "union", "inputs": [r.id for r in rels]}, pos(self.b, q))
             rel = replace(rels[0], id=uid, cols=names, table=None, static=False)
-            return self._rename(rel, out_names, base, final) if out_names else rel
+            return self._rename(rel, out_names, base) if out_names else rel
         if not isinstance(q, exp.Select):
             raise SqlSyntax(f"unsupported query: {type(q).__name__}", pos(self.b, q), code="E011")
-        return self._select(q, base, final, out_names, emit)
+        return self._select(q, base, out_names, emit)
 
     # ------------------------------------------------------------------ select
-    def _select(self, q: exp.Select, base: str, final: str | None, out_names: list[str] | None,
-                emit: dict | None) -> Rel:
+    def _select(self, q: exp.Select, base: str, out_names: list[str] | None, emit: dict | None) -> Rel:
         for key, what in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "SELECT DISTINCT"),
                           ("with", "WITH"), ("offset", "OFFSET"), ("qualify", "QUALIFY")):
             if q.args.get(key):
@@ -116,11 +115,11 @@ class QueryCompiler:
         if group is not None or tvf is not None or _has_agg(q):
             from etl.sql.window import compile_window
 
-            return compile_window(self, q, rel, scope, base, final, out_names, tvf, emit)
+            return compile_window(self, q, rel, scope, base, out_names, tvf, emit)
         if q.args.get("having"):
             raise SqlSyntax("HAVING needs GROUP BY", pos(self.b, q.args["having"]), code="E010")
         items = [self.item(e, scope) for e in q.expressions]
-        out = self.project(rel, items, base, final, out_names, pos(self.b, q))
+        out = self.project(rel, items, base, out_names, pos(self.b, q))
         if emit:
             self._emit_upstream(out, emit)
         return out
@@ -143,7 +142,7 @@ class QueryCompiler:
 
     def _from(self, src: exp.Expression, scope: Scope, base: str) -> tuple[Rel, Any]:
         if isinstance(src, exp.Subquery):
-            rel = self.compile(src.this, base, None)
+            rel = self.compile(src.this, base)
             scope.add(src.alias or rel.id, rel)
             return rel, None
         if isinstance(src, exp.Table) and isinstance(src.this, exp.Anonymous) and src.this.name.upper() == "TABLE":
@@ -257,8 +256,7 @@ class QueryCompiler:
         return alias, body
 
     # ------------------------------------------------------------------ projection
-    def project(self, rel: Rel, items: list, base: str, final: str | None, out_names: list[str] | None,
-                at: Span) -> Rel:
+    def project(self, rel: Rel, items: list, base: str, out_names: list[str] | None, at: Span) -> Rel:
         fields: list[str] = []
         names: list[str] = []
         exprs: list = []
@@ -266,7 +264,7 @@ class QueryCompiler:
             if _is_star(body):
                 if rel.cols is None:
                     if len(items) == 1 and out_names is None:
-                        return self._finish(rel, final, base)
+                        return rel  # nothing to change: no node
                     raise SqlSyntax("`*` over a relation whose columns are unknown here", at, code="E011")
                 for c in rel.cols:
                     fields.append(c)
@@ -285,8 +283,8 @@ class QueryCompiler:
             fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names)]
             names = list(out_names)
         if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)):
-            return self._finish(rel, final, base)
-        sid = self.b.new_id(final or f"{base}_select")
+            return rel  # nothing to change: no node
+        sid = self.b.new_id(f"{base}_select")
         i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
         self.b.note_expr(("transforms", i, "fields"), exprs)
         for k in range(len(fields)):
@@ -294,13 +292,10 @@ class QueryCompiler:
         et = rel.event_time if rel.event_time in names else None
         return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False)
 
-    def _rename(self, rel: Rel, out_names: list[str], base: str, final: str | None) -> Rel:
-        return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, final, out_names,
+    def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
+        return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
                             self.b.stmt_span)
 
-    def _finish(self, rel: Rel, final: str | None, base: str) -> Rel:
-        """A view whose query adds no node of its own is its input under another name."""
-        return rel
 
 
 def _is_star(e: exp.Expression) -> bool:

@@ -63,8 +63,8 @@ def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, li
     return call.expressions[0], call.name.upper(), call.expressions[1:]
 
 
-def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, final: str | None,
-                   out_names: list[str] | None, tvf: Any, emit: dict | None) -> Rel:
+def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
+                   tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
     time_col, fn, args = _window_call(b, group, tvf)
@@ -130,7 +130,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, fina
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
-    return qc.project(Rel(wid, cols), items, base, final, out_names, pos(b, q))
+    return qc.project(Rel(wid, cols), items, base, out_names, pos(b, q))
 
 
 def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:
