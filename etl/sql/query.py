@@ -71,6 +71,8 @@ class QueryCompiler:
             uid = self.b.new_id(f"{base}_union")
             self.b.add_transform({"id": uid, "type": "union", "inputs": [r.id for r in rels]}, pos(self.b, q))
             rel = replace(rels[0], id=uid, cols=names, table=None, static=False)
+            if emit:
+                self._emit_upstream(rel, emit)  # E011: a union has no single window upstream
             return self._rename(rel, out_names, base) if out_names else rel
         if not isinstance(q, exp.Select):
             raise SqlSyntax(f"unsupported query: {type(q).__name__}", pos(self.b, q), code="E011")
