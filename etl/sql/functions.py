@@ -30,6 +30,14 @@ def _keyvalue(a: list) -> exp.Expression:  # KEYVALUE(s, pair_sep, kv_sep, key)
     return exp.Bracket(this=_fn("str_to_map", a[0], a[1], a[2]), expressions=[a[3]])
 
 
+def _rlike(pattern: str) -> Callable[[list], exp.Expression]:
+    return lambda a: exp.RegexpLike(this=a[0], expression=exp.Literal.string(pattern))
+
+
+def _binary(cls: type) -> Callable[[list], exp.Expression]:
+    return lambda a: exp.Paren(this=cls(this=a[0], expression=a[1]))
+
+
 REWRITES: dict[str, tuple[int, Callable[[list], exp.Expression]]] = {
     "JSON_VALUE": (2, lambda a: _fn("get_json_object", a[0], a[1])),
     "SPLIT_INDEX": (3, _split_index),
@@ -39,6 +47,17 @@ REWRITES: dict[str, tuple[int, Callable[[list], exp.Expression]]] = {
     "LOCALTIMESTAMP": (0, lambda a: _fn("current_timestamp")),
     "IFNULL": (2, lambda a: _fn("coalesce", a[0], a[1])),
     "TO_DATE": (1, lambda a: _fn("to_date", a[0])),
+    "HASH_CODE": (1, lambda a: _fn("hash", a[0])),  # a 32-bit hash, not Java's String.hashCode values
+    "TO_BASE64": (1, lambda a: _fn("base64", a[0])),
+    "IS_DIGITS": (1, _rlike("^[0-9]+$")),
+    "IS_ALPHA": (1, _rlike("^[A-Za-z]+$")),
+    "IS_DECIMAL": (1, _rlike("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$")),
+    "BITAND": (2, _binary(exp.BitwiseAnd)),
+    "BITOR": (2, _binary(exp.BitwiseOr)),
+    "BITXOR": (2, _binary(exp.BitwiseXor)),
+    "BITNOT": (1, lambda a: exp.BitwiseNot(this=a[0])),
+    "RAND_INTEGER": (1, lambda a: exp.Cast(this=_fn("floor", exp.Mul(this=_fn("rand"), expression=a[0])),
+                                           to=exp.DataType.build("int"))),
 }
 
 
@@ -59,6 +78,10 @@ class Functions:
 
     def translate(self, node: exp.Expression) -> exp.Expression:
         def fix(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.FromBase64):  # Blink's FROM_BASE64 gives text; Spark's unbase64 bytes
+                out = _fn("decode", _fn("unbase64", n.this), exp.Literal.string("UTF-8"))
+                out.meta.update(n.meta)
+                return out
             if isinstance(n, exp.Anonymous):
                 name = n.name.upper()
                 rule = REWRITES.get(name)
