@@ -312,7 +312,8 @@ def _emit(script: Script, toks: list) -> dict:
                                 script.at(toks[i]), "late events are dropped: raise the table's WATERMARK delay",
                                 "E011")
             else:
-                raise SqlSyntax("expected BEFORE WATERMARK or AFTER WATERMARK", script.at(toks[min(i + 4, len(toks) - 1)]))
+                at = toks[min(i + 4, len(toks) - 1)]
+                raise SqlSyntax("expected BEFORE WATERMARK or AFTER WATERMARK", script.at(at))
             i += 6
             continue
         raise SqlSyntax("expected EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK", script.at(toks[i]))

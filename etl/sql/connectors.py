@@ -296,7 +296,8 @@ def map_table(table: Table, role: str, report: Report) -> Mapped | None:
             continue
         known = sorted(o.known | spec_fields)
         report.error("E100", f"unknown option '{option.key}' for a {family} {kind}", option.key_span,
-                     did_you_mean(option.key, known) or "options: " + ", ".join(sorted(o.known - {"type", "connector"})))
+                     did_you_mean(option.key, known)
+                     or "options: " + ", ".join(sorted(o.known - {"type", "connector"})))
     if len(report.errors) > before:  # reported here: the table is left out (no second error from the spec)
         return None
     if table.watermark is not None and kind == "source":

@@ -151,7 +151,8 @@ def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, 
                 aggs.append(agg)
             return exp.Anonymous(this="size", expressions=[exp.column(agg["as"])])
         for a in aggs:
-            if {k: v for k, v in a.items() if k != "as"} == agg and (not (top and n is node) or alias in (None, a["as"])):
+            same = {k: v for k, v in a.items() if k != "as"} == agg
+            if same and (not (top and n is node) or alias in (None, a["as"])):
                 return exp.column(a["as"])
         if top and n is node and alias:
             agg["as"] = alias

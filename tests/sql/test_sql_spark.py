@@ -57,7 +57,8 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
     run = PipelineRun(c.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none"))
     run.start()
     run.wait()
-    rows = [json.loads(line) for f in sorted((tmp_path / "out").rglob("*.jsonl")) for line in f.read_text().splitlines()]
+    files = sorted((tmp_path / "out").rglob("*.jsonl"))
+    rows = [json.loads(line) for f in files for line in f.read_text().splitlines()]
     rows.sort(key=lambda r: (r["window_start"], r["path"]))
     assert rows == [
         {"path": "/api/cart", "window_start": "2026-01-10T09:00:00.000Z", "window_end": "2026-01-10T09:01:00.000Z",
