@@ -75,7 +75,11 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     data = assemble(b, statements)
     if vars_:
         data["vars"] = dict(vars_)
-    if len(report.errors) > before and not (data["sources"] and data["sinks"]):
+    if not (data["sources"] and data["sinks"]):
+        if len(report.errors) == before:
+            what = ("no table to read: declare one with CREATE TABLE ... WITH (type = '...')" if not data["sources"]
+                    else "no INSERT INTO: a script writes at least one table")
+            report.error("E101", what, Span(file, 1, 1) if not statements else script.at(statements[-1].first))
         return None  # nothing left to check: the script's own errors say it all
     _side_tests(file, data, b, report, environ)
     return Document(file, data, b.smap, vars_, secrets)
