@@ -27,6 +27,10 @@ class Joins:
         self.b = builder
 
     def join(self, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
+        if isinstance(j.this, exp.Lateral):
+            from etl.sql.lateral import lateral
+
+            return lateral(self.b, j, left, scope, base)
         side = (j.side or "").upper()
         if side not in ("", "LEFT") or (j.kind or "").upper() not in ("", "INNER", "OUTER"):
             raise SqlSyntax(f"{side or j.kind} JOIN is not supported: use JOIN or LEFT JOIN", pos(self.b, j),

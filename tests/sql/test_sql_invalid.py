@@ -38,6 +38,8 @@ EXPECTED = {
     'join_keys_differ': [('E011', 8, 6)],
     'join_unknown_alias': [('E201', 8, 19)],
     'join_without_time_bound': [('E321', 7, 79)],
+    'lateral_no_names': [('E104', 3, 46)],
+    'lateral_udtf': [('E011', 3, 54)],
     'limit': [('E011', 5, 59)],
     'lookup_not_dimension': [('E203', 6, 67)],
     'lookup_unknown_column': [('E310', 6, 36)],

@@ -71,7 +71,7 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["dedupe", "filter", "window"])
+@pytest.mark.parametrize("name", ["dedupe", "filter", "lateral", "window"])
 def test_example_scripts_pass_their_tests(spark, name):
     from etl.runtime.testing import run_tests
 
@@ -79,3 +79,32 @@ def test_example_scripts_pass_their_tests(spark, name):
     assert c.plan is not None and c.pipeline.tests
     results = run_tests(c, spark)
     assert [r.ok for r in results] == [True] * len(c.pipeline.tests), "\n".join(r.message for r in results)
+
+
+LATERAL = """\
+CREATE TABLE src (id VARCHAR, tags VARCHAR, n INT, doc VARCHAR) WITH (type = 'file', path = 'in');
+CREATE TABLE o1 (id VARCHAR, tag VARCHAR) WITH (type = 'file', path = 'o1');
+CREATE TABLE o2 (id VARCHAR, i INT) WITH (type = 'file', path = 'o2');
+CREATE TABLE o3 (id VARCHAR, a VARCHAR, b VARCHAR) WITH (type = 'file', path = 'o3');
+INSERT INTO o1 SELECT s.id, t.tag FROM src AS s, LATERAL TABLE(STRING_SPLIT(s.tags, '|')) AS t(tag) WHERE t.tag <> '';
+INSERT INTO o2 SELECT id, i FROM src LEFT JOIN LATERAL TABLE(GENERATE_SERIES(1, n)) AS t(i) ON TRUE;
+INSERT INTO o3 SELECT id, a, b FROM src, LATERAL TABLE(JSON_TUPLE(doc, 'a', 'b')) AS t(a, b);
+"""
+
+
+@pytest.mark.spark
+def test_lateral_table_functions(spark, tmp_path):
+    from etl.runtime.testing import run_case
+    from etl.spec import TestCase
+
+    (tmp_path / "job.sql").write_text(LATERAL)
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    rows = [{"id": "x", "tags": "a|b||c", "n": 2, "doc": '{"a": "1", "b": "2"}'},
+            {"id": "y", "tags": "", "n": 0, "doc": '{"a": "3"}'}]
+    res = run_case(c.plan, TestCase(name="lateral", inputs={"src": rows}), spark)
+    assert res.ok, res.message
+    got = {k: sorted(map(lambda r: tuple(r.values()), v)) for k, v in res.captured.items() if k != "dead_letter"}
+    assert got == {"o1": [("x", "a"), ("x", "b"), ("x", "c")],
+                   "o2": [("x", 1), ("x", 2), ("y", None)],
+                   "o3": [("x", "1", "2"), ("y", "3", None)]}
