@@ -40,3 +40,20 @@ def test_sql_and_yaml_explain_the_same(script: Path):
     assert explain_plan(sql.plan) == explain_plan(yaml.plan)
     assert _components(sql.pipeline) == _components(yaml.pipeline)
     assert sql.pipeline.name == yaml.pipeline.name
+
+
+@pytest.mark.parametrize("script", SQL, ids=[p.stem for p in SQL])
+def test_to_yaml_gives_the_same_plan(script: Path, tmp_path):
+    """`etl to-yaml job.sql` prints a YAML pipeline that explains exactly as the script does."""
+    from typer.testing import CliRunner
+
+    from etl.cli import app
+
+    res = CliRunner().invoke(app, ["to-yaml", str(script)], env=ENV)
+    assert res.exit_code == 0, res.output
+    (tmp_path / "sql").mkdir()
+    out = tmp_path / "sql" / f"{script.stem}.yaml"
+    out.write_text(res.stdout)
+    generated = check_file(out, environ=ENV, programs=True)
+    assert generated.report.errors == []
+    assert explain_plan(generated.plan) == explain_plan(_checked(script).plan)
