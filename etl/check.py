@@ -25,7 +25,8 @@ from etl.graph import Graph, build_graph
 from etl.graph.model import Placeholder, is_placeholder
 from etl.load import Document, load_file
 
-PIPELINE_SUFFIXES = (".yaml", ".yml")
+SQL_SUFFIXES = (".sql",)
+PIPELINE_SUFFIXES = (".yaml", ".yml") + SQL_SUFFIXES
 
 
 @dataclass
@@ -62,6 +63,10 @@ def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = 
         out.plan = None
         out.report.error("E999", f"internal error: {type(e).__name__}: {e}", Span(file, 1, 1),
                          "this is a bug in etl; please report it with the pipeline file")
+    quiet = getattr(getattr(out.document, "smap", None), "quiet", None)
+    if quiet:  # SQL: a component unused only because the statement reading it failed (already reported)
+        out.report.diagnostics = [d for d in out.report.diagnostics
+                                  if not (d.code in ("W204", "W206") and d.span in quiet)]
     return out
 
 
@@ -73,7 +78,12 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
     from etl.spec.errors import validate_model
 
     file, report = out.file, out.report
-    doc = load_file(file, report, cli_vars=cli_vars, environ=environ)
+    if file.lower().endswith(SQL_SUFFIXES):  # a SQL script: its own front-end, the same document shape
+        from etl.sql import load_sql_file
+
+        doc = load_sql_file(file, report, cli_vars=cli_vars, environ=environ)
+    else:
+        doc = load_file(file, report, cli_vars=cli_vars, environ=environ)
     if doc is None:
         return
     out.document = doc
@@ -185,10 +195,19 @@ def pipeline_files(paths: Iterable[str | os.PathLike]) -> list[str]:
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            files.extend(str(f) for f in sorted(path.iterdir()) if f.suffix in PIPELINE_SUFFIXES and f.is_file())
+            files.extend(str(f) for f in sorted(path.iterdir())
+                         if f.suffix in PIPELINE_SUFFIXES and f.is_file() and not _beside_a_script(f))
         else:
             files.append(str(p))
     return files
+
+
+def _beside_a_script(f: Path) -> bool:
+    """`x.tests.yaml` beside `x.sql` holds the tests of the script, not a pipeline; `x.yaml` beside `x.sql`
+    is its YAML twin (the same pipeline, same checkpoint and outputs): a folder lists the script once."""
+    if f.name.endswith(".tests.yaml"):
+        return f.with_name(f.name[:-len(".tests.yaml")] + ".sql").is_file()
+    return f.suffix in (".yaml", ".yml") and f.with_suffix(".sql").is_file()
 
 
 def check_paths(paths: Iterable[str | os.PathLike], **kw: Any) -> list[Checked]:

@@ -374,10 +374,10 @@ class ColumnPass:
             self.event_time_field(node, ("right_time", "field"), spec.right_time.field, right)
         if left is None or right is None:
             return None
-        out = dict(left)
-        for k, v in right.items():
-            if _find(out, k) is None:
-                out[k] = v
+        out = dict(left)  # as etl.compile.joining: left columns, then the right's non-key ones, a name the
+        for k, v in right.items():  # left already uses renamed <right input id>_<name>
+            if k not in spec.on:
+                out[f"{re_.src}_{k}" if k in left else k] = v
         return out
 
     def _transform_lookup(self, node: Node, ins: list) -> Cols | None:

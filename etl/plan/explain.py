@@ -96,6 +96,10 @@ def _details(node: Any) -> list[str]:
                                               + (f", {a.n}" if a.n else "") + ")" for a in s.aggregates))
         if s.having:
             out.append(f"having: {s.having}")
+        if s.emit.early is not None or s.emit.late != "drop":  # shown so SQL's EMIT and YAML's emit compare too
+            late = "late events " + ("to dead letters" if s.emit.late != "drop" else "dropped")
+            out.append("emit: " + ", ".join(([f"early every {s.emit.early}"] if s.emit.early is not None else [])
+                                            + [late]))
         return out
     if t == "join":
         return [f"{s.how} join on {', '.join(s.on)} within {s.within}"]

@@ -24,7 +24,7 @@ def test_all_transforms_fixture():
         assert cols(c, f"by_speed.{label}") == base
     assert cols(c, "ad_info") == {**base, "advertiser": "string", "cpc": "double"}
     assert cols(c, "unique") == cols(c, "ad_info")
-    assert cols(c, "matched") == base
+    assert cols(c, "matched") == {**base, "views_ts": "timestamp", "views_page": "string", "views_ms": "int"}  # as run
     assert cols(c, "sliding") == {"advertiser": "string", "window_start": "timestamp", "window_end": "timestamp",
                                   "spend": "double", "clicks": "bigint", "top_pages": "array<string>"}
     assert cols(c, "sessions") == {"user_id": "bigint", "window_start": "timestamp", "window_end": "timestamp",

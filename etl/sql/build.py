@@ -1,0 +1,322 @@
+"""Statements -> the pipeline document (the same mapping a YAML file gives) + a source map into the script.
+
+Two passes: read every statement (tables, functions, SETs; views and INSERTs as
+parsed queries), then map tables onto sources and sinks (a table INSERTed into
+is a sink; one joined `FOR SYSTEM_TIME AS OF` is a dimension table) and compile
+the queries in script order. A statement with an error is reported and skipped;
+statements depending on it are skipped quietly (no cascade of errors).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from etl.diagnostics import Report, Span, did_you_mean
+from etl.sql import ddl
+from etl.sql.connectors import map_table
+from etl.sql.functions import Functions
+from etl.sql.joins import Joins
+from etl.sql.query import QueryCompiler, Rel, pos
+from etl.sql.script import Script, SqlSyntax, Statement
+from etl.sql.smap import SqlSourceMap
+
+SETTINGS = {"pipeline.name": "name", "name": "name", "description": "description", "checkpoint": "checkpoint",
+            "trigger.mode": "trigger.mode", "trigger.interval": "trigger.interval"}
+
+
+class Skip(Exception):
+    """A statement depends on one that failed: skip it without another diagnostic."""
+
+
+class Builder:
+    def __init__(self, script: Script, report: Report):
+        self.script, self.report = script, report
+        self.smap = SqlSourceMap(script.file)
+        self.smap.put((), Span(script.file, 1, 1))
+        self.sources: list[dict] = []
+        self.transforms: list[dict] = []
+        self.sinks: list[dict] = []
+        self.rels: dict[str, Rel] = {}
+        self.ids: set[str] = set()
+        self.sink_names: set[str] = set()
+        self.sink_index: dict[str, int] = {}
+        self.broken: set[str] = set()
+        self.tables: dict[str, ddl.Table] = {}
+        self.settings: dict[str, Any] = {}
+        self.functions = Functions(self._unknown_function)
+        self.queries = QueryCompiler(self)
+        self.joins = Joins(self)
+        self.stmt_span = Span(script.file, 1, 1)
+
+    def _unknown_function(self, call: exp.Anonymous) -> None:
+        from etl.sql.functions import unknown_hint
+
+        raise SqlSyntax(f"unknown function '{call.name}'", pos(self, call), unknown_hint(call.name), "E012")
+
+    # ------------------------------------------------------------------ helpers used by the compilers
+    def visible_names(self) -> list[str]:
+        return [n for n in self.rels if n not in self.sink_names]
+
+    def new_id(self, want: str) -> str:
+        want = re.sub(r"[^A-Za-z0-9_\-]", "_", want)
+        if want[:1].isdigit():
+            want = f"_{want}"
+        nid, k = want, 2
+        while nid.lower() in self.ids:
+            nid, k = f"{want}_{k}", k + 1
+        self.ids.add(nid.lower())
+        return nid
+
+    def add_transform(self, spec: dict, span: Span) -> int:
+        i = len(self.transforms)
+        self.transforms.append(spec)
+        self.smap.put(("transforms", i), span)
+        for key in spec:
+            self.smap.put(("transforms", i, key), span)
+        return i
+
+    def note_expr(self, path: tuple, nodes: list) -> None:
+        names: dict[str, Span] = {}
+        first = None
+        for n in nodes:
+            if n is None:
+                continue
+            at = pos(self, n)
+            first = first or at
+            for col in n.find_all(exp.Column):
+                names.setdefault(col.name.lower(), pos(self, col))
+        self.smap.names[path] = names
+        if first is not None:
+            self.smap.put(path, first)
+
+    # ------------------------------------------------------------------ tables
+    def add_table(self, t: ddl.Table, role: str) -> None:
+        m = map_table(t, role, self.report)
+        if m is None:
+            self.broken.add(t.name.lower())
+            return
+        key = t.name.lower()
+        if role == "sink":
+            i = len(self.sinks)
+            self.sinks.append({"id": t.name, **m.spec, "inputs": []})
+            self.sink_index[key] = i
+            section = "sinks"
+        else:
+            i = len(self.sources)
+            self.sources.append({"id": t.name, **m.spec})
+            section = "sources"
+        self.ids.add(key)
+        self.smap.put((section, i), t.span)
+        self.smap.put((section, i, "id"), t.span)
+        for k, (ks, vs) in m.spans.items():
+            self.smap.put((section, i, k), vs, ks)
+        for c in t.columns:
+            self.smap.put((section, i, "schema", c.name), c.span, c.span)
+        if role == "sink":
+            return
+        rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
+                  t.proctime, t, static=role == "dim" and m.type in ("file", "mysql"))
+        meta = [c for c in t.columns if c.metadata is not None]
+        if meta and m.parse is None:
+            self.report.error("E011", f"metadata column '{meta[0].name}' needs a message table read as text "
+                              "(isJsonData = 'false' or format = 'csv')", meta[0].span,
+                              "message metadata: key, topic, timestamp, tags (rocketmq), headers (kafka)")
+            self.broken.add(key)
+            return
+        if m.parse is not None:
+            if "event_time" in m.spec:  # the time column is parsed from the message: downstream nodes take it
+                rel.wm = m.spec.pop("event_time")
+                self.sources[-1].pop("event_time", None)
+            pid = self.new_id(f"{t.name}_parsed")
+            self.add_transform({"id": pid, "inputs": [t.name], **m.parse}, t.span)
+            # the table's columns are exactly the declared ones: metadata by name, the rest parsed
+            fields = []
+            for c in t.columns:
+                read = c.name if c.metadata is None else _metadata_key(c, m.type, self.report)
+                fields.append(c.name if read == c.name else f"{read} AS {c.name}")
+            sid = self.new_id(f"{t.name}_columns")
+            self.add_transform({"id": sid, "type": "select", "inputs": [pid], "fields": fields}, t.span)
+            rel = replace(rel, id=sid, cols=[c.name for c in t.columns])
+        computed = [c for c in t.computed if not c.proctime]
+        if computed:
+            cols: dict[str, str] = {}
+            nodes = []
+            for c in computed:
+                tree = parse_expr(self.script, c.tokens)
+                tree = self.functions.translate(tree)
+                cols[c.name] = tree.sql(dialect="spark")
+                nodes.append(tree)
+            did = self.new_id(f"{t.name}_computed")
+            i = self.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": cols}, t.span)
+            for c, n in zip(computed, nodes):
+                self.note_expr(("transforms", i, "columns", c.name), [n])
+            rel = replace(rel, id=did, cols=(rel.cols or []) + list(cols))
+        self.rels[key] = rel
+
+    def rename_last(self, rel: Rel, start: int, final: str) -> Rel:
+        """Give the last node a query made the name of its view."""
+        if not self.transforms[start:] or self.transforms[-1]["id"] != rel.id:
+            return rel
+        self.ids.discard(rel.id.lower())
+        new = self.new_id(final)
+        self.transforms[-1]["id"] = new
+        return replace(rel, id=new)
+
+
+_META = {"tag": "tags", "tags": "tags", "topic": "topic", "key": "key", "keys": "key", "timestamp": "timestamp",
+         "borntimestamp": "timestamp", "headers": "headers"}
+
+
+def _metadata_key(c: ddl.Column, family: str, report: Report) -> str:
+    """The message column a metadata column reads (rsqldb `header` names and Flink METADATA keys)."""
+    have = ["key", "topic", "timestamp"] + (["tags"] if family == "rocketmq" else ["headers"])
+    key = _META.get(c.metadata.lower().replace("_", "").replace("-", ""), c.metadata)
+    if key not in have:
+        report.error("E102", f"unknown metadata key '{c.metadata}' for a {family} table", c.span,
+                     did_you_mean(c.metadata, have) or f"keys: {', '.join(have)}")
+        return c.name
+    return key
+
+
+def parse_expr(script: Script, tokens: list) -> exp.Expression:
+    from sqlglot.errors import ParseError
+
+    from etl.sql.dialect import DIALECT
+
+    try:
+        trees = DIALECT.parser().parse(tokens, script.text)
+    except ParseError as e:
+        raise parse_error(script, e) from None
+    if len(trees) != 1 or trees[0] is None:
+        raise SqlSyntax("expected one expression", script.at(tokens[0]))
+    return trees[0]
+
+
+def parse_error(script: Script, e: Exception) -> SqlSyntax:
+    errs = getattr(e, "errors", None) or []
+    if not errs:
+        return SqlSyntax(f"cannot parse: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                         Span(script.file, 1, 1))
+    first = errs[0]
+    desc = re.sub(r"\x1b\[[0-9;]*m", "", str(first.get("description") or "syntax error"))
+    desc = re.sub(r"<Token token_type: TokenType\.\w+, text: ([^,]*), .*?>", r"'\1'", desc)
+    hl = re.sub(r"\x1b\[[0-9;]*m", "", str(first.get("highlight") or ""))
+    if desc.startswith("Required keyword"):
+        desc = "incomplete expression: an operand is missing"
+    elif desc.startswith("Invalid expression / Unexpected token") or desc.startswith("Expecting"):
+        desc = f"unexpected '{hl}'" + (f" ({desc.lower()})" if desc.startswith("Expecting") else "")
+    line, col = int(first.get("line") or 1), int(first.get("col") or 1)
+    return SqlSyntax(desc, Span(script.file, line, max(1, col - len(hl) + 1)))
+
+
+def pipeline_name(file: str) -> str:
+    stem = Path(file).stem
+    name = re.sub(r"[^A-Za-z0-9_\-]", "-", stem)
+    return name if re.match(r"[A-Za-z_]", name) else f"_{name}"
+
+
+
+# ---------------------------------------------------------------------- statements
+class Parsed:
+    """One statement read in the first pass."""
+
+    def __init__(self, stmt: Statement, kind: str, **kw: Any):
+        self.stmt, self.kind = stmt, kind
+        self.__dict__.update(kw)
+
+
+def read_statement(script: Script, stmt: Statement) -> Parsed:
+    c = ddl.Cursor(script, stmt)
+    if stmt.kind == "table":
+        return Parsed(stmt, "table", table=ddl.parse_table(script, stmt))
+    if stmt.kind == "function":
+        return Parsed(stmt, "function", function=ddl.parse_function(script, stmt))
+    if stmt.kind == "set":
+        return Parsed(stmt, "set", option=ddl.parse_set(script, stmt))
+    if stmt.kind == "view":
+        name = c.create("VIEW", "a view name")
+        cols = None
+        if c.is_("("):
+            c.take()
+            cols = [t.text for t in c.until_close() if t.token_type.name != "COMMA"]
+        c.expect("AS")
+        query = _query(script, stmt.tokens[c.i:], c)
+        return Parsed(stmt, "view", name=name.text, span=script.at(name), cols=cols, query=query)
+    if stmt.kind == "insert":
+        c.expect("INSERT")
+        c.expect("INTO", "OVERWRITE")
+        if c.is_("TABLE"):
+            c.take()
+        name = c.name("a table name")
+        cols = None
+        if c.is_("("):
+            c.take()
+            cols = [t.text for t in c.until_close() if t.token_type.name != "COMMA"]
+        rest = stmt.tokens[c.i:]
+        emit = None
+        depth = 0
+        for k, tok in enumerate(rest):
+            depth += tok.token_type.name == "L_PAREN"
+            depth -= tok.token_type.name == "R_PAREN"
+            if depth == 0 and tok.text.upper() == "EMIT" and tok.token_type.name not in ("STRING", "IDENTIFIER"):
+                emit = _emit(script, rest[k:])
+                rest = rest[:k]
+                break
+        if not rest:
+            raise SqlSyntax("INSERT INTO needs a query", c.where())
+        query = _query(script, rest, c)
+        return Parsed(stmt, "insert", name=name.text, span=script.at(name), cols=cols, query=query, emit=emit)
+    first = stmt.first
+    raise SqlSyntax(f"unsupported statement starting with '{first.text}'", script.at(first),
+                    "statements: CREATE TABLE, CREATE VIEW, INSERT INTO, CREATE FUNCTION, SET", "E011")
+
+
+def _query(script: Script, tokens: list, c: Any) -> exp.Expression:
+    if not tokens:
+        raise SqlSyntax("expected a query", c.where())
+    tree = parse_expr(script, tokens)
+    if not isinstance(tree, (exp.Select, exp.Union, exp.Subquery)):
+        raise SqlSyntax("expected a SELECT query", script.at(tokens[0]))
+    return tree
+
+
+_UNITS = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+
+
+def _emit(script: Script, toks: list) -> dict:
+    """EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK [, ...]: the early-firing interval of the window."""
+    from etl.sql.window import _dur
+
+    words = [t.text.upper() for t in toks]
+    span = script.at(toks[0])
+    out: dict[str, Any] = {"span": span}
+    i = 1
+    while i < len(toks):
+        if words[i] == ",":
+            i += 1
+            continue
+        if words[i:i + 2] == ["WITH", "DELAY"] and i + 5 < len(toks) + 1:
+            n, unit = toks[i + 2].text, words[i + 3].rstrip("S")
+            where = words[i + 4:i + 6]
+            if unit not in _UNITS or not re.fullmatch(r"\d+(\.\d+)?", n):
+                raise SqlSyntax("expected WITH DELAY 'n' SECOND|MINUTE|HOUR", script.at(toks[i + 2]))
+            if where == ["BEFORE", "WATERMARK"]:
+                out["early"] = _dur(float(n) * _UNITS[unit])
+            elif where == ["AFTER", "WATERMARK"]:
+                raise SqlSyntax("EMIT ... AFTER WATERMARK (updates for late events) is not supported",
+                                script.at(toks[i]), "late events are dropped: raise the table's WATERMARK delay",
+                                "E011")
+            else:
+                at = toks[min(i + 4, len(toks) - 1)]
+                raise SqlSyntax("expected BEFORE WATERMARK or AFTER WATERMARK", script.at(at))
+            i += 6
+            continue
+        raise SqlSyntax("expected EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK", script.at(toks[i]))
+    if "early" not in out:
+        raise SqlSyntax("EMIT needs WITH DELAY 'n' UNIT BEFORE WATERMARK", span)
+    return out

@@ -1,0 +1,99 @@
+"""Flink's deduplication query -> a `dedupe` transform.
+
+    SELECT ... FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY k1, k2 ORDER BY ts [ASC]) AS rn FROM t
+    ) [AS x] WHERE rn = 1 [AND ...]
+
+keeps the first row per key (within the watermark: `dedupe` drops a repeat while its
+key is in state). `ORDER BY ts DESC` (keep the last row) and TopN (`rn <= N`, N > 1)
+cannot be kept in bounded streaming state with append output: E011 at the clause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sqlglot import exp
+
+from etl.sql.query import Rel, Scope, pos
+from etl.sql.script import SqlSyntax
+from etl.sql.where import conjuncts
+
+
+def row_number_item(sub: exp.Expression) -> exp.Alias | None:
+    """The `ROW_NUMBER() OVER (...) AS rn` item of a subquery's SELECT list, if any."""
+    if not isinstance(sub, exp.Subquery) or not isinstance(sub.this, exp.Select):
+        return None
+    for e in sub.this.expressions:
+        if isinstance(e, exp.Alias) and isinstance(e.this, exp.Window) and isinstance(e.this.this, exp.RowNumber):
+            return e
+    return None
+
+
+def _rank_limit(c: exp.Expression, rn: str) -> int | None:
+    """N of `rn = N`, `rn <= N`, `rn < N + 1` (either side), or None when `c` is not about rn."""
+    if not isinstance(c, (exp.EQ, exp.LTE, exp.LT, exp.GTE, exp.GT)):
+        return None
+    a, b = c.this, c.expression
+    flipped = False
+    if isinstance(b, exp.Column) and b.name.lower() == rn.lower():
+        a, b, flipped = b, a, True
+    if not (isinstance(a, exp.Column) and a.name.lower() == rn.lower() and isinstance(b, exp.Literal)
+            and not b.is_string):
+        return None
+    n = int(float(b.this))
+    kind = type(c)
+    if flipped:
+        kind = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT}.get(kind, kind)
+    if kind is exp.EQ or kind is exp.LTE:
+        return n if kind is exp.LTE or n == 1 else -1
+    if kind is exp.LT:
+        return n - 1
+    return -1
+
+
+def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, scope: Scope,
+                   base: str) -> tuple[Rel, exp.Expression | None]:
+    """(the dedupe node, what is left of the outer WHERE)."""
+    b = qc.b
+    win = item.this
+    rn = item.alias
+    where = q.args.get("where")
+    rest, limit = [], None
+    for c in conjuncts(where.this) if where is not None else []:
+        n = _rank_limit(c, rn)
+        if n is None:
+            rest.append(c)
+        else:
+            limit = n
+            if n != 1:
+                raise SqlSyntax(f"TopN ({rn} <= {n}) is not supported yet: only {rn} = 1 (deduplication)",
+                                pos(b, c), code="E011")
+    if limit is None:
+        raise SqlSyntax(f"ROW_NUMBER() needs `WHERE {rn} = 1` in the outer query (deduplication)", pos(b, item),
+                        code="E011")
+    order = win.args.get("order")
+    for o in (order.expressions if order is not None else []):
+        if o.args.get("desc"):
+            raise SqlSyntax("ROW_NUMBER() ... ORDER BY DESC (keep the last row) is not supported: "
+                            "order by the time column ascending", pos(b, o), code="E011")
+    keys = win.args.get("partition_by") or []
+    if not keys or not all(isinstance(k, exp.Column) for k in keys):
+        raise SqlSyntax("deduplication needs PARTITION BY columns", pos(b, item), code="E011")
+    inner = sub.this.copy()
+    inner.set("expressions", [e for e in inner.expressions if e.alias != rn])
+    if not inner.expressions:
+        inner.set("expressions", [exp.Star()])
+    rel = qc.compile(inner, base)
+    did = b.new_id(f"{base}_dedupe")
+    spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
+    if rel.wm:
+        spec["event_time"] = rel.wm
+    b.add_transform(spec, pos(b, item))
+    out = replace(rel, id=did, table=None, static=False)
+    scope.add(sub.alias or did, out)
+    left = None
+    for c in rest:
+        left = c if left is None else exp.And(this=left, expression=c)
+    return out, left

@@ -1,0 +1,79 @@
+"""`LATERAL TABLE(f(...)) AS t(cols)` with Blink's built-in table functions -> a `select` that explodes.
+
+    FROM src, LATERAL TABLE(STRING_SPLIT(s, ',')) AS t(v)           -- a row per part (explode)
+    FROM src LEFT JOIN LATERAL TABLE(...) AS t(v) ON TRUE            -- also rows without parts (explode_outer)
+    FROM src, LATERAL TABLE(GENERATE_SERIES(1, n)) AS t(i)          -- a row per number
+    FROM src, LATERAL TABLE(JSON_TUPLE(s, 'a', 'b')) AS t(a, b)     -- one row, a column per key
+
+The select keeps the input's columns and adds the function's. Other table functions (Python UDTFs)
+are E011 for now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sqlglot import exp
+
+from etl.sql.query import Rel, Scope, pos
+from etl.sql.script import SqlSyntax
+
+_REGEX_SPECIAL = set("\\.[]{}()*+?^$|")
+
+
+def _quoted_sep(sep: exp.Expression) -> exp.Expression:
+    """Spark's split() takes a regex: a literal separator is escaped (`|` -> `\\|`)."""
+    if isinstance(sep, exp.Literal) and sep.is_string:
+        return exp.Literal.string("".join("\\" + c if c in _REGEX_SPECIAL else c for c in sep.this))
+    return sep
+
+
+def lateral(b: Any, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
+    lat = j.this
+    call = lat.this
+    if isinstance(call, exp.Anonymous) and call.name.upper() == "TABLE" and call.expressions:
+        call = call.expressions[0]
+    alias = lat.args.get("alias")
+    names = [c.name for c in (alias.columns if alias is not None else [])]
+    outer = (j.side or "").upper() == "LEFT"
+    on = j.args.get("on")
+    if outer and not (isinstance(on, exp.Boolean) and on.this is True):
+        raise SqlSyntax("LEFT JOIN LATERAL TABLE(...) needs ON TRUE", pos(b, on or j), code="E011")
+    qc = b.queries
+    explode = "explode_outer" if outer else "explode"
+    fname = call.name.upper() if isinstance(call, exp.Anonymous) else type(call).__name__.upper()
+    if fname == "STRING_SPLIT" and len(call.expressions) == 2:
+        s, sep = (qc.resolve(a, scope) for a in call.expressions)
+        parts = exp.Anonymous(this="split", expressions=[s, _quoted_sep(sep)])
+        cols = [exp.Anonymous(this=explode, expressions=[parts])]
+    elif fname == "GENERATESERIES":
+        start, end = qc.resolve(call.args["start"], scope), qc.resolve(call.args["end"], scope)
+        # Spark's sequence(3, 1) counts down; Blink's series from 3 to 1 is empty
+        series = exp.If(this=exp.LTE(this=start, expression=end),
+                        true=exp.Anonymous(this="sequence", expressions=[start.copy(), end.copy()]),
+                        false=exp.Array(expressions=[]))
+        cols = [exp.Anonymous(this=explode, expressions=[series])]
+    elif fname == "JSON_TUPLE" and len(call.expressions) >= 2:
+        s = qc.resolve(call.expressions[0], scope)
+        keys = call.expressions[1:]
+        if not all(isinstance(k, exp.Literal) and k.is_string for k in keys):
+            raise SqlSyntax("JSON_TUPLE keys are string literals", pos(b, call), code="E011")
+        cols = [exp.Anonymous(this="get_json_object", expressions=[s.copy(), exp.Literal.string(f"$.{k.this}")])
+                for k in keys]
+    else:
+        raise SqlSyntax(f"table function '{call.sql()[:40]}' is not supported: STRING_SPLIT, GENERATE_SERIES and "
+                        "JSON_TUPLE are (Python UDTFs are not yet)", pos(b, call), code="E011")
+    if len(names) != len(cols):
+        raise SqlSyntax(f"name the table function's {len(cols)} column{'s' if len(cols) > 1 else ''}: "
+                        f"AS t({', '.join(f'c{i}' for i in range(1, len(cols) + 1))})", pos(b, lat), code="E104")
+    if left.cols is None:
+        raise SqlSyntax("LATERAL TABLE over a relation whose columns are unknown here", pos(b, lat), code="E011")
+    sid = b.new_id(f"{base}_lateral")
+    fields = list(left.cols) + [f"{c.sql(dialect='spark')} AS {n}" for c, n in zip(cols, names)]
+    i = b.add_transform({"id": sid, "type": "select", "inputs": [left.id], "fields": fields}, pos(b, lat))
+    for k in range(len(left.cols), len(fields)):
+        b.note_expr(("transforms", i, "fields", k), [call])
+    out = replace(left, id=sid, cols=list(left.cols) + names, table=None, static=False)
+    scope.add(alias.name if alias is not None and alias.name else sid, out)
+    return out

@@ -1,0 +1,175 @@
+"""Assemble the pipeline document from a script's statements (see etl.sql.build for the passes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from etl.diagnostics import did_you_mean
+from etl.sql.build import SETTINGS, Builder, Skip, pipeline_name, read_statement
+from etl.sql.script import SqlSyntax, Statement, report_syntax
+
+
+def _target(stmt: Statement) -> str | None:
+    words = [t.text for t in stmt.tokens[:4]]
+    rest = [w for w in words[1:] if w.upper() not in ("INTO", "OVERWRITE", "TABLE")]
+    return rest[0].lower() if rest else None
+
+
+def _declared(stmt: Statement) -> str | None:
+    """The name a CREATE TABLE / VIEW declares, read from its first tokens."""
+    if stmt.kind not in ("view", "table"):
+        return None
+    skip = {"CREATE", "OR", "REPLACE", "TEMPORARY", "TEMP", "TABLE", "VIEW", "IF", "NOT", "EXISTS"}
+    for tok in stmt.tokens[:8]:
+        if tok.text.upper() not in skip or tok.token_type.name in ("IDENTIFIER", "STRING"):
+            return tok.text.lower()
+    return None
+
+
+def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
+    report, script = b.report, b.script
+    b.sink_names = {t for t in (_target(s) for s in statements if s.kind == "insert") if t}
+    parsed = []
+    for st in statements:
+        b.stmt_span = script.at(st.first)
+        try:
+            parsed.append(read_statement(script, st))
+        except SqlSyntax as e:
+            report_syntax(report, e)
+            name = _declared(st)
+            if name:
+                b.broken.add(name)
+    dims = set()
+    for p in parsed:
+        q = getattr(p, "query", None)
+        for t in (q.find_all(exp.Table) if q is not None else []):
+            if t.args.get("version") is not None:
+                dims.add(t.name.lower())
+    seen: dict[str, Any] = {}
+    for p in parsed:
+        if p.kind == "table":
+            t = p.table
+            if t.name.lower() in seen:
+                report.error("E200", f"table '{t.name}' is declared twice", t.span,
+                             f"first declared at line {seen[t.name.lower()].line}")
+                continue
+            seen[t.name.lower()] = t.span
+            b.tables[t.name.lower()] = t
+            role = "sink" if t.name.lower() in b.sink_names else "dim" if t.name.lower() in dims else "source"
+            b.stmt_span = t.span
+            try:
+                b.add_table(t, role)
+            except SqlSyntax as e:
+                report_syntax(report, e)
+                b.broken.add(t.name.lower())
+        elif p.kind == "set":
+            o = p.option
+            key = o.key.strip("'\"").lower()
+            if key.startswith("vars.") and len(key) > 5:
+                continue  # a template variable (read before rendering, etl.sql.script_vars)
+            if key not in SETTINGS:
+                report.error("E100", f"unknown setting '{o.key}'", o.key_span,
+                             did_you_mean(key, SETTINGS) or "settings: " + ", ".join(SETTINGS))
+            else:
+                b.settings[SETTINGS[key]] = (o.value, o)
+        elif p.kind == "function":
+            f = p.function
+            report.error("E011", f"CREATE FUNCTION {f.name}: Python functions are not supported in SQL scripts yet",
+                         f.span, "use a built-in Spark SQL function")
+    for p in parsed:
+        if p.kind in ("view", "insert"):
+            _compile(b, p)
+    _drop_unfed_sinks(b)
+    return _document(b)
+
+
+def _drop_unfed_sinks(b: Builder) -> None:
+    """A sink whose every INSERT failed (and was reported) is left out, so it adds no second error."""
+    keep = [i for i, s in enumerate(b.sinks) if s["inputs"]]
+    if len(keep) == len(b.sinks):
+        return
+    moved = {old: new for new, old in enumerate(keep)}
+    for table in (b.smap.values, b.smap.keys):
+        for path in [p for p in table if p[:1] == ("sinks",) and len(p) > 1]:
+            span = table.pop(path)
+            if path[1] in moved:
+                table[("sinks", moved[path[1]]) + path[2:]] = span
+    b.sinks = [b.sinks[i] for i in keep]
+
+
+def _compile(b: Builder, p: Any) -> None:
+    report = b.report
+    b.stmt_span = b.script.at(p.stmt.first)
+    start = len(b.transforms)
+    ids = set(b.ids)
+    try:
+        if p.kind == "view":
+            if p.name.lower() in b.rels or p.name.lower() in b.tables:
+                raise SqlSyntax(f"'{p.name}' is already declared", p.span, code="E200")
+            rel = b.queries.compile(p.query, p.name, p.cols)
+            rel = b.rename_last(rel, start, p.name)
+            b.rels[p.name.lower()] = rel
+            return
+        key = p.name.lower()
+        if key in b.broken:
+            raise Skip
+        if key not in b.sink_index:
+            known = [n for n in b.tables if n not in b.rels]
+            raise SqlSyntax(f"unknown table '{p.name}' in INSERT INTO", p.span,
+                            did_you_mean(p.name, known) or "declare it with CREATE TABLE ... WITH (...)", "E201")
+        target = b.tables[key]
+        names = p.cols or [c.name for c in target.columns if c.metadata is None] or None
+        rel = b.queries.compile(p.query, target.name, names, p.emit)
+        i = b.sink_index[key]
+        b.sinks[i]["inputs"].append(rel.id)
+        b.smap.put(("sinks", i, "inputs", len(b.sinks[i]["inputs"]) - 1), p.span)
+        b.smap.put(("sinks", i, "inputs"), p.span)
+    except Skip:
+        _rollback(b, start, ids, p)
+    except SqlSyntax as e:
+        _rollback(b, start, ids, p)
+        if e.message.startswith("unknown table or view") and e.message.split("'")[1].lower() in b.broken:
+            return
+        report.error(e.code, e.message, e.span, e.hint)
+
+
+def _rollback(b: Builder, start: int, ids: set, p: Any) -> None:
+    """Forget the nodes of a failed statement; what it read is then unused: say nothing more about that."""
+    for t in p.query.find_all(exp.Table):
+        key = t.name.lower()
+        if key in b.tables:
+            b.smap.quiet.add(b.tables[key].span)
+        rel = b.rels.get(key)
+        for i, spec in enumerate(b.transforms[:start]):
+            if rel is not None and spec["id"] == rel.id and ("transforms", i) in b.smap.values:
+                b.smap.quiet.add(b.smap.values[("transforms", i)])
+    del b.transforms[start:]
+    b.ids = ids
+    for path in [k for k in b.smap.values if k[:1] == ("transforms",) and k[1] >= start]:
+        del b.smap.values[path]
+    if p.kind == "view":
+        b.broken.add(p.name.lower())
+
+
+def _document(b: Builder) -> dict[str, Any]:
+    name = b.settings.get("name", (pipeline_name(b.script.file), None))
+    data: dict[str, Any] = {"name": name[0]}
+    if name[1] is not None:
+        b.smap.put(("name",), name[1].value_span, name[1].key_span)
+    for key in ("description", "checkpoint"):
+        if key in b.settings:
+            value, o = b.settings[key]
+            data[key] = value
+            b.smap.put((key,), o.value_span, o.key_span)
+    trig = {k.split(".")[1]: v for k, v in b.settings.items() if k.startswith("trigger.")}
+    if trig:
+        data["trigger"] = {k: v[0] for k, v in trig.items()}
+        for k, (_, o) in trig.items():
+            b.smap.put(("trigger", k), o.value_span, o.key_span)
+    data["sources"] = b.sources
+    if b.transforms:
+        data["transforms"] = b.transforms
+    data["sinks"] = b.sinks
+    return data

@@ -1,0 +1,336 @@
+"""A query (SELECT / UNION ALL) -> transforms on the graph, each a spec mapping like YAML's.
+
+FROM a table or view, a subquery, or Flink's window table function; at most one
+JOIN: `FOR SYSTEM_TIME AS OF` -> lookup, otherwise a stream-stream join with a
+time bound; WHERE -> filter (rules + expr, etl.sql.where); GROUP BY with a
+window -> window (etl.sql.window); the SELECT list -> a select, only when it
+changes the columns. Node ids: `<base>_<step>`; a view's last node takes the
+view's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from sqlglot import exp
+
+from etl.diagnostics import Span, did_you_mean
+from etl.sql.script import SqlSyntax
+
+
+@dataclass
+class Rel:
+    """A relation a query can read: its node id and what the front-end knows of its columns."""
+
+    id: str
+    cols: list[str] | None
+    event_time: str | None = None
+    proctime: str | None = None
+    table: Any = None  # the CREATE TABLE of a source (dimension tables)
+    static: bool = False
+    wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
+
+
+@dataclass
+class Scope:
+    """Relations visible in a query: alias -> (rel, column -> output column)."""
+
+    entries: dict[str, tuple[Rel, dict[str, str]]] = field(default_factory=dict)
+
+    def add(self, alias: str, rel: Rel, rename: dict[str, str] | None = None) -> None:
+        self.entries[alias.lower()] = (rel, rename or {})
+
+
+def pos(b: Any, node: exp.Expression | None) -> Span:
+    """Where a parsed node starts in the script (its first token with a position)."""
+    best = None
+    if node is not None:
+        for n in node.walk():
+            start = n.meta.get("start") if n.meta else None
+            if start is not None and (best is None or start < best):
+                best = start
+    return b.script.span(best) if best is not None else b.stmt_span
+
+
+class QueryCompiler:
+    def __init__(self, builder: Any):
+        self.b = builder
+
+    # ------------------------------------------------------------------ entry
+    def compile(self, q: exp.Expression, base: str, out_names: list[str] | None = None,
+                emit: dict | None = None) -> Rel:
+        if isinstance(q, exp.Subquery):
+            return self.compile(q.this, base, out_names, emit)
+        if isinstance(q, exp.Union):
+            if q.args.get("distinct"):
+                raise SqlSyntax("UNION (distinct) is not supported on streams", pos(self.b, q),
+                                "write UNION ALL", "E011")
+            rels = [self.compile(s, base) for s in _union_branches(q)]
+            names = rels[0].cols
+            uid = self.b.new_id(f"{base}_union")
+            self.b.add_transform({"id": uid, "type": "union", "inputs": [r.id for r in rels]}, pos(self.b, q))
+            rel = replace(rels[0], id=uid, cols=names, table=None, static=False)
+            if emit:
+                self._emit_upstream(rel, emit)  # E011: a union has no single window upstream
+            return self._rename(rel, out_names, base) if out_names else rel
+        if not isinstance(q, exp.Select):
+            raise SqlSyntax(f"unsupported query: {type(q).__name__}", pos(self.b, q), code="E011")
+        return self._select(q, base, out_names, emit)
+
+    # ------------------------------------------------------------------ select
+    def _select(self, q: exp.Select, base: str, out_names: list[str] | None, emit: dict | None) -> Rel:
+        for key, what in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "SELECT DISTINCT"),
+                          ("with", "WITH"), ("offset", "OFFSET"), ("qualify", "QUALIFY")):
+            if q.args.get(key):
+                raise SqlSyntax(f"{what} is not supported in a streaming query", pos(self.b, q.args[key]),
+                                code="E011")
+        frm = q.args.get("from_") or q.args.get("from")
+        from etl.sql.dedup import compile_dedupe, row_number_item
+
+        rn_item = row_number_item(frm.this) if frm is not None else None
+        for w in q.find_all(exp.Window):
+            if rn_item is None or w is not rn_item.this:
+                raise SqlSyntax("OVER (...) is supported as ROW_NUMBER() deduplication in a subquery only",
+                                pos(self.b, w), "SELECT ... FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k "
+                                "ORDER BY ts) AS rn FROM t) WHERE rn = 1", "E011")
+        if q.args.get("laterals"):
+            raise SqlSyntax("LATERAL TABLE is not supported yet", pos(self.b, q.args["laterals"][0]), code="E011")
+        if frm is None:
+            raise SqlSyntax("a query needs FROM", pos(self.b, q), code="E010")
+        scope = Scope()
+        where = q.args.get("where")
+        where = where.this if where is not None else None
+        if rn_item is not None:
+            (rel, where), tvf = compile_dedupe(self, q, frm.this, rn_item, scope, base), None
+        else:
+            rel, tvf = self._from(frm.this, scope, base)
+        joins = q.args.get("joins") or []
+        if len(joins) > 1:
+            raise SqlSyntax("one JOIN per query: join the result of a view to the next table",
+                            pos(self.b, joins[1]), code="E011")
+        if joins:
+            rel = self.b.joins.join(joins[0], rel, scope, base)
+        if where is not None:
+            rel = self._where(where, rel, scope, base)
+        group = q.args.get("group")
+        if group is not None or tvf is not None or _has_agg(q):
+            from etl.sql.window import compile_window
+
+            return compile_window(self, q, rel, scope, base, out_names, tvf, emit)
+        if q.args.get("having"):
+            raise SqlSyntax("HAVING needs GROUP BY", pos(self.b, q.args["having"]), code="E010")
+        items = [self.item(e, scope) for e in q.expressions]
+        out = self.project(rel, items, base, out_names, pos(self.b, q))
+        if emit:
+            self._emit_upstream(out, emit)
+        return out
+
+    def _emit_upstream(self, rel: Rel, emit: dict) -> None:
+        """EMIT on a query over a windowed view (rsqldb writes it so): the window it reads emits early."""
+        by_id = {t["id"]: (i, t) for i, t in enumerate(self.b.transforms)}
+        nid = rel.id
+        while nid in by_id:
+            i, t = by_id[nid]
+            if t["type"] == "window":
+                t["emit"] = {"early": emit["early"]}
+                self.b.smap.put(("transforms", i, "emit"), emit["span"])
+                return
+            if len(t.get("inputs", ())) != 1:
+                break
+            nid = t["inputs"][0]
+        raise SqlSyntax("EMIT applies to a windowed GROUP BY (in this query or the view it reads)", emit["span"],
+                        code="E011")
+
+    def _from(self, src: exp.Expression, scope: Scope, base: str) -> tuple[Rel, Any]:
+        if isinstance(src, exp.Subquery):
+            rel = self.compile(src.this, base)
+            scope.add(src.alias or rel.id, rel)
+            return rel, None
+        if isinstance(src, exp.Table) and isinstance(src.this, exp.Anonymous) and src.this.name.upper() == "TABLE":
+            inner = src.this.expressions[0] if src.this.expressions else None
+            if not (isinstance(inner, exp.Anonymous) and inner.name.upper() in ("TUMBLE", "HOP", "CUMULATE")):
+                raise SqlSyntax("expected TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...)) or HOP",
+                                pos(self.b, src), code="E011")
+            args = inner.expressions
+            if not args or not isinstance(args[0], exp.Table):
+                raise SqlSyntax("a window table function reads `TABLE name` first", pos(self.b, inner))
+            rel = self.table_rel(args[0])
+            scope.add(src.alias or args[0].name, rel)
+            return rel, inner
+        if isinstance(src, exp.Table):
+            rel = self.table_rel(src)
+            scope.add(src.alias or src.name, rel)
+            return rel, None
+        raise SqlSyntax(f"unsupported FROM item: {type(src).__name__}", pos(self.b, src), code="E011")
+
+    def table_rel(self, t: exp.Table) -> Rel:
+        name = t.name
+        rel = self.b.rels.get(name.lower())
+        if name.lower() in self.b.sink_names:
+            raise SqlSyntax(f"table '{name}' is a sink (INSERT INTO it): it cannot be read", pos(self.b, t),
+                            code="E203")
+        if name.lower() in self.b.broken:
+            from etl.sql.build import Skip
+
+            raise Skip
+        if rel is None:
+            raise SqlSyntax(f"unknown table or view '{name}'", pos(self.b, t),
+                            did_you_mean(name, self.b.visible_names()) or "declare it with CREATE TABLE or CREATE VIEW",
+                            "E201")
+        return rel
+
+    # ------------------------------------------------------------------ where
+    def _where(self, cond: exp.Expression, rel: Rel, scope: Scope, base: str) -> Rel:
+        from etl.sql import where as W
+
+        cond = self.resolve(cond, scope)
+        rules, ruled, rest = W.split(cond)
+        fid = self.b.new_id(f"{base}_where")
+        spec: dict[str, Any] = {"id": fid, "type": "filter", "inputs": [rel.id]}
+        at = pos(self.b, cond)
+        expr_path = None
+        if rest:
+            spec["expr"] = " AND ".join(_sql(c, paren=len(rest) > 1) for c in rest)
+            expr_path = rest
+        if rules:
+            spec["rules"] = rules
+        i = self.b.add_transform(spec, at)
+        if expr_path is not None:
+            self.b.note_expr(("transforms", i, "expr"), rest)
+        for j, source in enumerate(ruled if len(rules) > 1 else [None]):
+            self._rule_spans(("transforms", i, "rules", j, "when"), source if source is not None else cond,
+                             rules[j]["when"] if rules else None)
+        return replace(rel, id=fid, table=None, static=False)
+
+    def _rule_spans(self, path: tuple, node: exp.Expression, when: Any) -> None:
+        """Positions of each rule predicate (and its pattern literal) in the WHERE clause."""
+        if when is None:
+            return
+        from etl.sql import where as W
+
+        self.b.smap.put(path, pos(self.b, node))
+        if "all" in when or "any" in when:
+            key = "all" if "all" in when else "any"
+            parts = W.conjuncts(node) if key == "all" else W._disjuncts(node)
+            if len(parts) != len(when[key]):  # several conjuncts folded into one `all`
+                return
+            for k, (part, sub) in enumerate(zip(parts, when[key])):
+                self._rule_spans(path + (key, k), part, sub)
+            return
+        for op in ("regex", "like"):
+            if op in when:
+                lit = W._unparen(node).expression
+                self.b.smap.literals[path + (op,)] = pos(self.b, lit)
+                self.b.smap.put(path + (op,), pos(self.b, lit))
+        self.b.smap.put(path + ("field",), pos(self.b, node))
+
+    # ------------------------------------------------------------------ columns
+    def resolve(self, node: exp.Expression, scope: Scope) -> exp.Expression:
+        """Qualified columns (a.x) -> the output column names of the query's input."""
+        def fix(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, exp.Column) and n.table:
+                q = n.table.lower()
+                if q not in scope.entries:
+                    raise SqlSyntax(f"unknown table or alias '{n.table}'", pos(self.b, n),
+                                    did_you_mean(n.table, list(scope.entries)) or None, "E201")
+                if isinstance(n.this, exp.Star):
+                    return n
+                rel, rename = scope.entries[q]
+                new = exp.column(rename.get(n.name, n.name), quoted=n.this.args.get("quoted"))
+                new.this.meta.update(n.this.meta)
+                return new
+            return n
+
+        return self.b.functions.translate(node.transform(fix, copy=False))
+
+    def item(self, e: exp.Expression, scope: Scope) -> tuple[str | None, exp.Expression]:
+        """(output name or None for `*`, resolved expression) of one SELECT item."""
+        if isinstance(e, exp.Star):
+            return None, e
+        if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+            return None, e
+        alias = e.alias if isinstance(e, exp.Alias) else None
+        body = e.this if isinstance(e, exp.Alias) else e
+        body = self.resolve(body, scope)
+        if alias is None:
+            alias = body.name if isinstance(body, exp.Column) else None
+        return alias, body
+
+    # ------------------------------------------------------------------ projection
+    def project(self, rel: Rel, items: list, base: str, out_names: list[str] | None, at: Span) -> Rel:
+        fields: list[str] = []
+        names: list[str] = []
+        exprs: list = []
+        for k, (name, body) in enumerate(items):
+            if _is_star(body):
+                if rel.cols is None:
+                    if len(items) == 1 and out_names is None:
+                        return rel  # nothing to change: no node
+                    raise SqlSyntax("`*` over a relation whose columns are unknown here", at, code="E011")
+                for c in rel.cols:
+                    fields.append(c)
+                    names.append(c)
+                continue
+            if not name:
+                name = f"EXPR${k}"
+            text = _sql(body)
+            fields.append(text if isinstance(body, exp.Column) and body.name == name else f"{text} AS {_q(name)}")
+            names.append(name)
+            exprs.append(body)
+        if out_names is not None:
+            if len(out_names) != len(names):
+                raise SqlSyntax(f"the query gives {len(names)} columns, the target takes {len(out_names)}", at,
+                                code="E104")
+            fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names)]
+            names = list(out_names)
+        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)):
+            return rel  # nothing to change: no node
+        sid = self.b.new_id(f"{base}_select")
+        i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
+        self.b.note_expr(("transforms", i, "fields"), exprs)
+        for k in range(len(fields)):
+            self.b.note_expr(("transforms", i, "fields", k), exprs)
+        et = rel.event_time if rel.event_time in names else None
+        return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False)
+
+    def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
+        return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
+                            self.b.stmt_span)
+
+
+
+def _is_star(e: exp.Expression) -> bool:
+    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+
+
+def _union_branches(q: exp.Expression) -> list[exp.Expression]:
+    if isinstance(q, exp.Union) and not q.args.get("distinct"):
+        return _union_branches(q.this) + _union_branches(q.expression)
+    if isinstance(q, exp.Subquery):
+        return _union_branches(q.this)
+    return [q]
+
+
+AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.ApproxDistinct, exp.ArrayAgg, exp.First, exp.Last)
+
+
+def _has_agg(q: exp.Select) -> bool:
+    return any(isinstance(n, AGGS) for e in q.expressions for n in e.walk())
+
+
+def _sql(node: exp.Expression, paren: bool = False) -> str:
+    text = node.sql(dialect="spark")
+    return f"({text})" if paren and isinstance(node, exp.Or) else text
+
+
+def _q(name: str) -> str:
+    import re
+
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"`{name}`"
+
+
+def _strip_alias(field_: str) -> str:
+    import re
+
+    return re.sub(r"\s+AS\s+`?[A-Za-z0-9_$]+`?$", "", field_)

@@ -1,0 +1,193 @@
+"""GROUP BY with a window -> a `window` transform (and a select when the SELECT list reshapes it).
+
+`GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), k` (also HOP(ts, slide, size),
+SESSION(ts, gap)) with TUMBLE_START / TUMBLE_END (HOP_*, SESSION_*) in the
+SELECT list, or Flink's `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`
+with `GROUP BY window_start, window_end, k`. Aggregates: COUNT(*), COUNT(x),
+COUNT(DISTINCT x) (exactly: size of a collect_set), SUM, AVG, MIN, MAX, APPROX_COUNT_DISTINCT, COLLECT_LIST,
+COLLECT_SET, FIRST, LAST over a column. HAVING becomes the window's `having`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from etl.sql.query import Rel, pos
+from etl.sql.script import SqlSyntax
+
+_UNIT = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+_KIND = {"TUMBLE": "tumbling", "HOP": "sliding", "SESSION": "session"}
+_AGG = {"Sum": "sum", "Avg": "avg", "Min": "min", "Max": "max", "ApproxDistinct": "approx_count_distinct",
+        "ArrayAgg": "collect_list", "ArrayUniqueAgg": "collect_set", "First": "first", "Last": "last",
+        "FirstValue": "first", "LastValue": "last"}
+
+
+def seconds(b: Any, node: exp.Expression) -> float:
+    if isinstance(node, exp.Interval):
+        value = node.this.this if isinstance(node.this, exp.Literal) else None
+        unit = (node.args.get("unit").name if node.args.get("unit") is not None else "").upper()
+        if value is not None and " " in str(value).strip() and not unit:
+            value, unit = str(value).split()[0], str(value).split()[1].upper()
+        unit = unit[:-1] if unit.endswith("S") and unit[:-1] in _UNIT else unit
+        try:
+            if unit in _UNIT:
+                return float(value) * _UNIT[unit]
+        except (TypeError, ValueError):
+            pass
+    raise SqlSyntax("expected an interval such as INTERVAL '1' MINUTE", pos(b, node), code="E102")
+
+
+def _dur(secs: float) -> str:
+    from etl.spec.base import Duration
+
+    return str(Duration(secs))
+
+
+def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, list]:
+    if tvf is not None:
+        args = tvf.expressions[1:]
+        desc = args[0] if args else None
+        if not (isinstance(desc, exp.Anonymous) and desc.name.upper() == "DESCRIPTOR" and desc.expressions):
+            raise SqlSyntax("expected DESCRIPTOR(time column) after the table", pos(b, tvf))
+        return desc.expressions[0], tvf.name.upper(), args[1:]
+    calls = [g for g in group if isinstance(g, exp.Anonymous) and g.name.upper() in _KIND]
+    if not calls:
+        raise SqlSyntax("GROUP BY without a window (TUMBLE, HOP, SESSION) is not supported yet",
+                        pos(b, group[0]) if group else b.stmt_span,
+                        "group by TUMBLE(ts, INTERVAL '1' MINUTE) and the keys", "E011")
+    call = calls[0]
+    if not call.expressions:
+        raise SqlSyntax(f"{call.name} needs a time column and an interval", pos(b, call))
+    return call.expressions[0], call.name.upper(), call.expressions[1:]
+
+
+def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
+                   tvf: Any, emit: dict | None) -> Rel:
+    b = qc.b
+    group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
+    time_col, fn, args = _window_call(b, group, tvf)
+    time_col = qc.resolve(time_col, scope)
+    spec: dict[str, Any] = {"id": None, "type": "window", "inputs": [rel.id], "kind": _KIND.get(fn, fn.lower())}
+    if fn == "CUMULATE":
+        raise SqlSyntax("CUMULATE windows are not supported", pos(b, tvf), code="E011")
+    need = {"TUMBLE": 1, "HOP": 2, "SESSION": 1}[fn]
+    if len(args) != need:
+        raise SqlSyntax(f"{fn} takes the time column and {need} interval{'s' if need > 1 else ''}",
+                        pos(b, args[-1] if args else time_col), code="E010")
+    if fn == "TUMBLE":
+        spec["size"] = _dur(seconds(b, args[0]))
+    elif fn == "HOP":
+        spec["slide"], spec["size"] = _dur(seconds(b, args[0])), _dur(seconds(b, args[1]))
+    else:
+        spec["gap"] = _dur(seconds(b, args[0]))
+    if not isinstance(time_col, exp.Column):
+        raise SqlSyntax("the window's time is a column", pos(b, time_col))
+    if rel.proctime is not None and time_col.name == rel.proctime:
+        spec["time"] = "processing"
+    elif rel.event_time is not None and time_col.name != rel.event_time:
+        raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
+                        pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
+    keys: list[str] = []
+    for g in group:
+        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+            continue
+        if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
+            continue
+        if not isinstance(g, exp.Column):
+            raise SqlSyntax("GROUP BY keys are columns: compute expressions in a view first", pos(b, g), code="E011")
+        keys.append(g.name)
+    if keys:
+        spec["group_by"] = keys
+    aggs: list[dict] = []
+    items = []
+    for e in q.expressions:
+        alias = e.alias if isinstance(e, exp.Alias) else None
+        body = qc.resolve(e.this if isinstance(e, exp.Alias) else e, scope)
+        if isinstance(body, exp.Star):
+            raise SqlSyntax("SELECT * with GROUP BY: list the keys and aggregates", pos(b, e), code="E011")
+        body = _replace(b, body, aggs, alias, top=True)
+        name = alias or (body.name if isinstance(body, exp.Column) else None)
+        items.append((name, body))
+    having = q.args.get("having")
+    if having is not None:
+        h = _replace(b, qc.resolve(having.this, scope), aggs, None, top=False)
+        spec["having"] = h.sql(dialect="spark")
+    if not aggs:
+        raise SqlSyntax("a windowed GROUP BY needs at least one aggregate (COUNT(*), SUM(x), ...)", pos(b, q),
+                        code="E104")
+    spec["aggregates"] = aggs
+    if emit:
+        spec["emit"] = {"early": emit["early"]}
+    if rel.wm and "time" not in spec:
+        spec["event_time"] = rel.wm
+    wid = b.new_id(f"{base}_window")
+    spec["id"] = wid
+    i = b.add_transform(spec, pos(b, q.args.get("group") or tvf or q))
+    if having is not None:
+        b.note_expr(("transforms", i, "having"), [having])
+    if emit:
+        b.smap.put(("transforms", i, "emit"), emit["span"])
+    cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
+    return qc.project(Rel(wid, cols), items, base, out_names, pos(b, q))
+
+
+def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:
+    """Aggregates -> columns named by their `as`; window start/end functions -> window_start/window_end."""
+    def fix(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Anonymous):
+            name = n.name.upper()
+            if name.endswith("_START") and name.split("_")[0] in _KIND:
+                return exp.column("window_start")
+            if name.endswith(("_END", "_ROWTIME")) and name.split("_")[0] in _KIND:
+                return exp.column("window_end")
+        agg = _aggregate(b, n)
+        if agg is None:
+            return n
+        if agg.pop("distinct", False):  # exact COUNT(DISTINCT x): the set of values, then its size
+            agg["as"] = f"_distinct_{agg['field']}"
+            if agg not in aggs:
+                aggs.append(agg)
+            return exp.Anonymous(this="size", expressions=[exp.column(agg["as"])])
+        for a in aggs:
+            same = {k: v for k, v in a.items() if k != "as"} == agg
+            if same and (not (top and n is node) or alias in (None, a["as"])):
+                return exp.column(a["as"])
+        if top and n is node and alias:
+            agg["as"] = alias
+        else:
+            agg["as"] = _name(agg, aggs) if top and n is node else f"_agg{len(aggs)}"
+        aggs.append(agg)
+        return exp.column(agg["as"])
+
+    return node.transform(fix, copy=False)
+
+
+def _name(agg: dict, aggs: list[dict]) -> str:
+    name = agg["fn"] if "field" not in agg else f"{agg['fn']}_{agg['field']}"
+    taken = {a["as"] for a in aggs}
+    return name if name not in taken else f"{name}_{len(aggs)}"
+
+
+def _aggregate(b: Any, n: exp.Expression) -> dict | None:
+    if isinstance(n, exp.Count):
+        arg = n.this
+        if arg is None or isinstance(arg, exp.Star):
+            return {"fn": "count"}
+        if isinstance(arg, exp.Distinct):
+            cols = arg.expressions
+            if len(cols) != 1 or not isinstance(cols[0], exp.Column):
+                raise SqlSyntax("COUNT(DISTINCT ...) takes one column", pos(b, n), code="E011")
+            return {"fn": "collect_set", "field": cols[0].name, "distinct": True}
+        return {"fn": "count", "field": _col(b, arg, n)}
+    fn = _AGG.get(type(n).__name__)
+    if fn is None:
+        return None
+    return {"fn": fn, "field": _col(b, n.this, n)}
+
+
+def _col(b: Any, arg: Any, n: exp.Expression) -> str:
+    if isinstance(arg, exp.Column):
+        return arg.name
+    raise SqlSyntax("an aggregate reads a column: compute the expression in a view first", pos(b, n), code="E011")

@@ -1,0 +1,163 @@
+"""The SQL front-end's document: templating, connectors, emit, metadata, tests side file, folders, CLI."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from etl.check import check_file, pipeline_files
+from etl.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _check(tmp_path: Path, text: str, name: str = "job.sql", **kw):
+    f = tmp_path / name
+    f.write_text(textwrap.dedent(text))
+    return check_file(f, **kw)
+
+
+def _codes(c) -> list[tuple[str, int, int]]:
+    return [(d.code, d.span.line, d.span.col) for d in c.report.sorted()]
+
+
+PRINT = "CREATE TABLE o (a VARCHAR) WITH (type = 'print');\n"
+
+
+def test_vars_env_and_line_numbers_through_templating(tmp_path):
+    text = """\
+        SET 'vars.topic' = 'orders';
+        CREATE TABLE t (a VARCHAR)
+        WITH (type = 'kafka', topic = '{{ vars.topic }}', `bootstrap.servers` = '{{ env("KB", "h:9092") }}');
+        {% if vars.topic == 'orders' %}
+        CREATE TABLE o (a VARCHAR) WITH (type = 'print');
+        {% endif %}
+        {% for i in range(2) %}
+        -- line {{ i }}
+        {% endfor %}
+        INSERT INTO o SELECT a FROM t WHERE b = 1;
+        """
+    c = _check(tmp_path, text, environ={"KB": "k1:9092"})
+    assert _codes(c) == [("E310", 10, 37)]  # the line of the file, after an {% if %} and a {% for %}
+    c = _check(tmp_path, text.replace("b = 1", "a = 'x'"), environ={"KB": "k1:9092"})
+    assert c.plan is not None
+    src = c.pipeline.sources[0]
+    assert (src.topics, src.bootstrap_servers) == (["orders"], "k1:9092")
+    assert c.document.vars == {"topic": "orders"} and c.document.secrets == {"k1:9092"}
+    c = _check(tmp_path, text.replace("b = 1", "a = 'x'"), cli_vars={"topic": "other"}, environ={})
+    assert _codes(c) == [("E201", 10, 13)]  # --var wins over SET: no table o any more
+    assert c.pipeline is None
+
+
+def test_connector_families_map_onto_the_specs(tmp_path):
+    c = _check(tmp_path, """\
+        CREATE TABLE r (a VARCHAR, n INT) WITH (type = 'RocketMQ', TOPIC = 't', groupName = 'g',
+          namesrvAddr = 'h:9876', tag = 'A || B', isJsonData = 'true', max_messages_per_trigger = '50');
+        CREATE TABLE d (a VARCHAR, name VARCHAR) WITH (type = 'mysql', url = 'jdbc:mysql://db:3307/shop?x=1',
+          tableName = 'users', userName = 'u', password = 'p', cacheTTLMs = '30000');
+        CREATE TABLE e (a VARCHAR, name VARCHAR, PRIMARY KEY (a) NOT ENFORCED) WITH (type = 'elasticsearch',
+          host = 'es1,es2', port = '9200', index = 'i', authUsername = 'u', authPassword = 'p');
+        CREATE TABLE m (a VARCHAR, name VARCHAR, PRIMARY KEY (a)) WITH (type = 'jdbc',
+          url = 'jdbc:mariadb://db/shop', tableName = 'out', userName = 'u', batch_size = '10');
+        CREATE VIEW v AS SELECT r.a, x.name FROM r JOIN d FOR SYSTEM_TIME AS OF PROCTIME() AS x ON r.a = x.a;
+        INSERT INTO e SELECT * FROM v;
+        INSERT INTO m SELECT * FROM v;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    dump = {s.id: s.model_dump(by_alias=True, exclude_defaults=True) for s in c.pipeline.components()}
+    assert dump["r"] == {"id": "r", "type": "rocketmq", "namesrv": "h:9876", "topic": "t", "group": "g",
+                         "tags": "A || B", "max_messages_per_trigger": 50, "schema": {"a": "string", "n": "int"}}
+    assert dump["d"] == {"id": "d", "type": "mysql", "host": "db", "port": 3307, "database": "shop",
+                         "user": "u", "password": "p", "table": "users", "refresh": "30s",
+                         "schema": {"a": "string", "name": "string"}}
+    assert dump["e"] == {"id": "e", "type": "elasticsearch", "inputs": ["v"], "hosts": ["http://es1:9200",
+                         "http://es2:9200"], "index": "i", "id_fields": ["a"], "username": "u", "password": "p"}
+    assert dump["m"] == {"id": "m", "type": "mysql", "inputs": ["v"], "batch_size": 10, "host": "db",
+                         "database": "shop", "user": "u", "table": "out", "mode": "upsert", "key": ["a"]}
+    assert dump["v_lookup"] == {"id": "v_lookup", "type": "lookup", "inputs": ["r"], "table": "d",
+                                "on": {"a": "a"}, "fields": ["name"], "how": "inner"}
+    assert dump["v"] == {"id": "v", "type": "select", "inputs": ["v_lookup"], "fields": ["a", "name"]}
+
+
+def test_emit_and_metadata_columns(tmp_path):
+    c = _check(tmp_path, """\
+        CREATE TABLE k (a VARCHAR, ts TIMESTAMP, t VARCHAR METADATA FROM 'topic', h MAP<STRING, STRING> METADATA
+          FROM 'headers' VIRTUAL, WATERMARK FOR ts AS ts - INTERVAL '2' SECOND)
+        WITH ('connector' = 'kafka', 'topic' = 'x', 'properties.bootstrap.servers' = 'h:1', 'format' = 'csv');
+        CREATE TABLE o (t VARCHAR, n BIGINT) WITH (type = 'print');
+        INSERT INTO o SELECT t, COUNT(*) FROM k GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), t
+        EMIT WITH DELAY '30' SECOND BEFORE WATERMARK;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    by_id = {t.id: t for t in c.pipeline.transforms}
+    assert by_id["k_parsed"].schema_ == {"a": "string", "ts": "timestamp"}
+    assert by_id["k_columns"].fields == ["a", "ts", "topic AS t", "headers AS h"]
+    assert by_id["o_window"].emit.early.seconds == 30
+    assert by_id["o_window"].group_by == ["t"]
+    # the time column is parsed from the message body: the window, not the source, carries the event time
+    assert c.pipeline.sources[0].event_time is None
+    assert (by_id["o_window"].event_time.field, by_id["o_window"].event_time.watermark.seconds) == ("ts", 2)
+
+
+def test_tests_side_file_and_its_positions(tmp_path):
+    (tmp_path / "job.tests.yaml").write_text("- name: one\n  inputs: {t: [{a: x}]}\n  expect: {o: [{a: x}]}\n"
+                                           "- name: two\n  inputs: {nope: []}\n")
+    c = _check(tmp_path, "CREATE TABLE t (a VARCHAR) WITH (type = 'file', path = 't');\n" + PRINT
+               + "INSERT INTO o SELECT a FROM t;\n")
+    assert [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()] == \
+        [("E207", "job.tests.yaml", 5, 12)]
+    assert [t.name for t in c.pipeline.tests] == ["one", "two"]
+
+
+def test_a_folder_lists_a_script_once(tmp_path):
+    for name in ("a.sql", "a.yaml", "a.tests.yaml", "b.yaml", "c.tests.yaml"):
+        (tmp_path / name).write_text("")
+    assert [Path(f).name for f in pipeline_files([tmp_path])] == ["a.sql", "b.yaml", "c.tests.yaml"]
+
+
+def test_cli_validate_and_explain_a_script():
+    runner = CliRunner()
+    res = runner.invoke(app, ["validate", str(ROOT / "pipelines" / "sql" / "filter.sql")])
+    assert res.exit_code == 0
+    res = runner.invoke(app, ["explain", str(ROOT / "pipelines" / "sql" / "window.sql")])
+    assert res.exit_code == 0 and res.stdout.startswith("pipeline window\n")
+    res = runner.invoke(app, ["validate", str(ROOT / "tests" / "fixtures" / "sql_invalid" / "unknown_table.sql")])
+    assert res.exit_code == 1 and "unknown_table.sql:5:46: E201 unknown table or view 'orderz'" in res.stdout
+
+
+def test_emit_on_a_query_over_a_windowed_view(tmp_path):
+    """rsqldb writes EMIT on the INSERT that reads a windowed view: the view's window emits early."""
+    c = _check(tmp_path, """\
+        CREATE TABLE c (u VARCHAR, url VARCHAR, ts TIMESTAMP, WATERMARK wk FOR ts AS withOffset(ts, 2000))
+        WITH (type = 'rocketmq', topic = 'c', groupName = 'g', namesrvAddr = 'h:9876', isJsonData = 'true',
+              msgIsJsonArray = 'false');
+        CREATE TABLE o (window_start TIMESTAMP, u VARCHAR, clicks BIGINT) WITH (type = 'print');
+        CREATE VIEW v AS
+        SELECT TUMBLE_START(ts, INTERVAL '10' MINUTE) AS window_start, u, count(url) AS clicks
+        FROM c GROUP BY TUMBLE(ts, INTERVAL '10' MINUTE), u;
+        INSERT INTO o SELECT * FROM v
+        EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    (w,) = [t for t in c.pipeline.transforms if t.type == "window"]
+    assert (w.id, w.emit.early.seconds, w.aggregates[0].fn, w.aggregates[0].field) == ("v_window", 60, "count", "url")
+    assert c.pipeline.sources[0].event_time.watermark.seconds == 2
+
+
+def test_join_keys_with_different_names(tmp_path):
+    c = _check(tmp_path, """\
+        CREATE TABLE t (id BIGINT, perform_id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+        WITH (type = 'file', path = 't');
+        CREATE TABLE p (id BIGINT, name VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+        WITH (type = 'file', path = 'p');
+        CREATE TABLE o (ticket BIGINT, perform VARCHAR, pts TIMESTAMP) WITH (type = 'print');
+        INSERT INTO o SELECT t.id, p.name, p.ts FROM t JOIN p
+          ON t.perform_id = p.id AND p.ts BETWEEN t.ts - INTERVAL '1' HOUR AND t.ts + INTERVAL '1' HOUR;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    by_id = {t.id: t for t in c.pipeline.transforms}
+    assert by_id["o_keys"].fields == ["id AS perform_id", "name", "ts"]
+    assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.seconds) == \
+        (["t", "o_keys"], ["perform_id"], 3600)
+    assert by_id["o_select"].fields == ["id AS ticket", "name AS perform", "o_keys_ts AS pts"]

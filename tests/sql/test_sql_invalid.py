@@ -1,0 +1,118 @@
+"""Table-driven: every invalid SQL script yields exactly these diagnostics (code, line, col).
+
+Fixtures: tests/fixtures/sql_invalid/*.sql. Positions are 1-based, in the script. The list is the
+complete output of `etl validate` for the file (warnings included): a statement that fails is
+reported once; what depends on it is skipped without a second diagnostic.
+"""
+from pathlib import Path
+
+import pytest
+
+from etl.check import check_file
+
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "sql_invalid"
+
+EXPECTED = {
+    'aggregate_over_expression': [('E011', 5, 34)],
+    'bad_interval': [('E102', 5, 75)],
+    'bad_jdbc_url': [('E102', 2, 56)],
+    'bad_option_syntax': [('E010', 1, 49)],
+    'bad_pipeline_name': [('E102', 1, 23)],
+    'bad_regex_in_where': [('E300', 5, 77)],
+    'bad_watermark': [('E010', 2, 23)],
+    'column_count_mismatch': [('E104', 5, 24)],
+    'column_without_type': [('E010', 1, 29)],
+    'create_function': [('E011', 1, 17)],
+    'dedupe_keep_last': [('E011', 6, 63)],
+    'duplicate_table': [('E200', 4, 14)],
+    'duplicate_view': [('E200', 6, 13)],
+    'empty_script': [('E101', 1, 1)],
+    'emit_after_watermark': [('E011', 6, 6)],
+    'emit_without_window': [('E011', 6, 1)],
+    'env_unset': [('E004', 3, 42)],
+    'generator_unknown_kind': [('E100', 1, 53)],
+    'group_by_without_window': [('E011', 5, 64)],
+    'having_without_group_by': [('E010', 5, 60)],
+    'hop_one_interval': [('E010', 5, 81)],
+    'insert_columns_mismatch': [('E104', 5, 43)],
+    'join_keys_differ': [('E011', 8, 6)],
+    'join_unknown_alias': [('E201', 8, 19)],
+    'join_without_time_bound': [('E321', 7, 79)],
+    'lateral_no_names': [('E104', 3, 46)],
+    'lateral_udtf': [('E011', 3, 54)],
+    'limit': [('E011', 5, 59)],
+    'lookup_not_dimension': [('E203', 6, 67)],
+    'lookup_unknown_column': [('E310', 6, 36)],
+    'many_errors': [('E010', 1, 19), ('E103', 2, 41), ('W013', 3, 76), ('E310', 5, 23)],
+    'metadata_on_json': [('E011', 1, 28)],
+    'missing_option': [('E101', 1, 28)],
+    'no_connector': [('E101', 1, 28)],
+    'no_insert': [('E101', 1, 1)],
+    'order_by': [('E011', 5, 62)],
+    'over_elsewhere': [('E011', 5, 34)],
+    'print_as_source': [('E203', 1, 41)],
+    'query_syntax': [('E010', 8, 16)],
+    'read_a_sink': [('E203', 6, 32)],
+    'right_join': [('E011', 6, 73)],
+    'select_without_from': [('E010', 2, 24)],
+    'template_undefined': [('E003', 3, 42)],
+    'topn': [('E011', 6, 92)],
+    'unknown_column_aggregate': [('E310', 5, 73)],
+    'unknown_column_group_by': [('E310', 5, 70)],
+    'unknown_column_select': [('E310', 5, 24)],
+    'unknown_column_where_expr': [('E310', 5, 66)],
+    'unknown_column_where_rule': [('E310', 5, 59)],
+    'unknown_connector': [('E103', 1, 41)],
+    'unknown_function': [('E012', 4, 34)],
+    'unknown_function_where': [('E012', 4, 59)],
+    'unknown_insert_target': [('E201', 4, 13)],
+    'unknown_setting': [('E100', 1, 5)],
+    'unknown_table': [('E201', 5, 46)],
+    'unknown_type': [('E010', 1, 19)],
+    'unknown_view_in_join': [('E201', 5, 67)],
+    'unknown_with_key': [('E100', 1, 83)],
+    'unknown_with_key_kafka': [('E101', 1, 28), ('E100', 2, 3)],
+    'unsupported_statement': [('E011', 4, 1)],
+    'unterminated_string': [('E010', 1, 60)],
+    'watermark_not_timestamp': [('E322', 2, 23)],
+    'watermark_unknown_column': [('E310', 2, 24)],
+    'window_on_other_column': [('E320', 5, 59)],
+    'window_without_watermark': [('E320', 3, 59)],
+}
+
+
+def test_every_fixture_is_in_the_table():
+    assert sorted(p.stem for p in HERE.glob("*.sql")) == sorted(EXPECTED)
+    assert len(EXPECTED) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_invalid_sql_script(name):
+    c = check_file(HERE / f"{name}.sql", environ={})
+    got = [(d.code, d.span.line, d.span.col) for d in c.report.sorted()]
+    assert got == EXPECTED[name], "\n".join(d.render() for d in c.report.sorted())
+    assert c.plan is None
+    assert all(d.span.file == str(HERE / f"{name}.sql") for d in c.report.diagnostics)
+
+
+@pytest.mark.parametrize("name,message,hint", [
+    ("unknown_table", "unknown table or view 'orderz'", "did you mean 'orders'?"),
+    ("unknown_with_key", "unknown option 'isJsonDat' for a file source", "did you mean 'isJsonData'?"),
+    ("unknown_with_key_kafka", "unknown option 'properties.bootstrap.server' for a kafka source",
+     "did you mean 'properties.bootstrap.servers'?"),
+    ("unknown_connector", "unknown connector type 'rocketmqq'", "did you mean 'rocketmq'?"),
+    ("unknown_column_select", "unknown column 'order_idd' in transform 'out_select' (fields[0])",
+     "did you mean 'order_id'?"),
+    ("unknown_column_where_rule", "unknown column 'statu' in rule 'r1' of filter 'out_where'",
+     "did you mean 'status'?"),
+    ("unknown_type", "unknown column type 'VARCHR'", "did you mean 'VARCHAR'?"),
+    ("unknown_setting", "unknown setting 'pipeline.nam'", "did you mean 'pipeline.name'?"),
+    ("lookup_unknown_column", "unknown column 'nam' in dimension table 'dim'", "did you mean 'name'?"),
+    ("unknown_function", "unknown function 'JSON_VALU'", "did you mean 'json_value'?"),
+    ("query_syntax", "incomplete expression: an operand is missing", None),
+    ("unterminated_string", "unterminated string", "close it on the same statement"),
+])
+def test_messages_and_did_you_mean(name, message, hint):
+    c = check_file(HERE / f"{name}.sql", environ={})
+    (d,) = [d for d in c.report.errors if d.message == message]
+    assert d.hint == hint
