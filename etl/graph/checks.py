@@ -164,21 +164,38 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
     return result
 
 
-def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Report) -> None:
+def _first_event_time_sources(graph: Graph) -> dict[str, Node | None]:
+    """Per node: the upstream source with event time that comes first by id (as the runtime picks it),
+    in one pass over the graph in topological order (Graph.upstream_sources per node is quadratic)."""
+    first: dict[str, Node | None] = {}
+    for node in graph.nodes.values():
+        best = node if node.kind == "source" and not is_placeholder(node.spec) \
+            and getattr(node.spec, "event_time", None) is not None else None
+        for e in node.inputs:
+            up = first.get(e.src)
+            if up is not None and (best is None or up.id < best.id):
+                best = up
+        first[node.id] = best
+    return first
+
+
+def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Report,
+                                first: dict[str, Node | None]) -> None:
     """A window without its own event_time uses its upstream source's (the first by id, as the
     runtime does): that column must still be in the window's input."""
-    sources = [s for s in graph.upstream_sources(node.id)
-               if not is_placeholder(s.spec) and getattr(s.spec, "event_time", None) is not None]
-    if not sources:
+    ups = [first.get(e.src) for e in node.inputs]
+    ups = [u for u in ups if u is not None]
+    if not ups:
         return
-    field = sources[0].spec.event_time.field
+    source = min(ups, key=lambda n: n.id)
+    field = source.spec.event_time.field
     cols = graph.input_columns(node.id)
     if len(cols) != 1 or cols[0] is None:
         return
     names = {n.lower() for n, _ in cols[0]}
     if field.lower() not in names:
         report.error("E320", f"window '{node.id}' would use event time column '{field}' of source "
-                     f"'{sources[0].id}', but its input has no such column", span,
+                     f"'{source.id}', but its input has no such column", span,
                      "give the window its own `event_time: {field: <timestamp column>, watermark: 30s}`")
 
 
@@ -186,6 +203,7 @@ def check_event_time(graph: Graph, report: Report) -> None:
     """Event-time windows, stream-stream joins and dedupes need event time and a watermark."""
     memo: dict[str, bool | None] = {}
     smap = graph.smap
+    first: dict[str, Node | None] | None = None
     for node in graph.of_kind("transform"):
         if is_placeholder(node.spec):
             continue
@@ -199,7 +217,8 @@ def check_event_time(graph: Graph, report: Report) -> None:
                              span, "add `event_time: {field: ts, watermark: 30s}` to the window or its source, "
                              "or set `time: processing`")
             else:
-                _check_inherited_event_time(graph, node, span, report)
+                first = _first_event_time_sources(graph) if first is None else first
+                _check_inherited_event_time(graph, node, span, report, first)
         elif node.type == "join" and len(ins) == 2:
             for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
                 if own is None and has_event_time(graph, edge.ref, memo) is False:

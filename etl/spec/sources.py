@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from etl.registry import component
-from etl.spec.base import Duration, Model, Size, SourceBase
+from etl.spec.base import Model, PositiveDuration, Size, SourceBase
 
 _SRC = "etl.connectors.sources"
 
@@ -157,7 +157,7 @@ class MySQLSource(SourceBase):
     password: str = ""
     table: str | None = None
     query: str | None = None
-    refresh: Duration | None = Field(default=None, description="reload the table this often")
+    refresh: PositiveDuration | None = Field(default=None, description="reload the table this often")
 
     @model_validator(mode="after")
     def _table_or_query(self) -> "MySQLSource":
