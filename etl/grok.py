@@ -39,6 +39,9 @@ from importlib.util import find_spec
 __all__ = ["GrokError", "GrokField", "GrokPattern", "expand", "pattern_names", "bundled_patterns"]
 
 FIELD_TYPES = ("string", "int", "float")
+MAX_REGEX_CHARS = 200_000  # an expanded pattern longer than this is refused: 20x the largest bundled one
+# (NETSCREENSESSIONLOG, 10,360); nested definitions that double at each level pass it in a few levels, and
+# Python compiles a regex of this size in about 0.3 s
 _NAME_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _FIELD_RE = re.compile(r"[A-Za-z_@][A-Za-z0-9_@.\-]*\Z")
 _REF_RE = re.compile(r"%\{([^{}]*)\}")
@@ -54,9 +57,11 @@ _POSIX = {
 class GrokError(ValueError):
     """A grok pattern cannot be expanded: unknown pattern name, bad field, bad regex."""
 
-    def __init__(self, message: str, name: str | None = None, suggestions: tuple[str, ...] = ()):
+    def __init__(self, message: str, name: str | None = None, suggestions: tuple[str, ...] = (),
+                 hint: str | None = None):
         super().__init__(message)
         self.message = message
+        self.hint = hint
         self.name = name
         self.suggestions = tuple(suggestions)
 
@@ -176,6 +181,7 @@ class _Emitter:
         self.groups = 0
         self.flags: list[str] = []
         self.stack: tuple[str, ...] = ()
+        self.size = 0  # characters emitted so far (python dialect)
 
     @property
     def ctx(self) -> str:
@@ -183,6 +189,13 @@ class _Emitter:
         return f"definition of {self.stack[-1]}" if self.stack else repr(self.top)
 
     def both(self, s: str, j: str | None = None) -> None:
+        self.size += len(s)
+        if self.size > MAX_REGEX_CHARS:  # stop as soon as the cap is passed: expansion stays fast
+            top = self.stack[0] if self.stack else None
+            raise GrokError(f"grok: pattern expands to more than {MAX_REGEX_CHARS:,} characters"
+                            + (f" (through %{{{top}}})" if top else ""), top,
+                            hint="a definition that uses another one twice doubles at each level: "
+                                 "define the repeated part once, or write the regex directly")
         self.py.append(s)
         self.java.append(s if j is None else j)
 
@@ -313,8 +326,7 @@ class _Emitter:
             if c == "]":
                 py.append("]")
                 java.append("]")
-                self.py.append("".join(py))
-                self.java.append("".join(java))
+                self.both("".join(py), "".join(java))
                 return j + 1
             if c == "[":
                 m = re.match(r"\[:(\^?)([a-z]+):\]", body[j:])

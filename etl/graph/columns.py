@@ -261,7 +261,7 @@ class ColumnPass:
         try:
             g = expand(spec.pattern, spec.custom_patterns or None)
         except GrokError as e:
-            hint = None
+            hint = e.hint
             if e.suggestions:
                 hint = "did you mean " + " or ".join(f"'{s}'" for s in e.suggestions) + "?"
             msg = e.message.removeprefix("grok: ").split(" (did you mean")[0]
