@@ -32,23 +32,9 @@ _AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_disti
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
 
 
-SPARK_TYPES = ("string", "varchar", "char", "int", "integer", "bigint", "long", "smallint", "short", "tinyint",
-               "byte", "double", "float", "real", "decimal", "dec", "numeric", "boolean", "date", "timestamp",
-               "timestamp_ntz", "timestamp_ltz", "binary", "array", "map", "struct", "interval", "void", "variant")
-_INTERVAL_WORDS = {"year", "month", "day", "hour", "minute", "second", "to"}
-_FIELD_NAME = re.compile(r"(?:`[^`]*`|[A-Za-z_]\w*)\s*:")
-_TYPE_WORD = re.compile(r"[A-Za-z_]\w*")
-
-
-def unknown_type_word(typ: str) -> str | None:
-    """The first word of a Spark SQL type string that is not a Spark type (None when all are)."""
-    if not isinstance(typ, str) or not typ.strip():
-        return typ if isinstance(typ, str) else str(typ)
-    words = _TYPE_WORD.findall(_FIELD_NAME.sub(" ", typ.replace("COMMENT", " ")))
-    for w in words:
-        if w.lower() not in SPARK_TYPES and w.lower() not in _INTERVAL_WORDS:
-            return w
-    return None
+def _clip(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _find(cols: Cols, name: str) -> str | None:
@@ -129,14 +115,20 @@ class ColumnPass:
         return p
 
     def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
-        """Declared column types must be Spark SQL types (E102, with did-you-mean)."""
+        """Declared column types must be Spark SQL types (E102 on the bad token, with did-you-mean)."""
+        from etl.graph.types import KEYWORDS, parse_type
+
         for name, typ in (schema or {}).items():
-            bad = unknown_type_word(typ)
-            if bad is not None:
-                hint = did_you_mean(bad.lower(), SPARK_TYPES) or "Spark SQL types: string, int, bigint, double, " \
-                    "boolean, timestamp, date, array<...>, map<...>, struct<...>, decimal(p,s)"
-                self.report.error("E102", f"unknown Spark SQL type {typ!r} for column '{name}' of "
-                                  f"{node.kind} '{node.id}'", self.span(node, "schema", name), hint)
+            err = parse_type(typ)
+            if err is None:
+                continue
+            hint = did_you_mean(err.token.lower(), KEYWORDS) if err.message.startswith("unknown type") else None
+            hint = hint or "Spark SQL types: string, int, bigint, double, boolean, timestamp, date, array<...>, " \
+                "map<...>, struct<name: type, ...>, decimal(p,s), varchar(n)"
+            span = self.inner(node, ("schema", name), typ, err.offset) if isinstance(typ, str) \
+                else self.span(node, "schema", name)
+            self.report.error("E102", f"invalid Spark SQL type {_clip(typ)} for column '{name}' of "
+                              f"{node.kind} '{node.id}': {err.message}", span, hint)
 
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
