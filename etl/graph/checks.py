@@ -7,6 +7,7 @@ YAML: a SQL front-end gets the same checks for free.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import warnings
 from pathlib import Path
@@ -57,6 +58,37 @@ def check_outputs(graph: Graph, report: Report) -> None:
         if key in seen and graph.smap is not None:
             report.error("E330", f"dead_letter writes the same output as sink '{seen[key].id}'",
                          graph.smap.value(("dead_letter",)), "give the dead-letter sink its own path")
+
+
+def _watched_folder(base_dir: str, path: str) -> str:
+    """The folder a file source watches (a glob's fixed part), resolved."""
+    cut = min((path.index(c) for c in "*?[" if c in path), default=None)
+    if cut is not None:
+        path = os.path.dirname(path[:cut]) or "."
+    return _resolve(base_dir, path)
+
+
+def check_sink_in_source(graph: Graph, report: Report) -> None:
+    """A file sink (or the dead-letter sink) may not write inside a folder a streaming file source watches:
+    its output would be read back as input, forever (E330 at the sink's path)."""
+    watched = [(n, _watched_folder(graph.base_dir, n.spec.path)) for n in graph.of_kind("source")
+               if n.type == "file" and not is_placeholder(n.spec) and not n.spec.is_static()]
+    if not watched:
+        return
+    sinks = [(n.spec, n.path + ("path",), f"sink '{n.id}'") for n in graph.of_kind("sink")
+             if n.type == "file" and not is_placeholder(n.spec)]
+    dl = getattr(graph.pipeline, "dead_letter", None)
+    if dl is not None and getattr(dl, "type", None) == "file":
+        sinks.append((dl, ("dead_letter", "path"), "the dead-letter sink"))
+    for spec, path, what in sinks:
+        out = _resolve(graph.base_dir, spec.path)
+        for src, folder in watched:
+            if out == folder or out.startswith(folder.rstrip(os.sep) + os.sep):
+                span = graph.smap.value(path) if graph.smap is not None else Span(graph.name)
+                report.error("E330", f"{what} writes into {spec.path}, inside the folder that source '{src.id}' "
+                             "reads: its output would be read back as input", span,
+                             "write outside the source's folder")
+                break
 
 
 def _hyperscan_rejects() -> Callable[[str, bool], str | None]:
@@ -266,6 +298,7 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
 
     check_unused(graph, report)
     check_outputs(graph, report)
+    check_sink_in_source(graph, report)
     check_source_patterns(graph, report)
     check_rules(graph, report)
     propagate_columns(graph, report)

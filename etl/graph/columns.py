@@ -27,6 +27,7 @@ from etl.diagnostics import Report, Span, did_you_mean
 from etl.graph.model import Columns, Graph, Node, is_placeholder
 
 Cols = dict[str, str]  # name -> spark type, in order
+INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, join keys, ...): see etl/compile
 
 _AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_distinct": "bigint", "avg": "double"}
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
@@ -130,6 +131,12 @@ class ColumnPass:
             self.report.error("E102", f"invalid Spark SQL type {_clip(typ)} for column '{name}' of "
                               f"{node.kind} '{node.id}': {err.message}", span, hint)
 
+    def internal(self, node: Node, name: Any, span: Span) -> None:
+        """An output column may not take a name etl uses for its own columns (`_etl_...`): E102."""
+        if isinstance(name, str) and name.lower().startswith(INTERNAL_PREFIX):
+            self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: names starting "
+                              f"with '{INTERNAL_PREFIX}' are etl's internal columns", span, "choose another name")
+
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
 
@@ -164,6 +171,11 @@ class ColumnPass:
     def _source(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec
         self.check_types(node, getattr(spec, "schema_", None))
+        for name in getattr(spec, "schema_", None) or {}:
+            self.internal(node, name, self.key_span(node, "schema", name))
+        for key in ("text_column", "value_column"):
+            if self.smap is not None and self.smap.has(node.path + (key,)):
+                self.internal(node, getattr(spec, key, None), self.span(node, key))
         try:
             cols = spec.columns()
         except (AttributeError, TypeError):
@@ -198,6 +210,8 @@ class ColumnPass:
                               f"rule '{sr.rule.id}' of filter '{node.id}'")
             if spec.mode == "tag":
                 cols[spec.tag_field] = "array<string>"
+        if spec.mode == "tag":
+            self.internal(node, spec.tag_field, self.span(node, "tag_field"))
         return cols
 
     def _transform_derive(self, node: Node, ins: list) -> Cols | None:
@@ -205,6 +219,7 @@ class ColumnPass:
 
         cols = self._first(ins)
         for name, text in node.spec.columns.items():
+            self.internal(node, name, self.key_span(node, "columns", name))
             self.expr(node, ("columns", name), text, cols, self.where(node, f"columns.{name}"))
             if cols is not None:
                 existing = _find(cols, name)
@@ -231,10 +246,12 @@ class ColumnPass:
                 src = _find(cols, p.name) if cols is not None else None
                 out[src or p.name] = cols[src] if src else "unknown"
             else:
+                self.internal(node, p.name, self.span(node, "fields", i))
                 out[p.name or text.strip()] = guess_type(text, cols)
         if spec.fields is None:
             out = None if cols is None else dict(cols)
         for old, new in spec.rename.items():
+            self.internal(node, new, self.span(node, "rename", old))
             found = self.need(out, old, self.key_span(node, "rename", old), self.where(node, "rename"))
             if found is not None and out is not None:
                 out = {(new if k == found else k): v for k, v in out.items()}
@@ -265,6 +282,8 @@ class ColumnPass:
                         "custom_patterns" if e.name else "custom_patterns values are regular expressions")
             self.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint)
             return None
+        for name, _ in g.columns:
+            self.internal(node, name, self._capture_span(node, name))
         if cols is None:
             return None
         if not spec.keep_original and found is not None:
@@ -274,9 +293,21 @@ class ColumnPass:
             cols[_find(cols, name) or name] = spark[typ]
         return cols
 
+    def _capture_span(self, node: Node, name: str) -> Span:
+        """Where grok capture `name` is written: in the pattern, else in the custom pattern defining it."""
+        spec = node.spec
+        for keys, text in [(("pattern",), spec.pattern)] + [(("custom_patterns", k), v)
+                                                          for k, v in spec.custom_patterns.items()]:
+            for mark in (f":{name}}}", f":{name}:", f"<{name}>"):
+                if mark in text:
+                    return self.inner(node, keys, text, text.index(mark) + 1)
+        return self.span(node, "pattern")
+
     def _transform_parse(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec
         self.check_types(node, spec.schema_)
+        for name in spec.schema_:
+            self.internal(node, name, self.key_span(node, "schema", name))
         cols = self._first(ins)
         found = self.need(cols, spec.field, self.span(node, "field"), self.where(node, "field"))
         if cols is None:
@@ -331,6 +362,7 @@ class ColumnPass:
         out["window_start"] = "timestamp"
         out["window_end"] = "timestamp"
         for i, agg in enumerate(spec.aggregates):
+            self.internal(node, agg.as_, self.span(node, "aggregates", i, "as"))
             src = None
             if agg.field is not None and agg.field != "*":
                 src = self.need(cols, agg.field, self.span(node, "aggregates", i, "field"),
