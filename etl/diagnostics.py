@@ -167,6 +167,12 @@ def did_you_mean(word: str, candidates: Iterable[str], n: int = 1) -> str | None
     return None
 
 
+def short_repr(value: object, limit: int = 60) -> str:
+    """repr() of a user value for a message, cut at `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class Suggester:
     """`did_you_mean` over one large candidate list asked many times: a trigram index picks the few
     candidates worth comparing, so each question costs about the same whatever the list's length."""

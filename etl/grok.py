@@ -177,6 +177,8 @@ class _Emitter:
         self.java: list[str] = []
         self.fields: list[GrokField] = []
         self.py_names: dict[str, int] = {}  # python group name -> group number
+        self.py_name_of: dict[int, str] = {}  # group number -> python group name
+        self.next_k: dict[str, int] = {}  # base name -> next suffix to try (linear in repeated captures)
         self.by_name: dict[str, list[int]] = {}  # field name -> group numbers (for backrefs)
         self.groups = 0
         self.flags: list[str] = []
@@ -208,11 +210,13 @@ class _Emitter:
         if base[0].isdigit():
             base = "_" + base
         pyname = base
-        k = 2
+        k = self.next_k.get(base, 2)
         while pyname in self.py_names:
             pyname = f"{base}__{k}"
             k += 1
+        self.next_k[base] = k
         self.py_names[pyname] = n
+        self.py_name_of[n] = pyname
         self.both(f"(?P<{pyname}>", "(")
 
     def backref(self, name: str) -> None:
@@ -220,7 +224,7 @@ class _Emitter:
         if not groups:
             raise GrokError(f"grok: backreference to unknown group {name!r} in {self.ctx}", name)
         n = groups[0]
-        pyname = next(k for k, v in self.py_names.items() if v == n)
+        pyname = self.py_name_of[n]
         self.both(f"(?P={pyname})", f"(?:\\{n})")
 
     # one regex body (a definition or the user's pattern); `stack` detects cycles

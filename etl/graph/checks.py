@@ -295,10 +295,12 @@ def check_tests(graph: Graph, report: Report) -> None:
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
     from etl.graph.columns import propagate_columns
+    from etl.graph.endpoints import check_endpoints
 
     check_unused(graph, report)
     check_outputs(graph, report)
     check_sink_in_source(graph, report)
+    check_endpoints(graph, report)
     check_source_patterns(graph, report)
     check_rules(graph, report)
     propagate_columns(graph, report)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
-from etl.diagnostics import Report, Span, did_you_mean
+from etl.diagnostics import Report, Span, did_you_mean, short_repr
 from etl.graph.model import Columns, Graph, Node, is_placeholder
 
 Cols = dict[str, str]  # name -> spark type, in order
@@ -31,11 +31,6 @@ INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, j
 
 _AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_distinct": "bigint", "avg": "double"}
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
-
-
-def _clip(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _find(cols: Cols, name: str) -> str | None:
@@ -128,7 +123,7 @@ class ColumnPass:
                 "map<...>, struct<name: type, ...>, decimal(p,s), varchar(n)"
             span = self.inner(node, ("schema", name), typ, err.offset) if isinstance(typ, str) \
                 else self.span(node, "schema", name)
-            self.report.error("E102", f"invalid Spark SQL type {_clip(typ)} for column '{name}' of "
+            self.report.error("E102", f"invalid Spark SQL type {short_repr(typ)} for column '{name}' of "
                               f"{node.kind} '{node.id}': {err.message}", span, hint)
 
     def internal(self, node: Node, name: Any, span: Span) -> None:

@@ -10,6 +10,8 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchem
                       model_validator)
 from pydantic_core import core_schema
 
+from etl.diagnostics import short_repr
+
 ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 Identifier = Annotated[str, Field(pattern=ID_PATTERN, min_length=1, max_length=128)]
 
@@ -22,7 +24,8 @@ class Model(BaseModel):
 
 MAX_DURATION_S = 365 * 86400  # the longest duration a pipeline may give (one year)
 MAX_SIZE = 1024**5  # the largest size a pipeline may give (1 PiB)
-MAX_INT64 = 2**63 - 1
+MAX_INT64 = 2**63 - 1  # Spark's bigint
+MIN_INT64 = -(2**63)
 
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -43,7 +46,7 @@ class Duration(float):
             m = _DURATION_RE.match(value)
             if m:
                 return cls._bounded(float(m.group(1)) * _DURATION_UNITS[m.group(2)], value)
-        raise ValueError(f"invalid duration {_clip(value)}: expected a number and a unit (ms, s, m, h, d), e.g. '10s'")
+        raise ValueError(f"invalid duration {short_repr(value, 40)}: expected a number and a unit (ms, s, m, h, d), e.g. '10s'")
 
     @classmethod
     def _bounded(cls, seconds: float, given: Any) -> "Duration":
@@ -51,11 +54,11 @@ class Duration(float):
         if isinstance(seconds, int) and not 0 <= seconds <= MAX_DURATION_S:
             seconds = -1 if seconds < 0 else math.inf
         if math.isnan(seconds):
-            raise ValueError(f"invalid duration {_clip(given)}: not a number")
+            raise ValueError(f"invalid duration {short_repr(given, 40)}: not a number")
         if seconds < 0:
-            raise ValueError(f"invalid duration {_clip(given)}: a duration cannot be negative")
+            raise ValueError(f"invalid duration {short_repr(given, 40)}: a duration cannot be negative")
         if seconds > MAX_DURATION_S:
-            raise ValueError(f"invalid duration {_clip(given)}: at most 365d")
+            raise ValueError(f"invalid duration {short_repr(given, 40)}: at most 365d")
         return cls(float(seconds))
 
     @property
@@ -117,15 +120,15 @@ class Size(int):
             if m:
                 n = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()]
                 return cls._bounded(int(n) if math.isfinite(n) else MAX_SIZE + 1, value)
-        raise ValueError(f"invalid size {_clip(value)}: expected a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), "
+        raise ValueError(f"invalid size {short_repr(value, 40)}: expected a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), "
                          "e.g. '64MB'")
 
     @classmethod
     def _bounded(cls, n: int, given: Any) -> "Size":
         if n < 0:
-            raise ValueError(f"invalid size {_clip(given)}: a size cannot be negative")
+            raise ValueError(f"invalid size {short_repr(given, 40)}: a size cannot be negative")
         if n > MAX_SIZE:
-            raise ValueError(f"invalid size {_clip(given)}: at most 1PiB")
+            raise ValueError(f"invalid size {short_repr(given, 40)}: at most 1PiB")
         return cls(n)
 
     def __str__(self) -> str:
@@ -152,11 +155,6 @@ class Size(int):
             ],
             "description": "size in bytes: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. '64MB'",
         }
-
-
-def _clip(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _positive(d: Duration) -> Duration:
@@ -234,14 +232,14 @@ class TransformBase(_WithInputs):
 
 
 class Retry(Model):
-    max_attempts: int = Field(default=8, ge=1, description="attempts before the query fails")
+    max_attempts: int = Field(default=8, ge=1, le=1000, description="attempts before the query fails")
     initial_backoff: Duration = Field(default=Duration(0.2))
     max_backoff: Duration = Field(default=Duration(10.0))
 
 
 class SinkBase(_WithInputs):
     KIND: ClassVar[str] = "sink"
-    batch_size: int = Field(default=1000, ge=1, description="rows per write call")
+    batch_size: int = Field(default=1000, ge=1, le=10_000_000, description="rows per write call")
     flush_interval: Duration = Field(default=Duration(1.0), description="flush buffered rows at least this often")
     max_buffer: Size = Field(default=Size(64 * 1000**2), description="flush when buffered rows exceed this size")
     retry: Retry = Field(default_factory=Retry)
