@@ -177,7 +177,8 @@ class Suggester:
     """`did_you_mean` over one large candidate list asked many times: a trigram index picks the few
     candidates worth comparing, so each question costs about the same whatever the list's length."""
 
-    SHORTLIST = 30
+    SHORTLIST = 20
+    SCAN = 300  # candidates looked at through common grams, at most, per question
 
     def __init__(self, candidates: Iterable[str]):
         self.cands = sorted(set(c for c in candidates if isinstance(c, str)))
@@ -195,12 +196,22 @@ class Suggester:
         if len(self.cands) <= self.SHORTLIST:
             return did_you_mean(word, self.cands)
         score: dict[int, int] = {}
+        common = []
         for g in self._grams(word):
             hits = self.grams.get(g, ())
-            if len(hits) > 4 * self.SHORTLIST:  # a gram most names share says little: skip it (bounded work)
+            if len(hits) > 4 * self.SHORTLIST:  # a gram many names share: looked at below, bounded
+                common.append(hits)
                 continue
             for i in hits:
                 score[i] = score.get(i, 0) + 1
+        budget = self.SCAN
+        for hits in sorted(common, key=len):  # rarest first; only names of about the word's length
+            for i in hits[:budget]:
+                if abs(len(self.cands[i]) - len(word)) <= 2:
+                    score[i] = score.get(i, 0) + 1
+            budget -= min(len(hits), budget)
+            if budget <= 0:
+                break
         best = sorted(score, key=lambda i: (-score[i], i))[:self.SHORTLIST]
         return did_you_mean(word, [self.cands[i] for i in best])
 

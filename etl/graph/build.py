@@ -152,7 +152,8 @@ def _toposort(nodes: dict[str, Node], report: Report) -> dict[str, Node]:
     if stuck:
         cycle = _find_cycle(nodes, stuck)
         first = nodes[cycle[0]]
-        report.error("E202", "cycle in the pipeline: " + " -> ".join(cycle + [cycle[0]]), first.span,
+        shown = cycle + [cycle[0]] if len(cycle) <= 12 else cycle[:10] + [f"... ({len(cycle) - 10} more)", cycle[0]]
+        report.error("E202", "cycle in the pipeline: " + " -> ".join(shown), first.span,
                      "a pipeline is a DAG: break the loop")
         for nid in stuck:
             out[nid] = nodes[nid]
