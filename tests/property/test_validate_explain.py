@@ -23,6 +23,7 @@ from etl.check import check_file
 from etl.diagnostics import Report
 from etl.load import load_file
 from etl.plan.explain import explain_plan
+from trees import get, paths, put
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_validate"
@@ -52,33 +53,6 @@ def _dump(data) -> str:
     return out.getvalue()
 
 
-def _leaves(node, prefix=()):
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _leaves(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _leaves(v, prefix + (i,))
-    else:
-        yield prefix
-
-
-def _dicts(node, prefix=()):
-    if isinstance(node, dict):
-        yield prefix
-        for k, v in node.items():
-            yield from _dicts(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _dicts(v, prefix + (i,))
-
-
-def _get(node, path):
-    for p in path:
-        node = node[p]
-    return node
-
-
 def assert_validate_implies_explain(path: Path) -> bool:
     validated = check_file(path, environ={})
     assert not [d for d in validated.report.diagnostics if d.code == "E999"], validated.report.sorted()
@@ -101,10 +75,10 @@ def hostile_pipeline(draw):
     data = copy.deepcopy(draw(st.sampled_from(SEEDS)))
     for _ in range(draw(st.integers(1, 3))):
         if draw(st.booleans()):
-            path = draw(st.sampled_from([p for p in _leaves(data) if p]))
-            _get(data, path[:-1])[path[-1]] = draw(st.sampled_from(HOSTILE_VALUES))
+            path = draw(st.sampled_from([p for p in paths(data) if p and not isinstance(get(data, p), (dict, list))]))
+            put(data, path, draw(st.sampled_from(HOSTILE_VALUES)))
         else:
-            target = _get(data, draw(st.sampled_from(list(_dicts(data)))))
+            target = get(data, draw(st.sampled_from([p for p in paths(data) if isinstance(get(data, p), dict)])))
             target[draw(st.sampled_from(OPTIONAL))] = draw(st.sampled_from(HOSTILE_VALUES))
     return data
 

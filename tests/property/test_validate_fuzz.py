@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from etl.check import check_file
 from etl.diagnostics import Report
 from etl.load import load_file
+from trees import get as _get, paths as _paths, put as _set
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = Path(tempfile.mkdtemp(prefix="etl-fuzz-"))
@@ -105,26 +106,6 @@ def test_random_structures(data):
 
 
 # ---------------------------------------------------------------------- mutations of valid pipelines
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
-
-def _get(node, path):
-    for p in path:
-        node = node[p]
-    return node
-
-
-def _set(node, path, value):
-    _get(node, path[:-1])[path[-1]] = value
-
 
 @st.composite
 def mutated_data(draw):

@@ -1,0 +1,23 @@
+"""Walking plain YAML data (dicts and lists) by paths, for the property tests' mutations."""
+from __future__ import annotations
+
+
+def paths(node, prefix=()):
+    """Every path in `node`, its own () first, parents before children."""
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from paths(v, prefix + (i,))
+
+
+def get(node, path):
+    for p in path:
+        node = node[p]
+    return node
+
+
+def put(node, path, value):
+    get(node, path[:-1])[path[-1]] = value
