@@ -20,7 +20,6 @@ read; a parse error is E311 at the expression.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report, Span, did_you_mean, short_repr

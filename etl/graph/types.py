@@ -89,7 +89,7 @@ class _Parser:
         return n
 
     def type_(self, depth: int = 0) -> None:
-        kind, tok, off = self.peek()
+        _, tok, off = self.peek()
         if depth > MAX_DEPTH:
             raise _Fail(TypeError_(f"types nest more than {MAX_DEPTH} levels deep", off, tok))
         w = self.word()
