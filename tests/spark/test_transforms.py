@@ -219,6 +219,7 @@ def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validat
     from etl import registry
     from etl.compile import CompileContext, Compiler
 
+    (tmp_path / "in").mkdir()  # the file source is compiled for real here
     c = checked(tmp_path, """
         name: t-later
         sources: [{id: a, type: file, path: in, format: jsonl, schema: {k: string}}]
@@ -243,6 +244,7 @@ def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validat
 def test_bad_sql_expression_points_at_its_node(spark, tmp_path):
     from etl.compile import CompileContext, Compiler
 
+    (tmp_path / "in").mkdir()  # the file source is compiled for real here
     c = checked(tmp_path, """
         name: t-badsql
         sources: [{id: a, type: file, path: in, format: jsonl, schema: {k: string}}]
