@@ -130,3 +130,26 @@ def test_suggester_agrees_with_did_you_mean_on_small_lists_and_scales():
     assert big.hint("source_1234x") == "did you mean 'source_1234'?"
     assert time.perf_counter() - t < 1
     assert big.listing(3) == "clickstream, source_0, source_1, ..."
+
+
+def test_wide_schemas_stay_linear(tmp_path):
+    n = 5000
+    cols = ", ".join(f"c{i}: string" for i in range(n))
+    upper = ", ".join(f"C{i}" for i in range(n))  # resolved case-insensitively
+    unknown = ", ".join(f"x{i}" for i in range(n))
+    path = tmp_path / "wide.yaml"
+    path.write_text(f"""name: wide
+sources:
+  - {{id: k, type: kafka, bootstrap_servers: "h:1", topics: [a], schema: {{{cols}, lastcol: int}}}}
+transforms:
+  - {{id: s, type: select, input: k, fields: [{upper}, lastcl]}}
+  - {{id: s2, type: select, input: s, fields: [{unknown}]}}
+sinks:
+  - {{id: o, type: print, input: s2}}
+""")
+    t = time.perf_counter()
+    report = check_file(path, environ={}).report
+    assert time.perf_counter() - t < 30
+    e310 = [d for d in report.diagnostics if d.code == "E310"]
+    assert len(e310) == n + 1
+    assert [d.hint for d in e310 if "'lastcl'" in d.message] == ["did you mean 'lastcol'?"]
