@@ -18,6 +18,8 @@ from etl.graph.model import Graph, Node, is_placeholder
 
 
 def _resolve(base_dir: str, path: str) -> str:
+    if "\0" in path:  # reported by check_path_text; no file system call can take it
+        return path
     p = Path(path)
     return str(p if p.is_absolute() else (Path(base_dir) / p).resolve())
 
@@ -66,6 +68,22 @@ def _watched_folder(base_dir: str, path: str) -> str:
     if cut is not None:
         path = os.path.dirname(path[:cut]) or "."
     return _resolve(base_dir, path)
+
+
+def check_path_text(graph: Graph, report: Report) -> None:
+    """File paths (file sources and sinks, the dead-letter sink, the checkpoint) hold no NUL character (E102)."""
+    places = [(n.spec, n.path + ("path",)) for n in graph.nodes.values()
+              if n.type == "file" and not is_placeholder(n.spec)]
+    dl = getattr(graph.pipeline, "dead_letter", None)
+    if dl is not None and getattr(dl, "type", None) == "file":
+        places.append((dl, ("dead_letter", "path")))
+    ckpt = getattr(graph.pipeline, "checkpoint", None)
+    if ckpt is not None and isinstance(getattr(ckpt, "path", None), str):
+        places.append((ckpt, ("checkpoint", "path")))
+    for spec, where in places:
+        if "\0" in spec.path:
+            span = graph.smap.value(where) if graph.smap is not None else Span(graph.name)
+            report.error("E102", "a path cannot hold a NUL character", span, "remove the \\0 from the path")
 
 
 def check_sink_in_source(graph: Graph, report: Report) -> None:
@@ -298,6 +316,7 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     from etl.graph.endpoints import check_endpoints
 
     check_unused(graph, report)
+    check_path_text(graph, report)
     check_outputs(graph, report)
     check_sink_in_source(graph, report)
     check_endpoints(graph, report)
