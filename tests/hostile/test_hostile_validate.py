@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+pytestmark = pytest.mark.slow  # 3 processes per file: minutes on 2 cores (tests/unit/test_validate_limits.py: in-process)
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "hostile_validate"
 EXPECTED: dict[str, list[str]] = YAML(typ="safe").load((CORPUS / "expected.yaml").read_text())

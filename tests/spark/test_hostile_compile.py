@@ -10,6 +10,7 @@ import pytest
 
 from etl.check import check_file
 
+pytestmark = pytest.mark.spark
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_validate"
 
 
