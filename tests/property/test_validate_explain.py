@@ -10,7 +10,6 @@ its text; neither ever reports E999.
 from __future__ import annotations
 
 import copy
-import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,7 +22,7 @@ from etl.check import check_file
 from etl.diagnostics import Report
 from etl.load import load_file
 from etl.plan.explain import explain_plan
-from trees import get, paths, put
+from trees import dump, get, paths, put
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = ROOT / "tests" / "fixtures" / "hostile_validate"
@@ -41,16 +40,6 @@ HOSTILE_VALUES = [
 ]
 OPTIONAL = ["size", "slide", "gap", "watermark", "max_buffer", "flush_interval", "refresh", "batch_size", "port",
             "host", "database", "table", "within", "max_bytes_per_trigger", "rate", "count", "tag_field", "interval"]
-
-
-def _dump(data) -> str:
-    from ruamel.yaml import YAML
-
-    out = io.StringIO()
-    y = YAML(typ="safe", pure=True)
-    y.default_flow_style = False
-    y.dump(data, out)
-    return out.getvalue()
 
 
 def assert_validate_implies_explain(path: Path) -> bool:
@@ -90,5 +79,5 @@ _n = iter(range(10**9))
 @given(hostile_pipeline())
 def test_mutated_examples(data):
     path = WORK / f"case{next(_n) % 20}.yaml"
-    path.write_text(_dump(data))
+    path.write_text(dump(data))
     assert_validate_implies_explain(path)

@@ -7,7 +7,6 @@ internal error (E999), and every diagnostic must carry a sane position.
 """
 from __future__ import annotations
 
-import io
 import re
 import shutil
 import tempfile
@@ -19,7 +18,10 @@ from hypothesis import strategies as st
 from etl.check import check_file
 from etl.diagnostics import Report
 from etl.load import load_file
-from trees import get as _get, paths as _paths, put as _set
+from trees import dump
+from trees import get as _get
+from trees import paths as _paths
+from trees import put as _set
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = Path(tempfile.mkdtemp(prefix="etl-fuzz-"))
@@ -59,16 +61,6 @@ def validate(text: str, folder: Path = WORK):
 
         assert explain_plan(checked.plan).startswith("pipeline ")
     return checked
-
-
-def dump(data) -> str:
-    from ruamel.yaml import YAML
-
-    out = io.StringIO()
-    y = YAML(typ="safe", pure=True)
-    y.default_flow_style = False
-    y.dump(data, out)
-    return out.getvalue()
 
 
 # ---------------------------------------------------------------------- random text

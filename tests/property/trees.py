@@ -1,5 +1,7 @@
-"""Walking plain YAML data (dicts and lists) by paths, for the property tests' mutations."""
+"""Plain YAML data (dicts and lists) for the property tests' mutations: walked by paths, dumped as text."""
 from __future__ import annotations
+
+import io
 
 
 def paths(node, prefix=()):
@@ -21,3 +23,13 @@ def get(node, path):
 
 def put(node, path, value):
     get(node, path[:-1])[path[-1]] = value
+
+
+def dump(data) -> str:
+    from ruamel.yaml import YAML
+
+    out = io.StringIO()
+    y = YAML(typ="safe", pure=True)
+    y.default_flow_style = False
+    y.dump(data, out)
+    return out.getvalue()
