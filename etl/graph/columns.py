@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from etl.diagnostics import Report, Span, Suggester, did_you_mean, short_repr
+from etl.diagnostics import Report, Span, did_you_mean, short_repr
+from etl.graph.names import find as _find
+from etl.graph.names import suggest as _suggest
 from etl.graph.model import Columns, Graph, Node, is_placeholder
 
 Cols = dict[str, str]  # name -> spark type, in order
@@ -30,46 +32,6 @@ INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, j
 
 _AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_distinct": "bigint", "avg": "double"}
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
-
-
-def _find(cols: Cols, name: str) -> str | None:
-    """The column of `cols` that `name` resolves to (case-insensitively), or None."""
-    if name in cols:
-        return name
-    low = name.lower()
-    if len(cols) > _SMALL:
-        return _index(cols)[1].get(low)
-    for c in cols:
-        if c.lower() == low:
-            return c
-    return None
-
-
-_SMALL = 32  # column sets this small are scanned; larger ones get an index (wide schemas stay linear)
-_INDEXES: dict[int, tuple[tuple[str, ...], dict[str, str], list]] = {}
-
-
-def _index(cols: Cols) -> tuple[tuple[str, ...], dict[str, str], list]:
-    """(names, lower name -> first column, [Suggester or None]) of a column set, kept while its names stay."""
-    names = tuple(cols)
-    hit = _INDEXES.get(id(cols))
-    if hit is None or hit[0] != names:
-        if len(_INDEXES) > 256:
-            _INDEXES.clear()
-        lowered: dict[str, str] = {}
-        for c in names:
-            lowered.setdefault(c.lower(), c)
-        hit = _INDEXES[id(cols)] = (names, lowered, [None])
-    return hit
-
-
-def _suggest(name: str, cols: Cols) -> str | None:
-    if len(cols) <= _SMALL:
-        return did_you_mean(name, cols)
-    slot = _index(cols)[2]
-    if slot[0] is None:
-        slot[0] = Suggester(cols)
-    return slot[0].hint(name)
 
 
 def _tuple(cols: Cols | None) -> Columns | None:
