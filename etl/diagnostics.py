@@ -116,9 +116,13 @@ class Report:
     """Collects diagnostics from every layer; sorted by position when read."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _seen: set = field(default_factory=set, init=False, repr=False, compare=False)
 
     def add(self, d: Diagnostic) -> None:
-        if d not in self.diagnostics:
+        if len(self._seen) != len(self.diagnostics):  # the list was given or changed directly
+            self._seen = set(self.diagnostics)
+        if d not in self._seen:
+            self._seen.add(d)
             self.diagnostics.append(d)
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:
@@ -165,6 +169,58 @@ def did_you_mean(word: str, candidates: Iterable[str], n: int = 1) -> str | None
     if close:
         return "did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
     return None
+
+
+def short_repr(value: object, limit: int = 60) -> str:
+    """repr() of a user value for a message, cut at `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class Suggester:
+    """`did_you_mean` over one large candidate list asked many times: a trigram index picks the few
+    candidates worth comparing, so each question costs about the same whatever the list's length."""
+
+    SHORTLIST = 20
+    SCAN = 300  # candidates looked at through common grams, at most, per question
+
+    def __init__(self, candidates: Iterable[str]):
+        self.cands = sorted(set(c for c in candidates if isinstance(c, str)))
+        self.grams: dict[str, list[int]] = {}
+        for i, c in enumerate(self.cands):
+            for g in self._grams(c):
+                self.grams.setdefault(g, []).append(i)
+
+    @staticmethod
+    def _grams(word: str) -> set[str]:
+        w = f"  {word.lower()} "
+        return {w[i:i + 3] for i in range(len(w) - 2)}
+
+    def hint(self, word: str) -> str | None:
+        if len(self.cands) <= self.SHORTLIST:
+            return did_you_mean(word, self.cands)
+        score: dict[int, int] = {}
+        common = []
+        for g in self._grams(word):
+            hits = self.grams.get(g, ())
+            if len(hits) > 4 * self.SHORTLIST:  # a gram many names share: looked at below, bounded
+                common.append(hits)
+                continue
+            for i in hits:
+                score[i] = score.get(i, 0) + 1
+        budget = self.SCAN
+        for hits in sorted(common, key=len):  # rarest first; only names of about the word's length
+            for i in hits[:budget]:
+                if abs(len(self.cands[i]) - len(word)) <= 2:
+                    score[i] = score.get(i, 0) + 1
+            budget -= min(len(hits), budget)
+            if budget <= 0:
+                break
+        best = sorted(score, key=lambda i: (-score[i], i))[:self.SHORTLIST]
+        return did_you_mean(word, [self.cands[i] for i in best])
+
+    def listing(self, limit: int = 12) -> str:
+        return ", ".join(self.cands[:limit]) + (", ..." if len(self.cands) > limit else "")
 
 
 def choices_hint(word: str, candidates: Iterable[str]) -> str:

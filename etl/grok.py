@@ -39,6 +39,9 @@ from importlib.util import find_spec
 __all__ = ["GrokError", "GrokField", "GrokPattern", "expand", "pattern_names", "bundled_patterns"]
 
 FIELD_TYPES = ("string", "int", "float")
+MAX_REGEX_CHARS = 200_000  # an expanded pattern longer than this is refused: 20x the largest bundled one
+# (NETSCREENSESSIONLOG, 10,360); nested definitions that double at each level pass it in a few levels, and
+# Python compiles a regex of this size in about 0.3 s
 _NAME_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _FIELD_RE = re.compile(r"[A-Za-z_@][A-Za-z0-9_@.\-]*\Z")
 _REF_RE = re.compile(r"%\{([^{}]*)\}")
@@ -54,9 +57,11 @@ _POSIX = {
 class GrokError(ValueError):
     """A grok pattern cannot be expanded: unknown pattern name, bad field, bad regex."""
 
-    def __init__(self, message: str, name: str | None = None, suggestions: tuple[str, ...] = ()):
+    def __init__(self, message: str, name: str | None = None, suggestions: tuple[str, ...] = (),
+                 hint: str | None = None):
         super().__init__(message)
         self.message = message
+        self.hint = hint
         self.name = name
         self.suggestions = tuple(suggestions)
 
@@ -172,10 +177,13 @@ class _Emitter:
         self.java: list[str] = []
         self.fields: list[GrokField] = []
         self.py_names: dict[str, int] = {}  # python group name -> group number
+        self.py_name_of: dict[int, str] = {}  # group number -> python group name
+        self.next_k: dict[str, int] = {}  # base name -> next suffix to try (linear in repeated captures)
         self.by_name: dict[str, list[int]] = {}  # field name -> group numbers (for backrefs)
         self.groups = 0
         self.flags: list[str] = []
         self.stack: tuple[str, ...] = ()
+        self.size = 0  # characters emitted so far (python dialect)
 
     @property
     def ctx(self) -> str:
@@ -183,6 +191,13 @@ class _Emitter:
         return f"definition of {self.stack[-1]}" if self.stack else repr(self.top)
 
     def both(self, s: str, j: str | None = None) -> None:
+        self.size += len(s)
+        if self.size > MAX_REGEX_CHARS:  # stop as soon as the cap is passed: expansion stays fast
+            top = self.stack[0] if self.stack else None
+            raise GrokError(f"grok: pattern expands to more than {MAX_REGEX_CHARS:,} characters"
+                            + (f" (through %{{{top}}})" if top else ""), top,
+                            hint="a definition that uses another one twice doubles at each level: "
+                                 "define the repeated part once, or write the regex directly")
         self.py.append(s)
         self.java.append(s if j is None else j)
 
@@ -195,11 +210,13 @@ class _Emitter:
         if base[0].isdigit():
             base = "_" + base
         pyname = base
-        k = 2
+        k = self.next_k.get(base, 2)
         while pyname in self.py_names:
             pyname = f"{base}__{k}"
             k += 1
+        self.next_k[base] = k
         self.py_names[pyname] = n
+        self.py_name_of[n] = pyname
         self.both(f"(?P<{pyname}>", "(")
 
     def backref(self, name: str) -> None:
@@ -207,7 +224,7 @@ class _Emitter:
         if not groups:
             raise GrokError(f"grok: backreference to unknown group {name!r} in {self.ctx}", name)
         n = groups[0]
-        pyname = next(k for k, v in self.py_names.items() if v == n)
+        pyname = self.py_name_of[n]
         self.both(f"(?P={pyname})", f"(?:\\{n})")
 
     # one regex body (a definition or the user's pattern); `stack` detects cycles
@@ -313,8 +330,7 @@ class _Emitter:
             if c == "]":
                 py.append("]")
                 java.append("]")
-                self.py.append("".join(py))
-                self.java.append("".join(java))
+                self.both("".join(py), "".join(java))
                 return j + 1
             if c == "[":
                 m = re.match(r"\[:(\^?)([a-z]+):\]", body[j:])

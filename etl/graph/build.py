@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.diagnostics import Report, Span, did_you_mean
+from etl.diagnostics import Report, Span, Suggester, did_you_mean
 from etl.graph.model import Edge, Graph, Node, is_placeholder
 
 _LISTS = (("sources", "source"), ("transforms", "transform"), ("sinks", "sink"))
@@ -37,6 +37,7 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
             order.append(spec.id)
 
     outputs = {nid: tuple(spec.outputs()) if hasattr(spec, "outputs") else () for nid, (_, spec, _) in raw.items()}
+    known = _Known(raw, outputs)
     nodes: dict[str, Node] = {}
     for nid in order:
         kind, spec, path = raw[nid]
@@ -46,7 +47,7 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
         refs = list(spec.inputs) if hasattr(spec, "inputs") else []
         for j, ref in enumerate(refs):
             ref_span = (smap.value(path + (key, j)) if key == "inputs" else smap.value(path + (key,))) if smap else span
-            edge = _resolve(ref, nid, raw, outputs, ref_span, report)
+            edge = _resolve(ref, nid, raw, outputs, ref_span, report, known)
             if edge is not None:
                 edges.append(edge)
         table = getattr(spec, "table", None) if spec.type == "lookup" else None
@@ -54,7 +55,7 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
             table = None
         if table is not None:
             t_span = smap.value(path + ("table",)) if smap else span
-            edge = _resolve(table, nid, raw, outputs, t_span, report, role="table")
+            edge = _resolve(table, nid, raw, outputs, t_span, report, known, role="table")
             if edge is not None:
                 edges.append(edge)
         if kind != "source" and not refs and not is_placeholder(spec):
@@ -65,15 +66,27 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
     return Graph(pipeline.name, pipeline, ordered, {}, smap, base_dir)
 
 
-def _resolve(ref: str, dst: str, raw: dict, outputs: dict, span: Span, report: Report,
+class _Known:
+    """What an input may name (every non-sink id and 'route.label'), indexed once for did-you-mean hints."""
+
+    def __init__(self, raw: dict, outputs: dict):
+        self.raw, self.outputs = raw, outputs
+        self._suggester: Suggester | None = None
+
+    def hint(self, ref: str) -> str | None:
+        if self._suggester is None:
+            cands = [i for i, (k, _, _) in self.raw.items() if k != "sink"]
+            cands += [f"{i}.{lab}" for i, labs in self.outputs.items() for lab in labs]
+            self._suggester = Suggester(cands)
+        s = self._suggester
+        return s.hint(ref) or (f"known ids: {s.listing()}" if s.cands else None)
+
+
+def _resolve(ref: str, dst: str, raw: dict, outputs: dict, span: Span, report: Report, known: _Known,
              role: str = "input") -> Edge | None:
     src, _, label = ref.partition(".")
     if src not in raw:
-        candidates = [i for i, (k, _, _) in raw.items() if k != "sink" and i != dst]
-        candidates += [f"{i}.{lab}" for i, labs in outputs.items() for lab in labs]
-        report.error("E201", f"unknown input '{ref}' of '{dst}'", span,
-                     did_you_mean(ref, candidates) or (f"known ids: {', '.join(sorted(candidates))}"
-                                                       if candidates else None))
+        report.error("E201", f"unknown input '{ref}' of '{dst}'", span, known.hint(ref))
         return None
     kind, spec, _ = raw[src]
     if kind == "sink":
@@ -115,44 +128,48 @@ def _resolve(ref: str, dst: str, raw: dict, outputs: dict, span: Span, report: R
 
 
 def _toposort(nodes: dict[str, Node], report: Report) -> dict[str, Node]:
-    """Kahn's algorithm, stable in declaration order; nodes on a cycle are reported once."""
-    indeg = {nid: 0 for nid in nodes}
+    """Kahn's algorithm, linear, in a stable order (first-in first-out from declaration order);
+    nodes on a cycle are reported once."""
+    from collections import deque
+
+    indeg = dict.fromkeys(nodes, 0)
+    downstream: dict[str, list[str]] = {nid: [] for nid in nodes}
     for n in nodes.values():
         for e in n.inputs:
             if e.src in nodes:
                 indeg[n.id] += 1
-    ready = [nid for nid in nodes if indeg[nid] == 0]
+                downstream[e.src].append(n.id)
+    ready = deque(nid for nid in nodes if indeg[nid] == 0)
     out: dict[str, Node] = {}
     while ready:
-        nid = ready.pop(0)
+        nid = ready.popleft()
         out[nid] = nodes[nid]
-        for n in nodes.values():
-            for e in n.inputs:
-                if e.src == nid:
-                    indeg[n.id] -= 1
-                    if indeg[n.id] == 0:
-                        ready.append(n.id)
+        for dst in downstream[nid]:
+            indeg[dst] -= 1
+            if indeg[dst] == 0:
+                ready.append(dst)
     stuck = [nid for nid in nodes if nid not in out]
     if stuck:
-        cycle = _find_cycle(nodes, set(stuck))
+        cycle = _find_cycle(nodes, stuck)
         first = nodes[cycle[0]]
-        report.error("E202", "cycle in the pipeline: " + " -> ".join(cycle + [cycle[0]]), first.span,
+        shown = cycle + [cycle[0]] if len(cycle) <= 12 else cycle[:10] + [f"... ({len(cycle) - 10} more)", cycle[0]]
+        report.error("E202", "cycle in the pipeline: " + " -> ".join(shown), first.span,
                      "a pipeline is a DAG: break the loop")
         for nid in stuck:
             out[nid] = nodes[nid]
     return out
 
 
-def _find_cycle(nodes: dict[str, Node], stuck: set[str]) -> list[str]:
-    start = sorted(stuck, key=list(nodes).index)[0]
-    path = [start]
-    seen = {start}
+def _find_cycle(nodes: dict[str, Node], stuck: list[str]) -> list[str]:
+    """A cycle among `stuck` (in declaration order), walking inputs from the first stuck node."""
+    on_cycle = set(stuck)
+    path = [stuck[0]]
+    at = {stuck[0]: 0}
     while True:
-        nxt = next((e.src for e in nodes[path[-1]].inputs if e.src in stuck), None)
+        nxt = next((e.src for e in nodes[path[-1]].inputs if e.src in on_cycle), None)
         if nxt is None:
             return path
-        if nxt in seen:
-            cyc = path[path.index(nxt):]
-            return list(reversed(cyc))
+        if nxt in at:
+            return list(reversed(path[at[nxt]:]))
+        at[nxt] = len(path)
         path.append(nxt)
-        seen.add(nxt)

@@ -7,6 +7,7 @@ YAML: a SQL front-end gets the same checks for free.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import warnings
 from pathlib import Path
@@ -17,6 +18,8 @@ from etl.graph.model import Graph, Node, is_placeholder
 
 
 def _resolve(base_dir: str, path: str) -> str:
+    if "\0" in path:  # reported by check_path_text; no file system call can take it
+        return path
     p = Path(path)
     return str(p if p.is_absolute() else (Path(base_dir) / p).resolve())
 
@@ -57,6 +60,53 @@ def check_outputs(graph: Graph, report: Report) -> None:
         if key in seen and graph.smap is not None:
             report.error("E330", f"dead_letter writes the same output as sink '{seen[key].id}'",
                          graph.smap.value(("dead_letter",)), "give the dead-letter sink its own path")
+
+
+def _watched_folder(base_dir: str, path: str) -> str:
+    """The folder a file source watches (a glob's fixed part), resolved."""
+    cut = min((path.index(c) for c in "*?[" if c in path), default=None)
+    if cut is not None:
+        path = os.path.dirname(path[:cut]) or "."
+    return _resolve(base_dir, path)
+
+
+def check_path_text(graph: Graph, report: Report) -> None:
+    """File paths (file sources and sinks, the dead-letter sink, the checkpoint) hold no NUL character (E102)."""
+    places = [(n.spec, n.path + ("path",)) for n in graph.nodes.values()
+              if n.type == "file" and not is_placeholder(n.spec)]
+    dl = getattr(graph.pipeline, "dead_letter", None)
+    if dl is not None and getattr(dl, "type", None) == "file":
+        places.append((dl, ("dead_letter", "path")))
+    ckpt = getattr(graph.pipeline, "checkpoint", None)
+    if ckpt is not None and isinstance(getattr(ckpt, "path", None), str):
+        places.append((ckpt, ("checkpoint", "path")))
+    for spec, where in places:
+        if "\0" in spec.path:
+            span = graph.smap.value(where) if graph.smap is not None else Span(graph.name)
+            report.error("E102", "a path cannot hold a NUL character", span, "remove the \\0 from the path")
+
+
+def check_sink_in_source(graph: Graph, report: Report) -> None:
+    """A file sink (or the dead-letter sink) may not write inside a folder a streaming file source watches:
+    its output would be read back as input, forever (E330 at the sink's path)."""
+    watched = [(n, _watched_folder(graph.base_dir, n.spec.path)) for n in graph.of_kind("source")
+               if n.type == "file" and not is_placeholder(n.spec) and not n.spec.is_static()]
+    if not watched:
+        return
+    sinks = [(n.spec, n.path + ("path",), f"sink '{n.id}'") for n in graph.of_kind("sink")
+             if n.type == "file" and not is_placeholder(n.spec)]
+    dl = getattr(graph.pipeline, "dead_letter", None)
+    if dl is not None and getattr(dl, "type", None) == "file":
+        sinks.append((dl, ("dead_letter", "path"), "the dead-letter sink"))
+    for spec, path, what in sinks:
+        out = _resolve(graph.base_dir, spec.path)
+        for src, folder in watched:
+            if out == folder or out.startswith(folder.rstrip(os.sep) + os.sep):
+                span = graph.smap.value(path) if graph.smap is not None else Span(graph.name)
+                report.error("E330", f"{what} writes into {spec.path}, inside the folder that source '{src.id}' "
+                             "reads: its output would be read back as input", span,
+                             "write outside the source's folder")
+                break
 
 
 def _hyperscan_rejects() -> Callable[[str, bool], str | None]:
@@ -164,21 +214,38 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
     return result
 
 
-def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Report) -> None:
+def _first_event_time_sources(graph: Graph) -> dict[str, Node | None]:
+    """Per node: the upstream source with event time that comes first by id (as the runtime picks it),
+    in one pass over the graph in topological order (Graph.upstream_sources per node is quadratic)."""
+    first: dict[str, Node | None] = {}
+    for node in graph.nodes.values():
+        best = node if node.kind == "source" and not is_placeholder(node.spec) \
+            and getattr(node.spec, "event_time", None) is not None else None
+        for e in node.inputs:
+            up = first.get(e.src)
+            if up is not None and (best is None or up.id < best.id):
+                best = up
+        first[node.id] = best
+    return first
+
+
+def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Report,
+                                first: dict[str, Node | None]) -> None:
     """A window without its own event_time uses its upstream source's (the first by id, as the
     runtime does): that column must still be in the window's input."""
-    sources = [s for s in graph.upstream_sources(node.id)
-               if not is_placeholder(s.spec) and getattr(s.spec, "event_time", None) is not None]
-    if not sources:
+    ups = [first.get(e.src) for e in node.inputs]
+    ups = [u for u in ups if u is not None]
+    if not ups:
         return
-    field = sources[0].spec.event_time.field
+    source = min(ups, key=lambda n: n.id)
+    field = source.spec.event_time.field
     cols = graph.input_columns(node.id)
     if len(cols) != 1 or cols[0] is None:
         return
     names = {n.lower() for n, _ in cols[0]}
     if field.lower() not in names:
         report.error("E320", f"window '{node.id}' would use event time column '{field}' of source "
-                     f"'{sources[0].id}', but its input has no such column", span,
+                     f"'{source.id}', but its input has no such column", span,
                      "give the window its own `event_time: {field: <timestamp column>, watermark: 30s}`")
 
 
@@ -186,6 +253,7 @@ def check_event_time(graph: Graph, report: Report) -> None:
     """Event-time windows, stream-stream joins and dedupes need event time and a watermark."""
     memo: dict[str, bool | None] = {}
     smap = graph.smap
+    first: dict[str, Node | None] | None = None
     for node in graph.of_kind("transform"):
         if is_placeholder(node.spec):
             continue
@@ -199,7 +267,8 @@ def check_event_time(graph: Graph, report: Report) -> None:
                              span, "add `event_time: {field: ts, watermark: 30s}` to the window or its source, "
                              "or set `time: processing`")
             else:
-                _check_inherited_event_time(graph, node, span, report)
+                first = _first_event_time_sources(graph) if first is None else first
+                _check_inherited_event_time(graph, node, span, report, first)
         elif node.type == "join" and len(ins) == 2:
             for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
                 if own is None and has_event_time(graph, edge.ref, memo) is False:
@@ -244,9 +313,13 @@ def check_tests(graph: Graph, report: Report) -> None:
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
     from etl.graph.columns import propagate_columns
+    from etl.graph.endpoints import check_endpoints
 
     check_unused(graph, report)
+    check_path_text(graph, report)
     check_outputs(graph, report)
+    check_sink_in_source(graph, report)
+    check_endpoints(graph, report)
     check_source_patterns(graph, report)
     check_rules(graph, report)
     propagate_columns(graph, report)

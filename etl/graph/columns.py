@@ -20,46 +20,18 @@ read; a parse error is E311 at the expression.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Iterable
 
-from etl.diagnostics import Report, Span, did_you_mean
+from etl.diagnostics import Report, Span, did_you_mean, short_repr
+from etl.graph.names import find as _find
+from etl.graph.names import suggest as _suggest
 from etl.graph.model import Columns, Graph, Node, is_placeholder
 
 Cols = dict[str, str]  # name -> spark type, in order
+INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, join keys, ...): see etl/compile
 
 _AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_distinct": "bigint", "avg": "double"}
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
-
-
-SPARK_TYPES = ("string", "varchar", "char", "int", "integer", "bigint", "long", "smallint", "short", "tinyint",
-               "byte", "double", "float", "real", "decimal", "dec", "numeric", "boolean", "date", "timestamp",
-               "timestamp_ntz", "timestamp_ltz", "binary", "array", "map", "struct", "interval", "void", "variant")
-_INTERVAL_WORDS = {"year", "month", "day", "hour", "minute", "second", "to"}
-_FIELD_NAME = re.compile(r"(?:`[^`]*`|[A-Za-z_]\w*)\s*:")
-_TYPE_WORD = re.compile(r"[A-Za-z_]\w*")
-
-
-def unknown_type_word(typ: str) -> str | None:
-    """The first word of a Spark SQL type string that is not a Spark type (None when all are)."""
-    if not isinstance(typ, str) or not typ.strip():
-        return typ if isinstance(typ, str) else str(typ)
-    words = _TYPE_WORD.findall(_FIELD_NAME.sub(" ", typ.replace("COMMENT", " ")))
-    for w in words:
-        if w.lower() not in SPARK_TYPES and w.lower() not in _INTERVAL_WORDS:
-            return w
-    return None
-
-
-def _find(cols: Cols, name: str) -> str | None:
-    """The column of `cols` that `name` resolves to (case-insensitively), or None."""
-    if name in cols:
-        return name
-    low = name.lower()
-    for c in cols:
-        if c.lower() == low:
-            return c
-    return None
 
 
 def _tuple(cols: Cols | None) -> Columns | None:
@@ -105,7 +77,7 @@ class ColumnPass:
         return found
 
     def _unknown(self, name: str, cols: Cols, span: Span, where: str) -> None:
-        hint = did_you_mean(name, cols) or ("known columns: " + ", ".join(list(cols)[:15])
+        hint = _suggest(name, cols) or ("known columns: " + ", ".join(list(cols)[:15])
                                              + (", ..." if len(cols) > 15 else "") if cols else "no columns known")
         self.report.error("E310", f"unknown column '{name}' in {where}", span, hint)
 
@@ -129,14 +101,26 @@ class ColumnPass:
         return p
 
     def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
-        """Declared column types must be Spark SQL types (E102, with did-you-mean)."""
+        """Declared column types must be Spark SQL types (E102 on the bad token, with did-you-mean)."""
+        from etl.graph.types import KEYWORDS, parse_type
+
         for name, typ in (schema or {}).items():
-            bad = unknown_type_word(typ)
-            if bad is not None:
-                hint = did_you_mean(bad.lower(), SPARK_TYPES) or "Spark SQL types: string, int, bigint, double, " \
-                    "boolean, timestamp, date, array<...>, map<...>, struct<...>, decimal(p,s)"
-                self.report.error("E102", f"unknown Spark SQL type {typ!r} for column '{name}' of "
-                                  f"{node.kind} '{node.id}'", self.span(node, "schema", name), hint)
+            err = parse_type(typ)
+            if err is None:
+                continue
+            hint = did_you_mean(err.token.lower(), KEYWORDS) if err.message.startswith("unknown type") else None
+            hint = hint or "Spark SQL types: string, int, bigint, double, boolean, timestamp, date, array<...>, " \
+                "map<...>, struct<name: type, ...>, decimal(p,s), varchar(n)"
+            span = self.inner(node, ("schema", name), typ, err.offset) if isinstance(typ, str) \
+                else self.span(node, "schema", name)
+            self.report.error("E102", f"invalid Spark SQL type {short_repr(typ)} for column '{name}' of "
+                              f"{node.kind} '{node.id}': {err.message}", span, hint)
+
+    def internal(self, node: Node, name: Any, span: Span) -> None:
+        """An output column may not take a name etl uses for its own columns (`_etl_...`): E102."""
+        if isinstance(name, str) and name.lower().startswith(INTERNAL_PREFIX):
+            self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: names starting "
+                              f"with '{INTERNAL_PREFIX}' are etl's internal columns", span, "choose another name")
 
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
@@ -172,6 +156,11 @@ class ColumnPass:
     def _source(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec
         self.check_types(node, getattr(spec, "schema_", None))
+        for name in getattr(spec, "schema_", None) or {}:
+            self.internal(node, name, self.key_span(node, "schema", name))
+        for key in ("text_column", "value_column"):
+            if self.smap is not None and self.smap.has(node.path + (key,)):
+                self.internal(node, getattr(spec, key, None), self.span(node, key))
         try:
             cols = spec.columns()
         except (AttributeError, TypeError):
@@ -206,6 +195,8 @@ class ColumnPass:
                               f"rule '{sr.rule.id}' of filter '{node.id}'")
             if spec.mode == "tag":
                 cols[spec.tag_field] = "array<string>"
+        if spec.mode == "tag":
+            self.internal(node, spec.tag_field, self.span(node, "tag_field"))
         return cols
 
     def _transform_derive(self, node: Node, ins: list) -> Cols | None:
@@ -213,6 +204,7 @@ class ColumnPass:
 
         cols = self._first(ins)
         for name, text in node.spec.columns.items():
+            self.internal(node, name, self.key_span(node, "columns", name))
             self.expr(node, ("columns", name), text, cols, self.where(node, f"columns.{name}"))
             if cols is not None:
                 existing = _find(cols, name)
@@ -239,10 +231,12 @@ class ColumnPass:
                 src = _find(cols, p.name) if cols is not None else None
                 out[src or p.name] = cols[src] if src else "unknown"
             else:
+                self.internal(node, p.name, self.span(node, "fields", i))
                 out[p.name or text.strip()] = guess_type(text, cols)
         if spec.fields is None:
             out = None if cols is None else dict(cols)
         for old, new in spec.rename.items():
+            self.internal(node, new, self.span(node, "rename", old))
             found = self.need(out, old, self.key_span(node, "rename", old), self.where(node, "rename"))
             if found is not None and out is not None:
                 out = {(new if k == found else k): v for k, v in out.items()}
@@ -261,7 +255,7 @@ class ColumnPass:
         try:
             g = expand(spec.pattern, spec.custom_patterns or None)
         except GrokError as e:
-            hint = None
+            hint = e.hint
             if e.suggestions:
                 hint = "did you mean " + " or ".join(f"'{s}'" for s in e.suggestions) + "?"
             msg = e.message.removeprefix("grok: ").split(" (did you mean")[0]
@@ -273,6 +267,8 @@ class ColumnPass:
                         "custom_patterns" if e.name else "custom_patterns values are regular expressions")
             self.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint)
             return None
+        for name, _ in g.columns:
+            self.internal(node, name, self._capture_span(node, name))
         if cols is None:
             return None
         if not spec.keep_original and found is not None:
@@ -282,9 +278,21 @@ class ColumnPass:
             cols[_find(cols, name) or name] = spark[typ]
         return cols
 
+    def _capture_span(self, node: Node, name: str) -> Span:
+        """Where grok capture `name` is written: in the pattern, else in the custom pattern defining it."""
+        spec = node.spec
+        for keys, text in [(("pattern",), spec.pattern)] + [(("custom_patterns", k), v)
+                                                          for k, v in spec.custom_patterns.items()]:
+            for mark in (f":{name}}}", f":{name}:", f"<{name}>"):
+                if mark in text:
+                    return self.inner(node, keys, text, text.index(mark) + 1)
+        return self.span(node, "pattern")
+
     def _transform_parse(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec
         self.check_types(node, spec.schema_)
+        for name in spec.schema_:
+            self.internal(node, name, self.key_span(node, "schema", name))
         cols = self._first(ins)
         found = self.need(cols, spec.field, self.span(node, "field"), self.where(node, "field"))
         if cols is None:
@@ -339,6 +347,7 @@ class ColumnPass:
         out["window_start"] = "timestamp"
         out["window_end"] = "timestamp"
         for i, agg in enumerate(spec.aggregates):
+            self.internal(node, agg.as_, self.span(node, "aggregates", i, "as"))
             src = None
             if agg.field is not None and agg.field != "*":
                 src = self.need(cols, agg.field, self.span(node, "aggregates", i, "field"),

@@ -87,9 +87,38 @@ class Graph:
         return [n for n in self.nodes.values() if any(e.src == node_id for e in n.inputs)]
 
     def upstream_sources(self, node_id: str) -> list[Node]:
-        """Every source that feeds `node_id`, directly or not."""
+        """Every source that feeds `node_id`, directly or not, sorted by id."""
+        ups = self._upstream_ids().get(node_id)
+        if ups is None:  # on a cycle (reported by build_graph): walk it
+            ups = self._walk_upstream(node_id)
+        return sorted((self.nodes[i] for i in ups), key=lambda n: n.id)
+
+    def _upstream_ids(self) -> dict[str, frozenset[str]]:
+        """Source ids upstream of each node, computed once in topological order (linear for chains:
+        a node with one input shares its input's set)."""
+        cached = self.__dict__.get("_ups")
+        if cached is not None:
+            return cached
+        ups: dict[str, frozenset[str]] = {}
+        empty: frozenset[str] = frozenset()
+        for node in self.nodes.values():
+            parts = []
+            for e in node.inputs:
+                if e.src not in self.nodes:
+                    continue
+                if e.src not in ups:  # an input on a cycle: leave this node to the walk
+                    parts = None
+                    break
+                parts.append(ups[e.src] | {e.src} if self.nodes[e.src].kind == "source" else ups[e.src])
+            if parts is None:
+                continue
+            ups[node.id] = parts[0] if len(parts) == 1 else frozenset().union(*parts) if parts else empty
+        object.__setattr__(self, "_ups", ups)
+        return ups
+
+    def _walk_upstream(self, node_id: str) -> set[str]:
         seen: set[str] = set()
-        out: list[Node] = []
+        out: set[str] = set()
         stack = [node_id]
         while stack:
             nid = stack.pop()
@@ -97,11 +126,10 @@ class Graph:
                 if e.src in seen or e.src not in self.nodes:
                     continue
                 seen.add(e.src)
-                up = self.nodes[e.src]
-                if up.kind == "source":
-                    out.append(up)
+                if self.nodes[e.src].kind == "source":
+                    out.add(e.src)
                 stack.append(e.src)
-        return sorted(out, key=lambda n: n.id)
+        return out
 
     def of_kind(self, kind: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.kind == kind]

@@ -24,7 +24,8 @@ from dataclasses import replace
 import hyperscan
 
 from etl.optimize import diskcache
-from etl.optimize.hsregex import test_compile, translate
+from etl.optimize.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
+from etl.optimize.hsregex import known_rejected, test_compile, translate
 from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
 
 
@@ -47,7 +48,7 @@ def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:
         cached = diskcache.load_database(key)
         if cached is not None:
             return cached
-    blob = hyperscan.dumpb(compile_database(patterns))
+    blob = bounded(lambda: hyperscan.dumpb(compile_database(patterns)), seconds=DATABASE_BUDGET_S)
     if key is not None:
         diskcache.store_database(key, blob)
     return blob
@@ -88,8 +89,10 @@ def fallback(program: FilterProgram) -> FilterProgram:
     databases = []
     for db in program.databases:
         try:
+            if any(known_rejected(p.expression.decode("utf-8"), p.flags) for p in db.patterns):
+                raise BudgetExceeded(0)  # sift it at once rather than compile what will fail again
             serialized = serialized_database(db.patterns)
-        except hyperscan.error:
+        except (hyperscan.error, BudgetExceeded):
             patterns = _sift(program, db, fallbacks)
             if not patterns:
                 continue
@@ -98,6 +101,14 @@ def fallback(program: FilterProgram) -> FilterProgram:
             except hyperscan.error as e:
                 origin = patterns[0].origin
                 raise RuleCompileError(f"Hyperscan cannot compile the patterns on {db.subject}: {e}", origin) from e
+            except BudgetExceeded as e:  # every pattern compiles alone, not all together in time: Python re
+                for p in patterns:
+                    for leaf in p.leaves:
+                        fallbacks.append(FallbackPattern(
+                            leaf, db.field, db.derivations, p.python_regex, p.python_flags,
+                            f"Hyperscan: {e} for the database of {db.subject}", program.predicates[leaf].rules,
+                            p.origin))
+                continue
             db = replace(db, patterns=patterns)
         databases.append(replace(db, serialized=serialized))
     return program.with_pass("fallback", databases=tuple(databases),

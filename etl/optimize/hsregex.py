@@ -480,7 +480,32 @@ def translate(regex: str, flags: int = 0, relax: bool = False) -> Translation:
 
 @lru_cache(maxsize=65536)
 def test_compile(expression: str, flags: int) -> str | None:
-    """Compile one expression alone; the Hyperscan error text, or None when it compiles."""
+    """Compile one expression alone; the Hyperscan error text, or None when it compiles.
+
+    A compile that may be slow gets a time budget (etl/optimize/hsbound.py); past it, the
+    expression counts as rejected."""
+    from etl.optimize.hsbound import PATTERN_BUDGET_S, BudgetExceeded, bounded, can_fork, may_be_slow
+
+    if may_be_slow(expression) and can_fork():
+        key = (expression, flags)
+        if key not in _SLOW_VERDICTS:  # each slow expression is compiled (or given up) once per process
+            try:
+                _SLOW_VERDICTS[key] = bounded(_test_compile, expression, flags, seconds=PATTERN_BUDGET_S)
+            except BudgetExceeded as e:
+                _SLOW_VERDICTS[key] = f"not compiled: {e}"
+        return _SLOW_VERDICTS[key]
+    return _test_compile(expression, flags)
+
+
+_SLOW_VERDICTS: dict[tuple[str, int], str | None] = {}
+
+
+def known_rejected(expression: str, flags: int) -> bool:
+    """A slow expression this process already found Hyperscan rejects (or could not compile in time)."""
+    return _SLOW_VERDICTS.get((expression, flags)) is not None
+
+
+def _test_compile(expression: str, flags: int) -> str | None:
     db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
     try:
         db.compile(expressions=[expression.encode("utf-8")], ids=[0], flags=[flags])

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+import math
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler,
+                      model_validator)
 from pydantic_core import core_schema
+
+from etl.diagnostics import short_repr
 
 ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 Identifier = Annotated[str, Field(pattern=ID_PATTERN, min_length=1, max_length=128)]
@@ -15,7 +19,13 @@ Identifier = Annotated[str, Field(pattern=ID_PATTERN, min_length=1, max_length=1
 class Model(BaseModel):
     """Base of every spec model: frozen, unknown keys rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+MAX_DURATION_S = 365 * 86400  # the longest duration a pipeline may give (one year)
+MAX_SIZE = 1024**5  # the largest size a pipeline may give (1 PiB)
+MAX_INT64 = 2**63 - 1  # Spark's bigint
+MIN_INT64 = -(2**63)
 
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -31,14 +41,25 @@ class Duration(float):
         if isinstance(value, bool):
             raise ValueError("expected a duration such as '10s' or '5m'")
         if isinstance(value, (int, float)):
-            if value < 0:
-                raise ValueError("a duration cannot be negative")
-            return cls(float(value))
+            return cls._bounded(value, value)
         if isinstance(value, str):
             m = _DURATION_RE.match(value)
             if m:
-                return cls(float(m.group(1)) * _DURATION_UNITS[m.group(2)])
-        raise ValueError(f"invalid duration {value!r}: expected a number and a unit (ms, s, m, h, d), e.g. '10s'")
+                return cls._bounded(float(m.group(1)) * _DURATION_UNITS[m.group(2)], value)
+        raise ValueError(f"invalid duration {short_repr(value, 40)}: expected a number and a unit (ms, s, m, h, d), e.g. '10s'")
+
+    @classmethod
+    def _bounded(cls, seconds: float, given: Any) -> "Duration":
+        """Finite, not negative, at most MAX_DURATION_S (checked before any float conversion of a huge int)."""
+        if isinstance(seconds, int) and not 0 <= seconds <= MAX_DURATION_S:
+            seconds = -1 if seconds < 0 else math.inf
+        if math.isnan(seconds):
+            raise ValueError(f"invalid duration {short_repr(given, 40)}: not a number")
+        if seconds < 0:
+            raise ValueError(f"invalid duration {short_repr(given, 40)}: a duration cannot be negative")
+        if seconds > MAX_DURATION_S:
+            raise ValueError(f"invalid duration {short_repr(given, 40)}: at most 365d")
+        return cls(float(seconds))
 
     @property
     def seconds(self) -> float:
@@ -75,7 +96,7 @@ class Duration(float):
         return {
             "anyOf": [
                 {"type": "string", "pattern": rf"^\s*{_DURATION_PART}\s*$"},
-                {"type": "number", "minimum": 0},
+                {"type": "number", "minimum": 0, "maximum": MAX_DURATION_S},
             ],
             "description": "duration: a number and a unit (ms, s, m, h, d), e.g. '10s'",
         }
@@ -93,14 +114,22 @@ class Size(int):
         if isinstance(value, bool):
             raise ValueError("expected a size such as '64MB'")
         if isinstance(value, int):
-            if value < 0:
-                raise ValueError("a size cannot be negative")
-            return cls(value)
+            return cls._bounded(value, value)
         if isinstance(value, str):
             m = _SIZE_RE.match(value)
             if m:
-                return cls(int(float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()]))
-        raise ValueError(f"invalid size {value!r}: expected a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. '64MB'")
+                n = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "").lower()]
+                return cls._bounded(int(n) if math.isfinite(n) else MAX_SIZE + 1, value)
+        raise ValueError(f"invalid size {short_repr(value, 40)}: expected a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), "
+                         "e.g. '64MB'")
+
+    @classmethod
+    def _bounded(cls, n: int, given: Any) -> "Size":
+        if n < 0:
+            raise ValueError(f"invalid size {short_repr(given, 40)}: a size cannot be negative")
+        if n > MAX_SIZE:
+            raise ValueError(f"invalid size {short_repr(given, 40)}: at most 1PiB")
+        return cls(n)
 
     def __str__(self) -> str:
         n = int(self)
@@ -122,10 +151,19 @@ class Size(int):
         return {
             "anyOf": [
                 {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*([kKmMgG][iI]?[bB]|[bB])?\s*$"},
-                {"type": "integer", "minimum": 0},
+                {"type": "integer", "minimum": 0, "maximum": MAX_SIZE},
             ],
             "description": "size in bytes: a number and a unit (B, KB, MB, GB, KiB, MiB, GiB), e.g. '64MB'",
         }
+
+
+def _positive(d: Duration) -> Duration:
+    if d.millis < 1:
+        raise ValueError(f"invalid duration {d}: must be at least 1ms")
+    return d
+
+
+PositiveDuration = Annotated[Duration, AfterValidator(_positive)]
 
 
 class EventTime(Model):
@@ -194,14 +232,14 @@ class TransformBase(_WithInputs):
 
 
 class Retry(Model):
-    max_attempts: int = Field(default=8, ge=1, description="attempts before the query fails")
+    max_attempts: int = Field(default=8, ge=1, le=1000, description="attempts before the query fails")
     initial_backoff: Duration = Field(default=Duration(0.2))
     max_backoff: Duration = Field(default=Duration(10.0))
 
 
 class SinkBase(_WithInputs):
     KIND: ClassVar[str] = "sink"
-    batch_size: int = Field(default=1000, ge=1, description="rows per write call")
+    batch_size: int = Field(default=1000, ge=1, le=10_000_000, description="rows per write call")
     flush_interval: Duration = Field(default=Duration(1.0), description="flush buffered rows at least this often")
     max_buffer: Size = Field(default=Size(64 * 1000**2), description="flush when buffered rows exceed this size")
     retry: Retry = Field(default_factory=Retry)

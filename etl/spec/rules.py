@@ -21,6 +21,9 @@ ALL_OPS = PATTERN_OPS + NATIVE_OPS + IP_OPS
 class Predicate(Model):
     """One test on one field: exactly one operator key."""
 
+    # a rule may compare with inf or nan (a value, not a setting: nothing is sized or timed by it)
+    model_config = ConfigDict(**Model.model_config | {"allow_inf_nan": True})
+
     field: str = Field(description="column the predicate reads (dots for nested fields)")
     apply: list[Derivation] = Field(default_factory=list, description="derivations applied to the value first, in order")
     caseless: bool = Field(default=False, description="case-insensitive pattern match")

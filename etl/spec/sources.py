@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from etl.registry import component
-from etl.spec.base import Duration, Model, Size, SourceBase
+from etl.spec.base import MAX_INT64, MIN_INT64, Model, PositiveDuration, Size, SourceBase
 from etl.spec.transport import KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SRC = "etl.connectors.sources"
@@ -42,14 +42,17 @@ class FileSource(SourceBase):
         return self.schema_
 
 
+Int64 = Annotated[int, Field(ge=MIN_INT64, le=MAX_INT64)]
+
+
 class FieldGen(Model):
     """How the generator makes one field: exactly one of the keys."""
 
     choice: list[Any] | None = Field(default=None, description="pick one value (weighted by `weights`)")
     weights: list[float] | None = None
-    int_range: tuple[int, int] | None = Field(default=None, description="uniform integer in [lo, hi]")
+    int_range: tuple[Int64, Int64] | None = Field(default=None, description="uniform integer in [lo, hi]")
     float_range: tuple[float, float] | None = None
-    sequence: int | None = Field(default=None, description="counter starting at this value")
+    sequence: Int64 | None = Field(default=None, description="counter starting at this value")
     ipv4: bool | None = None
     template: str | None = Field(default=None, description="text with {field} references to other fields")
     timestamp: Literal["event"] | None = Field(default=None, description="the event time of the generated event")
@@ -62,6 +65,8 @@ class FieldGen(Model):
         if len(keys) != 1:
             raise ValueError("a generated field needs exactly one of choice, int_range, float_range, sequence, "
                              f"ipv4, template, timestamp, const (got {', '.join(keys) or 'none'})")
+        if self.int_range is not None and self.int_range[0] > self.int_range[1]:
+            raise ValueError(f"int_range [{self.int_range[0]}, {self.int_range[1]}] is empty: give [low, high]")
         if self.weights is not None and (self.choice is None or len(self.weights) != len(self.choice)):
             raise ValueError("weights must have one number per choice")
         return self
@@ -73,11 +78,11 @@ class GeneratorSource(SourceBase):
 
     type: Literal["generator"]
     fields: dict[str, FieldGen] = Field(min_length=1)
-    count: int | None = Field(default=None, ge=0, description="stop after this many events (unbounded if absent)")
+    count: int | None = Field(default=None, ge=0, le=MAX_INT64, description="stop after this many events (unbounded if absent)")
     rate: float | None = Field(default=None, gt=0, description="events per second of event time")
     seed: int = 0
     start_time: str = Field(default="2026-01-01T00:00:00Z", description="event time of the first event (ISO 8601)")
-    rows_per_batch: int = Field(default=100_000, ge=1, description="events per micro-batch at most")
+    rows_per_batch: int = Field(default=100_000, ge=1, le=100_000_000, description="events per micro-batch at most")
 
     def columns(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -160,7 +165,7 @@ class MySQLSource(SourceBase):
     password: str = ""
     table: str | None = None
     query: str | None = None
-    refresh: Duration | None = Field(default=None, description="reload the table this often")
+    refresh: PositiveDuration | None = Field(default=None, description="reload the table this often")
     tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
 
     @model_validator(mode="after")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from etl.registry import component
-from etl.spec.base import Duration, EventTime, Identifier, Model, TransformBase
+from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
 
 _TR = "etl.compile.transforms"
@@ -137,7 +137,7 @@ class Aggregate(Model):
 
 
 class Emit(Model):
-    early: Duration | None = Field(default=None, description="emit partial results this often before the window closes")
+    early: PositiveDuration | None = Field(default=None, description="emit partial results this often before the window closes")
     late: Literal["drop", "dead_letter"] = "drop"
 
 
@@ -145,15 +145,23 @@ class Emit(Model):
 class WindowTransform(TransformBase):
     type: Literal["window"]
     kind: Literal["tumbling", "sliding", "session"]
-    size: Duration | None = Field(default=None, description="tumbling/sliding window length")
-    slide: Duration | None = Field(default=None, description="sliding: step between window starts")
-    gap: Duration | None = Field(default=None, description="session: inactivity gap that closes a session")
+    size: PositiveDuration | None = Field(default=None, description="tumbling/sliding window length")
+    slide: PositiveDuration | None = Field(default=None, description="sliding: step between window starts")
+    gap: PositiveDuration | None = Field(default=None, description="session: inactivity gap that closes a session")
     time: Literal["event", "processing"] = "event"
     event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
     group_by: list[str] = Field(default_factory=list)
     aggregates: list[Aggregate] = Field(min_length=1)
     having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
     emit: Emit = Field(default_factory=Emit)
+
+    @field_validator("slide")
+    @classmethod
+    def _slide_within_size(cls, slide: Duration | None, info: ValidationInfo) -> Duration | None:
+        size = info.data.get("size")
+        if slide is not None and size is not None and slide > size:
+            raise ValueError(f"invalid slide {slide}: longer than the window `size` ({size})")
+        return slide
 
     @model_validator(mode="after")
     def _shape(self) -> "WindowTransform":
@@ -199,7 +207,7 @@ class LookupTransform(TransformBase):
     fields: list[str] | None = Field(default=None, description="table columns to add (all if absent)")
     how: Literal["inner", "left"] = "left"
     store: Literal["auto", "broadcast", "rocksdb"] = "auto"
-    refresh: Duration | None = Field(default=None, description="reload the table this often")
+    refresh: PositiveDuration | None = Field(default=None, description="reload the table this often")
 
     def input_ids(self) -> list[str]:
         return list(self.inputs) + [self.table]

@@ -7,7 +7,6 @@ internal error (E999), and every diagnostic must carry a sane position.
 """
 from __future__ import annotations
 
-import io
 import re
 import shutil
 import tempfile
@@ -19,6 +18,10 @@ from hypothesis import strategies as st
 from etl.check import check_file
 from etl.diagnostics import Report
 from etl.load import load_file
+from trees import dump
+from trees import get as _get
+from trees import paths as _paths
+from trees import put as _set
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = Path(tempfile.mkdtemp(prefix="etl-fuzz-"))
@@ -60,16 +63,6 @@ def validate(text: str, folder: Path = WORK):
     return checked
 
 
-def dump(data) -> str:
-    from ruamel.yaml import YAML
-
-    out = io.StringIO()
-    y = YAML(typ="safe", pure=True)
-    y.default_flow_style = False
-    y.dump(data, out)
-    return out.getvalue()
-
-
 # ---------------------------------------------------------------------- random text
 
 YAML_CHARS = st.sampled_from(list("abcdefgxyz_-:,.[]{}|>!&*#%@`'\"\\ \t\n0123456789") + ["{{", "}}", "{%", "%}",
@@ -105,26 +98,6 @@ def test_random_structures(data):
 
 
 # ---------------------------------------------------------------------- mutations of valid pipelines
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
-
-
-def _get(node, path):
-    for p in path:
-        node = node[p]
-    return node
-
-
-def _set(node, path, value):
-    _get(node, path[:-1])[path[-1]] = value
-
 
 @st.composite
 def mutated_data(draw):

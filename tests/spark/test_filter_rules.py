@@ -12,7 +12,7 @@ pytestmark = pytest.mark.spark
 
 SIBLINGS = """
     name: t-siblings
-    sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, code: bigint}}]
+    sources: [{id: src, type: file, path: in, format: jsonl, schema: {cmd: string, code: bigint}}]
     transforms:
       - id: shells
         type: filter
@@ -111,7 +111,7 @@ def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path, mo
     monkeypatch.setenv("ETL_RULES_JVM", "off")  # the Python path: the JVM path ships a file, not a broadcast
     c = checked(tmp_path, """
         name: t-ship
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {cmd: string}}]
         transforms: [{id: f, type: filter, input: src, rules: [{id: a, when: {field: cmd, contains: a}}]}]
         sinks: [{id: out, type: file, input: f, path: o}]
     """)
@@ -131,7 +131,7 @@ def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark
 
     c = checked(tmp_path, """
         name: t-prefilter
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, host: string}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {cmd: string, host: string}}]
         transforms:
           - id: f
             type: filter
@@ -160,7 +160,7 @@ def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark
 def test_no_prefilter_when_a_rule_can_match_without_a_literal(spark, tmp_path):
     c = checked(tmp_path, """
         name: t-noprefilter
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, port: bigint}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {cmd: string, port: bigint}}]
         transforms:
           - id: f
             type: filter
@@ -224,7 +224,7 @@ def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path
     for mode in ("drop", "tag"):
         c = checked(tmp_path, f"""
             name: t-prefilter-{mode}
-            sources: [{{id: src, type: file, path: ., format: jsonl, schema: {{cmd: string, host: string}}}}]
+            sources: [{{id: src, type: file, path: in, format: jsonl, schema: {{cmd: string, host: string}}}}]
             transforms:
               - id: f
                 type: filter
@@ -264,7 +264,7 @@ def test_a_row_whose_rule_search_gives_up_is_a_dead_letter(spark, tmp_path):
 
     out = run_events(spark, tmp_path, f"""
         name: t-undecided
-        sources: [{{id: src, type: file, path: ., format: jsonl, schema: {{msg: string, host: string}}}}]
+        sources: [{{id: src, type: file, path: in, format: jsonl, schema: {{msg: string, host: string}}}}]
         transforms:
           - id: keep
             type: filter
@@ -288,7 +288,7 @@ def test_sibling_filters_send_their_undecided_rows_to_dead_letters(spark, tmp_pa
 
     out = run_events(spark, tmp_path, f"""
         name: t-undecided2
-        sources: [{{id: src, type: file, path: ., format: jsonl, schema: {{msg: string, host: string}}}}]
+        sources: [{{id: src, type: file, path: in, format: jsonl, schema: {{msg: string, host: string}}}}]
         transforms:
           - id: dropper
             type: filter

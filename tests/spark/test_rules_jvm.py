@@ -186,7 +186,7 @@ def test_explain_names_the_jvm_path_and_the_program_file_holds_long_classes_once
 
 PIPELINE = """
     name: t-rules-jvm
-    sources: [{id: src, type: file, path: ., format: jsonl, schema: {cmd: string, code: bigint}}]
+    sources: [{id: src, type: file, path: in, format: jsonl, schema: {cmd: string, code: bigint}}]
     transforms:
       - {id: kept, type: filter, input: src, rules: [{id: sh, when: {field: cmd, regex: '\\bsh\\b'}},
                                                     {id: nc, when: {field: cmd, contains: 'nc -e'}}]}

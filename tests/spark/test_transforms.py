@@ -20,7 +20,7 @@ def _sorted(rows, key):
 def test_filter_derive_select(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-cols
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {a: bigint, b: string}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {a: bigint, b: string}}]
         transforms:
           - {id: f, type: filter, input: src, expr: "a > 1"}
           - {id: d, type: derive, input: f, columns: {a2: "a * 2", a3: "a2 + 1"}}
@@ -33,7 +33,7 @@ def test_filter_derive_select(spark, tmp_path):
 def test_filter_drop_mode_keeps_null_condition_rows(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-drop
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {a: bigint}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {a: bigint}}]
         transforms: [{id: f, type: filter, input: src, expr: "a > 1", mode: drop}]
         sinks: [{id: out, type: file, input: f, path: out}]
     """, {"src": [{"a": 1}, {"a": 2}, {"a": None}]})
@@ -43,7 +43,7 @@ def test_filter_drop_mode_keeps_null_condition_rows(spark, tmp_path):
 def test_filter_rules_through_the_optimizer(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-rules
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {msg: string, code: bigint}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {msg: string, code: bigint}}]
         transforms:
           - id: f
             type: filter
@@ -67,7 +67,7 @@ def test_grok_types_dead_letters_and_control_characters(spark, tmp_path):
     ]
     out = run_events(spark, tmp_path, r"""
         name: t-grok
-        sources: [{id: src, type: file, path: ., format: text}]
+        sources: [{id: src, type: file, path: in, format: text}]
         transforms:
           - id: g
             type: grok
@@ -90,7 +90,7 @@ def test_grok_types_dead_letters_and_control_characters(spark, tmp_path):
 def test_grok_conversion_failure_is_a_dead_letter_and_on_error_keep(spark, tmp_path):
     text = """
         name: t-grok2
-        sources: [{id: src, type: file, path: ., format: text}]
+        sources: [{id: src, type: file, path: in, format: text}]
         transforms:
           - {id: g, type: grok, input: src, field: line, pattern: '%%{WORD:k}=%%{NOTSPACE:v:int}', on_error: %s}
         sinks: [{id: out, type: file, input: g, path: out}]
@@ -113,7 +113,7 @@ def test_grok_line_past_the_regex_step_budget_is_a_dead_letter(spark, tmp_path):
     evil = "\u00e9" + "xyz" * 300
     out = run_events(spark, tmp_path, """
         name: t-grok3
-        sources: [{id: src, type: file, path: ., format: text}]
+        sources: [{id: src, type: file, path: in, format: text}]
         transforms:
           - {id: g, type: grok, input: src, field: line, keep_original: false,
              pattern: '%{GREEDYDATA:a}x%{GREEDYDATA:b}y%{GREEDYDATA:c}z%{GREEDYDATA:d}!$'}
@@ -128,7 +128,7 @@ def test_grok_line_past_the_regex_step_budget_is_a_dead_letter(spark, tmp_path):
 def test_parse_json_kv_csv_with_malformed_rows(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-parse
-        sources: [{id: src, type: file, path: ., format: jsonl, schema: {j: string, kv: string, c: string}}]
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {j: string, kv: string, c: string}}]
         transforms:
           - {id: pj, type: parse, input: src, field: j, format: json, schema: {a: int, b: string}, keep_original: false}
           - {id: pk, type: parse, input: pj, field: kv, format: kv, schema: {x: int, y: string}, keep_original: false}
@@ -159,8 +159,8 @@ def test_union_and_route(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-route
         sources:
-          - {id: a, type: file, path: ., format: jsonl, schema: {n: bigint}}
-          - {id: b, type: file, path: ., format: jsonl, schema: {n: bigint, tag: string}}
+          - {id: a, type: file, path: in, format: jsonl, schema: {n: bigint}}
+          - {id: b, type: file, path: in, format: jsonl, schema: {n: bigint, tag: string}}
         transforms:
           - {id: u, type: union, inputs: [a, b]}
           - {id: r, type: route, input: u, routes: {small: "n < 10", even: "n % 2 = 0"}, default: rest, exclusive: true}
@@ -182,7 +182,7 @@ def test_dedupe_within_watermark(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-dedupe
         sources:
-          - {id: src, type: file, path: ., format: jsonl, schema: {id: string, ts: timestamp},
+          - {id: src, type: file, path: in, format: jsonl, schema: {id: string, ts: timestamp},
              event_time: {field: ts, watermark: 1m}}
         transforms: [{id: d, type: dedupe, input: src, keys: [id]}]
         sinks: [{id: out, type: file, input: d, path: out}]
@@ -195,7 +195,7 @@ def test_sliding_window_with_having(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-window
         sources:
-          - {id: src, type: file, path: ., format: jsonl, schema: {k: string, v: bigint, ts: timestamp},
+          - {id: src, type: file, path: in, format: jsonl, schema: {k: string, v: bigint, ts: timestamp},
              event_time: {field: ts, watermark: 0s}}
         transforms:
           - id: w
@@ -219,9 +219,10 @@ def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validat
     from etl import registry
     from etl.compile import CompileContext, Compiler
 
+    (tmp_path / "in").mkdir()  # the file source is compiled for real here
     c = checked(tmp_path, """
         name: t-later
-        sources: [{id: a, type: file, path: ., format: jsonl, schema: {k: string}}]
+        sources: [{id: a, type: file, path: in, format: jsonl, schema: {k: string}}]
         transforms: [{id: d, type: derive, input: a, columns: {x: "1"}}]
         sinks: [{id: out, type: file, input: d, path: out}]
     """)
@@ -243,9 +244,10 @@ def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validat
 def test_bad_sql_expression_points_at_its_node(spark, tmp_path):
     from etl.compile import CompileContext, Compiler
 
+    (tmp_path / "in").mkdir()  # the file source is compiled for real here
     c = checked(tmp_path, """
         name: t-badsql
-        sources: [{id: a, type: file, path: ., format: jsonl, schema: {k: string}}]
+        sources: [{id: a, type: file, path: in, format: jsonl, schema: {k: string}}]
         transforms: [{id: d, type: derive, input: a, columns: {x: "array_contains(k, 1)"}}]
         sinks: [{id: out, type: file, input: d, path: out}]
     """)

@@ -58,7 +58,7 @@ EXPECTED = {
     'rule_file_missing': [('E006', 9, 9), ('E006', 10, 9)],
     'rule_file_template': [('E003', 5, 38, 'rules/templated.yaml')],
     'rule_node_invalid': [('E104', 10, 15)],
-    'schema_types': [('E102', 7, 18), ('E102', 7, 34), ('E102', 14, 29)],
+    'schema_types': [('E102', 7, 18), ('E102', 7, 41), ('E102', 14, 42)],
     'select_unknown_columns': [('E310', 10, 20), ('E310', 11, 14), ('E310', 12, 15)],
     'shared_output': [('E330', 6, 5), ('E330', 8, 3)],
     'sink_key_expr': [('E311', 10, 26), ('E310', 11, 19)],

@@ -1,0 +1,142 @@
+"""Hostile inputs of validation, through the real commands: `etl validate`, `etl validate --format json`
+and `etl explain`, each a subprocess under a memory limit (RLIMIT_AS) and a timeout.
+
+tests/fixtures/hostile_validate/expected.yaml maps each file to its exact diagnostics
+("CODE line:col", errors and warnings, as `etl validate` prints them) or [ok]. For every file:
+the text and JSON outputs give exactly those; `etl explain` exits 0 when validate does, and
+otherwise prints the same errors; no output holds E999 or a Python traceback. Pipelines of
+10,000 components are generated here (not committed) and must validate within the timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+pytestmark = pytest.mark.slow  # 3 processes per file: minutes on 2 cores (tests/unit/test_validate_limits.py: in-process)
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "fixtures" / "hostile_validate"
+EXPECTED: dict[str, list[str]] = YAML(typ="safe").load((CORPUS / "expected.yaml").read_text())
+MEMORY = 2 * 1024**3
+TIMEOUT = 120  # seconds per command; a 2-core machine shared with other jobs
+LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[EW]\d{3}) ", re.M)
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def etl(*args: str, cwd: Path = CORPUS) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "etl", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=TIMEOUT, preexec_fn=_limit)
+
+
+def _clean(p: subprocess.CompletedProcess) -> str:
+    out = p.stdout + p.stderr
+    assert "Traceback" not in out and "E999" not in out, out[-3000:]
+    return out
+
+
+def _diags(text: str, file: str) -> list[str]:
+    return sorted(f"{m['code']} {m['line']}:{m['col']}" for m in LINE.finditer(text) if m["file"] == file)
+
+
+def run_all(file: str) -> tuple[subprocess.CompletedProcess, ...]:
+    with ThreadPoolExecutor(3) as pool:
+        return tuple(pool.map(lambda args: etl(*args), [("validate", file), ("validate", "--format", "json", file),
+                                                        ("explain", file)]))
+
+
+def test_corpus_complete():
+    files = sorted(p.name for p in CORPUS.glob("*.yaml") if p.name != "expected.yaml")
+    assert files == sorted(EXPECTED) and len(files) >= 60
+
+
+@pytest.mark.parametrize("file", sorted(EXPECTED))
+def test_hostile_file(file):
+    want = sorted(EXPECTED[file]) if EXPECTED[file] != ["ok"] else []
+    text, js, explain = run_all(file)
+    assert _diags(_clean(text), file) == want
+    report = json.loads(js.stdout)
+    _clean(js)
+    entry = report["files"][0]
+    got = sorted(f"{d['code']} {d['line']}:{d['col']}" for d in entry["errors"] + entry["warnings"])
+    assert got == want
+    _clean(explain)
+    errors = sorted(d for d in want if d.startswith("E"))
+    if not errors:
+        assert (text.returncode, js.returncode, explain.returncode) == (0, 0, 0), explain.stderr
+        assert explain.stdout.startswith("pipeline ")
+    else:
+        assert (text.returncode, js.returncode, explain.returncode) == (1, 1, 1)
+        assert report["valid"] is False
+        assert sorted(d for d in _diags(explain.stderr, file) if d.startswith("E")) == errors
+
+
+# ---------------------------------------------------------------------- 10,000 components, generated
+
+GEN = "{{id: s{i}, type: generator, fields: {{ts: {{timestamp: event}}, n: {{int_range: [1, 5]}}}}, " \
+      "event_time: {{field: ts, watermark: 30s}}}}"
+
+
+def _many_sources(n: int) -> str:
+    k = n // 4
+    lines = ["name: big", "sources:"] + [f"  - {GEN.format(i=i)}" for i in range(k)] + ["transforms:"]
+    for i in range(k):
+        lines += [f"  - {{id: d{i}, type: derive, input: s{i}, columns: {{m: 'n + 1'}}}}",
+                  f"  - {{id: f{i}, type: filter, input: d{i}, expr: 'm > 2'}}"]
+    lines += ["sinks:"] + [f"  - {{id: o{i}, type: file, input: f{i}, path: out/o{i}}}" for i in range(k)]
+    return "\n".join(lines) + "\n"
+
+
+def _chain_with_fan_out(n: int) -> str:
+    k = n // 2
+    lines = ["name: chain", "sources:", f"  - {GEN.format(i=0)}", "transforms:"]
+    lines += [f"  - {{id: d{i}, type: derive, input: {'d%d' % (i - 1) if i else 's0'}, columns: {{m{i % 7}: 'n'}}}}"
+              for i in range(k)]
+    lines += ["sinks:"] + [f"  - {{id: o{i}, type: print, input: d{i}}}" for i in range(k)]
+    return "\n".join(lines) + "\n"
+
+
+def _unknown_inputs(n: int) -> str:
+    lines = ["name: unknown", "sources:", f"  - {GEN.format(i=0)}", "transforms:"]
+    lines += [f"  - {{id: d{i}, type: derive, input: x{i}, columns: {{m: 'n'}}}}" for i in range(n)]
+    lines += ["sinks:", "  - {id: o, type: print, input: s0}"]
+    return "\n".join(lines) + "\n"
+
+
+def _cycle(n: int) -> str:
+    lines = ["name: cycle", "sources:", f"  - {GEN.format(i=0)}", "transforms:"]
+    lines += [f"  - {{id: d{i}, type: union, inputs: [d{(i + 1) % n}, s0]}}" for i in range(n)]
+    lines += ["sinks:", "  - {id: o, type: print, input: d0}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("shape,expected", [
+    (_many_sources, {}),
+    (_chain_with_fan_out, {}),
+    (_unknown_inputs, {"E201": 10_000, "W206": 10_000}),
+    (_cycle, {"E202": 1}),
+])
+def test_ten_thousand_components(tmp_path, shape, expected):
+    path = tmp_path / "big.yaml"
+    path.write_text(shape(10_000))
+    text, js, explain = (etl(*args, cwd=tmp_path) for args in
+                         (("validate", "big.yaml"), ("validate", "--format", "json", "big.yaml"), ("explain", "big.yaml")))
+    counts: dict[str, int] = {}
+    for m in LINE.finditer(_clean(text)):
+        counts[m["code"]] = counts.get(m["code"], 0) + 1
+    assert counts == expected
+    entry = json.loads(js.stdout)["files"][0]
+    assert len(entry["errors"]) + len(entry["warnings"]) == sum(expected.values())
+    _clean(explain)
+    assert explain.returncode == (1 if any(c.startswith("E") for c in expected) else 0)
