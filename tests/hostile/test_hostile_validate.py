@@ -1,5 +1,6 @@
 """Hostile inputs of validation, through the real commands: `etl validate`, `etl validate --format json`
-and `etl explain`, each a subprocess under a memory limit (RLIMIT_AS) and a timeout.
+and `etl explain`, each its own process (forked from one warm CLI process: tests/hostile/forkserver.py)
+under a memory limit (RLIMIT_AS) and a timeout.
 
 tests/fixtures/hostile_validate/expected.yaml maps each file to its exact diagnostics
 ("CODE line:col", errors and warnings, as `etl validate` prints them) or [ok]. For every file:
@@ -12,16 +13,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import resource
 import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from ruamel.yaml import YAML
 
-pytestmark = pytest.mark.slow  # 3 processes per file: minutes on 2 cores (tests/unit/test_validate_limits.py: in-process)
+from tests.hostile.forkserver import CliServer
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "hostile_validate"
 EXPECTED: dict[str, list[str]] = YAML(typ="safe").load((CORPUS / "expected.yaml").read_text())
@@ -30,14 +30,15 @@ TIMEOUT = 120  # seconds per command; a 2-core machine shared with other jobs
 LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[EW]\d{3}) ", re.M)
 
 
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+@pytest.fixture(scope="module")
+def etl() -> Iterator:
+    server = CliServer({**os.environ, "PYTHONPATH": str(ROOT)}, ROOT, timeout=TIMEOUT, memory=MEMORY)
 
+    def run(*args: str, cwd: Path = CORPUS) -> subprocess.CompletedProcess:
+        return server.run(cwd, *args)
 
-def etl(*args: str, cwd: Path = CORPUS) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "etl", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT, preexec_fn=_limit)
+    yield run
+    server.close()
 
 
 def _clean(p: subprocess.CompletedProcess) -> str:
@@ -50,10 +51,8 @@ def _diags(text: str, file: str) -> list[str]:
     return sorted(f"{m['code']} {m['line']}:{m['col']}" for m in LINE.finditer(text) if m["file"] == file)
 
 
-def run_all(file: str) -> tuple[subprocess.CompletedProcess, ...]:
-    with ThreadPoolExecutor(3) as pool:
-        return tuple(pool.map(lambda args: etl(*args), [("validate", file), ("validate", "--format", "json", file),
-                                                        ("explain", file)]))
+def run_all(etl, file: str) -> tuple[subprocess.CompletedProcess, ...]:
+    return tuple(etl(*args) for args in [("validate", file), ("validate", "--format", "json", file), ("explain", file)])
 
 
 def test_corpus_complete():
@@ -62,9 +61,9 @@ def test_corpus_complete():
 
 
 @pytest.mark.parametrize("file", sorted(EXPECTED))
-def test_hostile_file(file):
+def test_hostile_file(etl, file):
     want = sorted(EXPECTED[file]) if EXPECTED[file] != ["ok"] else []
-    text, js, explain = run_all(file)
+    text, js, explain = run_all(etl, file)
     assert _diags(_clean(text), file) == want
     report = json.loads(js.stdout)
     _clean(js)
@@ -127,7 +126,7 @@ def _cycle(n: int) -> str:
     (_unknown_inputs, {"E201": 10_000, "W206": 10_000}),
     (_cycle, {"E202": 1}),
 ])
-def test_ten_thousand_components(tmp_path, shape, expected):
+def test_ten_thousand_components(etl, tmp_path, shape, expected):
     path = tmp_path / "big.yaml"
     path.write_text(shape(10_000))
     text, js, explain = (etl(*args, cwd=tmp_path) for args in
