@@ -342,8 +342,11 @@ def _from_state(col: Any, dt: Any) -> Any:
 
 
 def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload: Any = None,
-                    source_columns: list[str] | None = None) -> WindowResult:
-    """`df` carries the watermarked timestamp column `et`. See the module docstring."""
+                    source_columns: list[str] | None = None, guard_having: Any = None) -> WindowResult:
+    """`df` carries the watermarked timestamp column `et`. See the module docstring.
+
+    guard_having(frame, columns) -> (frame, value, reason, payload): `having` evaluated so that a row on which
+    it throws is a dead letter (reason and payload NULL on the other rows); None: plain `having`."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
@@ -400,8 +403,14 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
         F.timestamp_millis(F.col(WS)).alias("window_start"), F.timestamp_millis(F.col(WE)).alias("window_end"),
         *[_from_state(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in agg_fields],
         F.col(FINAL), F.col(PREV), F.col(RETRACTED), F.col(ERR), F.col(PAYLOAD), F.col(EVENT_MS))
+    if spec.having and guard_having is not None:  # a window row on which `having` throws: a dead letter
+        conv, value, reason, row = guard_having(conv, names)
+        conv = conv.withColumn(ERR, F.coalesce(F.col(ERR), reason)).withColumn(PAYLOAD, F.coalesce(F.col(PAYLOAD), row))
+        having = F.coalesce(value, F.lit(False))
+        dead_letter = True
+    else:
+        having = F.coalesce(F.expr(spec.having), F.lit(False)) if spec.having else F.lit(True)
     is_result = F.col(ERR).isNull()
-    having = F.coalesce(F.expr(spec.having), F.lit(False)) if spec.having else F.lit(True)
     extra: list[Any] = []
     if early_ms is None:
         keep = having

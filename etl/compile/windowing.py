@@ -197,13 +197,14 @@ def key_columns(spec: Any) -> tuple[str, ...]:
 
 
 def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str | None = None,
-                     engine: str = "auto", payload: Any = None) -> WindowResult:
+                     engine: str = "auto", payload: Any = None, guard_having: Any = None) -> WindowResult:
     """Aggregate streaming (or static) `df` by `spec` (a WindowTransform).
 
     event_time: the EventTime to use (the window's own, else its source's);
     ignored for `time: processing`. engine: auto | native | state.
     payload: for late events sent to dead letters, the column holding the
-    original record (default: the whole input row as JSON).
+    original record (default: the whole input row as JSON). guard_having: see
+    window_state.state_aggregate (the native engine's `having` is guarded by its caller).
     """
     for g in spec.group_by:
         if g not in df.columns:
@@ -221,7 +222,7 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
     from etl.compile.window_state import state_aggregate
 
     return state_aggregate(prepared, spec, et_col, stage=stage or spec.id, payload=payload,
-                           source_columns=df.columns)
+                           source_columns=df.columns, guard_having=guard_having)
 
 
 def window_column(spec: Any, et: str = ET_COL) -> Any:

@@ -209,6 +209,35 @@ def test_window_group_by_and_having(spark, tmp_path):
                                               "window_end": "2026-01-10T09:01:00.000Z", "cnt": 2, "total": 10}
 
 
+def test_having_on_the_state_engine(spark, tmp_path):
+    """The state engine (here for late events to dead letters) evaluates `having` itself: a window row on which it
+    throws is a dead letter with the window's row as payload; the other windows come out."""
+    t = "2026-01-10T09:00:{:02d}Z"
+    got = run_window(spark, tmp_path, "a: string", """\
+          - id: w
+            type: window
+            input: src
+            kind: tumbling
+            size: 1m
+            group_by: [a]
+            aggregates:
+              - {fn: count, as: cnt}
+              - {fn: sum, field: n, as: total}
+            having: "100 div (total - 10) < 0"
+            emit: {late: dead_letter}
+        sinks:
+          - {id: out, type: file, input: w, path: output, format: jsonl}
+        """, [{"id": 1, "a": "1", "n": 3, "ts": t.format(1)}, {"id": 2, "a": "3", "n": 7, "ts": t.format(2)},
+              {"id": 3, "a": "2", "n": 10, "ts": t.format(3)}, {"id": 4, "a": "6", "n": 5, "ts": t.format(4)},
+              {"id": 5, "a": "4", "n": 1, "ts": "2026-01-10T09:02:00Z"}])
+    assert sorted((r["a"], r["cnt"], r["total"]) for r in got["out"]) == [("1", 1, 3), ("3", 1, 7), ("6", 1, 5)]
+    [dead] = got["dead_letter"]
+    assert dead["stage"] == "w"
+    assert dead["reason"].startswith(f"{tmp_path / 'p.yaml'}:19:13: window 'w' having: {DIV}"), dead["reason"]
+    assert json.loads(dead["payload"]) == {"a": "2", "window_start": "2026-01-10T09:00:00.000Z",
+                                           "window_end": "2026-01-10T09:01:00.000Z", "cnt": 1, "total": 10}
+
+
 def test_a_stage_upstream_of_a_window_is_guarded_in_the_streaming_plan(spark, tmp_path):
     """The derive runs twice: per micro-batch of the source's query (optimistic, its dead letters) and inside the
     window's streaming plan (always guarded): the bad row is one dead letter and is not counted."""

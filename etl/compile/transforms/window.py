@@ -47,9 +47,16 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         dead_stream = dead_frame(shared, ctx.pipeline, node.id)
         df = ok_frame(shared)
     native_having = spec.having and choose_engine(spec) == "native"
+
+    def guard_having(frame: Any, columns: list[str]) -> tuple[Any, Any, Any, Any]:
+        """The state engine's `having`, guarded: a window row on which it throws is a dead letter."""
+        having = Guards(ctx, node, frame.select(*[F.col(f"`{c}`") for c in columns]))
+        frame, value = having.wrap(frame, _expr(node, spec.having, "having"), ("having",), "having")
+        return frame, value, having.reason, F.when(having.reason.isNotNull(), having.payload())
+
     try:
         res = window_aggregate(df, spec.model_copy(update={"having": None}) if native_having else spec, et,
-                               stage=node.id)
+                               stage=node.id, guard_having=guard_having)
     except WindowError as e:
         raise CompileError(f"window '{node.id}': {e}", node, e.field, code=CODES.get(e.field or "", "E400")) from None
     if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
