@@ -67,13 +67,16 @@ def run(
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
             progress: str) -> int:
     from etl.compile.context import CompileError
+    from etl.runtime.failure import report, stack_of, unknown_failure
+    from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, under_spark_submit
 
     plan = checked.plan
     redact = checked.document.redact if checked.document else (lambda s: s)
+    log = run_log(checkpoint or plan.checkpoint)
     try:
-        spark = build_session(f"etl-{plan.name}", master, conf)
+        spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
     except ValueError as e:
         typer.echo(f"etl run: {e}", err=True)
         return 2
@@ -88,6 +91,11 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             sys.stderr.write(f"\netl: {signal.Signals(signum).name}: finishing the current batch, then stopping\n")
         runner.request_stop()
 
+    def failed(diag: Any, exc: BaseException) -> int:
+        stack = exc.failure.stack if isinstance(exc, RunFailed) and exc.failure else stack_of(exc)
+        typer.echo(report(diag, log, stack, redact), err=True)
+        return 1
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with runner.progress:
@@ -95,13 +103,16 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                 runner.start()
             except CompileError as e:
                 runner.close()
-                typer.echo(redact(e.diagnostic(plan.graph).render()), err=True)
-                return 1
+                return failed(e.diagnostic(plan.graph), e)
+            except Exception as e:  # noqa: BLE001 - a failure etl does not know: one line, the stack in the log
+                runner.close()
+                return failed(unknown_failure(plan.graph, e).diagnostic(), e)
             try:
                 runner.wait()
             except RunFailed as e:
-                typer.echo(redact(f"etl run: {plan.name} failed: {e}"), err=True)
-                return 1
+                return failed(e.failure.diagnostic() if e.failure else unknown_failure(plan.graph, e).diagnostic(), e)
+            except Exception as e:  # noqa: BLE001
+                return failed(unknown_failure(plan.graph, e).diagnostic(), e)
         if progress != "none":
             typer.echo(f"etl run: {plan.name}: {runner.progress.summary()}", err=True)
         return 0
@@ -113,3 +124,4 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
+
