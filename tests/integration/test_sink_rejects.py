@@ -1,0 +1,121 @@
+"""Rows a server rejects one by one become dead letters with the server's reason; the batch's other rows
+commit exactly once (and a replay of the batch writes neither twice). Against the real MariaDB and Kafka."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
+
+
+def dead_letters(folder: Path) -> list[dict]:
+    return [json.loads(x) for f in sorted(folder.glob("part-*.jsonl")) for x in f.read_text().splitlines()]
+
+
+def make_sink(kind: str, options: dict, tmp: Path, name: str):
+    from etl import registry
+    from etl.runtime.sink import SinkContext
+
+    spec = registry.lookup("sink", kind).spec.model_validate({"id": "out", "inputs": ["x"], "type": kind,
+                                                              **options})
+    ctx = SinkContext(name, "out", "q", str(tmp / "state" / "checkpoint"), str(tmp))
+    return registry.builder_for(spec)(spec, ctx)
+
+
+# ----------------------------------------------------------------------------- mysql
+MYSQL_BAD = {  # id -> (the row's values, the reason's start)
+    3: ({"name": "much too long"}, "mysql 1406: Data too long for column 'name'"),
+    5: ({"name": None}, "mysql 1048: Column 'name' cannot be null"),
+    7: ({"qty": 300}, "mysql 1264: Out of range value for column 'qty'"),
+    9: ({"qty": -1}, "mysql 4025: CONSTRAINT `qty_positive` failed"),
+    11: ({"parent": 99}, "mysql 1452: Cannot add or update a child row: a foreign key constraint fails"),
+    13: ({"id": 100}, "mysql 1062: Duplicate entry '100' for key 'PRIMARY'"),  # in the table already
+    15: ({"id": 2}, "mysql 1062: Duplicate entry '2' for key 'PRIMARY'"),  # twice in the batch: the first stays
+}
+
+
+def mysql_rows(ids: range) -> tuple[pa.Table, list[dict], list[tuple[dict, str]]]:
+    rows, good, bad = [], [], []
+    for i in ids:
+        row = {"id": i, "name": f"n{i}", "qty": i % 100, "parent": 1 + i % 2}
+        changed, reason = MYSQL_BAD.get(i, ({}, None))
+        row.update(changed)
+        rows.append(row)
+        (bad.append((row, reason)) if reason else good.append(row))
+    schema = pa.schema([("id", pa.int32()), ("name", pa.string()), ("qty", pa.int32()), ("parent", pa.int32())])
+    return pa.Table.from_pylist(rows, schema), good, bad
+
+
+def test_mysql_rejected_rows_are_dead_letters_and_the_rest_commits_once(spark, mariadb_server, tmp_path):
+    s = mariadb_server
+    t = f"r_{uuid.uuid4().hex[:8]}"
+    conn = s.connect()
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION sql_mode = 'STRICT_TRANS_TABLES'")
+        cur.execute(f"CREATE TABLE `{t}_p` (id INT PRIMARY KEY) ENGINE=InnoDB")
+        cur.execute(f"INSERT INTO `{t}_p` VALUES (1), (2)")
+        cur.execute(f"CREATE TABLE `{t}` (id INT PRIMARY KEY, name VARCHAR(5) NOT NULL, qty TINYINT, parent INT, "
+                    f"CONSTRAINT qty_positive CHECK (qty >= 0), FOREIGN KEY (parent) REFERENCES `{t}_p` (id)) "
+                    "ENGINE=InnoDB")
+        cur.execute(f"INSERT INTO `{t}` VALUES (100, 'old', 1, 1)")
+    conn.commit()
+    conn.close()
+    options = {"host": s.host, "port": s.port, "user": s.user, "password": s.password, "database": s.database,
+               "table": t, "batch_size": 4}
+    table, good, bad = mysql_rows(range(1, 21))
+    sink = make_sink("mysql", options, tmp_path, f"rej-{t}")
+    res = sink.write_arrow(table.to_batches(max_chunksize=6), 0, table.schema)
+    assert not res.skipped
+    sink.close()
+    # a replay of batch 0 (a restarted run): nothing is written again, neither rows nor dead letters
+    again = make_sink("mysql", options, tmp_path, f"rej-{t}")
+    assert again.write_arrow(table.to_batches(), 0, table.schema).skipped
+    again.close()
+
+    # batch 1 breaks after its dead letters are written, before its rows commit (a crash): the replay
+    # writes the rows and no second copy of the dead letters
+    table1, good1, bad1 = mysql_rows(range(21, 24))
+    table1 = table1.set_column(1, "name", pa.array(["n21", "far too long", "n23"]))
+    crashing = make_sink("mysql", options, tmp_path, f"rej-{t}")
+    real_flush = crashing.rejects.flush
+
+    def flush_then_crash(batch_id: int) -> int:
+        real_flush(batch_id)
+        raise RuntimeError("crash between the dead letters and the commit")
+
+    crashing.rejects.flush = flush_then_crash
+    with pytest.raises(RuntimeError, match="crash between"):
+        crashing.write_arrow(table1.to_batches(), 1, table1.schema)
+    crashing.close()
+    replay = make_sink("mysql", options, tmp_path, f"rej-{t}")
+    assert not replay.write_arrow(table1.to_batches(), 1, table1.schema).skipped
+    replay.close()
+
+    conn = s.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, name, qty, parent FROM `{t}` ORDER BY id")
+        got = cur.fetchall()
+        cur.execute("SELECT batch_id, rows_written FROM _etl_commits WHERE pipeline=%s ORDER BY batch_id",
+                    (f"rej-{t}",))
+        markers = cur.fetchall()
+    conn.close()
+    good_rows = [(r["id"], r["name"], r["qty"], r["parent"]) for r in good]
+    assert got == tuple(sorted(good_rows + [(21, "n21", 21, 2), (23, "n23", 23, 2), (100, "old", 1, 1)]))
+    assert markers == ((0, len(good)), (1, 2))
+    dead = dead_letters(tmp_path / "state" / "dead_letters")
+    assert len(dead) == len(bad) + 1, dead
+    by_payload = {d["payload"]: d for d in dead}
+    for row, reason in bad + [({"id": 22, "name": "far too long", "qty": 22, "parent": 1}, "mysql 1406: ")]:
+        d = by_payload[json.dumps(row)]
+        assert d["stage"] == "out" and d["pipeline"] == f"rej-{t}"
+        assert d["reason"].startswith(reason), (d["reason"], reason)
