@@ -119,3 +119,34 @@ def test_mysql_rejected_rows_are_dead_letters_and_the_rest_commits_once(spark, m
         d = by_payload[json.dumps(row)]
         assert d["stage"] == "out" and d["pipeline"] == f"rej-{t}"
         assert d["reason"].startswith(reason), (d["reason"], reason)
+
+
+# ----------------------------------------------------------------------------- kafka
+def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spark, kafka_server, tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.contract.adapters import consume_all
+
+    topic = f"big_{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap_servers})
+    new = NewTopic(topic, num_partitions=1, replication_factor=1, config={"max.message.bytes": "4000"})
+    admin.create_topics([new])[topic].result(30)
+    values = [json.dumps({"id": i, "text": "x" * (5000 if i in (2, 5) else 10)}) for i in range(8)]
+    values[7] = json.dumps({"id": 7, "text": "y" * 1_500_000})  # beyond the producer's own default limit too
+    table = pa.table({"key": [str(i) for i in range(8)], "value": values})
+    options = {"bootstrap_servers": kafka_server.bootstrap_servers, "topic": topic, "batch_size": 3}
+    sink = make_sink("kafka", options, tmp_path, f"big-{topic}")
+    assert not sink.write_arrow(table.to_batches(), 0, table.schema).skipped
+    sink.close()
+    again = make_sink("kafka", options, tmp_path, f"big-{topic}")  # a restarted run replays batch 0
+    assert again.write_arrow(table.to_batches(), 0, table.schema).skipped
+    again.close()
+    msgs = consume_all(kafka_server.bootstrap_servers, topic, 5)
+    assert sorted(m.value().decode() for m in msgs) == sorted(values[i] for i in (0, 1, 3, 4, 6))
+    dead = dead_letters(tmp_path / "state" / "dead_letters")
+    assert sorted(d["payload"] for d in dead) == sorted(values[i] for i in (2, 5, 7))
+    for d in dead:
+        assert d["stage"] == "out" and d["pipeline"] == f"big-{topic}"
+        size = len(d["payload"])
+        assert d["reason"] == (f"kafka MSG_SIZE_TOO_LARGE: Unable to produce message: Broker: Message size too large (a value of {size} bytes; "
+                               "at most 4000 bytes per message)"), d["reason"]

@@ -28,6 +28,12 @@ transactions; a replayed batch may be written again.
 
 Rows travel as: key = the `key` expression (string), value = the row as JSON
 (rendered in the JVM by to_json), headers = `headers` expressions (strings).
+
+A message larger than the topic accepts (`max.message.bytes` of the topic, read
+at start; the producer's `message.max.bytes` when smaller) is refused by the
+producer itself: it goes to the pipeline's dead letters (stage = the sink's id,
+reason `kafka MSG_SIZE_TOO_LARGE: ...`, payload = the value) and the batch's
+other messages commit in its transaction.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, Transient
 
 log = logging.getLogger("etl.sink.kafka")
 OP_TIMEOUT = 20.0  # seconds per init/commit/abort call; the sink's retry policy repeats them
+DEFAULT_MAX_MESSAGE = 1_000_000  # librdkafka's message.max.bytes
 
 
 class _ClientLog:
@@ -87,6 +94,7 @@ class KafkaSink(ServerSink):
         self._in_txn = False
         self._marker_sent = False
         self._headers: list[str] = list(spec.headers)
+        self._limit = DEFAULT_MAX_MESSAGE  # bytes per message the producer accepts
 
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
@@ -110,6 +118,11 @@ class KafkaSink(ServerSink):
             raise TransientError(f"cannot reach Kafka at {self.spec.bootstrap_servers}: {reason}")
         conf = _client_conf(self.spec)
         conf.update({"enable.idempotence": True, "linger.ms": 5, "compression.type": "lz4"})
+        topic_max = self._topic_max_message()
+        if topic_max is not None:  # larger messages are refused by the producer, one by one (dead letters)
+            conf["message.max.bytes"] = max(1000, min(int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE)),
+                                                      topic_max))
+        self._limit = int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE))
         if self.exactly_once:
             conf.setdefault("transactional.id", self.transactional_id)
             conf.setdefault("transaction.timeout.ms", 300_000)
@@ -123,6 +136,18 @@ class KafkaSink(ServerSink):
             except self.ck.KafkaException as e:
                 raise self._err("cannot initialise the transactional producer", e) from e
         self.producer = p
+
+    def _topic_max_message(self) -> int | None:
+        """The topic's max.message.bytes (the broker's default when the topic has none); None if unknown."""
+        from confluent_kafka.admin import AdminClient, ConfigResource
+
+        admin = AdminClient({**_client_conf(self.spec), "log_level": 0})
+        try:
+            res = ConfigResource(ConfigResource.Type.TOPIC, self.spec.topic)
+            entries = admin.describe_configs([res], request_timeout=OP_TIMEOUT)[res].result(OP_TIMEOUT)
+            return int(entries["max.message.bytes"].value)
+        except Exception:  # noqa: BLE001 - a topic created on first write, or no right to describe it
+            return None
 
     def _producer(self) -> Any:
         if self.producer is None:
@@ -226,6 +251,7 @@ class KafkaSink(ServerSink):
     # --------------------------------------------------------------- batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
         self._chunks = []
+        self.rejects.clear()
         self._start()
 
     def _start(self) -> None:
@@ -244,11 +270,16 @@ class KafkaSink(ServerSink):
         if err is not None:
             self._errors.append(err)
 
-    def _produce(self, keys: list, values: list, headers: list | None) -> None:
+    def _produce(self, keys: list, values: list, headers: list | None) -> tuple[list, list, list | None]:
+        """Produce one chunk; returns the chunk without the messages the producer refused as too large
+        (they are added to this batch's dead letters)."""
         p = self.producer
         topic = self.spec.topic
         cb = self._on_delivery
         names = self._headers
+        too_large = self.ck.KafkaError.MSG_SIZE_TOO_LARGE
+        refused: list[int] = []
+        reasons: list[tuple[str, str]] = []  # kept only once the chunk is done (a retried chunk refuses again)
         for i, (k, v) in enumerate(zip(keys, values)):
             h = [(n, hv[i]) for n, hv in zip(names, headers) if hv[i] is not None] if headers else None
             while True:
@@ -257,7 +288,23 @@ class KafkaSink(ServerSink):
                     break
                 except BufferError:  # local queue full: let librdkafka send
                     p.poll(0.05)
+                except self.ck.KafkaException as e:
+                    err = e.args[0] if e.args else None
+                    if getattr(err, "code", lambda: None)() != too_large:
+                        raise
+                    refused.append(i)
+                    size = len(v.encode() if isinstance(v, str) else v or b"")
+                    reasons.append((f"kafka {err.name()}: {err.str()} (a value of {size} bytes; at most "
+                                    f"{self._limit} bytes per message)", v or ""))
+                    break
         p.poll(0)
+        for reason, payload in reasons:
+            self.rejects.add(reason, payload)
+        if not refused:
+            return keys, values, headers
+        keep = [i for i in range(len(keys)) if i not in set(refused)]
+        return ([keys[i] for i in keep], [values[i] for i in keep],
+                [[hv[i] for i in keep] for hv in headers] if headers else None)
 
     def batch_insert(self, rows: pa.Table) -> None:
         keys = rows.column(0).to_pylist()
@@ -266,17 +313,16 @@ class KafkaSink(ServerSink):
         if self.producer is None or (self.exactly_once and not self._in_txn):
             self._redo()  # a broken transaction: start over with the rows kept so far
         try:
-            self._produce(keys, values, headers)
+            kept = self._produce(keys, values, headers)
         except self.ck.KafkaException as e:
             if isinstance(self._err("", e), TerminalError):
                 raise self._err("cannot produce", e) from e
             self._broken(e)
-        self._chunks.append((keys, values, headers))
+        self._chunks.append(kept)
 
     def _redo(self) -> None:
         self._start()
-        for chunk in self._chunks:
-            self._produce(*chunk)
+        self._chunks = [self._produce(*chunk) for chunk in self._chunks]
 
     def _broken(self, e: Exception) -> None:
         """The transaction cannot commit: abort it (or drop the producer) and let the retry start over."""
@@ -297,6 +343,7 @@ class KafkaSink(ServerSink):
                 return  # the previous attempt did commit before the connection broke
             self._redo()
         p = self.producer
+        self.rejects.flush(batch_id)  # dead letters first: once per batch id, so a replay never doubles them
         if not self.exactly_once:
             left = p.flush(OP_TIMEOUT)
             if self._errors:  # failed deliveries: send the whole batch again (at least once)
@@ -328,6 +375,7 @@ class KafkaSink(ServerSink):
 
     def abort(self, batch_id: int) -> None:
         self._chunks = []
+        self.rejects.clear()
         if self.exactly_once and self._in_txn and self.producer is not None:
             try:
                 self.producer.abort_transaction(OP_TIMEOUT)
@@ -344,3 +392,4 @@ class KafkaSink(ServerSink):
             except Exception:  # noqa: BLE001 - closing
                 pass
             self.producer = None
+        self.rejects.close()
