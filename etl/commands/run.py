@@ -67,7 +67,7 @@ def run(
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
             progress: str) -> int:
     from etl.compile.context import CompileError
-    from etl.runtime.failure import report, stack_of, unknown_failure
+    from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, under_spark_submit
@@ -98,7 +98,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with runner.progress:
+        with runner.progress, PythonLog(log):
             try:
                 runner.start()
             except CompileError as e:

@@ -16,6 +16,7 @@ that source (E407); anything else is the pipeline, at its first line (E401).
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import re
 import traceback
@@ -83,6 +84,34 @@ def stack_of(exc: BaseException) -> str:
     py = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     java = java_stack(exc)
     return py + (f"\nJava stack:\n{java}\n" if java else "")
+
+
+class PythonLog:
+    """While a run lasts, py4j's errors (an exception in foreachBatch, seen from its callback server; dropped by
+    py4j's own NullHandler otherwise) go to the run's log file."""
+
+    LOGGERS = ("py4j",)
+
+    def __init__(self, path: Path):
+        self.handler: logging.Handler | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        self.handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.handler.setLevel(logging.ERROR)
+
+    def __enter__(self) -> "PythonLog":
+        for name in self.LOGGERS if self.handler else ():
+            logging.getLogger(name).addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.handler is not None:
+            for name in self.LOGGERS:
+                logging.getLogger(name).removeHandler(self.handler)
+            self.handler.close()
 
 
 def write_log(path: Path, line: str, stack: str, redact: Any = lambda s: s) -> bool:

@@ -4,16 +4,11 @@ commit exactly once (and a replay of the batch writes neither twice). Against th
 from __future__ import annotations
 
 import json
-import sys
 import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 
