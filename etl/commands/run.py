@@ -12,6 +12,7 @@ confs are spark-submit's, --conf values of etl are applied on top):
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -124,4 +125,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
+        # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'
+        # log callbacks could print half a Python traceback after etl's last line
+        gc.collect()
 

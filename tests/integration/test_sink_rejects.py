@@ -145,3 +145,34 @@ def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spar
         size = len(d["payload"])
         assert d["reason"] == (f"kafka MSG_SIZE_TOO_LARGE: Unable to produce message: Broker: Message size too large (a value of {size} bytes; "
                                "at most 4000 bytes per message)"), d["reason"]
+
+
+def test_mysql_rejects_through_a_running_pipeline(spark, mariadb_server, tmp_path):
+    """The same through `etl run`'s runner: the pipeline's dead-letter sink gets the rejected rows."""
+    from tests.contract.harness import pipeline_text, run_once
+
+    s = mariadb_server
+    t = f"p_{uuid.uuid4().hex[:8]}"
+    conn = s.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE `{t}` (id BIGINT PRIMARY KEY, name VARCHAR(4) NOT NULL) ENGINE=InnoDB")
+    conn.commit()
+    conn.close()
+    (tmp_path / "input").mkdir()
+    names = ["ab", "abcdef", "cd", None, "ef"]
+    (tmp_path / "input" / "a.jsonl").write_text("".join(json.dumps({"id": i, "name": n}) + "\n"
+                                                        for i, n in enumerate(names)))
+    src = {"type": "file", "path": str(tmp_path / "input"), "format": "jsonl",
+           "schema": {"id": "bigint", "name": "string"}}
+    sink = {"type": "mysql", "host": s.host, "port": s.port, "user": s.user, "password": s.password,
+            "database": s.database, "table": t}
+    run = run_once(spark, tmp_path / "run", pipeline_text(f"pr-{t}", src, sink))
+    assert run.failure is None
+    conn = s.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT id, name FROM `{t}` ORDER BY id")
+        assert cur.fetchall() == ((0, "ab"), (2, "cd"), (4, "ef"))
+    conn.close()
+    dead = sorted(dead_letters(tmp_path / "run" / "state" / "dead_letters"), key=lambda d: d["payload"])
+    assert [(d["stage"], d["payload"], d["reason"][:10]) for d in dead] == [
+        ("out", '{"id": 1, "name": "abcdef"}', "mysql 1406"), ("out", '{"id": 3, "name": null}', "mysql 1048")]
