@@ -3,7 +3,9 @@ commit exactly once (and a replay of the batch writes neither twice). Against th
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import uuid
 from pathlib import Path
 
@@ -117,8 +119,14 @@ def test_mysql_rejected_rows_are_dead_letters_and_the_rest_commits_once(spark, m
 
 
 # ----------------------------------------------------------------------------- kafka
-def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spark, kafka_server, tmp_path):
+@pytest.mark.parametrize("limit_known", [True, False], ids=["refused-by-the-producer", "refused-by-the-broker"])
+def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spark, kafka_server, tmp_path,
+                                                                            monkeypatch, limit_known):
+    """The producer knows the topic's limit (read at start) and refuses larger messages; when it could not be
+    read, the broker refuses them in the batch's transaction, which is produced again without them."""
     from confluent_kafka.admin import AdminClient, NewTopic
+
+    from etl.connectors.sinks.kafka import KafkaSink
 
     from tests.contract.adapters import consume_all
 
@@ -128,6 +136,9 @@ def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spar
     admin.create_topics([new])[topic].result(30)
     values = [json.dumps({"id": i, "text": "x" * (5000 if i in (2, 5) else 10)}) for i in range(8)]
     values[7] = json.dumps({"id": 7, "text": "y" * 1_500_000})  # beyond the producer's own default limit too
+    values[4] = json.dumps({"id": 4, "text": base64.b64encode(os.urandom(2960)).decode()})  # incompressible
+    if not limit_known:
+        monkeypatch.setattr(KafkaSink, "_topic_max_message", lambda self: None)
     table = pa.table({"key": [str(i) for i in range(8)], "value": values})
     options = {"bootstrap_servers": kafka_server.bootstrap_servers, "topic": topic, "batch_size": 3}
     sink = make_sink("kafka", options, tmp_path, f"big-{topic}")
@@ -136,15 +147,21 @@ def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spar
     again = make_sink("kafka", options, tmp_path, f"big-{topic}")  # a restarted run replays batch 0
     assert again.write_arrow(table.to_batches(), 0, table.schema).skipped
     again.close()
-    msgs = consume_all(kafka_server.bootstrap_servers, topic, 5)
-    assert sorted(m.value().decode() for m in msgs) == sorted(values[i] for i in (0, 1, 3, 4, 6))
-    dead = dead_letters(tmp_path / "state" / "dead_letters")
-    assert sorted(d["payload"] for d in dead) == sorted(values[i] for i in (2, 5, 7))
-    for d in dead:
-        assert d["stage"] == "out" and d["pipeline"] == f"big-{topic}"
-        size = len(d["payload"])
-        assert d["reason"] == (f"kafka MSG_SIZE_TOO_LARGE: Unable to produce message: Broker: Message size too large (a value of {size} bytes; "
-                               "at most 4000 bytes per message)"), d["reason"]
+    # the producer checks the uncompressed size; the broker the compressed record batch (2 and 5 compress well)
+    delivered = [0, 1, 3, 6] if limit_known else [0, 1, 2, 3, 5, 6]
+    msgs = consume_all(kafka_server.bootstrap_servers, topic, len(delivered))
+    assert sorted(m.value().decode() for m in msgs) == sorted(values[i] for i in delivered)
+    dead = {json.loads(d["payload"])["id"]: d for d in dead_letters(tmp_path / "state" / "dead_letters")}
+    assert sorted(dead) == ([2, 4, 5, 7] if limit_known else [4, 7])
+    for i, d in dead.items():
+        assert d["stage"] == "out" and d["pipeline"] == f"big-{topic}" and d["payload"] == values[i]
+        size = len(values[i])
+        limit = 4000 if limit_known else 1_000_000
+        assert d["reason"] == (
+            f"kafka MSG_SIZE_TOO_LARGE: Broker: Message size too large (a value of {size} bytes, refused by the "
+            "broker)" if not limit_known and size < limit else
+            f"kafka MSG_SIZE_TOO_LARGE: Unable to produce message: Broker: Message size too large (a value of "
+            f"{size} bytes; at most {limit} bytes per message)"), d["reason"]
 
 
 def test_mysql_rejects_through_a_running_pipeline(spark, mariadb_server, tmp_path):

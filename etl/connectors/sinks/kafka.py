@@ -33,7 +33,10 @@ A message larger than the topic accepts (`max.message.bytes` of the topic, read
 at start; the producer's `message.max.bytes` when smaller) is refused by the
 producer itself: it goes to the pipeline's dead letters (stage = the sink's id,
 reason `kafka MSG_SIZE_TOO_LARGE: ...`, payload = the value) and the batch's
-other messages commit in its transaction.
+other messages commit in its transaction. When the broker refuses messages the
+producer let through (the topic's limit could not be read), the transaction is
+aborted and the batch produced again one message per record batch (a refused
+batch may hold small messages too), then without the refused ones.
 """
 
 from __future__ import annotations
@@ -79,6 +82,20 @@ def _need_client() -> Any:
     return confluent_kafka
 
 
+def _bytes(v: Any) -> bytes:
+    return v.encode() if isinstance(v, str) else (v or b"")
+
+
+def _without(chunk: tuple[list, list, list | None], drop: set[int]) -> tuple[list, list, list | None]:
+    """A chunk (keys, values, header columns) without the messages at `drop`."""
+    if not drop:
+        return chunk
+    keys, values, headers = chunk
+    keep = [i for i in range(len(keys)) if i not in drop]
+    return ([keys[i] for i in keep], [values[i] for i in keep],
+            [[hv[i] for i in keep] for hv in headers] if headers else None)
+
+
 class KafkaSink(ServerSink):
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
@@ -91,10 +108,12 @@ class KafkaSink(ServerSink):
         self._last: int | None = None  # last committed batch id (None: read the marker topic)
         self._chunks: list[tuple[list, list, list | None]] = []
         self._errors: list[Any] = []
+        self._too_large: list[tuple[bytes, Any]] = []  # (value, error) of messages the broker refused as too large
         self._in_txn = False
         self._marker_sent = False
         self._headers: list[str] = list(spec.headers)
         self._limit = DEFAULT_MAX_MESSAGE  # bytes per message the producer accepts
+        self._one_per_batch = False  # finding which messages the broker refuses: one message per record batch
 
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
@@ -123,6 +142,8 @@ class KafkaSink(ServerSink):
             conf["message.max.bytes"] = max(1000, min(int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE)),
                                                       topic_max))
         self._limit = int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE))
+        if self._one_per_batch:
+            conf["batch.num.messages"] = 1
         if self.exactly_once:
             conf.setdefault("transactional.id", self.transactional_id)
             conf.setdefault("transaction.timeout.ms", 300_000)
@@ -257,6 +278,7 @@ class KafkaSink(ServerSink):
     def _start(self) -> None:
         p = self._producer()
         self._errors = []
+        self._too_large = []
         if self.exactly_once and not self._in_txn:
             try:
                 p.begin_transaction()
@@ -267,7 +289,9 @@ class KafkaSink(ServerSink):
             self._marker_sent = False
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
-        if err is not None:
+        if err is not None and err.code() == self.ck.KafkaError.MSG_SIZE_TOO_LARGE:
+            self._too_large.append((msg.value() or b"", err))
+        elif err is not None:
             self._errors.append(err)
 
     def _produce(self, keys: list, values: list, headers: list | None) -> tuple[list, list, list | None]:
@@ -300,11 +324,30 @@ class KafkaSink(ServerSink):
         p.poll(0)
         for reason, payload in reasons:
             self.rejects.add(reason, payload)
-        if not refused:
-            return keys, values, headers
-        keep = [i for i in range(len(keys)) if i not in set(refused)]
-        return ([keys[i] for i in keep], [values[i] for i in keep],
-                [[hv[i] for i in keep] for hv in headers] if headers else None)
+        return _without((keys, values, headers), set(refused))
+
+    def _refused_by_broker(self) -> None:
+        """Messages the broker refused as too large (the producer let them through: a record batch's overhead,
+        a topic whose limit could not be read) go to dead letters; a transaction is produced again without them."""
+        if not self._too_large:
+            return
+        refused, self._too_large = self._too_large, []
+        if not self._one_per_batch:  # a refused record batch may hold small messages too: which ones are too large?
+            self._one_per_batch = True
+            self._abort_or_drop()
+            self._drop_producer()
+            raise TransientError(f"the broker refused {len(refused)} messages as too large; the batch is produced "
+                                 "again one message per record batch, to find which")
+        sizes = {v: len(v) for v, _ in refused}
+        for value, err in refused:
+            self.rejects.add(f"kafka {err.name()}: {err.str()} (a value of {sizes[value]} bytes, refused by the "
+                             "broker)", value.decode("utf-8", "replace"))
+        self._chunks = [_without(c, {i for i, v in enumerate(c[1]) if _bytes(v) in sizes}) for c in self._chunks]
+        if not self.exactly_once:
+            return  # the other messages are delivered
+        self._abort_or_drop()
+        raise TransientError(f"{len(refused)} messages refused by the broker as too large go to dead letters; "
+                             "the batch's other messages are produced again")
 
     def batch_insert(self, rows: pa.Table) -> None:
         keys = rows.column(0).to_pylist()
@@ -319,6 +362,14 @@ class KafkaSink(ServerSink):
                 raise self._err("cannot produce", e) from e
             self._broken(e)
         self._chunks.append(kept)
+
+    def _abort_or_drop(self) -> None:
+        if self.exactly_once and self._in_txn:
+            try:
+                self.producer.abort_transaction(OP_TIMEOUT)
+                self._in_txn = False
+            except self.ck.KafkaException:
+                self._drop_producer()
 
     def _redo(self) -> None:
         self._start()
@@ -343,9 +394,10 @@ class KafkaSink(ServerSink):
                 return  # the previous attempt did commit before the connection broke
             self._redo()
         p = self.producer
+        left = p.flush(OP_TIMEOUT)  # every delivery report: which messages did the broker refuse?
+        self._refused_by_broker()
         self.rejects.flush(batch_id)  # dead letters first: once per batch id, so a replay never doubles them
         if not self.exactly_once:
-            left = p.flush(OP_TIMEOUT)
             if self._errors:  # failed deliveries: send the whole batch again (at least once)
                 first = self._errors[0]
                 self._redo()
@@ -354,6 +406,7 @@ class KafkaSink(ServerSink):
             if left:
                 raise TransientError(f"{left} messages still waiting for {self.spec.bootstrap_servers}")
             self._chunks = []
+            self._one_per_batch = False
             return
         rows = sum(len(c[1]) for c in self._chunks)
         try:
@@ -372,6 +425,9 @@ class KafkaSink(ServerSink):
         self._in_txn = False
         self._chunks = []
         self._last = batch_id
+        if self._one_per_batch:  # found: the next batch gets a producer that batches again
+            self._one_per_batch = False
+            self._drop_producer()
 
     def abort(self, batch_id: int) -> None:
         self._chunks = []
