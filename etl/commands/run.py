@@ -76,6 +76,12 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     plan = checked.plan
     redact = checked.document.redact if checked.document else (lambda s: s)
     log = run_log(checkpoint or plan.checkpoint)
+    if not os.environ.get("ETL_LOG_LEVEL", "").strip():
+        try:  # Python workers' stderr goes there too (etl/runtime/pylauncher.py)
+            log.parent.mkdir(parents=True, exist_ok=True)
+            os.environ["ETL_WORKER_STDERR"] = str(log)
+        except OSError:
+            pass
     try:
         spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
     except ValueError as e:
