@@ -71,22 +71,22 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
-    from etl.runtime.session import build_session, under_spark_submit
+    from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
 
     plan = checked.plan
     redact = checked.document.redact if checked.document else (lambda s: s)
     log = run_log(checkpoint or plan.checkpoint)
-    if not os.environ.get("ETL_LOG_LEVEL", "").strip():
-        try:  # Python workers' stderr goes there too (etl/runtime/pylauncher.py)
-            log.parent.mkdir(parents=True, exist_ok=True)
-            os.environ["ETL_WORKER_STDERR"] = str(log)
-        except OSError:
-            pass
     try:
         spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
     except ValueError as e:
         typer.echo(f"etl run: {e}", err=True)
         return 2
+    if not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit():
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            stderr_to_file(spark, str(log))
+        except OSError:
+            pass
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
     stops = {"n": 0}
 

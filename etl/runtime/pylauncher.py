@@ -16,10 +16,6 @@ local masters when the user has not chosen a Python. Any other layout (a Spark
 distribution whose Python side lives only in the zip, no /bin/sh) gets the
 interpreter itself, unchanged, and so does a launcher that does not run (a cache
 folder on a noexec mount): it is tried once per process.
-
-With ETL_WORKER_STDERR set (`etl run` sets it to its log file, unless
-ETL_LOG_LEVEL asks for Spark's logs), the launcher appends the stderr of the
-processes it starts to that file.
 """
 
 from __future__ import annotations
@@ -46,8 +42,6 @@ for p in ${{PYTHONPATH-}}; do
 done
 unset IFS
 if [ -n "$kept" ]; then PYTHONPATH=$kept; export PYTHONPATH; else unset PYTHONPATH; fi
-# `etl run`: what workers print on stderr (a daemon's BrokenPipe traceback when a query stops) goes to its log
-if [ -n "${{ETL_WORKER_STDERR-}}" ]; then command exec 2>>"$ETL_WORKER_STDERR" || :; fi
 exec {python} "$@"
 """
 

@@ -322,7 +322,7 @@ CRASH_HOOK = "ETL_TEST_WORKER_CRASH"  # tests: a Python worker raises this messa
 def _crash_in_worker(df: Any, message: str) -> None:
     from pyspark.sql import functions as F
 
-    def boom(x: int) -> str:
+    def boom(x):  # type: ignore[no-untyped-def] # (no hints: pyspark would warn it cannot infer from them)
         raise RuntimeError(message)
 
     df.select(F.udf(boom, "string")(F.lit(1))).collect()

@@ -296,6 +296,20 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     return spark
 
 
+def stderr_to_file(spark: Any, path: str) -> None:
+    """The JVM's System.err from now on appends to `path` (log4j's console appender keeps the console): what
+    Python workers print on stderr, which Spark copies there (a daemon's BrokenPipe traceback when a query
+    stops), and stray stack traces go to the run's log."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(path, True), True, "UTF-8")
+        jvm.java.lang.System.setErr(stream)
+    except Exception as e:  # noqa: BLE001 - the console keeps them
+        import logging
+
+        logging.getLogger("etl.session").debug("stderr of the JVM stays on the console: %s", e)
+
+
 def quiet_python_loggers() -> None:
     """PySpark logs every analysis error as JSON before raising it; etl reports them as diagnostics."""
     import logging

@@ -48,12 +48,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from etl.connectors.sinks._kafka_limits import DEFAULT_MAX_MESSAGE, as_bytes, topic_max_message, without
 from etl.connectors.sinks._server import ServerSink, run_tag
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError
 
 log = logging.getLogger("etl.sink.kafka")
 OP_TIMEOUT = 20.0  # seconds per init/commit/abort call; the sink's retry policy repeats them
-DEFAULT_MAX_MESSAGE = 1_000_000  # librdkafka's message.max.bytes
 
 
 class _ClientLog:
@@ -80,20 +80,6 @@ def _need_client() -> Any:
     except ImportError as e:
         raise TerminalError("the kafka sink needs the confluent-kafka package: pip install confluent-kafka") from e
     return confluent_kafka
-
-
-def _bytes(v: Any) -> bytes:
-    return v.encode() if isinstance(v, str) else (v or b"")
-
-
-def _without(chunk: tuple[list, list, list | None], drop: set[int]) -> tuple[list, list, list | None]:
-    """A chunk (keys, values, header columns) without the messages at `drop`."""
-    if not drop:
-        return chunk
-    keys, values, headers = chunk
-    keep = [i for i in range(len(keys)) if i not in drop]
-    return ([keys[i] for i in keep], [values[i] for i in keep],
-            [[hv[i] for i in keep] for hv in headers] if headers else None)
 
 
 class KafkaSink(ServerSink):
@@ -159,16 +145,7 @@ class KafkaSink(ServerSink):
         self.producer = p
 
     def _topic_max_message(self) -> int | None:
-        """The topic's max.message.bytes (the broker's default when the topic has none); None if unknown."""
-        from confluent_kafka.admin import AdminClient, ConfigResource
-
-        admin = AdminClient({**_client_conf(self.spec), "log_level": 0})
-        try:
-            res = ConfigResource(ConfigResource.Type.TOPIC, self.spec.topic)
-            entries = admin.describe_configs([res], request_timeout=OP_TIMEOUT)[res].result(OP_TIMEOUT)
-            return int(entries["max.message.bytes"].value)
-        except Exception:  # noqa: BLE001 - a topic created on first write, or no right to describe it
-            return None
+        return topic_max_message(_client_conf(self.spec), self.spec.topic, OP_TIMEOUT)
 
     def _producer(self) -> Any:
         if self.producer is None:
@@ -324,7 +301,7 @@ class KafkaSink(ServerSink):
         p.poll(0)
         for reason, payload in reasons:
             self.rejects.add(reason, payload)
-        return _without((keys, values, headers), set(refused))
+        return without((keys, values, headers), set(refused))
 
     def _refused_by_broker(self) -> None:
         """Messages the broker refused as too large (the producer let them through: a record batch's overhead,
@@ -342,7 +319,7 @@ class KafkaSink(ServerSink):
         for value, err in refused:
             self.rejects.add(f"kafka {err.name()}: {err.str()} (a value of {sizes[value]} bytes, refused by the "
                              "broker)", value.decode("utf-8", "replace"))
-        self._chunks = [_without(c, {i for i, v in enumerate(c[1]) if _bytes(v) in sizes}) for c in self._chunks]
+        self._chunks = [without(c, {i for i, v in enumerate(c[1]) if as_bytes(v) in sizes}) for c in self._chunks]
         if not self.exactly_once:
             return  # the other messages are delivered
         self._abort_or_drop()
