@@ -357,12 +357,8 @@ class KafkaSink(ServerSink):
         err = e.args[0] if e.args else None
         if err is not None and hasattr(err, "fatal") and err.fatal():
             self._drop_producer()
-        elif self.exactly_once and self._in_txn:
-            try:
-                self.producer.abort_transaction(OP_TIMEOUT)
-                self._in_txn = False
-            except self.ck.KafkaException:
-                self._drop_producer()
+        else:
+            self._abort_or_drop()
         raise self._err("the batch's transaction failed and is produced again", e) from e
 
     def commit(self, batch_id: int) -> None:
