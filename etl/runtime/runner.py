@@ -253,15 +253,16 @@ class PipelineRun:
                 if self._stopping:
                     self._graceful_stop()
                     break
+                # active first: a query that ends between the two looks is seen failed now, or active (next turn)
+                active = [s for s in self.streams if s.isActive]
                 failed = [(q, s) for q, s in zip(self.queries, self.streams)
                           if not s.isActive and s.exception() is not None]
                 if failed:
                     self._stopping = True
-                    for s in self.streams:
+                    for s in active:
                         if s.isActive:
                             s.stop()
                     raise self._failed(*failed[0])
-                active = [s for s in self.streams if s.isActive]
                 if not active:
                     break
                 try:  # returns as soon as the query ends (AvailableNow), instead of a full poll later
