@@ -100,6 +100,7 @@ class KafkaSink(ServerSink):
         self._headers: list[str] = list(spec.headers)
         self._limit = DEFAULT_MAX_MESSAGE  # bytes per message the producer accepts
         self._one_per_batch = False  # finding which messages the broker refuses: one message per record batch
+        self._limit_known = False  # the topic's max.message.bytes was read (the producer refuses larger messages)
 
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
@@ -128,6 +129,7 @@ class KafkaSink(ServerSink):
             conf["message.max.bytes"] = max(1000, min(int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE)),
                                                       topic_max))
         self._limit = int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE))
+        self._limit_known = topic_max is not None
         if self._one_per_batch:
             conf["batch.num.messages"] = 1
         if self.exactly_once:
@@ -367,7 +369,12 @@ class KafkaSink(ServerSink):
                 return  # the previous attempt did commit before the connection broke
             self._redo()
         p = self.producer
-        left = p.flush(OP_TIMEOUT)  # every delivery report: which messages did the broker refuse?
+        left = 0
+        if not self.exactly_once or not self._limit_known:
+            # every delivery report now: which messages did the broker refuse? (with the topic's limit known the
+            # producer refuses them itself, and a transaction's commit flushes: an outage then fails the commit
+            # and is retried with the sink's backoff instead of waiting here)
+            left = p.flush(OP_TIMEOUT)
         self._refused_by_broker()
         self.rejects.flush(batch_id)  # dead letters first: once per batch id, so a replay never doubles them
         if not self.exactly_once:
