@@ -12,6 +12,7 @@ confs are spark-submit's, --conf values of etl are applied on top):
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -68,15 +69,24 @@ def run(
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
             progress: str) -> int:
     from etl.compile.context import CompileError
+    from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
+    from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
-    from etl.runtime.session import build_session, under_spark_submit
+    from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
 
     plan = checked.plan
+    log = run_log(checkpoint or plan.checkpoint)
     try:
-        spark = build_session(f"etl-{plan.name}", master, conf)
+        spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
     except ValueError as e:
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
+    if not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit():
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            stderr_to_file(spark, str(log))
+        except OSError:
+            pass
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
     stops = {"n": 0}
 
@@ -88,20 +98,28 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             sys.stderr.write(f"\netl: {signal.Signals(signum).name}: finishing the current batch, then stopping\n")
         runner.request_stop()
 
+    def failed(diag: Any, exc: BaseException) -> int:
+        stack = exc.failure.stack if isinstance(exc, RunFailed) and exc.failure else stack_of(exc)
+        typer.echo(report(diag, log, stack, redact), err=True)
+        return 1
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with runner.progress:
+        with runner.progress, PythonLog(log):
             try:
                 runner.start()
             except CompileError as e:
                 runner.close()
-                typer.echo(redact(e.diagnostic(plan.graph).render()), err=True)
-                return 1
+                return failed(e.diagnostic(plan.graph), e)
+            except Exception as e:  # noqa: BLE001 - a failure etl does not know: one line, the stack in the log
+                runner.close()
+                return failed(unknown_failure(plan.graph, e).diagnostic(), e)
             try:
                 runner.wait()
             except RunFailed as e:
-                typer.echo(redact(f"etl run: {plan.name} failed: {e}"), err=True)
-                return 1
+                return failed(e.failure.diagnostic() if e.failure else unknown_failure(plan.graph, e).diagnostic(), e)
+            except Exception as e:  # noqa: BLE001
+                return failed(unknown_failure(plan.graph, e).diagnostic(), e)
         if progress != "none":
             typer.echo(redact(f"etl run: {plan.name}: {runner.progress.summary()}"), err=True)
         return 0
@@ -113,3 +131,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
+        # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'
+        # log callbacks could print half a Python traceback after etl's last line
+        gc.collect()
+

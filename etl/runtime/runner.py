@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, Callable
 
 from etl import registry
 from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
+from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.progress import Progress, make_listener
 from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed
 
@@ -31,7 +33,11 @@ class StopRequested(RuntimeError):
 
 
 class RunFailed(RuntimeError):
-    pass
+    """The run stopped on a failure: str() is its message, `failure` the component, code and stacks."""
+
+    def __init__(self, message: str, failure: Failure | None = None):
+        super().__init__(message)
+        self.failure = failure
 
 
 @dataclass
@@ -63,6 +69,7 @@ class PipelineRun:
         self.streams: list[Any] = []
         self.sinks: dict[tuple[str, str], AbstractSink] = {}
         self.failure: str | None = None
+        self.failed: Failure | None = None  # the sink failure that stopped the run (with its stack)
         self._stopping = False
         self._locks: dict[str, threading.Lock] = {}
         self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
@@ -98,7 +105,7 @@ class PipelineRun:
 
             node = self.graph.nodes.get(out.id)
             raise CompileError(f"sink type '{spec.type}' is not supported by `etl run` yet ({e})", node,
-                               code="E401") from None
+                               code="E402") from None
         return sink_cls(spec, ctx)
 
     # ----------------------------------------------------------- per batch
@@ -111,6 +118,8 @@ class PipelineRun:
             from etl.compile.rules_jvm import demote
 
             with lock:
+                if CRASH_HOOK in os.environ:
+                    _crash_in_worker(batch_df, os.environ[CRASH_HOOK])
                 if self._stopping:
                     raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
                 written: dict[str, int] = {}
@@ -133,6 +142,7 @@ class PipelineRun:
                             continue
                         if isinstance(e, SinkFailed):
                             self.failure = str(e)
+                            self.failed = sink_failure(self.graph, e, stack_of(e))
                         raise
                 self._guard_left[q.name] = self._guard_left.get(q.name, 1) - 1
                 self.progress.sink_counts(q.name, batch_id, written, skipped)
@@ -254,14 +264,16 @@ class PipelineRun:
                 if self._stopping:
                     self._graceful_stop()
                     break
-                failed = [s for s in self.streams if not s.isActive and s.exception() is not None]
+                # active first: a query that ends between the two looks is seen failed now, or active (next turn)
+                active = [s for s in self.streams if s.isActive]
+                failed = [(q, s) for q, s in zip(self.queries, self.streams)
+                          if not s.isActive and s.exception() is not None]
                 if failed:
                     self._stopping = True
-                    for s in self.streams:
+                    for s in active:
                         if s.isActive:
                             s.stop()
-                    raise RunFailed(self.failure or _explained(failed[0].exception()))
-                active = [s for s in self.streams if s.isActive]
+                    raise self._failed(*failed[0])
                 if not active:
                     break
                 try:  # returns as soon as the query ends (AvailableNow), instead of a full poll later
@@ -271,6 +283,17 @@ class PipelineRun:
             self._drain_progress()
         finally:
             self.close()
+
+    def _failed(self, q: Query, stream: Any) -> RunFailed:
+        exc = stream.exception()
+        if self.failure is not None:
+            return RunFailed(self.failure, self.failed)
+        cause = _explained(exc)
+        root = self.graph.nodes.get(q.root)
+        sources = [] if root is None else [root.id] if root.kind == "source" else \
+            [n.id for n in self.graph.upstream_sources(root.id)]
+        failure = query_failure(self.graph, sources, cause, str(exc), stack_of(exc))
+        return RunFailed(cause, failure)
 
     def _drain_progress(self, timeout: float = 3.0) -> None:
         """Progress events arrive asynchronously: wait (briefly) for the last batch of each query."""
@@ -305,6 +328,18 @@ class PipelineRun:
             sink.close()
 
 
+CRASH_HOOK = "ETL_TEST_WORKER_CRASH"  # tests: a Python worker raises this message in every batch (a bug's path)
+
+
+def _crash_in_worker(df: Any, message: str) -> None:
+    from pyspark.sql import functions as F
+
+    def boom(x):  # type: ignore[no-untyped-def] # (no hints: pyspark would warn it cannot infer from them)
+        raise RuntimeError(message)
+
+    df.select(F.udf(boom, "string")(F.lit(1))).collect()
+
+
 WRAPPERS = ("Exception thrown in awaitResult", "Job aborted due to stage failure", "Writing job aborted")
 
 
@@ -324,10 +359,18 @@ def _explained(exc: Any) -> str:
     return f"{msg.rstrip(': ')} (root cause: {root.splitlines()[0][:500]})" if root else msg
 
 
+PY_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)): (.+)$")
+
+
 def _clean(msg: str) -> str:
-    """The useful line of a StreamingQueryException (Python tracebacks are long)."""
+    """The useful line of a StreamingQueryException (Python tracebacks are long): etl's own error, else the
+    innermost Python exception of a traceback, else the first line."""
     for marker in ("SinkFailed: ", "TerminalError: ", "etl.compile.context.CompileError: "):
         if marker in msg:
             return msg.split(marker, 1)[1].splitlines()[0]
     lines = [ln for ln in msg.splitlines() if ln.strip()]
+    if "Traceback (most recent call last)" in msg:
+        raised = [m for m in map(PY_ERROR.match, lines) if m and not m.group(2).startswith("An exception was")]
+        if raised:
+            return f"{raised[-1].group(1).rsplit('.', 1)[-1]}: {raised[-1].group(2)}"
     return lines[0] if lines else msg

@@ -12,6 +12,7 @@ etl's own jar (etl/compile/jvm.py) goes on the driver's class path.
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 import sys
 import tempfile
@@ -105,26 +106,44 @@ def prepare_environment(local: bool = False) -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
-# Failed queries are reported by etl in one line; their stack traces show with ETL_LOG_LEVEL=info (or debug).
-QUIET_ERRORS = """\
-logger.mbe.name = org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution
-logger.mbe.level = off
-logger.mbe2.name = org.apache.spark.sql.execution.streaming.MicroBatchExecution
-logger.mbe2.level = off
-logger.pyfb.name = org.apache.spark.sql.execution.streaming.sources
-logger.pyfb.level = off
+# Spark's lines about a failed task or query: etl reports the failure in one line (etl/runtime/failure.py), so
+# they go to the run's log file only (nowhere without one); ETL_LOG_LEVEL=info (or debug, ...) shows them.
+QUIET_LOGGERS = {
+    "mbe": "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+    "mbe2": "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+    "pyfb": "org.apache.spark.sql.execution.streaming.sources",
+    "executor": "org.apache.spark.executor.Executor",
+    "tasks": "org.apache.spark.scheduler.TaskSetManager",
+    "runner": "org.apache.spark.api.python.PythonRunner",
+}
+RUN_LOG = """\
+appender.runlog.type = File
+appender.runlog.name = runlog
+appender.runlog.fileName = ${{sys:etl.runlog}}
+appender.runlog.createOnDemand = true
+appender.runlog.append = true
+appender.runlog.layout.type = PatternLayout
+appender.runlog.layout.pattern = %d{{ISO8601}} %p %c: %m%n%ex
+rootLogger.appenderRef.runlog.ref = runlog
 """
 
 
-def log4j_text() -> str:
+def log4j_text(log_file: str | None = None) -> str:
+    """log4j2 settings: WARN and up on the console, and (with `log_file`) in the run's log file too."""
     level = os.environ.get("ETL_LOG_LEVEL", "").strip().lower()
+    text = LOG4J
+    if log_file:
+        text += RUN_LOG.format()  # the path: a system property of the JVM (-Detl.runlog), not in this text
     if level in ("trace", "debug", "info", "warn", "error"):
-        return LOG4J.replace("level = warn", f"level = {level}")
-    return LOG4J + QUIET_ERRORS
+        return text.replace("level = warn", f"level = {level}")
+    for key, name in QUIET_LOGGERS.items():
+        text += f"logger.{key}.name = {name}\nlogger.{key}.additivity = false\n"
+        text += f"logger.{key}.appenderRef.runlog.ref = runlog\n" if log_file else f"logger.{key}.level = off\n"
+    return text
 
 
-def _log4j_file() -> str:
-    text = log4j_text()
+def _log4j_file(log_file: str | None = None) -> str:
+    text = log4j_text(log_file)
     uid = os.getuid() if hasattr(os, "getuid") else 0
     path = os.path.join(tempfile.gettempdir(), f"etl-log4j2-{uid}-{abs(hash(text)) % 10**8}.properties")
     try:
@@ -212,8 +231,9 @@ def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> 
 
 
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
-                  ui: bool = True) -> Any:
-    """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins."""
+                  ui: bool = True, log_file: str | None = None) -> Any:
+    """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where
+    Spark's log lines go besides the console (those about failed tasks and queries only there)."""
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -230,7 +250,9 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
             launch.update(LOCAL_DEFAULTS)
         if not ui:
             launch["spark.ui.enabled"] = "false"
-        log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+        log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file(log_file)}"
+        if log_file:
+            log4j += f" -Detl.runlog={shlex.quote(log_file)}"
         # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
         # Options the user passes come after ours (the last one of a kind wins in the JVM).
         driver = f"{log4j} {THREAD_STACK}"
@@ -272,6 +294,20 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     quiet_python_loggers()
     quiet_budget_stops(spark)
     return spark
+
+
+def stderr_to_file(spark: Any, path: str) -> None:
+    """The JVM's System.err from now on appends to `path` (log4j's console appender keeps the console): what
+    Python workers print on stderr, which Spark copies there (a daemon's BrokenPipe traceback when a query
+    stops), and stray stack traces go to the run's log."""
+    try:
+        jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+        stream = jvm.java.io.PrintStream(jvm.java.io.FileOutputStream(path, True), True, "UTF-8")
+        jvm.java.lang.System.setErr(stream)
+    except Exception as e:  # noqa: BLE001 - the console keeps them
+        import logging
+
+        logging.getLogger("etl.session").debug("stderr of the JVM stays on the console: %s", e)
 
 
 def quiet_python_loggers() -> None:

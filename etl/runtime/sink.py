@@ -39,7 +39,15 @@ class TerminalError(Exception):
 
 
 class SinkFailed(RuntimeError):
-    """Raised out of foreachBatch: the query stops with this message."""
+    """Raised out of foreachBatch: the query stops with this message. `sink_id` and `cause` (the message
+    without the sink's label) let `etl run` point at the sink; `unreachable`: retries ran out (E407)."""
+
+    def __init__(self, message: str, sink_id: str | None = None, cause: str | None = None,
+                 unreachable: bool = False):
+        super().__init__(message)
+        self.sink_id = sink_id
+        self.cause = cause
+        self.unreachable = unreachable
 
 
 @dataclass
@@ -178,8 +186,8 @@ class AbstractSink:
                 return op()
             except TransientError as e:
                 if attempt >= r.max_attempts:
-                    raise SinkFailed(f"{self.label}: {what} failed after {attempt} attempts "
-                                     f"(retry.max_attempts={r.max_attempts}): {e}") from e
+                    cause = f"{what} failed after {attempt} attempts (retry.max_attempts={r.max_attempts}): {e}"
+                    raise SinkFailed(f"{self.label}: {cause}", self.ctx.sink_id, cause, unreachable=True) from e
                 log.warning("%s: %s failed (attempt %d/%d), retrying in %.2fs: %s",
                             self.label, what, attempt, r.max_attempts, delay, e)
                 self.ctx.sleep(delay)
@@ -187,7 +195,8 @@ class AbstractSink:
                 attempt += 1
                 result.retries += 1
             except TerminalError as e:
-                raise SinkFailed(f"{self.label}: {what} failed: {e} (terminal error, not retried)") from e
+                cause = f"{what} failed: {e} (terminal error, not retried)"
+                raise SinkFailed(f"{self.label}: {cause}", self.ctx.sink_id, cause) from e
 
     # -------------------------------------------------------- the write
     def write_arrow(self, batches: Iterable[pa.RecordBatch], batch_id: int, schema: pa.Schema) -> WriteResult:

@@ -33,6 +33,15 @@ etl.connectors.kafka_security. A refused login or TLS handshake is terminal.
 
 Rows travel as: key = the `key` expression (string), value = the row as JSON
 (rendered in the JVM by to_json), headers = `headers` expressions (strings).
+
+A message larger than the topic accepts (`max.message.bytes` of the topic, read
+at start; the producer's `message.max.bytes` when smaller) is refused by the
+producer itself: it goes to the pipeline's dead letters (stage = the sink's id,
+reason `kafka MSG_SIZE_TOO_LARGE: ...`, payload = the value) and the batch's
+other messages commit in its transaction. When the broker refuses messages the
+producer let through (the topic's limit could not be read), the transaction is
+aborted and the batch produced again one message per record batch (a refused
+batch may hold small messages too), then without the refused ones.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from etl.connectors.sinks._kafka_limits import DEFAULT_MAX_MESSAGE, as_bytes, topic_max_message, without
 from etl.connectors.sinks._server import ServerSink, run_tag
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError
 
@@ -90,9 +100,13 @@ class KafkaSink(ServerSink):
         self._last: int | None = None  # last committed batch id (None: read the marker topic)
         self._chunks: list[tuple[list, list, list | None]] = []
         self._errors: list[Any] = []
+        self._too_large: list[tuple[bytes, Any]] = []  # (value, error) of messages the broker refused as too large
         self._in_txn = False
         self._marker_sent = False
         self._headers: list[str] = list(spec.headers)
+        self._limit = DEFAULT_MAX_MESSAGE  # bytes per message the producer accepts
+        self._one_per_batch = False  # finding which messages the broker refuses: one message per record batch
+        self._limit_known = False  # the topic's max.message.bytes was read (the producer refuses larger messages)
 
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
@@ -122,6 +136,14 @@ class KafkaSink(ServerSink):
         if bad is not None:
             raise TransientError(f"cannot reach Kafka at {self.spec.bootstrap_servers}: {bad.reason}")
         conf.update({"enable.idempotence": True, "linger.ms": 5, "compression.type": "lz4"})
+        topic_max = self._topic_max_message()
+        if topic_max is not None:  # larger messages are refused by the producer, one by one (dead letters)
+            conf["message.max.bytes"] = max(1000, min(int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE)),
+                                                      topic_max))
+        self._limit = int(conf.get("message.max.bytes", DEFAULT_MAX_MESSAGE))
+        self._limit_known = topic_max is not None
+        if self._one_per_batch:
+            conf["batch.num.messages"] = 1
         if self.exactly_once:
             conf.setdefault("transactional.id", self.transactional_id)
             conf.setdefault("transaction.timeout.ms", 300_000)
@@ -135,6 +157,9 @@ class KafkaSink(ServerSink):
             except self.ck.KafkaException as e:
                 raise self._err("cannot initialise the transactional producer", e) from e
         self.producer = p
+
+    def _topic_max_message(self) -> int | None:
+        return topic_max_message(_client_conf(self.spec), self.spec.topic, OP_TIMEOUT)
 
     def _producer(self) -> Any:
         if self.producer is None:
@@ -238,11 +263,13 @@ class KafkaSink(ServerSink):
     # --------------------------------------------------------------- batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
         self._chunks = []
+        self.rejects.clear()
         self._start()
 
     def _start(self) -> None:
         p = self._producer()
         self._errors = []
+        self._too_large = []
         if self.exactly_once and not self._in_txn:
             try:
                 p.begin_transaction()
@@ -253,14 +280,21 @@ class KafkaSink(ServerSink):
             self._marker_sent = False
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
-        if err is not None:
+        if err is not None and err.code() == self.ck.KafkaError.MSG_SIZE_TOO_LARGE:
+            self._too_large.append((msg.value() or b"", err))
+        elif err is not None:
             self._errors.append(err)
 
-    def _produce(self, keys: list, values: list, headers: list | None) -> None:
+    def _produce(self, keys: list, values: list, headers: list | None) -> tuple[list, list, list | None]:
+        """Produce one chunk; returns the chunk without the messages the producer refused as too large
+        (they are added to this batch's dead letters)."""
         p = self.producer
         topic = self.spec.topic
         cb = self._on_delivery
         names = self._headers
+        too_large = self.ck.KafkaError.MSG_SIZE_TOO_LARGE
+        refused: list[int] = []
+        reasons: list[tuple[str, str]] = []  # kept only once the chunk is done (a retried chunk refuses again)
         for i, (k, v) in enumerate(zip(keys, values)):
             h = [(n, hv[i]) for n, hv in zip(names, headers) if hv[i] is not None] if headers else None
             while True:
@@ -269,7 +303,42 @@ class KafkaSink(ServerSink):
                     break
                 except BufferError:  # local queue full: let librdkafka send
                     p.poll(0.05)
+                except self.ck.KafkaException as e:
+                    err = e.args[0] if e.args else None
+                    if getattr(err, "code", lambda: None)() != too_large:
+                        raise
+                    refused.append(i)
+                    size = len(v.encode() if isinstance(v, str) else v or b"")
+                    reasons.append((f"kafka {err.name()}: {err.str()} (a value of {size} bytes; at most "
+                                    f"{self._limit} bytes per message)", v or ""))
+                    break
         p.poll(0)
+        for reason, payload in reasons:
+            self.rejects.add(reason, payload)
+        return without((keys, values, headers), set(refused))
+
+    def _refused_by_broker(self) -> None:
+        """Messages the broker refused as too large (the producer let them through: a record batch's overhead,
+        a topic whose limit could not be read) go to dead letters; a transaction is produced again without them."""
+        if not self._too_large:
+            return
+        refused, self._too_large = self._too_large, []
+        if not self._one_per_batch:  # a refused record batch may hold small messages too: which ones are too large?
+            self._one_per_batch = True
+            self._abort_or_drop()
+            self._drop_producer()
+            raise TransientError(f"the broker refused {len(refused)} messages as too large; the batch is produced "
+                                 "again one message per record batch, to find which")
+        sizes = {v: len(v) for v, _ in refused}
+        for value, err in refused:
+            self.rejects.add(f"kafka {err.name()}: {err.str()} (a value of {sizes[value]} bytes, refused by the "
+                             "broker)", value.decode("utf-8", "replace"))
+        self._chunks = [without(c, {i for i, v in enumerate(c[1]) if as_bytes(v) in sizes}) for c in self._chunks]
+        if not self.exactly_once:
+            return  # the other messages are delivered
+        self._abort_or_drop()
+        raise TransientError(f"{len(refused)} messages refused by the broker as too large go to dead letters; "
+                             "the batch's other messages are produced again")
 
     def batch_insert(self, rows: pa.Table) -> None:
         keys = rows.column(0).to_pylist()
@@ -278,29 +347,32 @@ class KafkaSink(ServerSink):
         if self.producer is None or (self.exactly_once and not self._in_txn):
             self._redo()  # a broken transaction: start over with the rows kept so far
         try:
-            self._produce(keys, values, headers)
+            kept = self._produce(keys, values, headers)
         except self.ck.KafkaException as e:
             if isinstance(self._err("", e), TerminalError):
                 raise self._err("cannot produce", e) from e
             self._broken(e)
-        self._chunks.append((keys, values, headers))
+        self._chunks.append(kept)
+
+    def _abort_or_drop(self) -> None:
+        if self.exactly_once and self._in_txn:
+            try:
+                self.producer.abort_transaction(OP_TIMEOUT)
+                self._in_txn = False
+            except self.ck.KafkaException:
+                self._drop_producer()
 
     def _redo(self) -> None:
         self._start()
-        for chunk in self._chunks:
-            self._produce(*chunk)
+        self._chunks = [self._produce(*chunk) for chunk in self._chunks]
 
     def _broken(self, e: Exception) -> None:
         """The transaction cannot commit: abort it (or drop the producer) and let the retry start over."""
         err = e.args[0] if e.args else None
         if err is not None and hasattr(err, "fatal") and err.fatal():
             self._drop_producer()
-        elif self.exactly_once and self._in_txn:
-            try:
-                self.producer.abort_transaction(OP_TIMEOUT)
-                self._in_txn = False
-            except self.ck.KafkaException:
-                self._drop_producer()
+        else:
+            self._abort_or_drop()
         raise self._err("the batch's transaction failed and is produced again", e) from e
 
     def commit(self, batch_id: int) -> None:
@@ -309,8 +381,15 @@ class KafkaSink(ServerSink):
                 return  # the previous attempt did commit before the connection broke
             self._redo()
         p = self.producer
-        if not self.exactly_once:
+        left = 0
+        if not self.exactly_once or not self._limit_known:
+            # every delivery report now: which messages did the broker refuse? (with the topic's limit known the
+            # producer refuses them itself, and a transaction's commit flushes: an outage then fails the commit
+            # and is retried with the sink's backoff instead of waiting here)
             left = p.flush(OP_TIMEOUT)
+        self._refused_by_broker()
+        self.rejects.flush(batch_id)  # dead letters first: once per batch id, so a replay never doubles them
+        if not self.exactly_once:
             if self._errors:  # failed deliveries: send the whole batch again (at least once)
                 first = self._errors[0]
                 self._redo()
@@ -319,6 +398,7 @@ class KafkaSink(ServerSink):
             if left:
                 raise TransientError(f"{left} messages still waiting for {self.spec.bootstrap_servers}")
             self._chunks = []
+            self._one_per_batch = False
             return
         rows = sum(len(c[1]) for c in self._chunks)
         try:
@@ -337,9 +417,13 @@ class KafkaSink(ServerSink):
         self._in_txn = False
         self._chunks = []
         self._last = batch_id
+        if self._one_per_batch:  # found: the next batch gets a producer that batches again
+            self._one_per_batch = False
+            self._drop_producer()
 
     def abort(self, batch_id: int) -> None:
         self._chunks = []
+        self.rejects.clear()
         if self.exactly_once and self._in_txn and self.producer is not None:
             try:
                 self.producer.abort_transaction(OP_TIMEOUT)
@@ -356,3 +440,4 @@ class KafkaSink(ServerSink):
             except Exception:  # noqa: BLE001 - closing
                 pass
             self.producer = None
+        self.rejects.close()

@@ -16,14 +16,25 @@
   certificate that does not verify is a terminal error, never retried.
 * `create_table: true` creates a missing table from the batch's columns
   (primary key = `key`).
+* A row the server rejects on its own (value too long or out of range under
+  strict mode, incorrect value, NULL in a NOT NULL column, duplicate key in
+  `insert` mode, foreign key or CHECK constraint: REJECT_CODES) goes to the
+  pipeline's dead letters, stage = the sink's id, reason
+  `mysql <code>: <server message>`, payload = the row as JSON; the batch's other
+  rows and its marker commit together. The chunk that holds it is rolled back to
+  a savepoint and written again row by row, each row under its own savepoint.
 * Connection errors, deadlocks and lock waits are transient: the transaction
   is rolled back and the whole batch is written again in a new one (its rows
   are kept until it commits). Bad credentials, an unknown database, table or
-  column, SQL errors and rejected values are terminal.
+  column and SQL errors are terminal.
 """
 
 from __future__ import annotations
 
+import base64
+import datetime
+import decimal
+import json
 import math
 import re
 from typing import Any
@@ -48,6 +59,17 @@ TRANSIENT_CODES = {
     1927,  # connection killed (MariaDB)
     2002, 2003, 2006, 2013, 2055,  # cannot connect, server gone away, lost connection
     4031,  # disconnected by the server (inactivity)
+}
+# Errors of one row, not of the statement or the connection: the row goes to dead letters, the others commit.
+REJECT_CODES = {
+    1048,  # column cannot be null
+    1062,  # duplicate entry for a unique key
+    1216, 1452,  # foreign key: no parent row
+    1264,  # out of range value
+    1265,  # data truncated
+    1292, 1366,  # incorrect (datetime, integer, string ...) value
+    1406,  # data too long for column
+    3819, 4025,  # CHECK constraint violated (MySQL, MariaDB)
 }
 HINTS = {
     1044: "the user has no access to this database",
@@ -116,6 +138,20 @@ def column_type(field: pa.Field, is_key: bool) -> str:
 
 def _clean(v: Any) -> Any:
     return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _json_value(v: Any) -> Any:
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(v).decode()
+    return str(v) if isinstance(v, decimal.Decimal) else repr(v)
+
+
+def rejected_code(e: Exception) -> int | None:
+    """The error code when `e` rejects one row (REJECT_CODES), else None."""
+    code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+    return code if code in REJECT_CODES else None
 
 
 class MySQLSink(ServerSink):
@@ -261,6 +297,7 @@ class MySQLSink(ServerSink):
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
         self._batch = batch_id
         self._chunks = []
+        self.rejects.clear()
         if self._sql is None:
             self._sql = self._statement(schema)
         self._schema = schema
@@ -279,20 +316,54 @@ class MySQLSink(ServerSink):
 
         self._exec(f"cannot start a transaction on {self.server}", start)
         self._open = True
-        for rows in self._chunks:  # after a broken transaction: the rows written so far, again
-            self._insert(rows)
+        # after a broken transaction: the rows written so far, again
+        self._chunks = [self._insert(rows) for rows in self._chunks]
 
-    def _insert(self, rows: list[tuple]) -> None:
+    def _insert(self, rows: list[tuple]) -> list[tuple]:
+        """Insert `rows` in the open transaction; returns the rows kept (the server rejected the others:
+        they are added to this batch's dead letters)."""
+        import pymysql
+
         sql = self._sql
-        self._exec(f"insert into {self.spec.table} failed", lambda cur: cur.executemany(sql, rows))
+        rejected: list[tuple[str, str]] = []  # kept only once the chunk is done (a retried chunk rejects again)
+
+        def insert(cur: Any) -> list[tuple]:
+            cur.execute("SAVEPOINT etl_chunk")
+            try:
+                cur.executemany(sql, rows)
+                return rows
+            except pymysql.err.MySQLError as e:
+                if rejected_code(e) is None:
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT etl_chunk")
+            kept = []
+            for row in rows:  # the chunk again, row by row: which rows does the server refuse?
+                cur.execute("SAVEPOINT etl_row")
+                try:
+                    cur.execute(sql, row)
+                    kept.append(row)
+                except pymysql.err.MySQLError as e:
+                    code = rejected_code(e)
+                    if code is None:
+                        raise
+                    cur.execute("ROLLBACK TO SAVEPOINT etl_row")
+                    rejected.append((f"mysql {code}: {e.args[1] if len(e.args) > 1 else e}", self._payload(row)))
+            return kept
+
+        kept = self._exec(f"insert into {self.spec.table} failed", insert)
+        for reason, payload in rejected:
+            self.rejects.add(reason, payload)
+        return kept
+
+    def _payload(self, row: tuple) -> str:
+        return json.dumps(dict(zip(self._schema.names, row)), default=_json_value, ensure_ascii=False)
 
     def batch_insert(self, rows: pa.Table) -> None:
         data = list(zip(*[[_clean(v) for v in c.to_pylist()] if pa.types.is_floating(c.type) else c.to_pylist()
                           for c in rows.columns]))
         if not self._open:
             self._start()
-        self._insert(data)
-        self._chunks.append(data)
+        self._chunks.append(self._insert(data))
 
     def commit(self, batch_id: int) -> None:
         if not self._open:
@@ -309,6 +380,7 @@ class MySQLSink(ServerSink):
                         "AND batch_id < %s", (*key[:4], batch_id - KEEP_MARKERS))
             self.conn.commit()
 
+        self.rejects.flush(batch_id)  # dead letters first: once per batch id, so a replay never doubles them
         try:
             self._exec(f"commit on {self.server} failed", finish)
         except TransientError:
@@ -319,6 +391,7 @@ class MySQLSink(ServerSink):
 
     def abort(self, batch_id: int) -> None:
         self._chunks = []
+        self.rejects.clear()
         if self.conn is not None and self._open:
             try:
                 self.conn.rollback()
@@ -328,3 +401,4 @@ class MySQLSink(ServerSink):
 
     def close(self) -> None:
         self._drop()
+        self.rejects.close()

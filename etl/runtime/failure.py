@@ -1,0 +1,185 @@
+"""A failure that stops `etl run`: one positioned line on the console, the full stack in a log file.
+
+`etl run` reports every failure that ends a run (a server gone past the sink's
+retries, a source that cannot be reached, a bug) as one diagnostic,
+``file:line:col: E4xx <component>: <cause>``, and a hint that names the run's log
+file. The log file, ``<checkpoint parent>/logs/etl-run-<timestamp>.log``, holds
+the Python traceback and the Java stack of the failure, and the lines Spark logs
+about the failed task and query (etl/runtime/session.py sends them there, not to
+the console, unless ETL_LOG_LEVEL asks for Spark's logs).
+
+Which component: a sink that gave up (SinkFailed) is the sink, at its position;
+a query whose error names a connection problem of its only server source is
+that source (E407); anything else is the pipeline, at its first line (E401).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import re
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from etl.diagnostics import Diagnostic, Severity, Span
+
+RESUME = "the run resumes from its checkpoint: nothing committed is lost or written twice"
+UNREACHABLE = re.compile(r"Connection refused|ConnectException|UnknownHostException|No route to host|"
+                         r"Communications link failure|TimeoutException|timed out|Failed to (get|fetch)|"
+                         r"cannot reach|Can't connect", re.I)
+SERVER_SOURCES = ("kafka", "mysql", "rocketmq")
+
+
+def log_file(checkpoint: str, now: datetime.datetime | None = None) -> Path:
+    """Where this run's log goes: next to the checkpoint folder (the pipeline's state folder)."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return Path(checkpoint).resolve().parent / "logs" / f"etl-run-{now:%Y%m%dT%H%M%SZ}.log"
+
+
+def shown(path: Path) -> str:
+    """`path` relative to the working folder when it is inside it (shorter messages)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass
+class Failure:
+    code: str
+    component: str  # "mysql sink 'out'", "pipeline 'x'"
+    cause: str
+    span: Span
+    hint: str
+    stack: str = ""  # Python traceback and Java stack, for the log file
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(self.code, f"{self.component}: {self.cause}", self.span, Severity.ERROR, self.hint)
+
+
+def java_stack(exc: BaseException | None) -> str:
+    """The Java stack (with its causes) of a py4j/pyspark exception, when it has one."""
+    seen = 0
+    while exc is not None and seen < 8:
+        origin = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+        if origin is not None:
+            try:
+                from pyspark import SparkContext
+
+                jvm = SparkContext._jvm  # type: ignore[attr-defined]
+                return str(jvm.org.apache.spark.util.Utils.exceptionString(origin))
+            except Exception:  # noqa: BLE001 - the JVM may be gone
+                pass
+        text = getattr(exc, "_stackTrace", None)
+        if text:
+            return str(text)
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return ""
+
+
+def stack_of(exc: BaseException) -> str:
+    py = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    java = java_stack(exc)
+    return py + (f"\nJava stack:\n{java}\n" if java else "")
+
+
+class PythonLog:
+    """While a run lasts, py4j's errors (an exception in foreachBatch, seen from its callback server; dropped by
+    py4j's own NullHandler otherwise) go to the run's log file."""
+
+    LOGGERS = ("py4j",)
+
+    def __init__(self, path: Path):
+        self.handler: logging.Handler | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        self.handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.handler.setLevel(logging.ERROR)
+
+    def __enter__(self) -> "PythonLog":
+        for name in self.LOGGERS if self.handler else ():
+            logging.getLogger(name).addHandler(self.handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.handler is not None:
+            for name in self.LOGGERS:
+                logging.getLogger(name).removeHandler(self.handler)
+            self.handler.close()
+
+
+def write_log(path: Path, line: str, stack: str, redact: Any = lambda s: s) -> bool:
+    """Append a failure (its line, then its stacks) to the run's log; False when it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{datetime.datetime.now(datetime.timezone.utc).isoformat()} etl run (pid {os.getpid()})\n")
+            fh.write(redact(line) + "\n\n")
+            fh.write(redact(stack or "(no stack)") + "\n")
+        return True
+    except OSError:
+        return False
+
+
+def report(diag: Diagnostic, log: Path, stack: str, redact: Any = lambda s: s) -> str:
+    """The console text of a failure that stops the run (its hint names the log file), after writing the log."""
+    hint = diag.hint
+    if write_log(log, diag.render(), stack, redact):
+        hint = (f"{hint}; " if hint else "") + f"full stack in {shown(log)}"
+    return redact(Diagnostic(diag.code, diag.message, diag.span, diag.severity, hint).render())
+
+
+def pipeline_span(graph: Any) -> Span:
+    for n in graph.nodes.values():
+        return Span(n.span.file, 1, 1)
+    return Span("<pipeline>")
+
+
+def field_span(graph: Any, node: Any, field: str | None) -> Span:
+    if field and graph.smap is not None:
+        try:
+            return node.field_span(graph.smap, field)
+        except Exception:  # noqa: BLE001 - the component's own position is good enough
+            pass
+    return node.span
+
+
+def sink_failure(graph: Any, err: Any, stack: str) -> Failure:
+    """A sink that gave up on a batch (etl.runtime.sink.SinkFailed)."""
+    node = graph.nodes.get(getattr(err, "sink_id", None) or "")
+    unreachable = getattr(err, "unreachable", False)
+    cause = getattr(err, "cause", None) or str(err)
+    if node is None:
+        return Failure("E401", f"pipeline '{graph.name}'", cause, pipeline_span(graph), RESUME, stack)
+    what = f"{node.type} sink '{node.id}'"
+    if unreachable:
+        hint = f"the server did not answer within the sink's retries (retry:); once it runs, run again: {RESUME}"
+        return Failure("E407", what, cause, node.span, hint, stack)
+    return Failure("E401", what, cause, node.span, f"fix the cause above and run again: {RESUME}", stack)
+
+
+def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: str) -> Failure:
+    """A query that failed with no sink to blame: its server source when the error says it cannot be reached,
+    else the pipeline (a bug in etl or Spark, or a condition etl does not know)."""
+    servers = [graph.nodes[s] for s in sources if s in graph.nodes and graph.nodes[s].type in SERVER_SOURCES]
+    if len(servers) == 1 and UNREACHABLE.search(full):
+        node = servers[0]
+        field = "bootstrap_servers" if node.type == "kafka" else ("namesrv" if node.type == "rocketmq" else "host")
+        return Failure("E407", f"{node.type} source '{node.id}'", cause, field_span(graph, node, field),
+                       f"check that the server runs and is reachable, then run again: {RESUME}", stack)
+    return unknown_failure(graph, cause, stack)
+
+
+def unknown_failure(graph: Any, cause: str | BaseException, stack: str = "") -> Failure:
+    """A failure etl has no component for: the pipeline, at its first line."""
+    if isinstance(cause, BaseException):
+        cause = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:500]
+    return Failure("E401", f"pipeline '{graph.name}'", cause, pipeline_span(graph),
+                   f"the query stopped on an error etl does not handle (please report it with the log); {RESUME}",
+                   stack)
