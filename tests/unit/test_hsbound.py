@@ -8,6 +8,13 @@ from etl.optimize import hsbound, hsregex
 SLOW = r"\w{1,3000}@\w{1,3000}\.\w{2,3000}"  # about 15 s to compile alone on the reference machine
 
 
+@pytest.fixture(autouse=True)
+def forking(monkeypatch):
+    """These tests run in validate's process shape: no pyspark loaded (another test of the same pytest run may
+    have imported it, which switches the fork off: see hsbound.can_fork)."""
+    monkeypatch.setattr(hsbound, "can_fork", lambda: True)
+
+
 def _sleep_then(value):
     time.sleep(30)
     return value
