@@ -63,7 +63,19 @@ def run(
         typer.echo(redact(d.render()), err=True)
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
                    progress="none" if quiet else progress)
-    raise typer.Exit(code)
+    leave(code)
+
+
+def leave(code: int) -> None:
+    """Exit without the interpreter's finalization, once everything is committed, stopped and flushed: native
+    client threads (librdkafka's, py4j's) calling back into a Python that is shutting down could otherwise print
+    half a traceback after etl's last line."""
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
