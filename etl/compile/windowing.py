@@ -150,7 +150,9 @@ def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
     present = v.isNotNull()
     if fn == "count":
         c = F.count(v)
-    elif fn in ("sum", "avg", "min", "max", "approx_count_distinct"):
+    elif fn in ("sum", "avg"):  # an overflowing sum is NULL for its window (ANSI `sum` would stop the query)
+        c = getattr(F, f"try_{fn}")(v)
+    elif fn in ("min", "max", "approx_count_distinct"):
         c = getattr(F, fn)(v)
     elif fn == "count_distinct":
         c = F.size(F.collect_set(v)).cast("bigint")

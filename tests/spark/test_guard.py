@@ -238,6 +238,29 @@ def test_having_on_the_state_engine(spark, tmp_path):
                                            "window_end": "2026-01-10T09:01:00.000Z", "cnt": 1, "total": 10}
 
 
+def test_an_overflowing_sum_is_null_for_its_window_and_the_stream_goes_on(spark, tmp_path):
+    """Spark's ANSI `sum` throws on overflow, which no row guard can catch (the aggregate, not a row, fails): the
+    window's sum and avg are Spark's try_ forms, so that window's total is NULL and the others are exact."""
+    t = "2026-01-10T09:00:{:02d}Z"
+    big = 9_000_000_000_000_000_000
+    got = run_window(spark, tmp_path, "big: bigint", """\
+          - id: w
+            type: window
+            input: src
+            kind: tumbling
+            size: 1m
+            group_by: [n]
+            aggregates: [{fn: count, as: cnt}, {fn: sum, field: big, as: total}, {fn: avg, field: big, as: mean}]
+        sinks:
+          - {id: out, type: file, input: w, path: output, format: jsonl}
+        """, [{"id": 1, "big": big, "n": 1, "ts": t.format(1)}, {"id": 2, "big": big, "n": 1, "ts": t.format(2)},
+              {"id": 3, "big": 5, "n": 2, "ts": t.format(3)}, {"id": 4, "big": 7, "n": 2, "ts": t.format(4)},
+              {"id": 5, "big": 1, "n": 3, "ts": "2026-01-10T09:02:00Z"}])
+    assert sorted((r["n"], r["cnt"], r.get("total"), r["mean"]) for r in got["out"]) == [
+        (1, 2, None, 9e18), (2, 2, 12, 6.0)]
+    assert got.get("dead_letter", []) == []
+
+
 def test_a_stage_upstream_of_a_window_is_guarded_in_the_streaming_plan(spark, tmp_path):
     """The derive runs twice: per micro-batch of the source's query (optimistic, its dead letters) and inside the
     window's streaming plan (always guarded): the bad row is one dead letter and is not counted."""
