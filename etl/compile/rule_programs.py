@@ -76,10 +76,15 @@ class RuleSet:
         self.version = 0
         self.history: list[str] = []  # what happened at each reload (for progress output and tests)
         self.signature = self._signature() if self.reload else ()
+        self.meta: dict[str, tuple] = {}  # rule id -> (id, title, level, tags): tag details, alerts
         self.program = self._initial_program()  # may replace the signature by the plan's
 
     # ------------------------------------------------------------ programs
     def _initial_program(self) -> Any:
+        from etl.compile.transforms.filter_alerts import rule_meta
+
+        loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
+        self.meta = rule_meta(loaded if loaded is not None else self.node.spec.rules or ())
         plan = self.ctx.options.get("plan")
         if plan is not None:
             step = next((s for s in plan.steps if s.node_id == self.node.id), None)
@@ -88,8 +93,7 @@ class RuleSet:
                 if self.reload and getattr(step, "rule_files", ()):
                     self.signature = step.rule_files  # files edited since the plan was compiled reload at once
                 return program
-        loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
-        if loaded is None and self.node.spec.rule_files:
+        if loaded is None and (self.node.spec.rule_files or self.node.spec.sigma):
             raise CompileError(f"filter '{self.node.id}': its rule files were not loaded", self.node, "rule_files",
                                code="E403", hint="check the pipeline with check_file(..., programs=True)")
         rules = [r.rule for r in loaded] if loaded is not None else list(self.node.spec.rules or [])
@@ -167,7 +171,11 @@ class RuleSet:
             return None, report.sorted()
         opt = optimizer(self.node)
         try:
-            return opt.compile_rules([r.rule for r in rules], cache=True), []
+            program = opt.compile_rules([r.rule for r in rules], cache=True)
+            from etl.compile.transforms.filter_alerts import rule_meta
+
+            self.meta = rule_meta(rules)
+            return program, []
         except opt.RuleCompileError as e:
             origin = e.origin
             sr = next((r for r in rules if r.rule.id == getattr(origin, "rule", None)), None)

@@ -162,11 +162,11 @@ def rules_of_document(doc: Any, report: Report) -> list[SourcedRule] | None:
 
 def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.PathLike, report: Report, *,
                       vars_: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
-                      file: str | None = None) -> list[SourcedRule] | None:
-    """Inline rules plus rule files of one filter spec (at `path` in the pipeline document).
+                      file: str | None = None, sigma_stats: Any = None) -> list[SourcedRule] | None:
+    """Inline rules plus rule files plus Sigma rules of one filter spec (at `path` in the pipeline document).
 
     Reports missing files, invalid rules (in their file) and duplicate rule ids;
-    returns None when anything is wrong."""
+    returns None when anything is wrong. `sigma_stats` (an etl.load.sigma.SigmaStats) gets the Sigma counts."""
     file = file or (smap.file if smap is not None else "<pipeline>")
     span: Callable[..., Span] = (lambda *k: smap.value(path + k)) if smap is not None else (lambda *k: Span(file))
     before = len(report.errors)
@@ -187,6 +187,10 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
             loaded = load_rule_file(f, report, vars_=vars_, environ=environ)
             if loaded:
                 rules.extend(loaded)
+    if getattr(spec, "sigma", None) is not None:
+        from etl.load.sigma import load_sigma
+
+        rules.extend(load_sigma(spec.sigma, span, base_dir, report, {r.rule.id for r in rules}, sigma_stats))
     check_duplicate_ids(rules, report)
     return None if len(report.errors) > before else rules
 
