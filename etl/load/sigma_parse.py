@@ -34,6 +34,13 @@ SINGLE = ("?",)
 _VERSION = b"sigma-entries-1"
 
 
+def _modifier_aliases() -> None:
+    """`utf16le` is the specification's name of pySigma's `wide`."""
+    from sigma.modifiers import modifier_mapping
+
+    modifier_mapping.setdefault("utf16le", modifier_mapping["wide"])
+
+
 @dataclass(frozen=True)
 class SigmaEntry:
     """One rule document of a Sigma file, as pySigma read it."""
@@ -164,19 +171,32 @@ def _positions(lines: list[str]) -> tuple[int, tuple]:
 
 def parse_file(path: str) -> list[SigmaEntry]:
     """Every rule document of one Sigma file (an unreadable file is one entry with `error`)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        return [_broken(path, f"cannot read the file: {e}", 1, 1)]
+    return parse_text(text, path)
+
+
+def _broken(path: str, error: str, line: int, col: int) -> SigmaEntry:
+    return SigmaEntry(path, 0, 1, None, os.path.basename(path), None, None, None, None, None, (), None, error, line,
+                      col)
+
+
+def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
+    """`parse_file` of a text (named `path` in the entries)."""
     import yaml
     from sigma.exceptions import SigmaError
     from sigma.rule import SigmaRule
 
+    _modifier_aliases()
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
         docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+    except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        return [SigmaEntry(path, 0, 1, None, os.path.basename(path), None, None, None, None, None, (), None,
-                           f"cannot read the file: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-                           (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1)]
+        return [_broken(path, f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                        (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1)]
     title_line, positions = _positions(text.splitlines())
     out = []
     for k, d in enumerate(docs):
@@ -194,6 +214,7 @@ def parse_file(path: str) -> list[SigmaEntry]:
             continue
         try:
             rule = SigmaRule.from_dict(d, collect_errors=False)
+            _encoded_values_cased(rule)
             trees = [_tree(c.parse()) for c in rule.detection.parsed_condition]
         except (SigmaError, ValueError, TypeError, KeyError, AttributeError) as e:
             line, col = _error_position(e, positions, title_line)
@@ -203,6 +224,28 @@ def parse_file(path: str) -> list[SigmaEntry]:
         tree = trees[0] if len(trees) == 1 else ("or", tuple(trees))
         out.append(SigmaEntry(**meta, tree=tree))
     return out
+
+
+def _encoded_values_cased(rule: Any) -> None:
+    """Values a base64/base64offset modifier produced are matched as written (case matters in base64)."""
+    from sigma.modifiers import SigmaBase64Modifier, SigmaBase64OffsetModifier
+    from sigma.rule.detection import SigmaDetection
+    from sigma.types import SigmaCasedString, SigmaExpansion, SigmaString
+
+    def cased(v: Any) -> Any:
+        if isinstance(v, SigmaExpansion):
+            return SigmaExpansion([cased(x) for x in v.values])
+        return SigmaCasedString.from_sigma_string(v) if type(v) is SigmaString else v
+
+    def walk(d: Any) -> None:
+        for item in d.detection_items:
+            if isinstance(item, SigmaDetection):
+                walk(item)
+            elif any(m in (SigmaBase64Modifier, SigmaBase64OffsetModifier) for m in item.modifiers):
+                item.value = [cased(v) for v in item.value]
+
+    for det in rule.detection.detections.values():
+        walk(det)
 
 
 def _s(v: Any) -> str | None:
