@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def corpus() -> Path:
-    """SigmaHQ's rules beside the repository (`<repo>/../shared/sigma`); a missing copy fails the test."""
-    root = REPO.parent / "shared" / "sigma"
+    """SigmaHQ's rules beside the repository (`<repo>/../shared/sigma`, or $ETL_SIGMA_CORPUS for a checkout
+    elsewhere, e.g. a worktree); a missing copy fails the test."""
+    root = Path(os.environ.get("ETL_SIGMA_CORPUS") or REPO.parent / "shared" / "sigma")
     assert (root / "rules").is_dir(), f"the SigmaHQ corpus is missing: expected {root}/rules (shared/ beside the repo)"
     return root
 
