@@ -47,6 +47,8 @@ CODES: dict[str, str] = {
     "E322": "event-time column is not a timestamp",
     "E330": "two sinks (or the dead-letter sink) write the same output",
     "E331": "two pipelines share a checkpoint folder",
+    "W340": "Sigma rule not supported (the reason is given): the filter runs without it",
+    "W341": "Sigma rule reads a field the events do not have: it never matches (left out)",
     "E400": "cannot compile the pipeline for Spark",
     "E401": "query failed while running",
     "E402": "component has no runtime builder",
@@ -112,9 +114,13 @@ class Report:
     """Collects diagnostics from every layer; sorted by position when read."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _seen: set = field(default_factory=set, repr=False, compare=False)  # what `diagnostics` holds (O(1) dedupe)
 
     def add(self, d: Diagnostic) -> None:
-        if d not in self.diagnostics:
+        if len(self._seen) != len(self.diagnostics):  # the list was changed directly
+            self._seen = set(self.diagnostics)
+        if d not in self._seen:
+            self._seen.add(d)
             self.diagnostics.append(d)
 
     def error(self, code: str, message: str, span: Span, hint: str | None = None) -> None:

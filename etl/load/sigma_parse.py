@@ -270,29 +270,31 @@ def _stamp(path: str) -> tuple | None:
     return (st.st_mtime_ns, st.st_size)
 
 
-def _disk_file() -> Path | None:
+def _disk_key() -> str | None:
     from etl.optimize.diskcache import cache_dir
 
-    d = cache_dir()
-    if d is None:
+    if cache_dir() is None:
         return None
     import sigma
 
     h = hashlib.sha256(_VERSION)
     h.update(Path(__file__).read_bytes())
     h.update(getattr(sigma, "__version__", "").encode())
-    return d / "sigma" / f"entries-{h.hexdigest()[:16]}.pickle"
+    return h.hexdigest()[:32]
 
 
 def entries_of(paths: list[str]) -> list[SigmaEntry]:
     """The entries of `paths` (in order), parsing only files new or changed since they were last seen."""
+    from etl.optimize import diskcache
+
     stamps = {p: _stamp(p) for p in paths}
     missing = [p for p in paths if p not in _MEMORY or _MEMORY[p][0] != stamps[p]]
-    disk = _disk_file() if missing else None
+    key = _disk_key() if missing else None
     stored: dict = {}
-    if disk is not None and disk.exists():
+    if key is not None:
+        body = diskcache.read("sigma", key, ".pickle")
         try:
-            stored = pickle.loads(disk.read_bytes())
+            stored = pickle.loads(body) if body is not None else {}
         except Exception:  # noqa: BLE001 - a damaged cache is rebuilt
             stored = {}
         for p in missing:
@@ -302,12 +304,7 @@ def entries_of(paths: list[str]) -> list[SigmaEntry]:
         missing = [p for p in missing if p not in _MEMORY or _MEMORY[p][0] != stamps[p]]
     for p in missing:
         _MEMORY[p] = (stamps[p], parse_file(p))
-    if missing and disk is not None:
-        from etl.optimize.diskcache import write_atomically
-
+    if missing and key is not None:
         stored.update({p: _MEMORY[p] for p in paths})
-        try:
-            write_atomically(disk, pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
-        except OSError:
-            pass
+        diskcache.write("sigma", key, ".pickle", pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))
     return [e for p in paths for e in _MEMORY[p][1]]
