@@ -72,7 +72,7 @@ class RuleSet:
         self.pipeline_file = getattr(smap, "file", None) if smap is not None else None
         self.base_dir = os.path.dirname(self.pipeline_file) if self.pipeline_file else self.graph.base_dir
         self.base_dir = self.base_dir or "."
-        self.reload = bool(getattr(spec, "reload", True)) and bool(spec.rule_files)
+        self.reload = bool(getattr(spec, "reload", True)) and bool(spec.rule_files or spec.sigma)
         self.version = 0
         self.history: list[str] = []  # what happened at each reload (for progress output and tests)
         self.signature = self._signature() if self.reload else ()
@@ -140,6 +140,9 @@ class RuleSet:
                     self.version)
         return True
 
+    def _sigma_rules(self, report: Any, taken: set[str]) -> list[Any]:
+        return _sigma_reload(self, report, taken)
+
     def _load(self) -> tuple[Any, list]:
         """Load, validate and compile the filter's rules as they are now: (program, []) or (None, diagnostics)."""
         from etl.diagnostics import Report
@@ -163,6 +166,8 @@ class RuleSet:
                 loaded = load_rule_file(f, report, vars_=self.graph.vars)
                 if loaded:
                     rules.extend(loaded)
+        if self.node.spec.sigma is not None:
+            rules.extend(self._sigma_rules(report, {r.rule.id for r in rules}))
         if report.errors:
             return None, report.sorted()
         check_duplicate_ids(rules, report)
@@ -182,6 +187,24 @@ class RuleSet:
             span = sr.span_of("when", *getattr(origin, "path", ())) if sr is not None else self.node.span
             report.error("E300", f"rule cannot be compiled: {e.message}", span)
             return None, report.sorted()
+
+
+def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
+    """The filter's Sigma rules as the files are now, less those reading columns its input does not have
+    (as `etl validate` leaves them out, W341); their warnings are logged."""
+    from etl.load.sigma import load_sigma
+
+    spec = rs.node.spec
+    loaded = load_sigma(spec.sigma, lambda *k: rs.node.span, rs.base_dir, report, taken, reload=True)
+    for d in report.diagnostics:
+        if not d.is_error:
+            log.warning("filter '%s': %s", rs.node.id, d.render())
+    ins = [e for e in rs.node.inputs if e.role == "input"]
+    cols = rs.graph.columns_of(ins[0].ref) if ins else None
+    if not cols:
+        return loaded
+    names = {c.lower() for c, _type in cols}
+    return [r for r in loaded if all(f.lower() in names or f.split(".", 1)[0].lower() in names for f, _ in r.fields)]
 
 
 def rule_set(ctx: CompileContext, node: Node) -> RuleSet:

@@ -59,10 +59,17 @@ def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
 
 
 def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
+    """The files of a filter's `rule_files` and `sigma.paths` (what a reload watches)."""
     seen: dict[str, None] = {}
     for pattern in getattr(spec, "rule_files", None) or []:
         for f in expand_rule_paths(pattern, base_dir):
             seen.setdefault(_norm(f), None)
+    if getattr(spec, "sigma", None) is not None:
+        from etl.load.sigma import sigma_files
+
+        for found in sigma_files(spec.sigma, base_dir):
+            for f in found:
+                seen.setdefault(_norm(f), None)
     return list(seen)
 
 

@@ -142,8 +142,11 @@ def _position(entry: Any, key: tuple | None) -> tuple[int, int]:
 
 
 def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike, report: Report,
-               taken: set[str] | None = None, stats: SigmaStats | None = None) -> list[SigmaSourced]:
-    """The selected, supported Sigma rules of one filter's `sigma:` block; W340 for each rule skipped."""
+               taken: set[str] | None = None, stats: SigmaStats | None = None,
+               reload: bool = False) -> list[SigmaSourced]:
+    """The selected, supported Sigma rules of one filter's `sigma:` block; W340 for each rule skipped.
+
+    `reload`: a changed file that cannot be read keeps its last readable version (W340 says so)."""
     from etl.load.sigma_map import Mapper, Unsupported
     from etl.load.sigma_parse import entries_of
     from etl.spec.rules import Rule
@@ -160,7 +163,12 @@ def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike
     stats.files = len(files)
     field_of = field_mapper(spec)
     out: list[SigmaSourced] = []
-    for entry in entries_of(list(files)):
+    rejected: list = []
+    entries = entries_of(list(files), rejected if reload else None)
+    for entry in rejected:
+        report.warning("W340", f"changed Sigma file cannot be read, its previous version stays in force: "
+                       f"{entry.error}", Span(entry.file, entry.error_line, entry.error_col), "fix the file")
+    for entry in entries:
         if not selected(entry, spec.select):
             stats.skipped += 1
             continue

@@ -283,8 +283,11 @@ def _disk_key() -> str | None:
     return h.hexdigest()[:32]
 
 
-def entries_of(paths: list[str]) -> list[SigmaEntry]:
-    """The entries of `paths` (in order), parsing only files new or changed since they were last seen."""
+def entries_of(paths: list[str], rejected: list | None = None) -> list[SigmaEntry]:
+    """The entries of `paths` (in order), parsing only files new or changed since they were last seen.
+
+    With `rejected` (a hot reload): a changed file that cannot be read any more keeps the entries of its last
+    readable version, and its broken entry is appended to `rejected`."""
     from etl.optimize import diskcache
 
     stamps = {p: _stamp(p) for p in paths}
@@ -303,7 +306,13 @@ def entries_of(paths: list[str]) -> list[SigmaEntry]:
                 _MEMORY[p] = got
         missing = [p for p in missing if p not in _MEMORY or _MEMORY[p][0] != stamps[p]]
     for p in missing:
-        _MEMORY[p] = (stamps[p], parse_file(p))
+        fresh = parse_file(p)
+        broken = [e for e in fresh if e.tree is None and e.error is not None and not e.error.startswith("correlation")]
+        old = _MEMORY.get(p)
+        if rejected is not None and broken and old is not None and all(e.tree is not None for e in old[1]):
+            rejected.extend(broken)
+            fresh = old[1]
+        _MEMORY[p] = (stamps[p], fresh)
     if missing and key is not None:
         stored.update({p: _MEMORY[p] for p in paths})
         diskcache.write("sigma", key, ".pickle", pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL))

@@ -155,3 +155,17 @@ def test_what_etl_cannot_express_is_unsupported_with_the_reason(detection, reaso
     with pytest.raises(Unsupported) as e:
         sigma_rule(detection)
     assert e.value.reason.startswith(reason)
+
+
+def test_presets_map_sigma_fields_and_field_mapping_wins():
+    from etl.load.sigma import field_mapper
+    from etl.spec.sigma import SigmaSpec
+
+    ecs = field_mapper(SigmaSpec(paths=["x"], preset="ecs", field_mapping={"User": "who"}))
+    assert [ecs(f) for f in ("Image", "ParentCommandLine", "EventID", "User", "IntegrityLevel")] == [
+        "process.executable", "process.parent.command_line", "winlog.event_id", "who",
+        "winlog.event_data.IntegrityLevel"]
+    sysmon = field_mapper(SigmaSpec(paths=["x"], preset="sysmon"))
+    assert [sysmon(f) for f in ("Image", "EventID")] == ["winlog.event_data.Image", "winlog.event_id"]
+    plain = field_mapper(SigmaSpec(paths=["x"]))
+    assert plain("Image") == "Image"
