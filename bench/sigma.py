@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -202,14 +203,19 @@ def spark_sql(args: Any, total: int) -> tuple[dict | None, str | None]:
                str(args.events), "--scope", args.scope, "--repeat", str(args.repeat), "--seed", str(args.seed),
                "--files", str(args.files), "--master", args.master]
         cmd += ["--dbx-python", args.dbx_python] if args.dbx_python else []
+        # its own process group: on a timeout the child's JVM goes too
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
         try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.sql_timeout)
-            lines = [ln for ln in res.stdout.splitlines() if ln.startswith("{")]
-            if res.returncode == 0 and lines:
+            out, err = child.communicate(timeout=args.sql_timeout)
+            lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+            if child.returncode == 0 and lines:
                 return json.loads(lines[-1]), failure
-            tail = [ln for ln in (res.stderr or "").splitlines() if "Error" in ln or "Exception" in ln]
-            why = (tail[0] if tail else f"exit {res.returncode}")[:200]
+            tail = [ln for ln in (err or "").splitlines() if "Error" in ln or "Exception" in ln]
+            why = (tail[0] if tail else f"exit {child.returncode}")[:200]
         except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
             why = f"no result within {args.sql_timeout} s"
         print(f"spark_sql with {n} rules: fail ({why})", flush=True)
         failure = failure or why

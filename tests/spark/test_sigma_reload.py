@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from etl.check import check_file
-from etl.runtime.runner import PipelineRun, RunOptions
-from tests.spark.test_hot_reload import BatchSink, Feed, _wait
+from tests.spark.test_hot_reload import Feed, _wait, run_plan
 
 pytestmark = pytest.mark.spark
 
@@ -52,10 +51,7 @@ def test_sigma_folder_reloads_between_batches(spark, tmp_path, caplog):
     c = check_file(p, programs=True)
     assert c.plan is not None, [d.render() for d in c.report.diagnostics]
     batches: dict[int, list] = {}
-    run = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none",
-                                                sink_factory=lambda out, spec, ctx: BatchSink(spec, ctx, batches),
-                                                echo=lambda s: None))
-    run.start()
+    run = run_plan(c.plan, spark, tmp_path, batches)
     feed = Feed(tmp_path)
     try:
         feed.put("alpha 1", "beta 1")
