@@ -52,7 +52,8 @@ EVENTS = [
 WHOAMI = {"rule": "whoami", "id": "0e6a6f11-0000-4000-8000-000000000001", "title": "Whoami Execution",
           "level": "high", "tags": ["attack.discovery", "attack.t1033"]}
 ENCODED = {"rule": "encoded_powershell", "id": "0e6a6f11-0000-4000-8000-000000000002",
-           "title": "Encoded PowerShell From Office", "level": "critical", "tags": ["attack.execution"]}
+           "title": "Encoded PowerShell From Office's Apps \\ Macros", "level": "critical",
+           "tags": ["attack.execution"]}
 
 
 @pytest.mark.parametrize("rules_jvm", ["on", "off"])

@@ -127,9 +127,16 @@ def _metadata(ctx: CompileContext, node: Node, out: Any) -> Any:
     from etl.compile.transforms import filter_alerts
 
     meta = rule_set(ctx, node).meta
+    maps = ctx.options.setdefault("_rule_meta_maps", {})  # per filter and metadata version: built once
+    key = (node.id, id(meta))
+    if key not in maps:
+        if len(maps) > 4 * _WORKER_KEEP:
+            maps.clear()
+        maps[key] = (meta, filter_alerts.meta_map(meta))  # keeps `meta` alive: its id stays its own
+    m = maps[key][1]
     if spec.mode == "alerts":
-        return filter_alerts.alerts(out, spec.tag_field, meta)
-    return filter_alerts.with_details(out, spec.tag_field, meta)
+        return filter_alerts.alerts(out, spec.tag_field, m)
+    return filter_alerts.with_details(out, spec.tag_field, m)
 
 
 # ----------------------------------------------------------------- workers

@@ -32,38 +32,42 @@ def rule_meta(sourced: Iterable[Any]) -> dict[str, tuple]:
     return out
 
 
-def _meta_map(meta: dict[str, tuple]) -> Any:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, StringType
-
-    def struct(rid: str, m: tuple) -> Any:
-        return F.struct(F.lit(rid).alias("rule"), F.lit(m[0]).cast("string").alias("id"),
-                        F.lit(m[1]).cast("string").alias("title"), F.lit(m[2]).cast("string").alias("level"),
-                        F.array(*[F.lit(t) for t in m[3]]).cast(ArrayType(StringType())).alias("tags"))
-
-    args: list = []
-    for rid, m in meta.items():
-        args += [F.lit(rid), struct(rid, m)]
-    return F.create_map(*args) if args else None
+def _sql_string(v: Any) -> str:
+    if v is None:
+        return "CAST(NULL AS STRING)"
+    return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def with_details(df: Any, column: str, meta: dict[str, tuple]) -> Any:
-    """The tag column's ids replaced by the rules' metadata structs."""
+def meta_map(meta: dict[str, tuple]) -> Any:
+    """The metadata as one map literal, written as one SQL expression (one call into the JVM, however many
+    rules: building it column by column cost seconds per micro-batch at a thousand rules)."""
     from pyspark.sql import functions as F
 
-    m = _meta_map(meta)
+    if not meta:
+        return None
+    parts = []
+    for rid, (ident, title, level, tags) in meta.items():
+        tag_list = f"array({', '.join(_sql_string(t) for t in tags)})" if tags else "CAST(array() AS ARRAY<STRING>)"
+        parts.append(f"{_sql_string(rid)}, named_struct('rule', {_sql_string(rid)}, 'id', {_sql_string(ident)}, "
+                     f"'title', {_sql_string(title)}, 'level', {_sql_string(level)}, 'tags', {tag_list})")
+    return F.expr("map(" + ", ".join(parts) + ")")
+
+
+def with_details(df: Any, column: str, m: Any) -> Any:
+    """The tag column's ids replaced by the rules' metadata structs (`m`: meta_map of the rules)."""
+    from pyspark.sql import functions as F
+
     if m is None:
         return df.withColumn(column, F.array().cast(DETAIL_TYPE))
     return df.withColumn(column, F.transform(F.col(f"`{column}`"), lambda r: F.element_at(m, r)))
 
 
-def alerts(df: Any, column: str, meta: dict[str, tuple]) -> Any:
-    """One row per (row, id in `column`), with the rule's metadata columns; `column` is dropped."""
+def alerts(df: Any, column: str, m: Any) -> Any:
+    """One row per (row, id in `column`), with the rule's metadata columns (`m`: meta_map); `column` is dropped."""
     from pyspark.sql import functions as F
 
     hit = "_etl_alert_rule"
     exploded = df.withColumn(hit, F.explode(F.col(f"`{column}`"))).drop(column)
-    m = _meta_map(meta)
     info = F.element_at(m, F.col(hit)) if m is not None else None
     cols = {"rule": F.col(hit)}
     for name, key in (("rule_id", "id"), ("rule_title", "title"), ("rule_level", "level"), ("rule_tags", "tags")):
