@@ -19,8 +19,6 @@ from typing import Any
 from sigma import types as t
 from sigma.conditions import ConditionAND, ConditionFieldEqualsValueExpression, ConditionNOT, ConditionOR
 
-ABSENT = object()
-
 
 def conditions(rule: Any) -> list[Any]:
     return [c.parse() for c in rule.detection.parsed_condition]
