@@ -108,12 +108,14 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
         # still report reference, rule, regex and column problems of the components that are valid
         partial = partial_pipeline(doc.data)
         graph = build_graph(partial, doc.smap, report, str(doc.base_dir))
-        graph = replace(graph, rules=_load_rules(graph, doc, report, environ), vars=dict(doc.vars))
+        graph = replace(graph, vars=dict(doc.vars))
+        graph = replace(graph, rules=_load_rules(graph, doc, report, environ))
         check_graph(graph, report, doc)
         return
     out.pipeline = pipeline
     graph = build_graph(pipeline, doc.smap, report, str(doc.base_dir))
-    graph = replace(graph, rules=_load_rules(graph, doc, report, environ), vars=dict(doc.vars))
+    graph = replace(graph, vars=dict(doc.vars))
+    graph = replace(graph, rules=_load_rules(graph, doc, report, environ))
     out.graph = graph
     graph = check_graph(graph, report, doc)
     out.graph = graph
@@ -125,15 +127,19 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
 
 def _load_rules(graph: Graph, doc: Document, report: Report, environ: Mapping[str, str] | None) -> dict:
     from etl.load.rules import load_filter_rules
+    from etl.load.sigma import SigmaStats
 
     rules: dict[str, tuple] = {}
     for node in graph.nodes.values():
         if node.type != "filter" or is_placeholder(node.spec):
             continue
+        stats = None
+        if getattr(node.spec, "sigma", None) is not None:
+            stats = graph.sigma[node.id] = SigmaStats()
         # rule files are named relative to the pipeline file, as the user gave its path
         loaded = load_filter_rules(node.spec, node.path, doc.smap, os.path.dirname(doc.file) or ".", report,
                                    vars_=doc.vars,
-                                   environ=environ, file=doc.file)
+                                   environ=environ, file=doc.file, sigma_stats=stats)
         if loaded is not None:
             rules[node.id] = tuple(loaded)
     return rules

@@ -72,14 +72,19 @@ class RuleSet:
         self.pipeline_file = getattr(smap, "file", None) if smap is not None else None
         self.base_dir = os.path.dirname(self.pipeline_file) if self.pipeline_file else self.graph.base_dir
         self.base_dir = self.base_dir or "."
-        self.reload = bool(getattr(spec, "reload", True)) and bool(spec.rule_files)
+        self.reload = bool(getattr(spec, "reload", True)) and bool(spec.rule_files or spec.sigma)
         self.version = 0
         self.history: list[str] = []  # what happened at each reload (for progress output and tests)
         self.signature = self._signature() if self.reload else ()
+        self.meta: dict[str, tuple] = {}  # rule id -> (id, title, level, tags): tag details, alerts
         self.program = self._initial_program()  # may replace the signature by the plan's
 
     # ------------------------------------------------------------ programs
     def _initial_program(self) -> Any:
+        from etl.compile.transforms.filter_alerts import rule_meta
+
+        loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
+        self.meta = rule_meta(loaded if loaded is not None else self.node.spec.rules or ())
         plan = self.ctx.options.get("plan")
         if plan is not None:
             step = next((s for s in plan.steps if s.node_id == self.node.id), None)
@@ -88,8 +93,7 @@ class RuleSet:
                 if self.reload and getattr(step, "rule_files", ()):
                     self.signature = step.rule_files  # files edited since the plan was compiled reload at once
                 return program
-        loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
-        if loaded is None and self.node.spec.rule_files:
+        if loaded is None and (self.node.spec.rule_files or self.node.spec.sigma):
             raise CompileError(f"filter '{self.node.id}': its rule files were not loaded", self.node, "rule_files",
                                code="E403", hint="check the pipeline with check_file(..., programs=True)")
         rules = [r.rule for r in loaded] if loaded is not None else list(self.node.spec.rules or [])
@@ -136,6 +140,9 @@ class RuleSet:
                     self.version)
         return True
 
+    def _sigma_rules(self, report: Any, taken: set[str]) -> list[Any]:
+        return _sigma_reload(self, report, taken)
+
     def _load(self) -> tuple[Any, list]:
         """Load, validate and compile the filter's rules as they are now: (program, []) or (None, diagnostics)."""
         from etl.diagnostics import Report
@@ -146,6 +153,8 @@ class RuleSet:
         rules = list(self._inline_rules())
         rules.extend(load_rule_files(self.node.spec.rule_files, self.base_dir, report, lambda k: self.node.span,
                                      vars_=self.graph.vars))
+        if self.node.spec.sigma is not None:
+            rules.extend(self._sigma_rules(report, {r.rule.id for r in rules}))
         if report.errors:
             return None, report.sorted()
         check_duplicate_ids(rules, report)
@@ -154,13 +163,35 @@ class RuleSet:
             return None, report.sorted()
         opt = optimizer(self.node)
         try:
-            return opt.compile_rules([r.rule for r in rules], cache=True), []
+            program = opt.compile_rules([r.rule for r in rules], cache=True)
+            from etl.compile.transforms.filter_alerts import rule_meta
+
+            self.meta = rule_meta(rules)
+            return program, []
         except opt.RuleCompileError as e:
             origin = e.origin
             sr = next((r for r in rules if r.rule.id == getattr(origin, "rule", None)), None)
             span = sr.span_of("when", *getattr(origin, "path", ())) if sr is not None else self.node.span
             report.error("E300", f"rule cannot be compiled: {e.message}", span)
             return None, report.sorted()
+
+
+def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
+    """The filter's Sigma rules as the files are now, less those reading columns its input does not have
+    (as `etl validate` leaves them out, W341); their warnings are logged."""
+    from etl.load.sigma import load_sigma
+
+    spec = rs.node.spec
+    loaded = load_sigma(spec.sigma, lambda *k: rs.node.span, rs.base_dir, report, taken, reload=True)
+    for d in report.diagnostics:
+        if not d.is_error:
+            log.warning("filter '%s': %s", rs.node.id, d.render())
+    ins = [e for e in rs.node.inputs if e.role == "input"]
+    cols = rs.graph.columns_of(ins[0].ref) if ins else None
+    if not cols:
+        return loaded
+    names = {c.lower() for c, _type in cols}
+    return [r for r in loaded if all(f.lower() in names or f.split(".", 1)[0].lower() in names for f, _ in r.fields)]
 
 
 def rule_set(ctx: CompileContext, node: Node) -> RuleSet:

@@ -189,15 +189,41 @@ class ColumnPass:
         if cols is not None:
             from etl.spec.rules import walk_predicates
 
+            absent = []
             for sr in self.g.rules.get(node.id, ()):
+                if getattr(sr, "sigma", None) is not None:
+                    absent.extend(self._sigma_fields(node, sr, cols))
+                    continue
                 for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
                     self.need(cols, pred.field, sr.span_of(*ppath, "field"),
                               f"rule '{sr.rule.id}' of filter '{node.id}'")
+            if absent:  # such a Sigma rule never matches: it is left out of the filter
+                self.g.rules[node.id] = tuple(r for r in self.g.rules[node.id] if r.rule.id not in absent)
+                if self.g.sigma.get(node.id) is not None:
+                    self.g.sigma[node.id].absent = len(absent)
             if spec.mode == "tag":
-                cols[spec.tag_field] = "array<string>"
+                from etl.spec.sigma import DETAIL_TYPE
+
+                cols[spec.tag_field] = DETAIL_TYPE if spec.details else "array<string>"
+            elif spec.mode == "alerts":
+                from etl.spec.sigma import ALERT_COLUMNS
+
+                cols.pop(_find(cols, spec.tag_field) or spec.tag_field, None)
+                cols.update(ALERT_COLUMNS)
         if spec.mode == "tag":
             self.internal(node, spec.tag_field, self.span(node, "tag_field"))
         return cols
+
+    def _sigma_fields(self, node: Node, sr: Any, cols: Cols) -> list[str]:
+        """W341 for a Sigma rule reading a column the events do not have; returns [its id] then."""
+        missing = [(f, sf) for f, sf in sr.fields if _find(cols, f) is None and _find(cols, f.split(".", 1)[0]) is None]
+        if not missing:
+            return []
+        self.report.warning("W341", f"{sr.name} (filter '{node.id}') reads "
+                            + ", ".join(f"'{f}'" for f, _ in missing) + " that the events do not have: it never "
+                            "matches", sr.field_span(missing[0][1]), "map the Sigma field onto an event column with "
+                            "`sigma.field_mapping` (or a `preset`), or select the rules of this log source only")
+        return [sr.rule.id]
 
     def _transform_derive(self, node: Node, ins: list) -> Cols | None:
         from etl.graph.sql import guess_type

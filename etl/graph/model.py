@@ -79,6 +79,7 @@ class Graph:
     # `.file` and `.span_of(*keys)` (see etl.load.rules.SourcedRule)
     rules: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     vars: dict[str, Any] = field(default_factory=dict)  # template vars (rule files are rendered with them)
+    sigma: dict[str, Any] = field(default_factory=dict)  # filter id -> etl.load.sigma.SigmaStats (explain)
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

@@ -57,10 +57,17 @@ def expand_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
 
 
 def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
+    """The files of a filter's `rule_files` and `sigma.paths` (what a reload watches)."""
     seen: dict[str, None] = {}
     for pattern in getattr(spec, "rule_files", None) or []:
         for f in expand_rule_paths(pattern, base_dir):
             seen.setdefault(_norm(f), None)
+    if getattr(spec, "sigma", None) is not None:
+        from etl.load.sigma import sigma_files
+
+        for found in sigma_files(spec.sigma, base_dir):
+            for f in found:
+                seen.setdefault(_norm(f), None)
     return list(seen)
 
 
@@ -172,17 +179,21 @@ def rules_of_document(doc: Any, report: Report) -> list[SourcedRule] | None:
 
 def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.PathLike, report: Report, *,
                       vars_: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
-                      file: str | None = None) -> list[SourcedRule] | None:
-    """Inline rules plus rule files of one filter spec (at `path` in the pipeline document).
+                      file: str | None = None, sigma_stats: Any = None) -> list[SourcedRule] | None:
+    """Inline rules plus rule files plus Sigma rules of one filter spec (at `path` in the pipeline document).
 
     Reports missing files, invalid rules (in their file) and duplicate rule ids;
-    returns None when anything is wrong."""
+    returns None when anything is wrong. `sigma_stats` (an etl.load.sigma.SigmaStats) gets the Sigma counts."""
     file = file or (smap.file if smap is not None else "<pipeline>")
     span: Callable[..., Span] = (lambda *k: smap.value(path + k)) if smap is not None else (lambda *k: Span(file))
     before = len(report.errors)
     rules = [SourcedRule(r, file, path + ("rules", i), smap) for i, r in enumerate(spec.rules or [])]
     rules.extend(load_rule_files(spec.rule_files or [], base_dir, report, lambda k: span("rule_files", k),
                                  vars_=vars_, environ=environ))
+    if getattr(spec, "sigma", None) is not None:
+        from etl.load.sigma import load_sigma
+
+        rules.extend(load_sigma(spec.sigma, span, base_dir, report, {r.rule.id for r in rules}, sigma_stats))
     check_duplicate_ids(rules, report)
     return None if len(report.errors) > before else rules
 

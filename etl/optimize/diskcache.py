@@ -173,3 +173,33 @@ def load_program(key: str) -> Any:
 
 def store_program(key: str, program: Any) -> None:
     write("programs", key, ".pickle", pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+_MEMOS: dict[str, Any] = {}
+
+
+def memo(name: str, fn: Any) -> Any:
+    """`fn` (a pure function of hashable arguments, of the optimizer's code) with its results kept in
+    ``memo/<key>.pickle``, one file per `name`, the optimizer's version and platform: read once per process,
+    rewritten after each new result."""
+    got = _MEMOS.get(name)
+    if got is not None:
+        return got
+    key = hashlib.sha256(f"{name}\n{platform_tag()}\n{optimizer_version()}".encode()).hexdigest()
+    table: dict = {}
+    body = read("memo", key, ".pickle") if cache_dir() is not None else None
+    if body is not None:
+        try:
+            table = pickle.loads(body)
+        except Exception:  # noqa: BLE001 - a damaged file is rebuilt
+            table = {}
+
+    def remembered(*args: Any) -> Any:
+        if args in table:
+            return table[args]
+        out = table[args] = fn(*args)
+        write("memo", key, ".pickle", pickle.dumps(table, protocol=pickle.HIGHEST_PROTOCOL))
+        return out
+
+    _MEMOS[name] = remembered
+    return remembered

@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 
 from etl.optimize.columns import BatchView, eval_native, to_np, value_kind
 from etl.optimize.fpcache import FingerprintCache
-from etl.optimize.ir import Const, Expr, FilterProgram, Or, Pred, leaves
+from etl.optimize.ir import And, Const, Expr, FilterProgram, Or, Pred, leaves
 from etl.optimize.regex_budget import searches
 from etl.optimize.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold, skeleton
 
@@ -217,6 +217,11 @@ class _Runtime:
         pattern_leaves = set(leaf_subject)
         native_leaves = set(self.natives)
 
+        popularity: dict[int, int] = {}  # pattern leaf -> rules reading it (a guess at how often it fires)
+        for r in program.rules:
+            for x in leaves(r.expr):
+                popularity[x] = popularity.get(x, 0) + 1
+        self.trigger: dict[int, list[int]] = {}  # leaf -> general rules it makes candidates (see trigger_leaves)
         self.const_true: list[int] = []
         self.simple: dict[int, list[int]] = {}  # leaf -> simple rules
         self.general: dict[int, list[int]] = {}  # leaf -> sparse/dense rules
@@ -251,14 +256,20 @@ class _Runtime:
                 self.general.setdefault(x, []).append(k)
             self.general_exprs[k] = e
             r0 = fold(e, lambda i: False if i in pattern_leaves else None)
+            trig = None
             if not (isinstance(r0, Const) and not r0.value):
-                self.dense_r0[k] = r0
+                self.dense_r0[k] = r0  # its rows where any pattern fired are evaluated (the others: r0)
+            else:
+                trig = trigger_leaves(e, pattern_leaves, popularity)
+            for x in sorted(trig) if trig is not None else pats:
+                self.trigger.setdefault(x, []).append(k)
             if nats:
                 sk = skeleton(e, native_leaves)
                 for x in pats:
                     self.subject_guards.setdefault(leaf_subject[x], set()).add(sk)
         self.simple_ptr, self.simple_targets = csr(self.simple, self.num_leaves)
         self.general_ptr, self.general_targets = csr(self.general, self.num_leaves)
+        self.trigger_ptr, self.trigger_targets = csr(self.trigger, self.num_leaves)
         self.functions = compile_rule_functions(self.general_exprs, native_leaves)
         self.needed_natives = sorted(
             {x for e in list(self.general_exprs.values()) + list(self.native_only.values()) for x in leaves(e)
@@ -299,7 +310,7 @@ class _Runtime:
             rr, kk = expand(hit_rows, hit_leaves, self.simple_ptr, self.simple_targets)
             if len(rr):
                 keys.append(rr * R + kk)
-        cand_rows, cand_rules = expand(hit_rows, hit_leaves, self.general_ptr, self.general_targets)
+        cand_rows, cand_rules = expand(hit_rows, hit_leaves, self.trigger_ptr, self.trigger_targets)
         cand = np.unique(cand_rows * R + cand_rules) if len(cand_rows) else np.zeros(0, np.int64)
         if len(cand):
             keys.append(self._evaluate(cand, hit_rows, hit_leaves, nat))
@@ -519,6 +530,31 @@ class _Runtime:
                 if fns[k](bits, row, N):
                     out.append(row * R + k)
         return np.array(out, dtype=np.int64)
+
+
+def trigger_leaves(e: Expr, pattern_leaves: set[int], popularity: dict[int, int]) -> frozenset | None:
+    """Pattern leaves one of which fires on every row where `e` is true (None: no such set is known).
+
+    A rule is evaluated only on rows where one of them fired, not on every row where any of its patterns
+    did: an AND needs one child only -- the one whose patterns the fewest rules read (rarely shared
+    patterns, such as a rule's command-line tokens, fire less often than shared ones, such as `Image ends
+    with \\powershell.exe`)."""
+    if isinstance(e, Pred):
+        return frozenset((e.index,)) if e.index in pattern_leaves else None
+    if isinstance(e, Or):
+        out: frozenset = frozenset()
+        for c in e.children:
+            t = trigger_leaves(c, pattern_leaves, popularity)
+            if t is None:
+                return None
+            out |= t
+        return out
+    if isinstance(e, And):
+        sets = [t for t in (trigger_leaves(c, pattern_leaves, popularity) for c in e.children) if t is not None]
+        if not sets:
+            return None
+        return min(sets, key=lambda t: (sum(popularity.get(x, 0) for x in t), sorted(t)))
+    return None  # not, constants
 
 
 def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:

@@ -32,7 +32,8 @@ def compile_filter(graph: Graph, node_id: str, report: Report) -> Step | None:
     node = graph.nodes[node_id]
     rules = graph.rules.get(node_id, ())
     base_dir = os.path.dirname(graph.smap.file) if getattr(graph.smap, "file", None) else graph.base_dir
-    signature = rule_files_signature(node.spec, base_dir or ".") if getattr(node.spec, "rule_files", None) else ()
+    watched = getattr(node.spec, "rule_files", None) or getattr(node.spec, "sigma", None)
+    signature = rule_files_signature(node.spec, base_dir or ".") if watched else ()
     try:
         program = compile_rules([r.rule for r in rules], cache=True)
     except RuleCompileError as e:

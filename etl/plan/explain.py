@@ -115,11 +115,15 @@ def _details(node: Any) -> list[str]:
 
 def _rules(plan: Plan, node: Any) -> list[str]:
     rules = plan.graph.rules.get(node.id, ())
-    if not rules:
+    if not rules and node.id not in getattr(plan.graph, "sigma", {}):
         return []
-    files = sorted({r.file for r in rules if r.path[:2] != node.path})
-    out = [f"rules: {len(rules)}" + (f" ({len(rules) - sum(1 for r in rules if r.file in files)} inline, "
-                                     f"{len(files)} file{'s' if len(files) != 1 else ''})" if files else " (inline)")]
+    sigma = getattr(plan.graph, "sigma", {}).get(node.id)
+    files = sorted({r.file for r in rules if r.path[:2] != node.path and not hasattr(r, "sigma")})
+    inline = sum(1 for r in rules if r.path[:2] == node.path and not hasattr(r, "sigma"))
+    out = [f"rules: {len(rules)}" + (f" ({inline} inline, {len(files)} file{'s' if len(files) != 1 else ''})"
+                                     if files else " (inline)" if sigma is None else "")]
+    if sigma is not None:
+        out.append(sigma.text())
     step = next((st for st in plan.steps if st.node_id == node.id), None)
     text = getattr(step, "explain", None) if step is not None else None
     if text:

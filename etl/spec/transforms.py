@@ -9,6 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from etl.registry import component
 from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
+from etl.spec.sigma import SigmaSpec
 
 _TR = "etl.compile.transforms"
 
@@ -21,18 +22,32 @@ class FilterTransform(TransformBase):
     expr: str | None = Field(default=None, description="Spark SQL condition, e.g. \"status >= 500\"")
     rules: list[Rule] | None = Field(default=None, description="inline rules")
     rule_files: list[str] = Field(default_factory=list, description="YAML files holding more rules (paths or globs)")
-    mode: Literal["keep", "drop", "tag"] = Field(
-        default="keep", description="keep matching events, drop them, or keep all and tag each with the matched rule ids")
+    sigma: SigmaSpec | None = Field(default=None, description="Sigma rule files (see README \"Sigma rules\")")
+    mode: Literal["keep", "drop", "tag", "alerts"] = Field(
+        default="keep", description="keep matching events, drop them, keep all and tag each with the matched rule "
+        "ids (and their metadata), or one row per (event, matched rule) with the rule's metadata")
     tag_field: str = Field(default="matched_rules", description="tag mode: array column of matched rule ids")
+    tag_details: bool | None = Field(
+        default=None, description="tag mode: the tag column holds the matched rules' metadata (rule, id, title, "
+        "level, tags) instead of their ids; on by default for filters with `sigma`")
     reload: bool = Field(default=True, description="re-read rule files between micro-batches when they change")
 
     @model_validator(mode="after")
     def _something_to_test(self) -> "FilterTransform":
-        if self.expr is None and not self.rules and not self.rule_files:
-            raise ValueError("a filter needs `expr`, `rules` or `rule_files`")
-        if self.mode == "tag" and self.expr is not None and not (self.rules or self.rule_files):
-            raise ValueError("tag mode needs rules to tag with")
+        if self.expr is None and not self.has_rules:
+            raise ValueError("a filter needs `expr`, `rules`, `rule_files` or `sigma`")
+        if self.mode in ("tag", "alerts") and not self.has_rules:
+            raise ValueError(f"{self.mode} mode needs rules to tag with")
         return self
+
+    @property
+    def has_rules(self) -> bool:
+        return bool(self.rules or self.rule_files or self.sigma)
+
+    @property
+    def details(self) -> bool:
+        """Tag mode: does the tag column hold rule metadata (structs) rather than rule ids?"""
+        return self.tag_details if self.tag_details is not None else self.sigma is not None
 
 
 @component("transform", "derive", builder=f"{_TR}.columns:build_derive")

@@ -146,3 +146,16 @@ def test_empty_batch_and_empty_rules(program):
     res = Matcher(nothing).match(pa.RecordBatch.from_pylist(EVENTS))
     assert res.matched_ids() == [[]] * len(EVENTS)
     assert np.array_equal(res.mask(), np.zeros(len(EVENTS), bool))
+
+
+def test_a_general_rule_is_a_candidate_only_where_its_trigger_fires():
+    from etl.optimize.ir import And, Or, Pred
+    from etl.optimize.matcher import trigger_leaves
+
+    pats = {0, 1, 2, 3}
+    shared = {0: 50, 1: 1, 2: 2, 3: 1}  # leaf 0 is read by 50 rules: it fires more often
+    # (p0 or native n9) and (p1 or p2): the first child has no trigger set, the second one is it
+    assert trigger_leaves(And((Or((Pred(0), Pred(9))), Or((Pred(1), Pred(2))))), pats, shared) == {1, 2}
+    # p0 and p3: the less shared pattern
+    assert trigger_leaves(And((Pred(0), Pred(3))), pats, shared) == {3}
+    assert trigger_leaves(Or((Pred(0), Pred(9))), pats, shared) is None

@@ -83,9 +83,14 @@ def _start(spark: Any, tmp_path: Path, reload: bool, batches: dict) -> PipelineR
     p.write_text(textwrap.dedent(PIPELINE.format(reload=str(reload).lower())))
     c = check_file(p, programs=True)
     assert c.plan is not None, [d.render() for d in c.report.diagnostics]
-    run = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none",
-                                                sink_factory=lambda out, spec, ctx: BatchSink(spec, ctx, batches),
-                                                echo=lambda s: None))
+    return run_plan(c.plan, spark, tmp_path, batches)
+
+
+def run_plan(plan: Any, spark: Any, tmp_path: Path, batches: dict) -> PipelineRun:
+    """Start `plan` with its sink capturing rows per micro-batch into `batches`."""
+    run = PipelineRun(plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none",
+                                              sink_factory=lambda out, spec, ctx: BatchSink(spec, ctx, batches),
+                                              echo=lambda s: None))
     run.start()
     return run
 
@@ -159,10 +164,7 @@ def test_a_change_between_planning_and_the_first_batch_is_picked_up(spark, tmp_p
     p.write_text(textwrap.dedent(PIPELINE.format(reload="true")))
     c = check_file(p, programs=True)
     _rules(tmp_path, "- {id: b, when: {field: cmd, contains: beta}}\n")  # edited while etl run starts
-    run = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none",
-                                                sink_factory=lambda out, spec, ctx: BatchSink(spec, ctx, batches),
-                                                echo=lambda s: None))
-    run.start()
+    run = run_plan(c.plan, spark, tmp_path, batches)
     try:
         Feed(tmp_path).put("alpha 1", "beta 1")
         _wait(batches, 1, run)

@@ -67,7 +67,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         dead = built.dead if ruled.dead is None else ruled.dead.unionByName(built.dead)
         return Built(out=built.out, dead=dead)
     passes = None if spec.expr is None else expr_condition(node, spec.expr, "drop" if spec.mode == "drop" else "keep")
-    if spec.rules or spec.rule_files:
+    if spec.has_rules:
         return apply_rules(ctx, node, df, passes)
     return df if passes is None else df.where(passes)
 
@@ -110,13 +110,14 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
 
     spec = node.spec
     negate = hidden is None and spec.mode == "drop"  # drop mode outputs the rows that do not match
+    tags = spec.mode in ("tag", "alerts")
     if not undecided:
-        if spec.mode == "tag":
+        if tags:
             out = df.drop(spec.tag_field).withColumn(spec.tag_field, verdict)
         else:
             out = df.where(~verdict if negate else verdict)
         out = out if hidden is None else out.drop(hidden)
-        return out if passes is None else out.where(passes)
+        return _metadata(ctx, node, out if passes is None else out.where(passes))
     from etl.compile.context import ERR, PAYLOAD
     from etl.compile.deadletter import fence, from_shared
 
@@ -125,17 +126,39 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
     v = F.col(col)
     lost = v.isNull()
     keep = passes  # tag: every row is output (an undecided one as a dead letter)
-    if spec.mode != "tag":
+    if not tags:
         keep = lost | (~v if negate else v)
         keep = keep if passes is None else passes & keep
     shared = staged if keep is None else staged.where(keep)
     row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns if c != col]))
     shared = shared.withColumns({ERR: F.when(lost, F.lit(undecided_reason())), PAYLOAD: F.when(lost, row)})
-    if spec.mode == "tag":
+    if tags:
         shared = shared.drop(spec.tag_field).withColumnRenamed(col, spec.tag_field)
     else:
         shared = shared.drop(col)
-    return from_shared(shared, ctx.pipeline, node.id)
+    built = from_shared(shared, ctx.pipeline, node.id)
+    return replace(built, out=_metadata(ctx, node, built.out))
+
+
+def _metadata(ctx: CompileContext, node: Node, out: Any) -> Any:
+    """Tag details or alerts rows from the tag column of ids (etl.compile.transforms.filter_alerts)."""
+    spec = node.spec
+    if spec.mode == "tag" and not spec.details or spec.mode not in ("tag", "alerts"):
+        return out
+    from etl.compile.rule_programs import rule_set
+    from etl.compile.transforms import filter_alerts
+
+    meta = rule_set(ctx, node).meta
+    maps = ctx.options.setdefault("_rule_meta_maps", {})  # per filter and metadata version: built once
+    key = (node.id, id(meta))
+    if key not in maps:
+        if len(maps) > 4 * _WORKER_KEEP:
+            maps.clear()
+        maps[key] = (meta, filter_alerts.meta_map(meta))  # keeps `meta` alive: its id stays its own
+    m = maps[key][1]
+    if spec.mode == "alerts":
+        return filter_alerts.alerts(out, spec.tag_field, m)
+    return filter_alerts.with_details(out, spec.tag_field, m)
 
 
 # ----------------------------------------------------------------- workers
@@ -186,7 +209,7 @@ def siblings(ctx: CompileContext, node: Node) -> list[Node]:
     if key is None:
         return [node]
     group = [n for n in ctx.graph.nodes.values()
-             if n.type == "filter" and (n.spec.rules or n.spec.rule_files) and _input_key(n) == key
+             if n.type == "filter" and n.spec.has_rules and _input_key(n) == key
              and not eligible(ctx.spark, rule_set(ctx, n).program)]
     return group if len(group) >= 2 and node in group else [node]
 
@@ -225,15 +248,16 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
 
         candidate = prefilter_condition(program, df)
         first = candidate if spec.mode == "keep" else None  # keep: rows that cannot match are dropped in the JVM
+        tags = spec.mode in ("tag", "alerts")
         # drop, tag: every row stays; only candidates need their fields matched
         rest = None if spec.mode == "keep" else candidate
         from etl.compile.rules_jvm import verdict as jvm_verdict
 
-        got = jvm_verdict(program, df, spec.mode == "tag", rest)
+        got = jvm_verdict(program, df, tags, rest)
         undecided = False  # the JVM decides every row (a rule set past its step budget moves to Hyperscan)
         if got is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
             bc = ship(ctx, node.id, program.digest, program)
-            got = _verdict(df, program, bc, "single:" + program.digest, spec.mode == "tag", rest)
+            got = _verdict(df, program, bc, "single:" + program.digest, tags, rest)
             undecided = program.runs_python_re
         got = columns[key] = (first, got, undecided)
         while len(columns) > 4 * _WORKER_KEEP:
@@ -340,9 +364,10 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
     for col in hidden.values():
         if col in names:  # a second group downstream of a first one: its columns were dropped, but be safe
             df = df.drop(col)
-    modes = [(n.spec.mode, n.spec.tag_field) for n in group]
+    modes = [("tag" if n.spec.mode == "alerts" else n.spec.mode, n.spec.tag_field) for n in group]
     schema = StructType(list(df.schema.fields) + [
-        StructField(hidden[n.id], ArrayType(StringType()) if n.spec.mode == "tag" else BooleanType(), True)
+        StructField(hidden[n.id], ArrayType(StringType()) if n.spec.mode in ("tag", "alerts") else BooleanType(),
+                    True)
         for n in group])
     cols = [hidden[n.id] for n in group]
     key = "merged:" + merged.program.digest

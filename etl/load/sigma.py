@@ -1,0 +1,198 @@
+"""Sigma rules of a filter (`sigma:`): files -> selection -> etl rules, each with its Sigma metadata.
+
+Files come from `sigma.paths` (files, folders read recursively for .yml/.yaml,
+globs; relative to the pipeline file's folder). Each rule document is read by
+pySigma (etl.load.sigma_parse, cached by mtime), selected by `sigma.select`
+(logsource product/category/service, status, level) and mapped onto etl's
+rule language (etl.load.sigma_map), so the optimizer, Hyperscan, the JVM paths
+and the reference interpreter run Sigma rules unchanged. A rule etl cannot
+express is skipped with a W340 warning at its place in the rule file, saying
+why; `etl explain` counts loaded, skipped by selection and unsupported rules.
+
+The etl id of a rule is its file name without extension (made an identifier;
+`_2`, `_3` ... when two files share a name); the Sigma id, title, level and
+tags go with it (`SigmaSourced.sigma`) to tag and alerts mode.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from etl.diagnostics import Report, Span
+from etl.load.rules import SourcedRule
+
+SEVERITY = {"informational": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"}
+_SUFFIXES = (".yml", ".yaml")
+
+
+@dataclass(frozen=True)
+class _At:
+    """Source map stand-in of a Sigma rule: every path inside the rule points at one place of its file."""
+
+    file: str
+    line: int
+    col: int = 1
+
+    def value(self, _path: tuple = ()) -> Span:
+        return Span(self.file, self.line, self.col)
+
+    def inner(self, _path: tuple, _text: str, _pos: int) -> Span:
+        return self.value()
+
+
+@dataclass(frozen=True)
+class SigmaSourced(SourcedRule):
+    """A Sigma rule mapped onto an etl rule, with the Sigma rule as pySigma read it (`sigma`, a SigmaEntry)."""
+
+    sigma: Any = None
+    fields: tuple[tuple[str, str | None], ...] = ()  # (event field, Sigma field) of each field the rule reads
+
+    @property
+    def name(self) -> str:
+        return f"Sigma rule '{self.sigma.title}'" if self.sigma.title else f"Sigma rule '{self.rule.id}'"
+
+    def field_span(self, sigma_field: str | None) -> Span:
+        """Where the rule reads `sigma_field` first (its detection item's key), else the rule's title."""
+        for (_det, key), line, col in self.sigma.positions:
+            if key is not None and key == sigma_field:
+                return Span(self.file, line, col)
+        return self.span
+
+
+@dataclass
+class SigmaStats:
+    files: int = 0
+    loaded: int = 0
+    skipped: int = 0  # by selection
+    unsupported: int = 0
+    absent: int = 0  # read a field the events do not have (never match); counted by the column check
+
+    def text(self) -> str:
+        return (f"sigma: {self.loaded} rules loaded from {self.files} files, {self.skipped} skipped by selection, "
+                f"{self.unsupported} unsupported" + (f", {self.absent} read absent fields (never match)"
+                                                     if self.absent else ""))
+
+
+def sigma_files(spec: Any, base_dir: str | os.PathLike) -> list[list[str]]:
+    """Per `paths` entry, the Sigma files it names (sorted)."""
+    out = []
+    for pattern in spec.paths:
+        p = Path(pattern)
+        full = p if p.is_absolute() else Path(base_dir) / p
+        if set("*?[") & set(pattern):
+            found = [f for f in glob.glob(str(full), recursive=True)]
+        else:
+            found = [str(full)] if full.exists() else []
+        files: list[str] = []
+        for f in found:
+            if os.path.isdir(f):
+                for root, _dirs, names in os.walk(f):
+                    files.extend(os.path.join(root, n) for n in names if n.endswith(_SUFFIXES))
+            elif os.path.isfile(f):
+                files.append(f)
+        out.append(sorted(files))
+    return out
+
+
+def field_mapper(spec: Any) -> Callable[[str], str]:
+    from etl.load.sigma_presets import PRESETS
+
+    preset = PRESETS[spec.preset] if spec.preset else (lambda f: f)
+    own = spec.field_mapping
+    return lambda f: own[f] if f in own else preset(f)
+
+
+def selected(entry: Any, select: Any) -> bool:
+    for key in ("product", "category", "service"):
+        want = getattr(select, key)
+        if want is not None and (getattr(entry, key) or "").lower() != want.lower():
+            return False
+    if select.status and entry.status not in select.status:
+        return False
+    return not (select.level and entry.level not in select.level)
+
+
+def _rule_id(entry: Any, taken: set[str]) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(entry.file).stem)[:100] or "rule"
+    if not re.match(r"[A-Za-z_]", stem):
+        stem = "r_" + stem
+    if entry.doc:
+        stem += f"_{entry.doc}"
+    rid, k = stem, 1
+    while rid in taken:
+        k += 1
+        rid = f"{stem}_{k}"
+    taken.add(rid)
+    return rid
+
+
+def _position(entry: Any, key: tuple | None) -> tuple[int, int]:
+    """Line and column of a detection item (or of its detection, or of the rule's title)."""
+    if key is not None:
+        for want in (key, (key[0], None)):
+            for k, line, col in entry.positions:
+                if k == want:
+                    return line, col
+    return entry.line, 1
+
+
+def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike, report: Report,
+               taken: set[str] | None = None, stats: SigmaStats | None = None,
+               reload: bool = False) -> list[SigmaSourced]:
+    """The selected, supported Sigma rules of one filter's `sigma:` block; W340 for each rule skipped.
+
+    `reload`: a changed file that cannot be read keeps its last readable version (W340 says so)."""
+    from etl.load.sigma_map import Mapper, Unsupported
+    from etl.load.sigma_parse import entries_of
+    from etl.spec.rules import Rule
+
+    stats = stats if stats is not None else SigmaStats()
+    taken = taken if taken is not None else set()
+    files: dict[str, None] = {}
+    for k, found in enumerate(sigma_files(spec, base_dir)):
+        if not found:
+            report.error("E006", f"sigma path {spec.paths[k]!r} names no Sigma rule file (.yml)",
+                         span("sigma", "paths", k), f"paths are relative to the pipeline file's folder ({base_dir})")
+        for f in found:
+            files.setdefault(os.path.normpath(f), None)
+    stats.files = len(files)
+    field_of = field_mapper(spec)
+    out: list[SigmaSourced] = []
+    rejected: list = []
+    entries = entries_of(list(files), rejected if reload else None)
+    for entry in rejected:
+        report.warning("W340", f"changed Sigma file cannot be read, its previous version stays in force: "
+                       f"{entry.error}", Span(entry.file, entry.error_line, entry.error_col), "fix the file")
+    for entry in entries:
+        if not selected(entry, spec.select):
+            stats.skipped += 1
+            continue
+        name = f"Sigma rule '{entry.title}'" if entry.title else "Sigma rule"
+        if entry.error is not None:
+            stats.unsupported += 1
+            report.warning("W340", f"{name} skipped: {entry.error}", Span(entry.file, entry.error_line,
+                                                                           entry.error_col),
+                           "the filter runs without it")
+            continue
+        mapper = Mapper(field_of, spec.keyword_fields, spec.vars)
+        try:
+            when = mapper.when(entry.tree)
+        except Unsupported as e:
+            stats.unsupported += 1
+            line, col = _position(entry, e.key)
+            report.warning("W340", f"{name} skipped: {e.reason}", Span(entry.file, line, col),
+                           "the filter runs without it")
+            continue
+        rid = _rule_id(entry, taken)
+        rule = Rule.model_validate({"id": rid, "when": when, "severity": SEVERITY.get(entry.level or ""),
+                                    "tags": list(entry.tags), "description": entry.title or None})
+        line, col = _position(entry, None)
+        out.append(SigmaSourced(rule, entry.file, (), _At(entry.file, line, col), entry,
+                                tuple(mapper.fields_read.items())))
+        stats.loaded += 1
+    return out
