@@ -11,6 +11,9 @@ from etl.compile.guard import Guards, active
 from etl.graph.model import Node
 
 _PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
+# a generator (a LATERAL VIEW of SQL scripts) cannot sit inside an expression, so a guard cannot wrap it
+_GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|inline|inline_outer|stack|json_tuple)"
+                        r"\s*\(", re.I)
 
 
 def _expr(node: Node, sql: str, where: str) -> Any:
@@ -56,7 +59,7 @@ def build_select(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         frame, cols = df, []
         for i, f in enumerate(spec.fields):
             column = _expr(node, f, "field")
-            if _PLAIN.fullmatch(f.strip()):  # a column reference or a star cannot fail
+            if _PLAIN.fullmatch(f.strip()) or _GENERATOR.search(f):  # a column reference or a star cannot fail
                 cols.append(column)
                 continue
             name = df.select(column).columns[0]
