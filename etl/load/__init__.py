@@ -138,11 +138,21 @@ def load_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str,
               environ: Mapping[str, str] | None = None, inherit_vars: Mapping[str, Any] | None = None
               ) -> Document | None:
     file = str(path)
+    text = read_pipeline_text(file, report)
+    if text is None:
+        return None
+    return load_text(text, file, report, cli_vars=cli_vars, environ=environ, inherit_vars=inherit_vars)
+
+
+def read_pipeline_text(file: str, report: Report) -> str | None:
+    """The text of a pipeline file (YAML or SQL): a regular file of at most MAX_FILE_BYTES of UTF-8 (a pipe or
+    device is refused, never waited on); None with an E005 otherwise."""
     try:
         st = os.stat(file)
         if not stat.S_ISREG(st.st_mode):
             what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a pipe, device or socket)"
-            report.error("E005", f"cannot read file: it is {what}", Span(file, 1, 1), "give the path of a YAML file")
+            report.error("E005", f"cannot read file: it is {what}", Span(file, 1, 1),
+                         "give the path of a pipeline file")
             return None
         size = st.st_size
         if size > MAX_FILE_BYTES:
@@ -159,4 +169,4 @@ def load_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str,
     except OSError as e:
         report.error("E005", f"cannot read file: {e.strerror or e}", Span(file, 1, 1))
         return None
-    return load_text(text, file, report, cli_vars=cli_vars, environ=environ, inherit_vars=inherit_vars)
+    return text

@@ -21,7 +21,6 @@ from typing import Any, Mapping
 from etl.diagnostics import Report, Span
 
 SQL_SUFFIXES = (".sql",)
-MAX_FILE_BYTES = 32 * 1024 * 1024
 
 
 def is_sql(path: str | os.PathLike) -> bool:
@@ -30,19 +29,11 @@ def is_sql(path: str | os.PathLike) -> bool:
 
 def load_sql_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str, Any] | None = None,
                   environ: Mapping[str, str] | None = None) -> Any:
+    from etl.load import read_pipeline_text
+
     file = str(path)
-    try:
-        size = os.path.getsize(file)
-        if size > MAX_FILE_BYTES:
-            report.error("E005", f"file is too large ({size} bytes)", Span(file, 1, 1))
-            return None
-        with open(file, encoding="utf-8") as fh:
-            text = fh.read()
-    except UnicodeDecodeError as e:
-        report.error("E005", f"file is not UTF-8 text: {e.reason}", Span(file, 1, 1))
-        return None
-    except OSError as e:
-        report.error("E005", f"cannot read file: {e.strerror or e}", Span(file, 1, 1))
+    text = read_pipeline_text(file, report)
+    if text is None:
         return None
     return load_sql_text(text, file, report, cli_vars=cli_vars, environ=environ)
 

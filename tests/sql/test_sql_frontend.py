@@ -161,3 +161,14 @@ def test_join_keys_with_different_names(tmp_path):
     assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.seconds) == \
         (["t", "o_keys"], ["perform_id"], 3600)
     assert by_id["o_select"].fields == ["id AS ticket", "name AS perform", "o_keys_ts AS pts"]
+
+
+def test_a_script_path_that_is_a_pipe_is_refused_not_waited_on(tmp_path):
+    import os
+
+    fifo = tmp_path / "job.sql"
+    os.mkfifo(fifo)
+    c = check_file(fifo)
+    assert c.plan is None
+    assert _codes(c) == [("E005", 1, 1)]
+    assert "not a regular file" in c.report.errors[0].message
