@@ -14,7 +14,7 @@ RULES = Path(__file__).resolve().parents[1] / "fixtures" / "sigma" / "rules"
 
 PIPELINE = f"""
     name: t-sigma
-    sources: [{{id: procs, type: file, path: ., format: jsonl,
+    sources: [{{id: procs, type: file, path: in, format: jsonl,
                schema: {{host: string, Image: string, CommandLine: string, ParentImage: string, User: string}}}}]
     transforms:
       - id: tagged
