@@ -12,11 +12,12 @@ confs are spark-submit's, --conf values of etl are applied on top):
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
 import sys
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import typer
 
@@ -66,6 +67,32 @@ def run(
     leave(code)
 
 
+@contextlib.contextmanager
+def jvm_stderr_to(log: Any) -> Iterator[None]:
+    """While the JVM starts, this process's stderr (fd 2) is the run's log file, so the JVM inherits it: what
+    it and the Python daemons it starts print on stderr (a daemon's BrokenPipe traceback when the run stops, the
+    JVM's start-up warnings) goes to the log, even from daemons started before System.err is redirected."""
+    if log is None:
+        yield
+        return
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def leave(code: int) -> None:
     """Exit without the interpreter's finalization, once everything is committed, stopped and flushed: native
     client threads (librdkafka's, py4j's) calling back into a Python that is shutting down could otherwise print
@@ -88,12 +115,14 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
 
     plan = checked.plan
     log = run_log(checkpoint or plan.checkpoint)
+    quiet_jvm = not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit()
     try:
-        spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
+        with jvm_stderr_to(log if quiet_jvm else None):
+            spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
     except ValueError as e:
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
-    if not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit():
+    if quiet_jvm:
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
             stderr_to_file(spark, str(log))
