@@ -286,7 +286,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         for k, v in conf.items():
             try:
                 spark.conf.set(k, v)
-            except Exception as e:  # a static conf cannot change in a running JVM: say so
+            except Exception as e:  # noqa: BLE001 - a static conf cannot change in a running JVM: say so
                 raise ValueError(f"--conf {k} cannot be changed in an already started Spark "
                                  f"(pass it to spark-submit): {e}") from None
         spark.sparkContext.setLogLevel("WARN")
