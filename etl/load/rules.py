@@ -73,7 +73,7 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
 
 def rule_files_signature(spec: Any, base_dir: str | os.PathLike) -> tuple:
     """What a reload compares: the files the `rule_files` entries name now, with mtime and size."""
-    out = []
+    out: list[tuple[str, int | None, int | None]] = []
     for f in rule_file_paths(spec, base_dir):
         try:
             st = os.stat(f)

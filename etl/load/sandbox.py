@@ -106,15 +106,16 @@ class Lenient(ChainableUndefined):
     def _quiet(self, *args: Any, **kwargs: Any) -> "Lenient":
         return self
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _quiet
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __pow__ = __rpow__ = _quiet
-    __call__ = __getitem__ = _quiet
-    __lt__ = __le__ = __gt__ = __ge__ = _quiet
+    # jinja's Undefined types these as raising (Never); here they return the undefined itself
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _quiet  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __pow__ = __rpow__ = _quiet  # type: ignore[assignment]
+    __call__ = __getitem__ = _quiet  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = _quiet  # type: ignore[assignment]
 
-    def __int__(self) -> int:
+    def __int__(self) -> int:  # type: ignore[override]
         return 0
 
-    def __float__(self) -> float:
+    def __float__(self) -> float:  # type: ignore[override]
         return 0.0
 
     def __iter__(self):

@@ -137,6 +137,7 @@ def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report,
     secrets: set[str] = set()
     errors: list[tuple[str, str, int, str | None]] = []  # code, message, offset, hint
     pos = 0
+    value: Any  # a mapping while a dotted name is walked, then the value
     for m in _EXPR.finditer(text):
         e = _SIMPLE.match(m.group(1))
         if e is None:
