@@ -41,3 +41,14 @@ def _no_secrets_from_other_tests():
 
     secrets.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _settings_read_in_each_test():
+    """etl.settings reads the environment once per process: each test reads it again (after its own setenv);
+    a test that changes it again midway calls etl.settings.reset()."""
+    from etl import settings
+
+    settings.reset()
+    yield
+    settings.reset()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import tempfile
@@ -45,7 +44,9 @@ _SHIPPED: set[tuple[int, str]] = set()  # (SparkContext, file name) pairs alread
 def switched_off(variable: str) -> bool:
     """An environment switch of one of etl's JVM paths (ETL_PREFILTER, ETL_LOOKUP_JVM, ETL_GROK_PROGRAM) set to
     off, 0, false or no."""
-    return os.environ.get(variable, "").strip().lower() in ("off", "0", "false", "no")
+    from etl.settings import switched_on
+
+    return not switched_on(variable)
 
 
 def sources() -> list[Path]:

@@ -43,17 +43,11 @@ class Limits:
 
 
 def limits() -> Limits:
-    """The render limits: defaults, or ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB when set and valid."""
-    seconds, max_mb = DEFAULT_SECONDS, float(DEFAULT_MAX_MB)
-    try:
-        seconds = min(max(float(os.environ.get("ETL_TEMPLATE_TIMEOUT", seconds)), 0.1), 600.0)
-    except ValueError:
-        pass
-    try:
-        max_mb = min(max(float(os.environ.get("ETL_TEMPLATE_MAX_MB", max_mb)), 1.0), 4096.0)
-    except ValueError:
-        pass
-    return Limits(seconds, int(max_mb * 1024 * 1024))
+    """The render limits: defaults, or ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB (etl.settings)."""
+    from etl.settings import current
+
+    s = current()
+    return Limits(s.template_timeout_s, int(s.template_max_mb * 1024 * 1024))
 
 
 class LimitExceeded(SecurityError):

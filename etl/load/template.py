@@ -31,6 +31,11 @@ class Rendered:
     secrets: set[str] = field(default_factory=set)
 
 
+def process_environ() -> Mapping[str, str]:
+    """The source of the templates' `env()` when no mapping is given: this process's environment."""
+    return os.environ
+
+
 def _env_function(environ: Mapping[str, str], strict: bool, used: set[str]) -> Callable[..., Any]:
     """The `env(NAME, default)` function templates call: a plain function (no attribute of it leads
     to the environment); it records every value it returns so that outputs can redact them."""
@@ -265,7 +270,7 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
     when rendering fails, so that no output shows it."""
     if not has_template(text):
         return Rendered(text)
-    environ = os.environ if environ is None else environ
+    environ = process_environ() if environ is None else environ
     fast = _fast_render(text, file, vars_, report, strict, environ)
     if fast is not _NOT_SIMPLE:
         if fast is not None:

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from etl import settings
+
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 # SQL (runtime) settings: applied to every session unless given explicitly.
@@ -95,15 +97,10 @@ def prepare_environment(local: bool = False) -> None:
     """Python workers use this interpreter (on a local master through etl/runtime/pylauncher.py, which keeps
     Spark's uncompiled copy of pyspark off their path); no host-name lookups. A PYSPARK_PYTHON set by the
     user stays as it is."""
-    if "PYSPARK_PYTHON" not in os.environ:
-        if local:
-            from etl.runtime.pylauncher import worker_python
+    from etl.runtime.pylauncher import worker_python
+    from etl.settings import export_for_spark
 
-            os.environ["PYSPARK_PYTHON"] = worker_python()
-        else:
-            os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    export_for_spark(worker_python if local else lambda: sys.executable)
 
 
 # Spark's lines about a failed task or query: etl reports the failure in one line (etl/runtime/failure.py), so
@@ -130,7 +127,7 @@ rootLogger.appenderRef.runlog.ref = runlog
 
 def log4j_text(log_file: str | None = None) -> str:
     """log4j2 settings: WARN and up on the console, and (with `log_file`) in the run's log file too."""
-    level = os.environ.get("ETL_LOG_LEVEL", "").strip().lower()
+    level = settings.current().log_level
     text = LOG4J
     if log_file:
         text += RUN_LOG.format()  # the path: a system property of the JVM (-Detl.runlog), not in this text
@@ -161,7 +158,7 @@ def _log4j_file(log_file: str | None = None) -> str:
 
 def connector_jars() -> list[str]:
     """Jars of java/lib/spark (ETL_JAVA_LIB overrides java/lib): Kafka connector + deps, MariaDB JDBC."""
-    lib = Path(os.environ.get("ETL_JAVA_LIB") or Path(__file__).resolve().parents[2] / "java" / "lib") / "spark"
+    lib = Path(settings.current().java_lib) / "spark"
     return sorted(str(p) for p in lib.glob("*.jar")) if lib.is_dir() else []
 
 
@@ -187,7 +184,7 @@ def require_class(spark: Any, class_name: str, what: str) -> None:
 
 def under_spark_submit() -> bool:
     """True when spark-submit (or another launcher) already started the JVM for us."""
-    return "PYSPARK_GATEWAY_PORT" in os.environ
+    return settings.current().spark_submit
 
 
 def parse_conf(items: list[str] | None) -> dict[str, str]:
@@ -326,7 +323,7 @@ def quiet_budget_stops(spark: Any) -> None:
     (etl/jvm/QuietBudget.java) unless ETL_LOG_LEVEL asks for Spark's logs."""
     from etl.compile import jvm
 
-    if os.environ.get("ETL_LOG_LEVEL", "").strip() or not jvm.available(spark):
+    if settings.current().log_level or not jvm.available(spark):
         return
     try:
         spark.sparkContext._jvm.etl.jvm.QuietBudget.install()  # type: ignore[attr-defined]
