@@ -6,7 +6,7 @@ ETL    := $(VENV)/bin/etl
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup setup-java setup-servers run test test-fast lint typecheck check validate schema bench clean
+.PHONY: setup setup-java setup-servers run test test-fast lint typecheck check goldens validate schema bench clean
 
 setup: $(VENV)/.installed
 
@@ -30,8 +30,9 @@ run: setup
 test: setup setup-java setup-servers
 	$(PY) -m pytest -q
 
+# ETL_NO_SPARK: starting Spark fails (a test that does must be marked `spark`): the fast suite starts no JVM
 test-fast: setup
-	$(PY) -m pytest -q -m "not spark and not servers and not slow"
+	ETL_NO_SPARK=on $(PY) -m pytest -q -m "not spark and not servers and not slow"
 
 # ruff (rules in pyproject.toml) and the import contracts (pyspark only in compile/runtime/connectors)
 lint: setup
@@ -43,6 +44,10 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 check: lint typecheck test-fast
+
+# rewrite every golden file (explain texts) from the current output; review the diff before committing
+goldens: setup
+	ETL_UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/golden tests/optimize
 
 validate: setup
 	$(ETL) validate pipelines

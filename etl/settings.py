@@ -29,6 +29,7 @@ PREFIX = "ETL_"
 _OFF = ("off", "0", "false", "no")
 _ON = ("on", "1", "true", "yes")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
+_DEFAULT: Any = object()  # a parser's answer for an empty value: the default stays
 
 
 class SettingsError(Exception):
@@ -53,7 +54,9 @@ def _number(kind: Callable[[str], Any], lo: float, hi: float | None, what: str) 
 
 def _switch(text: str) -> bool:
     t = text.strip().lower()
-    if t in _ON or t == "":
+    if t == "":
+        return _DEFAULT
+    if t in _ON:
         return True
     if t in _OFF:
         return False
@@ -65,9 +68,6 @@ def _level(text: str) -> str:
     if t in LOG_LEVELS or t == "":
         return t
     raise ValueError("one of " + ", ".join(LOG_LEVELS))
-
-
-_DEFAULT: Any = object()  # a parser's answer for "unset": the default stays
 
 
 def _text(text: str) -> Any:
@@ -125,6 +125,9 @@ SETTINGS: tuple[Setting, ...] = (
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
             "log folder of the RocketMQ C++ client", _text),
+    Setting("ETL_NO_SPARK", "no_spark", "on|off", "off",
+            "starting a Spark session fails instead (`make test-fast` sets it: the fast suite starts no JVM)",
+            _switch),
     Setting("ETL_TEST_WORKER_CRASH", "test_worker_crash", "text", "(unset)",
             "tests: a Python worker raises this message in every batch (a bug's path)", _text),
 )
@@ -151,6 +154,7 @@ class Settings:
     guard_optimistic: bool = True
     java_lib: str = ""
     rocketmq_log_dir: str | None = None
+    no_spark: bool = False
     test_worker_crash: str | None = None
     spark_submit: bool = False  # started by spark-submit (PYSPARK_GATEWAY_PORT set)
 

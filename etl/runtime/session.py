@@ -162,6 +162,10 @@ def connector_jars() -> list[str]:
     return sorted(str(p) for p in lib.glob("*.jar")) if lib.is_dir() else []
 
 
+class SparkForbidden(ValueError):
+    """build_session under ETL_NO_SPARK=on (`make test-fast`: a test that starts Spark must be marked so)."""
+
+
 class MissingConnector(RuntimeError):
     """A connector's Java classes are not on the Spark classpath."""
 
@@ -231,6 +235,8 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
                   ui: bool = True, log_file: str | None = None) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where
     Spark's log lines go besides the console (those about failed tasks and queries only there)."""
+    if settings.current().no_spark:
+        raise SparkForbidden("ETL_NO_SPARK is on: this process may not start Spark (the fast tests set it)")
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
