@@ -141,3 +141,12 @@ def test_every_etl_variable_etl_reads_is_a_setting():
     assert readers == ["etl/load/template.py", "etl/settings.py"]
     names = {m for p in (ROOT / "etl").rglob("*.py") for m in re.findall(r"\bETL_[A-Z_]+[A-Z]\b", p.read_text())}
     assert names - {s.name for s in settings.SETTINGS} == {"ETL_WORKER_POOL"}
+
+
+def test_declared_package_data_exists():
+    import tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for package, patterns in data.items():
+        for pattern in patterns:
+            assert list((ROOT / package.replace(".", "/")).glob(pattern)), f"{package}: {pattern} matches nothing"
