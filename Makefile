@@ -6,14 +6,14 @@ ETL    := $(VENV)/bin/etl
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup setup-java setup-servers run test test-fast validate schema bench clean
+.PHONY: setup setup-java setup-servers run test test-fast lint typecheck check goldens validate schema bench clean
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[connectors,test]'
+	$(PY) -m pip install -q -e '.[connectors,test,dev]'
 	touch $@
 
 # Java artifacts (Spark Kafka connector, JDBC driver, Kafka/RocketMQ/OpenSearch servers) via Maven
@@ -30,14 +30,36 @@ run: setup
 test: setup setup-java setup-servers
 	$(PY) -m pytest -q
 
+# ETL_NO_SPARK: starting Spark fails (a test that does must be marked `spark`): the fast suite starts no JVM
 test-fast: setup
-	$(PY) -m pytest -q -m "not spark and not servers and not slow"
+	ETL_NO_SPARK=on $(PY) -m pytest -q -m "not spark and not servers and not slow"
+
+# ruff (rules in pyproject.toml) and the import contracts (pyspark only in compile/runtime/connectors)
+lint: setup
+	$(VENV)/bin/ruff check etl tests bench scripts
+	$(VENV)/bin/lint-imports
+
+# mypy on the pure-Python layers (files listed in pyproject.toml)
+typecheck: setup
+	$(VENV)/bin/mypy
+
+check: lint typecheck test-fast
+
+# rewrite every golden file (explain texts) from the current output; review the diff before committing
+goldens: setup
+	ETL_UPDATE_GOLDEN=1 $(PY) -m pytest -q tests/golden tests/optimize
 
 validate: setup
 	$(ETL) validate pipelines
 
 schema: setup
 	$(ETL) schema
+
+# the benchmarks that need no Spark and no server (the others: bench/*.py, each prints its usage)
+bench: setup
+	$(PY) bench/validate.py
+	$(PY) bench/validate_sql.py
+	$(PY) bench/filter_core.py --rules 1000 --events 100000
 
 clean:
 	rm -rf .etl .pytest_cache .hypothesis

@@ -23,9 +23,15 @@ def _register() -> None:
 
 
 def main() -> None:
+    from etl.settings import SettingsError, current
+
     _register()
     try:
+        current()  # the environment's settings, read once (run/explain --set adds to them)
         app()
+    except SettingsError as e:
+        typer.echo(f"etl: {e}", err=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -9,6 +9,7 @@ entry-point group.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -24,7 +25,7 @@ T = TypeVar("T", bound=type)
 class Entry:
     kind: str
     type: str
-    spec: type
+    spec: builtins.type  # `type` in this class is the field above
     builder: str | None  # "package.module:function"
 
     def load_builder(self) -> Callable[..., Any]:

@@ -3,7 +3,9 @@ every Spark test asks for `spark`; starting a JVM per test would blow the CI bud
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,6 +18,47 @@ pytest_plugins = ["tests.servers.fixtures"]
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+SPARK_FIXTURES = {"spark"}  # the fixtures that start a session (and, through pytest, every fixture using them)
+_IMPORTS_PYSPARK = re.compile(r"^(?:from|import) pyspark\b", re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def _imports_pyspark(path: Path) -> bool:
+    try:
+        return path.suffix == ".py" and _IMPORTS_PYSPARK.search(path.read_text()) is not None
+    except OSError:
+        return False
+
+
+def _starts_spark(item: pytest.Item) -> bool:
+    """A test that asks for a session, or lives in a module importing pyspark at its top."""
+    if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    path = getattr(item, "path", None)
+    return path is not None and _imports_pyspark(path)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that starts Spark is marked `spark` (whether or not it says so), so `-m "not spark"` skips it."""
+    for item in items:
+        if item.get_closest_marker("spark") is None and _starts_spark(item):
+            item.add_marker(pytest.mark.spark)
+
+
+def pytest_configure(config):
+    """Under ETL_NO_SPARK=on (`make test-fast`), no JVM starts in this process: build_session refuses
+    (etl.settings), and so does pyspark's own launcher, for a test that would start one some other way."""
+    if os.environ.get("ETL_NO_SPARK", "").strip().lower() in ("on", "1", "true", "yes"):
+        import pyspark.java_gateway as gateway
+
+        def refuse(*args, **kwargs):
+            raise RuntimeError("ETL_NO_SPARK is on: this test starts a JVM; mark it `spark` (tests/conftest.py)")
+
+        gateway.launch_gateway = refuse
+        import pyspark.context
+
+        pyspark.context.launch_gateway = refuse
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +84,14 @@ def _no_secrets_from_other_tests():
 
     secrets.clear()
     yield
+
+
+@pytest.fixture(autouse=True)
+def _settings_read_in_each_test():
+    """etl.settings reads the environment once per process: each test reads it again (after its own setenv);
+    a test that changes it again midway calls etl.settings.reset()."""
+    from etl import settings
+
+    settings.reset()
+    yield
+    settings.reset()

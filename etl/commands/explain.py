@@ -17,11 +17,15 @@ def explain(
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
     allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
                                                    "rule_files may read (repeatable)"),
+    setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
+                                                "(repeatable; python -m etl.settings --markdown lists them)"),
 ) -> None:
     """Show nodes, edges, columns, optimized filter programs and each sink's delivery guarantee."""
     from etl.check import check_file
     from etl.plan.explain import explain_plan
+    from etl.settings import configure, parse_assignments
 
+    configure(parse_assignments(setting))
     if not os.path.exists(path):
         typer.echo(f"etl explain: no such file: {path}", err=True)
         raise typer.Exit(2)

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Optional
 
 import typer
 
+from etl import settings
 from etl.cli import app
 from etl.commands import parse_vars, redact
 
@@ -43,12 +44,15 @@ def run(
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
     allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
                                                    "rule_files may read (repeatable)"),
+    setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
+                                                "(repeatable; python -m etl.settings --markdown lists them)"),
 ) -> None:
     """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly.
 
     Under spark-submit, submit etl/__main__.py with the same arguments (run PIPELINE ...)."""
     from etl.check import check_file
 
+    settings.configure(settings.parse_assignments(setting))
     if progress not in ("live", "plain", "json"):
         raise typer.BadParameter("expected live, plain or json", param_hint="--progress")
     from etl.runtime.session import parse_conf
@@ -115,7 +119,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
 
     plan = checked.plan
     log = run_log(checkpoint or plan.checkpoint)
-    quiet_jvm = not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit()
+    quiet_jvm = not settings.current().log_level and not under_spark_submit()
     try:
         with jvm_stderr_to(log if quiet_jvm else None):
             spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))

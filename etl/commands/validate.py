@@ -24,7 +24,7 @@ def _redacted(d: Diagnostic) -> Diagnostic:
 @app.command()
 def validate(
     paths: list[str] = typer.Argument(..., help="pipeline files or folders"),
-    format: str = typer.Option("text", "--format", help="text or json"),
+    format: str = typer.Option("text", "--format", help="text or json"),  # noqa: A002 - the option's name
     strict: bool = typer.Option(False, "--strict", help="treat warnings as errors"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
     allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import subprocess
 import tempfile
@@ -45,7 +44,9 @@ _SHIPPED: set[tuple[int, str]] = set()  # (SparkContext, file name) pairs alread
 def switched_off(variable: str) -> bool:
     """An environment switch of one of etl's JVM paths (ETL_PREFILTER, ETL_LOOKUP_JVM, ETL_GROK_PROGRAM) set to
     off, 0, false or no."""
-    return os.environ.get(variable, "").strip().lower() in ("off", "0", "false", "no")
+    from etl.settings import switched_on
+
+    return not switched_on(variable)
 
 
 def sources() -> list[Path]:
@@ -81,6 +82,11 @@ def unavailable_reason() -> str | None:
     return _WHY[0] if _WHY else None
 
 
+# every lint warning of etl's sources is an error; `path` and `classfile` are about pyspark's jars (manifest
+# entries that do not exist, annotations whose classes it does not ship), not about the sources
+JAVAC_FLAGS = ("-Xlint:all,-path,-classfile", "-Werror", "--release", "17", "-encoding", "UTF-8")
+
+
 def _build() -> Path:
     import pyspark
 
@@ -98,7 +104,7 @@ def _build() -> Path:
     with tempfile.TemporaryDirectory(prefix="etl-jvm-") as tmp:
         classes = Path(tmp) / "classes"
         classes.mkdir()
-        subprocess.run([javac, "-nowarn", "--release", "17", "-encoding", "UTF-8", "-d", str(classes),
+        subprocess.run([javac, *JAVAC_FLAGS, "-d", str(classes),
                         "-cp", f"{jars}/*", *map(str, files)], check=True, capture_output=True, timeout=600)
         built = Path(tmp) / "etl-jvm.jar"
         subprocess.run([jar_tool, "cf", str(built), "-C", str(classes), "."], check=True, capture_output=True,

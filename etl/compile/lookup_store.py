@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -44,32 +43,34 @@ from typing import Any
 
 import numpy as np
 
+from etl import settings
 from etl.compile.keyhash import key_hashes
 
 KEY_SEP = "\x1f"
 KEY_COLUMN = "_etl_key"
 FORMAT = 2  # of the stores: a store of another format is never opened (its folder name differs)
-CHUNK_ROWS = int(os.environ.get("ETL_LOOKUP_CHUNK_ROWS", "4096"))
+CHUNK_ROWS = 4096  # ETL_LOOKUP_CHUNK_ROWS (etl.settings): a TableSource carries the driver's value
 BLOCK_SIZE = 16 * 1024
 # Decoded chunks kept per process and store: 0 sizes it to hold the whole table (the raw size recorded at build
 # time, up to MAX_AUTO_CACHE_MB), so that after warm-up a lookup reads nothing; a number fixes it.
-DEFAULT_CACHE_MB = int(os.environ.get("ETL_LOOKUP_CACHE_MB", "0"))
-MAX_AUTO_CACHE_MB = int(os.environ.get("ETL_LOOKUP_MAX_CACHE_MB", "2048"))
+# ETL_LOOKUP_CACHE_MB / ETL_LOOKUP_MAX_CACHE_MB (etl.settings) set them: a TableSource carries the driver's.
+DEFAULT_CACHE_MB = 0
+MAX_AUTO_CACHE_MB = 2048
 MIN_CACHE_MB = 32
 
 
-def cache_size_mb(requested: int, meta: dict) -> int:
+def cache_size_mb(requested: int, meta: dict, max_auto_mb: int = MAX_AUTO_CACHE_MB) -> int:
     """The decoded-chunk cache for a store: `requested` MB, or (0) its raw chunk bytes with some room."""
     if requested > 0:
         return requested
     raw_mb = meta.get("raw_mb")
     if raw_mb is None:  # built before raw sizes were recorded
         return 256
-    return int(min(MAX_AUTO_CACHE_MB, max(MIN_CACHE_MB, raw_mb * 1.25 + 8)))
+    return int(min(max_auto_mb, max(MIN_CACHE_MB, raw_mb * 1.25 + 8)))
 
 
 def default_base_dir() -> str:
-    return os.environ.get("ETL_LOOKUP_DIR") or os.path.join(tempfile.gettempdir(), f"etl-lookup-{os.getuid()}")
+    return settings.current().lookup_dir
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,10 @@ class TableSource:
     delimiter: str = ","
     refresh_s: float | None = None
     base_dir: str = field(default_factory=default_base_dir)
-    cache_mb: int = DEFAULT_CACHE_MB
+    # the driver's settings, made with it and shipped with it (executors build and open the stores)
+    cache_mb: int = field(default_factory=lambda: settings.current().lookup_cache_mb)
+    max_cache_mb: int = field(default_factory=lambda: settings.current().lookup_max_cache_mb)
+    chunk_rows: int = field(default_factory=lambda: settings.current().lookup_chunk_rows)
 
     def cache_key(self) -> str:
         """Identity in per-process caches: two lookups of one table with other columns differ."""
@@ -265,7 +269,7 @@ class LookupStore:
     chunks go first); once every chunk is in memory they are joined into one table, so that a
     batch's matches are gathered with one `take` per column."""
 
-    def __init__(self, path: str | Path, cache_mb: int = DEFAULT_CACHE_MB):
+    def __init__(self, path: str | Path, cache_mb: int = DEFAULT_CACHE_MB, max_auto_mb: int = MAX_AUTO_CACHE_MB):
         import pyarrow as pa
         from rocksdict import AccessType, Rdict
 
@@ -286,7 +290,7 @@ class LookupStore:
         # every row's hash, in store order; a chunk not in memory holds its first hash throughout,
         # which keeps the array sorted (lookups only search chunks they loaded)
         self.hashes = np.repeat(self.bounds, np.diff(self.starts))
-        self.cache_bytes = cache_size_mb(cache_mb, self.meta) << 20
+        self.cache_bytes = cache_size_mb(cache_mb, self.meta, max_auto_mb) << 20
         self._chunks: OrderedDict[int, Any] = OrderedDict()
         self._sizes: dict[int, int] = {}
         self._bytes = 0
@@ -434,7 +438,7 @@ def ensure_version(src: TableSource, version: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if not (dest / "meta.json").exists():
-                build_store(read_table(src), src.keys, dest)
+                build_store(read_table(src), src.keys, dest, src.chunk_rows)
                 _prune(root, keep=dest.name)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
@@ -457,7 +461,7 @@ def store_for(src: TableSource) -> LookupStore:
         cur = _CACHE.get(src.cache_key())
         if cur is None:
             version = source_version(src)
-            store = LookupStore(ensure_version(src, version), src.cache_mb)
+            store = LookupStore(ensure_version(src, version), src.cache_mb, src.max_cache_mb)
             _CACHE[src.cache_key()] = _Cached(version, store, now)
             return store
         if src.refresh_s is None or now - cur.checked < src.refresh_s or (cur.pending and cur.pending.is_alive()):
@@ -476,7 +480,7 @@ def store_for(src: TableSource) -> LookupStore:
 
 def _swap(src: TableSource, version: str) -> None:
     try:
-        store = LookupStore(ensure_version(src, version), src.cache_mb)
+        store = LookupStore(ensure_version(src, version), src.cache_mb, src.max_cache_mb)
     except Exception:  # noqa: BLE001 - a failed refresh keeps the previous version; retried next interval
         logging.getLogger(__name__).exception("lookup table %s: refresh to version %s failed", src.name, version)
         return

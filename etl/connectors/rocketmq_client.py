@@ -298,7 +298,9 @@ def _text(raw: bytes | None) -> str:
 
 
 def _log_setup(set_path: Any, set_level: Any, set_size: Any, handle: int) -> None:
-    log_dir = os.environ.get("ETL_ROCKETMQ_LOG_DIR")
+    from etl.settings import current
+
+    log_dir = current().rocketmq_log_dir
     if log_dir:
         os.makedirs(log_dir, exist_ok=True)
         set_path(handle, log_dir.encode())

@@ -236,8 +236,7 @@ def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Re
                                 first: dict[str, Node | None]) -> None:
     """A window without its own event_time uses its upstream source's (the first by id, as the
     runtime does): that column must still be in the window's input."""
-    ups = [first.get(e.src) for e in node.inputs]
-    ups = [u for u in ups if u is not None]
+    ups = [u for u in (first.get(e.src) for e in node.inputs) if u is not None]
     if not ups:
         return
     source = min(ups, key=lambda n: n.id)

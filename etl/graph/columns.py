@@ -136,7 +136,7 @@ class ColumnPass:
                 continue
             ins = [(e, _dict(self.g.columns_of(e.ref))) for e in node.inputs if e.role == "input"]
             fn: Callable[[Node, list], Cols | None] = getattr(self, f"_{node.kind}_{node.type}", None) \
-                or getattr(self, f"_{node.kind}", self._passthrough)
+                or getattr(self, f"_{node.kind}", self._passthrough)  # type: ignore[assignment]
             cols = fn(node, ins)
             out[node.id] = _tuple(cols)
             for lab in node.outputs:
@@ -255,7 +255,7 @@ class ColumnPass:
                 out = None if cols is None else {**out, **cols}
             elif p.bare:
                 src = _find(cols, p.name) if cols is not None else None
-                out[src or p.name] = cols[src] if src else "unknown"
+                out[src or p.name] = cols[src] if cols is not None and src else "unknown"
             else:
                 self.internal(node, p.name, self.span(node, "fields", i))
                 out[p.name or text.strip()] = guess_type(text, cols)
@@ -365,7 +365,7 @@ class ColumnPass:
                 out = None
             elif out is not None and p.bare:
                 src = _find(cols, p.name) if cols is not None else None
-                out[src or p.name] = cols[src] if src else "unknown"
+                out[src or p.name] = cols[src] if cols is not None and src else "unknown"
             elif out is not None:
                 out[p.name or g.strip()] = guess_type(g, cols)
         if out is None:

@@ -32,7 +32,7 @@ YAML or Jinja code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Collection
 
 from etl.diagnostics import Span
 
@@ -89,7 +89,7 @@ class Graph:
 
     def upstream_sources(self, node_id: str) -> list[Node]:
         """Every source that feeds `node_id`, directly or not, sorted by id."""
-        ups = self._upstream_ids().get(node_id)
+        ups: Collection[str] | None = self._upstream_ids().get(node_id)
         if ups is None:  # on a cycle (reported by build_graph): walk it
             ups = self._walk_upstream(node_id)
         return sorted((self.nodes[i] for i in ups), key=lambda n: n.id)
@@ -103,17 +103,15 @@ class Graph:
         ups: dict[str, frozenset[str]] = {}
         empty: frozenset[str] = frozenset()
         for node in self.nodes.values():
-            parts = []
+            parts: list[frozenset[str]] = []
             for e in node.inputs:
                 if e.src not in self.nodes:
                     continue
                 if e.src not in ups:  # an input on a cycle: leave this node to the walk
-                    parts = None
                     break
                 parts.append(ups[e.src] | {e.src} if self.nodes[e.src].kind == "source" else ups[e.src])
-            if parts is None:
-                continue
-            ups[node.id] = parts[0] if len(parts) == 1 else frozenset().union(*parts) if parts else empty
+            else:
+                ups[node.id] = parts[0] if len(parts) == 1 else frozenset().union(*parts) if parts else empty
         object.__setattr__(self, "_ups", ups)
         return ups
 

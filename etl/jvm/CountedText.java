@@ -16,6 +16,8 @@ final class CountedText implements CharSequence {
 
     /** The budget ran out (no stack trace: it is an answer, not a bug). */
     static final class Exhausted extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         Exhausted(String message) {
             super(message, null, false, false);
         }

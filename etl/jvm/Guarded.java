@@ -117,7 +117,11 @@ public final class Guarded extends Expression implements ConditionalExpression, 
 
     @SafeVarargs
     private static <T> Seq<T> seq(T... items) {
-        return scala.jdk.javaapi.CollectionConverters.asScala(java.util.Arrays.asList(items)).toList();
+        java.util.List<T> list = new java.util.ArrayList<>(items.length);  // the array itself never escapes
+        for (T item : items) {
+            list.add(item);
+        }
+        return scala.jdk.javaapi.CollectionConverters.asScala(list).toList();
     }
 
     @Override

@@ -13,6 +13,8 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 /** True when the bytes hold a non-ASCII byte or, lower-cased, contain one of the literals of the set file. */
 public final class LiteralPrefilter implements UDF2<byte[], byte[], Boolean> {
+    private static final long serialVersionUID = 1L;
+
     private static final Shipped<Grams> SETS = new Shipped<>(16, "prefilter literals", LiteralPrefilter::parse);
 
     private static final class Last {

@@ -507,6 +507,8 @@ public final class LookupTables {
 
     /** A matched row: reads its record in place (text values are views of the page, nothing is boxed). */
     static final class TableRow extends GenericInternalRow {
+        private static final long serialVersionUID = 1L;
+
         private final Table t;
         private final byte[] page;
         private final long bitmap;  // absolute (Platform) offset of the record's null bitmap in `page`

@@ -28,7 +28,7 @@ final class PerTask<K, V> {
         }
     }
 
-    @SuppressWarnings("unchecked")
+    @SuppressWarnings({"unchecked", "rawtypes"})  // an array of a generic class is made raw
     private final Slot<K, V>[] slots = new Slot[SLOTS];
 
     V get(K key, Function<K, V> make) {

@@ -39,6 +39,8 @@ public final class RuleMatch {
 
     /** A pattern ran past its step budget on a value (catastrophic backtracking). */
     public static final class Exhausted extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         Exhausted(String message) {
             super(message, null, false, false);
         }

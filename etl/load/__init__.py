@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load.secrets import redact
-from etl.load.template import has_template, render
+from etl.load.template import has_template, process_environ, render
 from etl.load.yamlmap import SourceMap, parse_yaml
 
 __all__ = ["Document", "SourceMap", "load_file", "load_text"]
@@ -37,7 +37,7 @@ class Document:
 
     def redact(self, text: str) -> str:
         """Hide every value that came from the environment (etl.load.secrets: all files, every form)."""
-        return redact(text)
+        return redact(text) or text
 
 
 _TAG_RE = re.compile(r"\{\{.*?\}\}|\{#.*?#\}", re.S)
@@ -109,7 +109,7 @@ def _first_pass_vars(text: str, file: str, environ: Mapping[str, str],
 def load_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str, Any] | None = None,
               environ: Mapping[str, str] | None = None, inherit_vars: Mapping[str, Any] | None = None
               ) -> Document | None:
-    environ = os.environ if environ is None else environ
+    environ = process_environ() if environ is None else environ
     vars_: dict[str, Any] = dict(inherit_vars or {})
     secrets: set[str] = set()
     if has_template(text):

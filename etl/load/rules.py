@@ -73,7 +73,7 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
 
 def rule_files_signature(spec: Any, base_dir: str | os.PathLike) -> tuple:
     """What a reload compares: the files the `rule_files` entries name now, with mtime and size."""
-    out = []
+    out: list[tuple[str, int | None, int | None]] = []
     for f in rule_file_paths(spec, base_dir):
         try:
             st = os.stat(f)
@@ -103,7 +103,9 @@ def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str,
         return None
     key: tuple = (_norm(file), file, hash(content))
     if has_template(content.decode("utf-8", "replace")):
-        env = os.environ if environ is None else environ
+        from etl.load.template import process_environ
+
+        env = process_environ() if environ is None else environ
         try:
             key += (repr(sorted((str(k), repr(v)) for k, v in (vars_ or {}).items())), hash(frozenset(env.items())))
         except (TypeError, ValueError):

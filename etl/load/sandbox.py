@@ -43,17 +43,11 @@ class Limits:
 
 
 def limits() -> Limits:
-    """The render limits: defaults, or ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB when set and valid."""
-    seconds, max_mb = DEFAULT_SECONDS, float(DEFAULT_MAX_MB)
-    try:
-        seconds = min(max(float(os.environ.get("ETL_TEMPLATE_TIMEOUT", seconds)), 0.1), 600.0)
-    except ValueError:
-        pass
-    try:
-        max_mb = min(max(float(os.environ.get("ETL_TEMPLATE_MAX_MB", max_mb)), 1.0), 4096.0)
-    except ValueError:
-        pass
-    return Limits(seconds, int(max_mb * 1024 * 1024))
+    """The render limits: defaults, or ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB (etl.settings)."""
+    from etl.settings import current
+
+    s = current()
+    return Limits(s.template_timeout_s, int(s.template_max_mb * 1024 * 1024))
 
 
 class LimitExceeded(SecurityError):
@@ -106,15 +100,16 @@ class Lenient(ChainableUndefined):
     def _quiet(self, *args: Any, **kwargs: Any) -> "Lenient":
         return self
 
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _quiet
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __pow__ = __rpow__ = _quiet
-    __call__ = __getitem__ = _quiet
-    __lt__ = __le__ = __gt__ = __ge__ = _quiet
+    # jinja's Undefined types these as raising (Never); here they return the undefined itself
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _quiet  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pos__ = __neg__ = __pow__ = __rpow__ = _quiet  # type: ignore[assignment]
+    __call__ = __getitem__ = _quiet  # type: ignore[assignment]
+    __lt__ = __le__ = __gt__ = __ge__ = _quiet  # type: ignore[assignment]
 
-    def __int__(self) -> int:
+    def __int__(self) -> int:  # type: ignore[override]
         return 0
 
-    def __float__(self) -> float:
+    def __float__(self) -> float:  # type: ignore[override]
         return 0.0
 
     def __iter__(self):

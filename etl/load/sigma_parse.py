@@ -202,9 +202,9 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
     for k, d in enumerate(docs):
         if not isinstance(d, dict):
             continue
-        ls = d.get("logsource") if isinstance(d.get("logsource"), dict) else {}
-        tags = d.get("tags") if isinstance(d.get("tags"), list) else []
-        meta = dict(file=path, doc=k, line=title_line, sigma_id=_s(d.get("id")), title=_s(d.get("title")) or "",
+        ls = d["logsource"] if isinstance(d.get("logsource"), dict) else {}
+        tags = d["tags"] if isinstance(d.get("tags"), list) else []
+        meta: dict[str, Any] = dict(file=path, doc=k, line=title_line, sigma_id=_s(d.get("id")), title=_s(d.get("title")) or "",
                     level=_s(d.get("level")), status=_s(d.get("status")), product=_s(ls.get("product")),
                     category=_s(ls.get("category")), service=_s(ls.get("service")),
                     tags=tuple(str(t) for t in tags), positions=positions)
@@ -259,7 +259,7 @@ def _error_position(e: Exception, positions: tuple, default: int) -> tuple[int, 
 
 # --------------------------------------------------------------------------- cache
 
-_MEMORY: dict[str, tuple[tuple, list[SigmaEntry]]] = {}
+_MEMORY: dict[str, tuple[tuple | None, list[SigmaEntry]]] = {}
 
 
 def _stamp(path: str) -> tuple | None:

@@ -31,6 +31,11 @@ class Rendered:
     secrets: set[str] = field(default_factory=set)
 
 
+def process_environ() -> Mapping[str, str]:
+    """The source of the templates' `env()` when no mapping is given: this process's environment."""
+    return os.environ
+
+
 def _env_function(environ: Mapping[str, str], strict: bool, used: set[str]) -> Callable[..., Any]:
     """The `env(NAME, default)` function templates call: a plain function (no attribute of it leads
     to the environment); it records every value it returns so that outputs can redact them."""
@@ -137,6 +142,7 @@ def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report,
     secrets: set[str] = set()
     errors: list[tuple[str, str, int, str | None]] = []  # code, message, offset, hint
     pos = 0
+    value: Any  # a mapping while a dotted name is walked, then the value
     for m in _EXPR.finditer(text):
         e = _SIMPLE.match(m.group(1))
         if e is None:
@@ -264,7 +270,7 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
     when rendering fails, so that no output shows it."""
     if not has_template(text):
         return Rendered(text)
-    environ = os.environ if environ is None else environ
+    environ = process_environ() if environ is None else environ
     fast = _fast_render(text, file, vars_, report, strict, environ)
     if fast is not _NOT_SIMPLE:
         if fast is not None:

@@ -8,7 +8,6 @@ not only the first.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,11 +63,11 @@ class SourceMap:
         return tuple(path) in self.values
 
 
-def _implicit_table() -> dict[str, list[tuple[str, re.Pattern]]]:
+def _implicit_table() -> dict[str, list[tuple[str, Any]]]:
     """ruamel's YAML 1.2 implicit resolvers, by first character (same regexes, same order)."""
     from ruamel.yaml.resolver import implicit_resolvers
 
-    table: dict[str, list[tuple[str, re.Pattern]]] = {}
+    table: dict[str, list[tuple[str, Any]]] = {}  # ruamel's regexes are compiled lazily
     for versions, tag, regexp, first in implicit_resolvers:
         if (1, 2) not in versions:
             continue
@@ -150,7 +149,7 @@ class _Builder:
     def span(self, mark: Any) -> Span:
         return Span(self.smap.file, mark.line + 1, mark.column + 1)
 
-    def build(self, ev: Any, path: Path, depth: int = 0) -> Any:
+    def build(self, ev: Any, path: Path | None, depth: int = 0) -> Any:
         """Build the value that starts with event `ev`; record positions under `path`."""
         if path is not None:
             self.smap.values[path] = self.span(ev.start_mark)
@@ -199,7 +198,7 @@ class _Builder:
             self.sizes[anchor] = self.count - start
         return out
 
-    def _mapping(self, path: Path, depth: int) -> dict:
+    def _mapping(self, path: Path | None, depth: int) -> dict:
         out: dict = {}
         seen: dict[Any, Span] = {}
         merges: list[Any] = []

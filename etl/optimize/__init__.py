@@ -1,4 +1,4 @@
-"""The filter optimizer: rules -> FilterProgram (see ARCHITECTURE.md, "Filter optimizer").
+"""The filter optimizer: rules -> FilterProgram (../shared/ARCHITECTURE.md, "Filter optimizer").
 
 ``compile_rules`` lifts spec rules into the IR (:mod:`etl.optimize.ir`) and
 runs the passes in ``PASSES`` order, each a pure function FilterProgram ->

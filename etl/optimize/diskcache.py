@@ -37,13 +37,10 @@ _MAGIC = b"etl-cache-1\n"
 
 
 def cache_dir() -> Path | None:
-    env = os.environ.get("ETL_CACHE_DIR")
-    if env is not None:
-        if env.strip().lower() in ("", "0", "off", "false", "no"):
-            return None
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "etl"
+    from etl.settings import current
+
+    folder = current().cache_dir  # ETL_CACHE_DIR, else $XDG_CACHE_HOME/etl, else ~/.cache/etl; None: off
+    return Path(folder) if folder is not None else None
 
 
 def cache_root() -> Path:

@@ -91,9 +91,9 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
         lines.append(f"  {r.rule_id}: {render_expr(r.expr)}")
     if preds:
         lines.append("predicates:")
-        for p in preds:
-            tag = f"  [{where[p.index]}]" if p.index in where else ""
-            lines.append(f"  p{p.index} {p.key.describe()}{tag}")
+        for pr in preds:
+            tag = f"  [{where[pr.index]}]" if pr.index in where else ""
+            lines.append(f"  p{pr.index} {pr.key.describe()}{tag}")
     if "native_split" in done:
         lines.append(f"native predicates (evaluated first): {len(program.natives)}")
         for n in program.natives:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, Union
@@ -273,7 +274,8 @@ class FallbackPattern:
     python_flags: int
     reason: str
     rules: tuple[str, ...]
-    origin: object | None = field(default=None, compare=False)
+    origin: object | None = dataclasses.field(  # `field` here is the class's attribute
+        default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -500,9 +500,10 @@ class _Runtime:
             if idx:
                 strs = [values[i] for i in idx]
                 pairs = [(i, pid) for pid in db.other_python for i in idx]
-                found = searches([(db.regex[pid].search, v) for pid in db.other_python for v in strs])
-                extra_r, extra_p = [], []
-                for (i, pid), f in zip(pairs, found):
+                answers = searches([(db.regex[pid].search, v) for pid in db.other_python for v in strs])
+                extra_r: list[int] = []
+                extra_p: list[int] = []
+                for (i, pid), f in zip(pairs, answers):
                     if f is not False:  # a match, or a search that gave up (None)
                         (extra_r if f else gave_r).append(i)
                         (extra_p if f else gave_p).append(pid)
@@ -632,8 +633,8 @@ class Matcher:
                 per[r].append(k)
             for r, k in zip(u_rows.tolist(), u_rules.tolist()):
                 per[r].append(~k)  # an undecided rule is kept as ~k (negative): the same value decides the same
-            for (key, rws), v in zip(misses.items(), per):
-                verdict = tuple(v)
+            for (key, rws), got in zip(misses.items(), per):
+                verdict = tuple(got)
                 cache.store(key, verdict)
                 for i in rws:
                     verdicts[i] = verdict

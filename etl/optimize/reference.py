@@ -53,7 +53,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Sequence, cast
 
 from etl.spec.rules import All, AnyOf, Not, Predicate, Rule
 
@@ -92,7 +92,7 @@ def text_form(v: Any) -> str | None:
     return None
 
 
-def derive(s: str, derivations: list[str]) -> str:
+def derive(s: str, derivations: Sequence[str]) -> str:
     for d in derivations:
         if d == "lower":
             s = s.lower()
@@ -203,7 +203,7 @@ def eval_predicate(p: Predicate, event: dict) -> bool:
         if op == "ne":
             return not _eq(v, p.ne, p.caseless)
         if op == "in":
-            return any(_eq(v, t, p.caseless) for t in p.in_)
+            return any(_eq(v, t, p.caseless) for t in p.in_ or ())
         return _cmp(v, op, p.value)
     s = text_form(v)
     if s is None:
@@ -214,24 +214,24 @@ def eval_predicate(p: Predicate, event: dict) -> bool:
             addr = ipaddress.ip_address(s)
         except ValueError:
             return False
-        nets = [p.cidr] if isinstance(p.cidr, str) else p.cidr
+        nets = [p.cidr] if isinstance(p.cidr, str) else p.cidr or []
         return any(addr in ipaddress.ip_network(n, strict=False) for n in nets)
     c = p.caseless
     if op == "regex":
-        return re.search(p.regex, s, re.IGNORECASE if c else 0) is not None
+        return re.search(cast(str, p.regex), s, re.IGNORECASE if c else 0) is not None
     if op == "contains":
-        t = p.contains
+        t = cast(str, p.contains)  # the operator's field is set (the spec checks it)
         if not c:
             return t in s
         return any(_seq_eq(s[i:i + len(t)], t, True) for i in range(len(s) - len(t) + 1))
     if op == "starts_with":
-        t = p.starts_with
+        t = cast(str, p.starts_with)
         return s.startswith(t) if not c else _seq_eq(s[:len(t)], t, True)
     if op == "ends_with":
-        t = p.ends_with
+        t = cast(str, p.ends_with)
         return s.endswith(t) if not c else len(s) >= len(t) and _seq_eq(s[len(s) - len(t):], t, True)
     if op == "like":
-        return like_match(s, p.like, c)
+        return like_match(s, cast(str, p.like), c)
     raise ValueError(f"unknown operator {op}")
 
 

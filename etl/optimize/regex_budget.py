@@ -17,14 +17,13 @@ handler's exception stops it.
 
 Signals reach the main thread only: elsewhere (a thread pool) the searches run
 without a budget, as before. A Python worker of Spark runs its UDFs in its main
-thread. ``ETL_REGEX_BUDGET_S`` overrides ``BUDGET_S`` (read per call; 0 turns the
+thread. ``ETL_REGEX_BUDGET_S`` overrides ``BUDGET_S`` (etl.settings; 0 turns the
 budget off).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from typing import Callable, Sequence
@@ -45,11 +44,11 @@ def _alarm(signum: int, frame: object) -> None:
 
 
 def budget_s() -> float:
-    """``BUDGET_S``, or ``ETL_REGEX_BUDGET_S`` when set (0: no budget)."""
-    try:
-        return max(0.0, float(os.environ.get("ETL_REGEX_BUDGET_S", BUDGET_S)))
-    except ValueError:
-        return BUDGET_S
+    """``ETL_REGEX_BUDGET_S`` of the driver's settings (default ``BUDGET_S``; 0: no budget); a Python worker
+    has the driver's snapshot (etl.settings.use, called by the closure that runs the matcher)."""
+    from etl.settings import current
+
+    return current().regex_budget_s
 
 
 def searches(calls: Sequence[tuple[Search, str]]) -> list[bool | None]:

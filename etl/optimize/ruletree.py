@@ -76,7 +76,7 @@ def bounds(e: Expr, nat: dict[int, np.ndarray]) -> tuple[Any, Any]:
         return (False, True) if v is None else (v, v)
     if isinstance(e, Not):
         lo, hi = bounds(e.child, nat)
-        neg = (lambda x: (not x) if isinstance(x, bool) else ~x)
+        neg = (lambda x: (not x) if isinstance(x, bool) else ~x)  # noqa: E731
         return neg(hi), neg(lo)
     parts = [bounds(c, nat) for c in e.children]
     comb = np.logical_and if isinstance(e, And) else np.logical_or

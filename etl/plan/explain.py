@@ -160,8 +160,8 @@ def explain_plan(plan: Plan) -> str:
             if kind != "sink" or g.columns.get(node.id) is not None:
                 lines.extend(_wrap("    columns: ", _cols(g.columns.get(node.id)), "      "))
             if kind == "sink":
-                d = plan.delivery_of(node.id)
-                lines.extend(_fill(f"delivery: {d.guarantee} ({d.reason})", "    ", "      "))
+                dv = plan.delivery_of(node.id)
+                lines.extend(_fill(f"delivery: {dv.guarantee} ({dv.reason})", "    ", "      "))
     lines.append("")
     lines.append("edges:")
     for node in g.nodes.values():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from etl import registry
+from etl import registry, settings
 from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.progress import Progress, make_listener
@@ -112,14 +112,15 @@ class PipelineRun:
     def _batch_fn(self, q: Query) -> Callable[[Any, int], None]:
         lock = self._locks.setdefault(q.name, threading.Lock())
         sinks = {o.id: self.sinks[(q.name, o.id)] for o in q.outputs}
+        crash = settings.current().test_worker_crash  # CRASH_HOOK
 
         def run_batch(batch_df: Any, batch_id: int) -> None:
             from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
             from etl.compile.rules_jvm import demote
 
             with lock:
-                if CRASH_HOOK in os.environ:
-                    _crash_in_worker(batch_df, os.environ[CRASH_HOOK])
+                if crash is not None:
+                    _crash_in_worker(batch_df, crash)
                 if self._stopping:
                     raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
                 written: dict[str, int] = {}

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from etl import settings
+
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 # SQL (runtime) settings: applied to every session unless given explicitly.
@@ -95,15 +97,10 @@ def prepare_environment(local: bool = False) -> None:
     """Python workers use this interpreter (on a local master through etl/runtime/pylauncher.py, which keeps
     Spark's uncompiled copy of pyspark off their path); no host-name lookups. A PYSPARK_PYTHON set by the
     user stays as it is."""
-    if "PYSPARK_PYTHON" not in os.environ:
-        if local:
-            from etl.runtime.pylauncher import worker_python
+    from etl.runtime.pylauncher import worker_python
+    from etl.settings import export_for_spark
 
-            os.environ["PYSPARK_PYTHON"] = worker_python()
-        else:
-            os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    export_for_spark(worker_python if local else lambda: sys.executable)
 
 
 # Spark's lines about a failed task or query: etl reports the failure in one line (etl/runtime/failure.py), so
@@ -130,7 +127,7 @@ rootLogger.appenderRef.runlog.ref = runlog
 
 def log4j_text(log_file: str | None = None) -> str:
     """log4j2 settings: WARN and up on the console, and (with `log_file`) in the run's log file too."""
-    level = os.environ.get("ETL_LOG_LEVEL", "").strip().lower()
+    level = settings.current().log_level
     text = LOG4J
     if log_file:
         text += RUN_LOG.format()  # the path: a system property of the JVM (-Detl.runlog), not in this text
@@ -161,8 +158,12 @@ def _log4j_file(log_file: str | None = None) -> str:
 
 def connector_jars() -> list[str]:
     """Jars of java/lib/spark (ETL_JAVA_LIB overrides java/lib): Kafka connector + deps, MariaDB JDBC."""
-    lib = Path(os.environ.get("ETL_JAVA_LIB") or Path(__file__).resolve().parents[2] / "java" / "lib") / "spark"
+    lib = Path(settings.current().java_lib) / "spark"
     return sorted(str(p) for p in lib.glob("*.jar")) if lib.is_dir() else []
+
+
+class SparkForbidden(ValueError):
+    """build_session under ETL_NO_SPARK=on (`make test-fast`: a test that starts Spark must be marked so)."""
 
 
 class MissingConnector(RuntimeError):
@@ -187,7 +188,7 @@ def require_class(spark: Any, class_name: str, what: str) -> None:
 
 def under_spark_submit() -> bool:
     """True when spark-submit (or another launcher) already started the JVM for us."""
-    return "PYSPARK_GATEWAY_PORT" in os.environ
+    return settings.current().spark_submit
 
 
 def parse_conf(items: list[str] | None) -> dict[str, str]:
@@ -234,6 +235,8 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
                   ui: bool = True, log_file: str | None = None) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where
     Spark's log lines go besides the console (those about failed tasks and queries only there)."""
+    if settings.current().no_spark:
+        raise SparkForbidden("ETL_NO_SPARK is on: this process may not start Spark (the fast tests set it)")
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
@@ -286,7 +289,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         for k, v in conf.items():
             try:
                 spark.conf.set(k, v)
-            except Exception as e:  # a static conf cannot change in a running JVM: say so
+            except Exception as e:  # noqa: BLE001 - a static conf cannot change in a running JVM: say so
                 raise ValueError(f"--conf {k} cannot be changed in an already started Spark "
                                  f"(pass it to spark-submit): {e}") from None
         spark.sparkContext.setLogLevel("WARN")
@@ -326,7 +329,7 @@ def quiet_budget_stops(spark: Any) -> None:
     (etl/jvm/QuietBudget.java) unless ETL_LOG_LEVEL asks for Spark's logs."""
     from etl.compile import jvm
 
-    if os.environ.get("ETL_LOG_LEVEL", "").strip() or not jvm.available(spark):
+    if settings.current().log_level or not jvm.available(spark):
         return
     try:
         spark.sparkContext._jvm.etl.jvm.QuietBudget.install()  # type: ignore[attr-defined]

@@ -154,7 +154,7 @@ def validate_model(model: type[M], data: Any, smap: SourceMap, report: Report, *
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        for err in _merge_alternatives(exc.errors(include_url=False), data):
+        for err in _merge_alternatives([dict(e) for e in exc.errors(include_url=False)], data):
             _report_error(model, err, data, smap, report, prefix, registry_kind)
         return None
 

@@ -46,7 +46,9 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     from etl.sql.pipeline import assemble
     from etl.sql.script import Script, SqlSyntax, mark_lines, report_syntax, split, tokenize, unmark_lines
 
-    environ = os.environ if environ is None else environ
+    from etl.load.template import process_environ
+
+    environ = process_environ() if environ is None else environ
     vars_: dict[str, Any] = {**script_vars(text), **dict(cli_vars or {})}
     secrets: set[str] = set()
     lines = None

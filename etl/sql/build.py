@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
@@ -146,15 +146,15 @@ class Builder:
         if computed:
             cols: dict[str, str] = {}
             nodes = []
-            for c in computed:
-                tree = parse_expr(self.script, c.tokens)
+            for cc in computed:
+                tree = parse_expr(self.script, cc.tokens)
                 tree = self.functions.translate(tree)
-                cols[c.name] = tree.sql(dialect="spark")
+                cols[cc.name] = tree.sql(dialect="spark")
                 nodes.append(tree)
             did = self.new_id(f"{t.name}_computed")
             i = self.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": cols}, t.span)
-            for c, n in zip(computed, nodes):
-                self.note_expr(("transforms", i, "columns", c.name), [n])
+            for cc, n in zip(computed, nodes):
+                self.note_expr(("transforms", i, "columns", cc.name), [n])
             rel = replace(rel, id=did, cols=(rel.cols or []) + list(cols))
         self.rels[key] = rel
 
@@ -175,10 +175,11 @@ _META = {"tag": "tags", "tags": "tags", "topic": "topic", "key": "key", "keys": 
 def _metadata_key(c: ddl.Column, family: str, report: Report) -> str:
     """The message column a metadata column reads (rsqldb `header` names and Flink METADATA keys)."""
     have = ["key", "topic", "timestamp"] + (["tags"] if family == "rocketmq" else ["headers"])
-    key = _META.get(c.metadata.lower().replace("_", "").replace("-", ""), c.metadata)
+    meta = c.metadata or ""
+    key = _META.get(meta.lower().replace("_", "").replace("-", ""), meta)
     if key not in have:
-        report.error("E102", f"unknown metadata key '{c.metadata}' for a {family} table", c.span,
-                     did_you_mean(c.metadata, have) or f"keys: {', '.join(have)}")
+        report.error("E102", f"unknown metadata key '{meta}' for a {family} table", c.span,
+                     did_you_mean(meta, have) or f"keys: {', '.join(have)}")
         return c.name
     return key
 
@@ -194,7 +195,7 @@ def parse_expr(script: Script, tokens: list) -> exp.Expression:
         raise parse_error(script, e) from None
     if len(trees) != 1 or trees[0] is None:
         raise SqlSyntax("expected one expression", script.at(tokens[0]))
-    return trees[0]
+    return cast(exp.Expression, trees[0])
 
 
 def parse_error(script: Script, e: Exception) -> SqlSyntax:
@@ -224,6 +225,10 @@ def pipeline_name(file: str) -> str:
 # ---------------------------------------------------------------------- statements
 class Parsed:
     """One statement read in the first pass."""
+
+    table: Any  # set by kind: table, option or function
+    option: Any
+    function: Any
 
     def __init__(self, stmt: Statement, kind: str, **kw: Any):
         self.stmt, self.kind = stmt, kind

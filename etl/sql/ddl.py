@@ -137,7 +137,7 @@ class Cursor:
 
     def until_close(self) -> list:
         """Tokens up to the `)` closing the current group (consumed), nested groups included."""
-        depth, out = 0, []
+        depth, out = 0, []  # type: tuple[int, list]
         while True:
             tok = self.take()
             if tok.token_type.name == "L_PAREN":
@@ -151,7 +151,7 @@ class Cursor:
 
 def _items(toks: list) -> list[list]:
     """Split tokens on top-level commas."""
-    items, cur, depth = [], [], 0
+    items, cur, depth = [], [], 0  # type: tuple[list[list], list, int]
     for tok in toks:
         kind = tok.token_type.name
         if kind in ("L_PAREN", "LT") and not (kind == "LT" and not cur):

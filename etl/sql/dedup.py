@@ -43,9 +43,10 @@ def _rank_limit(c: exp.Expression, rn: str) -> int | None:
             and not b.is_string):
         return None
     n = int(float(b.this))
-    kind = type(c)
+    kind: type = type(c)
     if flipped:
-        kind = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT}.get(kind, kind)
+        flip: dict[type, type] = {exp.GTE: exp.LTE, exp.GT: exp.LT, exp.LTE: exp.GTE, exp.LT: exp.GT}
+        kind = flip.get(kind, kind)
     if kind is exp.EQ or kind is exp.LTE:
         return n if kind is exp.LTE or n == 1 else -1
     if kind is exp.LT:

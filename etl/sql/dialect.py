@@ -48,7 +48,7 @@ class Etl(Spark):
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "SESSION"}  # SESSION(ts, gap)
 
-    class Parser(Spark.Parser):
+    class Parser(Spark.Parser):  # type: ignore[valid-type,misc]  # a class attribute mypy cannot follow
         FUNCTION_PARSERS = {
             **Spark.Parser.FUNCTION_PARSERS,
             **{name: _window_args(name) for name in WINDOW_FUNCS},

@@ -149,10 +149,11 @@ class Joins:
 
         if renamed:  # the right side's keys take the left's names first
             sid = self.b.new_id(f"{base}_keys")
-            fields = [f"{c} AS {renamed[c]}" if c in renamed else c for c in right.cols]
+            rc = right.cols or []  # known: a key is renamed only then
+            fields = [f"{c} AS {renamed[c]}" if c in renamed else c for c in rc]
             self.b.add_transform({"id": sid, "type": "select", "inputs": [right.id], "fields": fields}, pos(self.b, on))
-            right = replace(right, id=sid, cols=[renamed.get(c, c) for c in right.cols],
-                            event_time=renamed.get(right.event_time, right.event_time), table=None, static=False)
+            right = replace(right, id=sid, cols=[renamed.get(c, c) for c in rc],
+                            event_time=renamed.get(right.event_time or "", right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
         spec = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
                 "within": _dur(bound["lo"])}

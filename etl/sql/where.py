@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlglot import exp
 
-_CMP = {exp.EQ: "eq", exp.GT: "gt", exp.GTE: "ge", exp.LT: "lt", exp.LTE: "le"}
+_CMP: dict[type, str] = {exp.EQ: "eq", exp.GT: "gt", exp.GTE: "ge", exp.LT: "lt", exp.LTE: "le"}
 _FLIP = {"gt": "lt", "ge": "le", "lt": "gt", "le": "ge", "eq": "eq"}
-_DERIV = {exp.Lower: "lower", exp.Upper: "upper", exp.Trim: "trim"}
+_DERIV: dict[type, str] = {exp.Lower: "lower", exp.Upper: "upper", exp.Trim: "trim"}
 
 
 def conjuncts(cond: exp.Expression) -> list[exp.Expression]:
@@ -137,7 +137,8 @@ def tree(e: exp.Expression) -> dict | None:
 
 def split(cond: exp.Expression) -> tuple[list[dict], list[exp.Expression], list[exp.Expression]]:
     """(rules, the conditions they came from, the conjuncts left for `expr`)."""
-    ruled, rest = [], []
+    ruled: list[exp.Expression] = []
+    rest: list[exp.Expression] = []
     for c in conjuncts(cond):
         (ruled if tree(c) is not None else rest).append(c)
     if not ruled:

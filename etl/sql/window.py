@@ -26,8 +26,9 @@ _AGG = {"Sum": "sum", "Avg": "avg", "Min": "min", "Max": "max", "ApproxDistinct"
 
 def seconds(b: Any, node: exp.Expression) -> float:
     if isinstance(node, exp.Interval):
-        value = node.this.this if isinstance(node.this, exp.Literal) else None
-        unit = (node.args.get("unit").name if node.args.get("unit") is not None else "").upper()
+        value: Any = node.this.this if isinstance(node.this, exp.Literal) else None
+        unit_arg = node.args.get("unit")
+        unit = (unit_arg.name if unit_arg is not None else "").upper()
         if value is not None and " " in str(value).strip() and not unit:
             value, unit = str(value).split()[0], str(value).split()[1].upper()
         unit = unit[:-1] if unit.endswith("S") and unit[:-1] in _UNIT else unit

@@ -1,7 +1,7 @@
 """Golden tests: `etl explain` text of fixed pipelines, byte for byte.
 
 Regenerate after an intended change with:
-    ETL_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/golden
+    make goldens   (ETL_UPDATE_GOLDEN=1, tests/goldens.py: every golden file of tests/golden and tests/optimize)
 and review the diff.
 """
 import os
@@ -11,6 +11,7 @@ import pytest
 
 from etl.check import check_file
 from etl.plan.explain import explain_plan
+from tests.goldens import update_goldens
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
@@ -40,7 +41,7 @@ def _explain(rel: str) -> str:
 def test_explain_matches_golden(name):
     text = _explain(CASES[name])
     path = GOLDEN / f"{name}.txt"
-    if os.environ.get("ETL_UPDATE_GOLDEN"):
+    if update_goldens():
         path.write_text(text)
     assert path.exists(), f"missing golden file {path}; run with ETL_UPDATE_GOLDEN=1"
     assert text == path.read_text()

@@ -1,11 +1,10 @@
 """Golden fixtures: tests/fixtures/optimize/<pass>.yaml holds cases of input rules and the expected explain text.
 
-Set ETL_UPDATE_GOLDENS=1 to rewrite the expected texts from the current output (then review the diff).
+Set ETL_UPDATE_GOLDEN=1 (tests/goldens.py) to rewrite the expected texts from the current output (then review the diff).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -14,6 +13,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 from etl.optimize import compile_rules
 from etl.optimize.explain import explain
 from etl.spec.rules import Rule
+from tests.goldens import update_goldens
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "optimize"
 
@@ -38,7 +38,7 @@ def render(case: dict, upto: str) -> str:
 
 
 def check(name: str, case: dict, actual: str) -> None:
-    if os.environ.get("ETL_UPDATE_GOLDENS"):
+    if update_goldens():
         path = FIXTURES / f"{name}.yaml"
         doc = _yaml().load(path.read_text(encoding="utf-8"))
         for c in doc["cases"]:

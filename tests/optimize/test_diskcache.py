@@ -7,6 +7,7 @@ import sys
 import pyarrow as pa
 import pytest
 
+from etl import settings
 from etl.optimize import compile_rules, diskcache
 from etl.optimize.matcher import Matcher
 from etl.spec.rules import Rule
@@ -64,6 +65,7 @@ def test_small_rule_sets_and_cache_off_touch_no_disk(tmp_path, monkeypatch):
     compile_rules(_rules(3), cache=True)  # below MIN_RULES / MIN_PATTERNS
     assert not (tmp_path / "c").exists()
     monkeypatch.setenv("ETL_CACHE_DIR", "off")
+    settings.reset()
     monkeypatch.setattr(diskcache, "MIN_PATTERNS", 1)
     monkeypatch.setattr(diskcache, "MIN_RULES", 1)
     assert diskcache.cache_dir() is None

@@ -412,7 +412,7 @@ class Server:
                 last = exc
             except (AttributeError, TypeError, NameError, ImportError):
                 raise  # a bug in the probe or a missing client library
-            except Exception as exc:  # client libraries raise their own types
+            except Exception as exc:  # noqa: BLE001 - client libraries raise their own types
                 last = exc
             if time.monotonic() > deadline:
                 raise ServerStartError(f"{self.name}: timed out waiting for {what}; last probe error: {last!r}")
@@ -466,7 +466,7 @@ class Outage:
             self.stopped.set()
             time.sleep(self.seconds)
             self.server.start()
-        except BaseException as exc:  # handed to join()
+        except BaseException as exc:  # noqa: BLE001 - handed to join()
             self.error = exc
         finally:
             self.stopped.set()

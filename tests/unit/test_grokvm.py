@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import etl.settings as etl_settings
 from etl.grok import expand
 from etl.grokvm import FALLBACK, Program, Unsupported, compile_program, run, run_full
 
@@ -327,6 +328,7 @@ def test_etl_grok_program_off_ships_the_regex_alone(monkeypatch):
     monkeypatch.delenv("ETL_GROK_PROGRAM", raising=False)
     on = spec_bytes(g)
     monkeypatch.setenv("ETL_GROK_PROGRAM", "off")
+    etl_settings.reset()
     off = spec_bytes(g)
     assert program_length(on) > 0 and program_length(off) == 0
     assert len(on) - len(off) == program_length(on)

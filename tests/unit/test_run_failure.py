@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+from etl import settings
 from etl.check import check_file
 from etl.runtime.failure import log_file, query_failure, sink_failure
 from etl.runtime.runner import _clean
@@ -91,5 +92,6 @@ def test_spark_lines_about_failed_tasks_go_to_the_log_file_only(monkeypatch):
     assert "org.apache.spark.executor.Executor" in QUIET_LOGGERS.values()
     assert "logger.executor.level = off" in log4j_text(None)  # no log file: nowhere
     monkeypatch.setenv("ETL_LOG_LEVEL", "info")
+    settings.reset()
     shown = log4j_text("/x/run.log")
     assert "additivity" not in shown and "rootLogger.level = info" in shown

@@ -45,6 +45,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from etl import settings
 from etl.compile.context import Built, CompileContext, as_built
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import Guards, active
@@ -302,7 +303,10 @@ def _verdict_udf(bc: Any, key: str, tag: bool) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
 
+    snap = settings.current()  # the driver's: the worker's regex budget (etl.optimize.regex_budget)
+
     def verdict(arr: Any) -> Any:
+        settings.use(snap)
         m = _worker_state(key, bc, _single_matcher)
         result = m.match(pa.RecordBatch.from_struct_array(arr))
         return result.to_arrow() if tag else result.verdict()
@@ -371,6 +375,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
         for n in group])
     cols = [hidden[n.id] for n in group]
     key = "merged:" + merged.program.digest
+    snap = settings.current()  # the driver's: the worker's regex budget (etl.optimize.regex_budget)
 
     def run(batches: Any) -> Any:
         import numpy as np
@@ -378,6 +383,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
 
         from etl.optimize import split_results
 
+        settings.use(snap)
         m, shipped = _worker_state(key, bc, _merged_matcher)
         for rb in batches:
             parts = split_results(shipped, m.match(rb))

@@ -1,0 +1,273 @@
+"""etl's settings: one typed, frozen snapshot read once on the driver.
+
+Sources, last wins: the defaults below, the environment (`ETL_*` variables), the command line
+(`etl run/explain --set NAME=VALUE`). `current()` reads them on first use and keeps the snapshot;
+`configure(overrides)` (the command line) and `reset()` (tests) replace it. An invalid value, or
+an unknown name on the command line, is a `SettingsError` with one line naming the variable, what
+it expects and what it got (other ETL_* variables of the environment may be a pipeline's own).
+
+Nothing else in etl reads or writes `os.environ` (the templates' `env()` reads
+`etl.load.template.process_environ()`). Code that runs on executors gets its values from the
+driver's snapshot, shipped with its closure (`use(snapshot)` installs it in a Python worker) or as
+fields of the objects it ships (a lookup's TableSource).
+
+The README's table of settings is `python -m etl.settings --markdown` (tests check it is current).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+PREFIX = "ETL_"
+_OFF = ("off", "0", "false", "no")
+_ON = ("on", "1", "true", "yes")
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
+_DEFAULT: Any = object()  # a parser's answer for an empty value: the default stays
+
+
+class SettingsError(Exception):
+    """An unknown ETL_* variable or an invalid value: one line for the user."""
+
+
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else 0
+
+
+def _number(kind: Callable[[str], Any], lo: float, hi: float | None, what: str) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text.strip())
+        except ValueError:
+            raise ValueError(what) from None
+        if value < lo or (hi is not None and value > hi) or value != value:
+            raise ValueError(what)
+        return value
+    return parse
+
+
+def _switch(text: str) -> bool:
+    t = text.strip().lower()
+    if t == "":
+        return _DEFAULT
+    if t in _ON:
+        return True
+    if t in _OFF:
+        return False
+    raise ValueError("on or off (also 1/0, true/false, yes/no)")
+
+
+def _level(text: str) -> str:
+    t = text.strip().lower()
+    if t in LOG_LEVELS or t == "":
+        return t
+    raise ValueError("one of " + ", ".join(LOG_LEVELS))
+
+
+def _text(text: str) -> Any:
+    return text or _DEFAULT
+
+
+def _cache_dir(text: str) -> str | None:
+    return None if text.strip().lower() in _OFF + ("",) else text
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ETL_* variable: the field of `Settings` it sets, its type (as the README shows it), default,
+    description, and the parser of its text (ValueError(what it expects) on a bad value)."""
+
+    name: str
+    field: str
+    type: str
+    default: str
+    description: str
+    parse: Callable[[str], Any]
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("ETL_LOG_LEVEL", "log_level", "trace|debug|info|warn|error", "(unset)",
+            "Spark's log level on the console; set, Spark's lines about failed tasks and the JVM's start-up "
+            "warnings are shown instead of going to the run's log file only", _level),
+    Setting("ETL_TEMPLATE_TIMEOUT", "template_timeout_s", "seconds (0.1-600)", "2",
+            "time one template may take to render", _number(float, 0.1, 600.0, "a number of seconds, 0.1 to 600")),
+    Setting("ETL_TEMPLATE_MAX_MB", "template_max_mb", "MB (1-4096)", "64",
+            "text one template may render", _number(float, 1.0, 4096.0, "a number of megabytes, 1 to 4096")),
+    Setting("ETL_REGEX_BUDGET_S", "regex_budget_s", "seconds (>= 0)", "1",
+            "time a Python re search of a rule pattern may take (plus 1 µs per character) before the row is "
+            "undecided; 0 turns the budget off", _number(float, 0.0, None, "a number of seconds >= 0")),
+    Setting("ETL_CACHE_DIR", "cache_dir", "folder or off", "$XDG_CACHE_HOME/etl, else ~/.cache/etl",
+            "on-disk cache of compiled rule programs, Hyperscan databases and etl's jar; off: no cache", _cache_dir),
+    Setting("ETL_LOOKUP_DIR", "lookup_dir", "folder", "<tmp>/etl-lookup-<uid>",
+            "where lookup tables are stored (RocksDB)", _text),
+    Setting("ETL_LOOKUP_CHUNK_ROWS", "lookup_chunk_rows", "rows (>= 1)", "4096",
+            "rows per chunk of a stored lookup table", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_LOOKUP_CACHE_MB", "lookup_cache_mb", "MB (>= 0)", "0",
+            "decoded chunks kept per process and table; 0: the whole table (up to ETL_LOOKUP_MAX_CACHE_MB)",
+            _number(int, 0, None, "a whole number >= 0")),
+    Setting("ETL_LOOKUP_MAX_CACHE_MB", "lookup_max_cache_mb", "MB (>= 1)", "2048",
+            "upper bound of the automatic lookup cache size", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_PREFILTER", "prefilter", "on|off", "on", "the JVM's literal prefilter of rule filters", _switch),
+    Setting("ETL_RULES_JVM", "rules_jvm", "on|off", "on", "rule sets run in the JVM when they can", _switch),
+    Setting("ETL_LOOKUP_JVM", "lookup_jvm", "on|off", "on", "lookups run in the JVM when they can", _switch),
+    Setting("ETL_GROK_PROGRAM", "grok_program", "on|off", "on",
+            "grok patterns run as a compiled program (etl/grokvm) in the JVM; off: java.util.regex alone", _switch),
+    Setting("ETL_GUARD_OPTIMISTIC", "guard_optimistic", "on|off", "on",
+            "micro-batches run unguarded and are retried guarded when one fails on a row; off: guard every "
+            "expression always", _switch),
+    Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
+            "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
+    Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
+            "log folder of the RocketMQ C++ client", _text),
+    Setting("ETL_NO_SPARK", "no_spark", "on|off", "off",
+            "starting a Spark session fails instead (`make test-fast` sets it: the fast suite starts no JVM)",
+            _switch),
+    Setting("ETL_TEST_WORKER_CRASH", "test_worker_crash", "text", "(unset)",
+            "tests: a Python worker raises this message in every batch (a bug's path)", _text),
+)
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The snapshot (picklable: closures ship it to executors)."""
+
+    log_level: str = ""
+    template_timeout_s: float = 2.0
+    template_max_mb: float = 64.0
+    regex_budget_s: float = 1.0
+    cache_dir: str | None = None
+    lookup_dir: str = ""
+    lookup_chunk_rows: int = 4096
+    lookup_cache_mb: int = 0
+    lookup_max_cache_mb: int = 2048
+    prefilter: bool = True
+    rules_jvm: bool = True
+    lookup_jvm: bool = True
+    grok_program: bool = True
+    guard_optimistic: bool = True
+    java_lib: str = ""
+    rocketmq_log_dir: str | None = None
+    no_spark: bool = False
+    test_worker_crash: str | None = None
+    spark_submit: bool = False  # started by spark-submit (PYSPARK_GATEWAY_PORT set)
+
+
+def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
+    xdg = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return {"cache_dir": os.path.join(xdg, "etl"),
+            "lookup_dir": os.path.join(tempfile.gettempdir(), f"etl-lookup-{_uid()}"),
+            "java_lib": str(Path(__file__).resolve().parents[1] / "java" / "lib"),
+            "spark_submit": "PYSPARK_GATEWAY_PORT" in environ}
+
+
+def load(environ: Mapping[str, str] | None = None, overrides: Mapping[str, str] | None = None) -> Settings:
+    """A snapshot from `environ` (default: this process's environment) and `overrides` (NAME=VALUE of the
+    command line, which win); SettingsError on an unknown ETL_* name or an invalid value."""
+    environ = os.environ if environ is None else environ
+    values = _defaults(environ)
+    given = [(k, v, "") for k, v in environ.items() if k.startswith(PREFIX)]
+    given += [(k, v, "--set ") for k, v in (overrides or {}).items()]
+    for name, text, where in given:
+        setting = _BY_NAME.get(name)
+        if setting is None:
+            if not where:  # other ETL_* variables may be a pipeline's own (its templates' env())
+                continue
+            near = difflib.get_close_matches(name, _BY_NAME, 1)
+            hint = f"did you mean {near[0]}?" if near else "`python -m etl.settings --markdown` lists them"
+            raise SettingsError(f"{where}{name}: unknown setting ({hint})")
+        try:
+            value = setting.parse(text)
+        except ValueError as e:
+            raise SettingsError(f"{where}{name}: expected {e}, got {text!r}") from None
+        if value is not _DEFAULT:
+            values[setting.field] = value
+    return Settings(**values)
+
+
+_CURRENT: Settings | None = None
+
+
+def current() -> Settings:
+    """The snapshot: read from the environment on first use (driver), or the one `use()` installed."""
+    global _CURRENT
+    if _CURRENT is None:
+        _CURRENT = load()
+    return _CURRENT
+
+
+def configure(overrides: Mapping[str, str]) -> Settings:
+    """The command line's NAME=VALUE settings on top of the environment's (read again, once)."""
+    global _CURRENT
+    _CURRENT = load(overrides=overrides)
+    return _CURRENT
+
+
+def use(snapshot: Settings) -> None:
+    """Install the driver's snapshot in this process (a Python worker: called from a shipped closure)."""
+    global _CURRENT
+    _CURRENT = snapshot
+
+
+def reset() -> None:
+    """Forget the snapshot: the next `current()` reads the environment again (tests that change it)."""
+    global _CURRENT
+    _CURRENT = None
+
+
+def switched_on(name: str) -> bool:
+    """The on/off setting `name` (ETL_PREFILTER, ETL_RULES_JVM, ...) of the snapshot."""
+    return bool(getattr(current(), _BY_NAME[name].field))
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, str]:
+    """`--set NAME=VALUE` items; SettingsError on one without '='."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise SettingsError(f"--set {item}: expected NAME=VALUE (e.g. ETL_RULES_JVM=off)")
+        out[name.strip()] = value
+    return out
+
+
+def export_for_spark(pyspark_python: Callable[[], str]) -> None:
+    """The variables Spark reads from the environment: the Python of its workers (`pyspark_python()` unless
+    the user set PYSPARK_PYTHON), of the driver, and no host-name lookups."""
+    if "PYSPARK_PYTHON" not in os.environ:
+        os.environ["PYSPARK_PYTHON"] = pyspark_python()
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def markdown() -> str:
+    """The README's table of settings."""
+    lines = ["| variable | type | default | what it sets |", "| --- | --- | --- | --- |"]
+    for s in SETTINGS:
+        cells = [f"`{s.name}`", s.type.replace("|", "\\|"), s.default, s.description.replace("|", "\\|")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--markdown"]:
+        sys.stdout.write(markdown())
+        return 0
+    try:
+        snap = load()
+    except SettingsError as e:
+        print(f"etl: {e}", file=sys.stderr)
+        return 2
+    for f in dataclasses.fields(snap):
+        print(f"{f.name} = {getattr(snap, f.name)!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
