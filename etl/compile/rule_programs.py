@@ -27,7 +27,7 @@ Limits: the check runs between micro-batches, so a change is seen by the
 micro-batch that starts after it (a batch in flight finishes with the old
 rules). A big rule set is compiled synchronously, at the start of that batch
 (about 15-20 s for 10,000 regexes the first time; the on-disk cache of
-etl.optimize.diskcache makes an already-seen rule set instant). Inline `rules`
+etl.diskcache makes an already-seen rule set instant). Inline `rules`
 in the pipeline file are not reloaded (a pipeline change needs a restart), and
 neither are filters whose frame is part of a streaming plan itself rather
 than of a micro-batch (a filter feeding a sink together with inputs from

@@ -111,10 +111,10 @@ def check_sink_in_source(graph: Graph, report: Report) -> None:
 
 def _hyperscan_rejects() -> Callable[[str, bool], str | None]:
     """The optimizer's verdict on a pattern (why Hyperscan cannot compile it exactly, or None), remembered on
-    disk (etl.optimize.diskcache.memo): test-compiling a caseless pattern takes up to 50 ms, and a Sigma corpus
+    disk (etl.diskcache.memo): test-compiling a caseless pattern takes up to 50 ms, and a Sigma corpus
     has hundreds."""
     from etl.optimize import hyperscan_rejects
-    from etl.optimize.diskcache import memo
+    from etl.diskcache import memo
 
     return memo("hyperscan-rejects", hyperscan_rejects)
 

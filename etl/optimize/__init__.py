@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from etl.optimize import diskcache
+from etl import diskcache
 from etl.optimize.fallback import fallback
 from etl.optimize.fingerprint import fingerprint
 from etl.optimize.hsregex import hyperscan_rejects
@@ -53,7 +53,7 @@ def compile_rules(rules: Sequence[Rule], upto: str | None = None, cache: bool = 
     """Compile a rule set into a FilterProgram (``upto``: stop after the pass of that name).
 
     ``cache=True``: a rule set of at least ``diskcache.MIN_RULES`` rules is looked up in (and
-    stored into) the on-disk program cache (:mod:`etl.optimize.diskcache`)."""
+    stored into) the on-disk program cache (:mod:`etl.diskcache`)."""
     if upto is not None and upto not in {p.__name__ for p in PASSES}:
         raise ValueError(f"unknown pass {upto!r}")
     key = None

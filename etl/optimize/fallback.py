@@ -14,7 +14,7 @@ same confirmation.
 
 The surviving databases are serialized with ``hyperscan.dumpb`` here, once, on
 the driver; the matcher loads them per process. Large databases are kept in the
-on-disk cache (:mod:`etl.optimize.diskcache`), so a restart does not recompile.
+on-disk cache (:mod:`etl.diskcache`), so a restart does not recompile.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import replace
 
 import hyperscan
 
-from etl.optimize import diskcache
+from etl import diskcache
 from etl.optimize.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
 from etl.optimize.hsregex import known_rejected, test_compile, translate
 from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError

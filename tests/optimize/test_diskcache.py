@@ -7,7 +7,8 @@ import sys
 import pyarrow as pa
 import pytest
 
-from etl.optimize import compile_rules, diskcache
+from etl import diskcache
+from etl.optimize import compile_rules
 from etl.optimize.matcher import Matcher
 from etl.spec.rules import Rule
 
