@@ -52,10 +52,10 @@ def optimizer(node: Node) -> Any:
     """The etl.optimize package, or a CompileError (E403) naming the filter when it cannot be imported."""
     try:
         import etl.optimize as opt
-        from etl.optimize import matcher as _matcher  # noqa: F401  (the workers need it)
+        from etl.matching import matcher as _matcher  # noqa: F401  (the workers need it)
     except ImportError as e:
         raise CompileError(f"filter '{node.id}' uses rules, but the filter optimizer (etl.optimize.compile_rules, "
-                           f"etl.optimize.matcher) cannot be imported: {e}", node, "rules", code="E403",
+                           f"etl.matching.matcher) cannot be imported: {e}", node, "rules", code="E403",
                            hint="use `expr` for now, or install etl with its optimizer dependencies") from None
     return opt
 

@@ -24,19 +24,10 @@ from dataclasses import replace
 import hyperscan
 
 from etl import diskcache
+from etl.matching.hsdb import compile_database
+from etl.matching.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
 from etl.optimize.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
 from etl.optimize.hsregex import known_rejected, test_compile, translate
-from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
-
-
-def compile_database(patterns: tuple[HsPattern, ...]) -> hyperscan.Database:
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(
-        expressions=[p.expression for p in patterns],
-        ids=[p.pattern_id for p in patterns],
-        flags=[p.flags for p in patterns],
-    )
-    return db
 
 
 def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
+from etl.matching.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase
 from etl.optimize.hsregex import op_regex, plan_pattern
-from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase
 from etl.spec.rules import PATTERN_OPS
 
 

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from etl.optimize.hsregex import op_regex, plan_pattern
-from etl.optimize.ir import (
+from etl.matching.ir import (
     And, Const, Expr, FilterProgram, NodePath, Not, Or, Pred, PredicateInfo, PredicateKey,
     RuleCompileError, RuleProgram, leaves,
 )

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from etl import diskcache
+from etl.matching.matcher import Matcher
 from etl.optimize import compile_rules
-from etl.optimize.matcher import Matcher
 from etl.spec.rules import Rule
 
 
