@@ -50,6 +50,6 @@ def from_shared(shared: Any, pipeline: str, stage: str, on_error: str = "dead_le
 
 
 def empty_dead_letters(spark: Any) -> Any:
-    from etl.compile.context import DEAD_LETTER_COLUMNS
+    from etl.dead_letters import DDL
 
-    return spark.createDataFrame([], ", ".join(f"{n} {t}" for n, t in DEAD_LETTER_COLUMNS))
+    return spark.createDataFrame([], DDL)

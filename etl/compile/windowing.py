@@ -56,9 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Columns of the shared (results + dead letters) frame; the compile framework splits on them.
-ERR = "_etl_err"
-PAYLOAD = "_etl_payload"
+from etl.dead_letters import ERR, PAYLOAD  # noqa: F401  (the shared frame's columns; compile splits on them)
 
 ET_COL = "_etl_et"  # internal event-time column (timestamp, watermarked)
 WIN_COL = "_etl_window"

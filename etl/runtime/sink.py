@@ -245,7 +245,7 @@ class AbstractSink:
         (columns ERR, PAYLOAD), reading the data once: the stage's regex or parser runs once."""
         from pyspark.sql import functions as F
 
-        from etl.compile.context import ERR, PAYLOAD
+        from etl.dead_letters import ERR, PAYLOAD
         from etl.runtime.arrow import arrow_batches, arrow_schema
 
         if self.is_committed(batch_id):  # a replay: only its failed rows are still needed

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from etl import dead_letters
 from etl.runtime.sink import AbstractSink, SinkContext, WriteResult
 
 
@@ -55,8 +56,7 @@ def run_tag(ctx: SinkContext) -> str:
     return tag(ctx.checkpoint)
 
 
-DEAD_SCHEMA = pa.schema([("pipeline", pa.string()), ("stage", pa.string()), ("reason", pa.string()),
-                         ("payload", pa.string()), ("time", pa.timestamp("us", tz="UTC"))])
+DEAD_SCHEMA = dead_letters.arrow_schema()
 
 
 class Rejects:
