@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report, Span
 from etl.graph.model import Graph, Node, is_placeholder
+from etl.spec.aggregates import AGGREGATES
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -286,15 +287,16 @@ def check_event_time(graph: Graph, report: Report) -> None:
 
 
 def check_windows(graph: Graph, report: Report) -> None:
-    """Streaming aggregation cannot count distinct values exactly (Spark rejects it): E404."""
+    """Aggregates streaming windows refuse (etl.spec.aggregates: count_distinct): E404."""
     for node in graph.of_kind("transform"):
         if node.type != "window" or is_placeholder(node.spec):
             continue
         for i, agg in enumerate(node.spec.aggregates):
-            if agg.fn == "count_distinct":
-                report.error("E404", f"window '{node.id}': streaming aggregation cannot count distinct values "
-                             f"exactly (aggregate '{agg.as_}')", node.field_span(graph.smap, "aggregates", i, "fn"),
-                             "use fn: approx_count_distinct")
+            refused = AGGREGATES[agg.fn].refused
+            if refused is not None:
+                why, hint = refused
+                report.error("E404", f"window '{node.id}': streaming aggregation {why} (aggregate '{agg.as_}')",
+                             node.field_span(graph.smap, "aggregates", i, "fn"), hint)
 
 
 def check_tests(graph: Graph, report: Report) -> None:

@@ -26,11 +26,11 @@ from etl.diagnostics import Report, Span, did_you_mean, short_repr
 from etl.graph.names import find as _find
 from etl.graph.names import suggest as _suggest
 from etl.graph.model import Columns, Graph, Node, is_placeholder
+from etl.spec.aggregates import output_type
 
 Cols = dict[str, str]  # name -> spark type, in order
 INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, join keys, ...): see etl/compile
 
-_AGG_TYPES = {"count": "bigint", "count_distinct": "bigint", "approx_count_distinct": "bigint", "avg": "double"}
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
 
 
@@ -379,21 +379,10 @@ class ColumnPass:
                 src = self.need(cols, agg.field, self.span(node, "aggregates", i, "field"),
                                 self.where(node, f"aggregates[{i}].field"))
             in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
-            out[agg.as_] = self._agg_type(agg.fn, in_type)
+            out[agg.as_] = output_type(agg.fn, in_type)
         if spec.having is not None:
             self.expr(node, ("having",), spec.having, out, self.where(node, "having"))
         return out
-
-    @staticmethod
-    def _agg_type(fn: str, in_type: str) -> str:
-        if fn in _AGG_TYPES:
-            return _AGG_TYPES[fn]
-        if fn == "sum":
-            return "bigint" if in_type in ("int", "bigint", "long", "smallint", "tinyint") else \
-                ("double" if in_type != "unknown" else "unknown")
-        if fn in ("collect_list", "collect_set", "top_n"):
-            return f"array<{in_type}>"
-        return in_type
 
     def _transform_join(self, node: Node, ins: list) -> Cols | None:
         spec = node.spec

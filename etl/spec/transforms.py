@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from etl.registry import component
+from etl.spec.aggregates import AGGREGATES, NAMES
 from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
 from etl.spec.sigma import SigmaSpec
@@ -132,8 +133,7 @@ class RouteTransform(TransformBase):
         return list(self.routes) + ([self.default] if self.default else [])
 
 
-AggFn = Literal["count", "sum", "avg", "min", "max", "count_distinct", "approx_count_distinct",
-                "collect_list", "collect_set", "first", "last", "top_n"]
+AggFn = Literal[NAMES]  # type: ignore[valid-type]  (the names of etl.spec.aggregates.AGGREGATES)
 
 
 class Aggregate(Model):
@@ -144,10 +144,11 @@ class Aggregate(Model):
 
     @model_validator(mode="after")
     def _field_needed(self) -> "Aggregate":
-        if self.fn != "count" and self.field is None:
+        entry = AGGREGATES[self.fn]
+        if entry.needs_field and self.field is None:
             raise ValueError(f"aggregate {self.fn} needs a `field`")
-        if self.fn == "top_n" and self.n is None:
-            raise ValueError("top_n needs `n`")
+        if entry.needs_n and self.n is None:
+            raise ValueError(f"{self.fn} needs `n`")
         return self
 
 
