@@ -176,7 +176,7 @@ def source_ddl(graph: Any, node: Any, rows: list[dict]) -> str:
 def run_case(plan: Any, case: Any, spark: Any, file: str = "") -> CaseResult:
     from etl.compile.context import CompileError
     from etl.compile.watermark import with_event_time
-    from etl.connectors.sources import memory
+    from etl.runtime import memory
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
 
     t0 = time.monotonic()
