@@ -163,7 +163,11 @@ class Placeholder:
         return list(self.inputs)
 
     def is_static(self) -> bool:
-        return self.type == "mysql"
+        """As the registered spec class says (a mysql source is always a static table)."""
+        from etl import registry
+
+        entry = registry.entries(self.KIND).get(self.type) if self.KIND in registry.KINDS else None
+        return bool(getattr(entry.spec, "STATIC", False)) if entry is not None else False
 
     def is_replayable(self) -> bool:
         return True
@@ -174,7 +178,7 @@ class Placeholder:
     def output_key(self) -> str | None:
         return None
 
-    def columns(self) -> None:
+    def replay_note(self) -> str | None:
         return None
 
 

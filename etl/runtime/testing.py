@@ -163,7 +163,7 @@ def _infer_ddl(rows: list[dict]) -> str:
 
 
 def source_ddl(graph: Any, node: Any, rows: list[dict]) -> str:
-    cols = node.spec.columns() if hasattr(node.spec, "columns") else None
+    cols = node.spec.declared_columns() if hasattr(node.spec, "declared_columns") else None
     if not cols:
         known = graph.columns.get(node.id) if graph.columns else None
         if known:

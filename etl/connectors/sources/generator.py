@@ -71,7 +71,7 @@ def spec_options(spec: Any) -> dict[str, Any]:
     return {
         "fields": {n: f.model_dump(mode="json", exclude_none=True) for n, f in spec.fields.items()},
         "count": spec.count, "rate": spec.rate, "seed": spec.seed, "start_time": spec.start_time,
-        "rows_per_batch": spec.rows_per_batch, "columns": spec.columns(),
+        "rows_per_batch": spec.rows_per_batch, "columns": spec.declared_columns(),
     }
 
 
