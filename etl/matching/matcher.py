@@ -650,8 +650,3 @@ class Matcher:
         u = np.array(undecided, np.int64).reshape(-1, 2)
         return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64), self.rule_ids,
                            u[:, 0].copy(), u[:, 1].copy())
-
-
-def match_batch(program: FilterProgram, batch: pa.RecordBatch, cache: bool = False) -> MatchResult:
-    """One-shot convenience (no cache by default)."""
-    return Matcher(program, cache=cache).match(batch)

@@ -45,14 +45,6 @@ def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:
     return blob
 
 
-def _rules_of(program: FilterProgram, leaves: tuple[int, ...]) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for leaf in leaves:
-        for r in program.predicates[leaf].rules:
-            seen.setdefault(r)
-    return tuple(seen)
-
-
 def _sift(program: FilterProgram, db: PatternDatabase, fallbacks: list[FallbackPattern]) -> tuple[HsPattern, ...]:
     """Keep what Hyperscan accepts (relaxing where needed); move the rest to ``fallbacks``."""
     kept: list[HsPattern] = []

@@ -21,7 +21,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 
@@ -115,8 +115,6 @@ class _Buffer:
 
 class AbstractSink:
     """Base of every sink; subclasses implement `batch_insert` (and `begin`/`commit` to finalize)."""
-
-    idempotent: ClassVar[bool] = False
 
     def __init__(self, spec: Any, ctx: SinkContext):
         self.spec = spec

@@ -40,8 +40,6 @@ class CaseResult:
 class CaptureSink(AbstractSink):
     """Keeps every row in memory (through the same batching and idempotency as real sinks)."""
 
-    idempotent = True
-
     def __init__(self, spec: Any, ctx: SinkContext, store: list[dict]):
         super().__init__(spec, ctx)
         self.store = store

@@ -21,8 +21,6 @@ from etl.runtime.sink import AbstractSink, SinkContext, WriteResult
 
 
 class ServerSink(AbstractSink):
-    idempotent = True
-
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self._not_committed: int | None = None  # batch id known not to be committed yet
