@@ -34,7 +34,7 @@ from typing import Any, Iterable
 MIN_PATTERNS = 64
 MIN_RULES = 64
 _MAGIC = b"etl-cache-1\n"
-_VERSIONED = ("optimize", "matching")  # packages whose code a cached program or memo depends on
+_VERSIONED = ("optimize", "matching", "regexes")  # packages whose code a cached program or memo depends on
 
 
 def cache_dir() -> Path | None:

@@ -114,8 +114,8 @@ def _hyperscan_rejects() -> Callable[[str, bool], str | None]:
     """The optimizer's verdict on a pattern (why Hyperscan cannot compile it exactly, or None), remembered on
     disk (etl.diskcache.memo): test-compiling a caseless pattern takes up to 50 ms, and a Sigma corpus
     has hundreds."""
-    from etl.optimize import hyperscan_rejects
     from etl.diskcache import memo
+    from etl.regexes.hsregex import hyperscan_rejects
 
     return memo("hyperscan-rejects", hyperscan_rejects)
 

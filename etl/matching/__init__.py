@@ -10,5 +10,5 @@ Hyperscan's compiler or pyspark: a worker loads only this package.
   native predicates; ``ruletree``: rule trees; ``fpcache``: the
   pre-fingerprint cache; ``regex_budget``: the Python ``re`` time budget);
 * ``merged``: splitting the result of sibling filters that share one pass;
-* ``ucd``/``ucd_tables``: the Unicode facts Python's ``re`` relies on.
+* ``hsdb``: compiling a Hyperscan database (an executor on another CPU than the driver's).
 """

@@ -32,11 +32,11 @@ from etl.matching.ir import FilterProgram, RuleCompileError
 from etl.matching.merged import MergedProgram
 from etl.optimize.fallback import fallback
 from etl.optimize.fingerprint import fingerprint
-from etl.optimize.hsregex import hyperscan_rejects
 from etl.optimize.merge_by_field import merge_by_field
 from etl.optimize.native_split import native_split
 from etl.optimize.normalize import lift, normalize
 from etl.optimize.sibling_merge import merge_programs
+from etl.regexes.hsregex import hyperscan_rejects
 from etl.spec.rules import Rule
 
 Pass = Callable[[FilterProgram], FilterProgram]

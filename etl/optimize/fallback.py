@@ -26,8 +26,8 @@ import hyperscan
 from etl import diskcache
 from etl.matching.hsdb import compile_database
 from etl.matching.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
-from etl.optimize.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
-from etl.optimize.hsregex import known_rejected, test_compile, translate
+from etl.regexes.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
+from etl.regexes.hsregex import known_rejected, test_compile, translate
 
 
 def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:
