@@ -162,6 +162,9 @@ class Placeholder:
     def input_ids(self) -> list[str]:
         return list(self.inputs)
 
+    def table_input(self) -> str | None:
+        return self.table
+
     def is_static(self) -> bool:
         """As the registered spec class says (a mysql source is always a static table)."""
         from etl import registry

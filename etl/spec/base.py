@@ -191,6 +191,10 @@ class Component(Model):
     def input_ids(self) -> list[str]:
         return []
 
+    def table_input(self) -> str | None:
+        """The id of the static table this component reads whole (a lookup's `table`), or None."""
+        return None
+
     @required
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         return cx.first(inputs)

@@ -230,6 +230,9 @@ class LookupTransform(LookupHooks, TransformBase):
     def input_ids(self) -> list[str]:
         return list(self.inputs) + [self.table]
 
+    def table_input(self) -> str | None:
+        return self.table
+
 
 @component("transform", "dedupe", builder=f"{_TR}.dedupe:build")
 class DedupeTransform(DedupeHooks, TransformBase):
