@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from etl.diagnostics import Report, Span
+from etl.diagnostics import Report, Span, short_repr
 from etl.graph.model import Graph, Node, is_placeholder
 from etl.spec.aggregates import AGGREGATES
 
@@ -315,10 +315,22 @@ def check_tests(graph: Graph, report: Report) -> None:
                                  did_you_mean(name, known) or (f"{what}s: {', '.join(known)}" if known else None))
 
 
+def check_endpoints(graph: Graph, report: Report) -> None:
+    """The servers and names each component connects to, from its spec's endpoint_problems() hook: E102."""
+    targets = [(n.spec, n.path, f"{n.kind} '{n.id}'", n.span) for n in graph.nodes.values()
+               if not is_placeholder(n.spec)]
+    dl = getattr(graph.pipeline, "dead_letter", None)
+    if dl is not None:
+        targets.append((dl, ("dead_letter",), "the dead-letter sink", Span(graph.name)))
+    for spec, path, what, fallback in targets:
+        for keys, value, why in spec.endpoint_problems():
+            span = graph.smap.value(path + keys) if graph.smap is not None else fallback
+            report.error("E102", f"invalid {'.'.join(map(str, keys))} {short_repr(value)} of {what}: {why}", span)
+
+
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
     from etl.graph.columns import propagate_columns
-    from etl.graph.endpoints import check_endpoints
 
     check_unused(graph, report)
     check_path_text(graph, report)

@@ -195,6 +195,10 @@ class Component(Model):
         """The id of the static table this component reads whole (a lookup's `table`), or None."""
         return None
 
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        """What is wrong with the servers and names it connects to: (field keys, value, why) (E102)."""
+        return []
+
     @required
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         return cx.first(inputs)

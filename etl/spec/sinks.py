@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.base import SinkBase
+from etl.spec.endpoints import es_problems, mysql_problems
 from etl.spec.transport import HTTPTLS, KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SNK = "etl.connectors.sinks"
@@ -115,6 +116,9 @@ class MySQLSink(SinkBase):
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         return _named(cx, node, inputs, "key", self.key)
 
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        return mysql_problems(self)
+
 
 @component("sink", "elasticsearch", builder=f"{_SNK}.elasticsearch:ElasticsearchSink")
 class ElasticsearchSink(SinkBase, HTTPTLS):
@@ -139,6 +143,9 @@ class ElasticsearchSink(SinkBase, HTTPTLS):
 
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         return _named(cx, node, inputs, "id_fields", self.id_fields)
+
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        return es_problems(self)
 
 
 def _key_expr(spec: Any, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:

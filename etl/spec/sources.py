@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.base import MAX_INT64, MIN_INT64, Model, PositiveDuration, Size, SourceBase
+from etl.spec.endpoints import mysql_problems
 from etl.spec.transport import KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SRC = "etl.connectors.sources"
@@ -174,3 +175,6 @@ class MySQLSource(SourceBase):
         if (self.table is None) == (self.query is None):
             raise ValueError("give exactly one of `table` or `query`")
         return self
+
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        return mysql_problems(self)
