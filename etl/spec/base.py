@@ -195,6 +195,12 @@ class Component(Model):
         """The id of the static table this component reads whole (a lookup's `table`), or None."""
         return None
 
+    @classmethod
+    def raw_refs(cls, item: dict) -> tuple[tuple[str, ...] | None, str | None]:
+        """From the raw mapping of a component that did not validate: its output labels (None: unknown)
+        and its static table id, so references to it still resolve (etl.check placeholders)."""
+        return None, None
+
     def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
         """What is wrong with the servers and names it connects to: (field keys, value, why) (E102)."""
         return []

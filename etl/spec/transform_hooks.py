@@ -216,6 +216,14 @@ class UnionHooks:
 
 
 class RouteHooks:
+    @classmethod
+    def raw_refs(cls, item: dict) -> tuple[tuple[str, ...] | None, str | None]:
+        routes = item.get("routes")
+        if not isinstance(routes, dict) or not all(isinstance(k, str) for k in routes):
+            return None, None
+        default = item.get("default")
+        return tuple(routes) + ((default,) if isinstance(default, str) else ()), None
+
     def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
         cols = cx.first(inputs)
         for label, cond in self.routes.items():
@@ -307,6 +315,11 @@ class JoinHooks:
 
 
 class LookupHooks:
+    @classmethod
+    def raw_refs(cls, item: dict) -> tuple[tuple[str, ...] | None, str | None]:
+        table = item.get("table")
+        return None, table if isinstance(table, str) else None
+
     def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
         cols = cx.first(inputs)
         table_edge = next((e for e in node.inputs if e.role == "table"), None)

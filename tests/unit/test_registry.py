@@ -75,3 +75,14 @@ def test_every_registered_builder_imports(kind):
     """Each builder named in the registry (built-in or plugin) resolves to a callable; no JVM starts."""
     for typ, entry in registry.entries(kind).items():
         assert callable(entry.load_builder()), (kind, typ)
+
+
+def test_raw_refs_let_references_to_an_invalid_component_resolve():
+    from etl.spec.transforms import FilterTransform, LookupTransform, RouteTransform
+
+    assert RouteTransform.raw_refs({"routes": {"a": "x > 1", "b": "x < 0"}, "default": "rest"}) == (("a", "b", "rest"),
+                                                                                                 None)
+    assert RouteTransform.raw_refs({"routes": ["a"]}) == (None, None)
+    assert LookupTransform.raw_refs({"table": "dim", "on": 3}) == (None, "dim")
+    assert LookupTransform.raw_refs({"table": 7}) == (None, None)
+    assert FilterTransform.raw_refs({"table": "dim"}) == (None, None)
