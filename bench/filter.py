@@ -24,7 +24,7 @@ Variants run in turns (scan, optimized, naive, scan, ...) after one untimed
 warm-up each; medians of --repeat runs are reported. A run's time is the
 streaming query's, from its start to its end. What a pipeline pays once when it
 starts is reported apart: the rule compile, cold (empty on-disk cache) and cached
-(etl.optimize.diskcache, what a restart pays), and the query's planning (the
+(etl.diskcache, what a restart pays), and the query's planning (the
 compile path building its frames, the program's broadcast). Last line:
 
     filter rules=N events=M optimized_s=X naive_spark_s=Y scan_s=Z

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pyarrow as pa  # noqa: E402
 
 from _gen import make_events, make_rules  # noqa: E402
+from etl.matching.matcher import Matcher  # noqa: E402
 from etl.optimize import compile_rules  # noqa: E402
-from etl.optimize.matcher import Matcher  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -81,8 +81,8 @@ def udf_source(pattern: Any, engine: str) -> Callable[[Any, Any], Any]:
     library a Python user reaches for) or the very same expanded regex with `re` (`python_re`)."""
     fields = pattern.fields
     regex = pattern.python_regex
-    schema = ", ".join(f"`{name}` string" for name, _ in pattern.columns)
-    names = [name for name, _ in pattern.columns]
+    schema = ", ".join(f"`{name}` string" for name, _ in pattern.captures)
+    names = [name for name, _ in pattern.captures]
 
     def with_re(it: Any) -> Any:
         import re

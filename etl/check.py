@@ -185,12 +185,7 @@ def _component(item: Any, kind: str, registry: Any, scratch: Any) -> Any:
     if isinstance(raw_inputs, str):
         raw_inputs = [raw_inputs]
     inputs = tuple(i for i in raw_inputs if isinstance(i, str)) if isinstance(raw_inputs, list) else ()
-    labels = None
-    routes = item.get("routes")
-    if typ == "route" and isinstance(routes, dict) and all(isinstance(k, str) for k in routes):
-        default = item.get("default")
-        labels = tuple(routes) + ((default,) if isinstance(default, str) else ())
-    table = item.get("table") if typ == "lookup" and isinstance(item.get("table"), str) else None
+    labels, table = entry.spec.raw_refs(item) if entry is not None else (None, None)
     return Placeholder(item["id"], typ if isinstance(typ, str) else "?", kind, inputs if kind != "source" else (),
                        labels, table)
 

@@ -7,7 +7,6 @@ Every layer (load, spec, graph, optimize, compile) reports problems as
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable
@@ -152,14 +151,6 @@ class Report:
         return sorted(self.diagnostics, key=lambda d: (d.span, d.code, d.message))
 
 
-class PipelineError(Exception):
-    """Raised by a front-end API when a pipeline cannot be used; carries the report."""
-
-    def __init__(self, report: Report):
-        self.report = report
-        super().__init__("\n".join(d.render() for d in report.errors) or "invalid pipeline")
-
-
 def did_you_mean(word: str, candidates: Iterable[str], n: int = 1) -> str | None:
     """A 'did you mean ...?' hint for an unknown name, or None."""
     cands = sorted(set(c for c in candidates if isinstance(c, str)))
@@ -230,11 +221,3 @@ def choices_hint(word: str, candidates: Iterable[str]) -> str:
     hint = did_you_mean(word, cands)
     listing = ", ".join(cands[:12]) + (", ..." if len(cands) > 12 else "")
     return f"{hint} expected one of: {listing}" if hint else f"expected one of: {listing}"
-
-
-def render_text(diags: Iterable[Diagnostic]) -> str:
-    return "\n".join(d.render() for d in diags)
-
-
-def render_json(diags: Iterable[Diagnostic]) -> str:
-    return json.dumps([d.to_json() for d in diags], indent=2)

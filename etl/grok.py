@@ -85,8 +85,8 @@ class GrokPattern:
     _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
 
     @property
-    def columns(self) -> tuple[tuple[str, str], ...]:
-        """Distinct output columns in first-occurrence order: (name, type)."""
+    def captures(self) -> tuple[tuple[str, str], ...]:
+        """Distinct captures (the transform's new columns) in first-occurrence order: (name, type)."""
         seen: dict[str, str] = {}
         for f in self.fields:
             seen.setdefault(f.name, f.type)

@@ -2,9 +2,20 @@
 
 A component module declares its spec with `@component(kind, type, builder=...)`.
 The builder is named as "module:function" and imported only when a pipeline
-runs, so validation never imports pyspark. Built-ins are imported by
-`etl.spec`; third-party components come from the `etl.components`
-entry-point group.
+runs, so validation never imports pyspark; a static table (a source a lookup
+reads whole) also names its `reader` the same way. Built-ins are the modules
+named in BUILTINS; third-party components come from the `etl.components`
+entry-point group. Both are loaded the same way, by name: the registry sits
+below every layer and imports none of them.
+
+The registry is closed: what the rest of etl asks of a component is declared
+by its spec class. `REQUIRED` names the hooks each kind must define itself
+(a base class's default marked `@required` does not count); registering a
+class without them is an error when its module is imported:
+
+* every transform: `output_columns(cx, node, inputs)` (column propagation, see
+  etl.graph.columns) and `explain_lines()` (what `etl explain` shows);
+* sources and sinks have working defaults (declared schema, passthrough).
 """
 
 from __future__ import annotations
@@ -18,7 +29,21 @@ from typing import Any, Callable, TypeVar
 from etl.diagnostics import choices_hint
 
 KINDS = ("source", "transform", "sink")
+BUILTINS = ("etl.spec.sources", "etl.spec.transforms", "etl.spec.sinks")
+REQUIRED: dict[str, tuple[str, ...]] = {"source": (), "transform": ("output_columns", "explain_lines"), "sink": ()}
 T = TypeVar("T", bound=type)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def required(fn: F) -> F:
+    """Mark a base class's hook as a placeholder a registered component must override (see REQUIRED)."""
+    fn.__etl_required__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _load(ref: str) -> Any:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -27,19 +52,28 @@ class Entry:
     type: str
     spec: builtins.type  # `type` in this class is the field above
     builder: str | None  # "package.module:function"
+    reader: str | None = None  # static tables: "package.module:function" (spec, base_dir=...) -> pyarrow Table
 
     def load_builder(self) -> Callable[..., Any]:
         if not self.builder:
             raise LookupError(f"{self.kind} type {self.type!r} has no runtime builder yet")
-        module, _, name = self.builder.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return _load(self.builder)
+
+    def load_reader(self) -> Callable[..., Any] | None:
+        return _load(self.reader) if self.reader else None
+
+
+def missing_hooks(kind: str, cls: type) -> list[str]:
+    """The hooks of REQUIRED[kind] that `cls` does not define (only a base placeholder, or nothing)."""
+    return [h for h in REQUIRED[kind]
+            if not callable(getattr(cls, h, None)) or getattr(getattr(cls, h), "__etl_required__", False)]
 
 
 _REGISTRY: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
 _plugins_loaded = False
 
 
-def component(kind: str, type_: str, builder: str | None = None) -> Callable[[T], T]:
+def component(kind: str, type_: str, builder: str | None = None, reader: str | None = None) -> Callable[[T], T]:
     """Class decorator: register `cls` as the spec of component `kind`/`type_`."""
     if kind not in KINDS:
         raise ValueError(f"unknown component kind {kind!r}")
@@ -48,7 +82,11 @@ def component(kind: str, type_: str, builder: str | None = None) -> Callable[[T]
         existing = _REGISTRY[kind].get(type_)
         if existing is not None and existing.spec is not cls:
             raise ValueError(f"{kind} type {type_!r} registered twice ({existing.spec.__name__}, {cls.__name__})")
-        _REGISTRY[kind][type_] = Entry(kind, type_, cls, builder)
+        missing = missing_hooks(kind, cls)
+        if missing:
+            raise TypeError(f"{kind} type {type_!r} ({cls.__name__}) does not define {', '.join(missing)}: "
+                            f"every {kind} declares them (see etl.registry.REQUIRED)")
+        _REGISTRY[kind][type_] = Entry(kind, type_, cls, builder, reader)
         return cls
 
     return deco
@@ -64,8 +102,8 @@ def _load_plugins() -> None:
 
 
 def entries(kind: str) -> dict[str, Entry]:
-    import etl.spec  # noqa: F401  (registers built-ins)
-
+    for module in BUILTINS:  # by name, as plugins: the registry imports no layer above it
+        importlib.import_module(module)
     _load_plugins()
     return dict(sorted(_REGISTRY[kind].items()))
 

@@ -12,13 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from etl.dead_letters import ERR, PAYLOAD  # noqa: F401  (re-exported)
 from etl.diagnostics import Diagnostic, Severity, Span
 from etl.graph.model import Graph, Node
-
-ERR = "_etl_err"  # reason a row failed (NULL when it did not)
-PAYLOAD = "_etl_payload"  # the original text of a failed row
-DEAD_LETTER_COLUMNS = (("pipeline", "string"), ("stage", "string"), ("reason", "string"),
-                       ("payload", "string"), ("time", "timestamp"))
 
 
 class CompileError(Exception):
@@ -62,7 +58,7 @@ class Built:
 
     out: Any = None
     outs: dict[str, Any] | None = None  # labelled outputs (route)
-    dead: Any = None  # dead-letter rows: DEAD_LETTER_COLUMNS
+    dead: Any = None  # dead-letter rows: etl.dead_letters.COLUMNS
     shared: Any = None
     base: Any = None  # the frame worth caching when several consumers read this node
     dead_stream: Any = None  # dead letters of a root's input rows (streaming): written by a query of their own

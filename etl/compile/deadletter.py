@@ -47,9 +47,3 @@ def from_shared(shared: Any, pipeline: str, stage: str, on_error: str = "dead_le
     if on_error == "drop":
         return Built(out=ok_frame(shared))
     return Built(out=ok_frame(shared), dead=dead_frame(shared, pipeline, stage), shared=shared)
-
-
-def empty_dead_letters(spark: Any) -> Any:
-    from etl.compile.context import DEAD_LETTER_COLUMNS
-
-    return spark.createDataFrame([], ", ".join(f"{n} {t}" for n, t in DEAD_LETTER_COLUMNS))

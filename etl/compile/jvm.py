@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from etl.optimize.diskcache import cache_root, write_atomically
+from etl.diskcache import cache_root, write_atomically
 
 log = logging.getLogger("etl.jvm")
 

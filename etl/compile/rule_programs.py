@@ -27,7 +27,7 @@ Limits: the check runs between micro-batches, so a change is seen by the
 micro-batch that starts after it (a batch in flight finishes with the old
 rules). A big rule set is compiled synchronously, at the start of that batch
 (about 15-20 s for 10,000 regexes the first time; the on-disk cache of
-etl.optimize.diskcache makes an already-seen rule set instant). Inline `rules`
+etl.diskcache makes an already-seen rule set instant). Inline `rules`
 in the pipeline file are not reloaded (a pipeline change needs a restart), and
 neither are filters whose frame is part of a streaming plan itself rather
 than of a micro-batch (a filter feeding a sink together with inputs from
@@ -52,10 +52,10 @@ def optimizer(node: Node) -> Any:
     """The etl.optimize package, or a CompileError (E403) naming the filter when it cannot be imported."""
     try:
         import etl.optimize as opt
-        from etl.optimize import matcher as _matcher  # noqa: F401  (the workers need it)
+        from etl.matching import matcher as _matcher  # noqa: F401  (the workers need it)
     except ImportError as e:
         raise CompileError(f"filter '{node.id}' uses rules, but the filter optimizer (etl.optimize.compile_rules, "
-                           f"etl.optimize.matcher) cannot be imported: {e}", node, "rules", code="E403",
+                           f"etl.matching.matcher) cannot be imported: {e}", node, "rules", code="E403",
                            hint="use `expr` for now, or install etl with its optimizer dependencies") from None
     return opt
 

@@ -24,13 +24,13 @@ keep `etl run --once` (AvailableNow) from ever finishing.
 
 from __future__ import annotations
 
-import heapq
 import pickle
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from etl.compile.windowing import (ERR, ET_COL, FINAL, PAYLOAD, RETRACT, WindowError, WindowResult, key_columns,
                                    output_schema)
+from etl.spec.aggregates import AGGREGATES
 
 MS_COL = "_etl_ms"
 VAL = "_etl_v{}"
@@ -54,98 +54,23 @@ class Config:
 
 # ------------------------------------------------------------- accumulators
 def new_acc(cfg: Config) -> list:
-    out: list = []
-    for fn, _, _ in cfg.aggs:
-        if fn == "count":
-            out.append(0)
-        elif fn == "avg":
-            out.append([0, 0])
-        elif fn in ("count_distinct", "approx_count_distinct", "collect_set"):
-            out.append(set())
-        elif fn in ("collect_list", "top_n"):
-            out.append([])
-        else:  # sum, min, max, first, last
-            out.append(None)
-    return out
+    return [AGGREGATES[fn].new() for fn, _, _ in cfg.aggs]
 
 
 def add(cfg: Config, acc: list, ms: int, values: tuple) -> None:
     for i, (fn, col, n) in enumerate(cfg.aggs):
         v = values[col] if col is not None else 1
-        if v is None:
-            continue
-        if fn == "count":
-            acc[i] += 1
-        elif fn == "sum":
-            acc[i] = v if acc[i] is None else acc[i] + v
-        elif fn == "avg":
-            acc[i][0] += v
-            acc[i][1] += 1
-        elif fn == "min":
-            acc[i] = v if acc[i] is None or v < acc[i] else acc[i]
-        elif fn == "max":
-            acc[i] = v if acc[i] is None or v > acc[i] else acc[i]
-        elif fn in ("count_distinct", "approx_count_distinct", "collect_set"):
-            acc[i].add(v)
-        elif fn == "collect_list":
-            acc[i].append((ms, v))
-        elif fn == "first":
-            acc[i] = (ms, v) if acc[i] is None or (ms, v) < acc[i] else acc[i]
-        elif fn == "last":
-            acc[i] = (ms, v) if acc[i] is None or (ms, v) > acc[i] else acc[i]
-        elif fn == "top_n":
-            if len(acc[i]) < n:
-                heapq.heappush(acc[i], v)
-            elif v > acc[i][0]:
-                heapq.heapreplace(acc[i], v)
+        if v is not None:
+            acc[i] = AGGREGATES[fn].add(acc[i], ms, v, n)
 
 
 def merge(cfg: Config, a: list, b: list) -> list:
     """Accumulators of two merged sessions."""
-    out = []
-    for i, (fn, _, n) in enumerate(cfg.aggs):
-        x, y = a[i], b[i]
-        if fn == "count":
-            out.append(x + y)
-        elif fn == "avg":
-            out.append([x[0] + y[0], x[1] + y[1]])
-        elif fn in ("count_distinct", "approx_count_distinct", "collect_set"):
-            out.append(x | y)
-        elif fn == "collect_list":
-            out.append(x + y)
-        elif fn == "top_n":
-            out.append(heapq.nlargest(n, x + y)[::-1])
-            heapq.heapify(out[-1])
-        elif x is None or y is None:
-            out.append(y if x is None else x)
-        elif fn == "sum":
-            out.append(x + y)
-        elif fn in ("min", "first"):
-            out.append(min(x, y))
-        else:  # max, last
-            out.append(max(x, y))
-    return out
+    return [AGGREGATES[fn].merge(a[i], b[i], n) for i, (fn, _, n) in enumerate(cfg.aggs)]
 
 
 def result(cfg: Config, acc: list) -> list:
-    out = []
-    for i, (fn, _, _) in enumerate(cfg.aggs):
-        x = acc[i]
-        if fn == "avg":
-            out.append(None if x[1] == 0 else x[0] / x[1])
-        elif fn in ("count_distinct", "approx_count_distinct"):
-            out.append(len(x))
-        elif fn == "collect_set":
-            out.append(sorted(x))
-        elif fn == "collect_list":
-            out.append([v for _, v in sorted(x)])
-        elif fn == "top_n":
-            out.append(sorted(x, reverse=True))
-        elif fn in ("first", "last"):
-            out.append(None if x is None else x[1])
-        else:
-            out.append(x)
-    return out
+    return [AGGREGATES[fn].result(acc[i]) for i, (fn, _, _) in enumerate(cfg.aggs)]
 
 
 def windows_of(cfg: Config, ms: int) -> list[tuple[int, int]]:

@@ -56,9 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Columns of the shared (results + dead letters) frame; the compile framework splits on them.
-ERR = "_etl_err"
-PAYLOAD = "_etl_payload"
+from etl.dead_letters import ERR, PAYLOAD  # noqa: F401  (the shared frame's columns; compile splits on them)
 
 ET_COL = "_etl_et"  # internal event-time column (timestamp, watermarked)
 WIN_COL = "_etl_window"
@@ -143,34 +141,16 @@ def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    fn = a.fn
-    if fn == "count" and (a.field is None or a.field == "*"):
-        return F.count(F.lit(1)).alias(a.as_)
+    from etl.spec.aggregates import AGGREGATES
+
+    entry = AGGREGATES.get(a.fn)
+    if entry is None:
+        raise WindowError(f"unknown aggregate {a.fn}", "aggregates")
+    if not entry.needs_field and (a.field is None or a.field == "*"):  # count(*)
+        return entry.spark(F, F.lit(1), None, a.n, None).alias(a.as_)
     v = _field(df, a.field)
-    present = v.isNotNull()
-    if fn == "count":
-        c = F.count(v)
-    elif fn in ("sum", "avg"):  # an overflowing sum is NULL for its window (ANSI `sum` would stop the query)
-        c = getattr(F, f"try_{fn}")(v)
-    elif fn in ("min", "max", "approx_count_distinct"):
-        c = getattr(F, fn)(v)
-    elif fn == "count_distinct":
-        c = F.size(F.collect_set(v)).cast("bigint")
-    elif fn == "collect_list":
-        pairs = F.array_sort(F.collect_list(F.when(present, F.struct(F.col(f"`{et}`").alias("t"), v.alias("v")))))
-        c = F.transform(pairs, lambda x: x["v"])
-    elif fn == "collect_set":
-        c = F.array_sort(F.collect_set(v))
-    elif fn == "first":
-        c = F.min_by(v, F.when(present, F.struct(F.col(f"`{et}`"), v)))
-    elif fn == "last":
-        c = F.max_by(v, F.when(present, F.struct(F.col(f"`{et}`"), v)))
-    elif fn == "top_n":
-        top = F.max_by(v, v, F.lit(int(a.n)))
-        empty = F.array().cast(ArrayType(_field_type(df, a.field)))
-        c = F.coalesce(top, empty)
-    else:
-        raise WindowError(f"unknown aggregate {fn}", "aggregates")
+    order = F.when(v.isNotNull(), F.struct(F.col(f"`{et}`").alias("t"), v.alias("v")))  # event time, then value
+    c = entry.spark(F, v, order, a.n, lambda: ArrayType(_field_type(df, a.field)))
     return c.alias(a.as_)
 
 

@@ -50,7 +50,7 @@ def build_graph(pipeline: Any, smap: Any, report: Report, base_dir: str = ".") -
             edge = _resolve(ref, nid, raw, outputs, ref_span, report, known)
             if edge is not None:
                 edges.append(edge)
-        table = getattr(spec, "table", None) if spec.type == "lookup" else None
+        table = spec.table_input() if hasattr(spec, "table_input") else None  # a lookup's table: role "table"
         if not isinstance(table, str):
             table = None
         if table is not None:

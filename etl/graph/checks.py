@@ -13,8 +13,9 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from etl.diagnostics import Report, Span
+from etl.diagnostics import Report, Span, short_repr
 from etl.graph.model import Graph, Node, is_placeholder
+from etl.spec.aggregates import AGGREGATES
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -111,10 +112,10 @@ def check_sink_in_source(graph: Graph, report: Report) -> None:
 
 def _hyperscan_rejects() -> Callable[[str, bool], str | None]:
     """The optimizer's verdict on a pattern (why Hyperscan cannot compile it exactly, or None), remembered on
-    disk (etl.optimize.diskcache.memo): test-compiling a caseless pattern takes up to 50 ms, and a Sigma corpus
+    disk (etl.diskcache.memo): test-compiling a caseless pattern takes up to 50 ms, and a Sigma corpus
     has hundreds."""
-    from etl.optimize import hyperscan_rejects
-    from etl.optimize.diskcache import memo
+    from etl.diskcache import memo
+    from etl.regexes.hsregex import hyperscan_rejects
 
     return memo("hyperscan-rejects", hyperscan_rejects)
 
@@ -285,15 +286,16 @@ def check_event_time(graph: Graph, report: Report) -> None:
 
 
 def check_windows(graph: Graph, report: Report) -> None:
-    """Streaming aggregation cannot count distinct values exactly (Spark rejects it): E404."""
+    """Aggregates streaming windows refuse (etl.spec.aggregates: count_distinct): E404."""
     for node in graph.of_kind("transform"):
         if node.type != "window" or is_placeholder(node.spec):
             continue
         for i, agg in enumerate(node.spec.aggregates):
-            if agg.fn == "count_distinct":
-                report.error("E404", f"window '{node.id}': streaming aggregation cannot count distinct values "
-                             f"exactly (aggregate '{agg.as_}')", node.field_span(graph.smap, "aggregates", i, "fn"),
-                             "use fn: approx_count_distinct")
+            refused = AGGREGATES[agg.fn].refused
+            if refused is not None:
+                why, hint = refused
+                report.error("E404", f"window '{node.id}': streaming aggregation {why} (aggregate '{agg.as_}')",
+                             node.field_span(graph.smap, "aggregates", i, "fn"), hint)
 
 
 def check_tests(graph: Graph, report: Report) -> None:
@@ -312,10 +314,22 @@ def check_tests(graph: Graph, report: Report) -> None:
                                  did_you_mean(name, known) or (f"{what}s: {', '.join(known)}" if known else None))
 
 
+def check_endpoints(graph: Graph, report: Report) -> None:
+    """The servers and names each component connects to, from its spec's endpoint_problems() hook: E102."""
+    targets = [(n.spec, n.path, f"{n.kind} '{n.id}'", n.span) for n in graph.nodes.values()
+               if not is_placeholder(n.spec)]
+    dl = getattr(graph.pipeline, "dead_letter", None)
+    if dl is not None:
+        targets.append((dl, ("dead_letter",), "the dead-letter sink", Span(graph.name)))
+    for spec, path, what, fallback in targets:
+        for keys, value, why in spec.endpoint_problems():
+            span = graph.smap.value(path + keys) if graph.smap is not None else fallback
+            report.error("E102", f"invalid {'.'.join(map(str, keys))} {short_repr(value)} of {what}: {why}", span)
+
+
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
     from etl.graph.columns import propagate_columns
-    from etl.graph.endpoints import check_endpoints
 
     check_unused(graph, report)
     check_path_text(graph, report)

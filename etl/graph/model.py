@@ -160,8 +160,15 @@ class Placeholder:
     def input_ids(self) -> list[str]:
         return list(self.inputs)
 
+    def table_input(self) -> str | None:
+        return self.table
+
     def is_static(self) -> bool:
-        return self.type == "mysql"
+        """As the registered spec class says (a mysql source is always a static table)."""
+        from etl import registry
+
+        entry = registry.entries(self.KIND).get(self.type) if self.KIND in registry.KINDS else None
+        return bool(getattr(entry.spec, "STATIC", False)) if entry is not None else False
 
     def is_replayable(self) -> bool:
         return True
@@ -172,7 +179,7 @@ class Placeholder:
     def output_key(self) -> str | None:
         return None
 
-    def columns(self) -> None:
+    def replay_note(self) -> str | None:
         return None
 
 

@@ -2,7 +2,7 @@
 
 `program_bytes(python_regex)` -> (serialized program, None) or (None, why not). A
 program depends only on the regex and on this package's source, so it is compiled
-once per machine: the on-disk cache of etl.optimize.diskcache (kind "grok") keeps
+once per machine: the on-disk cache of etl.diskcache (kind "grok") keeps
 programs and the reasons a regex has none, under a key of both.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 @functools.lru_cache(maxsize=64)
 def program_bytes(python_regex: str) -> tuple[bytes | None, str | None]:
     """The program of `python_regex` read with DOTALL (as etl/jvm/Grok.java compiles its regex)."""
-    from etl.optimize import diskcache
+    from etl import diskcache
 
     from . import Unsupported, compile_program
 

@@ -35,7 +35,6 @@ ALL = (1 << 128) - 1
 NL = 1 << 10
 WORD = sum(1 << b for b in range(128) if chr(b).isalnum() or b == 0x5F)
 EMPTY = ('seq', ())
-INF = None
 
 
 class Unsupported(Exception):

@@ -19,7 +19,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>The program file (written by etl/optimize/jvmprogram.py, shipped with SparkContext.addFile) holds each
  * pattern predicate as two java.util.regex patterns with exactly the meaning of Python's {@code re.search}
- * (etl/optimize/javaregex.py: one exact on ASCII values, one on every value), the literal one of which an ASCII
+ * (etl/regexes/javaregex.py: one exact on ASCII values, one on every value), the literal one of which an ASCII
  * value must contain (lower-cased) for the pattern to match, and each rule's boolean tree over the predicates.
  * Per value: the patterns whose first literal occurs (found through a 3-gram bitset of the literals) and whose
  * other needs hold are run, and those without literals; on a value holding a non-ASCII character that folds to an

@@ -271,7 +271,7 @@ def _stamp(path: str) -> tuple | None:
 
 
 def _disk_key() -> str | None:
-    from etl.optimize.diskcache import cache_dir
+    from etl.diskcache import cache_dir
 
     if cache_dir() is None:
         return None
@@ -288,7 +288,7 @@ def entries_of(paths: list[str], rejected: list | None = None) -> list[SigmaEntr
 
     With `rejected` (a hot reload): a changed file that cannot be read any more keeps the entries of its last
     readable version, and its broken entry is appended to `rejected`."""
-    from etl.optimize import diskcache
+    from etl import diskcache
 
     stamps = {p: _stamp(p) for p in paths}
     missing = [p for p in paths if p not in _MEMORY or _MEMORY[p][0] != stamps[p]]

@@ -1,10 +1,10 @@
 """The filter optimizer: rules -> FilterProgram (../shared/ARCHITECTURE.md, "Filter optimizer").
 
-``compile_rules`` lifts spec rules into the IR (:mod:`etl.optimize.ir`) and
+``compile_rules`` lifts spec rules into the IR (:mod:`etl.matching.ir`) and
 runs the passes in ``PASSES`` order, each a pure function FilterProgram ->
 FilterProgram, one module per pass (sqlglot optimizer style). Several
 programs over one input can then share one scan (:mod:`etl.optimize.sibling_merge`).
-The matcher (:mod:`etl.optimize.matcher`) runs a program over Arrow batches;
+The matcher (:mod:`etl.matching.matcher`) runs a program over Arrow batches;
 :mod:`etl.optimize.explain` renders it; :mod:`etl.optimize.reference` defines
 what a rule means (null handling included).
 
@@ -20,22 +20,23 @@ Typical use (driver, then executors)::
             yield apply_mode(batch, m.match(batch), "tag", "matched_rules")
 
 Compile errors (bad regex, bad network) raise :class:`RuleCompileError` whose
-``origin`` is a :class:`~etl.optimize.ir.NodePath` (rule id + path in ``when``).
+``origin`` is a :class:`~etl.matching.ir.NodePath` (rule id + path in ``when``).
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from etl.optimize import diskcache
+from etl import diskcache
+from etl.matching.ir import FilterProgram, RuleCompileError
+from etl.matching.merged import MergedProgram
 from etl.optimize.fallback import fallback
 from etl.optimize.fingerprint import fingerprint
-from etl.optimize.hsregex import hyperscan_rejects
-from etl.optimize.ir import FilterProgram, RuleCompileError
 from etl.optimize.merge_by_field import merge_by_field
 from etl.optimize.native_split import native_split
 from etl.optimize.normalize import lift, normalize
-from etl.optimize.sibling_merge import MergedProgram, merge_programs, split_results
+from etl.optimize.sibling_merge import merge_programs
+from etl.regexes.hsregex import hyperscan_rejects
 from etl.spec.rules import Rule
 
 Pass = Callable[[FilterProgram], FilterProgram]
@@ -53,7 +54,7 @@ def compile_rules(rules: Sequence[Rule], upto: str | None = None, cache: bool = 
     """Compile a rule set into a FilterProgram (``upto``: stop after the pass of that name).
 
     ``cache=True``: a rule set of at least ``diskcache.MIN_RULES`` rules is looked up in (and
-    stored into) the on-disk program cache (:mod:`etl.optimize.diskcache`)."""
+    stored into) the on-disk program cache (:mod:`etl.diskcache`)."""
     if upto is not None and upto not in {p.__name__ for p in PASSES}:
         raise ValueError(f"unknown pass {upto!r}")
     key = None
@@ -86,4 +87,4 @@ def run_passes(program: FilterProgram, start: str) -> FilterProgram:
 
 
 __all__ = ["PASSES", "FilterProgram", "MergedProgram", "RuleCompileError", "compile_rules", "hyperscan_rejects",
-           "merge_programs", "run_passes", "split_results"]
+           "merge_programs", "run_passes"]

@@ -14,7 +14,7 @@ same confirmation.
 
 The surviving databases are serialized with ``hyperscan.dumpb`` here, once, on
 the driver; the matcher loads them per process. Large databases are kept in the
-on-disk cache (:mod:`etl.optimize.diskcache`), so a restart does not recompile.
+on-disk cache (:mod:`etl.diskcache`), so a restart does not recompile.
 """
 
 from __future__ import annotations
@@ -23,20 +23,11 @@ from dataclasses import replace
 
 import hyperscan
 
-from etl.optimize import diskcache
-from etl.optimize.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
-from etl.optimize.hsregex import known_rejected, test_compile, translate
-from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
-
-
-def compile_database(patterns: tuple[HsPattern, ...]) -> hyperscan.Database:
-    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    db.compile(
-        expressions=[p.expression for p in patterns],
-        ids=[p.pattern_id for p in patterns],
-        flags=[p.flags for p in patterns],
-    )
-    return db
+from etl import diskcache
+from etl.matching.hsdb import compile_database
+from etl.matching.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase, RuleCompileError
+from etl.regexes.hsbound import DATABASE_BUDGET_S, BudgetExceeded, bounded
+from etl.regexes.hsregex import known_rejected, test_compile, translate
 
 
 def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:
@@ -52,14 +43,6 @@ def serialized_database(patterns: tuple[HsPattern, ...]) -> bytes:
     if key is not None:
         diskcache.store_database(key, blob)
     return blob
-
-
-def _rules_of(program: FilterProgram, leaves: tuple[int, ...]) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for leaf in leaves:
-        for r in program.predicates[leaf].rules:
-            seen.setdefault(r)
-    return tuple(seen)
 
 
 def _sift(program: FilterProgram, db: PatternDatabase, fallbacks: list[FallbackPattern]) -> tuple[HsPattern, ...]:

@@ -2,7 +2,7 @@
 
 The fingerprint fields are the fields the rule set reads (sorted): two events
 equal on them get the same verdict, which is what the pre-fingerprint cache
-(:mod:`etl.optimize.fpcache`) keys on and what a scan needs to project. The
+(:mod:`etl.matching.fpcache`) keys on and what a scan needs to project. The
 digest identifies the program (rules, predicates, pattern databases) so each
 process loads its Hyperscan databases once per program.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
-from etl.optimize.ir import FilterProgram, leaves, render_expr
+from etl.matching.ir import FilterProgram, leaves, render_expr
 
 
 def fingerprint_fields(program: FilterProgram) -> tuple[str, ...]:

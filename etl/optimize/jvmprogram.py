@@ -40,11 +40,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from etl.optimize.hsregex import _literal_ranges
-from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
-from etl.optimize.javaregex import shared, translate, unsupported_reason
+from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
+from etl.matching.ruletree import fold
 from etl.optimize.literals import MAX_NEEDS, MIN_LENGTH, SECONDARY_MIN_LENGTH, literal_options, required_literals
-from etl.optimize.ruletree import fold
+from etl.regexes.hsregex import _literal_ranges
+from etl.regexes.javaregex import shared, translate, unsupported_reason
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ import re._constants as C  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
 from functools import lru_cache
 
-from etl.optimize.ir import Const, FilterProgram, leaves
-from etl.optimize.ruletree import fold
+from etl.matching.ir import Const, FilterProgram, leaves
+from etl.matching.ruletree import fold
 
 MIN_LENGTH = 3  # shorter literals would let most rows through: no prefilter then
 MAX_ALTERNATIVES = 64  # an alternation needing more literals than this needs nothing (keeps sets small)

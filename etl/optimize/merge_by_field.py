@@ -3,7 +3,7 @@
 regex, like, contains, starts_with and ends_with are first written as the
 Python regex whose ``re.search`` is their meaning (``like`` -> anchored
 ``(?s)`` regex, literals escaped with ``re.escape``), then translated to a
-Hyperscan expression with the same meaning (see :mod:`etl.optimize.hsregex`):
+Hyperscan expression with the same meaning (see :mod:`etl.regexes.hsregex`):
 HS_FLAG_UTF8 | HS_FLAG_SINGLEMATCH always, HS_FLAG_CASELESS when caseless,
 HS_FLAG_DOTALL when the pattern is in dot-all mode. Identical expressions are
 stored once and serve every predicate that needs them.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from etl.optimize.hsregex import op_regex, plan_pattern
-from etl.optimize.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase
+from etl.matching.ir import FallbackPattern, FilterProgram, HsPattern, PatternDatabase
+from etl.regexes.hsregex import op_regex, plan_pattern
 from etl.spec.rules import PATTERN_OPS
 
 

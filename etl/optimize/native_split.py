@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from etl.optimize.ir import FilterProgram, NativePredicate, PredicateKey
+from etl.matching.ir import FilterProgram, NativePredicate, PredicateKey
 from etl.spec.rules import NATIVE_OPS
 
 NATIVE = NATIVE_OPS + ("cidr", "has_text")

@@ -20,8 +20,8 @@ import ipaddress
 import re
 from typing import Any
 
-from etl.optimize.hsregex import op_regex, plan_pattern
-from etl.optimize.ir import (
+from etl.regexes.hsregex import op_regex, plan_pattern
+from etl.matching.ir import (
     And, Const, Expr, FilterProgram, NodePath, Not, Or, Pred, PredicateInfo, PredicateKey,
     RuleCompileError, RuleProgram, leaves,
 )

@@ -4,23 +4,17 @@
 one program, re-planned from normalize on: a predicate or a sub-expression
 used by two siblings becomes one bit, and each (field, derivations) gets one
 Hyperscan database for all of them, so every value is scanned once for all
-siblings. ``split_results`` gives each sibling its own MatchResult back
-(rule indices and ids as in the sibling's own program).
+siblings. The executors split the merged result back per sibling
+(:func:`etl.matching.merged.split_results`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Sequence
 
-from etl.optimize.ir import Const, Expr, FilterProgram, Not, Pred, PredicateInfo, RuleProgram
-
-
-@dataclass(frozen=True)
-class MergedProgram:
-    program: FilterProgram
-    spans: tuple[tuple[int, int], ...]  # rule index range [start, end) of each sibling
-    members: tuple[FilterProgram, ...]
+from etl.matching.ir import Const, Expr, FilterProgram, Not, Pred, PredicateInfo, RuleProgram
+from etl.matching.merged import MergedProgram
 
 
 def _remap(e: Expr, m: dict[int, int]) -> Expr:
@@ -58,17 +52,4 @@ def merge_programs(programs: Sequence[FilterProgram]) -> MergedProgram:
         spans.append((start, len(rules)))
     lifted = FilterProgram(rules=tuple(rules), predicates=tuple(preds), passes=("lift", "sibling_merge"))
     return MergedProgram(run_passes(lifted, "normalize"), tuple(spans), tuple(programs))
-
-
-def split_results(merged: MergedProgram, result):
-    """One MatchResult per sibling from the merged program's result."""
-    from etl.optimize.matcher import MatchResult
-
-    out = []
-    for (start, end), prog in zip(merged.spans, merged.members):
-        sel = (result.rules >= start) & (result.rules < end)
-        u = (result.undecided_rules >= start) & (result.undecided_rules < end)
-        out.append(MatchResult(result.num_rows, result.rows[sel], result.rules[sel] - start, prog.rule_ids,
-                               result.undecided_rows[u], result.undecided_rules[u] - start))
-    return out
 

@@ -57,9 +57,3 @@ def build_plan(graph: Graph, report: Report, *, programs: bool = False) -> Plan:
         steps.append(step)
     delivery = tuple(delivery_for(graph, n) for n in graph.of_kind("sink"))
     return Plan(graph.name, graph, tuple(steps), delivery, checkpoint_dir(graph))
-
-
-def with_programs(plan: Plan, report: Report) -> Plan:
-    """The same plan with every filter's program compiled (for explain and run)."""
-    return build_plan(plan.graph, report, programs=True) if plan is not None else plan
-

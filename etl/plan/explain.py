@@ -46,71 +46,9 @@ def _fill(text: str, indent: str, more: str) -> list[str]:
 
 
 def _details(node: Any) -> list[str]:
-    """One or two lines of what a node does, from its spec."""
-    s = node.spec
-    t = node.type
-    if node.kind == "source":
-        bits = []
-        if getattr(s, "event_time", None) is not None:
-            bits.append(f"event time {s.event_time.field} (watermark {s.event_time.watermark})")
-        if s.is_static():
-            bits.append("static table")
-        return [", ".join(bits)] if bits else []
-    if t == "filter":
-        out = [f"mode {s.mode}" + (f", tag field {s.tag_field}" if s.mode == "tag" else "")]
-        if s.expr:
-            out.append(f"expr: {s.expr}")
-        return out
-    if t == "derive":
-        return [f"{k} = {v}" for k, v in s.columns.items()]
-    if t == "select":
-        out = []
-        if s.fields is not None:
-            out.append("fields: " + ", ".join(s.fields))
-        if s.rename:
-            out.append("rename: " + ", ".join(f"{a} -> {b}" for a, b in s.rename.items()))
-        if s.drop:
-            out.append("drop: " + ", ".join(s.drop))
-        return out
-    if t == "grok":
-        return [f"{s.field} =~ {s.pattern}" + ("" if s.keep_original else f" (drops {s.field})"),
-                f"on error: {s.on_error}"]
-    if t == "parse":
-        return [f"{s.field} as {s.format}" + ("" if s.keep_original else f" (drops {s.field})"),
-                f"on error: {s.on_error}"]
-    if t == "route":
-        out = [f"{label}: {cond}" for label, cond in s.routes.items()]
-        if s.default:
-            out.append(f"{s.default}: (no route matched)")
-        if s.exclusive:
-            out.append("exclusive: first matching route only")
-        return out
-    if t == "window":
-        shape = {"tumbling": f"size {s.size}", "sliding": f"size {s.size} slide {s.slide}",
-                 "session": f"gap {s.gap}"}[s.kind]
-        tm = f"{s.time} time" + (f" {s.event_time.field} (watermark {s.event_time.watermark})" if s.event_time else "")
-        out = [f"{s.kind} {shape}, {tm}"]
-        if s.group_by:
-            out.append("group by: " + ", ".join(s.group_by))
-        out.append("aggregates: " + ", ".join(f"{a.as_} = {a.fn}({a.field or '*'}"
-                                              + (f", {a.n}" if a.n else "") + ")" for a in s.aggregates))
-        if s.having:
-            out.append(f"having: {s.having}")
-        if s.emit.early is not None or s.emit.late != "drop":  # shown so SQL's EMIT and YAML's emit compare too
-            late = "late events " + ("to dead letters" if s.emit.late != "drop" else "dropped")
-            out.append("emit: " + ", ".join(([f"early every {s.emit.early}"] if s.emit.early is not None else [])
-                                            + [late]))
-        return out
-    if t == "join":
-        return [f"{s.how} join on {', '.join(s.on)} within {s.within}"]
-    if t == "lookup":
-        on = ", ".join(f"{a} = {s.table}.{b}" for a, b in s.on.items())
-        return [f"{s.how} lookup on {on}, store {s.store}"
-                + (f", refresh {s.refresh}" if s.refresh is not None else "")]
-    if t == "dedupe":
-        return ["keys: " + ", ".join(s.keys)
-                + (f", event time {s.event_time.field} (watermark {s.event_time.watermark})" if s.event_time else "")]
-    return []
+    """What a node does, one short line each: its spec's `explain_lines` hook (etl.spec.base.Component)."""
+    hook = getattr(node.spec, "explain_lines", None)
+    return hook() if hook is not None else []
 
 
 def _rules(plan: Plan, node: Any) -> list[str]:

@@ -86,7 +86,7 @@ def worker_python(python: str | None = None) -> str:
         return python
     if not zips:
         return python
-    from etl.optimize.diskcache import cache_root, write_atomically
+    from etl.diskcache import cache_root, write_atomically
 
     text = launcher_text(python, zips)
     path = cache_root() / "bin" / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}"

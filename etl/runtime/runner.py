@@ -198,7 +198,7 @@ class PipelineRun:
 
         import pyarrow as pa
 
-        from etl.compile.context import DEAD_LETTER_COLUMNS, ERR, PAYLOAD
+        from etl.dead_letters import DDL, ERR, PAYLOAD
 
         now = datetime.datetime.now(datetime.timezone.utc)
         tables = []
@@ -211,8 +211,7 @@ class PipelineRun:
                 "payload": t.column(PAYLOAD).cast(pa.string()),
                 "time": pa.array([now] * n, pa.timestamp("us", tz="UTC")),
             }))
-        ddl = ", ".join(f"{n} {t}" for n, t in DEAD_LETTER_COLUMNS)
-        extra = self.spark.createDataFrame(pa.concat_tables(tables).to_pandas(), ddl)
+        extra = self.spark.createDataFrame(pa.concat_tables(tables).to_pandas(), DDL)
         return extra if frame is None else frame.unionByName(extra)
 
     # ------------------------------------------------------------ lifecycle

@@ -293,7 +293,6 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
                 raise ValueError(f"--conf {k} cannot be changed in an already started Spark "
                                  f"(pass it to spark-submit): {e}") from None
         spark.sparkContext.setLogLevel("WARN")
-    register_data_sources(spark)
     quiet_python_loggers()
     quiet_budget_stops(spark)
     return spark
@@ -337,10 +336,3 @@ def quiet_budget_stops(spark: Any) -> None:
         import logging
 
         logging.getLogger("etl.session").debug("Spark's log lines of budget stops stay: %s", e)
-
-
-def register_data_sources(spark: Any) -> None:
-    """Python data sources (the generator); idempotent."""
-    from etl.connectors.sources.generator import GeneratorDataSource
-
-    spark.dataSource.register(GeneratorDataSource)

@@ -21,7 +21,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 
@@ -115,8 +115,6 @@ class _Buffer:
 
 class AbstractSink:
     """Base of every sink; subclasses implement `batch_insert` (and `begin`/`commit` to finalize)."""
-
-    idempotent: ClassVar[bool] = False
 
     def __init__(self, spec: Any, ctx: SinkContext):
         self.spec = spec
@@ -245,7 +243,7 @@ class AbstractSink:
         (columns ERR, PAYLOAD), reading the data once: the stage's regex or parser runs once."""
         from pyspark.sql import functions as F
 
-        from etl.compile.context import ERR, PAYLOAD
+        from etl.dead_letters import ERR, PAYLOAD
         from etl.runtime.arrow import arrow_batches, arrow_schema
 
         if self.is_committed(batch_id):  # a replay: only its failed rows are still needed

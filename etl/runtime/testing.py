@@ -40,8 +40,6 @@ class CaseResult:
 class CaptureSink(AbstractSink):
     """Keeps every row in memory (through the same batching and idempotency as real sinks)."""
 
-    idempotent = True
-
     def __init__(self, spec: Any, ctx: SinkContext, store: list[dict]):
         super().__init__(spec, ctx)
         self.store = store
@@ -163,7 +161,7 @@ def _infer_ddl(rows: list[dict]) -> str:
 
 
 def source_ddl(graph: Any, node: Any, rows: list[dict]) -> str:
-    cols = node.spec.columns() if hasattr(node.spec, "columns") else None
+    cols = node.spec.declared_columns() if hasattr(node.spec, "declared_columns") else None
     if not cols:
         known = graph.columns.get(node.id) if graph.columns else None
         if known:
@@ -176,7 +174,7 @@ def source_ddl(graph: Any, node: Any, rows: list[dict]) -> str:
 def run_case(plan: Any, case: Any, spark: Any, file: str = "") -> CaseResult:
     from etl.compile.context import CompileError
     from etl.compile.watermark import with_event_time
-    from etl.connectors.sources import memory
+    from etl.runtime import memory
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
 
     t0 = time.monotonic()

@@ -11,6 +11,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, GetCoreSchem
 from pydantic_core import core_schema
 
 from etl.diagnostics import short_repr
+from etl.registry import required
 
 ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 Identifier = Annotated[str, Field(pattern=ID_PATTERN, min_length=1, max_length=128)]
@@ -174,7 +175,13 @@ class EventTime(Model):
 
 
 class Component(Model):
-    """Fields every source, transform and sink has."""
+    """Fields every source, transform and sink has, and the hooks the rest of etl calls on a component.
+
+    `output_columns(cx, node, inputs)`: the node's columns (name -> Spark type, in order) from its inputs'
+    (`inputs`: [(edge, columns or None)]), or None when unknown; it checks every column the component
+    reads and reports through `cx`, the column pass (etl.graph.columns.ColumnPass: need, expr, internal,
+    span, key_span, inner, check_types, event_time_field, where, first, find, guess_type, report, graph).
+    `explain_lines()`: what the component does, one short line each, for `etl explain`."""
 
     KIND: ClassVar[str] = ""
     id: Identifier = Field(description="unique id, referenced by other components' inputs")
@@ -184,9 +191,32 @@ class Component(Model):
     def input_ids(self) -> list[str]:
         return []
 
+    def table_input(self) -> str | None:
+        """The id of the static table this component reads whole (a lookup's `table`), or None."""
+        return None
+
+    @classmethod
+    def raw_refs(cls, item: dict) -> tuple[tuple[str, ...] | None, str | None]:
+        """From the raw mapping of a component that did not validate: its output labels (None: unknown)
+        and its static table id, so references to it still resolve (etl.check placeholders)."""
+        return None, None
+
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        """What is wrong with the servers and names it connects to: (field keys, value, why) (E102)."""
+        return []
+
+    @required
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        return cx.first(inputs)
+
+    @required
+    def explain_lines(self) -> list[str]:
+        return []
+
 
 class SourceBase(Component):
     KIND: ClassVar[str] = "source"
+    STATIC: ClassVar[bool] = False  # always a static table (read whole for lookups), whatever its fields
     schema_: dict[str, str] | None = Field(
         default=None,
         alias="schema",
@@ -196,15 +226,36 @@ class SourceBase(Component):
 
     def is_static(self) -> bool:
         """A bounded table read for lookup joins, not a stream."""
-        return False
+        return self.STATIC
 
     def is_replayable(self) -> bool:
         """Spark can re-read the same data after a crash (offsets are checkpointed)."""
         return True
 
-    def columns(self) -> dict[str, str] | None:
+    def declared_columns(self) -> dict[str, str] | None:
         """Columns this source produces, when known without running it."""
         return self.schema_
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        cx.check_types(node, self.schema_)
+        for name in self.schema_ or {}:
+            cx.internal(node, name, cx.key_span(node, "schema", name))
+        for key in ("text_column", "value_column"):
+            if cx.smap is not None and cx.smap.has(node.path + (key,)):
+                cx.internal(node, getattr(self, key, None), cx.span(node, key))
+        cols = self.declared_columns()
+        cols = dict(cols) if cols is not None else None
+        if self.event_time is not None:
+            cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
+        return cols
+
+    def explain_lines(self) -> list[str]:
+        bits = []
+        if self.event_time is not None:
+            bits.append(f"event time {self.event_time.field} (watermark {self.event_time.watermark})")
+        if self.is_static():
+            bits.append("static table")
+        return [", ".join(bits)] if bits else []
 
 
 class _WithInputs(Component):
@@ -244,9 +295,23 @@ class SinkBase(_WithInputs):
     max_buffer: Size = Field(default=Size(64 * 1000**2), description="flush when buffered rows exceed this size")
     retry: Retry = Field(default_factory=Retry)
 
+    # How a replayed micro-batch is handled, for `etl explain`: for an idempotent sink, how it keeps the
+    # batch from being written twice; for another, what it still does about replays (None: nothing).
+    REPLAY: ClassVar[str | None] = None
+
     def is_idempotent(self) -> bool:
         """A replayed micro-batch can be written again without duplicates."""
         return False
+
+    def replay_note(self) -> str | None:
+        return self.REPLAY
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        """A sink's rows are its input's; a sink reading columns (keys, ids) checks them here."""
+        return cx.first(inputs)
+
+    def explain_lines(self) -> list[str]:
+        return []
 
     def output_key(self) -> str | None:
         """A resource this sink writes (path, table, topic); two sinks may not share one."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 import re
 import types
 import typing
-from typing import Any, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, TypeVar
 
 from pydantic import BaseModel, RootModel, ValidationError
 
 from etl.diagnostics import Report, choices_hint, did_you_mean
-from etl.load.yamlmap import SourceMap
+
+if TYPE_CHECKING:  # only a type: the loader (a layer above) hands the source map in
+    from etl.load.yamlmap import SourceMap
 
 M = TypeVar("M", bound=BaseModel)
 

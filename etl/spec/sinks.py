@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.base import SinkBase
+from etl.spec.endpoints import es_problems, mysql_problems
 from etl.spec.transport import HTTPTLS, KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SNK = "etl.connectors.sinks"
@@ -52,6 +53,17 @@ class KafkaSink(SinkBase):
         kafka_options_clash(self.security, self.options)
         return self
 
+    REPLAY: ClassVar[str | None] = (
+        "one transaction per batch (transactional.id etl.<pipeline>.<sink>) that also writes a commit marker "
+        "(batch id) to topic _etl_commits.<topic>; a replayed batch whose marker is there is skipped; "
+        "readers need isolation.level=read_committed")
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        cols = _key_expr(self, cx, node, inputs)
+        for name, text in self.headers.items():
+            cx.expr(node, ("headers", name), text, cols, cx.where(node, f"headers.{name}"))
+        return cols
+
     def is_idempotent(self) -> bool:
         return self.delivery == "exactly_once"
 
@@ -67,6 +79,14 @@ class RocketMQSink(SinkBase):
     tag: str | None = None
     key: str | None = Field(default=None, description="Spark SQL expression for the message key")
     group: str = "etl-producer"
+
+    REPLAY: ClassVar[str | None] = (
+        "no transaction across a batch; each message carries a deterministic etl_msg_id "
+        "(<pipeline>:<sink>:<query>:<run>:<batch>:<row hash>) for consumers to dedup, and a replayed "
+        "batch skips the messages it reads back from the topic")
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        return _key_expr(self, cx, node, inputs)
 
 
 @component("sink", "mysql", builder=f"{_SNK}.mysql:MySQLSink")
@@ -85,11 +105,19 @@ class MySQLSink(SinkBase):
     create_table: bool = Field(default=False, description="create the table from the input's columns when missing")
     tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
 
+    REPLAY: ClassVar[str | None] = "rows and a (pipeline, sink, batch id) row of table _etl_commits in one transaction"
+
     def is_idempotent(self) -> bool:
         return True
 
     def output_key(self) -> str | None:
         return f"mysql:{self.host}:{self.port}/{self.database}.{self.table}"
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        return _named(cx, node, inputs, "key", self.key)
+
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        return mysql_problems(self)
 
 
 @component("sink", "elasticsearch", builder=f"{_SNK}.elasticsearch:ElasticsearchSink")
@@ -104,8 +132,33 @@ class ElasticsearchSink(SinkBase, HTTPTLS):
     username: str | None = None
     password: str | None = None
 
+    REPLAY: ClassVar[str | None] = ("_bulk index with deterministic document ids (id_fields, else a hash of the row): "
+                                    "a replay overwrites the same documents")
+
     def is_idempotent(self) -> bool:
         return True
 
     def output_key(self) -> str | None:
         return f"es:{','.join(self.hosts)}/{self.index}"
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        return _named(cx, node, inputs, "id_fields", self.id_fields)
+
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        return es_problems(self)
+
+
+def _key_expr(spec: Any, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+    """The input's columns, after checking the message key expression."""
+    cols = cx.first(inputs)
+    if spec.key is not None:
+        cx.expr(node, ("key",), spec.key, cols, cx.where(node, "key"))
+    return cols
+
+
+def _named(cx: Any, node: Any, inputs: list, field: str, names: list[str]) -> dict[str, str] | None:
+    """The input's columns, after checking that each of `names` (the sink's `field`) is one of them."""
+    cols = cx.first(inputs)
+    for i, name in enumerate(names):
+        cx.need(cols, name, cx.span(node, field, i), cx.where(node, f"{field}[{i}]"))
+    return cols

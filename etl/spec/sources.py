@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.base import MAX_INT64, MIN_INT64, Model, PositiveDuration, Size, SourceBase
+from etl.spec.endpoints import mysql_problems
 from etl.spec.transport import KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SRC = "etl.connectors.sources"
@@ -36,7 +37,7 @@ class FileSource(SourceBase):
             raise ValueError("a streaming parquet source needs a declared schema")
         return self
 
-    def columns(self) -> dict[str, str] | None:
+    def declared_columns(self) -> dict[str, str] | None:
         if self.format == "text":
             return {self.text_column: "string"}
         return self.schema_
@@ -84,7 +85,7 @@ class GeneratorSource(SourceBase):
     start_time: str = Field(default="2026-01-01T00:00:00Z", description="event time of the first event (ISO 8601)")
     rows_per_batch: int = Field(default=100_000, ge=1, le=100_000_000, description="events per micro-batch at most")
 
-    def columns(self) -> dict[str, str]:
+    def declared_columns(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for name, g in self.fields.items():
             if g.int_range is not None or g.sequence is not None:
@@ -105,7 +106,7 @@ class _MessageSource(SourceBase):
     format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
     value_column: str = Field(default="value", description="text/raw: column holding the message body")
 
-    def columns(self) -> dict[str, str] | None:
+    def declared_columns(self) -> dict[str, str] | None:
         if self.format != "json":
             return {"key": "string", self.value_column: "string", "topic": "string", "timestamp": "timestamp"}
         return self.schema_
@@ -122,7 +123,7 @@ class KafkaSource(_MessageSource):
     security: KafkaSecurity | None = Field(default=None, description="SASL / TLS (same fields as the kafka sink)")
     options: dict[str, str] = Field(default_factory=dict, description="extra consumer options (Java client names)")
 
-    def columns(self) -> dict[str, str] | None:
+    def declared_columns(self) -> dict[str, str] | None:
         if self.format == "json":
             return self.schema_
         return {"key": "string", self.value_column: "binary" if self.format == "raw" else "string",
@@ -146,17 +147,18 @@ class RocketMQSource(_MessageSource):
     starting: Literal["earliest", "latest"] = "earliest"
     max_messages_per_trigger: int | None = Field(default=None, ge=1)
 
-    def columns(self) -> dict[str, str] | None:
+    def declared_columns(self) -> dict[str, str] | None:
         if self.format == "json":
             return self.schema_
         return {"key": "string", self.value_column: "binary" if self.format == "raw" else "string",
                 "topic": "string", "timestamp": "timestamp", "tags": "string"}
 
 
-@component("source", "mysql", builder=f"{_SRC}.mysql:build")
+@component("source", "mysql", builder=f"{_SRC}.mysql:build", reader=f"{_SRC}.mysql:read_mysql_table")
 class MySQLSource(SourceBase):
     """A MySQL/MariaDB table, read as a dimension table for lookup joins."""
 
+    STATIC: ClassVar[bool] = True
     type: Literal["mysql"]
     host: str = "127.0.0.1"
     port: int = 3306
@@ -174,5 +176,5 @@ class MySQLSource(SourceBase):
             raise ValueError("give exactly one of `table` or `query`")
         return self
 
-    def is_static(self) -> bool:
-        return True
+    def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
+        return mysql_problems(self)

@@ -7,15 +7,18 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from etl.registry import component
+from etl.spec.aggregates import AGGREGATES, NAMES
 from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
 from etl.spec.sigma import SigmaSpec
+from etl.spec.transform_hooks import (DedupeHooks, DeriveHooks, FilterHooks, GrokHooks, JoinHooks, LookupHooks,
+                                      ParseHooks, RouteHooks, SelectHooks, UnionHooks, WindowHooks)
 
 _TR = "etl.compile.transforms"
 
 
 @component("transform", "filter", builder=f"{_TR}.filter:build")
-class FilterTransform(TransformBase):
+class FilterTransform(FilterHooks, TransformBase):
     """Keep, drop or tag events by a Spark SQL condition and/or a rule set."""
 
     type: Literal["filter"]
@@ -51,7 +54,7 @@ class FilterTransform(TransformBase):
 
 
 @component("transform", "derive", builder=f"{_TR}.columns:build_derive")
-class DeriveTransform(TransformBase):
+class DeriveTransform(DeriveHooks, TransformBase):
     """Add or replace columns computed by Spark SQL expressions."""
 
     type: Literal["derive"]
@@ -59,7 +62,7 @@ class DeriveTransform(TransformBase):
 
 
 @component("transform", "select", builder=f"{_TR}.columns:build_select")
-class SelectTransform(TransformBase):
+class SelectTransform(SelectHooks, TransformBase):
     """Keep, rename or drop columns; `fields` entries may be expressions ("upper(x) AS y")."""
 
     type: Literal["select"]
@@ -75,7 +78,7 @@ class SelectTransform(TransformBase):
 
 
 @component("transform", "grok", builder=f"{_TR}.grok:build")
-class GrokTransform(TransformBase):
+class GrokTransform(GrokHooks, TransformBase):
     """Parse a text field with a grok pattern (%{NAME:field[:int|float]})."""
 
     type: Literal["grok"]
@@ -93,7 +96,7 @@ class KvOptions(Model):
 
 
 @component("transform", "parse", builder=f"{_TR}.parse:build")
-class ParseTransform(TransformBase):
+class ParseTransform(ParseHooks, TransformBase):
     """Parse a text field as json, kv or csv into columns."""
 
     type: Literal["parse"]
@@ -107,14 +110,14 @@ class ParseTransform(TransformBase):
 
 
 @component("transform", "union", builder=f"{_TR}.union:build")
-class UnionTransform(TransformBase):
+class UnionTransform(UnionHooks, TransformBase):
     """Merge several inputs with the same columns (by name)."""
 
     type: Literal["union"]
 
 
 @component("transform", "route", builder=f"{_TR}.route:build")
-class RouteTransform(TransformBase):
+class RouteTransform(RouteHooks, TransformBase):
     """Send events to labelled outputs, referenced downstream as '<id>.<label>'."""
 
     type: Literal["route"]
@@ -132,8 +135,7 @@ class RouteTransform(TransformBase):
         return list(self.routes) + ([self.default] if self.default else [])
 
 
-AggFn = Literal["count", "sum", "avg", "min", "max", "count_distinct", "approx_count_distinct",
-                "collect_list", "collect_set", "first", "last", "top_n"]
+AggFn = Literal[NAMES]  # type: ignore[valid-type]  # the names of etl.spec.aggregates.AGGREGATES
 
 
 class Aggregate(Model):
@@ -144,10 +146,11 @@ class Aggregate(Model):
 
     @model_validator(mode="after")
     def _field_needed(self) -> "Aggregate":
-        if self.fn != "count" and self.field is None:
+        entry = AGGREGATES[self.fn]
+        if entry.needs_field and self.field is None:
             raise ValueError(f"aggregate {self.fn} needs a `field`")
-        if self.fn == "top_n" and self.n is None:
-            raise ValueError("top_n needs `n`")
+        if entry.needs_n and self.n is None:
+            raise ValueError(f"{self.fn} needs `n`")
         return self
 
 
@@ -157,7 +160,7 @@ class Emit(Model):
 
 
 @component("transform", "window", builder=f"{_TR}.window:build")
-class WindowTransform(TransformBase):
+class WindowTransform(WindowHooks, TransformBase):
     type: Literal["window"]
     kind: Literal["tumbling", "sliding", "session"]
     size: PositiveDuration | None = Field(default=None, description="tumbling/sliding window length")
@@ -195,7 +198,7 @@ class WindowTransform(TransformBase):
 
 
 @component("transform", "join", builder=f"{_TR}.join:build")
-class JoinTransform(TransformBase):
+class JoinTransform(JoinHooks, TransformBase):
     """Stream-stream join of two inputs (left, right) on keys within a time bound."""
 
     type: Literal["join"]
@@ -213,7 +216,7 @@ class JoinTransform(TransformBase):
 
 
 @component("transform", "lookup", builder=f"{_TR}.lookup:build")
-class LookupTransform(TransformBase):
+class LookupTransform(LookupHooks, TransformBase):
     """Enrich events from a dimension table (a static file or mysql source)."""
 
     type: Literal["lookup"]
@@ -227,9 +230,12 @@ class LookupTransform(TransformBase):
     def input_ids(self) -> list[str]:
         return list(self.inputs) + [self.table]
 
+    def table_input(self) -> str | None:
+        return self.table
+
 
 @component("transform", "dedupe", builder=f"{_TR}.dedupe:build")
-class DedupeTransform(TransformBase):
+class DedupeTransform(DedupeHooks, TransformBase):
     """Drop repeated events with the same keys within the watermark."""
 
     type: Literal["dedupe"]

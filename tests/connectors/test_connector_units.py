@@ -27,8 +27,8 @@ def test_kafka_consumer_options():
                     "failOnDataLoss": "false"}
     json_spec = KafkaSource(id="k", type="kafka", bootstrap_servers="b:1", topics=["a", "b"], schema={"x": "int"})
     assert consumer_options(json_spec)["subscribe"] == "a,b" and "includeHeaders" not in consumer_options(json_spec)
-    assert json_spec.columns() == {"x": "int"}
-    assert spec.columns()["headers"] == "map<string,string>" and spec.columns()["value"] == "string"
+    assert json_spec.declared_columns() == {"x": "int"}
+    assert spec.declared_columns()["headers"] == "map<string,string>" and spec.declared_columns()["value"] == "string"
 
 
 def test_mysql_identifiers_types_and_errors():

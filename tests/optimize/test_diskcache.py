@@ -7,9 +7,9 @@ import sys
 import pyarrow as pa
 import pytest
 
-from etl import settings
-from etl.optimize import compile_rules, diskcache
-from etl.optimize.matcher import Matcher
+from etl import diskcache, settings
+from etl.matching.matcher import Matcher
+from etl.optimize import compile_rules
 from etl.spec.rules import Rule
 
 

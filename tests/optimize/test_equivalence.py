@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from etl.optimize import compile_rules, merge_programs, split_results
-from etl.optimize.matcher import Matcher
+from etl.matching.matcher import Matcher
+from etl.matching.merged import split_results
+from etl.optimize import compile_rules, merge_programs
 from etl.optimize.reference import matched_rules
 from tests.optimize.strategies import events, rule_sets, to_batch
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from etl.matching.fpcache import FingerprintCache
+from etl.matching.matcher import Matcher
 from etl.optimize import compile_rules
-from etl.optimize.fpcache import FingerprintCache
-from etl.optimize.matcher import Matcher
 from tests.optimize.golden import rules_of
 
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from etl.matching.matcher import Matcher
 from etl.optimize import compile_rules, hyperscan_rejects
-from etl.optimize.hsregex import like_regex, translate
-from etl.optimize.matcher import Matcher
+from etl.regexes.hsregex import like_regex, translate
 from etl.spec.rules import Rule
 from tests.optimize.strategies import ALPHABET, regexes
 

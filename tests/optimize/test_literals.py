@@ -8,9 +8,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from etl.matching.matcher import Matcher
 from etl.optimize import compile_rules
 from etl.optimize.literals import program_literal_groups, program_literals, required_literals
-from etl.optimize.matcher import Matcher
 from etl.spec.rules import Rule
 from tests.optimize.strategies import regexes, rule_sets
 

@@ -7,9 +7,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import etl.optimize.matcher as matcher_mod
+import etl.matching.matcher as matcher_mod
+from etl.matching.matcher import Matcher, apply_mode
 from etl.optimize import compile_rules
-from etl.optimize.matcher import Matcher, apply_mode
 from etl.optimize.reference import matched_rules
 from tests.optimize.golden import rules_of
 
@@ -149,8 +149,8 @@ def test_empty_batch_and_empty_rules(program):
 
 
 def test_a_general_rule_is_a_candidate_only_where_its_trigger_fires():
-    from etl.optimize.ir import And, Or, Pred
-    from etl.optimize.matcher import trigger_leaves
+    from etl.matching.ir import And, Or, Pred
+    from etl.matching.matcher import trigger_leaves
 
     pats = {0, 1, 2, 3}
     shared = {0: 50, 1: 1, 2: 2, 3: 1}  # leaf 0 is read by 50 rules: it fires more often

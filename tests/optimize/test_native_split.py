@@ -3,8 +3,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from etl.matching.batch import BatchView, eval_native
 from etl.optimize import compile_rules
-from etl.optimize.columns import BatchView, eval_native
 from tests.optimize.golden import check, load_cases, render, rules_of
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+from etl.matching.ir import NodePath
 from etl.optimize import RuleCompileError, compile_rules
-from etl.optimize.ir import NodePath
 from tests.optimize.golden import check, load_cases, render, rules_of
 
 

@@ -8,9 +8,9 @@ import threading
 import pyarrow as pa
 import pytest
 
+from etl.matching.matcher import Matcher
+from etl.matching.regex_budget import searches
 from etl.optimize import compile_rules
-from etl.optimize.matcher import Matcher
-from etl.optimize.regex_budget import searches
 from tests.optimize.golden import rules_of
 
 # Hyperscan gets a superset of this backreference pattern; Python re confirms its reports. On EVIL it

@@ -3,9 +3,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from etl.optimize import compile_rules, merge_programs, split_results
+from etl.matching.matcher import Matcher
+from etl.matching.merged import split_results
+from etl.optimize import compile_rules, merge_programs
 from etl.optimize.explain import explain
-from etl.optimize.matcher import Matcher
 from tests.optimize.golden import check, load_cases, rules_of
 
 

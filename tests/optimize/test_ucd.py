@@ -12,7 +12,7 @@ from functools import lru_cache
 import _sre
 import pytest
 
-from etl.optimize import hsregex, ucd, ucd_tables
+from etl.regexes import hsregex, ucd, ucd_tables
 
 
 @lru_cache(maxsize=1)
@@ -28,7 +28,7 @@ def _scan(atom: str, flags: int) -> tuple:
 
 def test_shipped_tables_are_current():
     assert ucd_tables.UNIDATA_VERSION == unicodedata.unidata_version, \
-        "Python's Unicode version changed: run `.venv/bin/python -m etl.optimize.ucd`"
+        "Python's Unicode version changed: run `.venv/bin/python -m etl.regexes.ucd`"
     assert dict(ucd_tables.TABLES) == ucd.compute()
 
 

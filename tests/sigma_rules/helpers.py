@@ -11,8 +11,8 @@ import pyarrow as pa
 
 from etl.load.sigma_map import Mapper
 from etl.load.sigma_parse import parse_text
+from etl.matching.matcher import Matcher
 from etl.optimize import compile_rules
-from etl.optimize.matcher import Matcher
 from etl.optimize.reference import eval_node
 from etl.spec.rules import Rule
 

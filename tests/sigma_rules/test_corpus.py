@@ -12,8 +12,8 @@ from sigma.rule import SigmaRule
 
 from etl.load.sigma_map import Mapper
 from etl.load.sigma_parse import parse_file
+from etl.matching.matcher import Matcher
 from etl.optimize import compile_rules
-from etl.optimize.matcher import Matcher
 from etl.optimize.reference import eval_node
 from etl.spec.rules import Rule
 from tests.sigma_rules import pysigma_oracle as oracle

@@ -10,8 +10,6 @@ from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, Transient
 
 
 class FlakySink(AbstractSink):
-    idempotent = True
-
     def __init__(self, spec: Any, ctx: SinkContext, fail_times: int = 0, terminal: bool = False):
         super().__init__(spec, ctx)
         self.fail_times = fail_times

@@ -127,7 +127,7 @@ def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path, mo
 def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark, tmp_path):
     import pyarrow as pa
 
-    from etl.optimize.matcher import Matcher
+    from etl.matching.matcher import Matcher
 
     c = checked(tmp_path, """
         name: t-prefilter
@@ -216,7 +216,7 @@ def test_the_jvm_literal_groups_equal_substring_search(spark):
 def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path):
     import pyarrow as pa
 
-    from etl.optimize.matcher import Matcher
+    from etl.matching.matcher import Matcher
 
     rows = [("curl a | sh", "h"), ("CURL A | BASH", "h"), ("curl a", "h"), ("run MIMIKATZ.exe", None),
             ("\u212axelvin", "h"), ("kxelvin", "h"), ("rm -rf /", "prod-1"), ("rm -rf /", "dev"),

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from etl.optimize import compile_rules
-from etl.optimize.javaregex import Unsupported, expand, translate
 from etl.optimize.jvmprogram import jvm_plan
 from etl.optimize.reference import matched_rules
+from etl.regexes.javaregex import Unsupported, expand, translate
 from etl.spec.rules import Rule
 from tests.optimize.strategies import ALPHABET, like_patterns, literals, regexes, texts, trees_of
 from tests.spark.helpers import checked, run_events

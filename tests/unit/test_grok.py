@@ -42,7 +42,7 @@ def test_types_and_match_conversion():
     g = expand("%{IP:ip} %{NUMBER:n:int} %{NUMBER:f:float} %{WORD:w}")
     assert g.fields == (GrokField("ip", "string", 1), GrokField("n", "int", 2),
                         GrokField("f", "float", 3), GrokField("w", "string", 4))
-    assert g.columns == (("ip", "string"), ("n", "int"), ("f", "float"), ("w", "string"))
+    assert g.captures == (("ip", "string"), ("n", "int"), ("f", "float"), ("w", "string"))
     assert g.match("x 10.0.0.1 42 3.5 hello") == {"ip": "10.0.0.1", "n": 42, "f": 3.5, "w": "hello"}
     assert g.match("nothing here") is None
 
@@ -75,7 +75,7 @@ def test_duplicate_field_names_across_alternatives():
     row = g.match("[Wed Oct 11 14:32:52 2000] [core:warn] [pid 12:tid 34] AH001: boom")
     assert row["timestamp"] == "Wed Oct 11 14:32:52 2000" and row["loglevel"] == "warn"
     assert row["module"] == "core" and row["message"] == "boom"
-    assert [c for c, _ in g.columns].count("timestamp") == 1
+    assert [c for c, _ in g.captures].count("timestamp") == 1
 
 
 def test_oniguruma_named_groups_and_backrefs():

@@ -1,9 +1,9 @@
-"""Hyperscan compiles with a time budget (etl/optimize/hsbound.py)."""
+"""Hyperscan compiles with a time budget (etl/regexes/hsbound.py)."""
 import time
 
 import pytest
 
-from etl.optimize import hsbound, hsregex
+from etl.regexes import hsbound, hsregex
 
 SLOW = r"\w{1,3000}@\w{1,3000}\.\w{2,3000}"  # about 15 s to compile alone on the reference machine
 

@@ -80,7 +80,7 @@ def test_the_command_line_names_known_settings_only():
 
 def test_read_once_then_installed_or_configured(monkeypatch):
     monkeypatch.setenv("ETL_REGEX_BUDGET_S", "0.5")
-    from etl.optimize.regex_budget import budget_s
+    from etl.matching.regex_budget import budget_s
 
     assert budget_s() == 0.5
     monkeypatch.setenv("ETL_REGEX_BUDGET_S", "3")

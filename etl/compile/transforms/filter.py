@@ -29,7 +29,7 @@ filter its own result). Within a micro-batch the shared pass is cached when
 several filters read it, so each row is matched once for all of them.
 
 Undecided rows: Python `re` searches (Hyperscan reports to confirm, patterns it
-rejects) have a time budget (etl.optimize.regex_budget). A search past it
+rejects) have a time budget (etl.matching.regex_budget). A search past it
 leaves the rules that depend on it undecided on that row: the verdict is NULL,
 and `decide` sends such rows to dead letters (reason, the row as JSON) instead
 of keeping or dropping them. Only programs with such patterns (`runs_python_re`)
@@ -95,7 +95,7 @@ def guarded_condition(ctx: CompileContext, node: Node, df: Any) -> Built:
 
 
 def undecided_reason() -> str:
-    from etl.optimize.regex_budget import budget_s
+    from etl.matching.regex_budget import budget_s
 
     return (f"rules undecided: a Python re search of a rule pattern ran past its {budget_s():g} s budget on this "
             "record (catastrophic backtracking); the worker's log names the pattern")
@@ -186,13 +186,13 @@ def _worker_state(key: str, bc: Any, make: Any) -> Any:
 
 
 def _single_matcher(program: Any) -> Any:
-    from etl.optimize.matcher import Matcher
+    from etl.matching.matcher import Matcher
 
     return Matcher(program)
 
 
 def _merged_matcher(merged: Any) -> Any:
-    from etl.optimize.matcher import Matcher
+    from etl.matching.matcher import Matcher
 
     return Matcher(merged.program), merged
 
@@ -303,7 +303,7 @@ def _verdict_udf(bc: Any, key: str, tag: bool) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
 
-    snap = settings.current()  # the driver's: the worker's regex budget (etl.optimize.regex_budget)
+    snap = settings.current()  # the driver's: the worker's regex budget (etl.matching.regex_budget)
 
     def verdict(arr: Any) -> Any:
         settings.use(snap)
@@ -375,13 +375,13 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
         for n in group])
     cols = [hidden[n.id] for n in group]
     key = "merged:" + merged.program.digest
-    snap = settings.current()  # the driver's: the worker's regex budget (etl.optimize.regex_budget)
+    snap = settings.current()  # the driver's: the worker's regex budget (etl.matching.regex_budget)
 
     def run(batches: Any) -> Any:
         import numpy as np
         import pyarrow as pa
 
-        from etl.optimize import split_results
+        from etl.matching.merged import split_results
 
         settings.use(snap)
         m, shipped = _worker_state(key, bc, _merged_matcher)

@@ -127,7 +127,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
 
     values: dict[str, Any] = {}
     raw: dict[str, Any] = {}
-    for name, typ in g.columns:
+    for name, typ in g.captures:
         idx = [i for i, f in enumerate(g.fields) if f.name == name]
         parts = [F.nullif(arr.getItem(i), F.lit("")) for i in idx]
         text = parts[0] if len(parts) == 1 else F.coalesce(*parts)
@@ -136,12 +136,12 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
 
     err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
         F.size(found) == 0, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
-    for name, typ in g.columns:
+    for name, typ in g.captures:
         if typ != "string":
             err = err.when(raw[name].isNotNull() & values[name].isNull(),
                            F.concat(F.lit(f"field '{name}': cannot convert '"), raw[name], F.lit(f"' to {typ}")))
-    names = {name for name, _ in g.columns}
+    names = {name for name, _ in g.captures}
     keep = [F.col(c) for c in df.columns if c not in names and (spec.keep_original or c != spec.field)]
-    shared = staged.select(*keep, *[values[n].alias(n) for n, _ in g.columns],
+    shared = staged.select(*keep, *[values[n].alias(n) for n, _ in g.captures],
                            err.alias(ERR), F.when(err.isNotNull(), line).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)

@@ -7,6 +7,7 @@ import functools
 import os
 from typing import Any
 
+from etl import registry
 from etl.compile.context import CompileContext, CompileError
 from etl.graph.model import Node
 
@@ -24,10 +25,9 @@ def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
             raise CompileError(f"lookup '{node.id}': a {t.format} file cannot be a lookup table", node, "table",
                                "use csv, jsonl or parquet", code="E403")
         return Dimension(table.id, ctx.resolve(t.path), FORMATS[t.format], t.header, t.delimiter, t.schema_), None
-    if t.type == "mysql":
-        from etl.connectors.sources.mysql import read_mysql_table
-
-        reader = functools.partial(read_mysql_table, t, base_dir=ctx.graph.base_dir)
+    read = registry.lookup("source", t.type).load_reader()  # a static table's reader (mysql)
+    if read is not None:
+        reader = functools.partial(read, t, base_dir=ctx.graph.base_dir)
         return Dimension(table.id, columns=t.schema_, reader=reader), t.refresh
     raise CompileError(f"lookup '{node.id}': a {t.type} source cannot be a lookup table", node, "table", code="E403")
 

@@ -36,7 +36,7 @@ def json_lines(df: Any) -> tuple[Any, bool]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructType
 
-    from etl.compile import jvm
+    from etl.connectors.api import jvm
 
     row = F.struct(*[F.col(f"`{c}`") for c in df.columns])
     spark = df.sparkSession

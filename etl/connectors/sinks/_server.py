@@ -16,12 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from etl import dead_letters
 from etl.runtime.sink import AbstractSink, SinkContext, WriteResult
 
 
 class ServerSink(AbstractSink):
-    idempotent = True
-
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self._not_committed: int | None = None  # batch id known not to be committed yet
@@ -55,8 +54,7 @@ def run_tag(ctx: SinkContext) -> str:
     return tag(ctx.checkpoint)
 
 
-DEAD_SCHEMA = pa.schema([("pipeline", pa.string()), ("stage", pa.string()), ("reason", pa.string()),
-                         ("payload", pa.string()), ("time", pa.timestamp("us", tz="UTC"))])
+DEAD_SCHEMA = dead_letters.arrow_schema()
 
 
 class Rejects:

@@ -68,8 +68,6 @@ def run_tag(checkpoint: str | None) -> str:
 
 
 class FileSink(AbstractSink):
-    idempotent = True
-
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self.dir = Path(ctx.resolve(spec.path))

@@ -12,8 +12,6 @@ from etl.runtime.sink import AbstractSink, SinkContext
 
 
 class PrintSink(AbstractSink):
-    idempotent = False
-
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self.shown = 0

@@ -48,8 +48,6 @@ READBACK_GROUP = "etl-sink-readback"
 
 
 class RocketMQSink(AbstractSink):
-    idempotent = False
-
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self._pool: ThreadPoolExecutor | None = None

@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.compile.context import ERR, PAYLOAD, CompileContext, CompileError
-from etl.compile.deadletter import from_shared
-from etl.compile.watermark import with_event_time
+from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, with_event_time
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"

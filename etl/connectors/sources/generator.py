@@ -71,7 +71,7 @@ def spec_options(spec: Any) -> dict[str, Any]:
     return {
         "fields": {n: f.model_dump(mode="json", exclude_none=True) for n, f in spec.fields.items()},
         "count": spec.count, "rate": spec.rate, "seed": spec.seed, "start_time": spec.start_time,
-        "rows_per_batch": spec.rows_per_batch, "columns": spec.columns(),
+        "rows_per_batch": spec.rows_per_batch, "columns": spec.declared_columns(),
     }
 
 
@@ -259,8 +259,7 @@ class GeneratorDataSource(DataSource):
 
 
 def build(ctx: Any, node: Any) -> Any:
-    from etl.compile.context import CompileError
-    from etl.compile.watermark import with_event_time
+    from etl.connectors.api import CompileError, register_data_source, with_event_time
 
     spec = node.spec
     opts = spec_options(spec)
@@ -269,6 +268,7 @@ def build(ctx: Any, node: Any) -> Any:
         parse_time(spec.start_time)
     except ValueError as e:
         raise CompileError(f"generator '{node.id}': {e}", node, "fields", code="E406") from None
+    register_data_source(ctx.spark, GeneratorDataSource)
     parallelism = max(1, ctx.spark.sparkContext.defaultParallelism)
     df = (ctx.spark.readStream.format(NAME).option("spec", json.dumps(opts))
           .option("partitions", str(parallelism)).load())

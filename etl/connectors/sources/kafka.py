@@ -31,9 +31,7 @@ import socket
 import time
 from typing import Any, NamedTuple
 
-from etl.compile.context import CompileContext, CompileError
-from etl.compile.deadletter import from_shared
-from etl.compile.watermark import with_event_time
+from etl.connectors.api import CompileContext, CompileError, from_shared, with_event_time
 from etl.connectors.kafka_security import librdkafka_conf, spark_options, translate_options
 from etl.connectors.sources.messages import decode_json
 from etl.graph.model import Node
@@ -154,7 +152,7 @@ _silent = _Silent()
 
 
 def _require(ctx: CompileContext, node: Node) -> None:
-    from etl.runtime.session import MissingConnector, require_class
+    from etl.connectors.api import MissingConnector, require_class
 
     try:
         require_class(ctx.spark, PROVIDER, f"kafka source '{node.id}'")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.compile.context import ERR, PAYLOAD, CompileError
+from etl.connectors.api import ERR, PAYLOAD, CompileError
 from etl.connectors.sources.file import struct_of
 
 CORRUPT = "_etl_corrupt"

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from etl.compile.context import CompileContext, CompileError
+from etl.connectors.api import CompileContext, CompileError
 from etl.connectors.mysql_conn import (PLAIN_HINT, TLS_HINT, ConnectionSettingsError, connect_kwargs,
                                        jdbc_properties, jdbc_supported, jdbc_url)
 from etl.graph.model import Node
@@ -158,7 +158,7 @@ def read_mysql_jdbc(spark: Any, spec: Any, base_dir: str | None = None) -> Any:
 
 
 def build(ctx: CompileContext, node: Node) -> Any:
-    from etl.runtime.session import MissingConnector, require_class
+    from etl.connectors.api import MissingConnector, require_class
 
     spec = node.spec
     try:

@@ -43,7 +43,6 @@ UNAVAILABLE_GRACE = 120.0  # seconds a pull retries an unreachable broker before
 ROWS_PER_ARROW_BATCH = 4096
 
 log = logging.getLogger("etl.rocketmq")
-_registered: set[int] = set()  # SparkSessions the data source is registered with
 
 
 # ------------------------------------------------------------------ offsets
@@ -268,7 +267,7 @@ def decode(df: Any, spec: Any, node: Any) -> Any:
 
 def check_reachable(node: Any) -> None:
     """Fail the start with the component and its line when the name server does not answer."""
-    from etl.compile.context import CompileError
+    from etl.connectors.api import CompileError
 
     spec = node.spec
     try:
@@ -282,14 +281,11 @@ def check_reachable(node: Any) -> None:
 
 
 def build(ctx: Any, node: Any) -> Any:
-    from etl.compile.deadletter import from_shared
-    from etl.compile.watermark import with_event_time
+    from etl.connectors.api import from_shared, register_data_source, with_event_time
 
     spec = node.spec
     check_reachable(node)
-    if id(ctx.spark) not in _registered:  # registering again logs a warning
-        ctx.spark.dataSource.register(RocketMQDataSource)
-        _registered.add(id(ctx.spark))
+    register_data_source(ctx.spark, RocketMQDataSource)
     raw = ctx.spark.readStream.format(NAME).option("spec", json.dumps(spec_options(spec, node.id))).load()
     out = decode(raw, spec, node)
     if spec.event_time is not None:

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from etl.optimize.ir import And, Const, Expr, Not, Or, Pred
+from etl.matching.ir import And, Const, Expr, Not, Or, Pred
 
 
 def fold(e: Expr, value_of: Callable[[int], bool | None]) -> Expr:

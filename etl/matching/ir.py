@@ -308,7 +308,7 @@ class FilterProgram:
     @property
     def runs_python_re(self) -> bool:
         """Does some pattern run in Python ``re`` (a fallback, or a Hyperscan report to confirm)? Such a search
-        may give up (etl.optimize.regex_budget) and leave a row undecided."""
+        may give up (etl.matching.regex_budget) and leave a row undecided."""
         return bool(self.fallbacks) or any(not p.exact for d in self.databases for p in d.patterns)
 
     def with_pass(self, name: str, **changes: Any) -> "FilterProgram":

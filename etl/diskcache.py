@@ -34,6 +34,7 @@ from typing import Any, Iterable
 MIN_PATTERNS = 64
 MIN_RULES = 64
 _MAGIC = b"etl-cache-1\n"
+_VERSIONED = ("optimize", "matching", "regexes")  # packages whose code a cached program or memo depends on
 
 
 def cache_dir() -> Path | None:
@@ -81,14 +82,13 @@ def platform_tag() -> str:
 
 @lru_cache(maxsize=1)
 def optimizer_version() -> str:
-    """Digest of the optimizer's own source: a changed optimizer never reuses an old program."""
+    """Digest of the optimizer's and the rule runtime's source: a changed optimizer never reuses an old program."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for f in sorted(here.glob("*.py")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
-    from etl.spec import rules as spec_rules
-
-    h.update(Path(spec_rules.__file__).read_bytes())
+    for pkg in _VERSIONED:
+        for f in sorted((here / pkg).glob("*.py")):
+            h.update(f"{pkg}/{f.name}".encode() + b"\0" + f.read_bytes())
+    h.update((here / "spec" / "rules.py").read_bytes())  # the rule language itself
     return h.hexdigest()
 
 

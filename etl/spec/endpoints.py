@@ -1,5 +1,7 @@
 """Checks of the servers and names a pipeline connects to, before anything connects (E102).
 
+A spec's `endpoint_problems()` hook returns them (etl.graph.checks reports each one at its field):
+
 * MySQL host: a host name, an IPv4 address or an IPv6 address, nothing else: a host or a
   database is pasted into a JDBC URL (`jdbc:mysql://host:port/database?...`), where `/`, `?`,
   `&`, `;`, `#`, `@`, spaces... would add parameters (`?allowLocalInfile=true`) or another host.
@@ -16,8 +18,6 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from etl.diagnostics import Report, Span, short_repr
-from etl.graph.model import Graph, is_placeholder
 
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\Z")
 _IDENT = re.compile(r"[A-Za-z0-9_$]{1,64}\Z")
@@ -67,36 +67,27 @@ def es_host_problem(url: Any) -> str | None:
     return None
 
 
-def check_endpoints(graph: Graph, report: Report) -> None:
-    nodes = [n for n in graph.nodes.values() if n.type in ("mysql", "elasticsearch") and not is_placeholder(n.spec)]
-    dl = getattr(graph.pipeline, "dead_letter", None)
-    for node in nodes:
-        _check(node.spec, node.path, f"{node.kind} '{node.id}'", graph, report, node.span)
-    if dl is not None and getattr(dl, "type", None) in ("mysql", "elasticsearch"):
-        _check(dl, ("dead_letter",), "the dead-letter sink", graph, report, Span(graph.name))
+Problem = tuple[tuple, object, str]  # (keys of the field, its value, why it is refused)
 
 
-def _check(spec: Any, path: tuple, what: str, graph: Graph, report: Report, fallback: Span) -> None:
-    def bad(keys: tuple, value: Any, why: str) -> None:
-        span = graph.smap.value(path + keys) if graph.smap is not None else fallback
-        report.error("E102", f"invalid {'.'.join(map(str, keys))} {short_repr(value)} of {what}: {why}", span)
+def mysql_problems(spec: Any) -> list[Problem]:
+    """What is wrong with a mysql source's or sink's host, port, database, table and key columns."""
+    out: list[Problem] = []
+    for keys, value, why in (
+            (("host",), spec.host, host_problem(spec.host)),
+            (("database",), spec.database, identifier_problem(spec.database)),
+            (("table",), spec.table, spec.table is not None and identifier_problem(spec.table, dotted=True))):
+        if why:
+            out.append((keys, value, why))
+    if not 1 <= int(spec.port) <= 65535:
+        out.append((("port",), spec.port, "a port is between 1 and 65535"))
+    for i, col in enumerate(getattr(spec, "key", None) or []):
+        why = column_problem(col)
+        if why:
+            out.append((("key", i), col, why))
+    return out
 
-    if spec.type == "mysql":
-        for keys, value, why in (
-                (("host",), spec.host, host_problem(spec.host)),
-                (("database",), spec.database, identifier_problem(spec.database)),
-                (("table",), spec.table, spec.table is not None and identifier_problem(spec.table, dotted=True))):
-            if why:
-                bad(keys, value, why)
-        if not 1 <= int(spec.port) <= 65535:
-            bad(("port",), spec.port, "a port is between 1 and 65535")
-        for i, col in enumerate(getattr(spec, "key", None) or []):
-            why = column_problem(col)
-            if why:
-                bad(("key", i), col, why)
-    else:
-        for i, url in enumerate(spec.hosts):
-            why = es_host_problem(url)
-            if why:
-                bad(("hosts", i), url, why)
 
+def es_problems(spec: Any) -> list[Problem]:
+    """What is wrong with an elasticsearch sink's hosts."""
+    return [(("hosts", i), url, why) for i, url in enumerate(spec.hosts) if (why := es_host_problem(url))]

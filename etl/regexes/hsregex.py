@@ -9,7 +9,7 @@ Python's own parser and re-emitted construct by construct:
 
 * every character class (``.``, ``[...]``, ``\\d``, a caseless letter ...) becomes
   the exact set of code points Python matches (Python's category tables and
-  case folding, precomputed in :mod:`etl.optimize.ucd`; Python itself is asked
+  case folding, precomputed in :mod:`etl.regexes.ucd`; Python itself is asked
   about the code points case folding can affect), written as explicit ranges;
   huge Unicode sets keep their ASCII part exact and accept every non-ASCII code
   point (a superset: reports on non-ASCII values are confirmed with ``re``);
@@ -41,8 +41,8 @@ from typing import Iterable
 import _sre
 import hyperscan
 
-from etl.optimize.ucd import fold_string
-from etl.optimize.ucd import tables as ucd_tables
+from etl.regexes.ucd import fold_string
+from etl.regexes.ucd import tables as ucd_tables
 
 MAX_CP = 0x10FFFF
 ASCII_MAX = 0x7F
@@ -129,7 +129,7 @@ def _intersect(a: Ranges, b: Ranges) -> Ranges:
 
 @lru_cache(maxsize=4096)
 def _fold_matches(atom: str, flags: int) -> Ranges:
-    """The ``fold`` code points (see :mod:`etl.optimize.ucd`) a one-character pattern matches, asking Python."""
+    """The ``fold`` code points (see :mod:`etl.regexes.ucd`) a one-character pattern matches, asking Python."""
     return _from_chars(re.findall(atom, fold_string(), flags))
 
 
@@ -161,7 +161,7 @@ def _class_ranges(items: list, flags: int) -> Ranges:
     """Exact code point set of a parsed ``[...]`` (IN) under ``flags``.
 
     Case-sensitively a class is the union of its items (negated with ``^``):
-    set algebra over the category tables of :mod:`etl.optimize.ucd`. With
+    set algebra over the category tables of :mod:`etl.regexes.ucd`. With
     IGNORECASE only the ``fold`` code points can answer differently, so Python
     itself is asked about those few thousand and the case-sensitive answer
     holds everywhere else."""
@@ -198,7 +198,7 @@ def _class_ranges(items: list, flags: int) -> Ranges:
 
 @lru_cache(maxsize=4096)
 def _caseless_literal(c: int, flags: int) -> Ranges:
-    # outside the fold set no character is caseless-equal to another one (see etl.optimize.ucd)
+    # outside the fold set no character is caseless-equal to another one (see etl.regexes.ucd)
     return _merge(_fold_matches(_u(c), flags) + ((c, c),))
 
 
@@ -482,9 +482,9 @@ def translate(regex: str, flags: int = 0, relax: bool = False) -> Translation:
 def test_compile(expression: str, flags: int) -> str | None:
     """Compile one expression alone; the Hyperscan error text, or None when it compiles.
 
-    A compile that may be slow gets a time budget (etl/optimize/hsbound.py); past it, the
+    A compile that may be slow gets a time budget (etl/regexes/hsbound.py); past it, the
     expression counts as rejected."""
-    from etl.optimize.hsbound import PATTERN_BUDGET_S, BudgetExceeded, bounded, can_fork, may_be_slow
+    from etl.regexes.hsbound import PATTERN_BUDGET_S, BudgetExceeded, bounded, can_fork, may_be_slow
 
     if may_be_slow(expression) and can_fork():
         key = (expression, flags)

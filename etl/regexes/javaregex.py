@@ -9,7 +9,7 @@ parser and written anew, construct by construct, without any Java flag:
 
 * every character class (a literal, caseless or not, ``.``, ``[...]``,
   ``\\d`` ...) becomes the exact set of code points Python matches (the sets of
-  :mod:`etl.optimize.hsregex`: Python's category tables and case folding);
+  :mod:`etl.regexes.hsregex`: Python's category tables and case folding);
 * anchors become what Python means: ``$`` is ``(?=\\n?\\z)``, multiline ``^`` is
   ``(?:\\A|(?<=\\n))``, ``\\Z`` is ``\\z``; ``\\b``/``\\B`` are lookarounds over
   Python's word set (``\\B`` never holds in an empty string, as in Python 3.11);
@@ -36,7 +36,7 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass
 from functools import lru_cache
 
-from etl.optimize.hsregex import (Ranges, _category_ranges, _class_ranges, _clip_ascii, _complement, _literal_ranges,
+from etl.regexes.hsregex import (Ranges, _category_ranges, _class_ranges, _clip_ascii, _complement, _literal_ranges,
                                   _not_literal_ranges)
 
 _I, _S, _M, _A, _L = int(re.IGNORECASE), int(re.DOTALL), int(re.MULTILINE), int(re.ASCII), int(re.LOCALE)

@@ -23,7 +23,7 @@ there fast:
 
 Hyperscan databases are loaded lazily, once per process and program digest
 (``hyperscan.loadb``), each with its own ``hyperscan.Scratch`` per thread.
-An optional pre-fingerprint cache (:mod:`etl.optimize.fpcache`) short-cuts
+An optional pre-fingerprint cache (:mod:`etl.matching.fpcache`) short-cuts
 repeated events and switches itself off when it does not pay.
 """
 
@@ -41,11 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from etl.optimize.columns import BatchView, eval_native, to_np, value_kind
-from etl.optimize.fpcache import FingerprintCache
-from etl.optimize.ir import And, Const, Expr, FilterProgram, Or, Pred, leaves
-from etl.optimize.regex_budget import searches
-from etl.optimize.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold, skeleton
+from etl.matching.batch import BatchView, eval_native, to_np, value_kind
+from etl.matching.fpcache import FingerprintCache
+from etl.matching.ir import And, Const, Expr, FilterProgram, Or, Pred, leaves
+from etl.matching.regex_budget import searches
+from etl.matching.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold, skeleton
 
 # --------------------------------------------------------------------------- results
 
@@ -58,7 +58,7 @@ class MatchResult:
     """Matched (row, rule index) pairs of one batch, sorted by row then rule.
 
     ``undecided_rows``/``undecided_rules``: (row, rule) pairs whose value is unknown because a Python ``re``
-    search they depend on gave up (etl.optimize.regex_budget); such a pair is never in rows/rules."""
+    search they depend on gave up (etl.matching.regex_budget); such a pair is never in rows/rules."""
 
     num_rows: int
     rows: np.ndarray  # int64
@@ -144,7 +144,7 @@ class _Database:
             try:
                 self._db = hyperscan.loadb(self.spec.serialized, hyperscan.HS_MODE_BLOCK)
             except hyperscan.error:  # compiled for another CPU (a cluster of mixed machines): build it here
-                from etl.optimize.fallback import compile_database
+                from etl.matching.hsdb import compile_database
 
                 self._db = compile_database(self.spec.patterns)
         scratch = getattr(self._local, "scratch", None)
@@ -466,7 +466,7 @@ class _Runtime:
 
     def _refine(self, db: _Database, text: pa.Array, values: _Values, rows, hr: np.ndarray, hp: np.ndarray):
         """Apply the row modes of non-exact patterns: confirm reports, or let Python decide; also (rows,
-        pattern ids) of the searches that gave up (see etl.optimize.regex_budget)."""
+        pattern ids) of the searches that gave up (see etl.matching.regex_budget)."""
         ascii_rows = to_np(pc.string_is_ascii(text))
         # reports that need a look: superset patterns on ASCII values, non-exact ones on other values
         look = ~db.exact[hp] & np.where(ascii_rows[hr], db.ascii_confirm[hp], True)
@@ -651,8 +651,3 @@ class Matcher:
         u = np.array(undecided, np.int64).reshape(-1, 2)
         return MatchResult(batch.num_rows, np.array(out_rows, np.int64), np.array(out_rules, np.int64), self.rule_ids,
                            u[:, 0].copy(), u[:, 1].copy())
-
-
-def match_batch(program: FilterProgram, batch: pa.RecordBatch, cache: bool = False) -> MatchResult:
-    """One-shot convenience (no cache by default)."""
-    return Matcher(program, cache=cache).match(batch)

@@ -1,0 +1,32 @@
+"""What a connector may use of the engine: the one module connectors import instead of compile internals.
+
+A source builder gets a CompileContext and its Node and returns a DataFrame (or
+a Built with dead letters); it raises CompileError for a problem the user must
+act on. Stages that can fail on a row keep its reason in ERR and its text in
+PAYLOAD, and `from_shared` splits good rows from dead letters. Sinks build on
+etl.runtime.sink (AbstractSink), one layer below the connectors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.compile import jvm
+from etl.compile.context import CompileContext, CompileError
+from etl.compile.deadletter import from_shared
+from etl.compile.watermark import with_event_time
+from etl.dead_letters import ERR, PAYLOAD
+from etl.runtime.session import MissingConnector, require_class
+
+__all__ = ["ERR", "PAYLOAD", "CompileContext", "CompileError", "MissingConnector", "from_shared", "jvm",
+           "register_data_source", "require_class", "with_event_time"]
+
+_registered: set[tuple[int, str]] = set()  # (SparkSession, data source) pairs already registered
+
+
+def register_data_source(spark: Any, source_cls: type) -> None:
+    """Register a Python data source with this session once (registering again logs a warning)."""
+    key = (id(spark), f"{source_cls.__module__}.{source_cls.__qualname__}")
+    if key not in _registered:
+        spark.dataSource.register(source_cls)
+        _registered.add(key)

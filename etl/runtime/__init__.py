@@ -1,0 +1,1 @@
+"""Running queries: the Spark session, query lifecycle, AbstractSink batching, checkpoints, progress."""

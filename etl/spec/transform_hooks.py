@@ -1,0 +1,359 @@
+"""What the graph and `etl explain` ask of each built-in transform: its output columns and its explain lines.
+
+One mixin per transform type, a base of its spec class in etl.spec.transforms
+(a plugin transform defines the two methods on its own spec class). Each
+`output_columns(cx, node, inputs)` gives the node's columns from its inputs'
+and checks every column it reads, reporting through `cx`, the column pass
+(etl.graph.columns.ColumnPass); see etl.spec.base.Component.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.spec.aggregates import output_type
+
+Cols = dict[str, str]
+
+
+class FilterHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        if self.expr is not None:
+            cx.expr(node, ("expr",), self.expr, cols, cx.where(node, "expr"))
+        if cols is not None:
+            from etl.spec.rules import walk_predicates
+
+            absent = []
+            for sr in cx.graph.rules.get(node.id, ()):
+                if getattr(sr, "sigma", None) is not None:
+                    absent.extend(_sigma_fields(cx, node, sr, cols))
+                    continue
+                for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
+                    cx.need(cols, pred.field, sr.span_of(*ppath, "field"),
+                            f"rule '{sr.rule.id}' of filter '{node.id}'")
+            if absent:  # such a Sigma rule never matches: it is left out of the filter
+                cx.graph.rules[node.id] = tuple(r for r in cx.graph.rules[node.id] if r.rule.id not in absent)
+                if cx.graph.sigma.get(node.id) is not None:
+                    cx.graph.sigma[node.id].absent = len(absent)
+            if self.mode == "tag":
+                from etl.spec.sigma import DETAIL_TYPE
+
+                cols[self.tag_field] = DETAIL_TYPE if self.details else "array<string>"
+            elif self.mode == "alerts":
+                from etl.spec.sigma import ALERT_COLUMNS
+
+                cols.pop(cx.find(cols, self.tag_field) or self.tag_field, None)
+                cols.update(ALERT_COLUMNS)
+        if self.mode == "tag":
+            cx.internal(node, self.tag_field, cx.span(node, "tag_field"))
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        out = [f"mode {self.mode}" + (f", tag field {self.tag_field}" if self.mode == "tag" else "")]
+        if self.expr:
+            out.append(f"expr: {self.expr}")
+        return out
+
+
+def _sigma_fields(cx: Any, node: Any, sr: Any, cols: Cols) -> list[str]:
+    """W341 for a Sigma rule reading a column the events do not have; returns [its id] then."""
+    missing = [(f, sf) for f, sf in sr.fields
+               if cx.find(cols, f) is None and cx.find(cols, f.split(".", 1)[0]) is None]
+    if not missing:
+        return []
+    cx.report.warning("W341", f"{sr.name} (filter '{node.id}') reads "
+                      + ", ".join(f"'{f}'" for f, _ in missing) + " that the events do not have: it never "
+                      "matches", sr.field_span(missing[0][1]), "map the Sigma field onto an event column with "
+                      "`sigma.field_mapping` (or a `preset`), or select the rules of this log source only")
+    return [sr.rule.id]
+
+
+class DeriveHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        for name, text in self.columns.items():
+            cx.internal(node, name, cx.key_span(node, "columns", name))
+            cx.expr(node, ("columns", name), text, cols, cx.where(node, f"columns.{name}"))
+            if cols is not None:
+                existing = cx.find(cols, name)
+                typ = cx.guess_type(text, cols)
+                if existing is not None and existing != name:
+                    del cols[existing]
+                cols[existing or name] = typ
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        return [f"{k} = {v}" for k, v in self.columns.items()]
+
+
+class SelectHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        out: Cols | None = {}
+        for i, text in enumerate(self.fields or []):
+            p = cx.expr(node, ("fields", i), text, cols, cx.where(node, f"fields[{i}]"))
+            if out is None or p is None:
+                out = None if p is None else out
+                continue
+            if p.star:
+                out = None if cols is None else {**out, **cols}
+            elif p.bare:
+                src = cx.find(cols, p.name) if cols is not None else None
+                out[src or p.name] = cols[src] if src else "unknown"
+            else:
+                cx.internal(node, p.name, cx.span(node, "fields", i))
+                out[p.name or text.strip()] = cx.guess_type(text, cols)
+        if self.fields is None:
+            out = None if cols is None else dict(cols)
+        for old, new in self.rename.items():
+            cx.internal(node, new, cx.span(node, "rename", old))
+            found = cx.need(out, old, cx.key_span(node, "rename", old), cx.where(node, "rename"))
+            if found is not None and out is not None:
+                out = {(new if k == found else k): v for k, v in out.items()}
+        for i, name in enumerate(self.drop):
+            found = cx.need(out, name, cx.span(node, "drop", i), cx.where(node, "drop"))
+            if found is not None and out is not None:
+                out.pop(found, None)
+        return out
+
+    def explain_lines(self: Any) -> list[str]:
+        out = []
+        if self.fields is not None:
+            out.append("fields: " + ", ".join(self.fields))
+        if self.rename:
+            out.append("rename: " + ", ".join(f"{a} -> {b}" for a, b in self.rename.items()))
+        if self.drop:
+            out.append("drop: " + ", ".join(self.drop))
+        return out
+
+
+class GrokHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        from etl.grok import GrokError, expand
+
+        cols = cx.first(inputs)
+        found = cx.need(cols, self.field, cx.span(node, "field"), cx.where(node, "field"))
+        try:
+            g = expand(self.pattern, self.custom_patterns or None)
+        except GrokError as e:
+            hint = e.hint
+            if e.suggestions:
+                hint = "did you mean " + " or ".join(f"'{s}'" for s in e.suggestions) + "?"
+            msg = e.message.removeprefix("grok: ").split(" (did you mean")[0]
+            span = cx.span(node, "pattern")
+            if e.name and cx.smap is not None and f"%{{{e.name}" in self.pattern:
+                span = cx.inner(node, ("pattern",), self.pattern, self.pattern.index(f"%{{{e.name}") + 2)
+            if hint is None:
+                hint = ("pattern names are those of Logstash (e.g. IP, NUMBER, COMBINEDAPACHELOG) or your "
+                        "custom_patterns" if e.name else "custom_patterns values are regular expressions")
+            cx.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint)
+            return None
+        for name, _ in g.captures:
+            cx.internal(node, name, self._capture_span(cx, node, name))
+        if cols is None:
+            return None
+        if not self.keep_original and found is not None:
+            cols.pop(found, None)
+        spark = {"string": "string", "int": "int", "float": "float"}
+        for name, typ in g.captures:
+            cols[cx.find(cols, name) or name] = spark[typ]
+        return cols
+
+    def _capture_span(self: Any, cx: Any, node: Any, name: str) -> Any:
+        """Where grok capture `name` is written: in the pattern, else in the custom pattern defining it."""
+        for keys, text in [(("pattern",), self.pattern)] + [(("custom_patterns", k), v)
+                                                          for k, v in self.custom_patterns.items()]:
+            for mark in (f":{name}}}", f":{name}:", f"<{name}>"):
+                if mark in text:
+                    return cx.inner(node, keys, text, text.index(mark) + 1)
+        return cx.span(node, "pattern")
+
+    def explain_lines(self: Any) -> list[str]:
+        return [f"{self.field} =~ {self.pattern}" + ("" if self.keep_original else f" (drops {self.field})"),
+                f"on error: {self.on_error}"]
+
+
+class ParseHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cx.check_types(node, self.schema_)
+        for name in self.schema_:
+            cx.internal(node, name, cx.key_span(node, "schema", name))
+        cols = cx.first(inputs)
+        found = cx.need(cols, self.field, cx.span(node, "field"), cx.where(node, "field"))
+        if cols is None:
+            return None
+        if not self.keep_original and found is not None:
+            cols.pop(found, None)
+        for name, typ in self.schema_.items():
+            cols[cx.find(cols, name) or name] = typ
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        return [f"{self.field} as {self.format}" + ("" if self.keep_original else f" (drops {self.field})"),
+                f"on error: {self.on_error}"]
+
+
+class UnionHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        if not inputs or any(c is None for _, c in inputs):
+            return None
+        out: Cols = {}
+        for _, c in inputs:
+            for k, v in c.items():
+                if cx.find(out, k) is None:
+                    out[k] = v
+        for e, c in inputs:
+            missing = [k for k in out if cx.find(c, k) is None]
+            if missing:
+                cx.report.warning("W312", f"input '{e.ref}' of union '{node.id}' lacks column"
+                                  f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} (filled with null)",
+                                  e.span or node.span, "give every input of a union the same columns")
+        return out
+
+    def explain_lines(self: Any) -> list[str]:
+        return []
+
+
+class RouteHooks:
+    @classmethod
+    def raw_refs(cls, item: dict) -> tuple[tuple[str, ...] | None, str | None]:
+        routes = item.get("routes")
+        if not isinstance(routes, dict) or not all(isinstance(k, str) for k in routes):
+            return None, None
+        default = item.get("default")
+        return tuple(routes) + ((default,) if isinstance(default, str) else ()), None
+
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        for label, cond in self.routes.items():
+            cx.expr(node, ("routes", label), cond, cols, cx.where(node, f"routes.{label}"))
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        out = [f"{label}: {cond}" for label, cond in self.routes.items()]
+        if self.default:
+            out.append(f"{self.default}: (no route matched)")
+        if self.exclusive:
+            out.append("exclusive: first matching route only")
+        return out
+
+
+class WindowHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        if self.event_time is not None:
+            cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
+        out: Cols | None = {}
+        for i, g in enumerate(self.group_by):
+            p = cx.expr(node, ("group_by", i), g, cols, cx.where(node, f"group_by[{i}]"))
+            if p is None:
+                out = None
+            elif out is not None and p.bare:
+                src = cx.find(cols, p.name) if cols is not None else None
+                out[src or p.name] = cols[src] if src else "unknown"
+            elif out is not None:
+                out[p.name or g.strip()] = cx.guess_type(g, cols)
+        if out is None:
+            return None
+        out["window_start"] = "timestamp"
+        out["window_end"] = "timestamp"
+        for i, agg in enumerate(self.aggregates):
+            cx.internal(node, agg.as_, cx.span(node, "aggregates", i, "as"))
+            src = None
+            if agg.field is not None and agg.field != "*":
+                src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
+                              cx.where(node, f"aggregates[{i}].field"))
+            in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
+            out[agg.as_] = output_type(agg.fn, in_type)
+        if self.having is not None:
+            cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
+        return out
+
+    def explain_lines(self: Any) -> list[str]:
+        shape = {"tumbling": f"size {self.size}", "sliding": f"size {self.size} slide {self.slide}",
+                 "session": f"gap {self.gap}"}[self.kind]
+        et = self.event_time
+        tm = f"{self.time} time" + (f" {et.field} (watermark {et.watermark})" if et else "")
+        out = [f"{self.kind} {shape}, {tm}"]
+        if self.group_by:
+            out.append("group by: " + ", ".join(self.group_by))
+        out.append("aggregates: " + ", ".join(f"{a.as_} = {a.fn}({a.field or '*'}"
+                                              + (f", {a.n}" if a.n else "") + ")" for a in self.aggregates))
+        if self.having:
+            out.append(f"having: {self.having}")
+        emit = self.emit
+        if emit.early is not None or emit.late != "drop":  # shown so SQL's EMIT and YAML's emit compare too
+            late = "late events " + ("to dead letters" if emit.late != "drop" else "dropped")
+            out.append("emit: " + ", ".join(([f"early every {emit.early}"] if emit.early is not None else [])
+                                            + [late]))
+        return out
+
+
+class JoinHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        if len(inputs) != 2:
+            return None
+        (le, left), (re_, right) = inputs
+        for i, key in enumerate(self.on):
+            cx.need(left, key, cx.span(node, "on", i), f"join '{node.id}' (on[{i}], left input '{le.ref}')")
+            cx.need(right, key, cx.span(node, "on", i), f"join '{node.id}' (on[{i}], right input '{re_.ref}')")
+        if self.left_time is not None:
+            cx.event_time_field(node, ("left_time", "field"), self.left_time.field, left)
+        if self.right_time is not None:
+            cx.event_time_field(node, ("right_time", "field"), self.right_time.field, right)
+        if left is None or right is None:
+            return None
+        out = dict(left)  # as etl.compile.joining: left columns, then the right's non-key ones, a name the
+        for k, v in right.items():  # left already uses renamed <right input id>_<name>
+            if k not in self.on:
+                out[f"{re_.src}_{k}" if k in left else k] = v
+        return out
+
+    def explain_lines(self: Any) -> list[str]:
+        return [f"{self.how} join on {', '.join(self.on)} within {self.within}"]
+
+
+class LookupHooks:
+    @classmethod
+    def raw_refs(cls, item: dict) -> tuple[tuple[str, ...] | None, str | None]:
+        table = item.get("table")
+        return None, table if isinstance(table, str) else None
+
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        table_edge = next((e for e in node.inputs if e.role == "table"), None)
+        table = cx.columns_of(table_edge.ref) if table_edge is not None else None
+        for ev_col, tab_col in self.on.items():
+            cx.need(cols, ev_col, cx.key_span(node, "on", ev_col), cx.where(node, "on"))
+            cx.need(table, tab_col, cx.span(node, "on", ev_col), f"lookup table '{self.table}'")
+        for i, f in enumerate(self.fields or []):
+            cx.need(table, f, cx.span(node, "fields", i), f"lookup table '{self.table}'")
+        if cols is None or table is None:
+            return None
+        keys = {v.lower() for v in self.on.values()}
+        add = self.fields if self.fields is not None else [c for c in table if c.lower() not in keys]
+        for f in add:
+            src = cx.find(table, f)
+            if src is not None and cx.find(cols, src) is None:
+                cols[src] = table[src]
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        on = ", ".join(f"{a} = {self.table}.{b}" for a, b in self.on.items())
+        return [f"{self.how} lookup on {on}, store {self.store}"
+                + (f", refresh {self.refresh}" if self.refresh is not None else "")]
+
+
+class DedupeHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
+        cols = cx.first(inputs)
+        for i, k in enumerate(self.keys):
+            cx.need(cols, k, cx.span(node, "keys", i), cx.where(node, f"keys[{i}]"))
+        if self.event_time is not None:
+            cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        et = self.event_time
+        return ["keys: " + ", ".join(self.keys) + (f", event time {et.field} (watermark {et.watermark})" if et else "")]
