@@ -43,6 +43,10 @@ def run(
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
     allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
                                                    "rule_files may read (repeatable)"),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this "
+                                               "port (GET /metrics)"),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="address the metrics port listens on "
+                                     "(0.0.0.0: every interface)"),
 ) -> None:
     """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly.
 
@@ -63,7 +67,7 @@ def run(
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
-                   progress="none" if quiet else progress)
+                   progress="none" if quiet else progress, metrics_port=metrics_port, metrics_host=metrics_host)
     leave(code)
 
 
@@ -106,7 +110,7 @@ def leave(code: int) -> None:
 
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
-            progress: str) -> int:
+            progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> int:
     from etl.compile.context import CompileError
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
@@ -128,7 +132,11 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
+    from etl.runtime.control import Control
+
+    control = Control(plan.name, metrics_port, metrics_host)  # metrics, etl tap, etl top
+    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
+                                                 control=control))
     stops = {"n": 0}
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -144,6 +152,13 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
         typer.echo(report(diag, log, stack, redact), err=True)
         return 1
 
+    try:
+        control.start(runner.checkpoint)
+    except OSError as e:  # the metrics port is taken
+        typer.echo(redact(f"etl run: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}"), err=True)
+        control.close()
+        spark.stop()
+        return 2
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with runner.progress, PythonLog(log):
@@ -165,6 +180,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             typer.echo(redact(f"etl run: {plan.name}: {runner.progress.summary()}"), err=True)
         return 0
     finally:
+        control.close()
         for s, h in previous.items():
             signal.signal(s, h)
         if not under_spark_submit():
