@@ -12,7 +12,8 @@ import json
 import os
 import sys
 import time
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
 from urllib.request import urlopen
@@ -66,16 +67,16 @@ def tap_lines(address: str, components: list[str], limit: int, every: float, dea
 @app.command()
 def tap(
     path: str = typer.Argument(..., help="pipeline file (of a running `etl run`)"),
-    components: Optional[list[str]] = typer.Argument(None, help="component ids (default: every source and "
+    components: list[str] | None = typer.Argument(None, help="component ids (default: every source and "
                                                      "transform a micro-batch computes)"),
     limit: int = typer.Option(5, "--limit", min=1, help="rows per component and sample"),
     every: float = typer.Option(1.0, "--every", min=0.0, help="seconds between two samples of a component"),
     dead_letters: bool = typer.Option(False, "--dead-letters", help="sample the components' dead letters instead"),
     output: str = typer.Option("json", "--format", help="json (one line per row) or table"),
     count: int = typer.Option(0, "--count", min=0, help="stop after this many rows (0: until the pipeline stops)"),
-    address: Optional[str] = typer.Option(None, "--address", help="control address of the run (HOST:PORT)"),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint folder the run uses"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    address: str | None = typer.Option(None, "--address", help="control address of the run (HOST:PORT)"),
+    checkpoint: str | None = typer.Option(None, "--checkpoint", help="checkpoint folder the run uses"),
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
     """Print a sample of the rows flowing out of components of a running pipeline (its sinks are unaffected)."""
     if output not in ("json", "table"):

@@ -49,7 +49,7 @@ class Tap:
     limit: int
     every: float
     dead: bool = False
-    rows: "queue.Queue[dict[str, Any]]" = field(default_factory=lambda: queue.Queue(maxsize=10_000))
+    rows: queue.Queue[dict[str, Any]] = field(default_factory=lambda: queue.Queue(maxsize=10_000))
     last: dict[str, float] = field(default_factory=dict)
 
     def due(self, component: str, now: float) -> bool:
@@ -86,7 +86,7 @@ class Control:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"pipeline": self.pipeline, "address": self.address, "pid": os.getpid(),
-                                       "started": datetime.datetime.now(datetime.timezone.utc).isoformat()}))
+                                       "started": datetime.datetime.now(datetime.UTC).isoformat()}))
             os.replace(tmp, path)
             self._run_file = path
         except OSError as e:
@@ -99,7 +99,7 @@ class Control:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 url = urlparse(self.path)
                 if url.path == "/metrics":
                     self._send(200, control.metrics.text(), "text/plain; version=0.0.4; charset=utf-8")

@@ -166,7 +166,7 @@ def _seconds(stamp: str | None) -> float | None:
     if not stamp:
         return None
     try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        return datetime.datetime.fromisoformat(stamp).timestamp()
     except ValueError:
         return None
 

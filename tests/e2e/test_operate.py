@@ -102,7 +102,7 @@ def operated(tmp_path_factory):
                                                                             ("query", "src")))] == 2 and m)
     finally:
         run.send_signal(signal.SIGTERM)
-        out, err = run.communicate(timeout=120)
+        _, err = run.communicate(timeout=120)
     assert run.returncode == 0, err[-3000:]
     return {"work": work, "tapped": tapped, "metrics": metrics, "progress": err}
 
