@@ -59,11 +59,7 @@ class View:
         return f"{s / c * 1000:,.0f}" if c else "-"
 
     def tables(self) -> list[Any]:
-        from rich.table import Table
-
-        comp = Table(title="components", title_justify="left")
-        for c in ("component", "kind", "in/s", "out/s", "in", "out", "flush ms", "retries"):
-            comp.add_column(c, justify="left" if c in ("component", "kind") else "right")
+        comp = _table("components", ("component", "kind", "in/s", "out/s", "in", "out", "flush ms", "retries"), 2)
         rows_in = by(self.now, "etl_component_rows_in_total", "component")
         rows_out = by(self.now, "etl_component_rows_out_total", "component")
         retries = by(self.now, "etl_sink_retries_total", "component")
@@ -74,9 +70,8 @@ class View:
                          f"{rows_out.get(c, 0):,.0f}",
                          self.mean_ms("etl_sink_flush_seconds", "component", c) if c in retries else "-",
                          f"{retries[c]:,.0f}" if c in retries else "-")
-        queries = Table(title="queries", title_justify="left")
-        for c in ("query", "batches", "in/s", "batch ms", "dead letters", "watermark", "lag s", "state rows"):
-            queries.add_column(c, justify="left" if c in ("query", "watermark") else "right")
+        queries = _table("queries", ("query", "batches", "in/s", "batch ms", "dead letters", "watermark", "lag s",
+                                     "state rows"), 1, "watermark")
         batches = by(self.now, "etl_batches_total", "query")
         dead = by(self.now, "etl_dead_letters_total", "query")
         wm = by(self.now, "etl_watermark_seconds", "query")
@@ -89,6 +84,16 @@ class View:
                             self.mean_ms("etl_batch_duration_seconds", "query", q), f"{dead.get(q, 0):,.0f}", mark,
                             f"{lag[q]:,.1f}" if q in lag else "-", f"{state.get(q, 0):,.0f}")
         return [comp, queries]
+
+
+def _table(title: str, columns: tuple[str, ...], left: int, *also_left: str) -> Any:
+    """A table whose first `left` columns (and `also_left`) are left-aligned, the numbers right-aligned."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for i, c in enumerate(columns):
+        t.add_column(c, justify="left" if i < left or c in also_left else "right")
+    return t
 
 
 def _order(kind: str) -> int:
