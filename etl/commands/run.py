@@ -45,6 +45,8 @@ def run(
                                                    "rule_files may read (repeatable)"),
     metrics_port: Optional[int] = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this "
                                                "port (GET /metrics)"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="light: local[1], a 512 MB heap not pre-touched, "
+                                          "bounded state stores (the whole run within 1 core and 1 GB)"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="address the metrics port listens on "
                                      "(0.0.0.0: every interface)"),
 ) -> None:
@@ -55,7 +57,10 @@ def run(
 
     if progress not in ("live", "plain", "json"):
         raise typer.BadParameter("expected live, plain or json", param_hint="--progress")
-    from etl.runtime.session import parse_conf
+    from etl.runtime.session import PROFILES, parse_conf
+
+    if profile is not None and profile not in PROFILES:
+        raise typer.BadParameter(f"expected one of: {', '.join(sorted(PROFILES))}", param_hint="--profile")
 
     try:
         spark_conf = parse_conf(conf)
@@ -67,7 +72,8 @@ def run(
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
-                   progress="none" if quiet else progress, metrics_port=metrics_port, metrics_host=metrics_host)
+                   progress="none" if quiet else progress, metrics_port=metrics_port, metrics_host=metrics_host,
+                   profile=profile)
     leave(code)
 
 
@@ -110,7 +116,8 @@ def leave(code: int) -> None:
 
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
-            progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> int:
+            progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
+            profile: str | None = None) -> int:
     from etl.compile.context import CompileError
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
@@ -122,7 +129,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     quiet_jvm = not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit()
     try:
         with jvm_stderr_to(log if quiet_jvm else None):
-            spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
+            spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log), profile=profile)
     except ValueError as e:
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
