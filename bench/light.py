@@ -221,6 +221,8 @@ def run(pipeline: Path, cwd: Path, cpu: int, events: int) -> dict[str, float]:
             "events_per_cpu_s": events / cpu if cpu else float("nan"),
             "peak_rss_mb": sampler.peak[0] / 2**20, "pss_at_peak_mb": sampler.peak[1] / 2**20,
             "peak_pss_mb": sampler.peak_pss / 2**20, "samples": len(sampler.cpu), "batches": len(busy),
+            "queries": ", ".join(f"{q} {sum(r['duration_ms'] for _, r in busy if r['query'] == q) / 1000:.1f} s"
+                                 for q in dict.fromkeys(r["query"] for _, r in busy)),
             "procs": ", ".join(f"{n} {r / 2**20:.0f}" for n, r in sorted(sampler.peak_procs, key=lambda x: -x[1]))}
 
 
