@@ -84,12 +84,13 @@ def operated(tmp_path_factory):
     (work / "input").mkdir()
     (work / "p.yaml").write_text(textwrap.dedent(PIPELINE))
     port = free_port()
-    run = etl("run", "p.yaml", "--progress", "json", "--metrics-port", str(port), "--conf", "spark.ui.enabled=false",
-              cwd=work)
+    run = etl("run", "p.yaml", "--progress", "json", "--metrics-port", str(port), "--profile", "light", cwd=work)
     try:
         wait(lambda: (work / "run.json").exists() or run.poll() is not None)
         assert run.poll() is None, run.communicate()[1][-3000:]
         address = json.loads((work / "run.json").read_text())["address"]
+        jvm = [a for pid in descendants(run.pid) for a in cmdline(pid) if cmdline(pid)[:1] and
+               cmdline(pid)[0].endswith("java")]
         taps = [etl("tap", "p.yaml", "slow", "--limit", "2", "--every", "0", "--count", "4", cwd=work),
                 etl("tap", "p.yaml", "fields", "--dead-letters", "--every", "0", "--count", "2", cwd=work)]
         wait(lambda: json.loads(urlopen(f"{address}/status").read())["taps"] == 2)
@@ -104,7 +105,30 @@ def operated(tmp_path_factory):
         run.send_signal(signal.SIGTERM)
         _, err = run.communicate(timeout=120)
     assert run.returncode == 0, err[-3000:]
-    return {"work": work, "tapped": tapped, "metrics": metrics, "progress": err}
+    return {"work": work, "tapped": tapped, "metrics": metrics, "progress": err, "jvm": jvm}
+
+
+def descendants(pid: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
 
 
 def test_tap_prints_the_sampled_rows_and_dead_letters_and_the_sink_output_is_unchanged(operated):
@@ -136,3 +160,10 @@ def test_metrics_scraped_during_the_run_count_exactly(operated):
     assert m[("etl_spark_input_rows", "src")] == 3
     assert m[("etl_state_rows", "src")] == 0
     assert m[("etl_batch_duration_seconds_sum", "src")] > 0
+
+
+def test_the_light_profile_runs_the_jvm_with_a_small_heap_not_pre_touched(operated):
+    jvm = operated["jvm"]
+    assert "-Xmx512m" in jvm and "-XX:+UseSerialGC" in jvm and "-XX:MaxDirectMemorySize=128m" in jvm
+    assert not [a for a in jvm if a.startswith("-Xms") or "AlwaysPreTouch" in a]
+    assert any(a == "spark.master=local[1]" for a in jvm) or "local[1]" in " ".join(jvm)
