@@ -12,12 +12,14 @@ Two pipelines, each one `etl run --once --profile light` in a child process pinn
     Streams' security scenario (31 regexes and 10 LIKE patterns over `cmd`, drop mode) -> a tumbling
     10 s window counting events per host -> jsonl.
 
-Every 100 ms the bench sums the resident memory (VmRSS; psutil when installed, else /proc) of the child and
-every process below it (the driver, the JVM, the Python daemon and workers); peak_rss_mb is the largest
+Every 100 ms the bench sums the resident memory (Rss of /proc/PID/smaps_rollup; the tree found with psutil
+when installed, else from /proc) of the child and every process below it (the driver, the JVM, the Python daemon and workers); peak_rss_mb is the largest
 sum. Summed RSS counts pages shared by forked workers once per process (pss_mb, from smaps_rollup, counts them
 once). events_per_s = events / the span from the first micro-batch's start to the last one's end (Spark's
-progress: the JVM's start-up and etl's compile are not in it; `wall_s` is the whole command). Last line: the
-rules pipeline (the RocketMQ Streams comparison) and the peak of both runs:
+progress: the JVM's start-up and etl's compile are not in it; `wall_s` is the whole command); cpu_s = the CPU
+time the tree used in that span, and events / cpu_s (`idle_core_events_per_s`) is what the run reaches on a core
+of its own when the machine is shared. Last line: the rules pipeline (the RocketMQ Streams comparison) and the
+peak of both runs:
 
     light events_per_s=X peak_rss_mb=Y cores=1
 """
@@ -262,10 +264,14 @@ def _report(quick: dict | None, rules: dict | None, counted: int, cpu: int) -> N
               f"wall_s={r['wall_s']:.1f} cpu_s={r['cpu_s']:.1f} events_per_cpu_s={r['events_per_cpu_s']:,.0f} "
               f"batches={r['batches']} (batch time per query: {r['queries']}) peak_rss_mb={r['peak_rss_mb']:.0f} (pss {r['pss_at_peak_mb']:.0f}; peak pss "
               f"{r['peak_pss_mb']:.0f}; MB per process at the peak: {r['procs']}; {r['samples']} samples)", flush=True)
-    print(f"rules41: events kept and counted in closed windows={counted:,}; cpu={cpu} loadavg={os.getloadavg()[0]:.1f}")
+    main_run = rules or quick
+    assert main_run is not None
+    if rules is not None:
+        print(f"rules41: events kept and counted in closed windows={counted:,}")
+    # on a shared, busy CPU the span stretches; events per CPU-second of the tree is what one idle core reaches
+    print(f"cpu={cpu} loadavg={os.getloadavg()[0]:.1f} idle_core_events_per_s={main_run['events_per_cpu_s']:.0f}")
     peak = max(r["peak_rss_mb"] for r in (quick, rules) if r is not None)
-    rate = (rules or quick or {})["events_per_s"]
-    print(f"light events_per_s={rate:.0f} peak_rss_mb={peak:.0f} cores=1")
+    print(f"light events_per_s={main_run['events_per_s']:.0f} peak_rss_mb={peak:.0f} cores=1")
 
 
 if __name__ == "__main__":
