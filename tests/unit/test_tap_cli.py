@@ -7,9 +7,9 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from tests.unit import fake_control
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUS = {"pipeline": "demo", "components": {"src": "source", "pages": "transform", "typed": "transform",
@@ -19,31 +19,14 @@ ROWS = [{"component": "pages", "kind": "out", "query": "src", "batch": 3, "row":
         {"component": "pages", "kind": "out", "query": "src", "batch": 4, "row": {"user": "u3", "n": 3}}]
 
 
-def serve() -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            if self.path == "/status":
-                self._send(200, json.dumps(STATUS).encode())
-            elif "component=pages" in self.path and "limit=2" in self.path:
-                self._send(200, b"".join(json.dumps(r).encode() + b"\n" for r in ROWS) + b"\n")
-            else:
-                self._send(404, json.dumps({"error": "x", "unknown": ["nope"] if "nope" in self.path else [],
-                                            "hidden": ["typed"] if "typed" in self.path else [],
-                                            "components": sorted(STATUS["components"]),
-                                            "tappable": STATUS["tappable"]}).encode())
-
-        def _send(self, code, body):
-            self.send_response(code)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+def respond(path: str) -> tuple[int, bytes]:
+    if path == "/status":
+        return 200, json.dumps(STATUS).encode()
+    if "component=pages" in path and "limit=2" in path:
+        return 200, b"".join(json.dumps(r).encode() + b"\n" for r in ROWS) + b"\n"
+    return 404, json.dumps({"error": "x", "unknown": ["nope"] if "nope" in path else [],
+                            "hidden": ["typed"] if "typed" in path else [],
+                            "components": sorted(STATUS["components"]), "tappable": STATUS["tappable"]}).encode()
 
 
 def etl(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
@@ -53,7 +36,7 @@ def etl(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_tap_prints_each_sample_as_a_table_and_refuses_what_it_cannot_tap(tmp_path):
-    server = serve()
+    server = fake_control.serve(respond)
     addr = f"127.0.0.1:{server.server_address[1]}"
     try:
         r = etl("tap", "unused.yaml", "pages", "--address", addr, "--limit", "2", "--format", "table")

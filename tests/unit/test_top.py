@@ -14,13 +14,13 @@ import struct
 import subprocess
 import sys
 import termios
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
 from etl.runtime.metrics import Metrics
+from tests.unit import fake_control
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|\][^\x07]*\x07|[()][A-Z0-9])")
@@ -47,24 +47,13 @@ def recorded() -> list[bytes]:
 def serve(snapshots: list[bytes]) -> ThreadingHTTPServer:
     scrapes = {"n": 0}
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
+    def respond(path: str) -> tuple[int, bytes]:
+        if path == "/status":
+            return 200, json.dumps({"components": {"src": "source", "out": "sink"}}).encode()
+        scrapes["n"] += 1
+        return 200, snapshots[min(scrapes["n"] - 1, len(snapshots) - 1)]
 
-        def do_GET(self):
-            if self.path == "/status":
-                body = json.dumps({"components": {"src": "source", "out": "sink"}}).encode()
-            else:
-                body = snapshots[min(scrapes["n"], len(snapshots) - 1)]
-                scrapes["n"] += 1
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return fake_control.serve(respond)
 
 
 def run_in_pty(args: list[str], timeout: float = 60.0) -> str:
