@@ -119,6 +119,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
             profile: str | None = None) -> int:
     from etl.compile.context import CompileError
+    from etl.runtime.control import Control
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
@@ -127,10 +128,18 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     plan = checked.plan
     log = run_log(checkpoint or plan.checkpoint)
     quiet_jvm = not os.environ.get("ETL_LOG_LEVEL", "").strip() and not under_spark_submit()
+    control = Control(plan.name, metrics_port, metrics_host)  # metrics, etl tap, etl top: before the JVM starts
+    try:
+        control.start(checkpoint or plan.checkpoint)
+    except OSError as e:  # the metrics port is taken
+        control.close()
+        typer.echo(redact(f"etl run: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}"), err=True)
+        return 2
     try:
         with jvm_stderr_to(log if quiet_jvm else None):
             spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log), profile=profile)
     except ValueError as e:
+        control.close()
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
     if quiet_jvm:
@@ -139,9 +148,6 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    from etl.runtime.control import Control
-
-    control = Control(plan.name, metrics_port, metrics_host)  # metrics, etl tap, etl top
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control))
     stops = {"n": 0}
@@ -159,13 +165,6 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
         typer.echo(report(diag, log, stack, redact), err=True)
         return 1
 
-    try:
-        control.start(runner.checkpoint)
-    except OSError as e:  # the metrics port is taken
-        typer.echo(redact(f"etl run: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}"), err=True)
-        control.close()
-        spark.stop()
-        return 2
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with runner.progress, PythonLog(log):

@@ -89,11 +89,11 @@ def operated(tmp_path_factory):
         wait(lambda: (work / "run.json").exists() or run.poll() is not None)
         assert run.poll() is None, run.communicate()[1][-3000:]
         address = json.loads((work / "run.json").read_text())["address"]
-        jvm = [a for pid in descendants(run.pid) for a in cmdline(pid) if cmdline(pid)[:1] and
-               cmdline(pid)[0].endswith("java")]
         taps = [etl("tap", "p.yaml", "slow", "--limit", "2", "--every", "0", "--count", "4", cwd=work),
                 etl("tap", "p.yaml", "fields", "--dead-letters", "--every", "0", "--count", "2", cwd=work)]
-        wait(lambda: json.loads(urlopen(f"{address}/status").read())["taps"] == 2)
+        wait(lambda: json.loads(urlopen(f"{address}/status").read())["taps"] == 2)  # the queries run: the JVM is up
+        jvm = [a for pid in descendants(run.pid) for a in cmdline(pid) if cmdline(pid)[:1] and
+               cmdline(pid)[0].endswith("java")]
         for n, lines in enumerate(FILES):
             (work / f".f{n}").write_text("".join(x + "\n" for x in lines))
             (work / f".f{n}").rename(work / "input" / f"f{n}.log")

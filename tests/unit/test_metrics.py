@@ -51,3 +51,24 @@ def test_progress_and_sink_results_become_exact_samples():
 
 def test_the_readme_lists_every_metric():
     assert markdown_table() in (ROOT / "README.md").read_text()
+
+
+def test_a_taken_metrics_port_is_a_usage_error_before_the_jvm_starts(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    (tmp_path / "p.yaml").write_text("name: p\nsources: [{id: s, type: file, path: in, format: text}]\n"
+                                     "sinks: [{id: o, type: print, input: s}]\ncheckpoint: state\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "etl", "run", "p.yaml", "--metrics-port", str(port)], cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+                           check=False)
+    assert r.returncode == 2
+    assert r.stderr.startswith(f"etl run: --metrics-port {port}: cannot listen on 127.0.0.1: [Errno 98] Address "
+                               "already in use"), r.stderr
+    assert not (tmp_path / "run.json").exists() and not (tmp_path / "logs").exists()  # no run file, no JVM log
