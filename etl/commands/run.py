@@ -46,6 +46,12 @@ def run(
                                                    "rule_files may read (repeatable)"),
     setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this "
+                                               "port (GET /metrics)"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="light: local[1], a 512 MB heap not pre-touched, "
+                                          "bounded state stores (the whole run within 1 core and 1 GB)"),
+    metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="address the metrics port listens on "
+                                     "(0.0.0.0: every interface)"),
 ) -> None:
     """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly.
 
@@ -55,7 +61,10 @@ def run(
     settings.configure(settings.parse_assignments(setting))
     if progress not in ("live", "plain", "json"):
         raise typer.BadParameter("expected live, plain or json", param_hint="--progress")
-    from etl.runtime.session import parse_conf
+    from etl.runtime.session import PROFILES, parse_conf
+
+    if profile is not None and profile not in PROFILES:
+        raise typer.BadParameter(f"expected one of: {', '.join(sorted(PROFILES))}", param_hint="--profile")
 
     try:
         spark_conf = parse_conf(conf)
@@ -67,7 +76,8 @@ def run(
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
-                   progress="none" if quiet else progress)
+                   progress="none" if quiet else progress, metrics_port=metrics_port, metrics_host=metrics_host,
+                   profile=profile)
     leave(code)
 
 
@@ -110,8 +120,10 @@ def leave(code: int) -> None:
 
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
-            progress: str) -> int:
+            progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
+            profile: str | None = None) -> int:
     from etl.compile.context import CompileError
+    from etl.runtime.control import Control
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
@@ -120,10 +132,18 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     plan = checked.plan
     log = run_log(checkpoint or plan.checkpoint)
     quiet_jvm = not settings.current().log_level and not under_spark_submit()
+    control = Control(plan.name, metrics_port, metrics_host)  # metrics, etl tap, etl top: before the JVM starts
+    try:
+        control.start(checkpoint or plan.checkpoint)
+    except OSError as e:  # the metrics port is taken
+        control.close()
+        typer.echo(redact(f"etl run: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}"), err=True)
+        return 2
     try:
         with jvm_stderr_to(log if quiet_jvm else None):
-            spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log))
+            spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log), profile=profile)
     except ValueError as e:
+        control.close()
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
     if quiet_jvm:
@@ -132,7 +152,8 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
+    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
+                                                 control=control))
     stops = {"n": 0}
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -169,6 +190,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             typer.echo(redact(f"etl run: {plan.name}: {runner.progress.summary()}"), err=True)
         return 0
     finally:
+        control.close()
         for s, h in previous.items():
             signal.signal(s, h)
         if not under_spark_submit():

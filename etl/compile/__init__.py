@@ -230,7 +230,7 @@ class Compiler:
             for p in parts[1:]:
                 frame = frame.unionByName(p, allowMissingColumns=True)
             frames[o.id] = frame
-        return Batch(frames, cached, splits)
+        return Batch(frames, cached, splits, built)
 
 
 @dataclass
@@ -238,3 +238,4 @@ class Batch:
     frames: dict[str, Any]  # output id -> DataFrame (None: nothing left to compute for it)
     cached: list[Any]  # frames persisted for this micro-batch: unpersist afterwards
     splits: dict[str, str] = field(default_factory=dict)  # output id -> stage whose dead letters it yields
+    built: dict[str, Built] = field(default_factory=dict)  # node id -> its frames in this batch (etl tap)

@@ -57,6 +57,7 @@ class Progress:
         self._lock = threading.Lock()
         self._live: Any = None
         self._console: Any = None
+        self.observers: list[Callable[[str, dict[str, Any], int], None]] = []  # (query, progress, dead letters)
 
     # -------------------------------------------------------------- lifecycle
     def __enter__(self) -> "Progress":
@@ -109,6 +110,8 @@ class Progress:
                 duration_ms=int((p.get("durationMs") or {}).get("triggerExecution") or 0))
             if rec.input_rows == 0 and not written and rec.batch in [r.batch for r in self.records if r.query == query]:
                 return
+            for observe in self.observers:  # etl.runtime.metrics
+                observe(query, p, rec.dead_letters)
             self.records.append(rec)
             self.latest[query] = rec
             tot = self.totals.setdefault(query, {"input": 0, DEAD: 0})

@@ -47,6 +47,7 @@ class RunOptions:
     progress: str = "live"  # live | plain | json | none
     sources: dict[str, Callable[..., Any]] | None = None  # test hooks: source id -> builder
     sink_factory: SinkFactory | None = None  # test hook: build every sink
+    control: Any = None  # etl.runtime.control.Control: metrics and taps (etl run starts one)
     echo: Callable[[str], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -178,6 +179,8 @@ class PipelineRun:
                 if res.skipped and o.id in written:  # committed by an earlier attempt at this batch
                     continue
                 written[o.id] = res.rows
+                if self.opts.control is not None:
+                    self.opts.control.sink_result(o.id, res)
                 if res.skipped:
                     skipped.append(o.id)
             if not evaluated:
@@ -185,6 +188,8 @@ class PipelineRun:
                 # commits and Spark's commit log). A stateful plan must still run: Spark
                 # requires each state store of the batch to commit its version again.
                 batch_df.write.format("noop").mode("overwrite").save()
+            if self.opts.control is not None:  # taps sample the batch after every sink has written it
+                self.opts.control.sample(q, batch, batch_id)
         finally:
             for c in batch.cached:
                 c.unpersist()
@@ -222,7 +227,9 @@ class PipelineRun:
             for o in q.outputs:
                 self.sinks[(q.name, o.id)] = self._make_sink(q, o)
         names = {self.query_name(q) for q in self.queries}
-        if self.progress.mode != "none":
+        if self.opts.control is not None:
+            self.opts.control.started(self.graph, self.queries, self.progress)
+        if self.progress.mode != "none" or self.progress.observers:
             self._listener = make_listener(self.progress, names)
             self.spark.streams.addListener(self._listener)
         Path(self.checkpoint).mkdir(parents=True, exist_ok=True)

@@ -52,6 +52,51 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.default.parallelism": "4",
 }
 
+# `etl run --profile light`: the whole process tree (JVM, driver, Python workers) within 1 core and 1 GB of
+# resident memory (bench/light.py measures it). One task slot; a 512 MB heap (Spark wants 450 MB at least) that is neither sized up front nor
+# pre-touched (the JVM grows it as needed) with the serial collector (no G1 remembered sets, no GC threads);
+# capped metaspace, code cache and direct buffers; one shuffle partition (one RocksDB instance per stateful
+# operator) with the state stores' memory bounded; no web UI and short UI histories (the status store lives on
+# the heap); Python workers reused; Arrow batches of 20k rows to the rule filters' workers. --master and --conf
+# still win over each of them.
+PROFILES: dict[str, dict[str, str]] = {
+    "light": {
+        "spark.master": "local[1]",
+        "spark.driver.memory": "512m",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.default.parallelism": "1",
+        "spark.memory.offHeap.enabled": "false",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
+        "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "64",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+        "spark.ui.enabled": "false",
+        "spark.ui.retainedJobs": "50",
+        "spark.ui.retainedStages": "50",
+        "spark.sql.ui.retainedExecutions": "20",
+        "spark.sql.streaming.numRecentProgressUpdates": "20",
+    },
+}
+PROFILE_JAVA: dict[str, str] = {
+    "light": "-XX:+UseSerialGC -XX:MaxMetaspaceSize=256m -XX:ReservedCodeCacheSize=96m "
+             "-XX:MaxDirectMemorySize=128m -XX:CICompilerCount=2",
+}
+
+
+def profile_conf(profile: str | None, master: str | None, conf: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The master and settings of a profile under the user's --master and --conf (which win)."""
+    if not profile:
+        return master, dict(conf)
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (known: {', '.join(sorted(PROFILES))})")
+    settings = dict(PROFILES[profile])
+    default_master = settings.pop("spark.master")
+    merged = {**settings, **conf}
+    java = PROFILE_JAVA.get(profile, "")
+    merged["spark.driver.extraJavaOptions"] = f"{java} {conf.get('spark.driver.extraJavaOptions', '')}".strip()
+    return master or default_master, merged
+
+
 LOG4J = """\
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
@@ -201,7 +246,7 @@ def parse_conf(items: list[str] | None) -> dict[str, str]:
     return out
 
 
-def heap_options(memory: str) -> str:
+def heap_options(memory: str, pretouch: bool = True) -> str:
     """JVM options for a local session's heap (the driver is the executor): all of it committed and touched at
     start. A JVM otherwise grows its heap while the first micro-batches run, and every page it touches for the
     first time is a page fault that the kernel zeroes: measured on bench/lookup.py (1M events after a warm-up of
@@ -218,6 +263,8 @@ def heap_options(memory: str) -> str:
         size = size[:-1]
     if size.isdigit():  # Spark reads a bare driver memory in MiB
         size += "m"
+    if not pretouch:  # light profile: the heap grows as needed (resident memory is what it uses)
+        return ""
     return f"-Xms{size} -XX:+AlwaysPreTouch" + (" -XX:+UseTransparentHugePages" if huge_pages() else "")
 
 
@@ -232,15 +279,16 @@ def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> 
 
 
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
-                  ui: bool = True, log_file: str | None = None) -> Any:
+                  ui: bool = True, log_file: str | None = None, profile: str | None = None) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where
-    Spark's log lines go besides the console (those about failed tasks and queries only there)."""
+    Spark's log lines go besides the console (those about failed tasks and queries only there). `profile`: a
+    set of defaults of PROFILES (light)."""
     if settings.current().no_spark:
         raise SparkForbidden("ETL_NO_SPARK is on: this process may not start Spark (the fast tests set it)")
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    conf = dict(conf or {})
+    master, conf = profile_conf(profile, master, conf or {})
     existing = SparkContext._active_spark_context  # type: ignore[attr-defined]
     builder = SparkSession.builder.appName(app_name)
     joined = existing is not None or under_spark_submit()
@@ -260,7 +308,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         # Options the user passes come after ours (the last one of a kind wins in the JVM).
         driver = f"{log4j} {THREAD_STACK}"
         if local:
-            driver += f" {heap_options(conf.get('spark.driver.memory', launch['spark.driver.memory']))}"
+            driver += f" {heap_options(conf.get('spark.driver.memory', launch['spark.driver.memory']), not profile)}"
         for key, ours in (("spark.driver.extraJavaOptions", driver),
                           ("spark.executor.extraJavaOptions", THREAD_STACK)):
             launch[key] = f"{ours} {conf.pop(key, '')}".strip()

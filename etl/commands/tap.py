@@ -1,0 +1,153 @@
+"""`etl tap PIPELINE [COMPONENT...]`: sample the rows flowing out of components of a running pipeline.
+
+It attaches to the control endpoint of an `etl run` on this host (found through
+the run file next to the pipeline's checkpoint folder) or at `--address`.
+Exit codes: 0 when the pipeline stops (or --count rows were printed), 1 when no
+running pipeline is found, 2 usage error (an unknown component).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlencode
+from urllib.request import urlopen
+
+import typer
+
+from etl.cli import app
+from etl.commands import parse_vars, redact
+
+
+def resolve_address(command: str, path: str, address: str | None, checkpoint: str | None,
+                    var: list[str] | None) -> str:
+    """The control address of the running pipeline: --address, else the run file `etl run` wrote."""
+    if address:
+        return address if "://" in address else f"http://{address}"
+    from etl.check import check_file
+    from etl.runtime.control import run_file
+
+    checked = check_file(path, cli_vars=parse_vars(var))
+    if checked.plan is None:
+        for d in checked.report.sorted():
+            typer.echo(redact(d.render()), err=True)
+        raise typer.Exit(1)
+    where = run_file(checkpoint or checked.plan.checkpoint)
+    try:
+        info = json.loads(where.read_text())
+        os.kill(int(info["pid"]), 0)
+    except (OSError, ValueError, KeyError):
+        typer.echo(redact(f"etl {command}: no running `etl run` of '{checked.plan.name}' on this host (no live "
+                          f"run file {where})"), err=True)
+        typer.echo("  hint: start it with `etl run`, pass --checkpoint if it runs with one, or --address HOST:PORT",
+                   err=True)
+        raise typer.Exit(1)
+    return str(info["address"])
+
+
+def get_json(url: str, timeout: float = 5.0) -> Any:
+    with urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def tap_lines(address: str, components: list[str], limit: int, every: float, dead: bool) -> Iterator[dict[str, Any]]:
+    query = urlencode([("component", c) for c in components] + [("limit", limit), ("every", every),
+                                                                 ("dead", int(dead))])
+    with urlopen(f"{address}/tap?{query}", timeout=30) as r:
+        for raw in r:
+            line = raw.strip()
+            yield json.loads(line) if line else {}  # a blank line: the server's heartbeat
+
+
+@app.command()
+def tap(
+    path: str = typer.Argument(..., help="pipeline file (of a running `etl run`)"),
+    components: list[str] | None = typer.Argument(None, help="component ids (default: every source and "
+                                                     "transform a micro-batch computes)"),
+    limit: int = typer.Option(5, "--limit", min=1, help="rows per component and sample"),
+    every: float = typer.Option(1.0, "--every", min=0.0, help="seconds between two samples of a component"),
+    dead_letters: bool = typer.Option(False, "--dead-letters", help="sample the components' dead letters instead"),
+    output: str = typer.Option("json", "--format", help="json (one line per row) or table"),
+    count: int = typer.Option(0, "--count", min=0, help="stop after this many rows (0: until the pipeline stops)"),
+    address: str | None = typer.Option(None, "--address", help="control address of the run (HOST:PORT)"),
+    checkpoint: str | None = typer.Option(None, "--checkpoint", help="checkpoint folder the run uses"),
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+) -> None:
+    """Print a sample of the rows flowing out of components of a running pipeline (its sinks are unaffected)."""
+    if output not in ("json", "table"):
+        raise typer.BadParameter("expected json or table", param_hint="--format")
+    addr = resolve_address("tap", path, address, checkpoint, var)
+    wanted = list(components or [])
+    try:
+        status = _wait_for_queries(addr)
+        if not wanted:
+            kinds = status["components"]
+            wanted = [c for c in status["tappable"] if kinds.get(c) != "sink"]
+        printed = 0
+        table: list[dict[str, Any]] = []  # rows of one sample (--format table prints them together)
+        for item in tap_lines(addr, wanted, limit, every, dead_letters):
+            if table and (not item or _key(item) != _key(table[0])):
+                _table(table)
+                table = []
+            if not item:
+                continue
+            if "error" in item:
+                typer.echo(redact(f"etl tap: {item['component']}: sampling failed: {item['error']}"), err=True)
+                continue
+            if output == "json":
+                typer.echo(redact(json.dumps(item)))
+            else:
+                table.append(item)
+            printed += 1
+            if count and printed >= count:
+                break
+        if table:
+            _table(table)
+    except HTTPError as e:
+        body = json.loads(e.read() or b"{}")
+        bad = body.get("unknown") or body.get("hidden") or []
+        if body.get("unknown"):
+            msg = f"unknown component {', '.join(map(repr, bad))}; components: {', '.join(body['components'])}"
+        else:
+            msg = (f"{', '.join(map(repr, bad))} run inside Spark's streaming plan (before a window or join's "
+                   f"state) and are not seen per micro-batch; tappable: {', '.join(body.get('tappable', []))}")
+        typer.echo(redact(f"etl tap: {msg}"), err=True)
+        raise typer.Exit(2)
+    except (URLError, ConnectionError, TimeoutError):
+        pass  # the pipeline stopped
+    except KeyboardInterrupt:
+        pass
+    sys.stdout.flush()
+
+
+def _wait_for_queries(addr: str, timeout: float = 120.0) -> dict[str, Any]:
+    """/status once the run has compiled its queries (a tap attached at start waits for them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = get_json(f"{addr}/status")
+        if status.get("queries") or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
+def _key(item: dict[str, Any]) -> tuple[Any, ...]:
+    return item.get("component"), item.get("kind"), item.get("query"), item.get("batch")
+
+
+def _table(items: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    first = items[0]
+    columns = list(dict.fromkeys(k for it in items for k in it["row"]))
+    t = Table(title=redact(f"{first['component']} ({first['kind']}) batch {first['batch']}"), title_justify="left")
+    for k in columns:
+        t.add_column(redact(str(k)))
+    for it in items:
+        t.add_row(*(redact("" if it["row"].get(k) is None else str(it["row"][k])) for k in columns))
+    Console(file=sys.stdout, soft_wrap=True).print(t)

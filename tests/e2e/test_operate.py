@@ -1,0 +1,169 @@
+"""Operating a running pipeline: `etl run --metrics-port` scraped with the Prometheus parser, and `etl tap`
+sampling a component's rows and a stage's dead letters, while the sink output stays exactly what it would be."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+PIPELINE = """\
+    name: operate-test
+    sources:
+      - {id: src, type: file, path: input, format: text, max_files_per_trigger: 1}
+    transforms:
+      - id: fields
+        type: parse
+        input: src
+        field: line
+        format: kv
+        schema: {user: string, level: string, latency_ms: int}
+        keep_original: false
+      - {id: slow, type: filter, input: fields, expr: "latency_ms >= 500 OR level = 'error'"}
+    sinks:
+      - {id: out, type: file, input: slow, path: output}
+    checkpoint: state
+    trigger: {interval: 200ms}
+"""
+FILES = [
+    ["user=u1 level=info latency_ms=600", "user=u2 level=info latency_ms=10", "user=u3 level=error latency_ms=5",
+     "garbage"],
+    ["user=u4 level=info latency_ms=900", "user=u5 level=info latency_ms=x", "user=u6 level=info latency_ms=700"],
+]
+PASSED = [{"user": "u1", "level": "info", "latency_ms": 600}, {"user": "u3", "level": "error", "latency_ms": 5},
+          {"user": "u4", "level": "info", "latency_ms": 900}, {"user": "u6", "level": "info", "latency_ms": 700}]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def etl(*args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait(what, timeout: float = 240.0, step: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(step)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def rows(folder: Path) -> list[dict]:
+    return [json.loads(x) for f in sorted(folder.glob("part-*.jsonl")) for x in f.read_text().splitlines()]
+
+
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+@pytest.fixture(scope="module")
+def operated(tmp_path_factory):
+    """One continuous run with two taps attached while two input files are dropped one after the other."""
+    work = tmp_path_factory.mktemp("operate")
+    (work / "input").mkdir()
+    (work / "p.yaml").write_text(textwrap.dedent(PIPELINE))
+    port = free_port()
+    run = etl("run", "p.yaml", "--progress", "json", "--metrics-port", str(port), "--profile", "light", cwd=work)
+    try:
+        wait(lambda: (work / "run.json").exists() or run.poll() is not None)
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        address = json.loads((work / "run.json").read_text())["address"]
+        taps = [etl("tap", "p.yaml", "slow", "--limit", "2", "--every", "0", "--count", "4", cwd=work),
+                etl("tap", "p.yaml", "fields", "--dead-letters", "--every", "0", "--count", "2", cwd=work)]
+        wait(lambda: json.loads(urlopen(f"{address}/status").read())["taps"] == 2)  # the queries run: the JVM is up
+        jvm = [a for pid in descendants(run.pid) for a in cmdline(pid) if cmdline(pid)[:1] and
+               cmdline(pid)[0].endswith("java")]
+        for n, lines in enumerate(FILES):
+            (work / f".f{n}").write_text("".join(x + "\n" for x in lines))
+            (work / f".f{n}").rename(work / "input" / f"f{n}.log")
+            wait(lambda n=n: len(rows(work / "output")) == [2, 4][n])
+        tapped = [[json.loads(x) for x in t.communicate(timeout=120)[0].splitlines()] for t in taps]
+        metrics = wait(lambda: (m := scrape(port))[("etl_batches_total", (("pipeline", "operate-test"),
+                                                                            ("query", "src")))] == 2 and m)
+    finally:
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err[-3000:]
+    return {"work": work, "tapped": tapped, "metrics": metrics, "progress": err, "jvm": jvm}
+
+
+def descendants(pid: int) -> list[int]:
+    kids: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def test_tap_prints_the_sampled_rows_and_dead_letters_and_the_sink_output_is_unchanged(operated):
+    slow, dead = operated["tapped"]
+    assert [(t["component"], t["kind"], t["query"], t["batch"], t["row"]) for t in slow] == [
+        ("slow", "out", "src", 0, PASSED[0]), ("slow", "out", "src", 0, PASSED[1]),
+        ("slow", "out", "src", 1, PASSED[2]), ("slow", "out", "src", 1, PASSED[3])]
+    assert [(t["component"], t["kind"], t["batch"], t["row"]["stage"], t["row"]["payload"]) for t in dead] == [
+        ("fields", "dead", 0, "fields", "garbage"), ("fields", "dead", 1, "fields", "user=u5 level=info latency_ms=x")]
+    assert sorted(rows(operated["work"] / "output"), key=lambda r: r["user"]) == PASSED
+    assert len(rows(operated["work"] / "dead_letters")) == 2
+    assert not (operated["work"] / "run.json").exists()  # removed when the run stops
+
+
+def test_metrics_scraped_during_the_run_count_exactly(operated):
+    m = {(name, dict(labels).get("component") or dict(labels).get("query")): v
+         for (name, labels), v in operated["metrics"].items() if dict(labels).get("pipeline") == "operate-test"}
+    assert m[("etl_component_rows_in_total", "src")] == 7
+    assert m[("etl_component_rows_out_total", "src")] == 7
+    assert m[("etl_component_rows_in_total", "out")] == 4
+    assert m[("etl_component_rows_out_total", "out")] == 4
+    assert m[("etl_component_rows_out_total", "dead_letter")] == 2
+    assert m[("etl_dead_letters_total", "src")] == 2
+    assert m[("etl_query_input_rows_total", "src")] == 7
+    assert m[("etl_sink_retries_total", "out")] == 0
+    assert m[("etl_batch_duration_seconds_count", "src")] == 2
+    assert m[("etl_sink_flush_seconds_count", "out")] == 2
+    assert m[("etl_spark_batch_id", "src")] == 1
+    assert m[("etl_spark_input_rows", "src")] == 3
+    assert m[("etl_state_rows", "src")] == 0
+    assert m[("etl_batch_duration_seconds_sum", "src")] > 0
+
+
+def test_the_light_profile_runs_the_jvm_with_a_small_heap_not_pre_touched(operated):
+    jvm = operated["jvm"]
+    assert "-Xmx512m" in jvm and "-XX:+UseSerialGC" in jvm and "-XX:MaxDirectMemorySize=128m" in jvm
+    assert not [a for a in jvm if a.startswith("-Xms") or "AlwaysPreTouch" in a]
+    assert any(a == "spark.master=local[1]" for a in jvm) or "local[1]" in " ".join(jvm)
