@@ -110,6 +110,16 @@ def test_tests_side_file_and_its_positions(tmp_path):
     assert [t.name for t in c.pipeline.tests] == ["one", "two"]
 
 
+def test_tests_side_file_batches_and_their_positions(tmp_path):
+    (tmp_path / "job.tests.yaml").write_text("tests:\n- name: one\n  batches:\n  - inputs: {t: [{a: x}]}\n"
+                                           "  - inputs: {t: []}\n    expect: {oo: []}\n    watermark: soon\n")
+    c = _check(tmp_path, "CREATE TABLE t (a VARCHAR) WITH (type = 'file', path = 't');\n" + PRINT
+               + "INSERT INTO o SELECT a FROM t;\n")
+    assert [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()] == \
+        [("E207", "job.tests.yaml", 6, 14), ("E102", "job.tests.yaml", 7, 16)]
+    assert [len(t.batches) for t in c.pipeline.tests] == [2]
+
+
 def test_a_folder_lists_a_script_once(tmp_path):
     for name in ("a.sql", "a.yaml", "a.tests.yaml", "b.yaml", "c.tests.yaml"):
         (tmp_path / name).write_text("")

@@ -69,6 +69,8 @@ EXPECTED = {
     'template_syntax': [('E002', 5, 26)],
     'template_undefined': [('E003', 7, 34)],
     'tests_block': [('E207', 9, 7), ('E207', 11, 7)],
+    'tests_batches': [('E207', 9, 18), ('E207', 10, 18), ('E102', 11, 20), ('E102', 13, 18)],
+    'tests_batches_shape': [('E104', 7, 5), ('E100', 11, 38)],
     'trigger_and_checkpoint': [('E102', 6, 17), ('E102', 6, 38), ('E100', 7, 28)],
     'union_mismatch': [('W312', 6, 35), ('W312', 6, 38), ('E310', 7, 44)],
     'unknown_column_expr': [('E310', 10, 12)],
