@@ -408,11 +408,13 @@ class ColumnPass:
         if spec.right_time is not None:
             self.event_time_field(node, ("right_time", "field"), spec.right_time.field, right)
         if left is None or right is None:
+            self.expr(node, ("condition",), spec.condition, None, self.where(node, "condition"))
             return None
         out = dict(left)  # as etl.compile.joining: left columns, then the right's non-key ones, a name the
         for k, v in right.items():  # left already uses renamed <right input id>_<name>
             if k not in spec.on:
                 out[f"{re_.src}_{k}" if k in left else k] = v
+        self.expr(node, ("condition",), spec.condition, out, self.where(node, "condition"))
         return out
 
     def _transform_lookup(self, node: Node, ins: list) -> Cols | None:

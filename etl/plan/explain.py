@@ -102,7 +102,7 @@ def _details(node: Any) -> list[str]:
                                             + [late]))
         return out
     if t == "join":
-        return [f"{s.how} join on {', '.join(s.on)} within {s.within}"]
+        return [f"{s.how} join on {', '.join(s.on)} within {s.within}" + (f" where {s.condition}" if s.condition else "")]
     if t == "lookup":
         on = ", ".join(f"{a} = {s.table}.{b}" for a, b in s.on.items())
         return [f"{s.how} lookup on {on}, store {s.store}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from etl.check import check_file, pipeline_files
@@ -168,7 +169,7 @@ def test_join_keys_with_different_names(tmp_path):
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
     by_id = {t.id: t for t in c.pipeline.transforms}
     assert by_id["o_keys"].fields == ["id AS perform_id", "name", "ts"]
-    assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.seconds) == \
+    assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.upper) == \
         (["t", "o_keys"], ["perform_id"], 3600)
     assert by_id["o_select"].fields == ["id AS ticket", "name AS perform", "o_keys_ts AS pts"]
 
@@ -182,3 +183,34 @@ def test_a_script_path_that_is_a_pipe_is_refused_not_waited_on(tmp_path):
     assert c.plan is None
     assert _codes(c) == [("E005", 1, 1)]
     assert "not a regular file" in c.report.errors[0].message
+
+
+JOIN_TABLES = """\
+CREATE TABLE imp (ad_id VARCHAR, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '30' SECOND)
+WITH (type = 'file', path = 'imp');
+CREATE TABLE clk (ad_id VARCHAR, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '30' SECOND)
+WITH (type = 'file', path = 'clk');
+CREATE TABLE o (ad_id VARCHAR, ts TIMESTAMP, clk_ts TIMESTAMP) WITH (type = 'print');
+"""
+
+
+@pytest.mark.parametrize("side,how", [("", "inner"), ("LEFT ", "left"), ("RIGHT ", "right"), ("FULL ", "full"),
+                                      ("FULL OUTER ", "full")])
+def test_stream_join_sides_and_an_asymmetric_bound(tmp_path, side, how):
+    c = _check(tmp_path, JOIN_TABLES + f"INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i {side}JOIN clk AS c "
+               "ON i.ad_id = c.ad_id AND c.ts BETWEEN i.ts - INTERVAL '5' MINUTE AND i.ts + INTERVAL '1' MINUTE;\n")
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    (j,) = c.pipeline.transforms
+    assert (j.how, str(j.within), j.within.lower, j.within.upper) == (how, "[-5m, +1m]", -300.0, 60.0)
+
+
+def test_stream_join_bound_one_sided_symmetric_and_empty(tmp_path):
+    q = "INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i JOIN clk AS c ON i.ad_id = c.ad_id AND {};\n"
+    c = _check(tmp_path, JOIN_TABLES + q.format("c.ts >= i.ts AND c.ts <= i.ts + INTERVAL '10' MINUTE"))
+    assert str(c.pipeline.transforms[0].within) == "[0s, +10m]"
+    c = _check(tmp_path, JOIN_TABLES + q.format("c.ts BETWEEN i.ts - INTERVAL '1' MINUTE AND i.ts + INTERVAL '1' "
+                                                "MINUTE"))
+    assert str(c.pipeline.transforms[0].within) == "1m"
+    c = _check(tmp_path, JOIN_TABLES + q.format("c.ts BETWEEN i.ts + INTERVAL '2' MINUTE AND i.ts + INTERVAL '1' "
+                                                "MINUTE"))
+    assert _codes(c) == [("E104", 6, 73)]

@@ -37,6 +37,8 @@ EXPECTED = {
     'input_and_inputs': [('E100', 7, 5)],
     'join_no_event_time': [('E321', 13, 22)],
     'join_one_input': [('E104', 8, 5)],
+    'join_bounds_condition': [('W206', 6, 5), ('E102', 6, 70), ('W206', 7, 5), ('E102', 7, 71), ('E310', 8, 89),
+                              ('E311', 9, 77), ('W206', 10, 5), ('E102', 10, 56)],
     'join_unknown_key': [('E310', 12, 53)],
     'kafka_pattern_regex': [('E300', 6, 14)],
     'kafka_topics_and_pattern': [('E104', 3, 5)],
