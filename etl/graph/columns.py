@@ -300,8 +300,10 @@ class ColumnPass:
         if not spec.keep_original and found is not None:
             cols.pop(found, None)
         spark = {"string": "string", "int": "int", "float": "float"}
+        for name, _ in g.columns:  # as etl.compile.transforms.grok: a captured name leaves its place in the
+            cols.pop(name, None)  # input's columns and comes with the captures, in their order
         for name, typ in g.columns:
-            cols[_find(cols, name) or name] = spark[typ]
+            cols[name] = spark[typ]
         return cols
 
     def _capture_span(self, node: Node, name: str) -> Span:

@@ -163,6 +163,24 @@ def _check_batch(k: int, n: int, step: Any, ordered: bool, captured: dict[str, l
     return out
 
 
+def feed_sources(ddl: dict[str, str], feed_dir: str) -> dict[str, Any]:
+    """Source builders (source id -> builder) reading the test feed folder, each source with its columns `ddl`."""
+    from etl.compile.watermark import with_event_time
+    from etl.connectors.sources import memory
+
+    feeds: dict[int, Any] = {}  # one feed DataFrame per compile: the sources of a query share one Spark source
+
+    def make(sid: str) -> Any:
+        def build(ctx: Any, node: Any) -> Any:
+            feed = feeds.setdefault(id(ctx), memory.feed_stream(ctx.spark, feed_dir))
+            df = memory.source_from_feed(feed, sid, ddl[sid])
+            et = getattr(node.spec, "event_time", None)
+            return with_event_time(df, node, et) if et is not None else df
+        return build
+
+    return {sid: make(sid) for sid in ddl}
+
+
 class _CaseRun:
     """The pipeline of one case, running on a short trigger over a feed folder (etl.connectors.sources.memory)."""
 
@@ -177,22 +195,6 @@ class _CaseRun:
         self.ddl = {n.id: source_ddl(graph, n, rows_of.get(n.id, [])) for n in graph.of_kind("source")}
         self.runner: Any = None
 
-    def _sources(self) -> dict[str, Any]:
-        from etl.compile.watermark import with_event_time
-        from etl.connectors.sources import memory
-
-        feeds: dict[int, Any] = {}  # one feed DataFrame per compile: the sources of a query share one Spark source
-
-        def make(sid: str) -> Any:
-            def build(ctx: Any, node: Any) -> Any:
-                feed = feeds.setdefault(id(ctx), memory.feed_stream(ctx.spark, self.feed_dir))
-                df = memory.source_from_feed(feed, sid, self.ddl[sid])
-                et = getattr(node.spec, "event_time", None)
-                return with_event_time(df, node, et) if et is not None else df
-            return build
-
-        return {sid: make(sid) for sid in self.ddl}
-
     def start(self) -> None:
         import os
 
@@ -204,7 +206,7 @@ class _CaseRun:
             return CaptureSink(spec, ctx, self.captured.setdefault(out.id, []))
 
         self.runner = PipelineRun(self.plan, self.spark, RunOptions(
-            checkpoint=f"{self.tmp}/checkpoint", progress="none", sources=self._sources(), interval=TEST_TRIGGER,
+            checkpoint=f"{self.tmp}/checkpoint", progress="none", sources=feed_sources(self.ddl, self.feed_dir), interval=TEST_TRIGGER,
             sink_factory=sink_factory, echo=lambda s: None))
         try:
             self.runner.start()
