@@ -101,23 +101,24 @@ def test_emit_and_metadata_columns(tmp_path):
     assert (by_id["o_window"].event_time.field, by_id["o_window"].event_time.watermark.seconds) == ("ts", 2)
 
 
-def test_tests_side_file_and_its_positions(tmp_path):
-    (tmp_path / "job.tests.yaml").write_text("- name: one\n  inputs: {t: [{a: x}]}\n  expect: {o: [{a: x}]}\n"
-                                           "- name: two\n  inputs: {nope: []}\n")
+def _side_file_codes(tmp_path, tests_yaml: str):
+    (tmp_path / "job.tests.yaml").write_text(tests_yaml)
     c = _check(tmp_path, "CREATE TABLE t (a VARCHAR) WITH (type = 'file', path = 't');\n" + PRINT
                + "INSERT INTO o SELECT a FROM t;\n")
-    assert [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()] == \
-        [("E207", "job.tests.yaml", 5, 12)]
+    return c, [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()]
+
+
+def test_tests_side_file_and_its_positions(tmp_path):
+    c, codes = _side_file_codes(tmp_path, "- name: one\n  inputs: {t: [{a: x}]}\n  expect: {o: [{a: x}]}\n"
+                                          "- name: two\n  inputs: {nope: []}\n")
+    assert codes == [("E207", "job.tests.yaml", 5, 12)]
     assert [t.name for t in c.pipeline.tests] == ["one", "two"]
 
 
 def test_tests_side_file_batches_and_their_positions(tmp_path):
-    (tmp_path / "job.tests.yaml").write_text("tests:\n- name: one\n  batches:\n  - inputs: {t: [{a: x}]}\n"
-                                           "  - inputs: {t: []}\n    expect: {oo: []}\n    watermark: soon\n")
-    c = _check(tmp_path, "CREATE TABLE t (a VARCHAR) WITH (type = 'file', path = 't');\n" + PRINT
-               + "INSERT INTO o SELECT a FROM t;\n")
-    assert [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()] == \
-        [("E207", "job.tests.yaml", 6, 14), ("E102", "job.tests.yaml", 7, 16)]
+    c, codes = _side_file_codes(tmp_path, "tests:\n- name: one\n  batches:\n  - inputs: {t: [{a: x}]}\n"
+                                          "  - inputs: {t: []}\n    expect: {oo: []}\n    watermark: soon\n")
+    assert codes == [("E207", "job.tests.yaml", 6, 14), ("E102", "job.tests.yaml", 7, 16)]
     assert [len(t.batches) for t in c.pipeline.tests] == [2]
 
 
