@@ -82,27 +82,6 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-def stream_from_file(spark: Any, folder: str, rows: list[dict[str, Any]], ddl: str) -> Any:
-    """The same events through Spark's JSON file source: no Python worker to start (fast tests).
-
-    Values are converted to the column types first (ISO text for timestamps), so
-    Spark's JSON reader sees exactly what the Python data source would produce."""
-    import os
-
-    from pyspark.sql.types import StructType, _parse_datatype_string
-
-    schema = _parse_datatype_string(ddl)
-    assert isinstance(schema, StructType)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "events.jsonl"), "w", encoding="utf-8") as fh:
-        for row in rows:
-            typed = {f.name: _json_value(convert(row.get(f.name), f.dataType)) for f in schema.fields}
-            fh.write(json.dumps(typed, default=str) + "\n")
-    return (spark.readStream.schema(schema).option("mode", "FAILFAST")
-            .option("timestampFormat", TIME_FORMAT).json(folder))
-
-
-
 def write_feed(folder: str, index: int, batch: dict[str, tuple[list[dict[str, Any]], str]]) -> None:
     """Batch `index`: source id -> (events, column DDL), typed and written as one file renamed into `folder`."""
     import os
