@@ -36,11 +36,24 @@ def test(
     runnable = [c for c in checked if c.plan is not None and c.plan.graph.pipeline.tests]
     results = []
     if runnable:
-        from etl.runtime.session import build_session
+        import os
+        import tempfile
+
+        from etl.commands.run import jvm_stderr_to
+        from etl.runtime.session import build_session, stderr_to_file
         from etl.runtime.testing import run_tests
 
-        spark = build_session("etl-test", master, {"spark.sql.shuffle.partitions": "2",
-                                                   "spark.default.parallelism": "2"}, ui=False)
+        # Spark's lines about the queries each case stops, and the Python daemons' stderr, go to a log file
+        log = Path(tempfile.gettempdir()) / f"etl-test-{os.getpid()}.log"
+        from etl import settings
+
+        quiet = not settings.current().log_level
+        with jvm_stderr_to(log if quiet else None):
+            spark = build_session("etl-test", master, {"spark.sql.shuffle.partitions": "2",
+                                                       "spark.default.parallelism": "2"}, ui=False,
+                                  log_file=str(log))
+        if quiet:
+            stderr_to_file(spark, str(log))
         for c in runnable:
             for r in run_tests(c, spark, k):
                 results.append(r)

@@ -89,7 +89,7 @@ class Compiler:
 
             if isinstance(e, PySparkException):
                 msg = str(e).strip().splitlines()[0].split(" SQLSTATE:")[0]
-                raise CompileError(f"{node.type} '{node.id}': {msg}", node, code="E402",
+                raise CompileError(f"{node.type} '{node.id}': {msg}", node, code="E400",
                                    hint="check the expression and the columns of its input") from None
             raise
 

@@ -48,7 +48,7 @@ class CompileError(Exception):
 def not_supported(node: Node, what: str | None = None) -> CompileError:
     return CompileError(f"{what or f'{node.type} transform'} is not supported by `etl run` yet "
                         f"('{node.id}')", node, hint="it validates, but a later version runs it; "
-                        "remove it to run this pipeline now", code="E401")
+                        "remove it to run this pipeline now", code="E402")
 
 
 @dataclass

@@ -1,20 +1,24 @@
-"""Stream-stream joins: inner or left outer, on equal keys, within a time bound.
+"""Stream-stream joins: inner, left, right or full outer, on equal keys, within a time bound.
 
 `stream_join(left, right, spec, left_time, right_time)` joins two streaming
 DataFrames the way Spark can keep bounded state for:
 
 * both sides carry a watermarked event-time column (the source's, or
   `left_time` / `right_time` of the join);
-* the condition is `left.k = right.k AND right.t BETWEEN left.t - within AND
-  left.t + within`, so a row leaves the state once the watermark passes its
-  time + within (+ the other side's allowed lateness);
-* left outer: a left row without a match is emitted with NULL right columns
-  once the watermark guarantees no match can arrive any more (its time +
-  within + lateness) -- not before.
+* the condition is `left.k = right.k AND right.t BETWEEN left.t + lower AND
+  left.t + upper` (`within`: one duration d is [-d, +d]; `[-5m, +1m]` is
+  asymmetric), and `condition` (any Spark SQL, over the output columns) when
+  given, so a row leaves the state once the watermark passes its time + the
+  bound (+ the other side's allowed lateness);
+* outer joins: a row of the outer side(s) without a match is emitted with NULL
+  columns of the other side once the watermark guarantees no match can arrive
+  any more -- not before. A row that matched is never emitted unmatched.
 
-Output columns: the key columns (from the left), the other left columns, the
-other right columns; a right column whose name the left already uses is
-renamed `<right_prefix><name>` (the compile step passes `<right input id>_`).
+Output columns: the key columns, the other left columns, the other right
+columns; a right column whose name the left already uses is renamed
+`<right_prefix><name>` (the compile step passes `<right input id>_`). In right
+and full joins a key column holds the right row's key when the left side is
+missing (`coalesce(left.k, right.k)`).
 Rows a side receives behind its watermark are dropped by Spark (late), as
 for every stateful operator. Output mode: append. Duplicates are joined as
 they come: put a `dedupe` (dropDuplicatesWithinWatermark) before the join to
@@ -66,7 +70,6 @@ def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: An
     if rt in spec.on:
         raise JoinError(f"the right event time column '{rt}' cannot also be a join key", "right_time")
 
-    within = _interval(spec.within)
     left_cols = [c for c in left.columns]
     right_cols = [c for c in right.columns if c not in spec.on]
     renamed = {c: (right_prefix + c if c in left_cols else c) for c in right_cols}
@@ -81,11 +84,16 @@ def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: An
     rk = rp.select(*[F.col(f"`{k}`").alias(f"_etl_k{i}") for i, k in enumerate(spec.on)],
                    *[F.col(f"`{c}`").alias(renamed[c]) for c in right_cols], *extra).alias("r")
     cond = [F.col(f"l.`{k}`") == F.col(f"r._etl_k{i}") for i, k in enumerate(spec.on)]
-    cond.append(F.col(f"r.`{r_time}`").between(F.col(f"l.`{lt}`") - F.expr(f"INTERVAL {within}"),
-                                               F.col(f"l.`{lt}`") + F.expr(f"INTERVAL {within}")))
-    how = "inner" if spec.how == "inner" else "left_outer"
+    lower, upper = spec.within.lower, spec.within.upper
+    cond.append(F.col(f"r.`{r_time}`").between(F.col(f"l.`{lt}`") + F.expr(f"INTERVAL {_interval(lower)}"),
+                                               F.col(f"l.`{lt}`") + F.expr(f"INTERVAL {_interval(upper)}")))
+    if getattr(spec, "condition", None):
+        cond.append(F.expr(spec.condition))
+    how = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[spec.how]
     joined = lk.join(rk, on=_and(cond), how=how)
-    out = joined.select(*[F.col(f"l.`{c}`").alias(c) for c in left_cols],
+    keys_from_right = spec.how in ("right", "full")
+    out = joined.select(*[(F.coalesce(F.col(f"l.`{c}`"), F.col(f"r._etl_k{spec.on.index(c)}"))
+                           if keys_from_right and c in spec.on else F.col(f"l.`{c}`")).alias(c) for c in left_cols],
                         *[F.col(f"r.`{renamed[c]}`").alias(renamed[c]) for c in right_cols])
     return JoinResult(out, "append", renamed)
 
@@ -98,5 +106,6 @@ def _and(conds: list[Any]) -> Any:
 
 
 def _interval(seconds: float) -> str:
+    """Spark interval text of a signed number of seconds ('-300 SECONDS')."""
     ms = int(round(float(seconds) * 1000))
     return f"{ms // 1000} SECONDS" if ms % 1000 == 0 else f"{ms} MILLISECONDS"

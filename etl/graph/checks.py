@@ -298,20 +298,52 @@ def check_windows(graph: Graph, report: Report) -> None:
                              node.field_span(graph.smap, "aggregates", i, "fn"), hint)
 
 
+MAX_TEST_ADVANCE_S = 60.0  # processing time a test waits out, at most, over all its batches
+
+
 def check_tests(graph: Graph, report: Report) -> None:
-    """`tests:` blocks name existing sources (inputs) and sinks (expect) (E207)."""
+    """`tests:` blocks name existing sources (inputs) and sinks (expect) (E207), in the case and in each of its
+    `batches`; a batch's `watermark` is an ISO 8601 instant and the `advance`s of a case add up to at most 60s
+    (E102)."""
     from etl.diagnostics import did_you_mean
 
     smap = graph.smap
     sources = [n.id for n in graph.of_kind("source") if not n.spec.is_static()]
     sinks = [n.id for n in graph.of_kind("sink")]
+
+    def at(path: tuple, key: bool = True) -> Span:
+        return (smap.key(path) if key else smap.value(path)) if smap is not None else Span(graph.name)
+
     for i, case in enumerate(getattr(graph.pipeline, "tests", None) or []):
-        for key, known, what in (("inputs", sources, "source"), ("expect", sinks, "sink")):
-            for name in getattr(case, key):
-                if name not in known:
-                    span = smap.key(("tests", i, key, name)) if smap is not None else Span(graph.name)
-                    report.error("E207", f"test '{case.name}' names unknown {what} '{name}' in `{key}`", span,
-                                 did_you_mean(name, known) or (f"{what}s: {', '.join(known)}" if known else None))
+        parts: list[tuple[tuple, Any]] = [(("tests", i), case)]
+        parts += [(("tests", i, "batches", j), b) for j, b in enumerate(case.batches or [])]
+        for path, part in parts:
+            for key, known, what in (("inputs", sources, "source"), ("expect", sinks, "sink")):
+                for name in getattr(part, key) or {}:
+                    if name not in known:
+                        report.error("E207", f"test '{case.name}' names unknown {what} '{name}' in `{key}`",
+                                     at(path + (key, name)),
+                                     did_you_mean(name, known) or (f"{what}s: {', '.join(known)}" if known else None))
+        total = 0.0
+        for j, b in enumerate(case.batches or []):
+            if b.watermark is not None and _instant(b.watermark) is None:
+                report.error("E102", f"test '{case.name}' batch {j + 1}: invalid watermark {b.watermark!r}",
+                             at(("tests", i, "batches", j, "watermark"), key=False),
+                             "an ISO 8601 instant, e.g. '2026-01-10T09:01:00Z'")
+            total += float(b.advance or 0)
+            if b.advance is not None and total > MAX_TEST_ADVANCE_S:
+                report.error("E102", f"test '{case.name}': the batches' `advance` add up to {total:g}s, more than "
+                             f"{MAX_TEST_ADVANCE_S:g}s", at(("tests", i, "batches", j, "advance"), key=False),
+                             "a test waits processing time out on the wall clock: use event time to test long spans")
+
+
+def _instant(text: str) -> Any:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def check_endpoints(graph: Graph, report: Report) -> None:

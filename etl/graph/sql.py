@@ -113,8 +113,9 @@ _STRING_FUNCS = {"lower", "upper", "concat", "concat_ws", "trim", "ltrim", "rtri
                  "regexp_extract", "regexp_replace", "date_format", "format_string", "lpad", "rpad",
                  "replace", "split_part", "initcap", "md5", "sha1", "sha2", "hex", "to_json", "string", "uuid",
                  "coalesce_str", "reverse", "repeat", "translate", "base64", "url_decode", "url_encode"}
-_BIGINT_FUNCS = {"length", "char_length", "size", "count", "instr", "locate", "hash", "unix_timestamp",
-                 "year", "month", "day", "dayofmonth", "hour", "minute", "second", "dayofweek"}
+_BIGINT_FUNCS = {"count", "unix_timestamp"}
+_INT_FUNCS = {"length", "char_length", "size", "array_size", "instr", "locate", "hash", "year", "month", "day",
+              "dayofmonth", "hour", "minute", "second", "dayofweek"}  # Spark's int results
 _DOUBLE_FUNCS = {"round", "bround", "sqrt", "exp", "ln", "log", "log10", "log2", "pow", "power", "rand", "avg",
                  "percentile_approx", "stddev", "variance", "cbrt", "degrees", "radians"}
 _TS_FUNCS = {"to_timestamp", "current_timestamp", "now", "timestamp_millis", "timestamp_seconds",
@@ -170,8 +171,27 @@ def _type_of(node, cols: dict[str, str]) -> str:
     if fname in _STRING_FUNCS or isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.Substring,
                                                    exp.RegexpExtract, exp.TimeToStr)):
         return "string"
-    if fname in _BIGINT_FUNCS or isinstance(node, (exp.Length, exp.Count)):
+    if fname in _INT_FUNCS or isinstance(node, (exp.Length, exp.ArraySize)):
+        return "int"
+    if fname in _BIGINT_FUNCS or isinstance(node, exp.Count):
         return "bigint"
+    if isinstance(node, exp.RegexpSplit) or fname == "split":
+        return "array<string>"
+    if isinstance(node, exp.GenerateSeries) or fname == "sequence":
+        start = _type_of(node.args.get("start") or node.this, cols)
+        return f"array<{start}>" if start in ("int", "bigint", "date", "timestamp") else "unknown"
+    if isinstance(node, exp.Bracket) or fname in ("explode", "explode_outer", "_explodeouter") \
+            or isinstance(node, exp.Explode):
+        inner = _type_of(node.this, cols)  # an array's element (a map's value) type
+        if inner.startswith("array<") and inner.endswith(">"):
+            return inner[6:-1]
+        if inner.startswith("map<") and isinstance(node, exp.Bracket):
+            return _split_map(inner)
+        return "unknown"
+    if isinstance(node, exp.Case):
+        branches = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
+        types = {_type_of(b, cols) for b in branches if b is not None and not isinstance(b, exp.Null)}
+        return types.pop() if len(types) == 1 else "unknown"
     if fname in _DOUBLE_FUNCS or isinstance(node, (exp.Round, exp.Sqrt, exp.Ln, exp.Pow)):
         return "double"
     if fname in _TS_FUNCS or isinstance(node, (exp.CurrentTimestamp, exp.StrToTime, exp.UnixToTime)):
@@ -180,4 +200,15 @@ def _type_of(node, cols: dict[str, str]) -> str:
         return _type_of(node.this, cols)
     if isinstance(node, exp.If):
         return _type_of(node.args.get("true"), cols) if node.args.get("true") is not None else "unknown"
+    return "unknown"
+
+
+def _split_map(t: str) -> str:
+    """The value type of 'map<k,v>' (nested types kept whole)."""
+    body, depth = t[4:-1], 0
+    for i, ch in enumerate(body):
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            return body[i + 1:].strip()
     return "unknown"

@@ -1,9 +1,17 @@
 """Given events as a streaming source: what `etl test` feeds a pipeline with.
 
 The events are converted to the declared column types (ISO 8601 text ->
-timestamp, numbers, nested values as given), written as one JSON-lines file
-and read by Spark's file source: every event is in the first micro-batch, and
-no Python worker has to start (a Python data source would start two per query).
+timestamp, numbers, nested values as given), written as JSON lines and read by
+Spark's file source: no Python worker has to start (a Python data source would
+start two per query).
+
+A multi-batch test writes one *feed* file per batch, holding the events of
+every source (`_etl_src` names the source, `_etl_row` holds the event as JSON),
+moved into the feed folder in one rename. Every source of a query reads the
+same streaming DataFrame (`feed_stream`) and keeps its own rows
+(`source_from_feed`): Spark sees one source, so a batch's events of all sources
+land in the same micro-batch, never split by a trigger that fires between two
+files.
 """
 
 from __future__ import annotations
@@ -11,6 +19,9 @@ from __future__ import annotations
 import json
 from datetime import date, datetime, timezone
 from typing import Any
+
+FEED_DDL = "_etl_src string, _etl_row string"
+TIME_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
 
 
 def to_timestamp(v: Any) -> datetime | None:
@@ -71,21 +82,35 @@ def _json_value(v: Any) -> Any:
     return v
 
 
-def stream_from_file(spark: Any, folder: str, rows: list[dict[str, Any]], ddl: str) -> Any:
-    """The same events through Spark's JSON file source: no Python worker to start (fast tests).
-
-    Values are converted to the column types first (ISO text for timestamps), so
-    Spark's JSON reader sees exactly what the Python data source would produce."""
+def write_feed(folder: str, index: int, batch: dict[str, tuple[list[dict[str, Any]], str]]) -> None:
+    """Batch `index`: source id -> (events, column DDL), typed and written as one file renamed into `folder`."""
     import os
 
     from pyspark.sql.types import StructType, _parse_datatype_string
 
-    schema = _parse_datatype_string(ddl)
-    assert isinstance(schema, StructType)
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "events.jsonl"), "w", encoding="utf-8") as fh:
-        for row in rows:
-            typed = {f.name: _json_value(convert(row.get(f.name), f.dataType)) for f in schema.fields}
-            fh.write(json.dumps(typed, default=str) + "\n")
-    return (spark.readStream.schema(schema).option("mode", "FAILFAST")
-            .option("timestampFormat", "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX").json(folder))
+    tmp = os.path.join(os.path.dirname(folder.rstrip("/")), f".feed-{index:05d}.jsonl")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for source_id, (rows, ddl) in batch.items():
+            schema = _parse_datatype_string(ddl)
+            assert isinstance(schema, StructType)
+            for row in rows:
+                typed = {f.name: _json_value(convert(row.get(f.name), f.dataType)) for f in schema.fields}
+                fh.write(json.dumps({"_etl_src": source_id, "_etl_row": json.dumps(typed, default=str)}) + "\n")
+    os.replace(tmp, os.path.join(folder, f"batch-{index:05d}.jsonl"))
+
+
+def feed_stream(spark: Any, folder: str) -> Any:
+    """The feed folder as one streaming DataFrame (share it between the sources of a query)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    return spark.readStream.schema(_parse_datatype_string(FEED_DDL)).option("mode", "FAILFAST").json(folder)
+
+
+def source_from_feed(feed: Any, source_id: str, ddl: str) -> Any:
+    """The rows of one source in the feed, with its columns."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
+
+    row = F.from_json("_etl_row", _parse_datatype_string(ddl), {"mode": "FAILFAST", "timestampFormat": TIME_FORMAT})
+    return feed.where(F.col("_etl_src") == source_id).select(row.alias("_etl_r")).select("_etl_r.*")

@@ -49,6 +49,7 @@ class RunOptions:
     sink_factory: SinkFactory | None = None  # test hook: build every sink
     control: Any = None  # etl.runtime.control.Control: metrics and taps (etl run starts one)
     echo: Callable[[str], None] | None = None
+    interval: str | None = None  # test hook: a processing-time trigger (Spark interval text) whatever the plan says
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -238,7 +239,9 @@ class PipelineRun:
             w = (q.stream.writeStream.queryName(self.query_name(q))
                  .option("checkpointLocation", self.query_checkpoint(q))
                  .foreachBatch(self._batch_fn(q)))
-            if self.opts.once or trigger.mode == "available_now":
+            if self.opts.interval is not None:
+                w = w.trigger(processingTime=self.opts.interval)
+            elif self.opts.once or trigger.mode == "available_now":
                 w = w.trigger(availableNow=True)
             else:
                 w = w.trigger(processingTime=trigger.interval.spark())

@@ -1,29 +1,39 @@
 """`etl test`: run a pipeline's `tests:` blocks on local Spark and compare rows.
 
 Each case replaces every source by its given events (typed with the source's
-columns), runs the pipeline with AvailableNow into in-memory capturing sinks
-(every sink and the dead-letter output), then compares:
+columns) and runs the pipeline, on a short processing-time trigger, into
+in-memory capturing sinks (every sink and the dead-letter output). The events
+come as micro-batches: `inputs` is one batch, `batches` a list of them. Each
+batch is fed once the previous one is processed completely (Spark's
+`processAllAvailable`: its data and the no-data batches that follow it, which
+close windows and emit outer-join rows once the watermark moves); `advance`
+waits processing time out first, `restart` stops the pipeline and starts it
+again from its checkpoint (state, offsets and sink commits kept). Then:
 
-* sinks named in `expect`: the number of rows exactly, and each expected row
-  on the columns it names (values exact; timestamps compared as instants,
-  floats to 1e-9 relative); unordered unless `ordered: true`;
-* `dead_letters`: the same number of dead letters, each matched on the keys it gives.
+* sinks named in `expect` (of the case: over all batches; of a batch: the rows
+  written while that batch was processed): the number of rows exactly, and each
+  expected row on the columns it names (values exact; timestamps compared as
+  instants, floats to 1e-9 relative); unordered unless `ordered: true`;
+* `dead_letters`: the same number of dead letters, each matched on the keys it gives;
+* a batch's `watermark`: the pipeline's event-time watermark once the batch is
+  processed (the smallest of its queries', as Spark reports it).
 """
 
 from __future__ import annotations
 
-import math
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
-from decimal import Decimal
+from datetime import datetime, timezone
 from typing import Any
 
 import pyarrow as pa
 
 from etl.compile import DEAD_LETTER, Output
+from etl.runtime.rowdiff import _show, canon, compare, diff_text, row_matches, same  # noqa: F401 (API)
 from etl.runtime.sink import AbstractSink, SinkContext
+
+TEST_TRIGGER = "100 milliseconds"
 
 
 @dataclass
@@ -46,94 +56,6 @@ class CaptureSink(AbstractSink):
 
     def batch_insert(self, rows: pa.Table) -> None:
         self.store.extend(rows.to_pylist())
-
-
-# ------------------------------------------------------------------ values
-def _canon_time(t: datetime) -> str:
-    if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc).replace(tzinfo=None)
-    text = t.isoformat(timespec="microseconds").rstrip("0").rstrip(".")
-    return text + "Z"
-
-
-def canon(v: Any) -> Any:
-    """A comparable form: timestamps as UTC ISO text, decimals as floats, containers recursively."""
-    if isinstance(v, datetime):
-        return _canon_time(v)
-    if isinstance(v, date):
-        return v.isoformat()
-    if isinstance(v, Decimal):
-        return float(v)
-    if isinstance(v, str) and len(v) >= 16 and v[4:5] == "-" and v[10:11] in ("T", " "):
-        try:
-            t = datetime.fromisoformat(v.replace("Z", "+00:00"))
-            return _canon_time(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
-        except ValueError:
-            return v
-    if isinstance(v, dict):
-        return {str(k): canon(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [canon(x) for x in v]
-    return v
-
-
-def same(a: Any, b: Any) -> bool:
-    a, b = canon(a), canon(b)
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return a == b
-
-
-def row_matches(expected: dict, actual: dict) -> bool:
-    return all(k in actual and same(v, actual[k]) for k, v in expected.items())
-
-
-def compare(expected: list[dict], actual: list[dict], ordered: bool) -> tuple[list[dict], list[dict]]:
-    """(expected rows not found, actual rows not matched)."""
-    if ordered:
-        missing, extra = [], []
-        for i in range(max(len(expected), len(actual))):
-            e = expected[i] if i < len(expected) else None
-            a = actual[i] if i < len(actual) else None
-            if e is None:
-                extra.append(a)
-            elif a is None or not row_matches(e, a):
-                missing.append(e)
-                if a is not None:
-                    extra.append(a)
-        return missing, extra
-    left = list(range(len(actual)))
-    missing = []
-    for e in sorted(expected, key=lambda r: -len(r)):
-        hit = next((i for i in left if row_matches(e, actual[i])), None)
-        if hit is None:
-            missing.append(e)
-        else:
-            left.remove(hit)
-    return missing, [actual[i] for i in left]
-
-
-def _show(row: dict, keys: list[str] | None = None) -> str:
-    import json
-
-    shown = {k: canon(row.get(k)) for k in keys} if keys else {k: canon(v) for k, v in row.items()}
-    return json.dumps(shown, default=str, sort_keys=False)
-
-
-def diff_text(what: str, expected: list[dict], actual: list[dict], missing: list[dict], extra: list[dict]) -> str:
-    keys: list[str] = []
-    for r in expected:
-        keys.extend(k for k in r if k not in keys)
-    lines = [f"{what}: expected {len(expected)} rows, got {len(actual)}"]
-    lines += [f"  - {_show(r)}" for r in missing]
-    lines += [f"  + {_show(r, keys or None)}" for r in extra]
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------ running
@@ -173,57 +95,154 @@ def source_ddl(graph: Any, node: Any, rows: list[dict]) -> str:
 
 def run_case(plan: Any, case: Any, spark: Any, file: str = "") -> CaseResult:
     from etl.compile.context import CompileError
-    from etl.compile.watermark import with_event_time
-    from etl.runtime import memory
-    from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
+    from etl.runtime.runner import RunFailed
 
     t0 = time.monotonic()
     graph = plan.graph
-    unknown = [s for s in case.inputs if s not in graph.nodes or graph.nodes[s].kind != "source"]
-    unknown += [s for s in case.expect if s not in graph.nodes or graph.nodes[s].kind != "sink"]
+    steps = case.steps()
+    unknown = [s for b in steps for s in b.inputs if s not in graph.nodes or graph.nodes[s].kind != "source"]
+    unknown += [s for e in [case.expect] + [b.expect or {} for b in steps] for s in e
+                if s not in graph.nodes or graph.nodes[s].kind != "sink"]
     if unknown:
         return CaseResult(graph.name, file, case.name, False, 0.0,
-                          f"unknown source or sink id(s) in the test: {', '.join(unknown)}")
-
-    def make_source(rows: list[dict], folder: str) -> Any:
-        def build(ctx: Any, node: Any) -> Any:
-            df = memory.stream_from_file(ctx.spark, folder, rows, source_ddl(graph, node, rows))
-            et = getattr(node.spec, "event_time", None)
-            return with_event_time(df, node, et) if et is not None else df
-        return build
-
+                          f"unknown source or sink id(s) in the test: {', '.join(dict.fromkeys(unknown))}")
     captured: dict[str, list[dict]] = {}
-
-    def sink_factory(out: Output, spec: Any, ctx: SinkContext) -> AbstractSink:
-        return CaptureSink(spec, ctx, captured.setdefault(out.id, []))
-
+    problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="etl-test-") as tmp:
-        sources = {n.id: make_source(list(case.inputs.get(n.id, [])), f"{tmp}/inputs/{n.id}")
-                   for n in graph.of_kind("source")}
-        runner = PipelineRun(plan, spark, RunOptions(once=True, checkpoint=f"{tmp}/checkpoint", progress="none",
-                                                      sources=sources,
-                                                      sink_factory=sink_factory, echo=lambda s: None))
+        run = _CaseRun(plan, spark, tmp, captured, steps)
         try:
-            runner.start()
-            runner.wait()
+            run.start()
+            for k, step in enumerate(steps):
+                if step.restart and k:
+                    run.restart()
+                if step.advance:
+                    time.sleep(float(step.advance))
+                before = {sink: len(rows) for sink, rows in captured.items()}
+                run.feed(k, step)
+                problems += _check_batch(k, len(steps), step, case.ordered, captured, before, run.watermark())
+            run.stop()
         except CompileError as e:
-            runner.close()
+            run.close()
             return CaseResult(graph.name, file, case.name, False, time.monotonic() - t0,
                               e.diagnostic(graph).render(), captured)
         except RunFailed as e:
             return CaseResult(graph.name, file, case.name, False, time.monotonic() - t0, f"run failed: {e}", captured)
-    problems: list[str] = []
     for sink_id, expected in case.expect.items():
-        actual = captured.get(sink_id, [])
-        missing, extra = compare(list(expected), actual, case.ordered)
-        if missing or extra or len(expected) != len(actual):
-            problems.append(diff_text(f"sink '{sink_id}'", list(expected), actual, missing, extra))
+        problems += _diff(f"sink '{sink_id}'", list(expected), captured.get(sink_id, []), case.ordered)
     if case.dead_letters is not None:
-        actual = captured.get(DEAD_LETTER, [])
-        missing, extra = compare(list(case.dead_letters), actual, False)
-        if missing or extra:
-            problems.append(diff_text("dead letters", list(case.dead_letters), actual, missing, extra))
+        problems += _diff("dead letters", list(case.dead_letters), captured.get(DEAD_LETTER, []), False)
     return CaseResult(graph.name, file, case.name, not problems, time.monotonic() - t0, "\n".join(problems), captured)
+
+
+def _diff(what: str, expected: list[dict], actual: list[dict], ordered: bool) -> list[str]:
+    missing, extra = compare(expected, actual, ordered)
+    if missing or extra or len(expected) != len(actual):
+        return [diff_text(what, expected, actual, missing, extra)]
+    return []
+
+
+def _check_batch(k: int, n: int, step: Any, ordered: bool, captured: dict[str, list[dict]],
+                 before: dict[str, int], watermark: datetime | None) -> list[str]:
+    """The rows written while batch `k` was processed against its own expectations."""
+    label = f"batch {k + 1} of {n}: " if n > 1 else ""
+    out: list[str] = []
+    for sink_id, expected in (step.expect or {}).items():
+        got = captured.get(sink_id, [])[before.get(sink_id, 0):]
+        out += _diff(f"{label}sink '{sink_id}'", list(expected), got, ordered)
+    if step.dead_letters is not None:
+        got = captured.get(DEAD_LETTER, [])[before.get(DEAD_LETTER, 0):]
+        out += _diff(f"{label}dead letters", list(step.dead_letters), got, False)
+    if step.watermark is not None:
+        want = datetime.fromisoformat(step.watermark.strip().replace("Z", "+00:00"))
+        want = want if want.tzinfo else want.replace(tzinfo=timezone.utc)
+        if watermark != want:
+            shown = canon(watermark) if watermark is not None else "none (no event-time watermark)"
+            out.append(f"{label}watermark: expected {canon(want)}, got {shown}")
+    return out
+
+
+def feed_sources(ddl: dict[str, str], feed_dir: str) -> dict[str, Any]:
+    """Source builders (source id -> builder) reading the test feed folder, each source with its columns `ddl`."""
+    from etl.compile.watermark import with_event_time
+    from etl.runtime import memory
+
+    feeds: dict[int, Any] = {}  # one feed DataFrame per compile: the sources of a query share one Spark source
+
+    def make(sid: str) -> Any:
+        def build(ctx: Any, node: Any) -> Any:
+            feed = feeds.setdefault(id(ctx), memory.feed_stream(ctx.spark, feed_dir))
+            df = memory.source_from_feed(feed, sid, ddl[sid])
+            et = getattr(node.spec, "event_time", None)
+            return with_event_time(df, node, et) if et is not None else df
+        return build
+
+    return {sid: make(sid) for sid in ddl}
+
+
+class _CaseRun:
+    """The pipeline of one case, running on a short trigger over a feed folder (etl.runtime.memory)."""
+
+    def __init__(self, plan: Any, spark: Any, tmp: str, captured: dict[str, list[dict]], steps: list[Any]):
+        self.plan, self.spark, self.tmp, self.captured = plan, spark, tmp, captured
+        self.feed_dir = f"{tmp}/feed"
+        graph = plan.graph
+        rows_of: dict[str, list[dict]] = {}
+        for b in steps:
+            for sid, rows in b.inputs.items():
+                rows_of.setdefault(sid, []).extend(rows)
+        self.ddl = {n.id: source_ddl(graph, n, rows_of.get(n.id, [])) for n in graph.of_kind("source")}
+        self.runner: Any = None
+
+    def start(self) -> None:
+        import os
+
+        from etl.runtime.runner import PipelineRun, RunOptions
+
+        os.makedirs(self.feed_dir, exist_ok=True)
+
+        def sink_factory(out: Output, spec: Any, ctx: SinkContext) -> AbstractSink:
+            return CaptureSink(spec, ctx, self.captured.setdefault(out.id, []))
+
+        self.runner = PipelineRun(self.plan, self.spark, RunOptions(
+            checkpoint=f"{self.tmp}/checkpoint", progress="none", sources=feed_sources(self.ddl, self.feed_dir), interval=TEST_TRIGGER,
+            sink_factory=sink_factory, echo=lambda s: None))
+        try:
+            self.runner.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def feed(self, k: int, step: Any) -> None:
+        """Write batch `k` and return once every query has processed it (raises RunFailed if one failed)."""
+        from etl.runtime import memory
+
+        memory.write_feed(self.feed_dir, k, {sid: (list(rows), self.ddl[sid]) for sid, rows in step.inputs.items()})
+        for s in self.runner.streams:
+            try:
+                s.processAllAvailable()
+            except Exception:  # noqa: BLE001 - the query failed: the runner explains it (RunFailed)
+                self.runner.wait()
+                raise
+
+    def watermark(self) -> datetime | None:
+        marks = []
+        for s in self.runner.streams:
+            wm = ((s.lastProgress or {}).get("eventTime") or {}).get("watermark")
+            if wm:
+                marks.append(datetime.fromisoformat(wm.replace("Z", "+00:00")))
+        return min(marks) if marks else None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        self.runner.request_stop()
+        self.runner.wait()
+
+    def close(self) -> None:
+        if self.runner is not None:
+            self.runner.close()
 
 
 def run_tests(checked: Any, spark: Any, select: str | None = None) -> list[CaseResult]:

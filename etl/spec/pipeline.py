@@ -30,15 +30,46 @@ class Checkpoint(Model):
     path: str | None = Field(default=None, description="checkpoint folder (default .etl/<name>/checkpoint)")
 
 
+TestRows = dict[str, list[dict[str, Any]]]
+
+
+class TestBatch(Model):
+    """One micro-batch of a multi-batch test: events per source, fed once the previous batch is processed."""
+
+    inputs: TestRows = Field(default_factory=dict, description="source id -> events of this batch")
+    advance: Duration | None = Field(
+        default=None, description="processing time that passes before the batch (the test waits it out; at most "
+        "60s per test)")
+    restart: bool = Field(default=False, description="stop the pipeline before this batch and resume it from its "
+                          "checkpoint")
+    watermark: str | None = Field(
+        default=None, description="expected event-time watermark once the batch is processed (ISO 8601)")
+    expect: TestRows | None = Field(default=None, description="sink id -> exact rows written during this batch")
+    dead_letters: list[dict[str, Any]] | None = Field(
+        default=None, description="dead letters written during this batch (each compared on the keys it gives)")
+
+
 class TestCase(Model):
-    """A pipeline unit test: input events per source, exact expected rows per sink."""
+    """A pipeline unit test: input events per source (or a list of micro-batches), exact expected rows per sink."""
 
     name: str
-    inputs: dict[str, list[dict[str, Any]]] = Field(description="source id -> events")
-    expect: dict[str, list[dict[str, Any]]] = Field(default_factory=dict, description="sink id -> exact rows")
+    inputs: TestRows | None = Field(default=None, description="source id -> events (all in one micro-batch)")
+    batches: list[TestBatch] | None = Field(
+        default=None, min_length=1, description="micro-batches fed one after the other (instead of inputs)")
+    expect: TestRows = Field(default_factory=dict, description="sink id -> exact rows (over all batches)")
     dead_letters: list[dict[str, Any]] | None = Field(
         default=None, description="expected dead letters (each compared on the keys it gives)")
     ordered: bool = Field(default=False, description="compare rows in order")
+
+    @model_validator(mode="after")
+    def _inputs_or_batches(self) -> "TestCase":
+        if (self.inputs is None) == (self.batches is None):
+            raise ValueError("a test gives either `inputs` or `batches`")
+        return self
+
+    def steps(self) -> list[TestBatch]:
+        """The micro-batches of the case (`inputs` alone is one batch)."""
+        return list(self.batches) if self.batches is not None else [TestBatch(inputs=self.inputs or {})]
 
 
 class Pipeline(Model):

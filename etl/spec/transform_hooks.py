@@ -156,8 +156,10 @@ class GrokHooks:
         if not self.keep_original and found is not None:
             cols.pop(found, None)
         spark = {"string": "string", "int": "int", "float": "float"}
+        for name, _ in g.captures:  # as etl.compile.transforms.grok: a captured name leaves its place in the
+            cols.pop(name, None)  # input's columns and comes with the captures, in their order
         for name, typ in g.captures:
-            cols[cx.find(cols, name) or name] = spark[typ]
+            cols[name] = spark[typ]
         return cols
 
     def _capture_span(self: Any, cx: Any, node: Any, name: str) -> Any:
@@ -303,15 +305,18 @@ class JoinHooks:
         if self.right_time is not None:
             cx.event_time_field(node, ("right_time", "field"), self.right_time.field, right)
         if left is None or right is None:
+            cx.expr(node, ("condition",), self.condition, None, cx.where(node, "condition"))
             return None
         out = dict(left)  # as etl.compile.joining: left columns, then the right's non-key ones, a name the
         for k, v in right.items():  # left already uses renamed <right input id>_<name>
             if k not in self.on:
                 out[f"{re_.src}_{k}" if k in left else k] = v
+        cx.expr(node, ("condition",), self.condition, out, cx.where(node, "condition"))
         return out
 
     def explain_lines(self: Any) -> list[str]:
-        return [f"{self.how} join on {', '.join(self.on)} within {self.within}"]
+        return [f"{self.how} join on {', '.join(self.on)} within {self.within}"
+                + (f" where {self.condition}" if self.condition else "")]
 
 
 class LookupHooks:

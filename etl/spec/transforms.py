@@ -11,6 +11,7 @@ from etl.spec.aggregates import AGGREGATES, NAMES
 from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
 from etl.spec.sigma import SigmaSpec
+from etl.spec.timebound import TimeBounds
 from etl.spec.transform_hooks import (DedupeHooks, DeriveHooks, FilterHooks, GrokHooks, JoinHooks, LookupHooks,
                                       ParseHooks, RouteHooks, SelectHooks, UnionHooks, WindowHooks)
 
@@ -199,12 +200,15 @@ class WindowTransform(WindowHooks, TransformBase):
 
 @component("transform", "join", builder=f"{_TR}.join:build")
 class JoinTransform(JoinHooks, TransformBase):
-    """Stream-stream join of two inputs (left, right) on keys within a time bound."""
+    """Stream-stream join of two inputs (left, right) on keys within a time bound (inner or outer)."""
 
     type: Literal["join"]
     on: list[str] = Field(min_length=1, description="key columns present on both sides")
-    how: Literal["inner", "left"] = "inner"
-    within: Duration = Field(description="right event time must be within this of the left's")
+    how: Literal["inner", "left", "right", "full"] = "inner"
+    within: TimeBounds = Field(description="right event time minus the left's: one duration (before or after, "
+                               "e.g. '1m') or [lower, upper], e.g. ['-5m', '+1m']")
+    condition: str | None = Field(default=None, description="Spark SQL condition besides the keys, over the join's "
+                                  "output columns (right columns under their output names, e.g. clicks_ts)")
     left_time: EventTime | None = None
     right_time: EventTime | None = None
 

@@ -4,8 +4,8 @@ Lookup: `JOIN dim FOR SYSTEM_TIME AS OF s.pt AS d ON s.k = d.k` (LEFT JOIN keeps
 events without a match); the dimension columns the query reads become `fields`.
 Stream join: `ON a.k = b.k [AND ...] AND b.ts BETWEEN a.ts - INTERVAL 'n' U AND
 a.ts + INTERVAL 'n' U` (or the same bound as `>=` and `<=`): key equalities (a right
-key named differently is renamed to the left's name by a select first), a symmetric
-time bound (`within`). Output columns: the left columns, then the right's non-key
+key named differently is renamed to the left's name by a select first), a time bound
+(`within`: one duration when symmetric, else [lower, upper]); JOIN, LEFT, RIGHT or FULL. Output columns: the left columns, then the right's non-key
 ones (renamed `<right id>_<name>` where the left uses the name), as etl.compile.joining.
 """
 
@@ -32,15 +32,18 @@ class Joins:
 
             return lateral(self.b, j, left, scope, base)
         side = (j.side or "").upper()
-        if side not in ("", "LEFT") or (j.kind or "").upper() not in ("", "INNER", "OUTER"):
-            raise SqlSyntax(f"{side or j.kind} JOIN is not supported: use JOIN or LEFT JOIN", pos(self.b, j),
-                            code="E011")
-        how = "left" if side == "LEFT" else "inner"
+        if side not in ("", "LEFT", "RIGHT", "FULL") or (j.kind or "").upper() not in ("", "INNER", "OUTER"):
+            raise SqlSyntax(f"{side or j.kind} JOIN is not supported: use JOIN, LEFT, RIGHT or FULL JOIN",
+                            pos(self.b, j), code="E011")
+        how = side.lower() or "inner"
         on = j.args.get("on")
         if on is None:
             raise SqlSyntax("a JOIN needs ON", pos(self.b, j), code="E010")
         target = j.this
         if isinstance(target, exp.Table) and target.args.get("version") is not None:
+            if how not in ("inner", "left"):
+                raise SqlSyntax(f"a dimension table join is JOIN or LEFT JOIN, not {side} JOIN", pos(self.b, j),
+                                code="E011")
             return self._lookup(j, target, left, scope, base, how, on)
         qc = self.b.queries
         if isinstance(target, exp.Subquery):
@@ -142,9 +145,10 @@ class Joins:
         if "lo" not in bound or "hi" not in bound:
             raise SqlSyntax("a stream join needs a time bound: AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
                             "AND a.ts + INTERVAL '1' MINUTE", pos(self.b, on), code="E321")
-        if bound["lo"] != bound["hi"]:
-            raise SqlSyntax("the join's time bound must be symmetric (the same interval before and after)",
-                            pos(self.b, on), code="E011")
+        if -bound["lo"] > bound["hi"]:
+            raise SqlSyntax("the join's time bound is empty: its lower end is after its upper end", pos(self.b, on),
+                            code="E104")
+        from etl.spec.timebound import signed_text
         from etl.sql.window import _dur
 
         if renamed:  # the right side's keys take the left's names first
@@ -156,7 +160,8 @@ class Joins:
                             event_time=renamed.get(right.event_time or "", right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
         spec = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
-                "within": _dur(bound["lo"])}
+                "within": _dur(bound["hi"]) if bound["lo"] == bound["hi"] else
+                [signed_text(-bound["lo"]), signed_text(bound["hi"])]}
         for side, rel in (("left_time", left), ("right_time", right)):
             if rel.wm:
                 spec[side] = rel.wm

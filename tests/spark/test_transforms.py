@@ -237,7 +237,7 @@ def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validat
     with pytest.raises(CompileError) as e:
         Compiler(CompileContext(spark, c.plan.graph)).queries()
     d = e.value.diagnostic(c.plan.graph)
-    assert "transform type 'derive' is not supported by `etl run` yet" in d.message and d.code == "E401"
+    assert "transform type 'derive' is not supported by `etl run` yet" in d.message and d.code == "E402"
     assert d.span.line == 4  # points at the component in the YAML
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from etl.check import check_file, pipeline_files
@@ -100,14 +101,25 @@ def test_emit_and_metadata_columns(tmp_path):
     assert (by_id["o_window"].event_time.field, by_id["o_window"].event_time.watermark.seconds) == ("ts", 2)
 
 
-def test_tests_side_file_and_its_positions(tmp_path):
-    (tmp_path / "job.tests.yaml").write_text("- name: one\n  inputs: {t: [{a: x}]}\n  expect: {o: [{a: x}]}\n"
-                                           "- name: two\n  inputs: {nope: []}\n")
+def _side_file_codes(tmp_path, tests_yaml: str):
+    (tmp_path / "job.tests.yaml").write_text(tests_yaml)
     c = _check(tmp_path, "CREATE TABLE t (a VARCHAR) WITH (type = 'file', path = 't');\n" + PRINT
                + "INSERT INTO o SELECT a FROM t;\n")
-    assert [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()] == \
-        [("E207", "job.tests.yaml", 5, 12)]
+    return c, [(d.code, d.span.file.rsplit("/", 1)[1], d.span.line, d.span.col) for d in c.report.sorted()]
+
+
+def test_tests_side_file_and_its_positions(tmp_path):
+    c, codes = _side_file_codes(tmp_path, "- name: one\n  inputs: {t: [{a: x}]}\n  expect: {o: [{a: x}]}\n"
+                                          "- name: two\n  inputs: {nope: []}\n")
+    assert codes == [("E207", "job.tests.yaml", 5, 12)]
     assert [t.name for t in c.pipeline.tests] == ["one", "two"]
+
+
+def test_tests_side_file_batches_and_their_positions(tmp_path):
+    c, codes = _side_file_codes(tmp_path, "tests:\n- name: one\n  batches:\n  - inputs: {t: [{a: x}]}\n"
+                                          "  - inputs: {t: []}\n    expect: {oo: []}\n    watermark: soon\n")
+    assert codes == [("E207", "job.tests.yaml", 6, 14), ("E102", "job.tests.yaml", 7, 16)]
+    assert [len(t.batches) for t in c.pipeline.tests] == [2]
 
 
 def test_a_folder_lists_a_script_once(tmp_path):
@@ -158,7 +170,7 @@ def test_join_keys_with_different_names(tmp_path):
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
     by_id = {t.id: t for t in c.pipeline.transforms}
     assert by_id["o_keys"].fields == ["id AS perform_id", "name", "ts"]
-    assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.seconds) == \
+    assert (by_id["o_join"].inputs, by_id["o_join"].on, by_id["o_join"].within.upper) == \
         (["t", "o_keys"], ["perform_id"], 3600)
     assert by_id["o_select"].fields == ["id AS ticket", "name AS perform", "o_keys_ts AS pts"]
 
@@ -172,3 +184,34 @@ def test_a_script_path_that_is_a_pipe_is_refused_not_waited_on(tmp_path):
     assert c.plan is None
     assert _codes(c) == [("E005", 1, 1)]
     assert "not a regular file" in c.report.errors[0].message
+
+
+JOIN_TABLES = """\
+CREATE TABLE imp (ad_id VARCHAR, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '30' SECOND)
+WITH (type = 'file', path = 'imp');
+CREATE TABLE clk (ad_id VARCHAR, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '30' SECOND)
+WITH (type = 'file', path = 'clk');
+CREATE TABLE o (ad_id VARCHAR, ts TIMESTAMP, clk_ts TIMESTAMP) WITH (type = 'print');
+"""
+
+
+@pytest.mark.parametrize("side,how", [("", "inner"), ("LEFT ", "left"), ("RIGHT ", "right"), ("FULL ", "full"),
+                                      ("FULL OUTER ", "full")])
+def test_stream_join_sides_and_an_asymmetric_bound(tmp_path, side, how):
+    c = _check(tmp_path, JOIN_TABLES + f"INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i {side}JOIN clk AS c "
+               "ON i.ad_id = c.ad_id AND c.ts BETWEEN i.ts - INTERVAL '5' MINUTE AND i.ts + INTERVAL '1' MINUTE;\n")
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    (j,) = c.pipeline.transforms
+    assert (j.how, str(j.within), j.within.lower, j.within.upper) == (how, "[-5m, +1m]", -300.0, 60.0)
+
+
+def test_stream_join_bound_one_sided_symmetric_and_empty(tmp_path):
+    q = "INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i JOIN clk AS c ON i.ad_id = c.ad_id AND {};\n"
+    c = _check(tmp_path, JOIN_TABLES + q.format("c.ts >= i.ts AND c.ts <= i.ts + INTERVAL '10' MINUTE"))
+    assert str(c.pipeline.transforms[0].within) == "[0s, +10m]"
+    c = _check(tmp_path, JOIN_TABLES + q.format("c.ts BETWEEN i.ts - INTERVAL '1' MINUTE AND i.ts + INTERVAL '1' "
+                                                "MINUTE"))
+    assert str(c.pipeline.transforms[0].within) == "1m"
+    c = _check(tmp_path, JOIN_TABLES + q.format("c.ts BETWEEN i.ts + INTERVAL '2' MINUTE AND i.ts + INTERVAL '1' "
+                                                "MINUTE"))
+    assert _codes(c) == [("E104", 6, 73)]

@@ -81,7 +81,7 @@ def test_select_star_rename_drop_and_expressions(tmp_path):
     c = run(tmp_path, """
   - {id: last, type: select, input: gen, fields: ["*", "length(msg) AS n", "upper(host)"], rename: {Status: st}, drop: [msg]}
 """)
-    assert cols(c, "last") == {"st": "bigint", "host": "string", "n": "bigint", "upper(host)": "string"}
+    assert cols(c, "last") == {"st": "bigint", "host": "string", "n": "int", "upper(host)": "string"}
 
 
 def test_derive_replaces_case_insensitively(tmp_path):

@@ -1,4 +1,4 @@
-"""join: stream-stream inner/left join on keys within a time bound (etl/compile/joining.py).
+"""join: stream-stream inner/left/right/full join on keys within a time bound (etl/compile/joining.py).
 
 A right column whose name the left input already uses is renamed `<right input id>_<name>`."""
 

@@ -23,13 +23,13 @@ def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
     if t.type == "file":
         if t.format not in FORMATS:
             raise CompileError(f"lookup '{node.id}': a {t.format} file cannot be a lookup table", node, "table",
-                               "use csv, jsonl or parquet", code="E403")
+                               "use csv, jsonl or parquet", code="E400")
         return Dimension(table.id, ctx.resolve(t.path), FORMATS[t.format], t.header, t.delimiter, t.schema_), None
     read = registry.lookup("source", t.type).load_reader()  # a static table's reader (mysql)
     if read is not None:
         reader = functools.partial(read, t, base_dir=ctx.graph.base_dir)
         return Dimension(table.id, columns=t.schema_, reader=reader), t.refresh
-    raise CompileError(f"lookup '{node.id}': a {t.type} source cannot be a lookup table", node, "table", code="E403")
+    raise CompileError(f"lookup '{node.id}': a {t.type} source cannot be a lookup table", node, "table", code="E400")
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
