@@ -132,7 +132,8 @@ def _rules(plan: Plan, node: Any) -> list[str]:
     return out
 
 
-def explain_plan(plan: Plan) -> str:
+def explain_plan(plan: Plan, physical: Any = None) -> str:
+    """The logical plan's text, then the physical plan's (etl.physical) when given."""
     g = plan.graph
     p = g.pipeline
     lines = [f"pipeline {plan.name}"]
@@ -167,4 +168,9 @@ def explain_plan(plan: Plan) -> str:
     for node in g.nodes.values():
         for e in node.inputs:
             lines.append(f"  {e.ref} -> {e.dst}" + (" (lookup table)" if e.role == "table" else ""))
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if physical is not None:
+        from etl.physical.explain import explain_physical
+
+        text += "\n" + explain_physical(physical)
+    return text

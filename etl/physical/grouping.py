@@ -1,0 +1,74 @@
+"""Query grouping: one streaming query per root, the nodes each evaluates per micro-batch, its outputs.
+
+A *root* is a node whose frame must be streaming: a source, a stateful
+transform (window, dedupe, join, lookup) or a node with several inputs. Every
+other transform has one input and works row by row, inside foreachBatch on the
+micro-batch of its root. Sinks hanging off one root share its query; a sink
+reading several roots gets a query of its own over their union. Dead-letter
+outputs are added by compile to the query of the failing stage's root (which
+stages produce dead letters depends on their builders).
+"""
+
+from __future__ import annotations
+
+from etl.graph.model import Graph, Node
+from etl.physical.model import OutputPlan, QueryPlan
+
+STATEFUL = frozenset({"window", "dedupe", "join", "lookup"})
+
+
+def is_root(node: Node) -> bool:
+    return node.kind == "source" or node.type in STATEFUL or len([e for e in node.inputs if e.role == "input"]) != 1
+
+
+def root_of(graph: Graph, node_id: str) -> str:
+    node = graph.node(node_id)
+    while not is_root(node):
+        node = graph.node(node.inputs[0].src)
+    return node.id
+
+
+def chain(graph: Graph, root: str, refs: list[str]) -> tuple[str, ...]:
+    """The nodes between `root` and the nodes `refs` (graph order), evaluated per micro-batch."""
+    needed: set[str] = set()
+    stack = list(refs)
+    while stack:
+        nid = stack.pop()
+        if nid == root or nid in needed:
+            continue
+        needed.add(nid)
+        stack.extend(e.src for e in graph.node(nid).inputs if e.role == "input")
+    return tuple(nid for nid in graph.nodes if nid in needed)
+
+
+def streamed(node: Node) -> bool:
+    """Is the node compiled over streaming frames? (sinks are written, static tables read by their lookups)"""
+    return not (node.kind == "sink" or (node.kind == "source" and node.spec.is_static()))
+
+
+def group_queries(graph: Graph) -> tuple[QueryPlan, ...]:
+    """The queries of the graph's sinks, in graph order of their roots (dead-letter outputs come at compile)."""
+    groups: dict[str, list[OutputPlan]] = {}
+    queries: list[QueryPlan] = []
+    for sink in graph.of_kind("sink"):
+        refs = tuple((e.src, e.label, "out") for e in sink.inputs if e.role == "input")
+        roots = {root_of(graph, r[0]) for r in refs}
+        if len(roots) == 1:
+            groups.setdefault(roots.pop(), []).append(OutputPlan(sink.id, refs))
+        else:
+            queries.append(QueryPlan(sink.id, sink.id, (), (OutputPlan(sink.id, ((sink.id, None, "out"),)),),
+                                     "union"))
+    for root, outputs in groups.items():
+        queries.append(QueryPlan(root, root, chain(graph, root, [r[0] for o in outputs for r in o.refs]),
+                                 tuple(outputs)))
+    order = list(graph.nodes)
+    queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
+    return tuple(queries)
+
+
+def query_of(graph: Graph, node: Node) -> str:
+    """The query whose micro-batch (or streaming plan, for a root) computes `node`."""
+    if node.kind == "sink":
+        roots = {root_of(graph, e.src) for e in node.inputs if e.role == "input"}
+        return roots.pop() if len(roots) == 1 else node.id
+    return root_of(graph, node.id) if streamed(node) else ""
