@@ -27,6 +27,7 @@ class Subject:
     node: Node
     graph: Graph
     program: Any = None
+    store: str | None = None  # a lookup's store once known (`auto` on a table counted at start)
 
     def input_type(self, column: str) -> str | None:
         """The declared type of an input column (None: not known before the data is read)."""
@@ -56,11 +57,25 @@ def _jar(t: Target) -> str | None:
 
 
 # ------------------------------------------------------------------- rules
-@lru_cache(maxsize=32)
+_BY_DIGEST: dict[tuple[str, str], Any] = {}  # (what, program digest) -> derived value (a few kept)
+
+
+def _of_program(what: str, program: Any, make: Callable[[Any], Any]) -> Any:
+    """`make(program)`, once per program digest (programs are large: hashing them per call would cost)."""
+    key = (what, getattr(program, "digest", "") or f"id:{id(program)}")
+    got = _BY_DIGEST.get(key)
+    if got is None or got[0] is not program and not getattr(program, "digest", ""):
+        got = _BY_DIGEST[key] = (program, make(program))
+        while len(_BY_DIGEST) > 64:
+            _BY_DIGEST.pop(next(iter(_BY_DIGEST)))
+    return got[1]
+
+
 def jvm_rule_plan(program: Any) -> Any:
+    """The program's etl.optimize.jvmprogram.JvmPlan (its body is None when it cannot run in the JVM)."""
     from etl.optimize.jvmprogram import jvm_plan
 
-    return jvm_plan(program)
+    return _of_program("jvm", program, jvm_plan)
 
 
 def _rules_jvm(s: Subject, t: Target) -> str | None:
@@ -83,11 +98,11 @@ def _rules_jvm(s: Subject, t: Target) -> str | None:
 # three needs per pattern: bench/filter.py --rules 1000 lets 2.7 % of the rows through instead of 10.5 % (the other
 # needs are checked only when the first one is found: the pass costs the same)
 PREFILTER_NEEDS = 3
-@lru_cache(maxsize=32)
 def literal_groups(program: Any) -> Any:
+    """Per field, the literal groups a row must satisfy to match (etl.optimize.literals), or None."""
     from etl.optimize.literals import program_literal_groups
 
-    return program_literal_groups(program, max_needs=PREFILTER_NEEDS)
+    return _of_program("literals", program, lambda p: program_literal_groups(p, max_needs=PREFILTER_NEEDS))
 
 
 def _prefilter_common(s: Subject, t: Target) -> str | None:
@@ -156,11 +171,17 @@ AUTO_MAX_BYTES = 16 * 1000**2  # etl.compile.lookup: `auto` broadcasts files up 
 KEY_TYPES = {"string", "int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte", "boolean", "date"}
 
 
-def lookup_store(s: Subject) -> tuple[str, str]:
-    """(store, why): the store `spec.store` asks for, or `auto`'s pick by the table file's size."""
+def lookup_store(s: Subject, t: Target | None = None) -> tuple[str, str]:
+    """(store, why): the store `spec.store` asks for, or `auto`'s pick (a forced store engine, else by the table
+    file's size)."""
     spec = s.node.spec
+    if s.store is not None:
+        return s.store, f"auto: {s.store} by the table's rows at start"
     if spec.store != "auto":
         return spec.store, f"store: {spec.store}"
+    forced = sorted(e.split("-")[0] for e in (t.force if t is not None else ()) if e in _STORE_ENGINES)
+    if forced:
+        return forced[0], f"auto: {forced[0]} forced"
     table = s.graph.node(spec.table).spec
     if table.type != "file":
         return "auto", f"a {table.type} table: broadcast up to 1,000,000 rows, else rocksdb (counted at start)"
@@ -176,24 +197,30 @@ def lookup_store(s: Subject) -> tuple[str, str]:
     return store, f"auto: table file {'<=' if store == 'broadcast' else '>'} {AUTO_MAX_BYTES // 1000**2} MB"
 
 
+_STORE_ENGINES = ("broadcast", "rocksdb-jvm", "rocksdb-python")
+
+
 def _broadcast(s: Subject, t: Target) -> str | None:
-    store, why = lookup_store(s)
+    store, why = lookup_store(s, t)
     return None if store in ("broadcast", "auto") else why
 
 
 def _rocksdb(s: Subject, t: Target) -> str | None:
-    store, why = lookup_store(s)
+    store, why = lookup_store(s, t)
     return None if store == "rocksdb" else why
 
 
-def _rocksdb_jvm(s: Subject, t: Target) -> str | None:
-    if (why := _rocksdb(s, t)) is not None:
-        return why
+def rocksdb_jvm_why(t: Target) -> str | None:
+    """Why the JVM cannot hold a rocksdb lookup's table with these settings (None: it can)."""
     if not t.lookup_jvm:
         return "ETL_LOOKUP_JVM is off"
     if not t.local:
         return f"master {t.master} is not local: each executor's Python workers hold the store"
-    if (why := _jar(t)) is not None:
+    return _jar(t)
+
+
+def _rocksdb_jvm(s: Subject, t: Target) -> str | None:
+    if (why := _rocksdb(s, t) or rocksdb_jvm_why(t)) is not None:
         return why
     for k in s.node.spec.on:
         typ = s.input_type(k)

@@ -11,7 +11,6 @@ picked again, with the same rules).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from etl.graph.model import Graph, Node
@@ -25,7 +24,9 @@ def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choic
     """The first engine of `aspect` that can run the subject; the others, with why they were not taken."""
     found: Any = None
     rejected = []
-    for e in engines(aspect):
+    ordered = engines(aspect)
+    ordered = tuple(e for e in ordered if e.name in target.force) + tuple(e for e in ordered if e.name not in target.force)
+    for e in ordered:
         why = e.can_run(subject, target)
         if found is None and why is None:
             found = e
@@ -50,7 +51,7 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
     if t == "lookup":
         from etl.physical.engines import lookup_store
 
-        store, why = lookup_store(s)
+        store, why = lookup_store(s, target)
         if store == "auto":  # the table's size is known only when it is read (etl.compile.lookup.choose_store)
             return (Choice("store", "auto-at-start", why, (), "etl.compile.lookup:choose_store"),)
         return (pick("store", s, target, why),)
@@ -62,10 +63,28 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
             out.append(pick("json", s, target))
         return tuple(out)
-    return (_spark(node, graph),)
+    return ()
 
 
-def _spark(node: Node, graph: Graph) -> Choice:
+def _in_streams(graph: Graph, queries: tuple) -> set[str]:
+    """Row-by-row transforms compiled into a streaming plan: those between a root (or a sink over several
+    roots) and the root before it."""
+    heads = [n for n in graph.nodes.values() if streamed(n) and is_root(n)]
+    heads += [graph.node(q.root) for q in queries if q.kind == "union"]
+    out: set[str] = set()
+    stack = [e.src for n in heads for e in n.inputs if e.role == "input"]
+    while stack:
+        nid = stack.pop()
+        node = graph.node(nid)
+        if nid in out or is_root(node):
+            continue
+        out.add(nid)
+        stack.extend(e.src for e in node.inputs if e.role == "input")
+    return out
+
+
+def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
+    """Where a node without alternatives runs: in a streaming plan, per micro-batch of a query, or both."""
     if node.kind == "source":
         if not streamed(node):
             return Choice("run", "static-table", "read by the lookups that use it")
@@ -73,7 +92,12 @@ def _spark(node: Node, graph: Graph) -> Choice:
     if is_root(node):
         what = "state in RocksDB" if node.type in ("dedupe", "join", "window") else "several inputs"
         return Choice("run", "spark-stream", f"in the streaming plan ({what})")
-    return Choice("run", "spark-batch", "Spark SQL on each micro-batch of its query")
+    batch = f"Spark SQL on each micro-batch of query {in_batch}"
+    if in_stream and in_batch:
+        return Choice("run", "spark-stream+batch", f"in the streaming plan of the root it feeds, and {batch}")
+    if in_stream:
+        return Choice("run", "spark-stream", "in the streaming plan of the root it feeds")
+    return Choice("run", "spark-batch", batch if in_batch else "Spark SQL (no sink reads it)")
 
 
 def _input_key(node: Node) -> tuple | None:
@@ -91,11 +115,18 @@ def sibling_groups(graph: Graph, python_rules: set[str]) -> list[tuple[Node, ...
     return [tuple(g) for g in groups.values() if len(g) >= 2]
 
 
-@lru_cache(maxsize=16)
+_MERGED: dict[tuple, Any] = {}  # member digests -> the merged program (a few kept)
+
+
 def _merged(programs: tuple) -> Any:
     from etl.optimize import merge_programs
 
-    return merge_programs(list(programs)).program
+    key = tuple(p.digest for p in programs)
+    if key not in _MERGED:
+        _MERGED[key] = merge_programs(list(programs)).program
+        while len(_MERGED) > 16:
+            _MERGED.pop(next(iter(_MERGED)))
+    return _MERGED[key]
 
 
 def shared_prefilter(members: tuple[Node, ...], programs: tuple, graph: Graph, target: Target) -> Choice:
@@ -111,10 +142,14 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     """The physical plan of a logical plan (etl.plan.Plan, with its filter programs compiled) for `target`."""
     graph = plan.graph
     programs = {s.node_id: s.program for s in plan.steps if s.program is not None}
+    queries = group_queries(graph)
+    in_stream = _in_streams(graph, queries)
+    in_batch = {nid: q.name for q in queries for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}
     for node in graph.nodes.values():
-        nodes[node.id] = NodePlan(node.id, node.kind, node.type,
-                                  node_choices(node, graph, programs.get(node.id), target), query_of(graph, node))
+        choices = node_choices(node, graph, programs.get(node.id), target) or (
+            _spark(node, node.id in in_stream, in_batch.get(node.id)),)
+        nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
     python_rules = {nid for nid, n in nodes.items() if n.engine("rules") == "rules-python"}
     shared = []
     for members in sibling_groups(graph, python_rules):
@@ -128,4 +163,4 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
             rules = Choice("rules", rules.engine, rules.reason + f"; one shared pass with {others}", rules.rejected,
                            rules.build)
             nodes[m.id] = NodePlan(m.id, m.kind, m.type, (rules, pre), nodes[m.id].query)
-    return PhysicalPlan(graph.name, target, tuple(nodes.values()), group_queries(graph), tuple(shared))
+    return PhysicalPlan(graph.name, target, tuple(nodes.values()), queries, tuple(shared))

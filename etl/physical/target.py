@@ -29,6 +29,7 @@ class Target:
     grok_program: bool = True  # ETL_GROK_PROGRAM: grok's matcher program (etl/grokvm) before java.util.regex
     lookup_jvm: bool = True  # ETL_LOOKUP_JVM: rocksdb lookups held by the JVM on a local master
     demoted: frozenset[str] = frozenset()  # rule programs (digests) moved to Python workers by a step budget
+    force: frozenset[str] = frozenset()  # engines taken before the preferred ones wherever they can run (tests)
 
     @property
     def local(self) -> bool:
@@ -39,7 +40,7 @@ class Target:
         jar = "yes" if self.jvm else f"no ({self.jvm_why or 'not on the class path'})"
         return (f"master {self.master}, etl jar {jar}, rules_jvm {on(self.rules_jvm)}, "
                 f"prefilter {on(self.prefilter)}, grok_program {on(self.grok_program)}, "
-                f"lookup_jvm {on(self.lookup_jvm)}")
+                f"lookup_jvm {on(self.lookup_jvm)}" + (f", forced {', '.join(sorted(self.force))}" if self.force else ""))
 
     def with_(self, **changes: object) -> "Target":
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -58,11 +59,13 @@ def predicted_jvm() -> tuple[bool, str]:
 
 def planner_settings(environ: Mapping[str, str] | None = None, *, master: str | None = None,
                      jvm: bool | None = None, jvm_why: str = "") -> Target:
-    """The Target from the environment (ETL_RULES_JVM, ETL_PREFILTER, ETL_GROK_PROGRAM, ETL_LOOKUP_JVM) and the
-    command line (`--master`); `jvm`: what a running session has (None: predicted from the JDK on PATH)."""
+    """The Target from the environment (ETL_RULES_JVM, ETL_PREFILTER, ETL_GROK_PROGRAM, ETL_LOOKUP_JVM, and
+    ETL_FORCE_ENGINES: comma-separated engine names taken first wherever they can run) and the command line
+    (`--master`); `jvm`: what a running session has (None: predicted from the JDK on PATH)."""
     env = os.environ if environ is None else environ
     jdk, why = predicted_jvm()
     if jvm is None:
         jvm, jvm_why = jdk, why
-    return Target(master=master or "local[*]", jvm=jvm, jvm_why="" if jvm else jvm_why, jdk=jdk,
+    force = frozenset(x.strip() for x in env.get("ETL_FORCE_ENGINES", "").split(",") if x.strip())
+    return Target(master=master or "local[*]", jvm=jvm, jvm_why="" if jvm else jvm_why, jdk=jdk, force=force,
                   **{k: _on(env, v) for k, v in SWITCHES.items()})  # type: ignore[arg-type]
