@@ -118,8 +118,11 @@ class Compiler:
                                      [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
-        for qp in self.ctx.physical_plan().queries:
-            outputs = [Output(o.id, tuple(Ref(*r) for r in o.refs), self.graph.node(o.id).spec) for o in qp.outputs]
+        for qp in self.ctx.physical_plan().queries:  # the sinks' outputs (the builders above told the dead letters)
+            outputs = [Output(o.id, tuple(Ref(*r) for r in o.refs), self.graph.node(o.id).spec) for o in qp.outputs
+                       if o.id != DEAD_LETTER]
+            if not outputs:
+                continue
             if qp.kind == "union":  # inputs from several roots: the sink gets its own query over their union
                 sink = self.graph.node(qp.root)
                 frames = [self.stream(e.src).output(e.label) for e in sink.inputs if e.role == "input"]

@@ -35,7 +35,6 @@ def explain_physical(pp: PhysicalPlan) -> str:
     lines.append("queries:")
     for q in pp.queries:
         lines.extend(_query(q))
-    lines.append("  dead letters: each failing stage's rows are written by the query that computes it")
     if pp.shared:
         lines.append("")
         lines.append("shared passes:")

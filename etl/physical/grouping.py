@@ -4,9 +4,9 @@ A *root* is a node whose frame must be streaming: a source, a stateful
 transform (window, dedupe, join, lookup) or a node with several inputs. Every
 other transform has one input and works row by row, inside foreachBatch on the
 micro-batch of its root. Sinks hanging off one root share its query; a sink
-reading several roots gets a query of its own over their union. Dead-letter
-outputs are added by compile to the query of the failing stage's root (which
-stages produce dead letters depends on their builders).
+reading several roots gets a query of its own over their union. The dead
+letters of failing stages (etl.physical.failing) are one more output of their
+root's query; a window's failed input rows get a query of their own.
 """
 
 from __future__ import annotations
@@ -46,10 +46,22 @@ def streamed(node: Node) -> bool:
     return not (node.kind == "sink" or (node.kind == "source" and node.spec.is_static()))
 
 
-def group_queries(graph: Graph) -> tuple[QueryPlan, ...]:
-    """The queries of the graph's sinks, in graph order of their roots (dead-letter outputs come at compile)."""
+DEAD_LETTER = "dead_letter"
+
+
+def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
+                  dead_streams: frozenset[str] = frozenset()) -> tuple[QueryPlan, ...]:
+    """The queries, in graph order of their roots: the sinks' and the dead letters of the `failing` stages."""
     groups: dict[str, list[OutputPlan]] = {}
     queries: list[QueryPlan] = []
+    for node in graph.nodes.values():
+        if not streamed(node):
+            continue
+        if node.id in dead_streams:
+            queries.append(QueryPlan(f"{node.id}-dead_letters", node.id, (),
+                                     (OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)),), "dead_only"))
+        if node.id in failing:
+            groups.setdefault(root_of(graph, node.id), []).append(OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)))
     for sink in graph.of_kind("sink"):
         refs = tuple((e.src, e.label, "out") for e in sink.inputs if e.role == "input")
         roots = {root_of(graph, r[0]) for r in refs}
@@ -59,8 +71,10 @@ def group_queries(graph: Graph) -> tuple[QueryPlan, ...]:
             queries.append(QueryPlan(sink.id, sink.id, (), (OutputPlan(sink.id, ((sink.id, None, "out"),)),),
                                      "union"))
     for root, outputs in groups.items():
-        queries.append(QueryPlan(root, root, chain(graph, root, [r[0] for o in outputs for r in o.refs]),
-                                 tuple(outputs)))
+        dead = tuple(r for o in outputs if o.id == DEAD_LETTER for r in o.refs)
+        merged = [o for o in outputs if o.id != DEAD_LETTER] + ([OutputPlan(DEAD_LETTER, dead)] if dead else [])
+        queries.append(QueryPlan(root, root, chain(graph, root, [r[0] for o in merged for r in o.refs]),
+                                 tuple(merged)))
     order = list(graph.nodes)
     queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
     return tuple(queries)

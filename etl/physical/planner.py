@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from etl.graph.model import Graph, Node
-from etl.physical.engines import Subject, engines, literal_groups
+from etl.physical.engines import Subject, engines
+from etl.physical.failing import dead_stream, fails, undecided_of
 from etl.physical.grouping import group_queries, is_root, query_of, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
@@ -142,17 +143,24 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     """The physical plan of a logical plan (etl.plan.Plan, with its filter programs compiled) for `target`."""
     graph = plan.graph
     programs = {s.node_id: s.program for s in plan.steps if s.program is not None}
-    queries = group_queries(graph)
+    engines = {n.id: node_choices(n, graph, programs.get(n.id), target) for n in graph.nodes.values()}
+    python_rules = {nid for nid, cs in engines.items() if any(c.engine == "rules-python" for c in cs)}
+    groups = sibling_groups(graph, python_rules)
+    undecided = {nid: undecided_of(p) for nid, p in programs.items()}
+    for members in groups:  # a shared pass may leave a row undecided for all when one program may
+        for m in members:
+            undecided[m.id] = any(undecided_of(programs[x.id]) for x in members)
+    failing = frozenset(n.id for n in graph.nodes.values() if streamed(n) and fails(
+        n, graph, {c.aspect: c.engine for c in engines[n.id]}, undecided.get(n.id, False)))
+    queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values() if dead_stream(n, graph)))
     in_stream = _in_streams(graph, queries)
-    in_batch = {nid: q.name for q in queries for nid in q.nodes}
+    in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}
     for node in graph.nodes.values():
-        choices = node_choices(node, graph, programs.get(node.id), target) or (
-            _spark(node, node.id in in_stream, in_batch.get(node.id)),)
+        choices = engines[node.id] or (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
         nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
-    python_rules = {nid for nid, n in nodes.items() if n.engine("rules") == "rules-python"}
     shared = []
-    for members in sibling_groups(graph, python_rules):
+    for members in groups:
         pre = shared_prefilter(members, tuple(programs[m.id] for m in members), graph, target)
         ins = [e for e in members[0].inputs if e.role == "input"]
         shared.append(SharedPass(ins[0].ref, tuple(m.id for m in members), pre))
