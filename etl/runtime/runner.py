@@ -106,7 +106,10 @@ class PipelineRun:
             node = self.graph.nodes.get(out.id)
             raise CompileError(f"sink type '{spec.type}' is not supported by `etl run` yet ({e})", node,
                                code="E402") from None
-        return sink_cls(spec, ctx)
+        sink = sink_cls(spec, ctx)
+        if node is not None and node.kind == "sink":  # the JSON lines engine of the physical plan (file sinks)
+            sink.json_engine = self.compiler.ctx.physical_plan().engine(node.id, "json")
+        return sink
 
     # ----------------------------------------------------------- per batch
     def _batch_fn(self, q: Query) -> Callable[[Any, int], None]:
