@@ -21,8 +21,23 @@ def is_root(node: Node) -> bool:
     return node.kind == "source" or node.type in STATEFUL or len([e for e in node.inputs if e.role == "input"]) != 1
 
 
+def roots(graph: Graph) -> dict[str, str]:
+    """Each node's root, in one pass over the graph's topological order (computed once per graph)."""
+    got = graph.__dict__.get("_physical_roots")
+    if got is None:
+        got = {}
+        for node in graph.nodes.values():
+            src = node.inputs[0].src if node.inputs else None
+            got[node.id] = node.id if is_root(node) or src not in got else got[src]
+        object.__setattr__(graph, "_physical_roots", got)
+    return got
+
+
 def root_of(graph: Graph, node_id: str) -> str:
-    node = graph.node(node_id)
+    got = roots(graph).get(node_id)
+    if got is not None:
+        return got
+    node = graph.node(node_id)  # a node the graph did not list in order (on a cycle)
     while not is_root(node):
         node = graph.node(node.inputs[0].src)
     return node.id
@@ -38,7 +53,17 @@ def chain(graph: Graph, root: str, refs: list[str]) -> tuple[str, ...]:
             continue
         needed.add(nid)
         stack.extend(e.src for e in graph.node(nid).inputs if e.role == "input")
-    return tuple(nid for nid in graph.nodes if nid in needed)
+    pos = positions(graph)
+    return tuple(sorted(needed, key=pos.__getitem__))
+
+
+def positions(graph: Graph) -> dict[str, int]:
+    """Each node's index in the graph's (topological) order."""
+    got = graph.__dict__.get("_physical_positions")
+    if got is None:
+        got = {nid: i for i, nid in enumerate(graph.nodes)}
+        object.__setattr__(graph, "_physical_positions", got)
+    return got
 
 
 def streamed(node: Node) -> bool:
@@ -75,8 +100,8 @@ def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
         merged = [o for o in outputs if o.id != DEAD_LETTER] + ([OutputPlan(DEAD_LETTER, dead)] if dead else [])
         queries.append(QueryPlan(root, root, chain(graph, root, [r[0] for o in merged for r in o.refs]),
                                  tuple(merged)))
-    order = list(graph.nodes)
-    queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
+    pos = positions(graph)
+    queries.sort(key=lambda q: pos.get(q.root, len(pos)))
     return tuple(queries)
 
 

@@ -79,8 +79,11 @@ class PhysicalPlan:
     queries: tuple[QueryPlan, ...]
     shared: tuple[SharedPass, ...] = field(default=())
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {n.node_id: n for n in self.nodes})
+
     def node(self, node_id: str) -> NodePlan:
-        return next(n for n in self.nodes if n.node_id == node_id)
+        return self._by_id[node_id]  # type: ignore[attr-defined]
 
     def engine(self, node_id: str, aspect: str) -> str | None:
         return self.node(node_id).engine(aspect)

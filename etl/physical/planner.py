@@ -116,15 +116,17 @@ def sibling_groups(graph: Graph, python_rules: set[str]) -> list[tuple[Node, ...
     return [tuple(g) for g in groups.values() if len(g) >= 2]
 
 
-_MERGED: dict[tuple, Any] = {}  # member digests -> the merged program (a few kept)
+_MERGED: dict[tuple, Any] = {}  # member digests -> their MergedProgram (a few kept)
 
 
-def _merged(programs: tuple) -> Any:
+def merged(programs: tuple) -> Any:
+    """The MergedProgram of a shared pass's members (etl.optimize.merge_programs), once per member digests:
+    the planner reads its literals, compile ships it."""
     from etl.optimize import merge_programs
 
     key = tuple(p.digest for p in programs)
     if key not in _MERGED:
-        _MERGED[key] = merge_programs(list(programs)).program
+        _MERGED[key] = merge_programs(list(programs))
         while len(_MERGED) > 16:
             _MERGED.pop(next(iter(_MERGED)))
     return _MERGED[key]
@@ -136,7 +138,8 @@ def shared_prefilter(members: tuple[Node, ...], programs: tuple, graph: Graph, t
         return Choice("prefilter", "no-prefilter", "every row goes to the matcher",
                       (Rejected("prefilter-jvm", "not every member keeps matching rows (drop and tag see every "
                                                  "row)"),))
-    return pick("prefilter", Subject(members[0], graph, _merged(programs)), target, "the merged program's literals")
+    return pick("prefilter", Subject(members[0], graph, merged(programs).program), target,
+                "the merged program's literals")
 
 
 def physical_plan(plan: Any, target: Target) -> PhysicalPlan:

@@ -150,6 +150,17 @@ def test_planner_settings_reads_the_switches():
                           "ETL_LOOKUP_JVM": "yes"}, master="spark://x:7077", jvm=False, jvm_why="w")
     assert (t.rules_jvm, t.prefilter, t.grok_program, t.lookup_jvm, t.local, t.jvm, t.jvm_why) == (
         False, False, False, True, False, False, "w")
+    forced = planner_settings({"ETL_FORCE_ENGINES": " state, rules-python ,"})
+    assert forced.force == {"state", "rules-python"} and forced.text().endswith(", forced rules-python, state")
+
+
+def test_a_forced_engine_is_taken_only_where_it_can_run(tmp_path):
+    p = _write(tmp_path, RULES)
+    assert _plan(p, Target(force=frozenset({"rules-python", "no-prefilter"}))).node("f").choices[0].engine == (
+        "rules-python")
+    # forcing the JVM path cannot bring a switched-off path back
+    node = _plan(p, Target(rules_jvm=False, force=frozenset({"rules-jvm"}))).node("f")
+    assert node.engine("rules") == "rules-python"
 
 
 def test_the_physical_package_imports_no_pyspark():

@@ -415,14 +415,14 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
 
 def _merged(ctx: CompileContext, sets: list[Any]) -> Any:
     """The merged program of a group (re-planned only when a member's program changed), slimmed for shipping."""
-    from etl.optimize import merge_programs
+    from etl.physical.planner import merged as merge_programs
 
     cache = ctx.caches.merged_programs
     key = tuple(rs.node.id for rs in sets)
     digests = tuple(rs.program.digest for rs in sets)
     got = cache.get(key)
     if got is None or got[0] != digests:
-        merged = merge_programs([rs.program for rs in sets])
+        merged = merge_programs(tuple(rs.program for rs in sets))  # the planner's, when it planned this pass
         # the workers need the members' rule ids only (split_results), not their databases
         slim = replace(merged, members=tuple(
             replace(p, predicates=(), natives=(), databases=(), fallbacks=()) for p in merged.members))
