@@ -148,7 +148,7 @@ def runner(spark: Any, plan: Any, work: Path, name: str,
     def run() -> float:
         count[0] += 1
         ck = work / "checkpoints" / f"{name}-{count[0]}"
-        ctx = CompileContext(spark, plan.graph, str(ck), {"plan": plan})
+        ctx = CompileContext(spark, plan.graph, str(ck), plan=plan)
         compiler = Compiler(ctx)
         p0 = time.perf_counter()
         (q,) = compiler.queries()  # planning: once per query start (like the rule compile), reported apart
@@ -221,14 +221,15 @@ def main(argv: list[str] | None = None) -> None:
           f"patterns ({db_bytes} bytes), {len(program.fallbacks)} python fallbacks", flush=True)
     scan_plan = checked_plan(scan_yaml)
 
-    from etl.compile.rules_jvm import eligible, plan_of
+    from etl.compile.context import session_target
+    from etl.physical import physical_plan
     from etl.runtime.session import build_session
 
     spark = build_session("bench-filter", args.master, {"spark.ui.enabled": "false"}, ui=False)
-    why = plan_of(program).reason
+    rules = physical_plan(plan, session_target(spark)).node("f").choice("rules")
+    why = "; ".join(r.why for r in rules.rejected)
     print("optimized runs in: " + ("the JVM (etl.compile.rules_jvm; ETL_RULES_JVM=off for Python workers)"
-                                   if eligible(spark, program) else f"Python workers ({why or 'ETL_RULES_JVM=off'})"),
-          flush=True)
+                                   if rules.engine == "rules-jvm" else f"Python workers ({why})"), flush=True)
     variants: dict[str, Callable[[], float]] = {
         "scan": runner(spark, scan_plan, work, "scan"),
         "optimized": runner(spark, plan, work, "optimized"),

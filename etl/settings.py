@@ -74,6 +74,10 @@ def _text(text: str) -> Any:
     return text or _DEFAULT
 
 
+def _names(text: str) -> Any:
+    return frozenset(x.strip() for x in text.split(",") if x.strip())
+
+
 def _cache_dir(text: str) -> str | None:
     return None if text.strip().lower() in _OFF + ("",) else text
 
@@ -128,6 +132,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_NO_SPARK", "no_spark", "on|off", "off",
             "starting a Spark session fails instead (`make test-fast` sets it: the fast suite starts no JVM)",
             _switch),
+    Setting("ETL_FORCE_ENGINES", "force_engines", "engine names, comma-separated", "(none)",
+            "engines the physical planner takes first wherever they can run (e.g. rules-python,state; "
+            "`etl explain` names them)", _names),
     Setting("ETL_TEST_WORKER_CRASH", "test_worker_crash", "text", "(unset)",
             "tests: a Python worker raises this message in every batch (a bug's path)", _text),
 )
@@ -155,6 +162,7 @@ class Settings:
     java_lib: str = ""
     rocketmq_log_dir: str | None = None
     no_spark: bool = False
+    force_engines: frozenset[str] = frozenset()
     test_worker_crash: str | None = None
     spark_submit: bool = False  # started by spark-submit (PYSPARK_GATEWAY_PORT set)
 

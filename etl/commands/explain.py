@@ -19,10 +19,14 @@ def explain(
                                                    "rule_files may read (repeatable)"),
     setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
+    master: Optional[str] = typer.Option(None, "--master", help="Spark master the engines are chosen for "
+                                         "(default local[*], as `etl run`)"),
 ) -> None:
-    """Show nodes, edges, columns, optimized filter programs and each sink's delivery guarantee."""
+    """Show nodes, edges, columns, optimized filter programs, each sink's delivery guarantee, then the physical
+    plan: the queries, shared passes and the engine of every node (and why), as `etl run` executes them."""
     from etl.check import check_file
-    from etl.plan.explain import explain_plan
+    from etl.physical import physical_plan, planner_settings
+    from etl.physical.explain import explain_text
     from etl.settings import configure, parse_assignments
 
     configure(parse_assignments(setting))
@@ -37,7 +41,7 @@ def explain(
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
     try:
-        text = explain_plan(checked.plan)
+        text = explain_text(checked.plan, physical_plan(checked.plan, planner_settings(master=master)))
     except Exception as e:  # noqa: BLE001 - a bug in etl, reported as E999 rather than a traceback
         typer.echo(redact(f"{path}:1:1: E999 internal error: {type(e).__name__}: {e}"), err=True)
         raise typer.Exit(1) from None

@@ -1,12 +1,14 @@
-"""Plan -> PySpark: streaming DataFrames per node, grouped into one query per root.
+"""Physical plan -> PySpark: streaming DataFrames per node, one query per root, as etl.physical grouped them.
 
-A *root* is a node whose DataFrame must be streaming: a source, a stateful
-transform (window, dedupe, join, lookup) or a node with several inputs. Every
-other transform has one input and works row by row, so it can run inside
-foreachBatch on the micro-batch of its root. Sinks (and dead-letter outputs)
-that hang off the same root share one streaming query: its source is read
+The physical plan (etl.physical) names the queries: a root (a source, a
+stateful transform, a node with several inputs) is compiled over streaming
+frames; the row-by-row transforms after it run inside foreachBatch on its
+micro-batch. Sinks hanging off one root share its query: its source is read
 once per micro-batch, intermediate frames read by several outputs are cached
-for the batch, and every sink commits that batch id idempotently.
+for the batch, and every sink commits that batch id idempotently. Each node is
+built with the engines the plan picked (`CompileContext.engine`); what was
+built is recorded (`CompileContext.executed`). Dead-letter outputs are added to
+the query of the failing stage's root, as the builders report them.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from etl.compile.context import Built, CompileContext, CompileError, as_built, n
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import guarding
 from etl.graph.model import Node
+from etl.physical.grouping import STATEFUL, chain, is_root, root_of, streamed
 
-__all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query"]
+__all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query", "STATEFUL", "is_root"]
 
-STATEFUL = frozenset({"window", "dedupe", "join", "lookup"})
 DEAD_LETTER = "dead_letter"
 
 
@@ -55,10 +57,6 @@ class Query:
     nodes: list[str] = field(default_factory=list)  # evaluated per micro-batch, in order
     root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
     dead_only: bool = False  # the stream is the root's `dead_stream` (rows of its input that failed)
-
-
-def is_root(node: Node) -> bool:
-    return node.kind == "source" or node.type in STATEFUL or len([e for e in node.inputs if e.role == "input"]) != 1
 
 
 class Compiler:
@@ -103,17 +101,14 @@ class Compiler:
 
     # ------------------------------------------------------------- queries
     def root_of(self, node_id: str) -> str:
-        node = self.graph.node(node_id)
-        while not is_root(node):
-            node = self.graph.node(node.inputs[0].src)
-        return node.id
+        return root_of(self.graph, node_id)
 
     def queries(self) -> list[Query]:
-        """Compile every node and group the outputs by root, in a deterministic order."""
+        """The physical plan's queries, each node compiled with its engines, plus the dead-letter outputs."""
         groups: dict[str, list[Output]] = {}
         queries: list[Query] = []
         for node in self.graph.nodes.values():
-            if node.kind == "sink" or (node.kind == "source" and node.spec.is_static()):
+            if not streamed(node):
                 # a static table only feeds lookups, which read it themselves (a malformed row fails the
                 # table's load); no streaming pass over it, no dead-letter query
                 continue
@@ -123,17 +118,20 @@ class Compiler:
                                      [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
-        for sink in self.graph.of_kind("sink"):
-            refs = tuple(Ref(e.src, e.label) for e in sink.inputs if e.role == "input")
-            roots = {self.root_of(r.node) for r in refs}
-            if len(roots) == 1:
-                groups.setdefault(roots.pop(), []).append(Output(sink.id, refs, sink.spec))
-            else:  # inputs from several roots: the sink gets its own query over their union
-                frames = [self.stream(r.node).output(r.label) for r in refs]
+        for qp in self.ctx.physical_plan().queries:  # the sinks' outputs (the builders above told the dead letters)
+            outputs = [Output(o.id, tuple(Ref(*r) for r in o.refs), self.graph.node(o.id).spec) for o in qp.outputs
+                       if o.id != DEAD_LETTER]
+            if not outputs:
+                continue
+            if qp.kind == "union":  # inputs from several roots: the sink gets its own query over their union
+                sink = self.graph.node(qp.root)
+                frames = [self.stream(e.src).output(e.label) for e in sink.inputs if e.role == "input"]
                 stream = frames[0]
                 for f in frames[1:]:
                     stream = stream.unionByName(f, allowMissingColumns=True)
-                queries.append(Query(sink.id, sink.id, stream, [Output(sink.id, (Ref(sink.id),), sink.spec)]))
+                queries.append(Query(qp.name, qp.root, stream, outputs))
+            else:
+                groups.setdefault(qp.root, []).extend(outputs)
         for root, outputs in groups.items():
             dead = [r for o in outputs if o.is_dead_letter for r in o.refs]
             merged = [o for o in outputs if not o.is_dead_letter]
@@ -142,21 +140,11 @@ class Compiler:
             built = self.stream(root)
             shared = built.shared is not None
             stream = built.shared if shared else built.out
-            queries.append(Query(root, root, stream, merged, self._chain(root, merged), shared))
+            nodes = list(chain(self.graph, root, [r.node for o in merged for r in o.refs]))
+            queries.append(Query(root, root, stream, merged, nodes, shared))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
         return queries
-
-    def _chain(self, root: str, outputs: list[Output]) -> list[str]:
-        needed: set[str] = set()
-        stack = [r.node for o in outputs for r in o.refs]
-        while stack:
-            nid = stack.pop()
-            if nid == root or nid in needed:
-                continue
-            needed.add(nid)
-            stack.extend(e.src for e in self.graph.node(nid).inputs if e.role == "input")
-        return [nid for nid in self.graph.nodes if nid in needed]
 
     # ----------------------------------------------------- per micro-batch
     def evaluate(self, query: Query, batch_df: Any,
@@ -174,7 +162,8 @@ class Compiler:
             built[query.root].base = batch_df
         else:
             built[query.root] = Built(out=batch_df)
-        shared = self.ctx.options["_batch_shared"] = {}  # passes shared by sibling rule filters (filter.py)
+        shared = self.ctx.caches.batch_shared  # passes shared by sibling rule filters (filter.py)
+        shared.clear()
         dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
         read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
         read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}

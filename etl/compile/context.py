@@ -77,15 +77,89 @@ class Built:
 
 
 @dataclass
+class Caches:
+    """What compiling keeps between micro-batches (per context), each with its own type."""
+
+    rule_sets: dict[str, Any] = field(default_factory=dict)  # filter id -> RuleSet (etl.compile.rule_programs)
+    rule_broadcasts: dict[str, list] = field(default_factory=dict)  # filter or group -> [(digest, broadcast)]
+    rule_columns: dict[tuple, tuple] = field(default_factory=dict)  # (filter, digest, session, engines) -> columns
+    rule_meta_maps: dict[tuple, tuple] = field(default_factory=dict)  # (filter, id(meta)) -> (meta, its map)
+    merged_programs: dict[tuple, tuple] = field(default_factory=dict)  # sibling group -> (digests, merged)
+    stream_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes over streaming frames
+    batch_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes of the micro-batch being built
+    replanned: dict[tuple, Any] = field(default_factory=dict)  # (filter, digest, demoted) -> its choices
+
+
+@dataclass
 class CompileContext:
+    """`plan`: the logical plan (its filter programs); `physical`: the engines to build (etl.physical), planned
+    on first use for this session when not given."""
+
     spark: Any
     graph: Graph
     checkpoint: str = ""
-    options: dict[str, Any] = field(default_factory=dict)
+    plan: Any = None
+    physical: Any = None
+    caches: Caches = field(default_factory=Caches)
+    executed: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, aspect) -> engine built
 
     @property
     def pipeline(self) -> str:
         return self.graph.name
+
+    def physical_plan(self) -> Any:
+        """The physical plan (planned here, for this session's target, when the context got none)."""
+        if self.physical is None:
+            from etl.physical import physical_plan
+
+            if self.plan is None:
+                from etl.diagnostics import Report
+                from etl.plan import build_plan
+
+                self.plan = build_plan(self.graph, Report(), programs=True)
+            self.physical = physical_plan(self.plan, session_target(self.spark))
+        return self.physical
+
+    def engine(self, node: Node, aspect: str, program: Any = None) -> str:
+        """The engine of a node's aspect: the plan's, or, for a rule program the plan did not see (reloaded) or
+        one moved out of the JVM by a step budget, the planner's pick for it now."""
+        return self.choices(node, program)[aspect]
+
+    def choices(self, node: Node, program: Any = None) -> dict[str, str]:
+        planned = self.physical_plan().node(node.id)
+        got = {c.aspect: c.engine for c in planned.choices}
+        if program is None:
+            return got
+        from etl.compile.rules_jvm import _DEMOTED
+
+        step = self.plan.step(node.id) if self.plan is not None else None
+        same = step is not None and getattr(step.program, "digest", None) == program.digest
+        if "rules" in got and same and not (got["rules"] == "rules-jvm" and program.digest in _DEMOTED):
+            return got
+        key = (node.id, program.digest, program.digest in _DEMOTED)
+        if key not in self.caches.replanned:
+            from etl.physical import node_choices
+
+            target = self.physical_plan().target.with_(demoted=frozenset(_DEMOTED))
+            self.caches.replanned[key] = {c.aspect: c.engine
+                                          for c in node_choices(node, self.graph, program, target)}
+        return self.caches.replanned[key]
+
+    def shared_prefilter(self, group: list[Node], programs: tuple) -> str:
+        """The prefilter engine of a shared pass: the plan's, or the planner's pick for a regrouped pass."""
+        pp = self.physical_plan()
+        planned = pp.shared_pass_of(group[0].id)
+        steps = {s.node_id: getattr(s.program, "digest", None) for s in self.plan.steps} if self.plan else {}
+        if (planned is not None and planned.members == tuple(n.id for n in group)
+                and all(steps.get(n.id) == p.digest for n, p in zip(group, programs))):
+            return planned.prefilter.engine
+        from etl.physical.planner import shared_prefilter
+
+        return shared_prefilter(tuple(group), programs, self.graph, pp.target).engine
+
+    def record(self, node_id: str, aspect: str, engine: str) -> None:
+        """What was built (the run-equals-explain test compares it with the plan)."""
+        self.executed[(node_id, aspect)] = engine
 
     def resolve(self, path: str) -> str:
         p = Path(path)
@@ -101,6 +175,16 @@ class CompileContext:
             if et is not None:
                 return et
         return None
+
+
+def session_target(spark: Any) -> Any:
+    """The planner's Target for a running session: its master and whether etl's jar is on its class path."""
+    from etl.compile import jvm
+    from etl.physical import planner_settings
+
+    on = jvm.available(spark)
+    why = "" if on else (jvm.unavailable_reason() or "the session was started without it")
+    return planner_settings(master=spark.sparkContext.master, jvm=on, jvm_why=why)
 
 
 def as_built(value: Any) -> Built:

@@ -42,8 +42,9 @@ _SHIPPED: set[tuple[int, str]] = set()  # (SparkContext, file name) pairs alread
 
 
 def switched_off(variable: str) -> bool:
-    """An environment switch of one of etl's JVM paths (ETL_PREFILTER, ETL_LOOKUP_JVM, ETL_GROK_PROGRAM) set to
-    off, 0, false or no."""
+    """A switch of one of etl's JVM paths that is not an engine choice (ETL_GUARD_OPTIMISTIC) set to off, 0, false
+    or no. The engine switches (ETL_RULES_JVM, ETL_PREFILTER, ETL_GROK_PROGRAM, ETL_LOOKUP_JVM) are the physical
+    planner's (etl.physical.target.planner_settings)."""
     from etl.settings import switched_on
 
     return not switched_on(variable)

@@ -16,9 +16,10 @@ AUTO_MAX_ROWS rows):
   re-plans it, and a file is served from each Python worker's in-memory copy,
   re-read once `refresh` has passed and the file changed (a table Spark reads,
   such as mysql, is queried again each micro-batch).
-* rocksdb -- a rocksdict store on local disk (etl/compile/lookup_store.py). On a
-  local master the JVM holds it (etl/compile/lookup_jvm.py: loaded once, looked
-  up in generated code, the driver refreshing it). Otherwise `mapInArrow` over
+* rocksdb -- a rocksdict store on local disk (etl/compile/lookup_store.py). The
+  physical planner picks who serves it (etl.physical.engines): on a local
+  master the JVM holds it (`rocksdb-jvm`) (etl/compile/lookup_jvm.py: loaded once, looked
+  up in generated code, the driver refreshing it). Otherwise (`rocksdb-python`) `mapInArrow` over
   the events: each Python worker looks keys up a batch at a time (hashed,
   sorted, binary-searched over the chunks it keeps decoded), in Python workers
   of their own (`own_workers`: one pool per table, so that only they read the
@@ -84,6 +85,7 @@ class LookupResult:
     refresher: "Refresher | None" = None
     renamed: dict[str, str] = field(default_factory=dict)  # table column -> output column
     follow: Any = None  # rocksdb in the JVM: the driver's step publishing a changed table (with refresh)
+    engine: str = ""  # broadcast | rocksdb-jvm | rocksdb-python: what was built (etl.physical)
 
     def prepare(self) -> float:
         """Build the rocksdb store on this host now (the driver, in local mode); returns seconds taken."""
@@ -207,7 +209,9 @@ def event_key(events: Any, cols: list[str]) -> Any:
 
 def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, base_dir: str | None = None,
                 store: str | None = None) -> LookupResult:
-    """Join per `spec` (a LookupTransform: on, fields, how, store, refresh)."""
+    """Join per `spec` (a LookupTransform: on, fields, how, store, refresh). `store`: the physical plan's engine
+    (broadcast, rocksdb-jvm, rocksdb-python; auto-at-start or None: by `spec.store` and the table's size, the
+    rocksdb engine then picked by the planner for this session)."""
     ev_keys, tb_keys = list(spec.on.keys()), list(spec.on.values())
     missing = [c for c in ev_keys if c not in events.columns]
     if missing:
@@ -227,14 +231,25 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
                            f"{', '.join(schema.names)}", "fields" if set(absent) - set(tb_keys) else "on")
     values = list(spec.fields) if spec.fields is not None else [c for c in schema.names if c not in tb_keys]
     renamed = {c: (f"{dim.name}_{c}" if c in events.columns or c == LK else c) for c in values}
-    mode = store or choose_store(dim, spec.store)
+    mode = store if store not in (None, "auto-at-start") else choose_store(dim, spec.store)
+    if mode == "rocksdb":
+        mode = rocksdb_engine(spark or events.sparkSession)
     if mode == "broadcast":
         res = _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spark)
     else:
-        res = _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir)
+        res = _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir,
+                       mode == "rocksdb-jvm")
     steps = [s for s in (writer, res.follow) if s is not None]
     res.refresher = Refresher(spec.refresh, _each(steps)) if spec.refresh and steps else None
     return res
+
+
+def rocksdb_engine(spark: Any) -> str:
+    """rocksdb-jvm or rocksdb-python for this session, as the physical planner picks it (etl.physical.engines)."""
+    from etl.compile.context import session_target
+    from etl.physical.engines import rocksdb_jvm_why
+
+    return "rocksdb-python" if rocksdb_jvm_why(session_target(spark)) else "rocksdb-jvm"
 
 
 def _each(steps: list[Any]) -> Any:
@@ -308,7 +323,7 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     joined = events.join(F.broadcast(table), on=functools.reduce(lambda a, b: a & b, cond),
                          how="inner" if spec.how == "inner" else "left")
     out = joined.drop(*[f"{LK}{i}" for i in range(len(tb_keys))])
-    return LookupResult(out, "broadcast", None, None, renamed)
+    return LookupResult(out, "broadcast", None, None, renamed, engine="broadcast")
 
 
 _TABLES: dict[str, tuple[str, float, Any]] = {}
@@ -328,7 +343,7 @@ def cached_table(src: TableSource) -> Any:
     return table
 
 
-def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir) -> LookupResult:
+def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_dir, jvm: bool = True) -> LookupResult:
     import pyarrow as pa
     from pyspark.sql.types import StructType
 
@@ -340,9 +355,9 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
                       dim.delimiter, spec.refresh, base_dir)
     from etl.compile.lookup_jvm import jvm_lookup
 
-    got = jvm_lookup(events, src, ev_keys, values, renamed, spec.how, spec.refresh is not None, LK)
+    got = jvm_lookup(events, src, ev_keys, values, renamed, spec.how, spec.refresh is not None, LK) if jvm else None
     if got is not None:
-        return LookupResult(got[0], "rocksdb", src, renamed=renamed, follow=got[1])
+        return LookupResult(got[0], "rocksdb", src, renamed=renamed, follow=got[1], engine="rocksdb-jvm")
     out_ddl = [f"`{n}` {t}" for n, t in events.dtypes]
     out_ddl += [f"`{renamed[c]}` {spark_type(schema.field(c).type)}" for c in values]
     out_schema = StructType.fromDDL(", ".join(out_ddl))
@@ -350,7 +365,7 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
                            names=tuple(renamed[c] for c in values))
     with own_workers(events.sparkSession, f"lookup:{dim.name}"):
         df = events.withColumn(LK, event_key(events, ev_keys)).mapInArrow(fn, out_schema)
-    return LookupResult(df, "rocksdb", src, None, renamed)
+    return LookupResult(df, "rocksdb", src, None, renamed, engine="rocksdb-python")
 
 
 def _snapshot_writer(reader: Any, snap: Path) -> Any:

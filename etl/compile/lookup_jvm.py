@@ -14,7 +14,7 @@ new store version, loaded, and swapped in between two lookups: tasks never wait.
 
 `jvm_lookup` returns None when this path cannot serve the lookup (not a local
 master, etl's jar not on the class path, a key or value type it does not hold,
-or no room in the JVM heap: logged; or ETL_LOOKUP_JVM=off); the lookup then runs
+or no room in the JVM heap: logged; or the planner's choice, e.g. ETL_LOOKUP_JVM=off); the lookup then runs
 in Python workers.
 """
 
@@ -80,11 +80,7 @@ def jvm_lookup(events: Any, src: TableSource, ev_keys: list[str], values: list[s
     from etl.compile.deadletter import fence
     from etl.compile.lookup import event_key, spark_type
 
-    spark = events.sparkSession
-    if jvm.switched_off("ETL_LOOKUP_JVM"):
-        return None
-    if not spark.sparkContext.master.startswith("local") or not jvm.available(spark):
-        return None
+    spark = events.sparkSession  # the planner chose this engine (settings, master, jar: etl.physical.engines)
     types = {f.name: f.dataType.typeName() for f in events.schema.fields}
     if any(types.get(k) not in KEY_TYPES for k in ev_keys):
         return None

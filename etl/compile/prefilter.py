@@ -29,7 +29,9 @@ registered as a temporary function). The literal sets go to the
 executors with `SparkContext.addFile`, one file per set (named by its SHA-256,
 so a reloaded program gets a new file), loaded once per executor JVM. Without
 `javac` (or when any of this fails) filters run without the prefilter: the
-reason is logged once (`etl.rules`, WARNING). `ETL_PREFILTER=off` switches it off.
+reason is logged once (`etl.rules`, WARNING). The physical planner decides
+whether a filter gets it and which form (etl.physical.engines: `prefilter-jvm`,
+the static call; `prefilter-udf`; `no-prefilter`, e.g. with `ETL_PREFILTER=off`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import logging
 import threading
 from typing import Any
 
+from etl.physical.engines import PREFILTER_NEEDS  # noqa: F401  (re-exported: three needs per pattern)
 
 log = logging.getLogger("etl.rules")
 
@@ -45,8 +48,6 @@ FUNCTION = "etl_literal_prefilter"
 CLASS = "etl.jvm.LiteralPrefilter"  # etl/jvm/LiteralPrefilter.java
 
 _LOCK = threading.Lock()
-PREFILTER_NEEDS = 3
-_LITERALS: dict[str, Any] = {}  # program digest -> its literal condition (a few kept)
 _BODIES: dict[int, tuple[Any, str]] = {}  # id(groups) -> (groups, their file's text)
 _SESSIONS: set[tuple[int, int]] = set()  # (SparkContext, JVM session hash code) pairs holding the UDF
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
@@ -100,42 +101,31 @@ def _literal_file(spark: Any, groups: tuple) -> str:
     return jvm.ship_text(spark, "literals", known[1])
 
 
-def literal_test(spark: Any, column: Any, groups: tuple) -> Any:
-    """The test of a string `column` for a field's literal groups: a static call in generated code where etl's
-    jar is on the class path, else the UDF (the session must have it registered; the set file's name goes as a
-    binary literal: the JVM gets the same array for every row, unconverted)."""
+def literal_test(spark: Any, column: Any, groups: tuple, static: bool = True) -> Any:
+    """The test of a string `column` for a field's literal groups: a static call in generated code (`static`:
+    etl's jar is on the class path), else the UDF (the session must have it registered; the set file's name goes
+    as a binary literal: the JVM gets the same array for every row, unconverted)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
 
     from etl.compile import jvm
 
     name = _literal_file(spark, groups)
-    if jvm.available(spark):
+    if static:
         return F.coalesce(jvm.static_call(spark, CLASS, "test", BooleanType(), column, F.lit(name)), F.lit(False))
     return F.call_function(FUNCTION, column.cast("binary"), F.lit(bytearray(name.encode())))
 
 
-def prefilter_condition(program: Any, df: Any) -> Any:
-    """The JVM condition every row the program can match satisfies, or None (no literal condition, a field
-    that is not a string column, or no prefilter available)."""
-    from etl.optimize.literals import program_literal_groups
+def prefilter_condition(program: Any, df: Any, engine: str = "prefilter-jvm") -> Any:
+    """The JVM condition every row the program can match satisfies, or None (the planner chose `no-prefilter`,
+    a field that is not a string column in this frame, or the UDF could not be registered). `engine`: the
+    physical plan's prefilter engine (prefilter-jvm: a static call; prefilter-udf: the UDF)."""
+    from etl.physical.engines import literal_groups
 
-    from etl.compile.jvm import switched_off
-
-    if switched_off("ETL_PREFILTER"):
+    if engine == "no-prefilter":
         return None
-    key = getattr(program, "digest", None)
-    if key and key in _LITERALS:
-        lits = _LITERALS[key]
-    else:
-        # three needs per pattern: bench/filter.py --rules 1000 lets 2.7 % of the rows through instead of 10.5 %
-        # (the other needs are checked only when the first one is found: the pass costs the same).
-        # A tenth of a second for 10,000 rules: once per program, not per batch.
-        lits = program_literal_groups(program, max_needs=PREFILTER_NEEDS)
-        if key:
-            _LITERALS[key] = lits
-            while len(_LITERALS) > 16:
-                _LITERALS.pop(next(iter(_LITERALS)))
+    # a tenth of a second for 10,000 rules: once per program (etl.physical.engines keeps it by digest)
+    lits = literal_groups(program)
     if not lits:
         return None
     from pyspark.sql import functions as F
@@ -152,12 +142,11 @@ def prefilter_condition(program: Any, df: Any) -> Any:
         if not isinstance(dtype, StringType):
             return None
     spark = df.sparkSession  # in a micro-batch: the query's clone of the session, where the UDF must be
-    from etl.compile import jvm
-
-    if not jvm.available(spark) and not _register(spark):
+    static = engine == "prefilter-jvm"
+    if not static and not _register(spark):
         return None
     cond = None
     for field, ls in sorted(lits.items()):
-        c = literal_test(spark, F.col(field), ls)
+        c = literal_test(spark, F.col(field), ls, static)
         cond = c if cond is None else cond | c
     return cond

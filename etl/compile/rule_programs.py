@@ -85,7 +85,7 @@ class RuleSet:
 
         loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
         self.meta = rule_meta(loaded if loaded is not None else self.node.spec.rules or ())
-        plan = self.ctx.options.get("plan")
+        plan = self.ctx.plan
         if plan is not None:
             step = next((s for s in plan.steps if s.node_id == self.node.id), None)
             program = getattr(step, "program", None)
@@ -195,7 +195,7 @@ def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
 
 
 def rule_set(ctx: CompileContext, node: Node) -> RuleSet:
-    sets = ctx.options.setdefault("_rule_sets", {})
+    sets = ctx.caches.rule_sets
     rs = sets.get(node.id)
     if rs is None:
         rs = sets[node.id] = RuleSet(ctx, node)
@@ -205,7 +205,7 @@ def rule_set(ctx: CompileContext, node: Node) -> RuleSet:
 def ship(ctx: CompileContext, key: str, digest: str, value: Any) -> Any:
     """The broadcast variable holding `value` (a program, or a merged one) of `digest`: one per digest;
     the older ones of `key` (a filter, or a sibling group) are released."""
-    shipped: dict[str, list] = ctx.options.setdefault("_rule_broadcasts", {})
+    shipped = ctx.caches.rule_broadcasts
     entries = shipped.setdefault(key, [])
     for d, bc in entries:
         if d == digest:

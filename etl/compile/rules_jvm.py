@@ -9,13 +9,17 @@ first, then `RuleMatch.any` (keep, drop) or `RuleMatch.ids` (tag) on the rows
 it lets through. The program goes to the executors as a file (SparkContext.
 addFile), named by its content: a reloaded rule set gets a new one.
 
-`ETL_RULES_JVM=off` keeps every rule set on the Python path; so do sessions
-without etl's jar, and rule sets one of whose patterns ran past its step budget:
-java.util.regex backtracks (`x\\w*\\w*\\w*\\w*\\w*y` on 300 word characters takes
-minutes), so RuleMatch.java stops such a run; the runner then calls `demote` and
-runs the micro-batch again, now with Hyperscan, which never backtracks. Sibling
-filters (several filters reading one input) that take the JVM path each run
-alone; the others still share one mapInArrow pass.
+Whether a rule set takes this path is the physical planner's choice
+(etl.physical.engines, engine `rules-jvm`: `ETL_RULES_JVM=off`, a session
+without etl's jar, a program jvmprogram rejects, and rule sets one of whose
+patterns ran past its step budget stay on the Python path): java.util.regex
+backtracks (`x\\w*\\w*\\w*\\w*\\w*y` on 300 word characters takes minutes), so
+RuleMatch.java stops such a run; the runner then calls `demote`, which adds the
+program to `_DEMOTED` (a planner input: compile asks the planner again, which
+now picks the Python path) and runs the micro-batch again, with Hyperscan,
+which never backtracks. Sibling filters (several filters reading one input)
+that take the JVM path each run alone; the others still share one mapInArrow
+pass.
 """
 
 from __future__ import annotations
@@ -27,9 +31,8 @@ from typing import Any
 log = logging.getLogger("etl.rules")
 
 CLASS = "etl.jvm.RuleMatch"  # etl/jvm/RuleMatch.java
-_PLANS: dict[str, Any] = {}  # program digest -> its JvmPlan (a few kept)
 _FILES: dict[str, tuple[str, Any]] = {}  # shipped program file -> (the key of its program, its JvmPlan)
-_DEMOTED: set[str] = set()  # keys of programs that ran past a step budget: the Python path from then on
+_DEMOTED: set[str] = set()  # programs that ran past a step budget: the planner's Target.demoted from then on
 # RuleMatch.Exhausted's message (RuleMatch.BUDGET_MARK, the program file in brackets, what happened)
 BUDGET = re.compile(r"etl-rule-budget\[([\w.-]+)\] pattern (\d+) ([^\n]*)")
 
@@ -74,39 +77,22 @@ def demote(exc: BaseException) -> bool:
 
 
 def plan_of(program: Any) -> Any:
-    from etl.optimize.jvmprogram import jvm_plan
+    """The program's JvmPlan (etl.optimize.jvmprogram), once per digest (etl.physical.engines)."""
+    from etl.physical.engines import jvm_rule_plan
 
-    key = getattr(program, "digest", "")
-    got = _PLANS.get(key) if key else None
-    if got is None:
-        got = jvm_plan(program)
-        if got.body is None:
-            log.info("rule set %s runs in Python workers: %s", key[:12], got.reason)
-        if key:
-            _PLANS[key] = got
-            while len(_PLANS) > 16:
-                _PLANS.pop(next(iter(_PLANS)))
-    return got
-
-
-def eligible(spark: Any, program: Any) -> bool:
-    """Can this session run the program in the JVM? (its field's type is checked by `verdict`)"""
-    from etl.compile import jvm
-
-    return (not jvm.switched_off("ETL_RULES_JVM") and jvm.available(spark) and not demoted(program)
-            and plan_of(program).body is not None)
+    return jvm_rule_plan(program)
 
 
 def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
     """The program's result per row as a JVM column (boolean "some rule matches", or the matched rule ids), or
-    None when the program or the session cannot take this path. ``candidate``: the prefilter's condition (rows
-    failing it match no rule), or None."""
+    None when the frame's field is not a string column (the planner picked this engine; the data's type is
+    checked here). ``candidate``: the prefilter's condition (rows failing it match no rule), or None."""
     from etl.compile import jvm
 
     spark = df.sparkSession
-    if not eligible(spark, program):
-        return None
     plan = plan_of(program)
+    if plan.body is None:
+        return None
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
 

@@ -71,6 +71,7 @@ def _rules(plan: Plan, node: Any) -> list[str]:
 
 
 def explain_plan(plan: Plan) -> str:
+    """The logical plan's text (etl.physical.explain.explain_text adds the physical plan's)."""
     g = plan.graph
     p = g.pipeline
     lines = [f"pipeline {plan.name}"]

@@ -77,7 +77,7 @@ class PipelineRun:
         self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
         self._last_done: dict[str, int] = {}
         self._listener: Any = None
-        ctx = CompileContext(spark, self.graph, self.checkpoint, {"plan": plan})
+        ctx = CompileContext(spark, self.graph, self.checkpoint, plan=plan)
         self.compiler = Compiler(ctx, self.opts.sources)
 
     # --------------------------------------------------------------- naming
@@ -108,7 +108,10 @@ class PipelineRun:
             node = self.graph.nodes.get(out.id)
             raise CompileError(f"sink type '{spec.type}' is not supported by `etl run` yet ({e})", node,
                                code="E402") from None
-        return sink_cls(spec, ctx)
+        sink = sink_cls(spec, ctx)
+        if node is not None and node.kind == "sink":  # the JSON lines engine of the physical plan (file sinks)
+            sink.json_engine = self.compiler.ctx.physical_plan().engine(node.id, "json")
+        return sink
 
     # ----------------------------------------------------------- per batch
     def _batch_fn(self, q: Query) -> Callable[[Any, int], None]:
@@ -184,6 +187,7 @@ class PipelineRun:
                     self.opts.control.sink_result(o.id, res)
                 if res.skipped:
                     skipped.append(o.id)
+            self._record_engines(q, sinks)
             if not evaluated:
                 # A replay every sink had already committed (the crash fell between the sinks'
                 # commits and Spark's commit log). A stateful plan must still run: Spark
@@ -195,6 +199,17 @@ class PipelineRun:
             for c in batch.cached:
                 c.unpersist()
         return skipped
+
+    def _record_engines(self, q: Query, sinks: dict[str, AbstractSink]) -> None:
+        """The sinks' engines as they ran (etl.physical's `write` and `json` aspects): compared with explain's."""
+        ctx = self.compiler.ctx
+        for o in q.outputs:
+            if o.is_dead_letter:
+                continue
+            ctx.record(o.id, "write", "foreach-batch")
+            spec = getattr(sinks[o.id], "spec", None)
+            if getattr(spec, "type", None) == "file" and getattr(spec, "format", None) == "jsonl":
+                ctx.record(o.id, "json", "json-jvm" if getattr(sinks[o.id], "_newlines", False) else "to_json")
 
     def _with_failed_rows(self, frame: Any, failed: list[tuple[str, Any]]) -> Any:
         """The dead-letter frame plus the failed rows that split writes brought back to the driver."""

@@ -72,7 +72,7 @@ def test_sibling_filters_give_the_same_rows_as_alone(spark, tmp_path, monkeypatc
 
 def test_a_filter_on_the_jvm_path_leaves_its_sibling_group(spark, tmp_path):
     c = checked(tmp_path, SIBLINGS)
-    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
     # shells: patterns on cmd only (etl.compile.rules_jvm); errors and tagged have native predicates
     assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("shells"))] == ["shells"]
     assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("errors"))] == ["errors", "tagged"]
@@ -81,7 +81,7 @@ def test_a_filter_on_the_jvm_path_leaves_its_sibling_group(spark, tmp_path):
 def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path, monkeypatch):
     monkeypatch.setenv("ETL_RULES_JVM", "off")  # every filter on the Python path: all three share the pass
     c = checked(tmp_path, SIBLINGS)
-    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
     assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("shells"))] == ["shells", "errors", "tagged"]
     assert [n.id for n in filter_mod.siblings(ctx, c.plan.graph.node("other"))] == ["other"]
     comp = Compiler(ctx)
@@ -90,7 +90,7 @@ def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path, monk
 
     q = Query("src", "src", None, [], ["shells", "errors", "tagged", "other"])
     frames = {}
-    ctx.options["_batch_shared"] = shared = {}
+    shared = ctx.caches.batch_shared
     for nid in q.nodes:
         node = c.plan.graph.node(nid)
         src = df if node.inputs[0].src == "src" else frames[node.inputs[0].src]
@@ -101,7 +101,7 @@ def test_siblings_are_one_mapinarrow_pass_over_their_input(spark, tmp_path, monk
     for text in plans.values():
         assert text.count("MapInArrow") == 1
     # the three outputs read the very same merged pass (one program for all siblings)
-    shipped = ctx.options["_rule_broadcasts"]
+    shipped = ctx.caches.rule_broadcasts
     assert list(shipped) == ["shells+errors+tagged", "other"]
     merged = shipped["shells+errors+tagged"][0][1].value
     assert merged.program.rule_ids == ("curl_sh", "nc", "ok", "curl", "sh", "server")
@@ -115,13 +115,13 @@ def test_the_program_is_broadcast_once_not_pickled_per_batch(spark, tmp_path, mo
         transforms: [{id: f, type: filter, input: src, rules: [{id: a, when: {field: cmd, contains: a}}]}]
         sinks: [{id: out, type: file, input: f, path: o}]
     """)
-    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
     comp = Compiler(ctx)
     node = c.plan.graph.node("f")
     df = spark.createDataFrame([{"cmd": "a"}, {"cmd": "b"}], "cmd string")
     got = [comp._call(node, [df]).out for _ in range(3)]  # three micro-batches
     assert [r.cmd for r in got[2].collect()] == ["a"]
-    assert len(ctx.options["_rule_broadcasts"]["f"]) == 1  # one broadcast for the three
+    assert len(ctx.caches.rule_broadcasts["f"]) == 1  # one broadcast for the three
 
 
 def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark, tmp_path):
@@ -146,7 +146,7 @@ def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark
     rows = [("curl a | sh", "h"), ("CURL A | BASH", "h"), ("curl a", "h"), ("run MIMIKATZ.exe", None),
             ("\u212axelvin", "h"), ("kxelvin", "h"), ("Kxelvin", "h"), ("rm -rf /", "prod-1"), ("rm -rf /", "dev"),
             (None, "prod-2"), ("é curl a | sh", "h"), ("ls -la", "h"), ("x" * 3000 + "curl | sh", "h")]
-    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
     df = spark.createDataFrame(rows, "cmd string, host string")
     out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
     assert "LiteralPrefilter.test" in out._jdf.queryExecution().optimizedPlan().toString()
@@ -170,7 +170,7 @@ def test_no_prefilter_when_a_rule_can_match_without_a_literal(spark, tmp_path):
               - {id: port, when: {field: port, ge: 1024}}
         sinks: [{id: out, type: file, input: f, path: o}]
     """)
-    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
     df = spark.createDataFrame([("curl sh", 1), ("ls", 2048), ("ls", 1)], "cmd string, port bigint")
     out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
     assert "etl-literals-" not in out._jdf.queryExecution().optimizedPlan().toString()
@@ -237,7 +237,7 @@ def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path
                   - {{id: prod, when: {{all: [{{field: host, starts_with: prod-}}, {{field: cmd, contains: 'rm -rf'}}]}}}}
             sinks: [{{id: out, type: file, input: f, path: o}}]
         """)
-        ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+        ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
         df = spark.createDataFrame(rows, "cmd string, host string")
         out = Compiler(ctx)._call(c.plan.graph.node("f"), [df]).out
         assert "LiteralPrefilter.test" in out._jdf.queryExecution().optimizedPlan().toString()

@@ -132,7 +132,7 @@ def test_changed_rules_apply_from_the_next_batch_and_invalid_ones_are_rejected(s
     assert len(rejected) == 1, [r.getMessage() for r in caplog.records]
     rule_file = str(tmp_path / "rules" / "main.yaml")
     assert f"{rule_file}:2:" in rejected[0] and "E300" in rejected[0] and "rule 'bad'" in rejected[0]
-    rs = run.compiler.ctx.options["_rule_sets"]["f"]
+    rs = run.compiler.ctx.caches.rule_sets["f"]
     assert rs.version == 2 and [h.split(":")[0] for h in rs.history] == ["reloaded", "rejected", "reloaded"]
 
 

@@ -230,7 +230,7 @@ def test_the_plan_runs_python_only_off_the_jvm_path(spark, tmp_path, monkeypatch
     if path == "python":
         monkeypatch.setenv("ETL_RULES_JVM", "off")
     c = checked(tmp_path, PIPELINE)
-    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan})
+    ctx = CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan)
     df = spark.createDataFrame([(e["cmd"], e["code"]) for e in EVENTS], "cmd string, code bigint")
     for node in ("kept", "dropped", "tagged"):
         text = Compiler(ctx)._call(c.plan.graph.node(node), [df]).out._jdf.queryExecution().executedPlan().toString()

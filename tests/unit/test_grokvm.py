@@ -16,7 +16,6 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import etl.settings as etl_settings
 from etl.grok import expand
 from etl.grokvm import FALLBACK, Program, Unsupported, compile_program, run, run_full
 
@@ -311,8 +310,9 @@ def test_backtracking_shapes_take_the_fast_path(pattern, line):
     assert check_line(prog, cre, line), prog.describe()
 
 
-def test_etl_grok_program_off_ships_the_regex_alone(monkeypatch):
-    """ETL_GROK_PROGRAM=off: the spec etl/jvm/Grok.java gets has an empty program (java.util.regex answers)."""
+def test_the_java_regex_engine_ships_the_regex_alone():
+    """Engine java-regex (ETL_GROK_PROGRAM=off, etl.physical): the spec etl/jvm/Grok.java gets has an empty program
+    (java.util.regex answers)."""
     import struct
 
     from etl.compile.transforms.grok import spec_bytes
@@ -325,10 +325,7 @@ def test_etl_grok_program_off_ships_the_regex_alone(monkeypatch):
         (n_groups,) = struct.unpack_from("<H", spec, at)
         return struct.unpack_from("<I", spec, at + 2 + 2 * n_groups)[0]
 
-    monkeypatch.delenv("ETL_GROK_PROGRAM", raising=False)
     on = spec_bytes(g)
-    monkeypatch.setenv("ETL_GROK_PROGRAM", "off")
-    etl_settings.reset()
-    off = spec_bytes(g)
+    off = spec_bytes(g, program=False)
     assert program_length(on) > 0 and program_length(off) == 0
     assert len(on) - len(off) == program_length(on)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from etl.compile.context import Built, CompileContext, CompileError
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import Guards, active
 from etl.graph.model import Node
-
-_PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
-# a generator (a LATERAL VIEW of SQL scripts) cannot sit inside an expression, so a guard cannot wrap it
-_GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|inline|inline_outer|stack|json_tuple)"
-                        r"\s*\(", re.I)
+# a column reference cannot throw; a generator (a LATERAL VIEW of SQL scripts) cannot sit inside an expression, so
+# a guard cannot wrap it (the planner reads the same patterns to know which selects write dead letters)
+from etl.physical.failing import GENERATOR as _GENERATOR, PLAIN as _PLAIN
 
 
 def _expr(node: Node, sql: str, where: str) -> Any:

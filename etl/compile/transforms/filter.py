@@ -150,7 +150,7 @@ def _metadata(ctx: CompileContext, node: Node, out: Any) -> Any:
     from etl.compile.transforms import filter_alerts
 
     meta = rule_set(ctx, node).meta
-    maps = ctx.options.setdefault("_rule_meta_maps", {})  # per filter and metadata version: built once
+    maps = ctx.caches.rule_meta_maps  # per filter and metadata version: built once
     key = (node.id, id(meta))
     if key not in maps:
         if len(maps) > 4 * _WORKER_KEEP:
@@ -201,18 +201,18 @@ def _merged_matcher(merged: Any) -> Any:
 
 
 def siblings(ctx: CompileContext, node: Node) -> list[Node]:
-    """Filters with rules that read the same input as `node` (graph order; `node` alone when none). A filter
-    whose rules run in the JVM (etl.compile.rules_jvm) shares no pass: it is alone, and not in others' groups."""
+    """Filters with rules that read the same input as `node` and share its pass (graph order; `node` alone when
+    none): the physical plan's shared pass, regrouped by the planner when a reload or a step budget changed a
+    member's engine. A filter whose rules run in the JVM (etl.compile.rules_jvm) shares no pass."""
     from etl.compile.rule_programs import rule_set
-    from etl.compile.rules_jvm import eligible
+    from etl.physical.planner import has_rules, sibling_groups
 
-    key = _input_key(node)
-    if key is None:
+    if _input_key(node) is None:
         return [node]
-    group = [n for n in ctx.graph.nodes.values()
-             if n.type == "filter" and n.spec.has_rules and _input_key(n) == key
-             and not eligible(ctx.spark, rule_set(ctx, n).program)]
-    return group if len(group) >= 2 and node in group else [node]
+    python = {n.id for n in ctx.graph.nodes.values()
+              if has_rules(n) and ctx.engine(n, "rules", rule_set(ctx, n).program) == "rules-python"}
+    group = next((g for g in sibling_groups(ctx.graph, python) if node in g), (node,))
+    return list(group)
 
 
 def _input_key(node: Node) -> tuple | None:
@@ -238,32 +238,37 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
     if not df.isStreaming:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
+    engines = ctx.choices(node, program)  # rules-jvm | rules-python, and the prefilter (etl.physical)
     # the columns are the same in every micro-batch of a query (same program, same session): built once
-    columns = ctx.options.setdefault("_rule_columns", {})
-    from etl.compile.rules_jvm import demoted
-
-    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode(), demoted(program))
+    columns = ctx.caches.rule_columns
+    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode(), engines["rules"], engines["prefilter"])
     got = columns.get(key)
     if got is None:
         from etl.compile.prefilter import prefilter_condition
 
-        candidate = prefilter_condition(program, df)
+        candidate = prefilter_condition(program, df, engines["prefilter"])
         first = candidate if spec.mode == "keep" else None  # keep: rows that cannot match are dropped in the JVM
         tags = spec.mode in ("tag", "alerts")
         # drop, tag: every row stays; only candidates need their fields matched
         rest = None if spec.mode == "keep" else candidate
-        from etl.compile.rules_jvm import verdict as jvm_verdict
+        built = None
+        if engines["rules"] == "rules-jvm":
+            from etl.compile.rules_jvm import verdict as jvm_verdict
 
-        got = jvm_verdict(program, df, tags, rest)
+            built = jvm_verdict(program, df, tags, rest)  # None: the field is not a string column here
+        ran = ("rules-jvm" if built is not None else "rules-python",
+               engines["prefilter"] if candidate is not None else "no-prefilter")
         undecided = False  # the JVM decides every row (a rule set past its step budget moves to Hyperscan)
-        if got is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
+        if built is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
             bc = ship(ctx, node.id, program.digest, program)
-            got = _verdict(df, program, bc, "single:" + program.digest, tags, rest)
+            built = _verdict(df, program, bc, "single:" + program.digest, tags, rest)
             undecided = program.runs_python_re
-        got = columns[key] = (first, got, undecided)
+        got = columns[key] = (first, built, undecided, ran)
         while len(columns) > 4 * _WORKER_KEEP:
             columns.pop(next(iter(columns)))
-    first, verdict, undecided = got
+    first, verdict, undecided, ran = got
+    ctx.record(node.id, "rules", ran[0])
+    ctx.record(node.id, "prefilter", ran[1])
     if first is not None:
         df = df.where(first)
     return decide(ctx, node, df, verdict, passes, undecided)
@@ -329,13 +334,14 @@ class SharedPass:
     frame: Any  # the input plus one hidden column per member
     hidden: dict[str, str]  # member id -> hidden column
     undecided: bool = False  # a hidden column may be NULL: that member could not decide the row
+    prefilter: str = "no-prefilter"  # the engine of the pass's prefilter (etl.physical)
     users: set[str] = field(default_factory=set)  # members built over it
 
 
 def _member(ctx: CompileContext, group: list[Node], node: Node, df: Any, passes: Any) -> Any:
     from pyspark.sql import functions as F
 
-    registry = ctx.options.setdefault("_stream_shared" if df.isStreaming else "_batch_shared", {})
+    registry = ctx.caches.stream_shared if df.isStreaming else ctx.caches.batch_shared
     key = (tuple(n.id for n in group), id(df))
     entry = registry.get(key)
     if entry is None:
@@ -343,6 +349,8 @@ def _member(ctx: CompileContext, group: list[Node], node: Node, df: Any, passes:
             registry.clear()
         entry = registry[key] = _shared_pass(ctx, group, df)
     entry.users.add(node.id)
+    ctx.record(node.id, "rules", "rules-python")
+    ctx.record(node.id, "prefilter", entry.prefilter)
     mine = entry.hidden[node.id]
     others = [c for c in entry.hidden.values() if c != mine]
     out = entry.frame.drop(*others)
@@ -360,8 +368,13 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
             rs.refresh()
     merged = _merged(ctx, sets)
     gid = "+".join(n.id for n in group)
-    if all(n.spec.mode == "keep" for n in group):
-        df = _prefiltered(merged.program, df)
+    prefilter = ctx.shared_prefilter(group, tuple(rs.program for rs in sets))
+    if prefilter != "no-prefilter":  # every member keeps: rows that cannot match are dropped in the JVM first
+        from etl.compile.prefilter import prefilter_condition
+
+        cond = prefilter_condition(merged.program, df, prefilter)
+        df = df if cond is None else df.where(cond)
+        prefilter = prefilter if cond is not None else "no-prefilter"
     bc = ship(ctx, gid, merged.program.digest, merged)
     hidden = {n.id: f"{HIDDEN}{k}" for k, n in enumerate(group)}
     names = set(df.columns)
@@ -403,27 +416,19 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
             yield out if keep.all() else out.filter(pa.array(keep))
 
     return SharedPass(group[0].inputs[0].src, df, df.mapInArrow(run, schema), hidden,
-                      merged.program.runs_python_re)
-
-
-def _prefiltered(program: Any, df: Any) -> Any:
-    """Keep mode: rows that cannot match are dropped in the JVM first (see etl.compile.prefilter)."""
-    from etl.compile.prefilter import prefilter_condition
-
-    cond = prefilter_condition(program, df)
-    return df if cond is None else df.where(cond)
+                      merged.program.runs_python_re, prefilter)
 
 
 def _merged(ctx: CompileContext, sets: list[Any]) -> Any:
     """The merged program of a group (re-planned only when a member's program changed), slimmed for shipping."""
-    from etl.optimize import merge_programs
+    from etl.physical.planner import merged as merge_programs
 
-    cache = ctx.options.setdefault("_merged_programs", {})
+    cache = ctx.caches.merged_programs
     key = tuple(rs.node.id for rs in sets)
     digests = tuple(rs.program.digest for rs in sets)
     got = cache.get(key)
     if got is None or got[0] != digests:
-        merged = merge_programs([rs.program for rs in sets])
+        merged = merge_programs(tuple(rs.program for rs in sets))  # the planner's, when it planned this pass
         # the workers need the members' rule ids only (split_results), not their databases
         slim = replace(merged, members=tuple(
             replace(p, predicates=(), natives=(), databases=(), fallbacks=()) for p in merged.members))

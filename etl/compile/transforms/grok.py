@@ -1,9 +1,13 @@
 """grok: one compiled regex in the JVM, every field captured in a single pass, no Python UDF.
 
 The pattern is expanded by `etl.grok.expand` into a java.util.regex with one
-plain group per field. With etl's jar on the class path (etl/compile/jvm.py)
-one static call per line (etl/jvm/Grok.java) searches the line and returns its
-captures as an array of strings; without it, one `regexp_replace` rewrites a
+plain group per field. The physical plan names one of three engines
+(etl.physical.engines, aspect `captures`): with etl's jar on the class path
+(etl/compile/jvm.py) one static call per line (etl/jvm/Grok.java) searches the
+line and returns its captures as an array of strings, guided by the pattern's
+matcher program (etl/grokvm: `grok-program`) or by java.util.regex alone
+(`java-regex`, e.g. with ETL_GROK_PROGRAM=off); without it (`spark-regexp`),
+one `regexp_replace` rewrites a
 matching line into MARK + group1 SEP group2 SEP ... (and leaves a non-matching
 line as it is) and a `split` cuts it into fields (lines that contain MARK or SEP
 themselves, control characters rare in text, take a slower exact path: one
@@ -46,12 +50,9 @@ def expand(node: Node) -> Any:
 
 def spec_bytes(g: Any, program: bool = True) -> bytes:
     """The pattern as etl/jvm/Grok.java reads it (its docstring has the layout), with its matcher program
-    (etl/grokvm) when there is one and ETL_GROK_PROGRAM is not off (then java.util.regex answers alone)."""
+    (etl/grokvm) when `program` and there is one (else java.util.regex answers alone)."""
     rx = g.java_regex.encode("utf-8")
     groups = [f.group for f in g.fields]
-    from etl.compile.jvm import switched_off
-
-    program = program and not switched_off("ETL_GROK_PROGRAM")
     prog = (program_of(g) if program else None) or b""
     return (b"EGS1" + struct.pack("<I", len(rx)) + rx + struct.pack(f"<H{len(groups)}H", len(groups), *groups)
             + struct.pack("<I", len(prog)) + prog)
@@ -70,19 +71,19 @@ def program_reason(g: Any) -> str | None:
     return program_bytes(g.python_regex)[1]
 
 
-def with_captures(df: Any, line: Any, g: Any, name: str) -> Any:
-    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match."""
+def with_captures(df: Any, line: Any, g: Any, name: str, engine: str = "grok-program") -> Any:
+    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match.
+    `engine`: grok-program | java-regex (etl/jvm/Grok.java) | spark-regexp (`with_captures_sql`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
     from etl.compile import jvm
     from etl.compile.deadletter import fence
 
-    spark = df.sparkSession
-    if not jvm.available(spark):
+    if engine == "spark-regexp":
         return with_captures_sql(df, line, g, name)
-    found = jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), line,
-                            F.lit(bytearray(spec_bytes(g))))
+    found = jvm.static_call(df.sparkSession, "etl.jvm.Grok", "captures", ArrayType(StringType()), line,
+                            F.lit(bytearray(spec_bytes(g, program=engine == "grok-program"))))
     return df.withColumn(name, fence(found))
 
 
@@ -121,7 +122,9 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     g = expand(node)
     line = F.col(spec.field)
     groups = "_etl_groups"
-    staged = with_captures(df, line, g, groups)
+    engine = ctx.engine(node, "captures")
+    staged = with_captures(df, line, g, groups, engine)
+    ctx.record(node.id, "captures", engine)
     found = F.col(groups)
     arr = F.when(F.size(found) != 0, found)  # empty: the regex gave up on the line (etl/jvm/Grok.java)
 

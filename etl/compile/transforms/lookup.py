@@ -41,10 +41,11 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     if spec.refresh is None and table_refresh is not None:
         spec = spec.model_copy(update={"refresh": table_refresh})
     try:
-        res = lookup_join(inputs[0], dim, spec, spark=ctx.spark,
+        res = lookup_join(inputs[0], dim, spec, spark=ctx.spark, store=ctx.engine(node, "store"),
                           base_dir=os.path.join(default_base_dir(), ctx.pipeline, node.id))
     except LookupError_ as e:
         raise CompileError(f"lookup '{node.id}': {e}", node, e.field, code="E310") from None
+    ctx.record(node.id, "store", res.engine)
     if res.source is not None and ctx.spark.sparkContext.master.startswith("local"):
         res.prepare()  # workers share this host: build the store before the first micro-batch
     if res.refresher is not None:

@@ -23,7 +23,7 @@ CODES = {"event_time": "E320", "group_by": "E310", "aggregates": "E310"}
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from pyspark.sql import functions as F
 
-    from etl.compile.windowing import WindowError, choose_engine, window_aggregate
+    from etl.compile.windowing import WindowError, window_aggregate
 
     spec = node.spec
     df = inputs[0]
@@ -46,7 +46,8 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         shared = guards.shared(df, [c for c in df.columns if c not in guards.hidden])
         dead_stream = dead_frame(shared, ctx.pipeline, node.id)
         df = ok_frame(shared)
-    native_having = spec.having and choose_engine(spec) == "native"
+    engine = ctx.engine(node, "window")  # native | state (etl.physical.engines)
+    native_having = spec.having and engine == "native"
 
     def guard_having(frame: Any, columns: list[str]) -> tuple[Any, Any, Any, Any]:
         """The state engine's `having`, guarded: a window row on which it throws is a dead letter."""
@@ -56,7 +57,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
 
     try:
         res = window_aggregate(df, spec.model_copy(update={"having": None}) if native_having else spec, et,
-                               stage=node.id, guard_having=guard_having)
+                               stage=node.id, engine=engine, guard_having=guard_having)
     except WindowError as e:
         raise CompileError(f"window '{node.id}': {e}", node, e.field, code=CODES.get(e.field or "", "E400")) from None
     if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
@@ -69,4 +70,5 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     else:
         built = Built(out=res.df)
     built.dead_stream = dead_stream
+    ctx.record(node.id, "window", res.engine)
     return built

@@ -31,8 +31,10 @@ def writable(t: Any) -> bool:
     return False
 
 
-def json_lines(df: Any) -> tuple[Any, bool]:
-    """The frame's rows as JSON text: (column, whether each value ends with a newline)."""
+def json_lines(df: Any, engine: str | None = None) -> tuple[Any, bool]:
+    """The frame's rows as JSON text: (column, whether each value ends with a newline). `engine`: the physical
+    plan's (json-jvm: JsonLines.java where it writes every column type; to_json); None: json-jvm where the
+    session has etl's jar."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructType
 
@@ -40,7 +42,7 @@ def json_lines(df: Any) -> tuple[Any, bool]:
 
     row = F.struct(*[F.col(f"`{c}`") for c in df.columns])
     spark = df.sparkSession
-    if jvm.available(spark) and writable(df.schema):
+    if engine != "to_json" and (engine == "json-jvm" or jvm.available(spark)) and writable(df.schema):
         schema = StructType(list(df.schema.fields))
         zone = spark.conf.get("spark.sql.session.timeZone")
         return jvm.static_call(spark, CLASS, "render", StringType(), row, F.lit(schema.json()), F.lit(zone)), True

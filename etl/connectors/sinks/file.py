@@ -98,7 +98,7 @@ class FileSink(AbstractSink):
         if self.format == "jsonl":
             from etl.connectors.sinks._jsonlines import json_lines
 
-            col, self._newlines = json_lines(df)
+            col, self._newlines = json_lines(df, getattr(self, "json_engine", None))  # set by the runner
             return [col.alias("value")]
         if self.format == "csv":
             self._header = list(df.columns)

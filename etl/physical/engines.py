@@ -1,0 +1,311 @@
+"""Engines: each one says whether it can run a node here (or why not) and names its build function.
+
+An engine's `can_run(subject, target)` returns None when it can run the node
+with these settings, else the reason it cannot; `build` is "module:function",
+imported by etl.compile only (the planner never imports pyspark). Engines of
+one aspect are listed in order of preference: the planner takes the first that
+can run. Checks that need the data's actual Spark types (a column the graph
+does not type) are repeated by the builder, which then records the engine it
+really used (etl.compile.context.CompileContext.record).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+from etl.graph.model import Graph, Node
+from etl.physical.target import Target
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What an engine looks at: the node, its graph and its optimized program (filters with rules)."""
+
+    node: Node
+    graph: Graph
+    program: Any = None
+    store: str | None = None  # a lookup's store once known (`auto` on a table counted at start)
+
+    def input_type(self, column: str) -> str | None:
+        """The declared type of an input column (None: not known before the data is read)."""
+        ins = [e for e in self.node.inputs if e.role == "input"]
+        cols = self.graph.columns_of(ins[0].ref) if len(ins) == 1 else None
+        return dict(cols or ()).get(column)
+
+
+Check = Callable[[Subject, Target], "str | None"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    aspect: str
+    build: str  # "module:function"
+    can_run: Check
+    does: str  # one line: what it does (the reason shown when it is picked)
+
+
+def _always(s: Subject, t: Target) -> None:
+    return None
+
+
+def _jar(t: Target) -> str | None:
+    return None if t.jvm else f"etl's jar is not on the class path: {t.jvm_why or 'no JDK'}"
+
+
+# ------------------------------------------------------------------- rules
+_BY_DIGEST: dict[tuple[str, str], Any] = {}  # (what, program digest) -> derived value (a few kept)
+
+
+def _of_program(what: str, program: Any, make: Callable[[Any], Any]) -> Any:
+    """`make(program)`, once per program digest (programs are large: hashing them per call would cost)."""
+    key = (what, getattr(program, "digest", "") or f"id:{id(program)}")
+    got = _BY_DIGEST.get(key)
+    if got is None or got[0] is not program and not getattr(program, "digest", ""):
+        got = _BY_DIGEST[key] = (program, make(program))
+        while len(_BY_DIGEST) > 64:
+            _BY_DIGEST.pop(next(iter(_BY_DIGEST)))
+    return got[1]
+
+
+def jvm_rule_plan(program: Any) -> Any:
+    """The program's etl.optimize.jvmprogram.JvmPlan (its body is None when it cannot run in the JVM)."""
+    from etl.optimize.jvmprogram import jvm_plan
+
+    return _of_program("jvm", program, jvm_plan)
+
+
+def _rules_jvm(s: Subject, t: Target) -> str | None:
+    if not t.rules_jvm:
+        return "ETL_RULES_JVM is off"
+    if (why := _jar(t)) is not None:
+        return why
+    if getattr(s.program, "digest", "") in t.demoted:
+        return "a pattern ran past its java.util.regex step budget in this run (moved to Hyperscan)"
+    plan = jvm_rule_plan(s.program)
+    if plan.body is None:
+        return plan.reason or "not eligible"
+    typ = s.input_type(plan.field) if plan.field is not None else None
+    if typ is not None and typ != "string":
+        return f"field {plan.field} is {typ}, not a string"
+    return None
+
+
+# --------------------------------------------------------------- prefilter
+# three needs per pattern: bench/filter.py --rules 1000 lets 2.7 % of the rows through instead of 10.5 % (the other
+# needs are checked only when the first one is found: the pass costs the same)
+PREFILTER_NEEDS = 3
+def literal_groups(program: Any) -> Any:
+    """Per field, the literal groups a row must satisfy to match (etl.optimize.literals), or None."""
+    from etl.optimize.literals import program_literal_groups
+
+    return _of_program("literals", program, lambda p: program_literal_groups(p, max_needs=PREFILTER_NEEDS))
+
+
+def _prefilter_common(s: Subject, t: Target) -> str | None:
+    if not t.prefilter:
+        return "ETL_PREFILTER is off"
+    lits = literal_groups(s.program)
+    if not lits:
+        return "some rule can match a row without a known literal"
+    for f in lits:
+        typ = s.input_type(f)
+        if typ is not None and typ != "string":
+            return f"field {f} is {typ}, not a string"
+    return None
+
+
+def _prefilter_jvm(s: Subject, t: Target) -> str | None:
+    return _prefilter_common(s, t) or _jar(t)
+
+
+def _prefilter_udf(s: Subject, t: Target) -> str | None:
+    if (why := _prefilter_common(s, t)) is not None:
+        return why
+    if t.jvm:
+        return "the static call is cheaper where the jar is on the class path"
+    return None if t.jdk else "no JDK to build etl's jar for ADD JAR"
+
+
+# -------------------------------------------------------------------- grok
+@lru_cache(maxsize=64)
+def _grok(pattern: str, custom: tuple) -> Any:
+    from etl.grok import expand
+
+    return expand(pattern, dict(custom) or None)
+
+
+def grok_of(node: Node) -> Any:
+    """The expanded pattern, or the error text when it does not expand (compile reports it, E302)."""
+    from etl.grok import GrokError
+
+    try:
+        return _grok(node.spec.pattern, tuple(sorted(dict(node.spec.custom_patterns).items())))
+    except GrokError as e:
+        return str(e)
+
+
+def _grok_program(s: Subject, t: Target) -> str | None:
+    if not t.grok_program:
+        return "ETL_GROK_PROGRAM is off"
+    if (why := _jar(t)) is not None:
+        return why
+    g = grok_of(s.node)
+    if isinstance(g, str):
+        return f"the pattern does not expand: {g}"
+    from etl.grokvm.cache import program_bytes
+
+    prog, why = program_bytes(g.python_regex)
+    return None if prog is not None else f"no matcher program: {why}"
+
+
+def _java_regex(s: Subject, t: Target) -> str | None:
+    return _jar(t)
+
+
+# ------------------------------------------------------------------ lookup
+AUTO_MAX_BYTES = 16 * 1000**2  # etl.compile.lookup: `auto` broadcasts files up to this size
+KEY_TYPES = {"string", "int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte", "boolean", "date"}
+
+
+def lookup_store(s: Subject, t: Target | None = None) -> tuple[str, str]:
+    """(store, why): the store `spec.store` asks for, or `auto`'s pick (a forced store engine, else by the table
+    file's size)."""
+    spec = s.node.spec
+    if s.store is not None:
+        return s.store, f"auto: {s.store} by the table's rows at start"
+    if spec.store != "auto":
+        return spec.store, f"store: {spec.store}"
+    forced = sorted(e.split("-")[0] for e in (t.force if t is not None else ()) if e in _STORE_ENGINES)
+    if forced:
+        return forced[0], f"auto: {forced[0]} forced"
+    table = s.graph.node(spec.table).spec
+    if table.type != "file":
+        return "auto", f"a {table.type} table: broadcast up to 1,000,000 rows, else rocksdb (counted at start)"
+    path = table.path if os.path.isabs(table.path) else os.path.join(s.graph.base_dir or ".", table.path)
+    try:
+        if os.path.isdir(path):
+            size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+        else:
+            size = os.path.getsize(path)
+    except OSError:
+        return "auto", f"table file {table.path} not found: decided at start"
+    store = "broadcast" if size <= AUTO_MAX_BYTES else "rocksdb"
+    return store, f"auto: table file {'<=' if store == 'broadcast' else '>'} {AUTO_MAX_BYTES // 1000**2} MB"
+
+
+_STORE_ENGINES = ("broadcast", "rocksdb-jvm", "rocksdb-python")
+
+
+def _broadcast(s: Subject, t: Target) -> str | None:
+    store, why = lookup_store(s, t)
+    return None if store in ("broadcast", "auto") else why
+
+
+def _rocksdb(s: Subject, t: Target) -> str | None:
+    store, why = lookup_store(s, t)
+    return None if store == "rocksdb" else why
+
+
+def rocksdb_jvm_why(t: Target) -> str | None:
+    """Why the JVM cannot hold a rocksdb lookup's table with these settings (None: it can)."""
+    if not t.lookup_jvm:
+        return "ETL_LOOKUP_JVM is off"
+    if not t.local:
+        return f"master {t.master} is not local: each executor's Python workers hold the store"
+    return _jar(t)
+
+
+def _rocksdb_jvm(s: Subject, t: Target) -> str | None:
+    if (why := _rocksdb(s, t) or rocksdb_jvm_why(t)) is not None:
+        return why
+    for k in s.node.spec.on:
+        typ = s.input_type(k)
+        if typ is not None and typ.lower() not in KEY_TYPES:
+            return f"key {k} is {typ}"
+    return None
+
+
+# ------------------------------------------------------------------ window
+def _native_window(s: Subject, t: Target) -> str | None:
+    emit = s.node.spec.emit
+    if emit.early is not None:
+        return "early emission needs the state engine"
+    if emit.late == "dead_letter":
+        return "late events to dead letters need the state engine"
+    return None
+
+
+# --------------------------------------------------------------- json lines
+def _writable(typ: str) -> bool:
+    t = typ.lower().replace(" ", "")
+    if t.startswith("array<"):
+        return _writable(t[6:-1])
+    if t.startswith("struct<"):
+        return all(_writable(part.split(":", 1)[1]) for part in _split_top(t[7:-1]))
+    return t in ("string", "boolean", "tinyint", "smallint", "int", "integer", "bigint", "long", "float",
+                 "double", "date", "timestamp") or t.startswith("decimal")
+
+
+def _split_top(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "<(" and 1 or ch in ">)" and -1 or 0
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + ([cur] if cur else [])
+
+
+def _json_jvm(s: Subject, t: Target) -> str | None:
+    if (why := _jar(t)) is not None:
+        return why
+    cols = s.graph.input_columns(s.node.id)
+    known = [c for cs in cols if cs is not None for c in cs]
+    bad = [f"{n}:{typ}" for n, typ in known if not _writable(typ)]
+    return f"JsonLines.java does not write {', '.join(bad)}" if bad else None
+
+
+ENGINES: tuple[Engine, ...] = (
+    Engine("rules-jvm", "rules", "etl.compile.rules_jvm:verdict", _rules_jvm,
+           "patterns on one string field, decided by RuleMatch in generated code (no Python worker)"),
+    Engine("rules-python", "rules", "etl.compile.transforms.filter:_verdict", _always,
+           "Hyperscan matcher in an Arrow UDF over the columns the rules read"),
+    Engine("prefilter-jvm", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_jvm,
+           "LiteralPrefilter.test on the rules' literals in generated code before the matcher"),
+    Engine("prefilter-udf", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_udf,
+           "the etl_literal_prefilter UDF (ADD JAR) on the rules' literals before the matcher"),
+    Engine("no-prefilter", "prefilter", "", _always, "every row goes to the matcher"),
+    Engine("grok-program", "captures", "etl.compile.transforms.grok:with_captures", _grok_program,
+           "Grok.java with the compiled matcher program (etl/grokvm), java.util.regex for the captures"),
+    Engine("java-regex", "captures", "etl.compile.transforms.grok:with_captures", _java_regex,
+           "Grok.java: one java.util.regex search per line"),
+    Engine("spark-regexp", "captures", "etl.compile.transforms.grok:with_captures_sql", _always,
+           "regexp_replace + split in Spark SQL"),
+    Engine("broadcast", "store", "etl.compile.lookup:_broadcast", _broadcast,
+           "broadcast hash join against the table"),
+    Engine("rocksdb-jvm", "store", "etl.compile.lookup_jvm:jvm_lookup", _rocksdb_jvm,
+           "rocksdict store held by the JVM (LookupTables), looked up in generated code"),
+    Engine("rocksdb-python", "store", "etl.compile.lookup:_rocksdb", _rocksdb,
+           "rocksdict store looked up by mapInArrow in Python workers of the table's own"),
+    Engine("native", "window", "etl.compile.windowing:window_aggregate", _native_window,
+           "Spark's window aggregation with watermark"),
+    Engine("state", "window", "etl.compile.window_state:state_aggregate", _always,
+           "transformWithState over RocksDB (early results, late dead letters)"),
+    Engine("json-jvm", "json", "etl.connectors.sinks._jsonlines:json_lines", _json_jvm,
+           "JsonLines.java renders each row with its newline"),
+    Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),
+)
+
+
+def engines(aspect: str) -> tuple[Engine, ...]:
+    return tuple(e for e in ENGINES if e.aspect == aspect)
+
+
+def engine(name: str) -> Engine:
+    return next(e for e in ENGINES if e.name == name)

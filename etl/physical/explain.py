@@ -1,0 +1,61 @@
+"""Text of a physical plan, printed by `etl explain` after the logical plan (deterministic for one Target)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.physical.model import PhysicalPlan, QueryPlan
+
+_WIDTH = 100
+
+
+def _fill(text: str, indent: str, more: str) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, _WIDTH, initial_indent=indent, subsequent_indent=more, break_long_words=False,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _query(q: QueryPlan) -> list[str]:
+    head = {"root": f"query {q.name}: streaming from {q.root}",
+            "union": f"query {q.name}: streaming over the union of its inputs",
+            "dead_only": f"query {q.name}: failed input rows of {q.root}"}[q.kind]
+    out = [f"  {head}"]
+    if q.nodes:
+        out.extend(_fill("per micro-batch: " + ", ".join(q.nodes), "    ", "      "))
+    for o in q.outputs:
+        refs = ", ".join(n + (f".{lab}" if lab else "") + (" (dead letters)" if part == "dead" else "")
+                         for n, lab, part in o.refs)
+        out.extend(_fill(f"writes {o.id} <- {refs}", "    ", "      "))
+    return out
+
+
+def explain_physical(pp: PhysicalPlan) -> str:
+    lines = ["physical plan:"]
+    lines.extend(_fill("target: " + pp.target.text(), "  ", "    "))
+    lines.append("")
+    lines.append("queries:")
+    for q in pp.queries:
+        lines.extend(_query(q))
+    if pp.shared:
+        lines.append("")
+        lines.append("shared passes:")
+        for s in pp.shared:
+            lines.extend(_fill(f"{' + '.join(s.members)} on {s.input}: one mapInArrow pass, "
+                               f"prefilter {s.prefilter.engine}", "  ", "    "))
+    lines.append("")
+    lines.append("engines:")
+    for n in pp.nodes:
+        for c in n.choices:
+            what = f"{n.node_id} {c.aspect}" if c.aspect != "run" else n.node_id
+            lines.extend(_fill(f"{what}: {c.engine} - {c.reason}", "  ", "      "))
+            for r in c.rejected:
+                lines.extend(_fill(f"not {r.engine}: {r.why}", "    ", "      "))
+    return "\n".join(lines) + "\n"
+
+
+def explain_text(plan: Any, physical: Any) -> str:
+    """What `etl explain` prints: the logical plan's text (etl.plan.explain), then the physical plan's."""
+    from etl.plan.explain import explain_plan
+
+    return explain_plan(plan) + "\n" + explain_physical(physical)

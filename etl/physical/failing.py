@@ -1,0 +1,71 @@
+"""Which stages write dead letters: the planner's view of each builder's failure split.
+
+A stage compiled over streaming frames splits its failed rows off (etl.compile.
+deadletter.from_shared) when its builder can fail on a row: a source parsing
+JSON or CSV, grok and parse with `on_error: dead_letter`, every guarded
+expression (derive columns, select expressions, filter `expr`, route
+conditions, window `having`; etl.compile.guard), rule programs that may leave
+a row undecided (Python `re` past its budget), and the state engine's late
+events. A window grouping by an expression writes the rows on which it throws
+through a query of its own. The run-equals-explain test holds compile to this.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from etl.graph.model import Graph, Node
+
+# a column reference, or a generator, which cannot throw (as etl.compile.transforms.columns reads select fields)
+PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
+GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|inline|inline_outer|stack|json_tuple)"
+                       r"\s*\(", re.IGNORECASE)
+
+
+def _source_fails(node: Node) -> bool:
+    spec = node.spec
+    if node.type == "file":
+        return spec.format not in ("text", "parquet")
+    if node.type in ("kafka", "rocketmq"):
+        return getattr(spec, "format", None) == "json"
+    return False
+
+
+def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) -> bool:
+    """Does the stage write dead letters from the query of its root? `engines`: its chosen engines;
+    `undecided`: its rule program (or its shared pass's) may leave a row undecided."""
+    s = node.spec
+    t = node.type
+    if node.kind == "source":
+        return _source_fails(node)
+    if t in ("grok", "parse"):
+        return s.on_error == "dead_letter"
+    if t == "filter":
+        if s.expr is not None:
+            return True
+        return bool(getattr(s, "has_rules", False)) and engines.get("rules") == "rules-python" and undecided
+    if t == "derive":
+        return True
+    if t == "select":
+        return s.fields is not None and any(not (PLAIN.fullmatch(f.strip()) or GENERATOR.search(f))
+                                            for f in s.fields)
+    if t == "route":
+        return True
+    if t == "window":
+        return bool(s.having) or s.emit.late == "dead_letter"
+    return False
+
+
+def dead_stream(node: Node, graph: Graph) -> bool:
+    """A window grouping by an expression: the rows on which it throws get a query of their own."""
+    if node.type != "window":
+        return False
+    ins = graph.input_columns(node.id)
+    known = {c for c, _ in ins[0]} if ins and ins[0] is not None else None
+    return any((g not in known) if known is not None else not PLAIN.fullmatch(g.strip())
+               for g in node.spec.group_by)
+
+
+def undecided_of(program: Any) -> bool:
+    return bool(getattr(program, "runs_python_re", False))

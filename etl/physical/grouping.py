@@ -1,0 +1,113 @@
+"""Query grouping: one streaming query per root, the nodes each evaluates per micro-batch, its outputs.
+
+A *root* is a node whose frame must be streaming: a source, a stateful
+transform (window, dedupe, join, lookup) or a node with several inputs. Every
+other transform has one input and works row by row, inside foreachBatch on the
+micro-batch of its root. Sinks hanging off one root share its query; a sink
+reading several roots gets a query of its own over their union. The dead
+letters of failing stages (etl.physical.failing) are one more output of their
+root's query; a window's failed input rows get a query of their own.
+"""
+
+from __future__ import annotations
+
+from etl.graph.model import Graph, Node
+from etl.physical.model import OutputPlan, QueryPlan
+
+STATEFUL = frozenset({"window", "dedupe", "join", "lookup"})
+
+
+def is_root(node: Node) -> bool:
+    return node.kind == "source" or node.type in STATEFUL or len([e for e in node.inputs if e.role == "input"]) != 1
+
+
+def roots(graph: Graph) -> dict[str, str]:
+    """Each node's root, in one pass over the graph's topological order (computed once per graph)."""
+    got = graph.__dict__.get("_physical_roots")
+    if got is None:
+        got = {}
+        for node in graph.nodes.values():
+            src = node.inputs[0].src if node.inputs else None
+            got[node.id] = node.id if is_root(node) or src not in got else got[src]
+        object.__setattr__(graph, "_physical_roots", got)
+    return got
+
+
+def root_of(graph: Graph, node_id: str) -> str:
+    got = roots(graph).get(node_id)
+    if got is not None:
+        return got
+    node = graph.node(node_id)  # a node the graph did not list in order (on a cycle)
+    while not is_root(node):
+        node = graph.node(node.inputs[0].src)
+    return node.id
+
+
+def chain(graph: Graph, root: str, refs: list[str]) -> tuple[str, ...]:
+    """The nodes between `root` and the nodes `refs` (graph order), evaluated per micro-batch."""
+    needed: set[str] = set()
+    stack = list(refs)
+    while stack:
+        nid = stack.pop()
+        if nid == root or nid in needed:
+            continue
+        needed.add(nid)
+        stack.extend(e.src for e in graph.node(nid).inputs if e.role == "input")
+    pos = positions(graph)
+    return tuple(sorted(needed, key=pos.__getitem__))
+
+
+def positions(graph: Graph) -> dict[str, int]:
+    """Each node's index in the graph's (topological) order."""
+    got = graph.__dict__.get("_physical_positions")
+    if got is None:
+        got = {nid: i for i, nid in enumerate(graph.nodes)}
+        object.__setattr__(graph, "_physical_positions", got)
+    return got
+
+
+def streamed(node: Node) -> bool:
+    """Is the node compiled over streaming frames? (sinks are written, static tables read by their lookups)"""
+    return not (node.kind == "sink" or (node.kind == "source" and node.spec.is_static()))
+
+
+DEAD_LETTER = "dead_letter"
+
+
+def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
+                  dead_streams: frozenset[str] = frozenset()) -> tuple[QueryPlan, ...]:
+    """The queries, in graph order of their roots: the sinks' and the dead letters of the `failing` stages."""
+    groups: dict[str, list[OutputPlan]] = {}
+    queries: list[QueryPlan] = []
+    for node in graph.nodes.values():
+        if not streamed(node):
+            continue
+        if node.id in dead_streams:
+            queries.append(QueryPlan(f"{node.id}-dead_letters", node.id, (),
+                                     (OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)),), "dead_only"))
+        if node.id in failing:
+            groups.setdefault(root_of(graph, node.id), []).append(OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)))
+    for sink in graph.of_kind("sink"):
+        refs = tuple((e.src, e.label, "out") for e in sink.inputs if e.role == "input")
+        roots = {root_of(graph, r[0]) for r in refs}
+        if len(roots) == 1:
+            groups.setdefault(roots.pop(), []).append(OutputPlan(sink.id, refs))
+        else:
+            queries.append(QueryPlan(sink.id, sink.id, (), (OutputPlan(sink.id, ((sink.id, None, "out"),)),),
+                                     "union"))
+    for root, outputs in groups.items():
+        dead = tuple(r for o in outputs if o.id == DEAD_LETTER for r in o.refs)
+        merged = [o for o in outputs if o.id != DEAD_LETTER] + ([OutputPlan(DEAD_LETTER, dead)] if dead else [])
+        queries.append(QueryPlan(root, root, chain(graph, root, [r[0] for o in merged for r in o.refs]),
+                                 tuple(merged)))
+    pos = positions(graph)
+    queries.sort(key=lambda q: pos.get(q.root, len(pos)))
+    return tuple(queries)
+
+
+def query_of(graph: Graph, node: Node) -> str:
+    """The query whose micro-batch (or streaming plan, for a root) computes `node`."""
+    if node.kind == "sink":
+        roots = {root_of(graph, e.src) for e in node.inputs if e.role == "input"}
+        return roots.pop() if len(roots) == 1 else node.id
+    return root_of(graph, node.id) if streamed(node) else ""

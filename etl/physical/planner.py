@@ -1,0 +1,177 @@
+"""Logical plan + Target -> PhysicalPlan: one engine per node and aspect, picked by preference, with why.
+
+`physical_plan` walks the graph once: query grouping (etl.physical.grouping),
+each node's engines (etl.physical.engines), and the shared passes of sibling
+rule filters (two or more filters with rules on one input whose rules run in
+Python workers: one mapInArrow pass matches each row for all of them).
+`node_choices` is the per-node half, also called by compile when a rule set is
+reloaded or demoted while running (its program changed: its engines are
+picked again, with the same rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from etl.graph.model import Graph, Node
+from etl.physical.engines import Subject, engines
+from etl.physical.failing import dead_stream, fails, undecided_of
+from etl.physical.grouping import group_queries, is_root, query_of, streamed
+from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
+from etl.physical.target import Target
+
+
+def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choice:
+    """The first engine of `aspect` that can run the subject; the others, with why they were not taken."""
+    found: Any = None
+    rejected = []
+    ordered = engines(aspect)
+    ordered = tuple(e for e in ordered if e.name in target.force) + tuple(e for e in ordered if e.name not in target.force)
+    for e in ordered:
+        why = e.can_run(subject, target)
+        if found is None and why is None:
+            found = e
+        elif why is not None:
+            rejected.append(Rejected(e.name, why))
+    assert found is not None, f"no {aspect} engine can run {subject.node.id}"
+    return Choice(aspect, found.name, found.does + (f" ({note})" if note else ""), tuple(rejected), found.build)
+
+
+def has_rules(node: Node) -> bool:
+    return node.type == "filter" and bool(getattr(node.spec, "has_rules", False))
+
+
+def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tuple[Choice, ...]:
+    """The engines of one node (without its shared pass, which `physical_plan` adds)."""
+    s = Subject(node, graph, program)
+    t = node.type
+    if has_rules(node) and program is not None:
+        return (pick("rules", s, target), pick("prefilter", s, target))
+    if t == "grok":
+        return (pick("captures", s, target),)
+    if t == "lookup":
+        from etl.physical.engines import lookup_store
+
+        store, why = lookup_store(s, target)
+        if store == "auto":  # the table's size is known only when it is read (etl.compile.lookup.choose_store)
+            return (Choice("store", "auto-at-start", why, (), "etl.compile.lookup:choose_store"),)
+        return (pick("store", s, target, why),)
+    if t == "window":
+        return (pick("window", s, target),)
+    if node.kind == "sink":
+        out = [Choice("write", "foreach-batch", "shaped in the JVM, streamed over Arrow to the sink, committed per "
+                      "batch id")]
+        if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
+            out.append(pick("json", s, target))
+        return tuple(out)
+    return ()
+
+
+def _in_streams(graph: Graph, queries: tuple) -> set[str]:
+    """Row-by-row transforms compiled into a streaming plan: those between a root (or a sink over several
+    roots) and the root before it."""
+    heads = [n for n in graph.nodes.values() if streamed(n) and is_root(n)]
+    heads += [graph.node(q.root) for q in queries if q.kind == "union"]
+    out: set[str] = set()
+    stack = [e.src for n in heads for e in n.inputs if e.role == "input"]
+    while stack:
+        nid = stack.pop()
+        node = graph.node(nid)
+        if nid in out or is_root(node):
+            continue
+        out.add(nid)
+        stack.extend(e.src for e in node.inputs if e.role == "input")
+    return out
+
+
+def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
+    """Where a node without alternatives runs: in a streaming plan, per micro-batch of a query, or both."""
+    if node.kind == "source":
+        if not streamed(node):
+            return Choice("run", "static-table", "read by the lookups that use it")
+        return Choice("run", "spark-stream", f"streaming read ({node.type} source)")
+    if is_root(node):
+        what = "state in RocksDB" if node.type in ("dedupe", "join", "window") else "several inputs"
+        return Choice("run", "spark-stream", f"in the streaming plan ({what})")
+    batch = f"Spark SQL on each micro-batch of query {in_batch}"
+    if in_stream and in_batch:
+        return Choice("run", "spark-stream+batch", f"in the streaming plan of the root it feeds, and {batch}")
+    if in_stream:
+        return Choice("run", "spark-stream", "in the streaming plan of the root it feeds")
+    return Choice("run", "spark-batch", batch if in_batch else "Spark SQL (no sink reads it)")
+
+
+def _input_key(node: Node) -> tuple | None:
+    ins = [e for e in node.inputs if e.role == "input"]
+    return (ins[0].src, ins[0].label) if len(ins) == 1 else None
+
+
+def sibling_groups(graph: Graph, python_rules: set[str]) -> list[tuple[Node, ...]]:
+    """Filters with rules run by Python workers, grouped by their one input (groups of two or more)."""
+    groups: dict[tuple, list[Node]] = {}
+    for n in graph.nodes.values():
+        key = _input_key(n)
+        if n.id in python_rules and key is not None:
+            groups.setdefault(key, []).append(n)
+    return [tuple(g) for g in groups.values() if len(g) >= 2]
+
+
+_MERGED: dict[tuple, Any] = {}  # member digests -> their MergedProgram (a few kept)
+
+
+def merged(programs: tuple) -> Any:
+    """The MergedProgram of a shared pass's members (etl.optimize.merge_programs), once per member digests:
+    the planner reads its literals, compile ships it."""
+    from etl.optimize import merge_programs
+
+    key = tuple(p.digest for p in programs)
+    if key not in _MERGED:
+        _MERGED[key] = merge_programs(list(programs))
+        while len(_MERGED) > 16:
+            _MERGED.pop(next(iter(_MERGED)))
+    return _MERGED[key]
+
+
+def shared_prefilter(members: tuple[Node, ...], programs: tuple, graph: Graph, target: Target) -> Choice:
+    """The prefilter of a shared pass: only when every member keeps (drop and tag members see every row)."""
+    if not all(n.spec.mode == "keep" for n in members):
+        return Choice("prefilter", "no-prefilter", "every row goes to the matcher",
+                      (Rejected("prefilter-jvm", "not every member keeps matching rows (drop and tag see every "
+                                                 "row)"),))
+    return pick("prefilter", Subject(members[0], graph, merged(programs).program), target,
+                "the merged program's literals")
+
+
+def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
+    """The physical plan of a logical plan (etl.plan.Plan, with its filter programs compiled) for `target`."""
+    graph = plan.graph
+    programs = {s.node_id: s.program for s in plan.steps if s.program is not None}
+    engines = {n.id: node_choices(n, graph, programs.get(n.id), target) for n in graph.nodes.values()}
+    python_rules = {nid for nid, cs in engines.items() if any(c.engine == "rules-python" for c in cs)}
+    groups = sibling_groups(graph, python_rules)
+    undecided = {nid: undecided_of(p) for nid, p in programs.items()}
+    for members in groups:  # a shared pass may leave a row undecided for all when one program may
+        for m in members:
+            undecided[m.id] = any(undecided_of(programs[x.id]) for x in members)
+    failing = frozenset(n.id for n in graph.nodes.values() if streamed(n) and fails(
+        n, graph, {c.aspect: c.engine for c in engines[n.id]}, undecided.get(n.id, False)))
+    queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values() if dead_stream(n, graph)))
+    in_stream = _in_streams(graph, queries)
+    in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
+    nodes: dict[str, NodePlan] = {}
+    for node in graph.nodes.values():
+        choices = engines[node.id] or (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
+        nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
+    shared = []
+    for members in groups:
+        pre = shared_prefilter(members, tuple(programs[m.id] for m in members), graph, target)
+        ins = [e for e in members[0].inputs if e.role == "input"]
+        shared.append(SharedPass(ins[0].ref, tuple(m.id for m in members), pre))
+        for m in members:
+            rules = nodes[m.id].choice("rules")
+            assert rules is not None
+            others = ", ".join(x.id for x in members if x is not m)
+            rules = Choice("rules", rules.engine, rules.reason + f"; one shared pass with {others}", rules.rejected,
+                           rules.build)
+            nodes[m.id] = NodePlan(m.id, m.kind, m.type, (rules, pre), nodes[m.id].query)
+    return PhysicalPlan(graph.name, target, tuple(nodes.values()), queries, tuple(shared))

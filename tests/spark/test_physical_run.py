@@ -1,0 +1,64 @@
+"""A run builds what `etl explain` shows: the engines compile records per node equal the physical plan's, and the
+queries (roots, per-micro-batch nodes, sink outputs) are the plan's (etl.physical)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from etl.check import check_file
+from etl.physical import physical_plan, planner_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ("example_filter", "example_grok", "example_lookup", "example_window", "example_route", "quickstart")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_a_run_executes_the_engines_explain_shows(spark, tmp_path, name):
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    shutil.copytree(ROOT / "pipelines", tmp_path / "p", ignore=shutil.ignore_patterns("sql"))
+    checked = check_file(str(tmp_path / "p" / f"{name}.yaml"), programs=True)
+    assert checked.plan is not None, [d.render() for d in checked.report.sorted()]
+    # what `etl explain --master <the session's master>` prints: the target predicted from this machine
+    explained = physical_plan(checked.plan, planner_settings(master=spark.sparkContext.master))
+    run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
+                                                      echo=lambda s: None))
+    try:
+        run.start()
+        run.wait()
+    finally:
+        run.close()
+    ctx = run.compiler.ctx
+    assert ctx.physical_plan().choices() == explained.choices()  # the session's target picks the same engines
+    planned = {k: v for k, v in explained.choices().items() if k[1] != "run"}
+    assert planned, "the example has engine choices"
+    assert ctx.executed == planned
+    got = [(q.name, q.root, q.nodes, [(o.id, [(r.node, r.label, r.part) for r in o.refs]) for o in q.outputs])
+           for q in run.queries]
+    assert got == [(q.name, q.root, list(q.nodes), [(o.id, [tuple(r) for r in o.refs]) for o in q.outputs])
+                   for q in explained.queries]
+
+
+@pytest.mark.spark
+def test_a_forced_target_is_what_runs(spark, tmp_path, monkeypatch):
+    """ETL_RULES_JVM=off and ETL_PREFILTER=off reach the plan, and the run builds the Python path without it."""
+    from etl.compile import CompileContext, Compiler
+
+    monkeypatch.setenv("ETL_RULES_JVM", "off")
+    monkeypatch.setenv("ETL_PREFILTER", "off")
+    shutil.copytree(ROOT / "tests" / "fixtures" / "valid", tmp_path / "v")
+    (tmp_path / "v" / "data").mkdir(exist_ok=True)
+    (tmp_path / "v" / "data" / "access.log").write_text("")
+    checked = check_file(str(tmp_path / "v" / "rules_and_grok.yaml"), programs=True)
+    ctx = CompileContext(spark, checked.plan.graph, str(tmp_path / "ck"), plan=checked.plan)
+    comp = Compiler(ctx)
+    queries = comp.queries()
+    assert [q.name for q in queries] == ["access"]
+    comp.evaluate(queries[0], spark.createDataFrame([("1.2.3.4 GET /x 200",)], "line string"))
+    assert ctx.physical_plan().engine("attacks", "rules") == "rules-python"
+    assert ctx.executed[("attacks", "rules")] == "rules-python"
+    assert ctx.executed[("attacks", "prefilter")] == "no-prefilter"
