@@ -93,7 +93,9 @@ class KafkaSink(ServerSink):
         super().__init__(spec, ctx)
         self.ck = _need_client()
         self.exactly_once = spec.delivery == "exactly_once"
-        self.transactional_id = f"etl.{ctx.pipeline}.{ctx.sink_id}"
+        # one producer per (sink, partition) on the executors: a replayed partition's producer fences the last one
+        self.transactional_id = f"etl.{ctx.pipeline}.{ctx.sink_id}" + (
+            f".p{ctx.partition}" if ctx.partition is not None else "")
         self.producer: Any = None
         self._key: bytes | None = None
         self._topic_ready = False

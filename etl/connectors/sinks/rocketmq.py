@@ -134,7 +134,7 @@ class RocketMQSink(AbstractSink):
         from etl.connectors.sinks.file import run_tag
 
         c = self.ctx
-        self._prefix = f"{c.pipeline}:{c.sink_id}:{c.scope}:{run_tag(c.checkpoint)}:{batch_id}:"
+        self._prefix = f"{c.pipeline}:{c.sink_id}:{c.scope}:{c.run or run_tag(c.checkpoint)}:{batch_id}:"
         self._occurrences = {}
         self._chunk = None
         self._producer()
