@@ -16,11 +16,15 @@ without it is run again: partitions that committed skip, the others write.
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 import pyarrow as pa
 
+log = logging.getLogger("etl.sink")
 # sinks whose instances write from the executors; the others write on the driver (with the reason)
 DRIVER_SINKS = {
     "print": "prints on the driver's console",
@@ -74,6 +78,9 @@ class PartitionWriter:
                                                        partition=part))
         sink.__dict__.update(self.state)
         failed: list[pa.RecordBatch] = []
+        relay = _Relay()
+        logger = logging.getLogger("etl.sink")
+        logger.addHandler(relay)
         try:
             if self.split:
                 batches = _good_rows(batches, failed)
@@ -87,6 +94,9 @@ class PartitionWriter:
             rejected = list(getattr(getattr(sink, "rejects", None), "rows", []) or [])
         finally:
             sink.close()
+            logger.removeHandler(relay)
+        if PAUSE_HOOK in os.environ:
+            _pause(os.environ[PAUSE_HOOK], part)
         yield pa.record_batch([pa.array(["part"]), pa.array([part], pa.int32()),
                                pa.array([res.rows if res else 0], pa.int64()),
                                pa.array([res.chunks if res else 0], pa.int64()),
@@ -95,12 +105,26 @@ class PartitionWriter:
                                pa.array([None], pa.string())], schema=RESULT_SCHEMA)
         rows = [(("failed", e, p)) for rb in failed for e, p in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist())]
         rows += [("rejected", r, p) for r, p in rejected]
+        rows += [("log", str(level), msg) for level, msg in relay.lines]
         if rows:
             n = len(rows)
             yield pa.record_batch([pa.array([k for k, _, _ in rows]), pa.array([part] * n, pa.int32()),
                                    pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
                                    pa.nulls(n, pa.bool_()), pa.array([e for _, e, _ in rows], pa.string()),
                                    pa.array([p for _, _, p in rows], pa.string())], schema=RESULT_SCHEMA)
+
+
+class _Relay(logging.Handler):
+    """An executor's sink warnings (retries), sent to the driver with the partition's result and logged there."""
+
+    def __init__(self, keep: int = 50) -> None:
+        super().__init__(logging.WARNING)
+        self.keep = keep
+        self.lines: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.lines) < self.keep:
+            self.lines.append((record.levelno, record.getMessage()))
 
 
 def _good_rows(batches: Iterator[pa.RecordBatch], failed: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -150,8 +174,25 @@ def run_partitions(sink: Any, shaped: Any, batch_id: int, split: bool) -> Partit
             out.chunks += r["chunks"]
             out.retries += r["retries"]
             out.skipped += bool(r["skipped"])
+        elif r["kind"] == "log":
+            log.log(int(r["err"]), "partition %d: %s", r["part"], r["payload"])
         elif r["kind"] == "failed":
             out.failed.append((r["err"], r["payload"]))
         else:
             out.rejected.append((r["err"], r["payload"]))
     return out
+
+
+PAUSE_HOOK = "ETL_TEST_PARTITION_PAUSE"  # tests: partition 0's first attempt pauses after its commit (folder)
+
+
+def _pause(folder: str, part: int) -> None:
+    """Tests: partition 0, first attempt, says where it runs (`paused-<pid>`) and waits after committing, so a
+    test can kill its executor between the partition's commit and the driver's."""
+    from pyspark import TaskContext
+
+    if part != 0 or TaskContext.get().attemptNumber() != 0:
+        return
+    with open(os.path.join(folder, f"paused-{os.getpid()}"), "w"):
+        pass
+    time.sleep(60)

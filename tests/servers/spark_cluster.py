@@ -120,10 +120,30 @@ class SparkCluster(Server):
             except ProcessLookupError:
                 pass
         proc.popen.wait(10)
+        proc.popen = None
 
-    def restart_worker(self, i: int) -> None:
-        proc = next(p for p in self.processes if p.name == f"worker-{i + 1}")
-        proc.start()
+    def worker_of(self, pid: int) -> int:
+        """The worker (0-based) a process (an executor's Python worker) runs under."""
+        for i in range(self.workers):
+            proc = next(p for p in self.processes if p.name == f"worker-{i + 1}")
+            if proc.popen is not None and pid in _descendants(proc.popen.pid):
+                return i
+        raise LookupError(f"process {pid} runs under no worker")
+
+    def ensure_running(self) -> "SparkCluster":
+        """Start the workers a test killed again and wait until all are registered."""
+        import time
+
+        if not self.processes:
+            return self.start()
+        for k, proc in enumerate(self.processes):
+            if not proc.alive() and proc.name.startswith("worker-"):
+                i = int(proc.name.split("-")[1]) - 1
+                self.worker_ports[i] = free_port()  # a fresh address: the master may still list the dead one
+                self.processes[k] = self._worker(i)
+                self.processes[k].start()
+        self._wait(self._probe, time.monotonic() + self.start_timeout, "workers registered again")
+        return self
 
 
 def _descendants(pid: int) -> list[int]:
