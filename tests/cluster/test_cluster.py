@@ -3,7 +3,8 @@
 through spark-submit; a worker killed between a partition's commit and the driver's ends with exactly the
 input's rows; no console output holds a traceback.
 
-The workers run this interpreter and inherit this process's PYTHONPATH (the same checkout as the driver)."""
+The workers run this interpreter without this process's PYTHONPATH: they import etl from the driver's checkout
+because etl's session puts it on the executors' PYTHONPATH (etl/runtime/session.py, ship_python_path)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 Each process has its own work folder (`master/`, `worker-1/`, `worker-2/` under the server's folder: the
 workers' SPARK_WORKER_DIR holds the executors' stdout/stderr and their files), ports are chosen free, and
 `start()` returns when the master's JSON status lists both workers ALIVE. Workers and their executors run the
-test run's interpreter (PYSPARK_PYTHON) so they import the same packages as the driver.
+test run's interpreter (PYSPARK_PYTHON) so they import the same packages as the driver, without the test run's
+PYTHONPATH: etl's session puts the driver's etl first on the executors' path.
 
     cluster = SparkCluster(); cluster.start(); cluster.master_url  # spark://127.0.0.1:<port>
     cluster.kill_worker(1)      # SIGKILL a worker and its executor (a lost machine)
@@ -62,6 +63,7 @@ class SparkCluster(Server):
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             "SPARK_NO_DAEMONIZE": "1",
         })
+        env.pop("PYTHONPATH", None)  # executors import etl from where the driver tells them (etl/runtime/session.py)
         env.pop("PYSPARK_GATEWAY_PORT", None)
         env.pop("PYSPARK_GATEWAY_SECRET", None)
         return env
