@@ -95,7 +95,8 @@ class PipelineRun:
                           echo=self.opts.echo or self.progress.echo(), checkpoint=self.query_checkpoint(q),
                           where=str(node.span) if node is not None else None,
                           dead_letter=self.graph.pipeline.dead_letter or default_dead_letter_spec(self.checkpoint))
-        if self.opts.sink_factory is not None:
+        if self.opts.sink_factory is not None:  # sinks a caller made (`etl test`'s captures) live in this process
+            ctx.executors = False
             return self.opts.sink_factory(out, spec, ctx)
         cls = registry.lookup("sink", spec.type)
         try:
