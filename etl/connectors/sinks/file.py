@@ -1,4 +1,10 @@
-"""file sink: one file per micro-batch (jsonl, csv or parquet), exactly once.
+"""file sink: one file per micro-batch and partition (jsonl, csv or parquet), exactly once.
+
+On the executors (etl/runtime/partitions.py), each partition writes its part as below, but under the batch's
+staging folder `<path>/_staging/<query>-<batch>-<run>/part-<partition>.<ext>` (the staged part is the
+partition's commit); the driver publishes the batch (`commit_batch`): `_MANIFEST` first, then a rename per
+part to `part-<query>-<batch>-<run>-<partition>.<ext>`. `path` is a local path or a `file://` URI.
+Written on the driver (`write_arrow`):
 
 Rows are appended to a hidden temporary file (`.part-...tmp`, ignored by Spark
 and most readers); commit fsyncs it and renames it atomically to
