@@ -50,6 +50,7 @@ CODES: dict[str, str] = {
     "E322": "event-time column is not a timestamp",
     "E330": "two sinks (or the dead-letter sink) write the same output",
     "E331": "two pipelines share a checkpoint folder",
+    "W332": "a cluster master is named and a source, sink or checkpoint path is local",
     "W340": "Sigma rule not supported (the reason is given): the filter runs without it",
     "W341": "Sigma rule reads a field the events do not have: it never matches (left out)",
     "E400": "cannot compile the pipeline for Spark",

@@ -135,6 +135,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_FORCE_ENGINES", "force_engines", "engine names, comma-separated", "(none)",
             "engines the physical planner takes first wherever they can run (e.g. rules-python,state; "
             "`etl explain` names them)", _names),
+    Setting("ETL_TEST_PARTITION_PAUSE", "test_partition_pause", "folder", "(unset)",
+            "tests: partition 0's first write attempt says where it runs in this folder and waits 60 s after its "
+            "commit (a test kills its executor then)", _text),
     Setting("ETL_TEST_WORKER_CRASH", "test_worker_crash", "text", "(unset)",
             "tests: a Python worker raises this message in every batch (a bug's path)", _text),
 )
@@ -163,6 +166,7 @@ class Settings:
     rocketmq_log_dir: str | None = None
     no_spark: bool = False
     force_engines: frozenset[str] = frozenset()
+    test_partition_pause: str | None = None
     test_worker_crash: str | None = None
     spark_submit: bool = False  # started by spark-submit (PYSPARK_GATEWAY_PORT set)
 

@@ -73,6 +73,10 @@ def run(
     checked = check_file(path, cli_vars=parse_vars(var), programs=True, allow_paths=allow_path or ())
     if checked.plan is None:
         _fail([d.render() for d in checked.report.sorted()] or [f"{path}: invalid pipeline"])
+    if master and checked.graph is not None:
+        from etl.graph.cluster import check_cluster_paths
+
+        check_cluster_paths(checked.graph, checked.report, master, checked.file)
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
@@ -152,6 +156,9 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
+    ui = spark.sparkContext.uiWebUrl
+    if ui and progress != "none":
+        typer.echo(f"etl run: {plan.name}: Spark UI {ui} (master {spark.sparkContext.master})", err=True)
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control))
     stops = {"n": 0}

@@ -29,6 +29,8 @@ def validate(
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
     allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
                                                    "rule_files may read (repeatable)"),
+    master: Optional[str] = typer.Option(None, "--master", help="the Spark master the pipeline will run on: a "
+                                         "cluster's warns about local paths (W332)"),
 ) -> None:
     """Report every problem as file:line:col: CODE message, with a hint."""
     from etl.check import check_paths, pipeline_files
@@ -49,6 +51,12 @@ def validate(
         typer.echo("etl validate: no pipeline files found", err=True)
         raise typer.Exit(2)
     results = check_paths(files, cli_vars=parse_vars(var), allow_paths=allow_path or ())
+    if master:
+        from etl.graph.cluster import check_cluster_paths
+
+        for r in results:
+            if r.graph is not None:
+                check_cluster_paths(r.graph, r.report, master, r.file)
     failed = [r for r in results if r.report.has_errors(strict) or not (r.ok or r.report.errors)]
     per_file = [(r, [_redacted(d) for d in r.report.sorted()]) for r in results]
     if format == "json":

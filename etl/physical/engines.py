@@ -239,6 +239,11 @@ def _native_window(s: Subject, t: Target) -> str | None:
     return None
 
 
+# -------------------------------------------------------------- sink writes
+def _executors(s: Subject, t: Target) -> str | None:
+    return getattr(s.node.spec, "DRIVER_ONLY", None)
+
+
 # --------------------------------------------------------------- json lines
 def _writable(typ: str) -> bool:
     t = typ.lower().replace(" ", "")
@@ -297,6 +302,10 @@ ENGINES: tuple[Engine, ...] = (
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.window_state:state_aggregate", _always,
            "transformWithState over RocksDB (early results, late dead letters)"),
+    Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
+           "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
+    Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,
+           "rows streamed over Arrow to the sink on the driver, committed per batch id"),
     Engine("json-jvm", "json", "etl.connectors.sinks._jsonlines:json_lines", _json_jvm,
            "JsonLines.java renders each row with its newline"),
     Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),

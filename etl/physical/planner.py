@@ -59,8 +59,7 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
     if t == "window":
         return (pick("window", s, target),)
     if node.kind == "sink":
-        out = [Choice("write", "foreach-batch", "shaped in the JVM, streamed over Arrow to the sink, committed per "
-                      "batch id")]
+        out = [pick("write", s, target)]
         if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
             out.append(pick("json", s, target))
         return tuple(out)

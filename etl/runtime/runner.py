@@ -97,7 +97,8 @@ class PipelineRun:
                           echo=self.opts.echo or self.progress.echo(), checkpoint=self.query_checkpoint(q),
                           where=str(node.span) if node is not None else None,
                           dead_letter=self.graph.pipeline.dead_letter or default_dead_letter_spec(self.checkpoint))
-        if self.opts.sink_factory is not None:
+        if self.opts.sink_factory is not None:  # sinks a caller made (`etl test`'s captures) live in this process
+            ctx.executors = False
             return self.opts.sink_factory(out, spec, ctx)
         cls = registry.lookup("sink", spec.type)
         try:
@@ -206,7 +207,7 @@ class PipelineRun:
         for o in q.outputs:
             if o.is_dead_letter:
                 continue
-            ctx.record(o.id, "write", "foreach-batch")
+            ctx.record(o.id, "write", "executors" if sinks[o.id].on_executors else "driver")
             spec = getattr(sinks[o.id], "spec", None)
             if getattr(spec, "type", None) == "file" and getattr(spec, "format", None) == "jsonl":
                 ctx.record(o.id, "json", "json-jvm" if getattr(sinks[o.id], "_newlines", False) else "to_json")

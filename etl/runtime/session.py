@@ -341,9 +341,23 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
                 raise ValueError(f"--conf {k} cannot be changed in an already started Spark "
                                  f"(pass it to spark-submit): {e}") from None
         spark.sparkContext.setLogLevel("WARN")
+    ship_python_path(spark)
     quiet_python_loggers()
     quiet_budget_stops(spark)
     return spark
+
+
+def ship_python_path(spark: Any) -> None:
+    """On a cluster, executors' Python workers import etl from the folder the driver imported it from (first on
+    their PYTHONPATH, through the context's environment: also under spark-submit): the workers run the driver's
+    virtual environment (PYSPARK_PYTHON), and this makes their etl the driver's even when the venv holds another
+    copy. The folder must exist on every machine (the same install path everywhere)."""
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        return
+    here = str(Path(__file__).resolve().parents[2])
+    parts = [p for p in sc.environment.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]
+    sc.environment["PYTHONPATH"] = os.pathsep.join([here, *parts])
 
 
 def stderr_to_file(spark: Any, path: str) -> None:

@@ -2,8 +2,11 @@
 
 A sink implements `batch_insert(rows)` (rows: a pyarrow.Table of at most
 `batch_size` rows) and, when it has something to finalize, `begin`/`commit`.
-The base class, driven by foreachBatch on the driver:
+The base class, driven by foreachBatch:
 
+* on the executors (etl/runtime/partitions.py, the default): one instance per partition of the micro-batch,
+  on the executor that computed it, writes it as below with its own marker (scope `<query>.p<partition>`);
+  the driver only gets a result row per partition, then commits the batch (`commit_batch`) and marks it;
 * skips a micro-batch already committed for (pipeline, sink, scope, batch id):
   a replayed batch never writes twice (`is_committed` / `mark_committed`;
   file sinks override them with their final file names);
@@ -16,12 +19,13 @@ The base class, driven by foreachBatch on the driver:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 
@@ -62,6 +66,9 @@ class SinkContext:
     sleep: Callable[[float], None] = time.sleep
     where: str | None = None  # position of the sink in the pipeline file (file:line:col), for messages
     dead_letter: Any = None  # spec of the pipeline's dead-letter sink (for rows a sink rejects)
+    executors: bool = True  # write_batch: each partition written on its executor (etl/runtime/partitions.py)
+    partition: int | None = None  # set on an executor: the partition this instance writes
+    run: str | None = None  # the checkpoint's run tag, read on the driver (executors may not see the checkpoint)
 
     def resolve(self, path: str) -> str:
         p = Path(path)
@@ -116,6 +123,8 @@ class _Buffer:
 class AbstractSink:
     """Base of every sink; subclasses implement `batch_insert` (and `begin`/`commit` to finalize)."""
 
+    shipped: ClassVar[tuple[str, ...]] = ()  # attributes `prepare` sets on the driver that partitions need
+
     def __init__(self, spec: Any, ctx: SinkContext):
         self.spec = spec
         self.ctx = ctx
@@ -149,6 +158,24 @@ class AbstractSink:
 
     def close(self) -> None:
         """Release connections at the end of the run."""
+
+    def commit_batch(self, batch_id: int) -> None:
+        """On the driver, once every partition of the batch is written (the file sink publishes its parts)."""
+
+    def recover(self, batch_id: int) -> bool:
+        """On the driver before a batch is written: finish a commit a crash interrupted; True: it is done."""
+        return False
+
+    def run_id(self) -> str:
+        if self.ctx.run is None:
+            self.ctx.run = run_tag(self.ctx.checkpoint)
+        return self.ctx.run
+
+    @property
+    def on_executors(self) -> bool:
+        from etl.runtime.partitions import write_path
+
+        return self.ctx.executors and self.ctx.partition is None and write_path(self.spec.type)[0] == "executors"
 
     # ------------------------------------------------------- idempotency
     @property
@@ -246,6 +273,15 @@ class AbstractSink:
         from etl.dead_letters import ERR, PAYLOAD
         from etl.runtime.arrow import arrow_batches, arrow_schema
 
+        if self.on_executors:
+            data = [c for c in df.columns if c not in (ERR, PAYLOAD)]
+            cols = self.prepare_columns(df.select(*[F.col(f"`{c}`") for c in data]))
+            shaped = df.select(*(cols or [F.col(f"`{c}`") for c in data]), F.col(ERR), F.col(PAYLOAD))
+            res, failed = self._write_partitions(shaped, batch_id, split=True)
+            if not failed:
+                return res, None
+            return res, pa.table({ERR: pa.array([e for e, _ in failed], pa.string()),
+                                  PAYLOAD: pa.array([p for _, p in failed], pa.string())})
         if self.is_committed(batch_id):  # a replay: only its failed rows are still needed
             failed = df.where(F.col(ERR).isNotNull()).select(ERR, PAYLOAD)
             parts = [rb for rb in arrow_batches(failed) if rb.num_rows]
@@ -273,10 +309,62 @@ class AbstractSink:
         return result, (pa.Table.from_batches(dead) if dead else None)
 
     def write_batch(self, df: Any, batch_id: int) -> WriteResult:
-        """foreachBatch entry point: shape in the JVM, stream rows over Arrow, write."""
+        """foreachBatch entry point: shape in the JVM, write each partition on its executor (or stream the rows
+        to the driver over Arrow and write them there)."""
+        if self.on_executors:
+            return self._write_partitions(self.prepare(df), batch_id, split=False)[0]
         if self.is_committed(batch_id):
             return WriteResult(skipped=True)
         from etl.runtime.arrow import arrow_batches, arrow_schema
 
         shaped = self.prepare(df)
         return self.write_arrow(arrow_batches(shaped), batch_id, arrow_schema(shaped))
+
+    def _write_partitions(self, shaped: Any, batch_id: int, split: bool) -> tuple[WriteResult, list]:
+        """Every partition written on its executor, then the batch committed on the driver; exactly once per
+        (pipeline, sink, query, batch, partition). Returns the result and the failed rows of a split frame."""
+        from etl.runtime.partitions import run_partitions
+
+        t0 = time.monotonic()
+        batch_done = AbstractSink.is_committed(self, batch_id) or self.recover(batch_id)
+        if batch_done and not split:
+            AbstractSink.mark_committed(self, batch_id)
+            return WriteResult(skipped=True), []
+        if batch_done:  # a replay: only the stage's failed rows are still needed (dead letters skip a written batch)
+            from pyspark.sql import functions as F
+
+            from etl.dead_letters import ERR, PAYLOAD
+
+            failed = shaped.where(F.col(ERR).isNotNull()).select(F.col(ERR).cast("string"), PAYLOAD).collect()
+            return WriteResult(skipped=True), [(r[0], r[1]) for r in failed]
+        try:
+            res = run_partitions(self, shaped, batch_id, split)
+        except Exception as e:
+            raise self._partition_failure(e) from e
+        if res.rejected and hasattr(self, "rejects"):
+            self.rejects.rows = list(res.rejected)
+            self.rejects.flush(batch_id)
+        self._retry("commit", lambda: self.commit_batch(batch_id), WriteResult())
+        AbstractSink.mark_committed(self, batch_id)
+        out = WriteResult(rows=res.rows, chunks=res.chunks, retries=res.retries, seconds=time.monotonic() - t0)
+        return out, res.failed
+
+    def _partition_failure(self, e: Exception) -> Exception:
+        """A partition's SinkFailed comes back inside Spark's job failure: the same SinkFailed on the driver."""
+        msg = str(e)
+        if "SinkFailed: " not in msg:
+            return e
+        line = msg.split("SinkFailed: ", 1)[1].splitlines()[0]
+        cause = line[len(self.label) + 2:] if line.startswith(self.label + ": ") else line
+        return SinkFailed(line, self.ctx.sink_id, cause, unreachable="(retry.max_attempts=" in cause)
+
+
+def run_tag(checkpoint: str | None) -> str:
+    """A short id stable for one checkpoint (Spark's query id), '0' without one."""
+    if not checkpoint:
+        return "0"
+    try:
+        with open(os.path.join(checkpoint, "metadata")) as fh:
+            return json.loads(fh.readline())["id"].split("-")[0]
+    except (OSError, ValueError, KeyError):
+        return "0"

@@ -298,6 +298,9 @@ class SinkBase(_WithInputs):
     # How a replayed micro-batch is handled, for `etl explain`: for an idempotent sink, how it keeps the
     # batch from being written twice; for another, what it still does about replays (None: nothing).
     REPLAY: ClassVar[str | None] = None
+    # Why the sink must write on the driver (etl.physical's `write` aspect); None: each partition of a
+    # micro-batch is written on its executor (etl.runtime.partitions).
+    DRIVER_ONLY: ClassVar[str | None] = None
 
     def is_idempotent(self) -> bool:
         """A replayed micro-batch can be written again without duplicates."""

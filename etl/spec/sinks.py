@@ -16,6 +16,8 @@ _SNK = "etl.connectors.sinks"
 
 @component("sink", "print", builder=f"{_SNK}.print:PrintSink")
 class PrintSink(SinkBase):
+    DRIVER_ONLY: ClassVar[str] = "prints on the driver's console"  # etl.physical's `write` aspect
+
     type: Literal["print"]
     format: Literal["json", "table"] = "json"
     max_rows: int = Field(default=20, ge=1, description="rows shown per batch at most")

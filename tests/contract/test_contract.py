@@ -82,12 +82,15 @@ def test_write_read_back_and_restart(spark, target):
         assert_exactly(got, first + second)
 
 
-def _sink(a: Adapter, t: Target, spark) -> Any:
+def _sink(a: Adapter, t: Target, spark, partition: int | None = None) -> Any:
+    """The sink as the driver builds it (`partition`: as an executor builds it to write that partition)."""
     conf = {"id": "out", "inputs": ["events"], **a.sink(t)}
     spec = registry.lookup("sink", conf["type"]).spec.model_validate(conf)
     ckpt = t.tmp / "replay-ckpt"
     (ckpt / "q").mkdir(parents=True, exist_ok=True)
-    ctx = SinkContext(t.name, "out", "q", str(ckpt), str(t.tmp), checkpoint=str(ckpt / "q"), where="replay.yaml:1:1")
+    scope = "q" if partition is None else f"q.p{partition}"
+    ctx = SinkContext(t.name, "out", scope, str(ckpt), str(t.tmp), checkpoint=str(ckpt / "q"), where="replay.yaml:1:1",
+                      partition=partition)
     return registry.builder_for(spec)(spec, ctx)
 
 
@@ -110,8 +113,8 @@ def test_replayed_batch_is_written_once(spark, target):
     again = _sink(a, t, spark)
     res = again.write_batch(_frame(spark, b0), 0)
     assert res.skipped and res.rows == 0
-    # a crash in the middle of batch 1: half written, never committed ...
-    crashed = _sink(a, t, spark)
+    # a crash in the middle of batch 1 (in its partition 0, where rows are written): half written, never committed ...
+    crashed = _sink(a, t, spark, partition=0)
     shaped = crashed.prepare(_frame(spark, b1)).toArrow()
     assert not crashed.is_committed(1)
     crashed.begin(1, shaped.schema)

@@ -24,6 +24,7 @@ from .kafka_sasl import KafkaSaslServer
 from .mariadb import MariaDBServer, MariaDBTLSServer
 from .opensearch import OpenSearchServer
 from .rocketmq import RocketMQServer
+from .spark_cluster import SparkCluster
 
 
 def _session_server(factory: Callable[[], Server]) -> Iterator[Server]:
@@ -74,3 +75,9 @@ def kafka_sasl_server() -> Iterator[KafkaSaslServer]:
 def mariadb_tls_server() -> Iterator[MariaDBTLSServer]:
     """Started MariaDBTLSServer (TLS only): as ``mariadb_server`` plus ``.certs`` (``.certs.ca`` verifies it)."""
     yield from _session_server(MariaDBTLSServer)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster() -> Iterator[SparkCluster]:
+    """Started Spark standalone cluster (master + two one-core workers): ``.master_url``, ``.ui_url``."""
+    yield from _session_server(SparkCluster)

@@ -118,17 +118,20 @@ def test_file_sink_formats_through_spark(spark, tmp_path, fmt):
     s = FileSinkSpec(id="f", type="file", path="out", format=fmt)
     res = FileSink(s, ctx(tmp_path, "f")).write_batch(df, 7)
     assert res.rows == 2
-    (name,) = os.listdir(tmp_path / "out")
-    path = tmp_path / "out" / name
-    assert name == f"part-q-00000007-0.{fmt}"
+    # one part per partition, written on the executors (local[2]: two partitions of one row)
+    names = sorted(os.listdir(tmp_path / "out"))
+    assert names == [f"part-q-00000007-0-00000.{fmt}", f"part-q-00000007-0-00001.{fmt}"]
+    paths = [tmp_path / "out" / n for n in names]
     if fmt == "jsonl":
-        assert sorted((json.loads(x) for x in path.read_text().splitlines()), key=lambda r: r["id"]) == [
-            {"id": 1, "txt": "a,b", "xs": [1, 2]}, {"id": 2, "xs": []}]
+        got = [json.loads(x) for p in paths for x in p.read_text().splitlines()]
+        assert sorted(got, key=lambda r: r["id"]) == [{"id": 1, "txt": "a,b", "xs": [1, 2]}, {"id": 2, "xs": []}]
     elif fmt == "csv":
-        lines = path.read_text().splitlines()
-        assert lines[0] == "id,txt,xs" and sorted(lines[1:]) == ['1,"a,b","[1,2]"', "2,,[]"]
+        parts = [p.read_text().splitlines() for p in paths]
+        assert all(lines[0] == "id,txt,xs" for lines in parts)
+        assert sorted(line for lines in parts for line in lines[1:]) == ['1,"a,b","[1,2]"', "2,,[]"]
     else:
-        assert sorted(pq.read_table(path).to_pylist(), key=lambda r: r["id"]) == [{"id": 1, "txt": "a,b", "xs": [1, 2]},
+        got = [r for p in paths for r in pq.read_table(p).to_pylist()]
+        assert sorted(got, key=lambda r: r["id"]) == [{"id": 1, "txt": "a,b", "xs": [1, 2]},
                                                    {"id": 2, "txt": None, "xs": []}]
 
 

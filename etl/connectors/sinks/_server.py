@@ -49,9 +49,9 @@ class ServerSink(AbstractSink):
 
 def run_tag(ctx: SinkContext) -> str:
     """Stable for one checkpoint (Spark's query id): a fresh checkpoint never matches old markers."""
-    from etl.connectors.sinks.file import run_tag as tag
+    from etl.runtime.sink import run_tag as tag
 
-    return tag(ctx.checkpoint)
+    return ctx.run or tag(ctx.checkpoint)
 
 
 DEAD_SCHEMA = dead_letters.arrow_schema()
@@ -87,8 +87,8 @@ class Rejects:
 
     def flush(self, batch_id: int) -> int:
         """Write this batch's rejected rows to dead letters (idempotent per batch id); returns their number."""
-        if not self.rows:
-            return 0
+        if not self.rows or self.owner.ctx.partition is not None:
+            return 0  # on an executor: the partition's rejected rows go back to the driver, which writes them
         now = datetime.now(timezone.utc)
         n = len(self.rows)
         table = pa.table({

@@ -1,4 +1,10 @@
-"""file sink: one file per micro-batch (jsonl, csv or parquet), exactly once.
+"""file sink: one file per micro-batch and partition (jsonl, csv or parquet), exactly once.
+
+On the executors (etl/runtime/partitions.py), each partition writes its part as below, but under the batch's
+staging folder `<path>/_staging/<query>-<batch>-<run>/part-<partition>.<ext>` (the staged part is the
+partition's commit); the driver publishes the batch (`commit_batch`): `_MANIFEST` first, then a rename per
+part to `part-<query>-<batch>-<run>-<partition>.<ext>`. `path` is a local path or a `file://` URI.
+Written on the driver (`write_arrow`):
 
 Rows are appended to a hidden temporary file (`.part-...tmp`, ignored by Spark
 and most readers); commit fsyncs it and renames it atomically to
@@ -15,14 +21,13 @@ parquet rows arrive as Arrow columns.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import pyarrow as pa
 
-from etl.runtime.sink import AbstractSink, SinkContext, TerminalError
+from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, run_tag
 
 EXT = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet"}
 
@@ -56,21 +61,25 @@ def lines_bytes(col: pa.ChunkedArray | pa.Array) -> bytes:
     return bytes(memoryview(data)[begin:end]) if data is not None else b""
 
 
-def run_tag(checkpoint: str | None) -> str:
-    """A short id stable for one checkpoint (Spark's query id), '0' without one."""
-    if not checkpoint:
-        return "0"
-    try:
-        with open(os.path.join(checkpoint, "metadata")) as fh:
-            return json.loads(fh.readline())["id"].split("-")[0]
-    except (OSError, ValueError, KeyError):
-        return "0"
+def local_path(path: str) -> str:
+    """A local path or `file://` URI as a path; other schemes are refused (TerminalError)."""
+    from urllib.parse import unquote, urlparse
+
+    u = urlparse(path)
+    if u.scheme == "file":
+        return unquote(u.path)
+    if len(u.scheme) > 1:
+        raise TerminalError(f"file sink path {path!r}: only local paths and file:// URIs are written; mount the "
+                            "shared storage (NFS, a FUSE mount of HDFS or S3) on every machine")
+    return path
 
 
 class FileSink(AbstractSink):
+    shipped = ("_newlines", "_header")
+
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
-        self.dir = Path(ctx.resolve(spec.path))
+        self.dir = Path(ctx.resolve(local_path(spec.path)))
         self.format = spec.format
         self._tag: str | None = None
         self._fh: BinaryIO | None = None
@@ -80,10 +89,62 @@ class FileSink(AbstractSink):
         self._newlines = False  # jsonl values already end with a newline (rendered by JsonLines.java)
 
     # names
-    def final_path(self, batch_id: int) -> Path:
+    @property
+    def tag(self) -> str:
         if self._tag is None:
-            self._tag = run_tag(self.ctx.checkpoint)
-        return self.dir / f"part-{self.ctx.scope}-{batch_id:08d}-{self._tag}.{EXT[self.format]}"
+            self._tag = self.ctx.run or run_tag(self.ctx.checkpoint)
+        return self._tag
+
+    def final_path(self, batch_id: int) -> Path:
+        if self.ctx.partition is not None:  # on an executor: the partition's part, staged until the batch commits
+            return self.staging(batch_id) / f"part-{self.ctx.partition:05d}.{EXT[self.format]}"
+        return self.dir / f"part-{self.ctx.scope}-{batch_id:08d}-{self.tag}.{EXT[self.format]}"
+
+    def staging(self, batch_id: int) -> Path:
+        """Where the partitions of a batch written from the executors wait for the driver's commit."""
+        query = self.ctx.scope.rsplit(".p", 1)[0] if self.ctx.partition is not None else self.ctx.scope
+        return self.dir / "_staging" / f"{query}-{batch_id:08d}-{self.tag}"
+
+    # the driver's commit of a batch written from the executors
+    def commit_batch(self, batch_id: int) -> None:
+        """Publish the batch's staged parts: the list of parts is written first (the commit point), then each
+        part is renamed to its final name; a crash in between is finished by `recover` before the replay."""
+        stage = self.staging(batch_id)
+        parts = sorted(p.name for p in stage.glob("part-*")) if stage.is_dir() else []
+        if not parts:
+            return
+        tmp = stage / ".MANIFEST.tmp"
+        tmp.write_text("\n".join(parts) + "\n")
+        os.replace(tmp, stage / "_MANIFEST")
+        _fsync_dir(stage)
+        self._publish(batch_id)
+
+    def recover(self, batch_id: int) -> bool:
+        stage = self.staging(batch_id)
+        if (stage / "_MANIFEST").exists():
+            self._publish(batch_id)
+            return True
+        if stage.is_dir():  # a replay: the parts of partitions that finished are kept, the rest is thrown away
+            for old in stage.glob(".*.tmp"):
+                old.unlink(missing_ok=True)
+        return False
+
+    def _publish(self, batch_id: int) -> None:
+        import shutil
+
+        stage = self.staging(batch_id)
+        ext = EXT[self.format]
+        for name in (stage / "_MANIFEST").read_text().split():
+            src = stage / name
+            part = name[len("part-"):-len(ext) - 1]
+            if src.exists():
+                os.replace(src, self.dir / f"part-{self.ctx.scope}-{batch_id:08d}-{self.tag}-{part}.{ext}")
+        _fsync_dir(self.dir)
+        shutil.rmtree(stage, ignore_errors=True)
+        try:
+            stage.parent.rmdir()  # _staging, when no other batch waits there
+        except OSError:
+            pass
 
     def is_committed(self, batch_id: int) -> bool:
         return self.final_path(batch_id).exists()
@@ -109,11 +170,11 @@ class FileSink(AbstractSink):
 
     # one batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise TerminalError(f"cannot create {self.dir}: {e.strerror or e}") from e
         final = self.final_path(batch_id)
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise TerminalError(f"cannot create {final.parent}: {e.strerror or e}") from e
         self._tmp = final.with_name(f".{final.name}.tmp")
         self._clean_stale(self._tmp)
         if self.format == "parquet":
@@ -146,8 +207,9 @@ class FileSink(AbstractSink):
             os.fsync(self._fh.fileno())
             self._fh.close()
             self._fh = None
-        os.replace(self._tmp, self.final_path(batch_id))
-        _fsync_dir(self.dir)
+        final = self.final_path(batch_id)
+        os.replace(self._tmp, final)
+        _fsync_dir(final.parent)
         self._tmp = None
 
     def _clean_stale(self, current: Path) -> None:
@@ -155,6 +217,8 @@ class FileSink(AbstractSink):
         if getattr(self, "_cleaned", False):
             return
         self._cleaned = True
+        if self.ctx.partition is not None:
+            return  # a partition's only temporary file is `current` (truncated when opened)
         for old in self.dir.glob(f".part-{self.ctx.scope}-*.tmp"):
             if old != current:
                 old.unlink(missing_ok=True)

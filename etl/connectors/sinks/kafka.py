@@ -55,7 +55,7 @@ import pyarrow as pa
 
 from etl.connectors.sinks._kafka_limits import DEFAULT_MAX_MESSAGE, as_bytes, topic_max_message, without
 from etl.connectors.sinks._server import ServerSink, run_tag
-from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError
+from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError, WriteResult
 
 log = logging.getLogger("etl.sink.kafka")
 OP_TIMEOUT = 20.0  # seconds per init/commit/abort call; the sink's retry policy repeats them
@@ -93,8 +93,11 @@ class KafkaSink(ServerSink):
         super().__init__(spec, ctx)
         self.ck = _need_client()
         self.exactly_once = spec.delivery == "exactly_once"
-        self.transactional_id = f"etl.{ctx.pipeline}.{ctx.sink_id}"
+        # one producer per (sink, partition) on the executors: a replayed partition's producer fences the last one
+        self.transactional_id = f"etl.{ctx.pipeline}.{ctx.sink_id}" + (
+            f".p{ctx.partition}" if ctx.partition is not None else "")
         self.producer: Any = None
+        self._fenced = False  # the driver's transactional.id was initialised (recover)
         self._key: bytes | None = None
         self._topic_ready = False
         self._last: int | None = None  # last committed batch id (None: read the marker topic)
@@ -245,6 +248,16 @@ class KafkaSink(ServerSink):
             self._producer()  # init_transactions first: a crashed run's open transaction is resolved
             self._last = self._scan_markers()
         return batch_id <= self._last
+
+    def recover(self, batch_id: int) -> bool:
+        """On the driver, before the first batch written from the executors: a transaction left open under the
+        driver's own transactional.id (a run that wrote from the driver and died) is aborted now, by initialising
+        that id once; until then it would hold back every read_committed consumer of the topic."""
+        if self.exactly_once and not self._fenced:
+            self._retry("fencing of an earlier producer", self._producer, WriteResult())
+            self._drop_producer()
+            self._fenced = True
+        return False
 
     def mark_committed(self, batch_id: int) -> None:
         super().mark_committed(batch_id)

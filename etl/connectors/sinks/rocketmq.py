@@ -129,10 +129,10 @@ class RocketMQSink(AbstractSink):
 
     # ------------------------------------------------------------ one batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
-        from etl.connectors.sinks.file import run_tag
+        from etl.runtime.sink import run_tag
 
         c = self.ctx
-        self._prefix = f"{c.pipeline}:{c.sink_id}:{c.scope}:{run_tag(c.checkpoint)}:{batch_id}:"
+        self._prefix = f"{c.pipeline}:{c.sink_id}:{c.scope}:{c.run or run_tag(c.checkpoint)}:{batch_id}:"
         self._occurrences = {}
         self._chunk = None
         self._producer()

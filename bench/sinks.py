@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Sink throughput: rows written from the executors.
+
+    .venv/bin/python bench/sinks.py file  [--events 1000000] [--repeat 2]
+    .venv/bin/python bench/sinks.py mysql [--events 200000]
+
+file: jsonl files -> file sink (jsonl) through etl (PipelineRun, --once) against the same query written by
+Spark's own `writeStream.format("json")` (AvailableNow), side by side in one process on one local[2]
+session, alternating, best of --repeat. Last line: `sinks file events=N etl_s=A spark_s=B ratio=B/A`
+(ratio >= 1: etl is faster).
+
+mysql: jsonl files -> mysql sink on a Spark standalone cluster of two one-core workers (tests/servers), with
+1 executor (spark.cores.max=1) and with 2, each run in its own driver process; reports rows/s and the driver
+Python process's CPU seconds (rows never pass through it: its CPU time does not grow with the rows).
+Last line: `sinks mysql events=N rows_per_s_1=X rows_per_s_2=Y driver_cpu_s_1=.. driver_cpu_s_2=..`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+SCHEMA = {"id": "bigint", "host": "string", "user": "string", "status": "int", "bytes": "bigint", "ts": "timestamp"}
+DDL = ", ".join(f"{k} {v}" for k, v in SCHEMA.items())
+
+
+def make_input(folder: Path, events: int, files: int = 4) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(7)
+    hosts = [f"web-{i}" for i in range(20)]
+    per = events // files
+    for f in range(files):
+        with open(folder / f"in-{f}.jsonl", "w") as fh:
+            for i in range(f * per, (f + 1) * per):
+                fh.write(json.dumps({"id": i, "host": rng.choice(hosts), "user": f"u{rng.randrange(5000)}",
+                                     "status": rng.choice((200, 200, 200, 404, 500)), "bytes": rng.randrange(1 << 20),
+                                     "ts": f"2026-01-10T12:{(i // 60000) % 60:02d}:{(i // 1000) % 60:02d}Z"}) + "\n")
+
+
+def pipeline(src: Path, sink: dict, checkpoint: Path) -> str:
+    return "\n".join([
+        "name: bench-sinks",
+        "sources:",
+        "  - " + json.dumps({"id": "events", "type": "file", "path": str(src), "format": "jsonl", "schema": SCHEMA}),
+        "sinks:",
+        "  - " + json.dumps({"id": "out", "input": "events", **sink}),
+        f"checkpoint: {checkpoint}",
+    ]) + "\n"
+
+
+def run_etl(spark, work: Path, text: str) -> float:
+    from etl.check import check_file
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "p.yaml").write_text(text)
+    plan = check_file(work / "p.yaml", programs=True).plan
+    assert plan is not None
+    t0 = time.perf_counter()
+    run = PipelineRun(plan, spark, RunOptions(once=True, progress="none"))
+    run.start()
+    run.wait()
+    return time.perf_counter() - t0
+
+
+def run_spark(spark, src: Path, out: Path, checkpoint: Path) -> float:
+    t0 = time.perf_counter()
+    q = (spark.readStream.schema(DDL).json(str(src)).writeStream.format("json").option("path", str(out))
+         .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    q.awaitTermination()
+    return time.perf_counter() - t0
+
+
+def count_lines(folder: Path, pattern: str) -> int:
+    return sum(sum(1 for _ in open(f)) for f in folder.glob(pattern))
+
+
+def bench_file(events: int, repeat: int) -> None:
+    from etl.runtime.session import build_session
+
+    tmp = Path(tempfile.mkdtemp(prefix="etl-bench-sinks-"))
+    try:
+        make_input(tmp / "in", events)
+        spark = build_session("bench-sinks", "local[2]", {"spark.ui.enabled": "false"}, ui=False)
+        best_etl = best_spark = float("inf")
+        for r in range(repeat):
+            e = run_etl(spark, tmp / f"etl{r}", pipeline(tmp / "in", {"type": "file", "path": str(tmp / f"etl{r}/out"),
+                                                                     "format": "jsonl"}, tmp / f"etl{r}/ckpt"))
+            s = run_spark(spark, tmp / "in", tmp / f"spark{r}/out", tmp / f"spark{r}/ckpt")
+            assert count_lines(tmp / f"etl{r}/out", "part-*.jsonl") == events
+            assert count_lines(tmp / f"spark{r}/out", "part-*.json") == events
+            print(f"run {r}: etl {e:.2f}s, spark {s:.2f}s", file=sys.stderr)
+            best_etl, best_spark = min(best_etl, e), min(best_spark, s)
+        print(f"sinks file events={events} etl_s={best_etl:.2f} spark_s={best_spark:.2f} "
+              f"ratio={best_spark / best_etl:.2f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def mysql_driver(args: argparse.Namespace) -> None:
+    """Child process: one run of the pipeline on the cluster; prints seconds and this process's CPU time."""
+    from etl.runtime.session import build_session
+
+    spark = build_session("bench-sinks-mysql", args.master, {
+        "spark.cores.max": str(args.cores), "spark.executor.cores": "1", "spark.executor.memory": "768m",
+        "spark.sql.files.maxPartitionBytes": str(8 << 20), "spark.sql.leafNodeDefaultParallelism": "2"})
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    seconds = run_etl(spark, Path(args.work), Path(args.text).read_text())
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    print(json.dumps({"seconds": seconds, "driver_cpu_s": cpu}))
+    spark.stop()
+
+
+def bench_mysql(events: int) -> None:
+    from tests.servers.mariadb import MariaDBServer
+    from tests.servers.spark_cluster import SparkCluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="etl-bench-mysql-"))
+    db, cluster = MariaDBServer(), SparkCluster()
+    try:
+        make_input(tmp / "in", events)
+        db.start()
+        cluster.start()
+        results = {}
+        for cores in (1, 2):
+            table = f"bench_{cores}"
+            sink = {"type": "mysql", "host": db.host, "port": db.port, "user": db.user, "password": db.password,
+                    "database": db.database, "table": table, "create_table": True, "batch_size": 5000}
+            work = tmp / f"run{cores}"
+            work.mkdir()
+            (work / "text").write_text(pipeline(tmp / "in", sink, work / "ckpt"))
+            env = {**os.environ, "PYTHONPATH": str(ROOT)}
+            out = subprocess.run([sys.executable, __file__, "mysql-driver", "--master", cluster.master_url,
+                                  "--cores", str(cores), "--work", str(work), "--text", str(work / "text")],
+                                 env=env, capture_output=True, text=True, check=True)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            conn = db.connect()
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT COUNT(*) FROM `{table}`")
+                assert cur.fetchone()[0] == events
+            conn.close()
+            results[cores] = r
+            print(f"{cores} executor(s): {r['seconds']:.1f}s, {events / r['seconds']:.0f} rows/s, "
+                  f"driver Python CPU {r['driver_cpu_s']:.2f}s", file=sys.stderr)
+        print(f"sinks mysql events={events} rows_per_s_1={events / results[1]['seconds']:.0f} "
+              f"rows_per_s_2={events / results[2]['seconds']:.0f} driver_cpu_s_1={results[1]['driver_cpu_s']:.2f} "
+              f"driver_cpu_s_2={results[2]['driver_cpu_s']:.2f}")
+    finally:
+        cluster.cleanup(graceful=False)
+        db.cleanup(graceful=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["file", "mysql", "mysql-driver"])
+    ap.add_argument("--events", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--master")
+    ap.add_argument("--cores", type=int)
+    ap.add_argument("--work")
+    ap.add_argument("--text")
+    args = ap.parse_args()
+    if args.what == "file":
+        bench_file(args.events or 1_000_000, args.repeat)
+    elif args.what == "mysql":
+        bench_mysql(args.events or 200_000)
+    else:
+        mysql_driver(args)
+
+
+if __name__ == "__main__":
+    main()

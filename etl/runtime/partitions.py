@@ -1,0 +1,199 @@
+"""Sinks on the executors: each partition of a micro-batch is written by its own sink instance.
+
+The driver's `write_batch` runs one Spark job over the batch (`mapInArrow`): on the executor that computed a
+partition, a fresh sink instance (`for_partition`, scope `<query>.p<partition>`) writes the partition's Arrow
+batches through `AbstractSink.write_arrow` -- batching, flushing, retries and its own exactly-once marker
+(MySQL and Kafka: marker in the partition's transaction; file: the staged part; Elasticsearch, RocketMQ:
+deterministic ids and a marker in the checkpoint). Only one small row per partition comes back to the driver
+(rows written, chunks, retries, skipped), plus the rows that must go to dead letters (rows a stage failed on,
+rows the server refused). The driver then commits the batch (`commit_batch`: the file sink publishes the
+staged parts) and writes its batch marker; a replayed batch whose marker exists is skipped whole, and one
+without it is run again: partitions that committed skip, the others write.
+
+`write_path(sink_type)` is the one decision of where a sink writes (etl/physical records it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+log = logging.getLogger("etl.sink")
+# sinks whose instances write from the executors; the others write on the driver (with the reason)
+RESULT_DDL = ("kind string, part int, rows long, chunks long, retries long, skipped boolean, "
+              "err string, payload string")
+RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("part", pa.int32()), ("rows", pa.int64()),
+                          ("chunks", pa.int64()), ("retries", pa.int64()), ("skipped", pa.bool_()),
+                          ("err", pa.string()), ("payload", pa.string())])
+
+
+def write_path(sink_type: str) -> tuple[str, str]:
+    """("executors" | "driver", why) for a sink type."""
+    from etl import registry
+
+    why = getattr(registry.lookup("sink", sink_type).spec, "DRIVER_ONLY", None)
+    if why:
+        return "driver", why
+    return "executors", "each partition is written by its own sink instance on its executor"
+
+
+def partition_scope(scope: str, part: int) -> str:
+    return f"{scope}.p{part}"
+
+
+@dataclass
+class PartitionResult:
+    rows: int = 0
+    chunks: int = 0
+    retries: int = 0
+    partitions: int = 0
+    skipped: int = 0  # partitions committed by an earlier attempt
+    failed: list[tuple[str | None, str | None]] = dataclasses.field(default_factory=list)  # (ERR, PAYLOAD)
+    rejected: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (reason, payload)
+
+
+@dataclass
+class PartitionWriter:
+    """What an executor needs to write one partition (pickled into the task)."""
+
+    cls: type
+    spec: Any
+    ctx: Any  # SinkContext, without the driver's console
+    batch_id: int
+    schema: pa.Schema
+    split: bool  # the frame carries ERR / PAYLOAD (a stage's failed rows go to dead letters)
+    state: dict  # the driver instance's `shipped` attributes (set by `prepare`)
+    pause: str | None = None  # tests: ETL_TEST_PARTITION_PAUSE of the driver's settings (see `_pause`)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        part = TaskContext.get().partitionId()
+        sink = self.cls(self.spec, dataclasses.replace(self.ctx, scope=partition_scope(self.ctx.scope, part),
+                                                       partition=part))
+        sink.__dict__.update(self.state)
+        failed: list[pa.RecordBatch] = []
+        relay = _Relay()
+        logger = logging.getLogger("etl.sink")
+        logger.addHandler(relay)
+        try:
+            if self.split:
+                batches = _good_rows(batches, failed)
+            batches = _cast(batches, self.schema)
+            if sink.is_committed(self.batch_id):  # an earlier attempt committed this partition
+                for _ in batches:  # its failed rows are still wanted (dead letters skip a committed batch)
+                    pass
+                res = None
+            else:
+                res = sink.write_arrow(batches, self.batch_id, self.schema)
+            rejected = list(getattr(getattr(sink, "rejects", None), "rows", []) or [])
+        finally:
+            sink.close()
+            logger.removeHandler(relay)
+        if self.pause:
+            _pause(self.pause, part)
+        yield pa.record_batch([pa.array(["part"]), pa.array([part], pa.int32()),
+                               pa.array([res.rows if res else 0], pa.int64()),
+                               pa.array([res.chunks if res else 0], pa.int64()),
+                               pa.array([res.retries if res else 0], pa.int64()),
+                               pa.array([res is None]), pa.array([None], pa.string()),
+                               pa.array([None], pa.string())], schema=RESULT_SCHEMA)
+        rows = [(("failed", e, p)) for rb in failed for e, p in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist())]
+        rows += [("rejected", r, p) for r, p in rejected]
+        rows += [("log", str(level), msg) for level, msg in relay.lines]
+        if rows:
+            n = len(rows)
+            yield pa.record_batch([pa.array([k for k, _, _ in rows]), pa.array([part] * n, pa.int32()),
+                                   pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()), pa.nulls(n, pa.int64()),
+                                   pa.nulls(n, pa.bool_()), pa.array([e for _, e, _ in rows], pa.string()),
+                                   pa.array([p for _, _, p in rows], pa.string())], schema=RESULT_SCHEMA)
+
+
+class _Relay(logging.Handler):
+    """An executor's sink warnings (retries), sent to the driver with the partition's result and logged there."""
+
+    def __init__(self, keep: int = 50) -> None:
+        super().__init__(logging.WARNING)
+        self.keep = keep
+        self.lines: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self.lines) < self.keep:
+            self.lines.append((record.levelno, record.getMessage()))
+
+
+def _good_rows(batches: Iterator[pa.RecordBatch], failed: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import pyarrow.compute as pc
+
+    from etl.dead_letters import ERR, PAYLOAD
+
+    for rb in batches:
+        err = rb.column(rb.schema.get_field_index(ERR))
+        if err.null_count == rb.num_rows:
+            yield rb.drop_columns([ERR, PAYLOAD])
+            continue
+        ok = pc.is_null(err)
+        bad = rb.filter(pc.invert(ok)).select([ERR, PAYLOAD])
+        failed.append(pa.record_batch([bad.column(0).cast(pa.string()), bad.column(1).cast(pa.string())],
+                                      names=[ERR, PAYLOAD]))
+        yield rb.filter(ok).drop_columns([ERR, PAYLOAD])
+
+
+def _cast(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for rb in batches:
+        if rb.schema != schema:
+            try:
+                rb = rb.cast(schema)
+            except (pa.ArrowInvalid, NotImplementedError, AttributeError, ValueError):
+                pass
+        yield rb
+
+
+def run_partitions(sink: Any, shaped: Any, batch_id: int, split: bool) -> PartitionResult:
+    """Write every partition of `shaped` from its executor; the driver gets one result row per partition."""
+    from etl.runtime.arrow import arrow_schema
+
+    from etl.dead_letters import ERR, PAYLOAD
+
+    schema = arrow_schema(shaped)
+    if split:
+        schema = pa.schema([f for f in schema if f.name not in (ERR, PAYLOAD)])
+    ctx = dataclasses.replace(sink.ctx, echo=None, run=sink.run_id())
+    state = {k: getattr(sink, k) for k in type(sink).shipped}
+    from etl import settings
+
+    writer = PartitionWriter(type(sink), sink.spec, ctx, batch_id, schema, split, state,
+                             settings.current().test_partition_pause)
+    out = PartitionResult()
+    for r in shaped.mapInArrow(writer, RESULT_DDL).collect():
+        if r["kind"] == "part":
+            out.partitions += 1
+            out.rows += r["rows"]
+            out.chunks += r["chunks"]
+            out.retries += r["retries"]
+            out.skipped += bool(r["skipped"])
+        elif r["kind"] == "log":
+            log.log(int(r["err"]), "partition %d: %s", r["part"], r["payload"])
+        elif r["kind"] == "failed":
+            out.failed.append((r["err"], r["payload"]))
+        else:
+            out.rejected.append((r["err"], r["payload"]))
+    return out
+
+
+def _pause(folder: str, part: int) -> None:
+    """Tests: partition 0, first attempt, says where it runs (`paused-<pid>`) and waits after committing, so a
+    test can kill its executor between the partition's commit and the driver's."""
+    from pyspark import TaskContext
+
+    if part != 0 or TaskContext.get().attemptNumber() != 0:
+        return
+    with open(os.path.join(folder, f"paused-{os.getpid()}"), "w"):
+        pass
+    time.sleep(60)

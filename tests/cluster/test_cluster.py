@@ -1,0 +1,132 @@
+"""etl on a real Spark standalone cluster (tests/servers/spark_cluster.py: a master and two one-core workers on
+127.0.0.1): example pipelines give the output they give on local[2], through `etl run --master spark://...` and
+through spark-submit; a worker killed between a partition's commit and the driver's ends with exactly the
+input's rows; no console output holds a traceback.
+
+The workers run this interpreter without this process's PYTHONPATH: they import etl from the driver's checkout
+because etl's session puts it on the executors' PYTHONPATH (etl/runtime/session.py, ship_python_path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.servers, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = {  # pipeline -> its file sink's folder (relative to the copy's root)
+    "quickstart": "out/quickstart/status_counts",  # grok, filter, window
+    "example_filter": "out/examples/filter",
+    "example_lookup": "out/examples/lookup",
+}
+CONF = ["--conf", "spark.sql.shuffle.partitions=2", "--conf", "spark.executor.memory=768m",
+        "--conf", "spark.ui.showConsoleProgress=false"]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    return env
+
+
+def _copy(tmp: Path, name: str) -> Path:
+    root = tmp / name
+    shutil.copytree(ROOT / "pipelines", root / "pipelines", ignore=shutil.ignore_patterns(".etl", "__pycache__"))
+    return root
+
+
+def _rows(folder: Path) -> list[str]:
+    return sorted(json.dumps(json.loads(line), sort_keys=True)
+                  for f in folder.glob("part-*.jsonl") for line in f.read_text().splitlines() if line)
+
+
+def _no_traceback(*texts: str) -> None:
+    for t in texts:
+        assert "Traceback" not in t and "BrokenPipeError" not in t, t[-3000:]
+
+
+def _etl_run(root: Path, pipeline: str, master: str, *extra: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "etl", "run", f"pipelines/{pipeline}.yaml", "--once", "--master", master,
+           "--progress", "plain", *CONF, *extra]
+    p = subprocess.run(cmd, cwd=root, env=_env(), capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _no_traceback(p.stdout, p.stderr)
+    return p
+
+
+def test_examples_give_the_same_output_as_on_local(spark_cluster, tmp_path):
+    for pipeline, out in EXAMPLES.items():
+        local, cluster = _copy(tmp_path, f"local-{pipeline}"), _copy(tmp_path, f"cluster-{pipeline}")
+        _etl_run(local, pipeline, "local[2]")
+        p = _etl_run(cluster, pipeline, spark_cluster.master_url)
+        assert "Spark UI http://" in p.stderr and f"(master {spark_cluster.master_url})" in p.stderr
+        want = _rows(local / out)
+        assert want, f"{pipeline}: no rows on local[2]"
+        assert _rows(cluster / out) == want, pipeline
+    # the rows were written on the executors: each executor's Python worker wrote its part
+    assert not list((cluster / out).glob("_staging"))
+
+
+def test_spark_submit_of_a_pipeline(spark_cluster, tmp_path):
+    import pyspark
+
+    root = _copy(tmp_path, "submit")
+    submit = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
+    cmd = [str(submit), "--master", spark_cluster.master_url, *CONF,
+           "--conf", f"spark.pyspark.python={sys.executable}", "--conf", f"spark.pyspark.driver.python={sys.executable}",
+           str(ROOT / "etl" / "__main__.py"), "run", "pipelines/example_filter.yaml", "--once", "--progress", "plain"]
+    p = subprocess.run(cmd, cwd=root, env=_env(), capture_output=True, text=True, timeout=400)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _no_traceback(p.stdout, p.stderr)
+    ref = _copy(tmp_path, "submit-local")
+    _etl_run(ref, "example_filter", "local[2]")
+    assert _rows(root / EXAMPLES["example_filter"]) == _rows(ref / EXAMPLES["example_filter"]) != []
+
+
+def test_a_worker_killed_after_a_partition_committed(spark_cluster, tmp_path):
+    """Partition 0 commits its part, then its executor's machine dies before the driver hears of it: Spark runs
+    the partition again on the other worker, which finds it committed; the output is exactly the input."""
+    data = tmp_path / "in"
+    data.mkdir()
+    rows = [{"id": i, "name": f"n{i}"} for i in range(20000)]
+    for k in range(2):
+        (data / f"in-{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[k::2]))
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    (tmp_path / "p.yaml").write_text(
+        "name: killed\n"
+        f"sources: [{{id: src, type: file, path: {data}, format: jsonl, schema: {{id: bigint, name: string}}}}]\n"
+        f"sinks: [{{id: out, type: file, input: src, path: {tmp_path / 'out'}}}]\n"
+        f"checkpoint: {tmp_path / 'ckpt'}\n")
+    cmd = [sys.executable, "-m", "etl", "run", str(tmp_path / "p.yaml"), "--once", "--master",
+           spark_cluster.master_url, "--progress", "plain", *CONF,
+           "--conf", "spark.sql.files.maxPartitionBytes=200000", "--conf", "spark.sql.leafNodeDefaultParallelism=2",
+           "--set", f"ETL_TEST_PARTITION_PAUSE={pause}"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not list(pause.glob("paused-*")) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        (paused,) = pause.glob("paused-*")
+        pid = int(paused.name.split("-")[1])
+        victim = spark_cluster.worker_of(pid)
+        spark_cluster.kill_worker(victim)
+        out, err = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        spark_cluster.ensure_running()
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    _no_traceback(out, err)
+    got = [json.loads(x) for f in (tmp_path / "out").glob("part-*.jsonl") for x in f.read_text().splitlines()]
+    assert sorted(r["id"] for r in got) == list(range(20000))
