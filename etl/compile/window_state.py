@@ -363,7 +363,7 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
         if t is None or t not in SIMPLE_TYPES:
             raise WindowError(f"aggregate {a.fn} over '{a.field}' ({t or 'nested field'}): with early emission or "
                               "late dead letters, aggregate fields must be top-level numbers, strings, booleans "
-                              "or timestamps", "aggregates")
+                              "or timestamps", "aggregates", code="E404")
         if a.field not in fields:
             fields.append(a.field)
         aggs.append((a.fn, fields.index(a.field), a.n))

@@ -71,9 +71,10 @@ WATERMARK_META = "spark.watermarkDelayMs"
 class WindowError(ValueError):
     """A window that cannot be compiled (unknown column, unsupported combination)."""
 
-    def __init__(self, message: str, field: str | None = None):
+    def __init__(self, message: str, field: str | None = None, code: str | None = None):
         super().__init__(message)
         self.field = field
+        self.code = code
 
 
 @dataclass

@@ -285,18 +285,6 @@ def check_event_time(graph: Graph, report: Report) -> None:
                              node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")
 
 
-def check_windows(graph: Graph, report: Report) -> None:
-    """Streaming aggregation cannot count distinct values exactly (Spark rejects it): E404."""
-    for node in graph.of_kind("transform"):
-        if node.type != "window" or is_placeholder(node.spec):
-            continue
-        for i, agg in enumerate(node.spec.aggregates):
-            if agg.fn == "count_distinct":
-                report.error("E404", f"window '{node.id}': streaming aggregation cannot count distinct values "
-                             f"exactly (aggregate '{agg.as_}')", node.field_span(graph.smap, "aggregates", i, "fn"),
-                             "use fn: approx_count_distinct")
-
-
 def check_tests(graph: Graph, report: Report) -> None:
     """`tests:` blocks name existing sources (inputs) and sinks (expect) (E207)."""
     from etl.diagnostics import did_you_mean
@@ -327,7 +315,6 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     check_rules(graph, report)
     propagate_columns(graph, report)
     check_event_time(graph, report)
-    check_windows(graph, report)
     check_tests(graph, report)
     return graph
 

@@ -382,6 +382,7 @@ class ColumnPass:
             out[agg.as_] = self._agg_type(agg.fn, in_type)
         if spec.having is not None:
             self.expr(node, ("having",), spec.having, out, self.where(node, "having"))
+        out.update(dict.fromkeys(spec.emit.flag_columns(), "boolean"))  # added after `having`, which cannot read them
         return out
 
     @staticmethod

@@ -97,7 +97,11 @@ def _details(node: Any) -> list[str]:
         if s.having:
             out.append(f"having: {s.having}")
         if s.emit.early is not None or s.emit.late != "drop":  # shown so SQL's EMIT and YAML's emit compare too
-            late = "late events " + ("to dead letters" if s.emit.late != "drop" else "dropped")
+            late = "late events " + {"drop": "dropped", "dead_letter": "to dead letters"}.get(s.emit.late, "")
+            if s.emit.late == "update":
+                late += (f"update the window for {s.emit.allowed_lateness}"
+                         + (f" (every {s.emit.every})" if s.emit.every is not None else "")
+                         + f", later ones {'dropped' if s.emit.too_late == 'drop' else 'to dead letters'}")
             out.append("emit: " + ", ".join(([f"early every {s.emit.early}"] if s.emit.early is not None else [])
                                             + [late]))
         return out

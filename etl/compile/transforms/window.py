@@ -58,7 +58,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         res = window_aggregate(df, spec.model_copy(update={"having": None}) if native_having else spec, et,
                                stage=node.id, guard_having=guard_having)
     except WindowError as e:
-        raise CompileError(f"window '{node.id}': {e}", node, e.field, code=CODES.get(e.field or "", "E400")) from None
+        raise CompileError(f"window '{node.id}': {e}", node, e.field, code=e.code or CODES.get(e.field or "", "E400")) from None
     if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
         having = Guards(ctx, node, res.df)
         frame, value = having.wrap(res.df, _expr(node, spec.having, "having"), ("having",), "having")
