@@ -19,7 +19,7 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from etl.commands import explain, run, schema, test, to_yaml, validate  # noqa: F401
+    from etl.commands import drain, explain, run, schema, test, to_yaml, validate  # noqa: F401
 
 
 def main() -> None:

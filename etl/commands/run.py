@@ -35,6 +35,8 @@ def _fail(lines: list[str], code: int = 1) -> None:
 def run(
     path: str = typer.Argument(..., help="pipeline file"),
     once: bool = typer.Option(False, "--once", help="process everything available now, then exit (AvailableNow)"),
+    drain: bool = typer.Option(False, "--drain", help="the input is complete: process it, flush every open window, "
+                               "session, join buffer and dedupe state, then exit"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])"),
     conf: Optional[list[str]] = typer.Option(None, "--conf", help="Spark setting key=value (repeatable)"),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
@@ -62,8 +64,10 @@ def run(
         _fail([d.render() for d in checked.report.sorted()] or [f"{path}: invalid pipeline"])
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
+    if once and drain:
+        raise typer.BadParameter("give --once or --drain, not both", param_hint="--drain")
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
-                   progress="none" if quiet else progress)
+                   progress="none" if quiet else progress, drain=drain)
     leave(code)
 
 
@@ -106,7 +110,7 @@ def leave(code: int) -> None:
 
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
-            progress: str) -> int:
+            progress: str, drain: bool = False) -> int:
     from etl.compile.context import CompileError
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
@@ -128,7 +132,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress))
+    runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress, drain=drain))
     stops = {"n": 0}
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -144,7 +148,13 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
         typer.echo(report(diag, log, stack, redact), err=True)
         return 1
 
+    def on_drain(signum: int, frame: Any) -> None:
+        if progress != "none":
+            sys.stderr.write("\netl: SIGUSR1: draining: finishing the current batch, then flushing every window\n")
+        runner.request_drain()
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
     try:
         with runner.progress, PythonLog(log):
             try:

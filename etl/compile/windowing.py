@@ -101,9 +101,11 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
     """
     from pyspark.sql import functions as F
 
+    from etl.compile.drain import watermarked
+
     if processing:
         out = df.withColumn(name, F.current_timestamp())
-        return (out.withWatermark(name, "0 seconds") if df.isStreaming else out), name
+        return (watermarked(out, name, "0 seconds") if df.isStreaming else out), name
     if field_name is None:
         raise WindowError("event time is needed: set `event_time: {field: ts, watermark: 30s}` "
                           "on the window or its source, or use `time: processing`", "event_time")
@@ -129,7 +131,7 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
     if df.isStreaming:
         if watermark_s is None:
             raise WindowError("event time needs a watermark (allowed lateness)", "event_time")
-        out = out.withWatermark(name, _interval(watermark_s))
+        out = watermarked(out, name, _interval(watermark_s))
     return out, name
 
 
