@@ -101,3 +101,18 @@ def requested(checkpoint: str) -> bool:
 def clear_request(checkpoint: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         (Path(checkpoint) / REQUEST).unlink()
+
+
+def refuse_drained(graph: Any, checkpoint: str) -> None:
+    """A drained checkpoint's watermark is past every event: with state (windows, joins, dedupes), a later run
+    would see every new event as late. Refused: E408 at the first stateful node."""
+    from etl.compile.context import CompileError
+
+    record = drained(checkpoint)
+    stateful = [n for n in graph.of_kind("transform") if n.type in STATEFUL]
+    if record is None or not stateful:
+        return
+    raise CompileError(f"checkpoint {checkpoint} was drained ({record.get('how')}, {record.get('drained_at')}): its "
+                       f"watermark is past every event, so '{stateful[0].id}' would treat all new events as late",
+                       stateful[0], code="E408",
+                       hint="run over new data with a new checkpoint (--checkpoint DIR, or remove the folder)")

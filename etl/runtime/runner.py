@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from etl import registry
 from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
+from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.progress import Progress, make_listener
 from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed
@@ -72,13 +73,14 @@ class PipelineRun:
         self.failure: str | None = None
         self.failed: Failure | None = None  # the sink failure that stopped the run (with its stack)
         self._stopping = False
-        self._drain_pass = 1 if self.opts.drain else 0  # 1: processing what is available, 2: the sentinel's pass
-        self._drain_asked = False
+        self.drain = Drain(self, self.opts.drain)
         self._locks: dict[str, threading.Lock] = {}
         self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
         self._last_done: dict[str, int] = {}
         self._listener: Any = None
-        ctx = CompileContext(spark, self.graph, self.checkpoint, {"plan": plan})
+        available_now = self.opts.once or self.opts.drain or plan.graph.pipeline.trigger.mode == "available_now"
+        ctx = CompileContext(spark, self.graph, self.checkpoint,
+                             {"plan": plan, "trigger": "available_now" if available_now else "continuous"})
         self.compiler = Compiler(ctx, self.opts.sources)
 
     # --------------------------------------------------------------- naming
@@ -220,10 +222,10 @@ class PipelineRun:
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Compile and start every query (raises CompileError before anything starts)."""
-        from etl.compile import drain
+        from etl.compile import drain as drain_files
 
-        refuse_drained(self.graph, self.checkpoint)
-        with drain.sentinels(self.checkpoint):
+        drain_files.refuse_drained(self.graph, self.checkpoint)
+        with drain_files.sentinels(self.checkpoint):
             self.queries = self.compiler.queries()
         for q in self.queries:
             for o in q.outputs:
@@ -254,32 +256,7 @@ class PipelineRun:
 
     def request_drain(self) -> None:
         """Drain a running pipeline (SIGUSR1, `etl drain`): finish the batch in flight, then drain as `--drain`."""
-        self._drain_asked = True
-
-    def _drain_step(self) -> bool:
-        """Called when every query ended (or a drain was asked for): True when another pass was started.
-        Pass 1 processes what is available (AvailableNow); pass 2 the sentinel (etl/compile/drain.py)."""
-        from etl.compile import drain
-
-        if self._drain_pass == 0 and (self._drain_asked or drain.requested(self.checkpoint)):
-            if any(s.isActive for s in self.streams):
-                self._graceful_stop()
-                self._stopping = False
-            self._drain_pass = 1
-            self._start_streams(True)
-            return True
-        if self._drain_pass == 0 or any(s.isActive for s in self.streams):
-            return False
-        if self._drain_pass == 1:
-            drain.write_sentinel(self.checkpoint)
-            self._drain_pass = 2
-            self._start_streams(True)
-            return True
-        if self._drain_pass == 2:
-            drain.mark_drained(self.checkpoint, "etl drain" if drain.requested(self.checkpoint) else "etl run --drain")
-            drain.clear_request(self.checkpoint)
-            self._drain_pass = 3
-        return False
+        self.drain.asked = True
 
     def _graceful_stop(self) -> None:
         for q, s in zip(self.queries, self.streams):
@@ -305,7 +282,7 @@ class PipelineRun:
                 if self._stopping:
                     self._graceful_stop()
                     break
-                if self._drain_pass == 0 and self._drain_step():  # a drain asked for while running
+                if self.drain.pass_ == 0 and self.drain.step():  # a drain asked for while running
                     continue
                 # active first: a query that ends between the two looks is seen failed now, or active (next turn)
                 active = [s for s in self.streams if s.isActive]
@@ -318,7 +295,7 @@ class PipelineRun:
                             s.stop()
                     raise self._failed(*failed[0])
                 if not active:
-                    if self._drain_pass in (1, 2) and self._drain_step():
+                    if self.drain.pass_ in (1, 2) and self.drain.step():
                         continue
                     break
                 try:  # returns as soon as the query ends (AvailableNow), instead of a full poll later
@@ -371,22 +348,6 @@ class PipelineRun:
             self._listener = None
         for sink in self.sinks.values():
             sink.close()
-
-
-def refuse_drained(graph: Any, checkpoint: str) -> None:
-    """A drained checkpoint's watermark is past every event: with state (windows, joins, dedupes), a later run
-    would see every new event as late. Refused: E408 at the first stateful node."""
-    from etl.compile import drain
-    from etl.compile.context import CompileError
-
-    record = drain.drained(checkpoint)
-    stateful = [n for n in graph.of_kind("transform") if n.type in drain.STATEFUL]
-    if record is None or not stateful:
-        return
-    raise CompileError(f"checkpoint {checkpoint} was drained ({record.get('how')}, {record.get('drained_at')}): its "
-                       f"watermark is past every event, so '{stateful[0].id}' would treat all new events as late",
-                       stateful[0], code="E408",
-                       hint="run over new data with a new checkpoint (--checkpoint DIR, or remove the folder)")
 
 
 CRASH_HOOK = "ETL_TEST_WORKER_CRASH"  # tests: a Python worker raises this message in every batch (a bug's path)

@@ -161,6 +161,9 @@ class Emit(Model):
         default=None, description="late: update: at most one update row per window this often (processing time)")
     too_late: Literal["drop", "dead_letter"] = Field(
         default="drop", description="late: update: events later than allowed_lateness")
+    timers: Literal["event", "processing"] = Field(
+        default="event", description="early rows of idle keys: when the watermark moves (event), or within `early` "
+                                     "of wall-clock time (processing; continuous runs only)")
 
     @model_validator(mode="after")
     def _late_update(self) -> "Emit":
@@ -170,6 +173,8 @@ class Emit(Model):
             extra = [k for k in ("allowed_lateness", "every", "too_late") if k in self.model_fields_set]
             if extra:
                 raise ValueError(f"`{extra[0]}` applies to `late: update` only")
+        if self.timers == "processing" and self.early is None:
+            raise ValueError("`timers: processing` applies to `early` only")
         return self
 
     def flag_columns(self) -> tuple[str, ...]:
