@@ -138,7 +138,7 @@ sources:
     event_time: {field: ts, watermark: 1s}
 transforms:
   - {id: w, type: window, input: in, kind: tumbling, size: 1m, group_by: [k], aggregates: [{fn: count, as: n}],
-     emit: {early: 3s, timers: TIMERS}}
+     emit: {early: 15s, timers: TIMERS}}
 sinks:
   - {id: out, type: print, input: w}
 trigger: {mode: interval, interval: 200ms}
@@ -148,7 +148,7 @@ trigger: {mode: interval, interval: 200ms}
 @pytest.mark.parametrize("timers", ["processing", "event"])
 def test_early_row_of_an_idle_key_on_processing_time(spark, tmp_path, timers):
     """Batch 0 gives key a its first provisional row at once; batch 1 (a moment later) changes it, held back by
-    `early: 3s`; then no more input. With processing-time timers the held-back row goes out within `early` of wall
+    `early: 15s`; then no more input. With processing-time timers the held-back row goes out within `early` of wall
     clock; with event-time timers it waits for the watermark, which no longer moves."""
     import threading
     import time
@@ -178,7 +178,7 @@ def test_early_row_of_an_idle_key_on_processing_time(spark, tmp_path, timers):
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not rows:
             time.sleep(0.1)
-        deadline = time.monotonic() + 20  # `early` is 3 s; the rest is slack for a loaded machine
+        deadline = time.monotonic() + 25  # `early` is 15 s; the rest is slack for a loaded machine
         while time.monotonic() < deadline and not [x for x in rows if x["n"] == 3]:
             time.sleep(0.1)
         first = [x["n"] for x in rows]
@@ -190,3 +190,21 @@ def test_early_row_of_an_idle_key_on_processing_time(spark, tmp_path, timers):
         assert first[0] == 2 and got == [(2, False), (3, False)]
     else:
         assert got == [(2, False)]
+
+
+def test_processing_timers_refused_by_available_now_runs(spark, tmp_path):
+    from etl.compile.context import CompileError
+    from etl.runtime.runner import PipelineRun, RunOptions
+    from tests.spark.helpers import checked
+
+    c = checked(tmp_path, IDLE.replace("TIMERS", "processing"))
+    (tmp_path / "in").mkdir()
+    for opts in ({"once": True}, {"drain": True}):
+        r = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none", **opts))
+        try:
+            r.start()
+            raise AssertionError("not refused")
+        except CompileError as e:
+            assert e.code == "E400" and e.field == "emit" and "needs a continuous run" in e.message
+        finally:
+            r.close()
