@@ -102,7 +102,8 @@ def _details(node: Any) -> list[str]:
                 late += (f"update the window for {s.emit.allowed_lateness}"
                          + (f" (every {s.emit.every})" if s.emit.every is not None else "")
                          + f", later ones {'dropped' if s.emit.too_late == 'drop' else 'to dead letters'}")
-            out.append("emit: " + ", ".join(([f"early every {s.emit.early}"] if s.emit.early is not None else [])
+            early = f"early every {s.emit.early}" + (" (processing-time timers)" if s.emit.timers == "processing" else "")
+            out.append("emit: " + ", ".join(([early] if s.emit.early is not None else [])
                                             + [late]))
         return out
     if t == "join":
