@@ -61,8 +61,12 @@ def watermarked(df: Any, column: str, delay: str) -> Any:
     sentinel = df.sparkSession.readStream.schema("t timestamp").json(d)
     sentinel = sentinel.select(F.col("t").alias(column), F.lit(True).alias(FLAG))
     out = df.unionByName(sentinel, allowMissingColumns=True).withWatermark(column, delay)
-    # the condition reads the event-time column, so the optimizer keeps it above the watermark
-    return out.where(F.col(FLAG).isNull() | F.col(f"`{column}`").isNull()).drop(FLAG)
+    # The filter is a barrier: it reads the event-time column and is not deterministic (`spark_partition_id() >= 0`,
+    # always true), so the optimizer neither pushes it below the watermark nor pushes later predicates (a filter's
+    # condition, a join's inferred `isnotnull(key)`) through it into the union, where they would drop the sentinel
+    sentinel_ts = F.lit(SENTINEL_TIME).cast("timestamp")
+    keep = (F.col(FLAG).isNull() | (F.col(f"`{column}`") != sentinel_ts)) & (F.spark_partition_id() >= F.lit(0))
+    return out.where(keep).drop(FLAG)
 
 
 def write_sentinel(checkpoint: str) -> None:
