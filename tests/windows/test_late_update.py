@@ -208,3 +208,20 @@ def test_processing_timers_refused_by_available_now_runs(spark, tmp_path):
             assert e.code == "E400" and e.field == "emit" and "needs a continuous run" in e.message
         finally:
             r.close()
+
+
+def test_state_engine_refuses_a_complex_aggregate_field_with_e404(spark, tmp_path):
+    from etl.compile import CompileContext, CompileError, Compiler
+    from tests.spark.helpers import checked
+
+    pipe = WINDOW_PIPE.replace("  - id: early\n", "  - {id: arr, type: derive, input: gen, columns: {vs: \"array(v)\"}}\n"
+                                                  "  - id: early\n", 1)
+    pipe = pipe.replace("input: gen\n    kind: tumbling", "input: arr\n    kind: tumbling", 1)
+    pipe = pipe.replace("aggregates: [{fn: count_distinct, field: v, as: n}]\n    emit: {early: 1s}",
+                        "aggregates: [{fn: max, field: vs, as: n}]\n    emit: {early: 1s}", 1)
+    c = checked(tmp_path, pipe)
+    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan}))
+    with pytest.raises(CompileError) as e:
+        compiler.stream("early")
+    assert e.value.code == "E404" and e.value.field == "aggregates"
+    assert "aggregate max over 'vs' (array<bigint>)" in e.value.message
