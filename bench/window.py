@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Windowed throughput: generator -> filter with 41 regex rules -> tumbling 10 s count by key -> file.
 
-    .venv/bin/python bench/window.py --events 1000000 [--batch 500000] [--repeat 2]
+    .venv/bin/python bench/window.py --events 1000000 [--batch 500000] [--repeat 2] [--variants count,distinct,...]
 
 One etl pipeline run with --once (AvailableNow) through the real compile/runtime path:
 the seeded generator (event time 20,000 events per second, 100 keys, a command line per
 event), a `filter` whose 41 regex rules go through etl.optimize (one Hyperscan scan of
 the field per batch, mapInArrow), a tumbling 10 s window counting events per key on the
-native engine (RocksDB state, watermark 5 s, append mode) and the file sink (jsonl).
+native engine (RocksDB state, watermark 5 s declared on the window, append mode) and the file sink (jsonl).
 events_per_s = events / wall time of the run (query start to the last commit, after a
 warm-up run on 100,000 events); p99_batch_s = the 99th percentile of the micro-batch
 durations (triggerExecution). Best of --repeat runs. The line before the last gives the
@@ -15,6 +15,18 @@ CPU seconds the run used (this process, the JVM and the Python workers): on a sh
 busy machine, events / (cpu_s / cores) is what the run would reach on idle cores. Last line:
 
     window events=M events_per_s=X p99_batch_s=Y
+
+Variants, in the same run (same session, same machine load), one line each before the last:
+* count: the pipeline above (today's figure, the last line);
+* distinct: the same window with an exact `count_distinct` of a per-event id beside the count
+  (each window and key keeps the set of its ids in state until it closes);
+* update: 2 % of the events 20 s late (a derive moves their event time back), the window on the
+  state engine with `emit: {late: update, allowed_lateness: 30s}` (each late event updates its
+  closed window: an update row) -- against `late_drop`, the same input on the native engine,
+  which drops them;
+* distinct_1m: no filter, one 1 h window without group_by counting all distinct ids exactly
+  (--events distinct values in one set), run with --drain so that the window closes; state_mb =
+  the largest RocksDB state the progress reports, ckpt_mb = the state folder on disk at the end.
 """
 
 from __future__ import annotations
@@ -58,22 +70,27 @@ PIPELINE = """\
         rows_per_batch: {batch}
         fields:
           ts: {{timestamp: event}}
+          id: {{sequence: 0}}
           key: {{choice: {keys}}}
           cmd: {{choice: {cmds}}}
-        event_time: {{field: ts, watermark: 5s}}
     transforms:
       - id: clean
         type: filter
         input: events
         mode: drop
         rules: {rules}
+      - id: timed
+        type: derive
+        input: clean
+        columns: {{t2: "CASE WHEN id % 50 = 7 THEN ts - INTERVAL 20 SECONDS ELSE ts END"}}
       - id: per_key
         type: window
-        input: clean
+        input: {window_input}
         kind: tumbling
-        size: 10s
-        group_by: [key]
-        aggregates: [{{fn: count, as: n}}]
+        size: {size}
+        group_by: {group_by}
+        aggregates: {aggregates}
+        {window_extra}
     sinks:
       - {{id: out, type: file, input: per_key, path: {output}, format: jsonl}}
     checkpoint: {checkpoint}
@@ -143,7 +160,49 @@ def tree_cpu() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def run(spark: Any, count: int, batch: int, work: Path) -> tuple[float, int]:
+COUNT = "[{fn: count, as: n}]"
+TS = "event_time: {field: ts, watermark: 5s}"  # on the window (a window may not redefine its source's watermark)
+VARIANTS = {  # name -> (window input, size, group_by, aggregates, extra window keys, drain)
+    "count": ("clean", "10s", "[key]", COUNT, TS, False),
+    "distinct": ("clean", "10s", "[key]", "[{fn: count, as: n}, {fn: count_distinct, field: id, as: ids}]", TS, False),
+    "late_drop": ("timed", "10s", "[key]", COUNT, "event_time: {field: t2, watermark: 5s}", False),
+    "update": ("timed", "10s", "[key]", COUNT,
+               "event_time: {field: t2, watermark: 5s}\n        emit: {late: update, allowed_lateness: 30s}", False),
+    "distinct_1m": ("events", "1h", "[]", "[{fn: count, as: n}, {fn: count_distinct, field: id, as: ids}]", TS, True),
+}
+
+
+class StateSize:
+    """The largest state (memoryUsedBytes of the stateful operators) reported by the progress of any batch."""
+
+    def __init__(self, spark: Any):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        outer = self
+        self.max_bytes = 0
+
+        class L(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                for op in event.progress.stateOperators:
+                    outer.max_bytes = max(outer.max_bytes, op.memoryUsedBytes)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        spark.streams.addListener(L())
+
+
+def folder_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
+
+
+def run(spark: Any, count: int, batch: int, work: Path, variant: str = "count") -> tuple[float, int]:
     from etl.check import check_file
     from etl.runtime.runner import PipelineRun, RunOptions
 
@@ -151,17 +210,25 @@ def run(spark: Any, count: int, batch: int, work: Path) -> tuple[float, int]:
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(ck, ignore_errors=True)
     p = work / "bench_window.yaml"
+    inp, size, group_by, aggregates, extra, drain = VARIANTS[variant]
     p.write_text(textwrap.dedent(PIPELINE.format(count=count, batch=batch, output=out, checkpoint=ck,
                                                  keys=json.dumps([f"k{i:02d}" for i in range(100)]),
-                                                 cmds=json.dumps(CMDS), rules=rules_yaml())))
+                                                 cmds=json.dumps(CMDS), rules=rules_yaml(), window_input=inp,
+                                                 size=size, group_by=group_by, aggregates=aggregates,
+                                                 window_extra=extra)))
     c = check_file(p, programs=True)
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
-    runner = PipelineRun(c.plan, spark, RunOptions(once=True, progress="none", echo=lambda s: None))
+    runner = PipelineRun(c.plan, spark, RunOptions(once=not drain, drain=drain, progress="none", echo=lambda s: None))
     t0 = time.perf_counter()
     runner.start()
     runner.wait()
     seconds = time.perf_counter() - t0
-    total = sum(json.loads(line)["n"] for f in out.glob("*.jsonl") for line in open(f))
+    rows = [json.loads(line) for f in out.glob("*.jsonl") for line in open(f)]
+    if variant == "distinct_1m":
+        assert [r["ids"] for r in rows] == [count], [r.get("ids") for r in rows]  # exact
+    total = sum(r["n"] for r in rows if not r.get("_update"))
+    run.updates = sum(1 for r in rows if r.get("_update"))  # type: ignore[attr-defined]
+    run.ckpt_mb = folder_mb(ck)  # type: ignore[attr-defined]
     return seconds, total
 
 
@@ -175,7 +242,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", default="2", help="spark.sql.shuffle.partitions (state store partitions)")
+    ap.add_argument("--variants", default="count,distinct,late_drop,update,distinct_1m",
+                    help=f"comma-separated, from {', '.join(VARIANTS)}; `count` gives the last line")
     args = ap.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
 
     from etl.runtime.session import build_session
 
@@ -185,22 +255,34 @@ def main() -> None:
     try:
         run(spark, 100_000, 50_000, work)  # warm-up: JIT, codegen, Python workers, Hyperscan database
         durations = Durations(spark)
+        state = StateSize(spark)
         best: tuple[float, float, float] | None = None
-        for r in range(args.repeat):
-            durations.seconds = []
-            cpu0 = tree_cpu()
-            seconds, counted = run(spark, args.events, args.batch, work)
-            cpu = tree_cpu() - cpu0
-            time.sleep(0.5)  # the last progress event
-            rate, p99 = args.events / seconds, durations.p99()
-            print(f"run {r + 1}: {seconds:.2f} s, {rate:,.0f} events/s, batches={len(durations.seconds)} "
-                  f"p99={p99:.2f} s, cpu={cpu:.1f} s, counted in closed windows={counted:,}", flush=True)
-            if best is None or rate > best[0]:
-                best = (rate, p99, cpu)
+        for variant in variants:
+            vbest: tuple[float, float, float] | None = None
+            for r in range(args.repeat):
+                durations.seconds = []
+                state.max_bytes = 0
+                cpu0 = tree_cpu()
+                seconds, counted = run(spark, args.events, args.batch, work, variant)
+                cpu = tree_cpu() - cpu0
+                time.sleep(0.5)  # the last progress event
+                rate, p99 = args.events / seconds, durations.p99()
+                print(f"{variant} run {r + 1}: {seconds:.2f} s, {rate:,.0f} events/s, batches={len(durations.seconds)} "
+                      f"p99={p99:.2f} s, cpu={cpu:.1f} s, counted in closed windows={counted:,} "
+                      f"update_rows={run.updates:,} state_mb={state.max_bytes / 1e6:.1f} "  # type: ignore[attr-defined]
+                      f"ckpt_mb={run.ckpt_mb:.1f}", flush=True)  # type: ignore[attr-defined]
+                if vbest is None or rate > vbest[0]:
+                    vbest = (rate, p99, cpu)
+            assert vbest is not None
+            print(f"variant {variant} events={args.events} events_per_s={vbest[0]:.0f} p99_batch_s={vbest[1]:.2f} "
+                  f"cpu_s={vbest[2]:.1f}", flush=True)
+            if variant == "count":
+                best = vbest
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    assert best is not None
+    if best is None:
+        return
     cores = os.cpu_count() or 1
     print(f"cores={cores} master={args.master} batch={args.batch} rules={len(PATTERNS)} cpu_s={best[2]:.1f} "
           f"events_per_cpu_s={args.events / best[2]:.0f} idle_estimate_events_per_s={args.events / (best[2] / cores):.0f} "

@@ -19,7 +19,7 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from etl.commands import explain, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
+    from etl.commands import drain, explain, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
 
 
 def main() -> None:

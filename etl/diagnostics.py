@@ -57,10 +57,11 @@ CODES: dict[str, str] = {
     "E401": "query failed while running",
     "E402": "component has no runtime builder",
     "E403": "filter program cannot be built or loaded",
-    "E404": "aggregate not supported by streaming windows (e.g. exact count_distinct)",
+    "E404": "aggregate the window's state engine cannot compute (a nested or complex-typed field, with `emit.early` or `late`)",
     "E405": "file source cannot be read or needs a schema",
     "E406": "generator field cannot be generated",
     "E407": "connector cannot reach its server, or its Java classes are missing (scripts/setup-java.sh)",
+    "E408": "the checkpoint was drained (`etl run --drain`, `etl drain`): a stateful pipeline needs a new checkpoint",
     "E999": "internal error (a bug in etl): please report it",
 }
 

@@ -36,6 +36,8 @@ def _fail(lines: list[str], code: int = 1) -> None:
 def run(
     path: str = typer.Argument(..., help="pipeline file"),
     once: bool = typer.Option(False, "--once", help="process everything available now, then exit (AvailableNow)"),
+    drain: bool = typer.Option(False, "--drain", help="the input is complete: process it, flush every open window, "
+                               "session, join buffer and dedupe state, then exit"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])"),
     conf: Optional[list[str]] = typer.Option(None, "--conf", help="Spark setting key=value (repeatable)"),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
@@ -79,9 +81,11 @@ def run(
         check_cluster_paths(checked.graph, checked.report, master, checked.file)
     for d in checked.report.warnings:
         typer.echo(redact(d.render()), err=True)
+    if once and drain:
+        raise typer.BadParameter("give --once or --drain, not both", param_hint="--drain")
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
                    progress="none" if quiet else progress, metrics_port=metrics_port, metrics_host=metrics_host,
-                   profile=profile)
+                   profile=profile, drain=drain)
     leave(code)
 
 
@@ -125,7 +129,7 @@ def leave(code: int) -> None:
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
             progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
-            profile: str | None = None) -> int:
+            profile: str | None = None, drain: bool = False) -> int:
     from etl.compile.context import CompileError
     from etl.runtime.control import Control
     from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
@@ -160,7 +164,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
     if ui and progress != "none":
         typer.echo(f"etl run: {plan.name}: Spark UI {ui} (master {spark.sparkContext.master})", err=True)
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
-                                                 control=control))
+                                                 control=control, drain=drain))
     stops = {"n": 0}
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -176,7 +180,13 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
         typer.echo(report(diag, log, stack, redact), err=True)
         return 1
 
+    def on_drain(signum: int, frame: Any) -> None:
+        if progress != "none":
+            sys.stderr.write("\netl: SIGUSR1: draining: finishing the current batch, then flushing every window\n")
+        runner.request_drain()
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
     try:
         with runner.progress, PythonLog(log):
             try:

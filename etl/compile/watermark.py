@@ -26,4 +26,6 @@ def with_event_time(df: Any, node: Node, et: Any) -> Any:
                            "event_time", "declare it as `timestamp` in the schema, or derive one", code="E320")
     if not df.isStreaming:
         return df
-    return df.withWatermark(et.field, et.watermark.spark())
+    from etl.compile.drain import watermarked
+
+    return watermarked(df, et.field, et.watermark.spark())

@@ -69,9 +69,10 @@ WATERMARK_META = "spark.watermarkDelayMs"
 class WindowError(ValueError):
     """A window that cannot be compiled (unknown column, unsupported combination)."""
 
-    def __init__(self, message: str, field: str | None = None):
+    def __init__(self, message: str, field: str | None = None, code: str | None = None):
         super().__init__(message)
         self.field = field
+        self.code = code
 
 
 @dataclass
@@ -98,9 +99,11 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
     """
     from pyspark.sql import functions as F
 
+    from etl.compile.drain import watermarked
+
     if processing:
         out = df.withColumn(name, F.current_timestamp())
-        return (out.withWatermark(name, "0 seconds") if df.isStreaming else out), name
+        return (watermarked(out, name, "0 seconds") if df.isStreaming else out), name
     if field_name is None:
         raise WindowError("event time is needed: set `event_time: {field: ts, watermark: 30s}` "
                           "on the window or its source, or use `time: processing`", "event_time")
@@ -126,7 +129,7 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
     if df.isStreaming:
         if watermark_s is None:
             raise WindowError("event time needs a watermark (allowed lateness)", "event_time")
-        out = out.withWatermark(name, _interval(watermark_s))
+        out = watermarked(out, name, _interval(watermark_s))
     return out, name
 
 
@@ -171,7 +174,20 @@ def _field_type(df: Any, name: str) -> Any:
 
 # --------------------------------------------------------------------- engine
 def choose_engine(spec: Any) -> str:
-    return "state" if (spec.emit.early is not None or spec.emit.late == "dead_letter") else "native"
+    """native unless the window emits provisional rows, updates closed windows or sends late events to dead letters."""
+    return "state" if (spec.emit.early is not None or spec.emit.late != "drop") else "native"
+
+
+def choose_timers(spec: Any, trigger: str | None) -> str:
+    """The state engine's timers: processing-time ones (`emit.timers: processing`) only in a continuous run (a
+    ProcessingTime-mode processor runs batch after batch, so an AvailableNow run would never end); trigger:
+    continuous | available_now | None (tests: event timers). Raises WindowError for an AvailableNow run."""
+    if spec.emit.timers != "processing" or trigger is None:
+        return "event"
+    if trigger == "available_now":
+        raise WindowError("`emit.timers: processing` needs a continuous run: --once, --drain and "
+                          "`trigger: {mode: available_now}` would never end", "emit")
+    return "processing"
 
 
 def key_columns(spec: Any) -> tuple[str, ...]:
@@ -179,11 +195,13 @@ def key_columns(spec: Any) -> tuple[str, ...]:
 
 
 def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str | None = None,
-                     engine: str = "auto", payload: Any = None, guard_having: Any = None) -> WindowResult:
+                     engine: str = "auto", payload: Any = None, guard_having: Any = None,
+                     timers: str = "event") -> WindowResult:
     """Aggregate streaming (or static) `df` by `spec` (a WindowTransform).
 
     event_time: the EventTime to use (the window's own, else its source's);
-    ignored for `time: processing`. engine: auto | native | state.
+    ignored for `time: processing`. engine: auto | native | state. timers: event | processing (the state
+    engine's timers for `emit.early`; processing only for a continuous run, see window_state).
     payload: for late events sent to dead letters, the column holding the
     original record (default: the whole input row as JSON). guard_having: see
     window_state.state_aggregate (the native engine's `having` is guarded by its caller).
@@ -194,7 +212,8 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
     if engine == "auto":
         engine = choose_engine(spec)
     if engine == "native" and choose_engine(spec) == "state":
-        raise WindowError("early emission and late events to dead letters need the state engine", "emit")
+        raise WindowError("early emission, late updates and late events to dead letters need the state engine",
+                          "emit")
     processing = spec.time == "processing"
     et = event_time
     prepared, et_col = event_time_column(df, getattr(et, "field", None), getattr(et, "watermark", None),
@@ -204,7 +223,7 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
     from etl.compile.window_state import state_aggregate
 
     return state_aggregate(prepared, spec, et_col, stage=stage or spec.id, payload=payload,
-                           source_columns=df.columns, guard_having=guard_having)
+                           source_columns=df.columns, guard_having=guard_having, timers=timers)
 
 
 def window_column(spec: Any, et: str = ET_COL) -> Any:

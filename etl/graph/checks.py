@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report, Span, short_repr
 from etl.graph.model import Graph, Node, is_placeholder
-from etl.spec.aggregates import AGGREGATES
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -285,19 +284,6 @@ def check_event_time(graph: Graph, report: Report) -> None:
                              node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")
 
 
-def check_windows(graph: Graph, report: Report) -> None:
-    """Aggregates streaming windows refuse (etl.spec.aggregates: count_distinct): E404."""
-    for node in graph.of_kind("transform"):
-        if node.type != "window" or is_placeholder(node.spec):
-            continue
-        for i, agg in enumerate(node.spec.aggregates):
-            refused = AGGREGATES[agg.fn].refused
-            if refused is not None:
-                why, hint = refused
-                report.error("E404", f"window '{node.id}': streaming aggregation {why} (aggregate '{agg.as_}')",
-                             node.field_span(graph.smap, "aggregates", i, "fn"), hint)
-
-
 MAX_TEST_ADVANCE_S = 60.0  # processing time a test waits out, at most, over all its batches
 
 
@@ -372,7 +358,6 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     check_rules(graph, report)
     propagate_columns(graph, report)
     check_event_time(graph, report)
-    check_windows(graph, report)
     check_tests(graph, report)
     return graph
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from etl import registry, settings
 from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
+from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.progress import Progress, make_listener
 from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed
@@ -43,6 +44,7 @@ class RunFailed(RuntimeError):
 @dataclass
 class RunOptions:
     once: bool = False
+    drain: bool = False  # the input is complete: flush every window, session, join buffer and dedupe state
     checkpoint: str | None = None  # overrides the plan's
     progress: str = "live"  # live | plain | json | none
     sources: dict[str, Callable[..., Any]] | None = None  # test hooks: source id -> builder
@@ -73,11 +75,14 @@ class PipelineRun:
         self.failure: str | None = None
         self.failed: Failure | None = None  # the sink failure that stopped the run (with its stack)
         self._stopping = False
+        self.drain = Drain(self, self.opts.drain)
         self._locks: dict[str, threading.Lock] = {}
         self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
         self._last_done: dict[str, int] = {}
         self._listener: Any = None
-        ctx = CompileContext(spark, self.graph, self.checkpoint, plan=plan)
+        available_now = self.opts.once or self.opts.drain or plan.graph.pipeline.trigger.mode == "available_now"
+        ctx = CompileContext(spark, self.graph, self.checkpoint,
+                             plan=plan, trigger="available_now" if available_now else "continuous")
         self.compiler = Compiler(ctx, self.opts.sources)
 
     # --------------------------------------------------------------- naming
@@ -239,7 +244,11 @@ class PipelineRun:
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Compile and start every query (raises CompileError before anything starts)."""
-        self.queries = self.compiler.queries()
+        from etl.compile import drain as drain_files
+
+        drain_files.refuse_drained(self.graph, self.checkpoint)
+        with drain_files.sentinels(self.checkpoint):
+            self.queries = self.compiler.queries()
         for q in self.queries:
             for o in q.outputs:
                 self.sinks[(q.name, o.id)] = self._make_sink(q, o)
@@ -251,13 +260,18 @@ class PipelineRun:
             self.spark.streams.addListener(self._listener)
         Path(self.checkpoint).mkdir(parents=True, exist_ok=True)
         trigger = self.plan.graph.pipeline.trigger
+        self._start_streams(self.opts.once or self.opts.drain or trigger.mode == "available_now")
+
+    def _start_streams(self, available_now: bool) -> None:
+        self.streams = []
+        trigger = self.plan.graph.pipeline.trigger
         for q in self.queries:
             w = (q.stream.writeStream.queryName(self.query_name(q))
                  .option("checkpointLocation", self.query_checkpoint(q))
                  .foreachBatch(self._batch_fn(q)))
             if self.opts.interval is not None:
                 w = w.trigger(processingTime=self.opts.interval)
-            elif self.opts.once or trigger.mode == "available_now":
+            elif available_now:
                 w = w.trigger(availableNow=True)
             else:
                 w = w.trigger(processingTime=trigger.interval.spark())
@@ -265,6 +279,10 @@ class PipelineRun:
 
     def request_stop(self) -> None:
         self._stopping = True
+
+    def request_drain(self) -> None:
+        """Drain a running pipeline (SIGUSR1, `etl drain`): finish the batch in flight, then drain as `--drain`."""
+        self.drain.asked = True
 
     def _graceful_stop(self) -> None:
         for q, s in zip(self.queries, self.streams):
@@ -290,6 +308,8 @@ class PipelineRun:
                 if self._stopping:
                     self._graceful_stop()
                     break
+                if self.drain.pass_ == 0 and self.drain.step():  # a drain asked for while running
+                    continue
                 # active first: a query that ends between the two looks is seen failed now, or active (next turn)
                 active = [s for s in self.streams if s.isActive]
                 failed = [(q, s) for q, s in zip(self.queries, self.streams)
@@ -301,6 +321,8 @@ class PipelineRun:
                             s.stop()
                     raise self._failed(*failed[0])
                 if not active:
+                    if self.drain.pass_ in (1, 2) and self.drain.step():
+                        continue
                     break
                 try:  # returns as soon as the query ends (AvailableNow), instead of a full poll later
                     active[0].awaitTermination(poll)

@@ -7,8 +7,7 @@ Each entry says, for one `fn` of a window's `aggregates`:
 * its Spark expression (the native window engine, etl.compile.windowing), built
   from `pyspark.sql.functions` passed in, so this module imports no pyspark;
 * its accumulator for the state engine (etl.compile.window_state): a new one,
-  adding a value, merging two (session windows), the result;
-* why streaming windows refuse it, when they do (E404 at validation).
+  adding a value, merging two (session windows), the result.
 
 Meaning (both engines): count counts rows (or non-null values of `field`);
 sum/avg/min/max ignore nulls (NULL when there is none; an overflowing sum is
@@ -44,7 +43,6 @@ class AggregateFn:
     result: Callable[[Any], Any]
     needs_field: bool = True
     needs_n: bool = False
-    refused: tuple[str, str] | None = None  # (why, hint) of E404 when streaming windows refuse it
 
 
 def _keep(x: Any, y: Any, pick: Callable[[Any, Any], Any]) -> Any:
@@ -75,9 +73,8 @@ def _list_add(acc: list, ms: int, v: Any, n: int | None) -> list:
     return acc
 
 
-def _set(name: str, spark: Callable[..., Any], result: Callable[[set], Any], out: Callable[[str], str],
-         refused: tuple[str, str] | None = None) -> AggregateFn:
-    return AggregateFn(name, out, spark, set, _set_add, lambda x, y, n: x | y, result, refused=refused)
+def _set(name: str, spark: Callable[..., Any], result: Callable[[set], Any], out: Callable[[str], str]) -> AggregateFn:
+    return AggregateFn(name, out, spark, set, _set_add, lambda x, y, n: x | y, result)
 
 
 def _ordered(name: str, pick: Callable[[Any, Any], Any], spark: Callable[..., Any]) -> AggregateFn:
@@ -103,8 +100,7 @@ AGGREGATES: dict[str, AggregateFn] = {a.name: a for a in (
                 lambda a: None if a[1] == 0 else a[0] / a[1]),
     _extreme("min", min),
     _extreme("max", max),
-    _set("count_distinct", lambda F, v, o, n, et: F.size(F.collect_set(v)).cast("bigint"), len, lambda t: "bigint",
-         refused=("cannot count distinct values exactly", "use fn: approx_count_distinct")),
+    _set("count_distinct", lambda F, v, o, n, et: F.size(F.collect_set(v)).cast("bigint"), len, lambda t: "bigint"),
     _set("approx_count_distinct", lambda F, v, o, n, et: F.approx_count_distinct(v), len, lambda t: "bigint"),
     AggregateFn("collect_list", lambda t: f"array<{t}>",
                 lambda F, v, o, n, et: F.transform(F.array_sort(F.collect_list(o)), lambda x: x["v"]), list,

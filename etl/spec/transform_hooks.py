@@ -270,6 +270,7 @@ class WindowHooks:
             out[agg.as_] = output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
+        out.update(dict.fromkeys(self.emit.flag_columns(), "boolean"))  # added after `having`, which cannot read them
         return out
 
     def explain_lines(self: Any) -> list[str]:
@@ -286,9 +287,13 @@ class WindowHooks:
             out.append(f"having: {self.having}")
         emit = self.emit
         if emit.early is not None or emit.late != "drop":  # shown so SQL's EMIT and YAML's emit compare too
-            late = "late events " + ("to dead letters" if emit.late != "drop" else "dropped")
-            out.append("emit: " + ", ".join(([f"early every {emit.early}"] if emit.early is not None else [])
-                                            + [late]))
+            late = "late events " + {"drop": "dropped", "dead_letter": "to dead letters"}.get(emit.late, "")
+            if emit.late == "update":
+                late += (f"update the window for {emit.allowed_lateness}"
+                         + (f" (every {emit.every})" if emit.every is not None else "")
+                         + f", later ones {'dropped' if emit.too_late == 'drop' else 'to dead letters'}")
+            early = f"early every {emit.early}" + (" (processing-time timers)" if emit.timers == "processing" else "")
+            out.append("emit: " + ", ".join(([early] if emit.early is not None else []) + [late]))
         return out
 
 

@@ -157,7 +157,36 @@ class Aggregate(Model):
 
 class Emit(Model):
     early: PositiveDuration | None = Field(default=None, description="emit partial results this often before the window closes")
-    late: Literal["drop", "dead_letter"] = "drop"
+    late: Literal["drop", "dead_letter", "update"] = Field(
+        default="drop", description="events for a closed window: drop, dead_letter, or update it (allowed_lateness)")
+    allowed_lateness: PositiveDuration | None = Field(
+        default=None, description="late: update: how long after it closed a window is still updated by late events")
+    every: PositiveDuration | None = Field(
+        default=None, description="late: update: at most one update row per window this often (processing time)")
+    too_late: Literal["drop", "dead_letter"] = Field(
+        default="drop", description="late: update: events later than allowed_lateness")
+    timers: Literal["event", "processing"] = Field(
+        default="event", description="early rows of idle keys: when the watermark moves (event), or within `early` "
+                                     "of wall-clock time (processing; continuous runs only)")
+
+    @model_validator(mode="after")
+    def _late_update(self) -> "Emit":
+        if self.late == "update" and self.allowed_lateness is None:
+            raise ValueError("`late: update` needs `allowed_lateness` (how long a closed window takes late events)")
+        if self.late != "update":
+            extra = [k for k in ("allowed_lateness", "every", "too_late") if k in self.model_fields_set]
+            if extra:
+                raise ValueError(f"`{extra[0]}` applies to `late: update` only")
+        if self.timers == "processing" and self.early is None:
+            raise ValueError("`timers: processing` applies to `early` only")
+        return self
+
+    def flag_columns(self) -> tuple[str, ...]:
+        """Columns the window adds after its aggregates (booleans): `_final` and `_retract` with provisional
+        rows or late updates, `_update` with late updates (see etl/compile/windowing.py)."""
+        if self.late == "update":
+            return ("_final", "_retract", "_update")
+        return ("_final", "_retract") if self.early is not None else ()
 
 
 @component("transform", "window", builder=f"{_TR}.window:build")
@@ -190,7 +219,7 @@ class WindowTransform(WindowHooks, TransformBase):
             raise ValueError("a sliding window needs `slide`")
         if self.kind == "session" and self.gap is None:
             raise ValueError("a session window needs `gap`")
-        seen = {"window_start", "window_end"}
+        seen = {"window_start", "window_end", *self.emit.flag_columns()}
         for a in self.aggregates:
             if a.as_.lower() in seen:
                 raise ValueError(f"aggregate output '{a.as_}' repeats another output column of the window")

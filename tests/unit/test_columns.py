@@ -160,3 +160,55 @@ sinks:
                             "window_end": "timestamp", "s": "bigint", "sl": "double", "mn": "double",
                             "ns": "array<bigint>", "f": "string"}
     assert codes(c) == [("E310", 20, 51)]  # `n` is not an output column of the window
+
+
+WINDOW = """
+name: w
+sources:
+  - id: gen
+    type: generator
+    fields: {ts: {timestamp: event}, user: {int_range: [1, 9]}}
+    event_time: {field: ts, watermark: 10s}
+transforms:
+  - id: w
+    type: window
+    input: gen
+    kind: tumbling
+    size: 1m
+    group_by: [user]
+    aggregates: [{fn: count_distinct, field: user, as: users}]
+    EMIT
+  - {id: last, type: filter, input: w, expr: "FILTER"}
+sinks:
+  - {id: out, type: print, input: last}
+"""
+BASE_W = {"user": "bigint", "window_start": "timestamp", "window_end": "timestamp", "users": "bigint"}
+
+
+def test_window_flag_columns_known_downstream(tmp_path):
+    """count_distinct validates (exact in both engines); `_final`/`_retract` (early), `_update` (late updates)
+    are columns of the window, so a downstream filter reads them."""
+    c = check(tmp_path, WINDOW.replace("EMIT", "emit: {early: 10s}").replace("FILTER", "_final AND NOT _retract"))
+    assert c.ok, codes(c)
+    assert cols(c, "last") == {**BASE_W, "_final": "boolean", "_retract": "boolean"}
+    c = check(tmp_path, WINDOW.replace("EMIT", "emit: {late: update, allowed_lateness: 10m, every: 1m}")
+              .replace("FILTER", "_update OR _final"))
+    assert c.ok, codes(c)
+    assert cols(c, "last") == {**BASE_W, "_final": "boolean", "_retract": "boolean", "_update": "boolean"}
+    c = check(tmp_path, WINDOW.replace("EMIT", "").replace("FILTER", "_final"))
+    assert codes(c) == [("E310", 16, 47)]
+    assert cols(c, "w") == BASE_W
+
+
+def test_window_late_update_spec_positions(tmp_path):
+    c = check(tmp_path, WINDOW.replace("EMIT", "emit: {late: update}").replace("FILTER", "true"))
+    assert codes(c) == [("E104", 15, 11)]
+    assert "`late: update` needs `allowed_lateness`" in c.report.sorted()[0].message
+    c = check(tmp_path, WINDOW.replace("EMIT", "emit: {late: drop, every: 1m}").replace("FILTER", "true"))
+    assert codes(c) == [("E104", 15, 11)]
+    assert "`every` applies to `late: update` only" in c.report.sorted()[0].message
+    c = check(tmp_path, WINDOW.replace("EMIT", "emit: {late: update, allowed_lateness: 0s}").replace("FILTER", "true"))
+    assert [d.code for d in c.report.sorted()] == ["E102"]
+    c = check(tmp_path, WINDOW.replace("EMIT", "emit: {early: 1s}").replace("FILTER", "true")
+              .replace("as: users", "as: _final"))
+    assert [d.code for d in c.report.sorted()] == ["E104"]

@@ -19,7 +19,6 @@ EXPECTED = {
     'bad_literal': [('E102', 6, 13)],
     'bad_size': [('E102', 8, 17)],
     'cidr_invalid': [('E102', 10, 47), ('E310', 12, 23)],
-    'count_distinct': [('E404', 14, 14)],
     'cycle': [('E202', 6, 5)],
     'dead_letter_bad': [('E103', 7, 9)],
     'dedupe_no_event_time': [('E321', 7, 5), ('E310', 7, 56)],

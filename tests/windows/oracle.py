@@ -79,11 +79,12 @@ def _windows(kind: str, size: int, slide: int, t: int) -> list[tuple[int, int]]:
 
 
 def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, early: bool = False,
-             having: Callable[[dict], bool] | None = None, ts: str = "ts") -> OracleResult:
+             having: Callable[[dict], bool] | None = None, ts: str = "ts", drain: bool = False) -> OracleResult:
     """spec: a WindowTransform (kind, size, slide, gap, group_by, aggregates).
 
     early=True: after each batch, every window that received events is emitted provisionally
-    (the state engine with an early interval shorter than a batch)."""
+    (the state engine with an early interval shorter than a batch).
+    drain=True: after the last batch the watermark passes everything (`etl run --drain`): every open window closes."""
     kind = spec.kind
     ms = lambda d: int(round(float(d) * 1000)) if d is not None else 0  # noqa: E731
     size, slide, gap = ms(spec.size), ms(spec.slide), ms(spec.gap)
@@ -156,6 +157,8 @@ def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, 
                     emitted.add(w)
                     if passes(r):
                         res.provisional.append({**r, "_retract": False})
+    if drain:
+        close(2 ** 62)
     return res
 
 

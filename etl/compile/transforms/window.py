@@ -17,13 +17,13 @@ from etl.compile.transforms.columns import _expr
 from etl.compile.watermark import with_event_time
 from etl.graph.model import Node
 
-CODES = {"event_time": "E320", "group_by": "E310", "aggregates": "E310"}
+CODES = {"event_time": "E320", "group_by": "E310", "aggregates": "E310", "emit": "E400"}
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from pyspark.sql import functions as F
 
-    from etl.compile.windowing import WindowError, window_aggregate
+    from etl.compile.windowing import WindowError, choose_timers, window_aggregate
 
     spec = node.spec
     df = inputs[0]
@@ -57,9 +57,10 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
 
     try:
         res = window_aggregate(df, spec.model_copy(update={"having": None}) if native_having else spec, et,
-                               stage=node.id, engine=engine, guard_having=guard_having)
+                               stage=node.id, engine=engine, guard_having=guard_having,
+                               timers=choose_timers(spec, ctx.trigger))
     except WindowError as e:
-        raise CompileError(f"window '{node.id}': {e}", node, e.field, code=CODES.get(e.field or "", "E400")) from None
+        raise CompileError(f"window '{node.id}': {e}", node, e.field, code=e.code or CODES.get(e.field or "", "E400")) from None
     if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
         having = Guards(ctx, node, res.df)
         frame, value = having.wrap(res.df, _expr(node, spec.having, "having"), ("having",), "having")

@@ -1,0 +1,64 @@
+"""The drain of a run (`etl run --drain`, `etl drain PIPELINE`, SIGUSR1): see etl/compile/drain.py.
+
+Pass 1 processes what is available (the queries restarted with AvailableNow, exactly `--once`);
+pass 2, once they ended, feeds the sentinel and runs them again to the end; then the drain is
+recorded in the checkpoint. A drain asked for while the run is continuous first stops the queries
+after their batch in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from etl.compile import drain as files
+
+log = logging.getLogger("etl.run")
+
+
+class Drain:
+    def __init__(self, run: Any, on: bool):
+        self.run = run
+        self.pass_ = 1 if on else 0  # 0: not draining, 1: what is available, 2: the sentinel's pass, 3: done
+        self.asked = False
+        self.how = "etl run --drain"
+
+    def _processing_timers(self) -> bool:
+        from etl.compile.windowing import choose_timers
+
+        trigger = self.run.compiler.ctx.options.get("trigger")
+        return any(n.type == "window" and choose_timers(n.spec, trigger) == "processing"
+                   for n in self.run.graph.of_kind("transform"))
+
+    def step(self) -> bool:
+        """Called while running (pass 0: was a drain asked for?) and when every query ended (passes 1, 2):
+        True when queries were (re)started."""
+        run, ck = self.run, self.run.checkpoint
+        if self.pass_ == 0:
+            if not (self.asked or files.requested(ck)):
+                return False
+            self.how = "SIGUSR1" if self.asked else "etl drain"
+            self.asked = False
+            if self._processing_timers():
+                log.warning("etl: drain refused: a window with `emit.timers: processing` never ends on AvailableNow; "
+                            "stop the run, set `timers: event` and run `etl run --drain`")
+                files.clear_request(ck)
+                return False
+            if any(s.isActive for s in run.streams):
+                run._graceful_stop()
+                run._stopping = False
+            self.pass_ = 1
+            run._start_streams(True)
+            return True
+        if any(s.isActive for s in run.streams):
+            return False
+        if self.pass_ == 1:
+            files.write_sentinel(ck)
+            self.pass_ = 2
+            run._start_streams(True)
+            return True
+        if self.pass_ == 2:
+            files.mark_drained(ck, self.how)
+            files.clear_request(ck)
+            self.pass_ = 3
+        return False

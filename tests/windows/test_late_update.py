@@ -1,0 +1,227 @@
+"""Late firing: `emit: {late: update, allowed_lateness: 10s}` against tests/windows/oracle_late.py.
+
+Out-of-order, late and duplicate events in fixed micro-batches (tests/windows/data.py), fed one
+batch per trigger: every window kind (and `having`, whose failing updates retract) in ONE query,
+told apart by `_variant`. Events within the allowed lateness update their closed window (rows
+flagged `_update`, keyed by group, window_start, window_end); later ones go to dead letters.
+Also: the columns the graph knows for such windows (and for `emit.early`) are the ones Spark produces.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.windows.harness import assert_rows_equal
+from tests.windows.oracle_late import simulate_updates
+from tests.windows.test_window_oracle import BATCHES, DELAY_S, HAVING_EARLY, having_early, make_spec, run_variants
+
+pytestmark = pytest.mark.spark
+
+LATENESS_S = 10
+EMIT = {"late": "update", "allowed_lateness": f"{LATENESS_S}s", "too_late": "dead_letter"}
+VARIANTS = {"tumbling": ("tumbling", None), "sliding": ("sliding", None), "session": ("session", None),
+            "having_tumbling": ("tumbling", HAVING_EARLY), "having_session": ("session", HAVING_EARLY)}
+
+
+def want(name):
+    kind, having = VARIANTS[name]
+    return simulate_updates(BATCHES, make_spec(kind), delay_ms=DELAY_S * 1000, lateness_ms=LATENESS_S * 1000,
+                            having=having_early if having else None)
+
+
+@pytest.fixture(scope="module")
+def update_rows(spark, tmp_path_factory):
+    variants = {name: make_spec(kind, emit=EMIT, **({"having": h} if h else {})) for name, (kind, h) in VARIANTS.items()}
+    return run_variants(spark, tmp_path_factory.mktemp("late_update"), variants, part="shared")
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_late_update(update_rows, name):
+    w = want(name)
+    rows = update_rows[name]
+    results = [{k: v for k, v in r.items() if not k.startswith("_etl")} for r in rows if r["_etl_err"] is None]
+    assert any(r["_update"] for r in w.final)  # the data has events within the allowed lateness...
+    assert w.late  # ... and beyond it
+    if name.startswith("having"):
+        assert any(r["_retract"] for r in w.final)
+    assert_rows_equal(results, w.final)
+    late = []
+    for r in rows:
+        if r["_etl_err"] is not None:
+            assert r["_etl_err"].startswith("late event") and "allowed lateness 10000 ms" in r["_etl_err"]
+            p = json.loads(r["_etl_payload"])
+            late.append({k: p.get(k) for k in ("k", "v", "x", "s", "ts")})
+    assert_rows_equal(late, w.late)
+
+
+def test_updates_read_as_upserts_leave_the_windows_of_all_events_in_time():
+    """Upserted by (k, window_start, window_end), the rows of a tumbling window leave, per window, the aggregate of
+    every event that came within the allowed lateness."""
+    from tests.windows import oracle
+
+    w = want("tumbling")
+    table: dict = {}
+    for r in w.final:
+        table[(r["k"], r["window_start"], r["window_end"])] = r
+    from collections import Counter
+
+    too_late = Counter(json.dumps(e, sort_keys=True) for e in w.late)
+    kept = []
+    for e in (e for b in BATCHES for e in b):
+        j = json.dumps(e, sort_keys=True)
+        if too_late[j]:
+            too_late[j] -= 1
+        else:
+            kept.append(e)
+    expect = oracle.simulate([kept], make_spec("tumbling"), delay_ms=0, rule="current", drain=True).final
+    last = max(e["ts"] for e in kept)  # the closing event's own window stays open
+    assert sorted((r["k"], r["window_start"], r["n"]) for r in table.values()) == \
+        sorted((r["k"], r["window_start"], r["n"]) for r in expect if r["window_end"] <= last)
+    assert sum(1 for r in w.final if r["_update"]) >= 3
+
+
+WINDOW_PIPE = """
+name: cols
+sources:
+  - id: gen
+    type: generator
+    count: 10
+    fields: {ts: {timestamp: event}, k: {choice: [a, b]}, v: {int_range: [1, 9]}}
+    event_time: {field: ts, watermark: 2s}
+transforms:
+  - id: early
+    type: window
+    input: gen
+    kind: tumbling
+    size: 1s
+    group_by: [k]
+    aggregates: [{fn: count_distinct, field: v, as: n}]
+    emit: {early: 1s}
+  - id: late
+    type: window
+    input: gen
+    kind: session
+    gap: 1s
+    group_by: [k]
+    aggregates: [{fn: count_distinct, field: v, as: n}, {fn: sum, field: v, as: s}]
+    emit: {late: update, allowed_lateness: 1m, every: 10s}
+  - {id: finals, type: filter, input: late, expr: "_final AND NOT _update"}
+sinks:
+  - {id: a, type: print, input: early}
+  - {id: b, type: print, input: finals}
+"""
+
+
+def test_graph_columns_are_the_columns_spark_produces(spark, tmp_path):
+    from etl.compile import CompileContext, Compiler
+    from tests.spark.helpers import checked
+
+    c = checked(tmp_path, WINDOW_PIPE)
+    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan}))
+    for node in ("early", "late"):
+        df = compiler.stream(node).out
+        assert list(dict(c.plan.graph.columns_of(node))) == df.columns
+        assert dict(c.plan.graph.columns_of(node)) == dict(df.dtypes)
+    assert list(dict(c.plan.graph.columns_of("late")))[-3:] == ["_final", "_retract", "_update"]
+
+
+IDLE = """
+name: idle
+sources:
+  - id: in
+    type: file
+    path: in
+    format: jsonl
+    schema: {k: string, ts: bigint}
+    event_time: {field: ts, watermark: 1s}
+transforms:
+  - {id: w, type: window, input: in, kind: tumbling, size: 1m, group_by: [k], aggregates: [{fn: count, as: n}],
+     emit: {early: 15s, timers: TIMERS}}
+sinks:
+  - {id: out, type: print, input: w}
+trigger: {mode: interval, interval: 200ms}
+"""
+
+
+@pytest.mark.parametrize("timers", ["processing", "event"])
+def test_early_row_of_an_idle_key_on_processing_time(spark, tmp_path, timers):
+    """Batch 0 gives key a its first provisional row at once; batch 1 (a moment later) changes it, held back by
+    `early: 15s`; then no more input. With processing-time timers the held-back row goes out within `early` of wall
+    clock; with event-time timers it waits for the watermark, which no longer moves."""
+    import threading
+    import time
+
+    from etl.runtime.runner import PipelineRun, RunOptions
+    from etl.runtime.testing import CaptureSink
+    from tests.spark.helpers import checked
+    from tests.windows.batches_source import write_batches
+
+    c = checked(tmp_path, IDLE.replace("TIMERS", timers))
+    write_batches(tmp_path / "b.json", [[{"k": "a", "ts": 1000}, {"k": "a", "ts": 2000}], [{"k": "a", "ts": 3000}]])
+
+    def source(ctx, node):
+        from etl.compile.watermark import with_event_time
+
+        df = (spark.readStream.format("etl_test_batches").option("path", str(tmp_path / "b.json"))
+              .option("schema", "k string, ts bigint").load())
+        return with_event_time(df, node, node.spec.event_time)
+
+    rows: list[dict] = []
+    r = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none", sources={"in": source},
+                                              sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows)))
+    r.start()
+    waiter = threading.Thread(target=r.wait)
+    waiter.start()
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not rows:
+            time.sleep(0.1)
+        deadline = time.monotonic() + 25  # `early` is 15 s; the rest is slack for a loaded machine
+        while time.monotonic() < deadline and not [x for x in rows if x["n"] == 3]:
+            time.sleep(0.1)
+        first = [x["n"] for x in rows]
+    finally:
+        r.request_stop()
+        waiter.join(120)
+    got = [(x["n"], x["_final"]) for x in rows]
+    if timers == "processing":
+        assert first[0] == 2 and got == [(2, False), (3, False)]
+    else:
+        assert got == [(2, False)]
+
+
+def test_processing_timers_refused_by_available_now_runs(spark, tmp_path):
+    from etl.compile.context import CompileError
+    from etl.runtime.runner import PipelineRun, RunOptions
+    from tests.spark.helpers import checked
+
+    c = checked(tmp_path, IDLE.replace("TIMERS", "processing"))
+    (tmp_path / "in").mkdir()
+    for opts in ({"once": True}, {"drain": True}):
+        r = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none", **opts))
+        try:
+            r.start()
+            raise AssertionError("not refused")
+        except CompileError as e:
+            assert e.code == "E400" and e.field == "emit" and "needs a continuous run" in e.message
+        finally:
+            r.close()
+
+
+def test_state_engine_refuses_a_complex_aggregate_field_with_e404(spark, tmp_path):
+    from etl.compile import CompileContext, CompileError, Compiler
+    from tests.spark.helpers import checked
+
+    pipe = WINDOW_PIPE.replace("  - id: early\n", "  - {id: arr, type: derive, input: gen, columns: {vs: \"array(v)\"}}\n"
+                                                  "  - id: early\n", 1)
+    pipe = pipe.replace("input: gen\n    kind: tumbling", "input: arr\n    kind: tumbling", 1)
+    pipe = pipe.replace("aggregates: [{fn: count_distinct, field: v, as: n}]\n    emit: {early: 1s}",
+                        "aggregates: [{fn: max, field: vs, as: n}]\n    emit: {early: 1s}", 1)
+    c = checked(tmp_path, pipe)
+    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan}))
+    with pytest.raises(CompileError) as e:
+        compiler.stream("early")
+    assert e.value.code == "E404" and e.value.field == "aggregates"
+    assert "aggregate max over 'vs' (array<bigint>)" in e.value.message
