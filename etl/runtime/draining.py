@@ -26,7 +26,7 @@ class Drain:
     def _processing_timers(self) -> bool:
         from etl.compile.windowing import choose_timers
 
-        trigger = self.run.compiler.ctx.options.get("trigger")
+        trigger = self.run.compiler.ctx.trigger
         return any(n.type == "window" and choose_timers(n.spec, trigger) == "processing"
                    for n in self.run.graph.of_kind("transform"))
 

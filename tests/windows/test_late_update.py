@@ -119,7 +119,7 @@ def test_graph_columns_are_the_columns_spark_produces(spark, tmp_path):
     from tests.spark.helpers import checked
 
     c = checked(tmp_path, WINDOW_PIPE)
-    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan}))
+    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan))
     for node in ("early", "late"):
         df = compiler.stream(node).out
         assert list(dict(c.plan.graph.columns_of(node))) == df.columns
@@ -220,7 +220,7 @@ def test_state_engine_refuses_a_complex_aggregate_field_with_e404(spark, tmp_pat
     pipe = pipe.replace("aggregates: [{fn: count_distinct, field: v, as: n}]\n    emit: {early: 1s}",
                         "aggregates: [{fn: max, field: vs, as: n}]\n    emit: {early: 1s}", 1)
     c = checked(tmp_path, pipe)
-    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), {"plan": c.plan}))
+    compiler = Compiler(CompileContext(spark, c.plan.graph, str(tmp_path / "ck"), plan=c.plan))
     with pytest.raises(CompileError) as e:
         compiler.stream("early")
     assert e.value.code == "E404" and e.value.field == "aggregates"
