@@ -204,13 +204,15 @@ def siblings(ctx: CompileContext, node: Node) -> list[Node]:
     whose rules run in the JVM (etl.compile.rules_jvm) shares no pass: it is alone, and not in others' groups."""
     from etl.compile.rule_programs import rule_set
     from etl.compile.rules_jvm import eligible
+    from etl.compile.rules_jvm_multi import unfit
 
     key = _input_key(node)
     if key is None:
         return [node]
     group = [n for n in ctx.graph.nodes.values()
              if n.type == "filter" and n.spec.has_rules and _input_key(n) == key
-             and not eligible(ctx.spark, rule_set(ctx, n).program)]
+             and not eligible(ctx.spark, rule_set(ctx, n).program)
+             and unfit(ctx.spark, rule_set(ctx, n).program) is not None]
     return group if len(group) >= 2 and node in group else [node]
 
 
@@ -254,6 +256,10 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
         from etl.compile.rules_jvm import verdict as jvm_verdict
 
         got = jvm_verdict(program, df, tags, rest)
+        if got is None:  # several fields (etl.compile.rules_jvm_multi)
+            from etl.compile.rules_jvm_multi import verdict as multi_verdict
+
+            got = multi_verdict(program, df, tags, rest)
         undecided = False  # the JVM decides every row (a rule set past its step budget moves to Hyperscan)
         if got is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
             bc = ship(ctx, node.id, program.digest, program)

@@ -1,0 +1,193 @@
+"""A FilterProgram over several string fields for the JVM rule path (etl/jvm/RuleMatch.java): the program file.
+
+:mod:`etl.optimize.jvmprogram` takes rule sets whose predicates are all patterns
+on one field. This module takes rule sets over any number of string fields
+whose predicates are patterns, string comparisons and null tests (Sigma rule
+sets: ``Image`` ends with, ``CommandLine`` contains, ``OriginalFileName``
+equals ...), each predicate read from its own field (the field's position in
+:attr:`MultiPlan.fields`, the struct RuleMatch's ``anyRow``/``idsRow`` get).
+Every field must be a string column (checked at compile time): a value is
+then text or null, so ``eq``/``in`` members, ``ne`` values and range bounds
+that are numbers or bools never equal a value (``ne`` holds on every text),
+as in :mod:`etl.optimize.reference`.
+
+The file is the format of :mod:`etl.optimize.jvmprogram` (its L, F, S, P and R
+lines; a P line gets the field's position as a 7th item) plus:
+
+    D <number of fields>
+    G <F code point>:<the ASCII letter it matches caselessly>, ...  (hex)
+    N <field> <kind> <predicates> <needle> <c or s> <anchor>
+        a needle: kind e (equals), b (starts with), x (ends with), c (contains), caseless (c: ASCII letters
+        fold; the needle's other characters have no case variants in Python, else it is a pattern) or cased.
+        It is found through its 3 bytes at the anchor (ASCII letters lower-cased; -1: shorter than 3 bytes,
+        checked on every value). On a value holding an F code point, caseless needles are compared with the
+        value whose F code points are replaced by their ASCII letters (exact: no needle character is one).
+    U <field> <n or v> <predicates>     is null / is not null
+    C <field> <op> <predicates> <text>  gt, ge, lt, le against a text, in code point (UTF-8 byte) order
+
+``ne`` on text is written into the trees as ``and(not null, not equal)`` over
+an extra predicate (L counts them). cidr and derivations (``apply``) keep the
+rule set on the Python path: :func:`multi_plan` says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from etl.optimize.hsregex import _literal_ranges, op_regex
+from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred
+from etl.optimize.javaregex import shared, translate, unsupported_reason
+from etl.optimize.jvmprogram import _hex, _literals, _tree, folding_into_ascii
+from etl.optimize.ruletree import fold
+
+_NEEDLE_KIND = {"eq": "e", "starts_with": "b", "ends_with": "x", "contains": "c"}
+_CMP = ("gt", "ge", "lt", "le")
+
+
+@dataclass(frozen=True)
+class MultiPlan:
+    fields: tuple[str, ...]  # the fields the program reads, in the order of the struct RuleMatch gets
+    body: str | None  # the program file's text; None when the program is not eligible
+    reason: str | None = None  # why not
+    regexes: tuple[str, ...] = ()  # the patterns it runs (Python regex text), in the program file's order
+
+
+def _fold_trivial(s: str) -> bool:
+    """Does a byte comparison with ASCII letters lower-cased decide Python's caseless match of this needle, on
+    values without F code points? (each non-ASCII character matches only itself)"""
+    return all(ord(c) < 0x80 or _literal_ranges(ord(c), re.IGNORECASE) == ((ord(c), ord(c)),) for c in s)
+
+
+def _gram(b: bytes, k: int) -> bytes:
+    return b[k:k + 3].lower()
+
+
+class _Writer:
+    def __init__(self, program: FilterProgram):
+        self.program = program
+        self.fields: list[str] = sorted({p.key.field for p in program.predicates})
+        self.lines: list[str] = []
+        self.classes: dict[int, str] = {}
+        self.regexes: list[str] = []
+        self.needles: dict[tuple, list[int]] = {}  # (field, kind, caseless, needle) -> predicates
+        self.extra = len(program.predicates)
+        self.rewrite: dict[int, Expr] = {}
+
+    def pattern(self, leaves: list[int], field: int, regex: str, flags: int) -> None:
+        why = unsupported_reason(regex, flags, deep=True)
+        if why is not None:
+            raise _Unfit(f"pattern {regex!r} has {why}")
+        t = translate(regex, flags, deep=True)
+        for n, text in shared(t.ascii + t.unicode).items():
+            if n not in self.classes:
+                self.classes[n] = text
+                self.lines.append(f"S {n} {_hex(text)}")
+        self.lines.append(f"P {','.join(map(str, leaves))} {_hex(t.ascii)} {_hex(t.unicode)} "
+                          f"{_literals(regex, flags)} {'c' if t.caseless else 's'} {field}")
+        self.regexes.append(regex)
+
+    def predicate(self, index: int) -> None:
+        key = self.program.predicates[index].key
+        if key.derivations:
+            raise _Unfit(f"a derivation ({', '.join(key.derivations)}) of field {key.field}")
+        f = self.fields.index(key.field)
+        op, v = key.op, key.value
+        if op == "is_null":
+            self.lines.append(f"U {f} n {index}")
+        elif op in ("not_null", "has_text"):
+            self.lines.append(f"U {f} v {index}")
+        elif op in _CMP:
+            if isinstance(v, str):  # a number bound never holds on text
+                self.lines.append(f"C {f} {op} {index} {_hex(v)}")
+        elif op in ("eq", "in"):
+            for member in (v if op == "in" else (v,)):
+                if isinstance(member, str):
+                    self.needle(index, f, "eq", member, key.caseless)
+        elif op == "ne":
+            if not isinstance(v, str):
+                self.lines.append(f"U {f} v {index}")  # text never equals a number or a bool
+                return
+            not_null, equal = self.extra, self.extra + 1
+            self.extra += 2
+            self.lines.append(f"U {f} v {not_null}")
+            self.needle(equal, f, "eq", v, key.caseless)
+            self.rewrite[index] = And((Pred(not_null), Not(Pred(equal))))
+        elif op in ("regex", "like"):
+            self.pattern([index], f, op_regex(op, v), re.IGNORECASE if key.caseless else 0)
+        elif op in _NEEDLE_KIND:
+            self.needle(index, f, op, v, key.caseless)
+        else:
+            raise _Unfit(f"{op} predicates run in the Python matcher")
+
+    def needle(self, leaf: int, field: int, op: str, text: str, caseless: bool) -> None:
+        if caseless and not _fold_trivial(text):  # a character with case variants beyond ASCII: a pattern
+            regex = "\\A(?:" + re.escape(text) + ")\\Z" if op == "eq" else op_regex(op, text)
+            self.pattern([leaf], field, regex, re.IGNORECASE)
+            return
+        self.needles.setdefault((field, _NEEDLE_KIND[op], caseless, text), []).append(leaf)
+
+    def write_needles(self) -> None:
+        uses: Counter = Counter()
+        anchors: dict[tuple, int] = {}
+        for key in self.needles:
+            field, kind, _c, text = key
+            b = text.encode("utf-8")
+            if kind == "c":
+                options = range(len(b) - 2)
+                uses.update((field, _gram(b, k)) for k in options)
+        for key in self.needles:
+            field, kind, _c, text = key
+            b = text.encode("utf-8")
+            if kind == "c":
+                options = range(len(b) - 2)
+                # the least shared 3 characters: fewer needles to compare on a hit
+                anchors[key] = min(options, key=lambda k: (uses[(field, _gram(b, k))], k)) if options else -1
+            elif kind == "x":
+                anchors[key] = len(b) - 3 if len(b) >= 3 else -1
+            else:
+                anchors[key] = 0 if len(b) >= 3 else -1
+        for key, leaves in self.needles.items():
+            field, kind, caseless, text = key
+            self.lines.append(f"N {field} {kind} {','.join(map(str, leaves))} {_hex(text) or '-'} "
+                              f"{'c' if caseless else 's'} {anchors[key]}")
+
+    def tree(self, e: Expr) -> Expr:
+        if isinstance(e, Pred):
+            return self.rewrite.get(e.index, e)
+        if isinstance(e, Not):
+            return Not(self.tree(e.child))
+        if isinstance(e, Const):
+            return e
+        return type(e)(tuple(self.tree(c) for c in e.children))
+
+
+def _ascii_of(c: int) -> str:
+    """The ASCII letter (lower case) Python matches caselessly with the non-ASCII character c."""
+    return next(chr(a) for a in range(ord("a"), ord("z") + 1) if any(lo <= c <= hi for lo, hi in _literal_ranges(a, re.IGNORECASE)))
+
+
+class _Unfit(Exception):
+    pass
+
+
+def multi_plan(program: FilterProgram) -> MultiPlan:
+    """The program file for RuleMatch's several-field entries, or why the program stays on the Python path."""
+    w = _Writer(program)
+    try:
+        for p in program.predicates:
+            w.predicate(p.index)
+        w.write_needles()
+    except _Unfit as e:
+        return MultiPlan(tuple(w.fields), None, str(e))
+    folds = folding_into_ascii()
+    head = [f"L {w.extra}", "F " + ",".join(f"{c:x}" for c in folds),
+            "G " + ",".join(f"{c:x}:{ord(_ascii_of(c)):x}" for c in folds), f"D {len(w.fields)}"]
+    for r in program.rules:
+        empty = fold(r.expr, lambda i: False)
+        always = not (isinstance(empty, Const) and empty.value is False)
+        toks: list[str] = []
+        _tree(w.tree(r.expr), toks)
+        w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}")
+    return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes))
