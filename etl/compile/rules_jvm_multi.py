@@ -53,17 +53,26 @@ def unfit(spark: Any, program: Any, df: Any = None) -> str | None:
     if plan.body is None:
         return plan.reason
     if df is not None:
-        from pyspark.sql import functions as F
         from pyspark.sql.types import StringType
 
         for f in plan.fields:
-            try:
-                dtype = df.select(F.col(f)).schema.fields[0].dataType
-            except Exception:  # noqa: BLE001 - a field the frame does not have: the Python matcher reads it as null
-                return f"the events have no field {f}"
-            if not isinstance(dtype, StringType):
+            col = _column(df, f)
+            if col is not None and not isinstance(df.select(col).schema.fields[0].dataType, StringType):
                 return f"field {f} is not a string column"
     return None
+
+
+def _column(df: Any, field: str) -> Any:
+    """The frame's column for a field (a top-level name, else a nested path), or None when it has none (the
+    field is then null, as the reference interpreter reads a missing field)."""
+    from pyspark.sql import functions as F
+
+    col = F.col(f"`{field}`") if field in df.columns else F.col(field)
+    try:
+        df.select(col).schema
+    except Exception:  # noqa: BLE001 - AnalysisException: no such field
+        return None
+    return col
 
 
 def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
@@ -77,7 +86,8 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
     from etl.compile import jvm
 
     plan = plan_of(program)
-    values = F.struct(*[F.col(f).alias(f"f{i}") for i, f in enumerate(plan.fields)])
+    cols = [_column(df, f) for f in plan.fields]
+    values = F.struct(*[(F.lit(None).cast("string") if c is None else c).alias(f"f{i}") for i, c in enumerate(cols)])
     file = jvm.ship_text(spark, "rules", plan.body)
     rules_jvm._FILES[file] = (rules_jvm._key(program), plan)  # its demote finds the pattern by the file
     name = F.lit(file)

@@ -193,7 +193,6 @@ public final class RuleMatch {
             value = v;
             text = null;
             textSet = false;  // the chars the patterns read are made when the first one runs
-            for (int i : fl.unconditional) test(i);
             // a value holding a character an ASCII letter matches caselessly (the Kelvin sign): the literals and
             // byte comparisons of caseless parts do not hold, their patterns decide
             boolean folded = !asc && (fl.caseless.length > 0 || fl.caselessAll.length > 0) && folds(text());
@@ -205,21 +204,26 @@ public final class RuleMatch {
                 byte[] f = p.folded(text());
                 for (RuleProgram.Needle nd : fl.caselessAll) if (nd.holds(f, f.length)) set(nd.leaves);
             }
+            for (int i : fl.unconditional) {
+                if (patternStamp[i] == epoch) continue;
+                patternStamp[i] = epoch;
+                if (LiteralPrefilter.Grams.holds(b, n, p.rest[i])) test(i);
+            }
+            if (!asc) for (int i : fl.nonAscii) test(i);
             for (RuleProgram.Compare c : fl.compares) if (c.holds(b, n)) set(c.leaves);
             for (RuleProgram.Needle nd : fl.loose) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
-            if (n >= 3) {
-                RuleProgram.Needle[] hs = fl.heads.isEmpty() ? null : fl.heads.get(RuleProgram.key(b, 0));
-                if (hs != null) {
-                    for (RuleProgram.Needle nd : hs) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
-                }
-                hs = fl.tails.isEmpty() ? null : fl.tails.get(RuleProgram.key(b, n - 3));
-                if (hs != null) {
-                    for (RuleProgram.Needle nd : hs) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
-                }
-            }
+            for (int m : fl.heads.lengths) if (m <= n) affix(fl.heads.get(b, 0, m), b, n, folded);
+            for (int m : fl.tails.lengths) if (m <= n) affix(fl.tails.get(b, n - m, m), b, n, folded);
             if (fl.short_) shortNeedles(fl, b, n, folded);
             for (int i = 0; i + 3 <= n; i++) {
                 int g = RuleProgram.key(b, i), h = RuleProgram.slot(g);
+                if (fl.has4 && i + 4 <= n) {
+                    int g4 = (g << 8) | RuleProgram.low(b[i + 3]), h4 = RuleProgram.slot(g4);
+                    if ((fl.grams4[h4 >>> 6] & (1L << h4)) != 0) {
+                        RuleProgram.Needle[] cs = fl.contains4.get(g4);
+                        if (cs != null) mark(cs, b, n, i, folded);
+                    }
+                }
                 if ((fl.grams[h >>> 6] & (1L << h)) == 0) continue;
                 RuleProgram.Needle[] cs = fl.contains.get(g);
                 if (cs != null) mark(cs, b, n, i, folded);
@@ -236,6 +240,11 @@ public final class RuleMatch {
                 }
             }
             value = null;
+        }
+
+        private void affix(RuleProgram.Needle[] hs, byte[] b, int n, boolean folded) {
+            if (hs == null) return;
+            for (RuleProgram.Needle nd : hs) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
         }
 
         /** The contains needles of 1 or 2 bytes: found by a table of bytes and a bitset of pairs. */

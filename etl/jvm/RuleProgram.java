@@ -93,16 +93,110 @@ final class RuleProgram {
         }
     }
 
+    /**
+     * Needles found by their first (equals, starts with) or last (ends with) bytes: a needle is filed under its
+     * first or last L = min(length, LONGEST) bytes (ASCII letters lower-cased), a value is looked up once per L
+     * some needle has (many needles end in ".exe": 3 bytes would leave them all to compare).
+     */
+    static final class Affixes {
+        static final int LONGEST = 8;
+        private final Map<Long, List<Needle>> building = new HashMap<>();
+        private long[] keys = new long[0];
+        private Needle[][] values = new Needle[0][];
+        int[] lengths = new int[0];  // the values of L in use
+
+        void add(Needle nd, int from) {
+            int m = Math.min(nd.text.length, LONGEST);
+            if (Arrays.stream(lengths).noneMatch(x -> x == m)) {
+                lengths = Arrays.copyOf(lengths, lengths.length + 1);
+                lengths[lengths.length - 1] = m;
+            }
+            building.computeIfAbsent(hash(nd.text, from, m), x -> new ArrayList<>()).add(nd);
+        }
+
+        void seal() {
+            int cap = Integer.highestOneBit(Math.max(4, building.size() * 2)) * 2;
+            keys = new long[cap];
+            values = new Needle[cap][];
+            for (Map.Entry<Long, List<Needle>> e : building.entrySet()) {
+                int i = slot(e.getKey(), cap);
+                while (values[i] != null) i = (i + 1) & (cap - 1);
+                keys[i] = e.getKey();
+                values[i] = e.getValue().toArray(new Needle[0]);
+            }
+            building.clear();
+        }
+
+        /** The needles filed under the m bytes at `from` of the value (null: none). */
+        Needle[] get(byte[] b, int from, int m) {
+            long h = hash(b, from, m);
+            int cap = keys.length;
+            for (int i = slot(h, cap); values[i] != null; i = (i + 1) & (cap - 1)) if (keys[i] == h) return values[i];
+            return null;
+        }
+
+        static long hash(byte[] b, int from, int m) {
+            long h = m;
+            for (int j = 0; j < m; j++) h = h * 257 + low(b[from + j]);
+            return h * 0x9E3779B97F4A7C15L;
+        }
+
+        private static int slot(long h, int cap) {
+            return (int) (h >>> 40) & (cap - 1);
+        }
+    }
+
+    /** An int -> value map without boxing (open addressing; filled once, then read). */
+    static final class IntTable<V> {
+        private int[] keys = new int[8];
+        private Object[] values = new Object[8];
+        private int size;
+
+        void put(int key, V value) {
+            if (2 * (size + 1) > keys.length) grow();
+            int i = slot(key);
+            while (values[i] != null && keys[i] != key) i = (i + 1) & (keys.length - 1);
+            if (values[i] == null) size++;
+            keys[i] = key;
+            values[i] = value;
+        }
+
+        @SuppressWarnings("unchecked")
+        V get(int key) {
+            for (int i = slot(key); values[i] != null; i = (i + 1) & (keys.length - 1)) {
+                if (keys[i] == key) return (V) values[i];
+            }
+            return null;
+        }
+
+        private int slot(int key) {
+            return ((key * 0x9E3779B1) >>> 8) & (keys.length - 1);
+        }
+
+        @SuppressWarnings("unchecked")
+        private void grow() {
+            int[] k = keys;
+            Object[] v = values;
+            keys = new int[2 * k.length];
+            values = new Object[2 * k.length];
+            size = 0;
+            for (int i = 0; i < k.length; i++) if (v[i] != null) put(k[i], (V) v[i]);
+        }
+    }
+
     /** What one field's values are tested for. */
     static final class Field {
-        int[] unconditional = new int[0];  // patterns without a literal: run on every value
+        int[] unconditional = new int[0];  // patterns without a 3-character literal: run on every value its needs hold
+        int[] nonAscii = new int[0];  // patterns that cannot match an ASCII value
         int[] caseless = new int[0];  // patterns run on every value holding a folding character
         final long[] grams = new long[1 << 14];  // hashed 3-byte keys (see `key`) of literals and needles
-        final Map<Integer, byte[][]> literals = new HashMap<>();  // 3-gram -> pattern literals starting with it
-        final Map<Integer, int[][]> literalPatterns = new HashMap<>();  // ... -> the patterns of each
-        final Map<Integer, Needle[]> contains = new HashMap<>();  // 3-gram -> contains needles anchored on it
-        final Map<Integer, Needle[]> heads = new HashMap<>();  // first 3 characters -> equals/starts with
-        final Map<Integer, Needle[]> tails = new HashMap<>();  // last 3 characters -> ends with
+        final IntTable<byte[][]> literals = new IntTable<>();  // 3-gram -> pattern literals starting with it
+        final IntTable<int[][]> literalPatterns = new IntTable<>();  // ... -> the patterns of each
+        final IntTable<Needle[]> contains = new IntTable<>();  // 3-gram -> contains needles of 3 bytes
+        final IntTable<Needle[]> contains4 = new IntTable<>();  // 4 bytes -> longer contains needles anchored there
+        final long[] grams4 = new long[1 << 14];  // hashed 4-byte keys of those
+        boolean has4;
+        final Affixes heads = new Affixes(), tails = new Affixes();  // equals/starts with, ends with
         final Map<Integer, Needle[]> pairs = new HashMap<>();  // 2 bytes -> contains needles of 2 bytes
         final long[] pairBits = new long[1 << 10];
         final Needle[][] singles = new Needle[256][];  // 1 byte -> contains needles of 1 byte
@@ -154,12 +248,13 @@ final class RuleProgram {
         }
         leaves = nLeaves;
         fields = new Field[nFields];
-        List<List<Integer>> uncond = new ArrayList<>(), folds = new ArrayList<>();
+        List<List<Integer>> uncond = new ArrayList<>(), folds = new ArrayList<>(), wide = new ArrayList<>();
         List<Map<String, List<Integer>>> byLiteral = new ArrayList<>();
         for (int k = 0; k < nFields; k++) {
             fields[k] = new Field();
             uncond.add(new ArrayList<>());
             folds.add(new ArrayList<>());
+            wide.add(new ArrayList<>());
             byLiteral.add(new HashMap<>());
         }
         int n = pats.size();
@@ -178,6 +273,14 @@ final class RuleProgram {
             rest[i] = new byte[0][][];
             if (f[4].equals("-")) {
                 uncond.get(field).add(i);
+            } else if (f[4].equals("u")) {
+                wide.get(field).add(i);
+            } else if (f[4].startsWith("*")) {  // needs of 1 or 2 characters: checked before the pattern runs
+                uncond.get(field).add(i);
+                if (f[5].equals("c")) folds.get(field).add(i);
+                String[] needs = f[4].split(";");
+                rest[i] = new byte[needs.length - 1][][];
+                for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
             } else {
                 if (f[5].equals("c")) folds.get(field).add(i);
                 String[] needs = f[4].split(";");
@@ -192,6 +295,7 @@ final class RuleProgram {
             Field fl = fields[k];
             fl.unconditional = uncond.get(k).stream().mapToInt(Integer::intValue).toArray();
             fl.caseless = folds.get(k).stream().mapToInt(Integer::intValue).toArray();
+            fl.nonAscii = wide.get(k).stream().mapToInt(Integer::intValue).toArray();
             Map<Integer, List<byte[]>> lits = new HashMap<>();
             Map<Integer, List<int[]>> litPats = new HashMap<>();
             for (Map.Entry<String, List<Integer>> e : byLiteral.get(k).entrySet()) {
@@ -219,6 +323,8 @@ final class RuleProgram {
             ids[r] = UTF8String.fromString(text(f[1]));
             if (f[2].equals("1")) alw.add(r);
             String[] toks = f[3].split(",");
+            int[] triggers = f.length > 4 ? ints(f[4]) : null;  // leaves one of which holds when the rule does
+            if (triggers != null) for (int l : triggers) if (!byLeaf.get(l).contains(r)) byLeaf.get(l).add(r);
             kinds[r] = new int[toks.length];
             args[r] = new int[toks.length];
             for (int k = 0; k < toks.length; k++) {
@@ -226,7 +332,7 @@ final class RuleProgram {
                 char c = t.charAt(0);
                 kinds[r][k] = c == 'P' ? LEAF : c == 'T' ? TRUE : c == 'F' ? FALSE : c == 'N' ? NOT : c == 'A' ? AND : OR;
                 if (t.length() > 1) args[r][k] = Integer.parseInt(t.substring(1));
-                if (c == 'P' && !byLeaf.get(args[r][k]).contains(r)) byLeaf.get(args[r][k]).add(r);
+                if (c == 'P' && triggers == null && !byLeaf.get(args[r][k]).contains(r)) byLeaf.get(args[r][k]).add(r);
             }
             ends[r] = new int[toks.length];
             end(r, 0);
@@ -259,37 +365,43 @@ final class RuleProgram {
                 Needle nd = new Needle(count++, f);
                 if (nd.caseless) caseless.get(k).add(nd);
                 int m = nd.text.length;
-                if (nd.anchor < 0 && nd.kind == CONTAINS && (m == 1 || m == 2)) {
+                if (nd.kind == STARTS || nd.kind == EQ) {
+                    fl.heads.add(nd, 0);
+                } else if (nd.kind == ENDS) {
+                    fl.tails.add(nd, m - Math.min(m, Affixes.LONGEST));
+                } else if (m == 0) {
+                    loose.get(k).add(nd);
+                } else if (m < 3) {
                     fl.short_ = true;
                     int g = m == 1 ? nd.text[0] & 0xff : ((nd.text[0] & 0xff) << 8) | (nd.text[1] & 0xff);
                     if (m == 2) fl.pairBits[g >>> 6] |= 1L << g;
                     maps.get(3 * k).computeIfAbsent(m == 1 ? ~g : g | 1 << 30, x -> new ArrayList<>()).add(nd);
-                    continue;
+                } else if (m == 3) {
+                    int g = key(nd.text, 0);
+                    fl.grams[slot(g) >>> 6] |= 1L << slot(g);
+                    maps.get(3 * k).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
+                } else {
+                    int g = key4(nd.text, nd.anchor);
+                    fl.has4 = true;
+                    fl.grams4[slot(g) >>> 6] |= 1L << slot(g);
+                    maps.get(3 * k + 1).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
                 }
-                if (nd.anchor < 0) {
-                    loose.get(k).add(nd);
-                    continue;
-                }
-                int g = key(nd.text, nd.anchor);
-                int which = nd.kind == CONTAINS ? 0 : nd.kind == ENDS ? 2 : 1;
-                if (which == 0) fl.grams[slot(g) >>> 6] |= 1L << slot(g);
-                maps.get(3 * k + which).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
             }
         }
         for (int k = 0; k < fields.length; k++) {
             fields[k].loose = loose.get(k).toArray(new Needle[0]);
             fields[k].caselessAll = caseless.get(k).toArray(new Needle[0]);
-            Map<?, ?>[] into = {fields[k].contains, fields[k].heads, fields[k].tails};
-            for (int w = 0; w < 3; w++) {
-                @SuppressWarnings("unchecked")
-                Map<Integer, Needle[]> m = (Map<Integer, Needle[]>) into[w];
-                for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k + w).entrySet()) {
-                    Needle[] nds = e.getValue().toArray(new Needle[0]);
-                    int g = e.getKey();
-                    if (w == 0 && g < 0) fields[k].singles[~g] = nds;
-                    else if (w == 0 && (g & 1 << 30) != 0) fields[k].pairs.put(g & ~(1 << 30), nds);
-                    else m.put(g, nds);
-                }
+            fields[k].heads.seal();
+            fields[k].tails.seal();
+            for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k).entrySet()) {
+                Needle[] nds = e.getValue().toArray(new Needle[0]);
+                int g = e.getKey();
+                if (g < 0) fields[k].singles[~g] = nds;
+                else if ((g & 1 << 30) != 0) fields[k].pairs.put(g & ~(1 << 30), nds);
+                else fields[k].contains.put(g, nds);
+            }
+            for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k + 1).entrySet()) {
+                fields[k].contains4.put(e.getKey(), e.getValue().toArray(new Needle[0]));
             }
         }
         return count;
@@ -340,6 +452,10 @@ final class RuleProgram {
     /** The 3 bytes at i, ASCII letters lower-cased, as one number (what literals and needles are found by). */
     static int key(byte[] b, int i) {
         return (low(b[i]) << 16) | (low(b[i + 1]) << 8) | low(b[i + 2]);
+    }
+
+    static int key4(byte[] b, int i) {
+        return (key(b, i) << 8) | low(b[i + 3]);
     }
 
     static int low(byte x) {

@@ -33,13 +33,16 @@ rule set on the Python path: :func:`multi_plan` says why.
 from __future__ import annotations
 
 import re
+import re._constants as C  # type: ignore[import-not-found]
+import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections import Counter
 from dataclasses import dataclass
 
-from etl.optimize.hsregex import _literal_ranges, op_regex
-from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred
+from etl.optimize.hsregex import _class_ranges, _literal_ranges, op_regex
+from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
 from etl.optimize.javaregex import shared, translate, unsupported_reason
 from etl.optimize.jvmprogram import _hex, _literals, _tree, folding_into_ascii
+from etl.optimize.literals import MAX_NEEDS, literal_options
 from etl.optimize.ruletree import fold
 
 _NEEDLE_KIND = {"eq": "e", "starts_with": "b", "ends_with": "x", "contains": "c"}
@@ -52,6 +55,7 @@ class MultiPlan:
     body: str | None  # the program file's text; None when the program is not eligible
     reason: str | None = None  # why not
     regexes: tuple[str, ...] = ()  # the patterns it runs (Python regex text), in the program file's order
+    needles: int = 0  # the string comparisons it makes (N lines)
 
 
 def _fold_trivial(s: str) -> bool:
@@ -61,7 +65,15 @@ def _fold_trivial(s: str) -> bool:
 
 
 def _gram(b: bytes, k: int) -> bytes:
-    return b[k:k + 3].lower()
+    return b[k:k + 4].lower()
+
+
+_COMMON = frozenset(b"\\.:/ -_eiaosntrlcmwdx")
+
+
+def _common(window: bytes) -> int:
+    """How ordinary the bytes are in paths and command lines (a needle is found through its least ordinary)."""
+    return sum(1 for x in window.lower() if x in _COMMON)
 
 
 class _Writer:
@@ -85,7 +97,7 @@ class _Writer:
                 self.classes[n] = text
                 self.lines.append(f"S {n} {_hex(text)}")
         self.lines.append(f"P {','.join(map(str, leaves))} {_hex(t.ascii)} {_hex(t.unicode)} "
-                          f"{_literals(regex, flags)} {'c' if t.caseless else 's'} {field}")
+                          f"{_needs(regex, flags)} {'c' if t.caseless else 's'} {field}")
         self.regexes.append(regex)
 
     def predicate(self, index: int) -> None:
@@ -135,15 +147,16 @@ class _Writer:
             field, kind, _c, text = key
             b = text.encode("utf-8")
             if kind == "c":
-                options = range(len(b) - 2)
-                uses.update((field, _gram(b, k)) for k in options)
+                uses.update((field, _gram(b, k)) for k in range(len(b) - 3))
         for key in self.needles:
             field, kind, _c, text = key
             b = text.encode("utf-8")
             if kind == "c":
-                options = range(len(b) - 2)
-                # the least shared 3 characters: fewer needles to compare on a hit
-                anchors[key] = min(options, key=lambda k: (uses[(field, _gram(b, k))], k)) if options else -1
+                # 4 bytes (3 for a needle of 3): those least common in paths and command lines, then least shared
+                # with other needles: fewer values and needles to compare on a hit
+                options = range(len(b) - 3) or range(len(b) - 2)
+                anchors[key] = min(options, key=lambda k: (_common(b[k:k + 4]), uses[(field, _gram(b, k))], k),
+                                   default=-1)
             elif kind == "x":
                 anchors[key] = len(b) - 3 if len(b) >= 3 else -1
             else:
@@ -161,6 +174,72 @@ class _Writer:
         if isinstance(e, Const):
             return e
         return type(e)(tuple(self.tree(c) for c in e.children))
+
+
+def _needs(regex: str, flags: int) -> str:
+    """jvmprogram's needs of the pattern; else ``u`` when it cannot match an ASCII value; else ``*;`` and needs
+    of 1 or 2 characters (checked before the pattern runs); else ``-`` (it runs on every value)."""
+    got = _literals(regex, flags)
+    if got != "-":
+        return got
+    parsed = sre_parse.parse(regex, flags)
+    if _no_ascii(list(parsed), int(parsed.state.flags)):
+        return "u"
+    short = sorted(literal_options(regex, flags, False, 1), key=lambda n: (-min(map(len, n)), len(n), sorted(n)))
+    if not short:
+        return "-"
+    return "*;" + ";".join(",".join(_hex(x) for x in sorted(need)) for need in short[:MAX_NEEDS])
+
+
+def _no_ascii(items: list, flags: int) -> bool:
+    """Does every match of the sequence hold a non-ASCII character? (a mandatory part that matches none)"""
+    for op, av in items:
+        if op is C.LITERAL and all(lo >= 0x80 for lo, _hi in _literal_ranges(av, flags)):
+            return True
+        if op is C.IN and all(lo >= 0x80 for lo, _hi in _class_ranges(av, flags)):
+            return True
+        if op is C.SUBPATTERN and _no_ascii(list(av[3]), (flags | av[1]) & ~av[2]):
+            return True
+        if op is C.BRANCH and all(_no_ascii(list(b), flags) for b in av[1]):
+            return True
+        if op in (C.MAX_REPEAT, C.MIN_REPEAT) and av[0] >= 1 and _no_ascii(list(av[2]), flags):
+            return True
+    return False
+
+
+def _triggers(tree: Expr, program: FilterProgram) -> list[int] | None:
+    """The predicates of the rule's likely rarest mandatory part without `not` (a conjunct of the top-level
+    `and`): when the rule holds, one of them does, so the rule is evaluated only on rows where one holds. None:
+    every predicate of the rule (no such part)."""
+    best: tuple[float, list[int]] | None = None
+    for c in tree.children if isinstance(tree, And) else (tree,):
+        if not _positive(c):
+            continue
+        ls = leaves(c)
+        score = sum(_likely(program, i) for i in ls)
+        if ls and (best is None or score < best[0]):
+            best = (score, ls)
+    return None if best is None else best[1]
+
+
+def _positive(e: Expr) -> bool:
+    """No `not` and no constant true inside: the tree holds only when one of its predicates does."""
+    if isinstance(e, Not) or (isinstance(e, Const) and e.value):
+        return False
+    return isinstance(e, (Pred, Const)) or all(_positive(c) for c in e.children)
+
+
+def _likely(program: FilterProgram, i: int) -> float:
+    """A guess of how often predicate i holds: a null test often, an equality rarely, a needle the less often
+    the longer it is."""
+    if i >= len(program.predicates):
+        return 1.0
+    key = program.predicates[i].key
+    if key.op in ("eq", "in", "ne"):
+        return 0.01 * (len(key.value) if key.op == "in" else 1) if key.op != "ne" else 1.0
+    if key.op in _NEEDLE_KIND and isinstance(key.value, str):
+        return 4.0 / (len(key.value) + 1) ** 2
+    return 1.0 if key.op in ("is_null", "not_null", "has_text") else 0.3
 
 
 def _ascii_of(c: int) -> str:
@@ -188,6 +267,10 @@ def multi_plan(program: FilterProgram) -> MultiPlan:
         empty = fold(r.expr, lambda i: False)
         always = not (isinstance(empty, Const) and empty.value is False)
         toks: list[str] = []
-        _tree(w.tree(r.expr), toks)
-        w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}")
-    return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes))
+        tree = w.tree(r.expr)
+        _tree(tree, toks)
+        trig = _triggers(tree, program)
+        w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}"
+                       + ("" if trig is None else " " + ",".join(map(str, trig))))
+    return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes),
+                     needles=len(w.needles))

@@ -45,13 +45,14 @@ def predicates(draw) -> dict:
     return p
 
 
-def decide(spark, program, events: list[dict], tag: bool) -> list:
+def decide(spark, program, events: list[dict], tag: bool, fields: tuple = FIELDS) -> list:
+    """The JVM's verdicts (matched rule ids with `tag`, else booleans) on events of string fields, in order."""
     from pyspark.sql import functions as F
 
     from etl.compile.rules_jvm_multi import unfit, verdict
 
-    df = spark.createDataFrame([tuple(e.get(f) for f in FIELDS) for e in events],
-                               ", ".join(f"{f} string" for f in FIELDS)).coalesce(1)
+    df = spark.createDataFrame([tuple(e.get(f) for f in fields) for e in events],
+                               ", ".join(f"`{f}` string" for f in fields)).coalesce(1)
     assert unfit(spark, program, df) is None
     col = verdict(program, df, tag, None)
     return [r[0] for r in df.select(F.monotonically_increasing_id().alias("i"), col.alias("v")).orderBy("i")

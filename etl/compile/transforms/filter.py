@@ -278,8 +278,7 @@ def _read_columns(df: Any, program: Any) -> list[str]:
     """The input's top-level columns holding the fields the program reads (``meta.host``: ``meta``)."""
     names = set(df.columns)
     out: dict[str, None] = {}
-    for p in program.predicates:
-        f = p.key.field
+    for f in [p.key.field for p in program.predicates] + list(program.fingerprint_fields):
         top = f if f in names else f.split(".")[0]
         if top in names:
             out.setdefault(top)
