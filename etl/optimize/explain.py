@@ -149,7 +149,7 @@ def _jvm_lines(program: FilterProgram) -> list[str]:
 
         multi = multi_plan(program)
         if multi.body is not None:
-            return [f"jvm rules: {_n(len(multi.fields), 'field')} ({', '.join(multi.fields)}), "
+            return [f"jvm rules: {_n(len(multi.fields), 'string field')} ({', '.join(multi.fields)}), "
                     f"{_n(multi.needles, 'needle')}, {_n(len(multi.regexes), 'java.util.regex pattern')}"]
         return [f"jvm rules: no, python workers ({multi.reason})"]
     return [f"jvm rules: java.util.regex, {_n(plan.patterns, 'pattern')}" + (f" on {plan.field}" if plan.field else "")]

@@ -204,15 +204,13 @@ def siblings(ctx: CompileContext, node: Node) -> list[Node]:
     whose rules run in the JVM (etl.compile.rules_jvm) shares no pass: it is alone, and not in others' groups."""
     from etl.compile.rule_programs import rule_set
     from etl.compile.rules_jvm import eligible
-    from etl.compile.rules_jvm_multi import unfit
 
     key = _input_key(node)
     if key is None:
         return [node]
     group = [n for n in ctx.graph.nodes.values()
              if n.type == "filter" and n.spec.has_rules and _input_key(n) == key
-             and not eligible(ctx.spark, rule_set(ctx, n).program)
-             and unfit(ctx.spark, rule_set(ctx, n).program) is not None]
+             and not eligible(ctx.spark, rule_set(ctx, n).program)]
     return group if len(group) >= 2 and node in group else [node]
 
 
