@@ -133,6 +133,11 @@ public final class RuleMatch {
         void row(InternalRow values) {
             begin();
             for (int k = 0; k < p.fields.length; k++) field(k, values.isNullAt(k) ? null : values.getUTF8String(k));
+            for (RuleProgram.Ref ref : p.refs) {
+                if (values.isNullAt(ref.field) || values.isNullAt(ref.other)) continue;
+                UTF8String a = values.getUTF8String(ref.field), b = values.getUTF8String(ref.other);
+                if (ref.caseless ? p.sameCaseless(a, b) : a.equals(b)) set(ref.leaves);
+            }
         }
 
         /** Evaluates the rules on the bits set: with firstOnly, 1 at the first match (else 0); otherwise the number

@@ -207,7 +207,23 @@ final class RuleProgram {
         Compare[] compares = new Compare[0];
     }
 
+    /** A field equal to another field's value (fieldref). */
+    static final class Ref {
+        final int field, other;
+        final int[] leaves;
+        final boolean caseless;
+
+        Ref(String[] f) {
+            field = Integer.parseInt(f[1]);
+            other = Integer.parseInt(f[2]);
+            leaves = ints(f[3]);
+            caseless = f[4].equals("c");
+        }
+    }
+
     final int leaves;
+    Ref[] refs = new Ref[0];
+    final Map<Integer, Integer> caselessClass = new HashMap<>();  // a character -> the least Python matches caselessly
     final String[] asciiText, unicodeText;  // compiled on first use
     private final Pattern[] ascii, unicode;
     final int[][] patternLeaves;
@@ -235,6 +251,16 @@ final class RuleProgram {
                 case "D": nFields = Integer.parseInt(f[1]); break;
                 case "F": folding = f[1].isEmpty() ? new int[0] : ints16(f[1]); break;
                 case "S": classes.put(f[1], text(f[2])); break;
+                case "H":
+                    for (String kv : f[1].split(",")) {
+                        String[] two = kv.split(":");
+                        caselessClass.put(Integer.parseInt(two[0], 16), Integer.parseInt(two[1], 16));
+                    }
+                    break;
+                case "K":
+                    refs = Arrays.copyOf(refs, refs.length + 1);
+                    refs[refs.length - 1] = new Ref(f);
+                    break;
                 case "G":
                     for (String kv : f[1].split(",")) {
                         String[] two = kv.split(":");
@@ -466,6 +492,23 @@ final class RuleProgram {
     /** A key's bit in a field's `grams` (2^20 bits). */
     static int slot(int key) {
         return (key * 0x9E3779B1) >>> 12;
+    }
+
+    /** Are the two texts equal, caselessly as Python's re compares characters (ASCII: lower-cased bytes)? */
+    boolean sameCaseless(UTF8String a, UTF8String b) {
+        if (a.isFullAscii() && b.isFullAscii()) {
+            int n = a.numBytes();
+            if (n != b.numBytes()) return false;
+            byte[] x = a.getBytes(), y = b.getBytes();
+            for (int i = 0; i < n; i++) if (low(x[i]) != low(y[i])) return false;
+            return true;
+        }
+        int[] x = a.toString().codePoints().toArray(), y = b.toString().codePoints().toArray();
+        if (x.length != y.length) return false;
+        for (int i = 0; i < x.length; i++) {
+            if (x[i] != y[i] && !caselessClass.getOrDefault(x[i], x[i]).equals(caselessClass.getOrDefault(y[i], y[i]))) return false;
+        }
+        return true;
     }
 
     /** The value's text with each folding character replaced by its ASCII letter, as UTF-8. */

@@ -23,6 +23,9 @@ lines; a P line gets the field's position as a 7th item) plus:
         checked on every value). On a value holding an F code point, caseless needles are compared with the
         value whose F code points are replaced by their ASCII letters (exact: no needle character is one).
     U <field> <n or v> <predicates>     is null / is not null
+    K <field> <other field> <predicates> <c or s>   equals the other field's value (c: caselessly, through
+                                        the H line: each character Python matches caselessly with others ->
+                                        the least of them)
     C <field> <op> <predicates> <text>  gt, ge, lt, le against a text, in code point (UTF-8 byte) order
 
 ``ne`` on text is written into the trees as ``and(not null, not equal)`` over
@@ -37,6 +40,7 @@ import re._constants as C  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from etl.optimize.hsregex import _class_ranges, _literal_ranges, op_regex
 from etl.optimize.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
@@ -79,7 +83,9 @@ def _common(window: bytes) -> int:
 class _Writer:
     def __init__(self, program: FilterProgram):
         self.program = program
-        self.fields: list[str] = sorted({p.key.field for p in program.predicates})
+        self.fields: list[str] = sorted({p.key.field for p in program.predicates}
+                                        | {p.key.value for p in program.predicates if p.key.op == "fieldref"})
+        self.caseless_refs = False
         self.lines: list[str] = []
         self.classes: dict[int, str] = {}
         self.regexes: list[str] = []
@@ -126,6 +132,9 @@ class _Writer:
             self.lines.append(f"U {f} v {not_null}")
             self.needle(equal, f, "eq", v, key.caseless)
             self.rewrite[index] = And((Pred(not_null), Not(Pred(equal))))
+        elif op == "fieldref":
+            self.lines.append(f"K {f} {self.fields.index(v)} {index} {'c' if key.caseless else 's'}")
+            self.caseless_refs |= key.caseless
         elif op in ("regex", "like"):
             self.pattern([index], f, op_regex(op, v), re.IGNORECASE if key.caseless else 0)
         elif op in _NEEDLE_KIND:
@@ -242,6 +251,21 @@ def _likely(program: FilterProgram, i: int) -> float:
     return 1.0 if key.op in ("is_null", "not_null", "has_text") else 0.3
 
 
+@lru_cache(maxsize=1)
+def caseless_classes() -> dict[int, int]:
+    """Each character Python's re matches caselessly with others -> the least of them (when not itself): two
+    texts are caselessly equal (etl.optimize.reference) when their characters map to the same ones."""
+    import _sre
+
+    out = {}
+    for c in range(0x110000):
+        if _sre.unicode_iscased(c):
+            least = min(lo for lo, _hi in _literal_ranges(c, re.IGNORECASE))
+            if least != c:
+                out[c] = least
+    return out
+
+
 def _ascii_of(c: int) -> str:
     """The ASCII letter (lower case) Python matches caselessly with the non-ASCII character c."""
     return next(chr(a) for a in range(ord("a"), ord("z") + 1) if any(lo <= c <= hi for lo, hi in _literal_ranges(a, re.IGNORECASE)))
@@ -263,6 +287,8 @@ def multi_plan(program: FilterProgram) -> MultiPlan:
     folds = folding_into_ascii()
     head = [f"L {w.extra}", "F " + ",".join(f"{c:x}" for c in folds),
             "G " + ",".join(f"{c:x}:{ord(_ascii_of(c)):x}" for c in folds), f"D {len(w.fields)}"]
+    if w.caseless_refs:
+        head.append("H " + ",".join(f"{c:x}:{r:x}" for c, r in caseless_classes().items()))
     for r in program.rules:
         empty = fold(r.expr, lambda i: False)
         always = not (isinstance(empty, Const) and empty.value is False)

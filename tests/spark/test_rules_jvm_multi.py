@@ -25,8 +25,10 @@ texts = st.text(alphabet=ALPHABET + FOLDING + "\u2013\u00e9\u00c9\U0001d400", ma
 def predicates(draw) -> dict:
     field = draw(st.sampled_from(FIELDS))
     kind = draw(st.sampled_from(["eq", "eq", "ne", "in", "contains", "contains", "starts_with", "ends_with",
-                                 "regex", "gt", "le", "is_null", "not_null"]))
+                                 "regex", "gt", "le", "is_null", "not_null", "fieldref"]))
     p: dict = {"field": field}
+    if kind == "fieldref":
+        return {**p, "fieldref": draw(st.sampled_from(FIELDS)), "caseless": draw(st.booleans())}
     if kind in ("is_null", "not_null"):
         p[kind] = True
         return p
@@ -87,6 +89,8 @@ def test_needles_with_folding_characters_and_short_needles(spark):
                            {"field": "cmd", "contains": "x", "caseless": True}]}),
         ("ne", {"field": "user", "ne": "root", "caseless": True}),
         ("accent", {"field": "img", "contains": "\u00e9t\u00e9", "caseless": True}),
+        ("ref", {"field": "user", "fieldref": "cmd", "caseless": True}),
+        ("cased_ref", {"field": "img", "fieldref": "cmd"}),
     ]]
     program = compile_rules(rules)
     assert multi_plan(program).body is not None
@@ -95,9 +99,11 @@ def test_needles_with_folding_characters_and_short_needles(spark):
               {"cmd": "a \u2013C b /C X", "img": "\u00c9T\u00c9", "user": "ROOT"},
               {"cmd": "Kill", "img": None, "user": None},
               {"cmd": "", "img": "", "user": ""},
-              {"cmd": "/", "img": "skip.exe", "user": "r\u0130"}]
+              {"cmd": "/", "img": "skip.exe", "user": "r\u0130"},
+              {"cmd": "\u212a\u0130\u03c3", "img": "\u212a\u0130\u03c3", "user": "KI\u03c2"}]
     want = [matched_rules(rules, e) for e in events]
     assert want[0] == ["kill", "ends", "eq", "ne"]  # Python matches k with the Kelvin sign, s with the long s
+    assert want[-1] == ["ne", "ref", "cased_ref"]  # ... and i with the dotted I, the final sigma with sigma
     assert [list(x) for x in decide(spark, program, events, tag=True)] == want
 
 
