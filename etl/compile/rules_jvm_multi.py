@@ -24,18 +24,19 @@ _PLANS: dict[str, Any] = {}  # program digest -> its MultiPlan (a few kept)
 
 
 def plan_of(program: Any) -> Any:
+    """The program's MultiPlan, made once per program digest (the last 16 kept)."""
     from etl.optimize.jvmmulti import multi_plan
 
     key = getattr(program, "digest", "")
-    got = _PLANS.get(key) if key else None
-    if got is None:
-        got = multi_plan(program)
-        if got.body is None:
-            log.info("rule set %s is not decided in the JVM: %s", key[:12], got.reason)
-        if key:
-            _PLANS[key] = got
-            while len(_PLANS) > 16:
-                _PLANS.pop(next(iter(_PLANS)))
+    if key in _PLANS:
+        return _PLANS[key]
+    got = multi_plan(program)
+    if got.body is None:
+        log.info("rule set %s is not decided in the JVM: %s", key[:12], got.reason)
+    if key:
+        _PLANS[key] = got
+        if len(_PLANS) > 16:
+            del _PLANS[next(iter(_PLANS))]
     return got
 
 
