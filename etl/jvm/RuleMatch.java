@@ -216,6 +216,7 @@ public final class RuleMatch {
             }
             if (!asc) for (int i : fl.nonAscii) test(i);
             for (RuleProgram.Compare c : fl.compares) if (c.holds(b, n)) set(c.leaves);
+            for (IpNets c : fl.nets) if (c.holds(text())) set(c.leaves);
             for (RuleProgram.Needle nd : fl.loose) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
             for (int m : fl.heads.lengths) if (m <= n) affix(fl.heads.get(b, 0, m), b, n, folded);
             for (int m : fl.tails.lengths) if (m <= n) affix(fl.tails.get(b, n - m, m), b, n, folded);

@@ -205,6 +205,7 @@ final class RuleProgram {
         Needle[] caselessAll = new Needle[0];  // on a value holding a folding character: checked on its folded form
         int[] nullLeaves = new int[0], valueLeaves = new int[0];
         Compare[] compares = new Compare[0];
+        IpNets[] nets = new IpNets[0];  // cidr predicates
     }
 
     /** A field equal to another field's value (fieldref). */
@@ -384,6 +385,9 @@ final class RuleProgram {
             if (f[0].equals("U")) {
                 if (f[2].equals("n")) fl.nullLeaves = concat(fl.nullLeaves, ints(f[3]));
                 else fl.valueLeaves = concat(fl.valueLeaves, ints(f[3]));
+            } else if (f[0].equals("I")) {
+                fl.nets = Arrays.copyOf(fl.nets, fl.nets.length + 1);
+                fl.nets[fl.nets.length - 1] = new IpNets(f[3], ints(f[2]));
             } else if (f[0].equals("C")) {
                 fl.compares = Arrays.copyOf(fl.compares, fl.compares.length + 1);
                 fl.compares[fl.compares.length - 1] = new Compare(f);

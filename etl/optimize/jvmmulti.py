@@ -27,14 +27,17 @@ lines; a P line gets the field's position as a 7th item) plus:
                                         the H line: each character Python matches caselessly with others ->
                                         the least of them)
     C <field> <op> <predicates> <text>  gt, ge, lt, le against a text, in code point (UTF-8 byte) order
+    I <field> <predicates> <version>:<address, hex>:<prefix>;...   cidr: the text is an address (as Python's
+                                        ipaddress.ip_address reads it) in one of the networks
 
 ``ne`` on text is written into the trees as ``and(not null, not equal)`` over
-an extra predicate (L counts them). cidr and derivations (``apply``) keep the
+an extra predicate (L counts them). Derivations (``apply``) keep the
 rule set on the Python path: :func:`multi_plan` says why.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import re._constants as C  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -132,6 +135,10 @@ class _Writer:
             self.lines.append(f"U {f} v {not_null}")
             self.needle(equal, f, "eq", v, key.caseless)
             self.rewrite[index] = And((Pred(not_null), Not(Pred(equal))))
+        elif op == "cidr":
+            nets = [ipaddress.ip_network(n, strict=False) for n in (v if isinstance(v, tuple) else (v,))]
+            self.lines.append(f"I {f} {index} " + ";".join(
+                f"{n.version}:{int(n.network_address):0{8 if n.version == 4 else 32}x}:{n.prefixlen}" for n in nets))
         elif op == "fieldref":
             self.lines.append(f"K {f} {self.fields.index(v)} {index} {'c' if key.caseless else 's'}")
             self.caseless_refs |= key.caseless
