@@ -137,11 +137,10 @@ def rule_fields(paths: list[str], select: dict) -> list[str]:
 
 def write_pipelines(folder: Path, data: Path, paths: list[str], select: dict) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    names: dict[str, str] = {}  # Spark resolves columns case-insensitively: one of Payload and payload
+    by_lower: dict[str, str] = {}  # Spark resolves columns case-insensitively: one of Payload and payload
     for f in list(FIELDS) + rule_fields(paths, select):
-        names.setdefault(f.lower(), f)
-    names = list(names.values())
-    schema = "{" + ", ".join(f"{json.dumps(f)}: string" for f in names) + "}"
+        by_lower.setdefault(f.lower(), f)
+    schema = "{" + ", ".join(f"{json.dumps(f)}: string" for f in by_lower.values()) + "}"
     source = f"sources: [{{id: src, type: file, path: {json.dumps(str(data))}, format: jsonl, schema: {schema}}}]\n"
     etl = folder / "sigma.yaml"
     etl.write_text("name: bench-sigma\n" + source + "transforms: [{id: f, type: filter, input: src, mode: tag, "
