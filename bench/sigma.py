@@ -124,9 +124,23 @@ def events_dir(m: int, seed: int, files: int, scope: str, rule_files: list[str],
     return root
 
 
+def rule_fields(paths: list[str], select: dict) -> list[str]:
+    """The fields the selected rules read (the events' schema declares them all: a field the events lack is
+    null, and no rule is left out for reading a column the schema does not have)."""
+    from etl.diagnostics import Report, Span
+    from etl.load.sigma import load_sigma
+    from etl.spec.sigma import SigmaSpec
+
+    rules = load_sigma(SigmaSpec(paths=paths, select=select), lambda *k: Span("bench"), ".", Report())
+    return sorted({f for r in rules for f, _ in r.fields if "." not in f})
+
+
 def write_pipelines(folder: Path, data: Path, paths: list[str], select: dict) -> tuple[Path, Path]:
     folder.mkdir(parents=True, exist_ok=True)
-    schema = "{" + ", ".join(f"{f}: string" for f in FIELDS) + "}"
+    by_lower: dict[str, str] = {}  # Spark resolves columns case-insensitively: one of Payload and payload
+    for f in list(FIELDS) + rule_fields(paths, select):
+        by_lower.setdefault(f.lower(), f)
+    schema = "{" + ", ".join(f"{json.dumps(f)}: string" for f in by_lower.values()) + "}"
     source = f"sources: [{{id: src, type: file, path: {json.dumps(str(data))}, format: jsonl, schema: {schema}}}]\n"
     etl = folder / "sigma.yaml"
     etl.write_text("name: bench-sigma\n" + source + "transforms: [{id: f, type: filter, input: src, mode: tag, "

@@ -135,7 +135,7 @@ class CompileContext:
 
         step = self.plan.step(node.id) if self.plan is not None else None
         same = step is not None and getattr(step.program, "digest", None) == program.digest
-        if "rules" in got and same and not (got["rules"] == "rules-jvm" and program.digest in _DEMOTED):
+        if "rules" in got and same and not (got["rules"] in ("rules-jvm", "rules-jvm-multi") and program.digest in _DEMOTED):
             return got
         key = (node.id, program.digest, program.digest in _DEMOTED)
         if key not in self.caches.replanned:

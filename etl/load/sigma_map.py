@@ -15,6 +15,7 @@ The mapping keeps Sigma's meaning (see README "Sigma rules"):
 * a keyword (field-less) value matches when it is found in one of the
   ``keyword_fields`` (a plain keyword is a substring, as a full-text search
   finds it; wildcards keep their meaning);
+* ``fieldref`` is ``fieldref`` (the field equals the other field's value, caselessly);
 * ``expand`` placeholders (``%name%``) take each value of ``vars[name]`` (OR);
 * what etl cannot express raises :class:`Unsupported` with the reason.
 """
@@ -86,6 +87,10 @@ class Mapper:
             return {"any": [{"field": field, "eq": n}, {"field": field, "eq": str(n), "caseless": True}]}
         if tag == "bool":
             return {"field": field, "eq": tree[2]}
+        if tag == "ref":  # the two fields' values equal, case-insensitively as Sigma's strings
+            other = self.field_of(tree[2])
+            self.fields_read.setdefault(other, tree[1])  # W341 points at the item holding the fieldref
+            return {"field": field, "fieldref": other, "caseless": True}
         if tag == "null":
             return {"field": field, "is_null": True}
         if tag == "exists":

@@ -117,8 +117,10 @@ def _value(field: str | None, v: Any, leaf: Any) -> tuple:
     if isinstance(v, t.SigmaExists):
         return ("exists", field, bool(v.exists))
     if isinstance(v, t.SigmaFieldReference):
-        return ("unsupported", f"fieldref compares field {field!r} with field {v.field!r}: etl's rule IR has no "
-                "comparison between two fields", _key_of(leaf))
+        if v.starts_with or v.ends_with:
+            return ("unsupported", f"fieldref with startswith, endswith or contains (field {field!r} with field "
+                    f"{v.field!r}) is not supported: only equality", _key_of(leaf))
+        return ("ref", field, v.field)
     return ("unsupported", f"value {type(v).__name__} is not supported", _key_of(leaf))
 
 

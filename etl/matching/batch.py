@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from functools import lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -242,10 +243,31 @@ def _cidr_fn(nets: tuple[str, ...]) -> Callable[[str], bool]:
     return f
 
 
+@lru_cache(maxsize=4096)
+def _caseless_eq_cached(target: str) -> Callable[[str], bool]:
+    return _caseless_eq(target)
+
+
+def _same(x: Any, y: Any, caseless: bool) -> bool:
+    """eq's meaning between two values (same kind; numbers numerically; text caselessly with `caseless`)."""
+    def kind(v: Any) -> str:
+        return ("bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float))
+                else "text" if isinstance(v, str) else "other")
+
+    if x is None or y is None or kind(x) != kind(y):
+        return False
+    if caseless and isinstance(x, str):
+        return _caseless_eq_cached(y)(x)
+    return x == y
+
+
 def eval_native(key, b: BatchView) -> np.ndarray:
     op = key.op
     n = b.n
     raw = b.column(key.field)
+    if op == "fieldref":
+        other = b.column(key.value).to_pylist()
+        return np.array([_same(x, y, key.caseless) for x, y in zip(raw.to_pylist(), other)], dtype=bool)
     if op == "is_null":
         return ~b.raw_valid(key.field)
     if op == "not_null":

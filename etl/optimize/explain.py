@@ -145,7 +145,13 @@ def _jvm_lines(program: FilterProgram) -> list[str]:
         return []
     plan = jvm_plan(program)
     if plan.body is None:
-        return [f"jvm rules: no, python workers ({plan.reason})"]
+        from etl.optimize.jvmmulti import multi_plan
+
+        multi = multi_plan(program)
+        if multi.body is not None:
+            return [f"jvm rules: {_n(len(multi.fields), 'string field')} ({', '.join(multi.fields)}), "
+                    f"{_n(multi.needles, 'needle')}, {_n(len(multi.regexes), 'java.util.regex pattern')}"]
+        return [f"jvm rules: no, python workers ({multi.reason})"]
     return [f"jvm rules: java.util.regex, {_n(plan.patterns, 'pattern')}" + (f" on {plan.field}" if plan.field else "")]
 
 

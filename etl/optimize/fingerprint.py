@@ -16,7 +16,8 @@ from etl.matching.ir import FilterProgram, leaves, render_expr
 
 def fingerprint_fields(program: FilterProgram) -> tuple[str, ...]:
     used = {i for r in program.rules for i in leaves(r.expr)}
-    return tuple(sorted({program.predicates[i].key.field for i in used}))
+    keys = [program.predicates[i].key for i in used]
+    return tuple(sorted({k.field for k in keys} | {k.value for k in keys if k.op == "fieldref"}))
 
 
 def program_digest(program: FilterProgram) -> str:

@@ -65,7 +65,7 @@ def native_sql(key: PredicateKey) -> str | None:
         return f"{col} IS NULL"
     if key.op in ("not_null", "has_text"):
         return f"{col} IS NOT NULL"
-    if key.op == "cidr" or key.caseless:
+    if key.op in ("cidr", "fieldref") or key.caseless:
         return None
     if key.op in _CMP:
         return f"coalesce({col} {_CMP[key.op]} {sql_literal(key.value)}, false)"
@@ -78,6 +78,6 @@ def native_split(program: FilterProgram) -> FilterProgram:
     natives = []
     for p in program.predicates:
         if p.key.op in NATIVE:
-            vectorized = p.key.op != "cidr" and not p.key.caseless
+            vectorized = p.key.op not in ("cidr", "fieldref") and not p.key.caseless
             natives.append(NativePredicate(p.index, p.key, native_sql(p.key), vectorized, p.origin))
     return program.with_pass("native_split", natives=tuple(natives))

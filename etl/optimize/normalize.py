@@ -29,7 +29,7 @@ from etl.spec.rules import PATTERN_OPS, All, AnyOf, Predicate, Rule
 from etl.spec.rules import Not as SpecNot
 
 IDEMPOTENT = ("lower", "upper", "trim", "collapse_ws")
-CASELESS_OPS = PATTERN_OPS + ("eq", "ne", "in")
+CASELESS_OPS = PATTERN_OPS + ("eq", "ne", "in", "fieldref")
 
 
 # --------------------------------------------------------------------------- lift

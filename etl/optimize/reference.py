@@ -26,6 +26,7 @@ Derivations (``apply``), in order, on text only
     apply to text values; numbers and bools are compared as they are.
 
 Comparisons
+    fieldref: as eq, with the other field's value (null: false).
     eq: same kind and equal (numbers numerically; a bool only equals a bool;
     no coercion between text and numbers). With ``caseless`` and text on both
     sides: equal character by character under Python ``re.IGNORECASE``.
@@ -195,6 +196,9 @@ def eval_predicate(p: Predicate, event: dict) -> bool:
         return False
     if op == "not_null":
         return True
+    if op == "fieldref":  # the other field's value, compared as eq compares
+        w = lookup(event, p.fieldref) if p.fieldref is not None else None
+        return w is not None and _eq(v, w, p.caseless)
     if op in ("eq", "ne", "in", "gt", "ge", "lt", "le"):
         if kind(v) == "text" and p.apply:
             v = derive(v, p.apply)

@@ -94,6 +94,30 @@ def _rules_jvm(s: Subject, t: Target) -> str | None:
     return None
 
 
+def jvm_multi_plan(program: Any) -> Any:
+    """The program's etl.optimize.jvmmulti.MultiPlan (rules over several string fields; body None: not here)."""
+    from etl.optimize.jvmmulti import multi_plan
+
+    return _of_program("jvm-multi", program, multi_plan)
+
+
+def _rules_jvm_multi(s: Subject, t: Target) -> str | None:
+    if not t.rules_jvm:
+        return "ETL_RULES_JVM is off"
+    if (why := _jar(t)) is not None:
+        return why
+    if getattr(s.program, "digest", "") in t.demoted:
+        return "a pattern ran past its java.util.regex step budget in this run (moved to Hyperscan)"
+    plan = jvm_multi_plan(s.program)
+    if plan.body is None:
+        return plan.reason or "not eligible"
+    for f in plan.fields:
+        typ = s.input_type(f)
+        if typ is not None and typ != "string":
+            return f"field {f} is {typ}, not a string"
+    return None
+
+
 # --------------------------------------------------------------- prefilter
 # three needs per pattern: bench/filter.py --rules 1000 lets 2.7 % of the rows through instead of 10.5 % (the other
 # needs are checked only when the first one is found: the pass costs the same)
@@ -279,6 +303,9 @@ def _json_jvm(s: Subject, t: Target) -> str | None:
 ENGINES: tuple[Engine, ...] = (
     Engine("rules-jvm", "rules", "etl.compile.rules_jvm:verdict", _rules_jvm,
            "patterns on one string field, decided by RuleMatch in generated code (no Python worker)"),
+    Engine("rules-jvm-multi", "rules", "etl.compile.rules_jvm_multi:verdict", _rules_jvm_multi,
+           "rules over several string fields (needles, literals, patterns, cidr) decided by RuleMatch.anyRow/idsRow "
+           "in generated code (no Python worker)"),
     Engine("rules-python", "rules", "etl.compile.transforms.filter:_verdict", _always,
            "Hyperscan matcher in an Arrow UDF over the columns the rules read"),
     Engine("prefilter-jvm", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_jvm,

@@ -128,8 +128,9 @@ def _fixed_width(items) -> bool:
 
 
 class _Writer:
-    def __init__(self, ascii_only: bool):
+    def __init__(self, ascii_only: bool, deep: bool = False):
         self.ascii_only = ascii_only
+        self.deep = deep
         self.caseless = False
 
     def seq(self, items, flags: int) -> str:
@@ -155,7 +156,7 @@ class _Writer:
             lo, hi, sub = av
             if lo > MAX_COUNT or (hi != C.MAXREPEAT and hi > MAX_COUNT):
                 raise Unsupported(f"a repeat count above {MAX_COUNT}")
-            if (hi == C.MAXREPEAT or hi > DEEP_REPEAT) and not _fixed_width(sub):
+            if (hi == C.MAXREPEAT or hi > DEEP_REPEAT) and not self.deep and not _fixed_width(sub):
                 # java.util.regex recurses once per repetition of such a body: a long value overflows the stack
                 raise Unsupported("an unbounded repeat of an alternation or of a variable-width part")
             q = f"{{{lo},}}" if hi == C.MAXREPEAT else f"{{{lo},{hi}}}"
@@ -194,24 +195,27 @@ class _Writer:
 
 
 @lru_cache(maxsize=65536)
-def translate(regex: str, flags: int = 0) -> JavaPattern:
-    """The Java forms of ``re.search(regex, ., flags)``; raises :class:`Unsupported` (or ``re.error``)."""
+def translate(regex: str, flags: int = 0, deep: bool = False) -> JavaPattern:
+    """The Java forms of ``re.search(regex, ., flags)``; raises :class:`Unsupported` (or ``re.error``). With
+    `deep`, unbounded repeats of variable-width parts are translated too: the caller must treat a
+    StackOverflowError of the search as a failure of the pattern (etl/jvm/RuleMatch.java does: the rule set
+    then moves to the Python path, as for a pattern past its step budget)."""
     parsed = sre_parse.parse(regex, int(flags))
     gflags = int(parsed.state.flags)
     if gflags & _L:
         raise Unsupported("the LOCALE flag")
     try:
-        ascii_form = _Writer(True).seq(parsed, gflags)
-        w = _Writer(False)
+        ascii_form = _Writer(True, deep).seq(parsed, gflags)
+        w = _Writer(False, deep)
         unicode_form = w.seq(parsed, gflags)
     except RecursionError:
         raise Unsupported("a pattern nested too deeply") from None
     return JavaPattern(ascii_form, unicode_form + _SUPPLEMENTARY_MARK, w.caseless)
 
 
-def unsupported_reason(regex: str, flags: int = 0) -> str | None:
+def unsupported_reason(regex: str, flags: int = 0, deep: bool = False) -> str | None:
     try:
-        translate(regex, flags)
+        translate(regex, flags, deep)
     except Unsupported as e:
         return str(e)
     except (re.error, OverflowError) as e:

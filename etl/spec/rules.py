@@ -13,7 +13,7 @@ Scalar = Union[str, int, float, bool]
 Derivation = Literal["lower", "upper", "trim", "collapse_ws"]
 
 PATTERN_OPS = ("regex", "like", "contains", "starts_with", "ends_with")
-NATIVE_OPS = ("eq", "ne", "in", "gt", "ge", "lt", "le", "is_null", "not_null")
+NATIVE_OPS = ("eq", "ne", "in", "gt", "ge", "lt", "le", "is_null", "not_null", "fieldref")
 IP_OPS = ("cidr",)
 ALL_OPS = PATTERN_OPS + NATIVE_OPS + IP_OPS
 
@@ -42,6 +42,7 @@ class Predicate(Model):
     is_null: Literal[True] | None = None
     not_null: Literal[True] | None = None
     cidr: str | list[str] | None = Field(default=None, description="IPv4/IPv6 network(s), e.g. 10.0.0.0/8")
+    fieldref: str | None = Field(default=None, description="another field: the two values are equal (as eq)")
 
     @model_validator(mode="after")
     def _exactly_one_op(self) -> "Predicate":

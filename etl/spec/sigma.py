@@ -33,8 +33,8 @@ class SigmaSpec(Model):
     paths: list[str] = Field(min_length=1, description=".yml files, folders (read recursively) or globs, "
                              "relative to the pipeline file's folder")
     select: SigmaSelect = Field(default_factory=SigmaSelect)
-    preset: Literal["sysmon", "ecs"] | None = Field(
-        default=None, description="named field mapping: sysmon (Sigma's names, as Sysmon writes them) or ecs")
+    preset: Literal["sysmon", "ecs", "ocsf"] | None = Field(
+        default=None, description="named field mapping: sysmon (Sigma's names, as Sysmon writes them), ecs or ocsf")
     field_mapping: dict[str, str] = Field(
         default_factory=dict, description="Sigma field -> event column or nested path (a.b); wins over the preset")
     keyword_fields: list[str] = Field(

@@ -104,6 +104,10 @@ CASES = [
     ("all of x*", "sel_a: {X: 1}\nsel_b: {Y: 2}\ncondition: all of sel_*", {"X": 1, "Y": 2}, {"X": 1, "Y": 0}),
     ("1 of them", "a: {X: 1}\nb: {Y: 2}\ncondition: 1 of them", {"Y": 2}, {"X": 2, "Y": 1}),
     ("all of them", "a: {X: 1}\nb: {Y: 2}\ncondition: all of them", {"X": 1, "Y": 2}, {"Y": 2}),
+    ("fieldref: equal to the other field, caselessly", "sel: {User|fieldref: ParentUser}\ncondition: sel",
+     {"User": "CORP\\Bob", "ParentUser": "corp\\BOB"}, {"User": "CORP\\Bob", "ParentUser": "CORP\\Bo"}),
+    ("fieldref: a missing field is unequal", "sel: {User|fieldref: ParentUser}\ncondition: sel",
+     {"User": "\u212a", "ParentUser": "k"}, {"User": "x"}),
     ("not 1 of x*", "s: {X: 1}\nf_a: {Y: 1}\nf_b: {Z: 1}\ncondition: s and not 1 of f_*",
      {"X": 1, "Y": 0}, {"X": 1, "Z": 1}),
 ]
@@ -146,7 +150,8 @@ def test_field_mapping_renames_and_nests():
 
 
 @pytest.mark.parametrize("detection, reason", [
-    ("sel: {User|fieldref: ParentUser}\ncondition: sel", "fieldref compares field 'User' with field 'ParentUser'"),
+    ("sel: {User|fieldref|startswith: ParentUser}\ncondition: sel",
+     "fieldref with startswith, endswith or contains (field 'User' with field 'ParentUser') is not supported"),
     ("sel: {Image|expand: '%nope%\\x'}\ncondition: sel", "placeholder %nope% has no value"),
     ("kw: [foo]\ncondition: kw", "a keyword (field-less) search needs `keyword_fields`"),
     ("sel: {Time|minute: 5}\ncondition: sel", "the minute modifier (a part of a timestamp) is not supported"),
@@ -167,5 +172,9 @@ def test_presets_map_sigma_fields_and_field_mapping_wins():
         "winlog.event_data.IntegrityLevel"]
     sysmon = field_mapper(SigmaSpec(paths=["x"], preset="sysmon"))
     assert [sysmon(f) for f in ("Image", "EventID")] == ["winlog.event_data.Image", "winlog.event_id"]
+    ocsf = field_mapper(SigmaSpec(paths=["x"], preset="ocsf"))
+    assert [ocsf(f) for f in ("Image", "ParentImage", "CommandLine", "User", "OriginalFileName")] == [
+        "process.file.path", "actor.process.file.path", "process.cmd_line", "actor.user.name",
+        "unmapped.OriginalFileName"]
     plain = field_mapper(SigmaSpec(paths=["x"]))
     assert plain("Image") == "Image"

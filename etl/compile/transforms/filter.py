@@ -238,7 +238,7 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
     if not df.isStreaming:
         rs.refresh()  # between micro-batches: pick up changed rule files
     program = rs.program
-    engines = ctx.choices(node, program)  # rules-jvm | rules-python, and the prefilter (etl.physical)
+    engines = ctx.choices(node, program)  # rules-jvm | rules-jvm-multi | rules-python, the prefilter (etl.physical)
     # the columns are the same in every micro-batch of a query (same program, same session): built once
     columns = ctx.caches.rule_columns
     key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode(), engines["rules"], engines["prefilter"])
@@ -256,7 +256,11 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
             from etl.compile.rules_jvm import verdict as jvm_verdict
 
             built = jvm_verdict(program, df, tags, rest)  # None: the field is not a string column here
-        ran = ("rules-jvm" if built is not None else "rules-python",
+        elif engines["rules"] == "rules-jvm-multi":  # several fields (etl.compile.rules_jvm_multi)
+            from etl.compile.rules_jvm_multi import verdict as multi_verdict
+
+            built = multi_verdict(program, df, tags, rest)  # None: a field is not a string column here
+        ran = (engines["rules"] if built is not None else "rules-python",
                engines["prefilter"] if candidate is not None else "no-prefilter")
         undecided = False  # the JVM decides every row (a rule set past its step budget moves to Hyperscan)
         if built is None:  # the Python path: Hyperscan in an Arrow UDF, the program in a broadcast variable
@@ -278,8 +282,7 @@ def _read_columns(df: Any, program: Any) -> list[str]:
     """The input's top-level columns holding the fields the program reads (``meta.host``: ``meta``)."""
     names = set(df.columns)
     out: dict[str, None] = {}
-    for p in program.predicates:
-        f = p.key.field
+    for f in [p.key.field for p in program.predicates] + list(program.fingerprint_fields):
         top = f if f in names else f.split(".")[0]
         if top in names:
             out.setdefault(top)

@@ -1,0 +1,559 @@
+package etl.jvm;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The rule set of one program file (etl/optimize/jvmprogram.py, one field; etl/optimize/jvmmulti.py, several):
+ * per field its patterns (java.util.regex, found through their literals' 3-grams), needles (equals, starts with,
+ * ends with, contains: byte comparisons), null tests and text comparisons; per rule its boolean tree.
+ */
+final class RuleProgram {
+    static final int LEAF = 0, TRUE = 1, FALSE = 2, NOT = 3, AND = 4, OR = 5;
+    static final int EQ = 0, STARTS = 1, ENDS = 2, CONTAINS = 3;
+
+    /** A string predicate decided by comparing bytes (ASCII letters lower-cased when caseless). */
+    static final class Needle {
+        final int id;
+        final int kind;
+        final byte[] text;  // lower-cased ASCII letters when caseless
+        final boolean caseless;
+        final int[] leaves;
+        final int anchor;  // where in the needle its indexed 3 characters start; -1: not indexed
+
+        Needle(int id, String[] f) {
+            this.id = id;
+            kind = "ebxc".indexOf(f[2]);
+            caseless = f[5].equals("c");
+            byte[] t = f[4].equals("-") ? new byte[0] : LiteralPrefilter.unhex(f[4]);
+            if (caseless) for (int j = 0; j < t.length; j++) if (t[j] >= 'A' && t[j] <= 'Z') t[j] += 32;
+            text = t;
+            leaves = ints(f[3]);
+            anchor = Integer.parseInt(f[6]);
+        }
+
+        /** Is the needle at position `pos` of the value's n bytes? */
+        boolean at(byte[] b, int n, int pos) {
+            int m = text.length;
+            if (pos < 0 || pos + m > n) return false;
+            if (caseless) {
+                for (int j = 0; j < m; j++) {
+                    byte x = b[pos + j];
+                    if ((x >= 'A' && x <= 'Z' ? x + 32 : x) != text[j]) return false;
+                }
+            } else {
+                for (int j = 0; j < m; j++) if (b[pos + j] != text[j]) return false;
+            }
+            return true;
+        }
+
+        /** Does the needle hold on the value, found without an index? */
+        boolean holds(byte[] b, int n) {
+            switch (kind) {
+                case EQ: return n == text.length && at(b, n, 0);
+                case STARTS: return at(b, n, 0);
+                case ENDS: return at(b, n, n - text.length);
+                default:
+                    for (int i = 0; i + text.length <= n; i++) if (at(b, n, i)) return true;
+                    return false;
+            }
+        }
+    }
+
+    /** gt, ge, lt, le against a text, in code point order (unsigned UTF-8 bytes). */
+    static final class Compare {
+        final String op;
+        final int[] leaves;
+        final byte[] bound;
+
+        Compare(String[] f) {
+            op = f[2];
+            leaves = ints(f[3]);
+            bound = f[4].equals("-") ? new byte[0] : LiteralPrefilter.unhex(f[4]);
+        }
+
+        boolean holds(byte[] b, int n) {
+            int m = Math.min(n, bound.length), c = 0;
+            for (int j = 0; j < m && c == 0; j++) c = Integer.compare(b[j] & 0xff, bound[j] & 0xff);
+            if (c == 0) c = Integer.compare(n, bound.length);
+            switch (op) {
+                case "gt": return c > 0;
+                case "ge": return c >= 0;
+                case "lt": return c < 0;
+                default: return c <= 0;
+            }
+        }
+    }
+
+    /**
+     * Needles found by their first (equals, starts with) or last (ends with) bytes: a needle is filed under its
+     * first or last L = min(length, LONGEST) bytes (ASCII letters lower-cased), a value is looked up once per L
+     * some needle has (many needles end in ".exe": 3 bytes would leave them all to compare).
+     */
+    static final class Affixes {
+        static final int LONGEST = 8;
+        private final Map<Long, List<Needle>> building = new HashMap<>();
+        private long[] keys = new long[0];
+        private Needle[][] values = new Needle[0][];
+        int[] lengths = new int[0];  // the values of L in use
+
+        void add(Needle nd, int from) {
+            int m = Math.min(nd.text.length, LONGEST);
+            if (Arrays.stream(lengths).noneMatch(x -> x == m)) {
+                lengths = Arrays.copyOf(lengths, lengths.length + 1);
+                lengths[lengths.length - 1] = m;
+            }
+            building.computeIfAbsent(hash(nd.text, from, m), x -> new ArrayList<>()).add(nd);
+        }
+
+        void seal() {
+            int cap = Integer.highestOneBit(Math.max(4, building.size() * 2)) * 2;
+            keys = new long[cap];
+            values = new Needle[cap][];
+            for (Map.Entry<Long, List<Needle>> e : building.entrySet()) {
+                int i = slot(e.getKey(), cap);
+                while (values[i] != null) i = (i + 1) & (cap - 1);
+                keys[i] = e.getKey();
+                values[i] = e.getValue().toArray(new Needle[0]);
+            }
+            building.clear();
+        }
+
+        /** The needles filed under the m bytes at `from` of the value (null: none). */
+        Needle[] get(byte[] b, int from, int m) {
+            long h = hash(b, from, m);
+            int cap = keys.length;
+            for (int i = slot(h, cap); values[i] != null; i = (i + 1) & (cap - 1)) if (keys[i] == h) return values[i];
+            return null;
+        }
+
+        static long hash(byte[] b, int from, int m) {
+            long h = m;
+            for (int j = 0; j < m; j++) h = h * 257 + low(b[from + j]);
+            return h * 0x9E3779B97F4A7C15L;
+        }
+
+        private static int slot(long h, int cap) {
+            return (int) (h >>> 40) & (cap - 1);
+        }
+    }
+
+    /** An int -> value map without boxing (open addressing; filled once, then read). */
+    static final class IntTable<V> {
+        private int[] keys = new int[8];
+        private Object[] values = new Object[8];
+        private int size;
+
+        void put(int key, V value) {
+            if (2 * (size + 1) > keys.length) grow();
+            int i = slot(key);
+            while (values[i] != null && keys[i] != key) i = (i + 1) & (keys.length - 1);
+            if (values[i] == null) size++;
+            keys[i] = key;
+            values[i] = value;
+        }
+
+        @SuppressWarnings("unchecked")
+        V get(int key) {
+            for (int i = slot(key); values[i] != null; i = (i + 1) & (keys.length - 1)) {
+                if (keys[i] == key) return (V) values[i];
+            }
+            return null;
+        }
+
+        private int slot(int key) {
+            return ((key * 0x9E3779B1) >>> 8) & (keys.length - 1);
+        }
+
+        @SuppressWarnings("unchecked")
+        private void grow() {
+            int[] k = keys;
+            Object[] v = values;
+            keys = new int[2 * k.length];
+            values = new Object[2 * k.length];
+            size = 0;
+            for (int i = 0; i < k.length; i++) if (v[i] != null) put(k[i], (V) v[i]);
+        }
+    }
+
+    /** What one field's values are tested for. */
+    static final class Field {
+        int[] unconditional = new int[0];  // patterns without a 3-character literal: run on every value its needs hold
+        int[] nonAscii = new int[0];  // patterns that cannot match an ASCII value
+        int[] caseless = new int[0];  // patterns run on every value holding a folding character
+        final long[] grams = new long[1 << 14];  // hashed 3-byte keys (see `key`) of literals and needles
+        final IntTable<byte[][]> literals = new IntTable<>();  // 3-gram -> pattern literals starting with it
+        final IntTable<int[][]> literalPatterns = new IntTable<>();  // ... -> the patterns of each
+        final IntTable<Needle[]> contains = new IntTable<>();  // 3-gram -> contains needles of 3 bytes
+        final IntTable<Needle[]> contains4 = new IntTable<>();  // 4 bytes -> longer contains needles anchored there
+        final long[] grams4 = new long[1 << 14];  // hashed 4-byte keys of those
+        boolean has4;
+        final Affixes heads = new Affixes(), tails = new Affixes();  // equals/starts with, ends with
+        final Map<Integer, Needle[]> pairs = new HashMap<>();  // 2 bytes -> contains needles of 2 bytes
+        final long[] pairBits = new long[1 << 10];
+        final Needle[][] singles = new Needle[256][];  // 1 byte -> contains needles of 1 byte
+        boolean short_;  // some contains needle has 1 or 2 bytes
+        Needle[] loose = new Needle[0];  // needles checked on every value
+        Needle[] caselessAll = new Needle[0];  // on a value holding a folding character: checked on its folded form
+        int[] nullLeaves = new int[0], valueLeaves = new int[0];
+        Compare[] compares = new Compare[0];
+        IpNets[] nets = new IpNets[0];  // cidr predicates
+    }
+
+    /** A field equal to another field's value (fieldref). */
+    static final class Ref {
+        final int field, other;
+        final int[] leaves;
+        final boolean caseless;
+
+        Ref(String[] f) {
+            field = Integer.parseInt(f[1]);
+            other = Integer.parseInt(f[2]);
+            leaves = ints(f[3]);
+            caseless = f[4].equals("c");
+        }
+    }
+
+    final int leaves;
+    Ref[] refs = new Ref[0];
+    final Map<Integer, Integer> caselessClass = new HashMap<>();  // a character -> the least Python matches caselessly
+    final String[] asciiText, unicodeText;  // compiled on first use
+    private final Pattern[] ascii, unicode;
+    final int[][] patternLeaves;
+    final byte[][][][] rest;  // pattern -> its other needs -> their literals (lower case)
+    final Field[] fields;
+    final int needles;
+    int[] folding = new int[0];  // the non-ASCII characters Python matches caselessly with an ASCII one
+    final Map<Integer, Integer> foldTo = new HashMap<>();  // ... -> that ASCII letter (lower case)
+    final UTF8String[] ids;
+    final int[][] kinds;  // per rule, its tree in prefix order: node kinds
+    final int[][] args;  // ... a leaf's predicate or a node's number of children
+    final int[][] ends;  // ... the index after each node's subtree
+    final int[] always;  // rules that can hold with every predicate false
+    final int[][] leafRules;  // predicate -> the rules using it
+
+    RuleProgram(List<String> lines) {
+        List<String[]> pats = new ArrayList<>(), rules = new ArrayList<>(), other = new ArrayList<>();
+        Map<String, String> classes = new HashMap<>();
+        int nLeaves = 0, nFields = 1;
+        for (String line : lines) {
+            if (line.isEmpty()) continue;
+            String[] f = line.split(" ", -1);
+            switch (f[0]) {
+                case "L": nLeaves = Integer.parseInt(f[1]); break;
+                case "D": nFields = Integer.parseInt(f[1]); break;
+                case "F": folding = f[1].isEmpty() ? new int[0] : ints16(f[1]); break;
+                case "S": classes.put(f[1], text(f[2])); break;
+                case "H":
+                    for (String kv : f[1].split(",")) {
+                        String[] two = kv.split(":");
+                        caselessClass.put(Integer.parseInt(two[0], 16), Integer.parseInt(two[1], 16));
+                    }
+                    break;
+                case "K":
+                    refs = Arrays.copyOf(refs, refs.length + 1);
+                    refs[refs.length - 1] = new Ref(f);
+                    break;
+                case "G":
+                    for (String kv : f[1].split(",")) {
+                        String[] two = kv.split(":");
+                        foldTo.put(Integer.parseInt(two[0], 16), Integer.parseInt(two[1], 16));
+                    }
+                    break;
+                case "P": pats.add(f); break;
+                case "R": rules.add(f); break;
+                default: other.add(f); break;
+            }
+        }
+        leaves = nLeaves;
+        fields = new Field[nFields];
+        List<List<Integer>> uncond = new ArrayList<>(), folds = new ArrayList<>(), wide = new ArrayList<>();
+        List<Map<String, List<Integer>>> byLiteral = new ArrayList<>();
+        for (int k = 0; k < nFields; k++) {
+            fields[k] = new Field();
+            uncond.add(new ArrayList<>());
+            folds.add(new ArrayList<>());
+            wide.add(new ArrayList<>());
+            byLiteral.add(new HashMap<>());
+        }
+        int n = pats.size();
+        ascii = new Pattern[n];
+        unicode = new Pattern[n];
+        asciiText = new String[n];
+        unicodeText = new String[n];
+        patternLeaves = new int[n][];
+        rest = new byte[n][][][];
+        for (int i = 0; i < n; i++) {
+            String[] f = pats.get(i);
+            int field = f.length > 6 ? Integer.parseInt(f[6]) : 0;
+            patternLeaves[i] = ints(f[1]);
+            asciiText[i] = expand(text(f[2]), classes);
+            unicodeText[i] = expand(text(f[3]), classes);
+            rest[i] = new byte[0][][];
+            if (f[4].equals("-")) {
+                uncond.get(field).add(i);
+            } else if (f[4].equals("u")) {
+                wide.get(field).add(i);
+            } else if (f[4].startsWith("*")) {  // needs of 1 or 2 characters: checked before the pattern runs
+                uncond.get(field).add(i);
+                if (f[5].equals("c")) folds.get(field).add(i);
+                String[] needs = f[4].split(";");
+                rest[i] = new byte[needs.length - 1][][];
+                for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
+            } else {
+                if (f[5].equals("c")) folds.get(field).add(i);
+                String[] needs = f[4].split(";");
+                for (String h : needs[0].split(",")) {
+                    byLiteral.get(field).computeIfAbsent(text(h), k -> new ArrayList<>()).add(i);
+                }
+                rest[i] = new byte[needs.length - 1][][];
+                for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
+            }
+        }
+        for (int k = 0; k < nFields; k++) {
+            Field fl = fields[k];
+            fl.unconditional = uncond.get(k).stream().mapToInt(Integer::intValue).toArray();
+            fl.caseless = folds.get(k).stream().mapToInt(Integer::intValue).toArray();
+            fl.nonAscii = wide.get(k).stream().mapToInt(Integer::intValue).toArray();
+            Map<Integer, List<byte[]>> lits = new HashMap<>();
+            Map<Integer, List<int[]>> litPats = new HashMap<>();
+            for (Map.Entry<String, List<Integer>> e : byLiteral.get(k).entrySet()) {
+                byte[] lit = e.getKey().getBytes(StandardCharsets.US_ASCII);
+                int g = key(lit, 0);
+                fl.grams[slot(g) >>> 6] |= 1L << slot(g);
+                lits.computeIfAbsent(g, x -> new ArrayList<>()).add(lit);
+                litPats.computeIfAbsent(g, x -> new ArrayList<>()).add(e.getValue().stream().mapToInt(Integer::intValue).toArray());
+            }
+            for (Map.Entry<Integer, List<byte[]>> e : lits.entrySet()) {
+                fl.literals.put(e.getKey(), e.getValue().toArray(new byte[0][]));
+                fl.literalPatterns.put(e.getKey(), litPats.get(e.getKey()).toArray(new int[0][]));
+            }
+        }
+        needles = indexOthers(other);
+        ids = new UTF8String[rules.size()];
+        kinds = new int[rules.size()][];
+        args = new int[rules.size()][];
+        ends = new int[rules.size()][];
+        List<Integer> alw = new ArrayList<>();
+        List<List<Integer>> byLeaf = new ArrayList<>();
+        for (int l = 0; l < leaves; l++) byLeaf.add(new ArrayList<>());
+        for (int r = 0; r < rules.size(); r++) {
+            String[] f = rules.get(r);
+            ids[r] = UTF8String.fromString(text(f[1]));
+            if (f[2].equals("1")) alw.add(r);
+            String[] toks = f[3].split(",");
+            int[] triggers = f.length > 4 ? ints(f[4]) : null;  // leaves one of which holds when the rule does
+            if (triggers != null) for (int l : triggers) if (!byLeaf.get(l).contains(r)) byLeaf.get(l).add(r);
+            kinds[r] = new int[toks.length];
+            args[r] = new int[toks.length];
+            for (int k = 0; k < toks.length; k++) {
+                String t = toks[k];
+                char c = t.charAt(0);
+                kinds[r][k] = c == 'P' ? LEAF : c == 'T' ? TRUE : c == 'F' ? FALSE : c == 'N' ? NOT : c == 'A' ? AND : OR;
+                if (t.length() > 1) args[r][k] = Integer.parseInt(t.substring(1));
+                if (c == 'P' && triggers == null && !byLeaf.get(args[r][k]).contains(r)) byLeaf.get(args[r][k]).add(r);
+            }
+            ends[r] = new int[toks.length];
+            end(r, 0);
+        }
+        always = alw.stream().mapToInt(Integer::intValue).toArray();
+        leafRules = new int[leaves][];
+        for (int l = 0; l < leaves; l++) leafRules[l] = byLeaf.get(l).stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /** The N, U and C lines into their fields; the number of needles. */
+    private int indexOthers(List<String[]> other) {
+        List<List<Needle>> loose = new ArrayList<>(), caseless = new ArrayList<>();
+        List<Map<Integer, List<Needle>>> maps = new ArrayList<>();  // per field: contains, heads, tails
+        for (int k = 0; k < 3 * fields.length; k++) maps.add(new HashMap<>());
+        for (int k = 0; k < fields.length; k++) {
+            loose.add(new ArrayList<>());
+            caseless.add(new ArrayList<>());
+        }
+        int count = 0;
+        for (String[] f : other) {
+            int k = Integer.parseInt(f[1]);
+            Field fl = fields[k];
+            if (f[0].equals("U")) {
+                if (f[2].equals("n")) fl.nullLeaves = concat(fl.nullLeaves, ints(f[3]));
+                else fl.valueLeaves = concat(fl.valueLeaves, ints(f[3]));
+            } else if (f[0].equals("I")) {
+                fl.nets = Arrays.copyOf(fl.nets, fl.nets.length + 1);
+                fl.nets[fl.nets.length - 1] = new IpNets(f[3], ints(f[2]));
+            } else if (f[0].equals("C")) {
+                fl.compares = Arrays.copyOf(fl.compares, fl.compares.length + 1);
+                fl.compares[fl.compares.length - 1] = new Compare(f);
+            } else if (f[0].equals("N")) {
+                Needle nd = new Needle(count++, f);
+                if (nd.caseless) caseless.get(k).add(nd);
+                int m = nd.text.length;
+                if (nd.kind == STARTS || nd.kind == EQ) {
+                    fl.heads.add(nd, 0);
+                } else if (nd.kind == ENDS) {
+                    fl.tails.add(nd, m - Math.min(m, Affixes.LONGEST));
+                } else if (m == 0) {
+                    loose.get(k).add(nd);
+                } else if (m < 3) {
+                    fl.short_ = true;
+                    int g = m == 1 ? nd.text[0] & 0xff : ((nd.text[0] & 0xff) << 8) | (nd.text[1] & 0xff);
+                    if (m == 2) fl.pairBits[g >>> 6] |= 1L << g;
+                    maps.get(3 * k).computeIfAbsent(m == 1 ? ~g : g | 1 << 30, x -> new ArrayList<>()).add(nd);
+                } else if (m == 3) {
+                    int g = key(nd.text, 0);
+                    fl.grams[slot(g) >>> 6] |= 1L << slot(g);
+                    maps.get(3 * k).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
+                } else {
+                    int g = key4(nd.text, nd.anchor);
+                    fl.has4 = true;
+                    fl.grams4[slot(g) >>> 6] |= 1L << slot(g);
+                    maps.get(3 * k + 1).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
+                }
+            }
+        }
+        for (int k = 0; k < fields.length; k++) {
+            fields[k].loose = loose.get(k).toArray(new Needle[0]);
+            fields[k].caselessAll = caseless.get(k).toArray(new Needle[0]);
+            fields[k].heads.seal();
+            fields[k].tails.seal();
+            for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k).entrySet()) {
+                Needle[] nds = e.getValue().toArray(new Needle[0]);
+                int g = e.getKey();
+                if (g < 0) fields[k].singles[~g] = nds;
+                else if ((g & 1 << 30) != 0) fields[k].pairs.put(g & ~(1 << 30), nds);
+                else fields[k].contains.put(g, nds);
+            }
+            for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k + 1).entrySet()) {
+                fields[k].contains4.put(e.getKey(), e.getValue().toArray(new Needle[0]));
+            }
+        }
+        return count;
+    }
+
+    private int end(int r, int k) {
+        int j = k + 1;
+        int kind = kinds[r][k];
+        if (kind == NOT) {
+            j = end(r, j);
+        } else if (kind == AND || kind == OR) {
+            for (int c = 0; c < args[r][k]; c++) j = end(r, j);
+        }
+        ends[r][k] = j;
+        return j;
+    }
+
+    boolean eval(int r, int k, boolean[] hit) {
+        switch (kinds[r][k]) {
+            case LEAF: return hit[args[r][k]];
+            case TRUE: return true;
+            case FALSE: return false;
+            case NOT: return !eval(r, k + 1, hit);
+            case AND: {
+                int j = k + 1;
+                for (int c = 0; c < args[r][k]; c++, j = ends[r][j]) if (!eval(r, j, hit)) return false;
+                return true;
+            }
+            default: {
+                int j = k + 1;
+                for (int c = 0; c < args[r][k]; c++, j = ends[r][j]) if (eval(r, j, hit)) return true;
+                return false;
+            }
+        }
+    }
+
+    int patterns() {
+        return ascii.length;
+    }
+
+    synchronized Pattern pattern(int i, boolean asciiValue) {
+        Pattern[] cache = asciiValue ? ascii : unicode;
+        Pattern p = cache[i];
+        if (p == null) cache[i] = p = Pattern.compile(asciiValue ? asciiText[i] : unicodeText[i]);
+        return p;
+    }
+
+    /** The 3 bytes at i, ASCII letters lower-cased, as one number (what literals and needles are found by). */
+    static int key(byte[] b, int i) {
+        return (low(b[i]) << 16) | (low(b[i + 1]) << 8) | low(b[i + 2]);
+    }
+
+    static int key4(byte[] b, int i) {
+        return (key(b, i) << 8) | low(b[i + 3]);
+    }
+
+    static int low(byte x) {
+        int v = x & 0xff;
+        return v >= 'A' && v <= 'Z' ? v + 32 : v;
+    }
+
+    /** A key's bit in a field's `grams` (2^20 bits). */
+    static int slot(int key) {
+        return (key * 0x9E3779B1) >>> 12;
+    }
+
+    /** Are the two texts equal, caselessly as Python's re compares characters (ASCII: lower-cased bytes)? */
+    boolean sameCaseless(UTF8String a, UTF8String b) {
+        if (a.isFullAscii() && b.isFullAscii()) {
+            int n = a.numBytes();
+            if (n != b.numBytes()) return false;
+            byte[] x = a.getBytes(), y = b.getBytes();
+            for (int i = 0; i < n; i++) if (low(x[i]) != low(y[i])) return false;
+            return true;
+        }
+        int[] x = a.toString().codePoints().toArray(), y = b.toString().codePoints().toArray();
+        if (x.length != y.length) return false;
+        for (int i = 0; i < x.length; i++) {
+            if (x[i] != y[i] && !caselessClass.getOrDefault(x[i], x[i]).equals(caselessClass.getOrDefault(y[i], y[i]))) return false;
+        }
+        return true;
+    }
+
+    /** The value's text with each folding character replaced by its ASCII letter, as UTF-8. */
+    byte[] folded(String s) {
+        StringBuilder out = new StringBuilder(s.length());
+        s.codePoints().forEach(c -> out.appendCodePoint(foldTo.getOrDefault(c, c)));
+        return out.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static final Pattern MARK = Pattern.compile("@(\\d+)@");
+
+    /** The pattern with its marks @n@ replaced by the long classes they stand for (the S lines). */
+    private static String expand(String pattern, Map<String, String> classes) {
+        if (pattern.indexOf('@') < 0) return pattern;
+        Matcher m = MARK.matcher(pattern);
+        StringBuilder out = new StringBuilder();
+        while (m.find()) {
+            String c = classes.get(m.group(1));
+            if (c == null) throw new IllegalArgumentException("etl: rule program without class " + m.group(1));
+            m.appendReplacement(out, Matcher.quoteReplacement(c));
+        }
+        m.appendTail(out);
+        return out.toString();
+    }
+
+    private static int[] concat(int[] a, int[] b) {
+        int[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    static int[] ints(String s) {
+        if (s.isEmpty()) return new int[0];
+        return Arrays.stream(s.split(",")).mapToInt(Integer::parseInt).toArray();
+    }
+
+    private static int[] ints16(String s) {
+        return Arrays.stream(s.split(",")).mapToInt(h -> Integer.parseInt(h, 16)).toArray();
+    }
+
+    private static String text(String hex) {
+        return new String(LiteralPrefilter.unhex(hex), StandardCharsets.UTF_8);
+    }
+}

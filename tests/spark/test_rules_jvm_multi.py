@@ -1,0 +1,131 @@
+"""The JVM rule path over several fields (etl/optimize/jvmmulti.py, RuleMatch.anyRow/idsRow): rule sets with
+string comparisons, null tests, ranges and patterns on several string columns decided exactly as the reference
+interpreter decides them -- on random rule sets, and on the SigmaHQ corpus rules with their generated events."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from etl.optimize import compile_rules
+from etl.optimize.jvmmulti import multi_plan
+from etl.optimize.reference import matched_rules
+from etl.spec.rules import Rule
+from tests.optimize.strategies import ALPHABET, literals, regexes, trees_of
+
+pytestmark = pytest.mark.spark
+
+FIELDS = ("img", "cmd", "user")
+FOLDING = "\u212a\u017f\u0130\u0131"  # Kelvin sign, long s, dotted and dotless i: caselessly k, s, i, i
+texts = st.text(alphabet=ALPHABET + FOLDING + "\u2013\u00e9\u00c9\U0001d400", max_size=10)
+
+
+@st.composite
+def predicates(draw) -> dict:
+    field = draw(st.sampled_from(FIELDS))
+    kind = draw(st.sampled_from(["eq", "eq", "ne", "in", "contains", "contains", "starts_with", "ends_with",
+                                 "regex", "gt", "le", "is_null", "not_null", "fieldref"]))
+    p: dict = {"field": field}
+    if kind == "fieldref":
+        return {**p, "fieldref": draw(st.sampled_from(FIELDS)), "caseless": draw(st.booleans())}
+    if kind in ("is_null", "not_null"):
+        p[kind] = True
+        return p
+    if kind == "regex":
+        p[kind] = draw(regexes)
+    elif kind == "in":
+        p[kind] = draw(st.lists(st.one_of(literals, texts, st.integers(0, 9)), min_size=1, max_size=3))
+    elif kind in ("eq", "ne"):
+        p[kind] = draw(st.one_of(literals, texts, st.integers(0, 9), st.booleans()))
+    elif kind in ("gt", "le"):
+        p[kind] = draw(st.one_of(literals, st.floats(0, 9)))
+    else:
+        p[kind] = draw(st.one_of(literals, texts.filter(bool)))
+    if kind not in ("gt", "le") and draw(st.booleans()):
+        p["caseless"] = True
+    return p
+
+
+def decide(spark, program, events: list[dict], tag: bool, fields: tuple = FIELDS) -> list:
+    """The JVM's verdicts (matched rule ids with `tag`, else booleans) on events of string fields, in order."""
+    from pyspark.sql import functions as F
+
+    from etl.compile.rules_jvm_multi import unfit, verdict
+
+    df = spark.createDataFrame([tuple(e.get(f) for f in fields) for e in events],
+                               ", ".join(f"`{f}` string" for f in fields)).coalesce(1)
+    assert unfit(spark, program, df) is None
+    col = verdict(program, df, tag, None)
+    return [r[0] for r in df.select(F.monotonically_increasing_id().alias("i"), col.alias("v")).orderBy("i")
+            .select("v").collect()]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(whens=st.lists(trees_of(predicates(), 3), min_size=1, max_size=5),
+       events=st.lists(st.fixed_dictionaries({f: st.one_of(st.none(), texts, literals) for f in FIELDS}),
+                       min_size=1, max_size=8))
+def test_multi_field_rule_sets_decided_in_the_jvm_equal_the_reference(spark, whens, events):
+    try:
+        rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
+        program = compile_rules(rules)
+    except ValueError:
+        return
+    if multi_plan(program).body is None:
+        return
+    want = [matched_rules(rules, e) for e in events]
+    assert [list(x) for x in decide(spark, program, events, tag=True)] == want
+    assert decide(spark, program, events, tag=False) == [bool(w) for w in want]
+
+
+def test_needles_with_folding_characters_and_short_needles(spark):
+    rules = [Rule.model_validate({"id": i, "when": w}) for i, w in [
+        ("kill", {"field": "cmd", "contains": "kill", "caseless": True}),
+        ("ends", {"field": "img", "ends_with": "\\SKIP.exe", "caseless": True}),
+        ("eq", {"field": "user", "eq": "system", "caseless": True}),
+        ("cased", {"field": "cmd", "contains": "Kill", "caseless": False}),
+        ("dash", {"field": "cmd", "contains": " \u2013c ", "caseless": True}),
+        ("short", {"all": [{"field": "cmd", "contains": "/c", "caseless": True},
+                           {"field": "cmd", "contains": "x", "caseless": True}]}),
+        ("ne", {"field": "user", "ne": "root", "caseless": True}),
+        ("accent", {"field": "img", "contains": "\u00e9t\u00e9", "caseless": True}),
+        ("ref", {"field": "user", "fieldref": "cmd", "caseless": True}),
+        ("cased_ref", {"field": "img", "fieldref": "cmd"}),
+    ]]
+    program = compile_rules(rules)
+    assert multi_plan(program).body is not None
+    events = [{"cmd": "run \u212aILL now", "img": "c:\\\u017f\u212aIP.EXE", "user": "\u017fy\u017ftem"},
+              {"cmd": "KiLL", "img": "x\\skip.exe", "user": "SYSTEM"},
+              {"cmd": "a \u2013C b /C X", "img": "\u00c9T\u00c9", "user": "ROOT"},
+              {"cmd": "Kill", "img": None, "user": None},
+              {"cmd": "", "img": "", "user": ""},
+              {"cmd": "/", "img": "skip.exe", "user": "r\u0130"},
+              {"cmd": "\u212a\u0130\u03c3", "img": "\u212a\u0130\u03c3", "user": "KI\u03c2"}]
+    want = [matched_rules(rules, e) for e in events]
+    assert want[0] == ["kill", "ends", "eq", "ne"]  # Python matches k with the Kelvin sign, s with the long s
+    assert want[-1] == ["ne", "ref", "cased_ref"]  # ... and i with the dotted I, the final sigma with sigma
+    assert [list(x) for x in decide(spark, program, events, tag=True)] == want
+
+
+ADDRESSES = ["10.1.2.3", "10.1.2", "010.1.2.3", "10.1.2.3 ", "192.168.0.1", "256.1.1.1", "::1", "::1%eth0",
+             "::1%", "fe80::1", "FE80::abcd:1", "fe80:::1", "1::2::3", "::ffff:10.1.2.3", "::ffff:10.1.2.03",
+             "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::", "::", ":1::", "1:2:3:4:5:6:7", "12345::",
+             "fc00::\u0661", "2001:db8::", "2001:db8::/32", "a:b", "", "\u0661.1.1.1", "127.0.0.1", "0.0.0.0"]
+
+
+@pytest.mark.parametrize("nets", [["10.0.0.0/8", "192.168.0.0/16"], ["::1/128", "fe80::/10", "fc00::/7"],
+                                  ["0.0.0.0/0"], ["::/0", "127.0.0.1/32"], ["2001:db8::/32", "10.1.2.0/31"]])
+def test_cidr_reads_addresses_as_python_does(spark, nets):
+    rules = [Rule.model_validate({"id": "a", "when": {"field": "img", "cidr": nets}})]
+    program = compile_rules(rules)
+    events = [{"img": a} for a in ADDRESSES]
+    want = [matched_rules(rules, e) for e in events]
+    assert any(want) and not all(want)
+    assert [list(x) for x in decide(spark, program, events, tag=True)] == want
+
+
+def test_program_outside_the_multi_field_path_says_why():
+    lower = [Rule.model_validate({"id": "a", "when": {"field": "cmd", "apply": ["lower"], "eq": "x"}})]
+    assert multi_plan(compile_rules(lower)).reason == "a derivation (lower) of field cmd"
+    backref = [Rule.model_validate({"id": "a", "when": {"field": "cmd", "regex": "(a)\\1"}})]
+    assert multi_plan(compile_rules(backref)).reason == "pattern '(a)\\\\1' has a backreference"
