@@ -165,8 +165,8 @@ def load(spark: Any, plan: Any) -> tuple[float, float, float]:
     """Build the store the pipeline's lookup will use and load it as the lookup does when its pipeline is
     compiled (into the JVM on a local master); returns (build seconds, total seconds, store MB)."""
     from etl.compile.context import CompileContext
-    from etl.compile.lookup import lookup_join
-    from etl.compile.lookup_store import default_base_dir, dir_mb, ensure_version, source_version
+    from etl.compile.lookups.dimension import lookup_join
+    from etl.compile.lookups.store import default_base_dir, dir_mb, ensure_version, source_version
     from etl.compile.transforms.lookup import dimension
 
     node = plan.graph.node("enriched")

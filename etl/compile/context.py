@@ -102,7 +102,7 @@ class CompileContext:
     physical: Any = None
     caches: Caches = field(default_factory=Caches)
     executed: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, aspect) -> engine built
-    trigger: str = "continuous"  # or "available_now" (--once, --drain): windows' timers (windowing.choose_timers)
+    trigger: str = "continuous"  # or "available_now" (--once, --drain): windows' timers (windows.native.choose_timers)
 
     @property
     def pipeline(self) -> str:

@@ -1,7 +1,7 @@
 """Drain: the input is complete, so every open window, session, join buffer and dedupe state is flushed.
 
 How: every place a watermark is declared (`withWatermark`, in etl/compile/watermark.py and
-windowing.py) reads, besides its input, a tiny file stream: the folder `_etl_drain/` of the
+windows/native.py) reads, besides its input, a tiny file stream: the folder `_etl_drain/` of the
 pipeline's checkpoint. It is empty in a normal run. To drain, the runner first processes
 everything available (an AvailableNow pass: exactly `--once`), then writes one sentinel row
 there whose event time is far in the future (year 9999) and runs a second AvailableNow pass:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from etl.compile.windowing import WindowError, event_time_column
+from etl.compile.windows.native import WindowError, event_time_column
 
 LT, RT = "_etl_lt", "_etl_rt"
 

@@ -45,7 +45,7 @@ import org.rocksdb.RocksIterator;
 /**
  * Dimension tables of lookup joins, held in the JVM (one copy per executor JVM, shared by every task).
  *
- * <p>A table is a store built by etl.compile.lookup_store (a rocksdict store on local disk: Arrow record
+ * <p>A table is a store built by etl.compile.lookups.store (a rocksdict store on local disk: Arrow record
  * batches of about 4,096 rows ordered by a 64-bit hash of their key). {@link #publish} reads every chunk once
  * and keeps the rows in flat arrays: the keys' bytes, their hashes in store order with an index on the hash's
  * top bits, and one array per value column. A lookup hashes the event's key (the same function as

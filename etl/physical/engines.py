@@ -191,7 +191,7 @@ def _java_regex(s: Subject, t: Target) -> str | None:
 
 
 # ------------------------------------------------------------------ lookup
-AUTO_MAX_BYTES = 16 * 1000**2  # etl.compile.lookup: `auto` broadcasts files up to this size
+AUTO_MAX_BYTES = 16 * 1000**2  # etl.compile.lookups.dimension: `auto` broadcasts files up to this size
 KEY_TYPES = {"string", "int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte", "boolean", "date"}
 
 
@@ -319,15 +319,15 @@ ENGINES: tuple[Engine, ...] = (
            "Grok.java: one java.util.regex search per line"),
     Engine("spark-regexp", "captures", "etl.compile.transforms.grok:with_captures_sql", _always,
            "regexp_replace + split in Spark SQL"),
-    Engine("broadcast", "store", "etl.compile.lookup:_broadcast", _broadcast,
+    Engine("broadcast", "store", "etl.compile.lookups.dimension:_broadcast", _broadcast,
            "broadcast hash join against the table"),
-    Engine("rocksdb-jvm", "store", "etl.compile.lookup_jvm:jvm_lookup", _rocksdb_jvm,
+    Engine("rocksdb-jvm", "store", "etl.compile.lookups.jvm:jvm_lookup", _rocksdb_jvm,
            "rocksdict store held by the JVM (LookupTables), looked up in generated code"),
-    Engine("rocksdb-python", "store", "etl.compile.lookup:_rocksdb", _rocksdb,
+    Engine("rocksdb-python", "store", "etl.compile.lookups.dimension:_rocksdb", _rocksdb,
            "rocksdict store looked up by mapInArrow in Python workers of the table's own"),
-    Engine("native", "window", "etl.compile.windowing:window_aggregate", _native_window,
+    Engine("native", "window", "etl.compile.windows.native:window_aggregate", _native_window,
            "Spark's window aggregation with watermark"),
-    Engine("state", "window", "etl.compile.window_state:state_aggregate", _always,
+    Engine("state", "window", "etl.compile.windows.state:state_aggregate", _always,
            "transformWithState over RocksDB (early results, late dead letters)"),
     Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),

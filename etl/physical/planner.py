@@ -53,8 +53,8 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         from etl.physical.engines import lookup_store
 
         store, why = lookup_store(s, target)
-        if store == "auto":  # the table's size is known only when it is read (etl.compile.lookup.choose_store)
-            return (Choice("store", "auto-at-start", why, (), "etl.compile.lookup:choose_store"),)
+        if store == "auto":  # the table's size is known only when read (etl.compile.lookups.dimension.choose_store)
+            return (Choice("store", "auto-at-start", why, (), "etl.compile.lookups.dimension:choose_store"),)
         return (pick("store", s, target, why),)
     if t == "window":
         return (pick("window", s, target),)

@@ -24,7 +24,7 @@ class Drain:
         self.how = "etl run --drain"
 
     def _processing_timers(self) -> bool:
-        from etl.compile.windowing import choose_timers
+        from etl.compile.windows.native import choose_timers
 
         trigger = self.run.compiler.ctx.trigger
         return any(n.type == "window" and choose_timers(n.spec, trigger) == "processing"

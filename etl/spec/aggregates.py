@@ -4,9 +4,9 @@ Each entry says, for one `fn` of a window's `aggregates`:
 
 * whether it needs a `field` and an `n` (the spec validates them);
 * its output type from its input column's type (column propagation);
-* its Spark expression (the native window engine, etl.compile.windowing), built
+* its Spark expression (the native window engine, etl.compile.windows.native), built
   from `pyspark.sql.functions` passed in, so this module imports no pyspark;
-* its accumulator for the state engine (etl.compile.window_state): a new one,
+* its accumulator for the state engine (etl.compile.windows.state): a new one,
   adding a value, merging two (session windows), the result.
 
 Meaning (both engines): count counts rows (or non-null values of `field`);

@@ -183,7 +183,7 @@ class Emit(Model):
 
     def flag_columns(self) -> tuple[str, ...]:
         """Columns the window adds after its aggregates (booleans): `_final` and `_retract` with provisional
-        rows or late updates, `_update` with late updates (see etl/compile/windowing.py)."""
+        rows or late updates, `_update` with late updates (see etl/compile/windows/native.py)."""
         if self.late == "update":
             return ("_final", "_retract", "_update")
         return ("_final", "_retract") if self.early is not None else ()

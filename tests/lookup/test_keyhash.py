@@ -11,7 +11,7 @@ KEYS = ["", "a", "user-42", "12345678", "123456789", "ünïcode-key-longer-than-
 
 
 def test_values_are_stable():
-    """Stores on disk are ordered by these values: a change needs a new lookup_store.FORMAT."""
+    """Stores on disk are ordered by these values: a change needs a new lookups.store.FORMAT."""
     assert [int(x) for x in key_hashes(pa.array(KEYS))] == [
         0, 13656869943007173965, 3318725681492179615, 6807069727391193880, 9176041483464125030,
         13917713237999015503]

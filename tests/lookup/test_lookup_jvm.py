@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from etl.compile import lookup_store as ls
+from etl.compile.lookups import store as ls
 from etl.compile.keyhash import key_hashes
-from etl.compile.lookup import Dimension, lookup_join
+from etl.compile.lookups.dimension import Dimension, lookup_join
 from etl.spec.transforms import LookupTransform
 from tests.lookup.reference import ref_join
 

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from etl.compile import lookup_store as ls
-from etl.compile.lookup import Dimension, lookup_join
+from etl.compile.lookups import store as ls
+from etl.compile.lookups.dimension import Dimension, lookup_join
 from etl.spec.sources import MySQLSource
 from tests.windows.batches_source import write_batches
 from tests.lookup.test_lookup_spark import events_stream, run, spec

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from etl.compile import lookup_store as ls
-from etl.compile.lookup import Dimension, lookup_join
+from etl.compile.lookups import store as ls
+from etl.compile.lookups.dimension import Dimension, lookup_join
 from etl.spec.transforms import LookupTransform
 from tests.windows.batches_source import write_batches
 from tests.lookup.reference import ref_join

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from etl.compile import lookup_store as ls
-from etl.compile.lookup import LK, join_batch
+from etl.compile.lookups import store as ls
+from etl.compile.lookups.dimension import LK, join_batch
 from tests.lookup.reference import ref_join
 
 TABLE = [

@@ -95,7 +95,7 @@ def test_read_once_then_installed_or_configured(monkeypatch):
 
 
 def test_a_lookup_table_carries_the_drivers_values(monkeypatch):
-    from etl.compile import lookup_store as ls
+    from etl.compile.lookups import store as ls
 
     monkeypatch.setenv("ETL_LOOKUP_CHUNK_ROWS", "7")
     monkeypatch.setenv("ETL_LOOKUP_CACHE_MB", "40")

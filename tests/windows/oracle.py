@@ -2,7 +2,7 @@
 
 It keeps raw events per window (no incremental accumulators) and computes each
 aggregate from scratch when a row is emitted, so it shares no logic with
-etl/compile/window_state.py.
+etl/compile/windows/state.py.
 
 Watermark: W[0] = 0; W[N] = max(W[N-1], max event time of batches 0..N-1 - delay).
 A window is emitted (final) in batch N when W[N] >= its end.

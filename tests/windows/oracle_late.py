@@ -1,7 +1,7 @@
 """Oracle for late firing (`emit: {late: update, allowed_lateness: L}`) on the state engine.
 
 Raw events per window, aggregates recomputed from scratch (tests/windows/oracle.aggregate);
-no code shared with etl/compile/window_processor.py. Watermarks as in oracle.py; the state
+no code shared with etl/compile/windows/processor.py. Watermarks as in oracle.py; the state
 engine's rule: in batch N, windows with end <= W[N] close first, then the batch's events join.
 
 * A window closes once (a final row, `_update` false) and is kept until W >= end + L.

@@ -2,7 +2,7 @@
 
 Data: out-of-order, late and duplicate events in fixed micro-batches (tests/windows/data.py).
 Native engine: lateness by the previous batch's watermark (Spark's rule); state engine:
-by the current one (see etl/compile/windowing.py). Both must equal the oracle exactly
+by the current one (see etl/compile/windows/native.py). Both must equal the oracle exactly
 (approx_count_distinct within 5% on the native engine, HyperLogLog++).
 
 To stay within the CI budget, each engine/emit policy runs ONE streaming query: the
@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from etl.compile.windowing import window_aggregate
+from etl.compile.windows.native import window_aggregate
 from etl.spec.transforms import WindowTransform
 from tests.windows import oracle
 from tests.windows.data import make_batches

@@ -1,5 +1,5 @@
 """lookup: enrich events from a dimension table (a static file or mysql source), broadcast or
-in rocksdict stores on local disk (etl/compile/lookup.py, etl/compile/lookup_store.py)."""
+in rocksdict stores on local disk (etl/compile/lookups/dimension.py, etl/compile/lookups/store.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ FORMATS = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
 
 def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
     """The Dimension of the lookup's table, and its own refresh interval."""
-    from etl.compile.lookup import Dimension
+    from etl.compile.lookups.dimension import Dimension
 
     table = ctx.graph.node(node.spec.table)
     t = table.spec
@@ -33,8 +33,8 @@ def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    from etl.compile.lookup import LookupError_, lookup_join
-    from etl.compile.lookup_store import default_base_dir
+    from etl.compile.lookups.dimension import LookupError_, lookup_join
+    from etl.compile.lookups.store import default_base_dir
 
     spec = node.spec
     dim, table_refresh = dimension(ctx, node)

@@ -1,6 +1,6 @@
 """window: tumbling, sliding and session windows over event or processing time
-(etl/compile/windowing.py; the state engine for early results and late dead letters is
-etl/compile/window_state.py).
+(etl/compile/windows/native.py; the state engine for early results and late dead letters is
+etl/compile/windows/state.py).
 
 Output columns: the group_by columns, window_start, window_end, one column per aggregate;
 with `emit.early`, `_final` and `_retract` too (upsert key: group_by, window_start, window_end).
@@ -23,7 +23,7 @@ CODES = {"event_time": "E320", "group_by": "E310", "aggregates": "E310", "emit":
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from pyspark.sql import functions as F
 
-    from etl.compile.windowing import WindowError, choose_timers, window_aggregate
+    from etl.compile.windows.native import WindowError, choose_timers, window_aggregate
 
     spec = node.spec
     df = inputs[0]

@@ -11,7 +11,7 @@ compute it, both on the RocksDB state store:
   keeps exact (the set of distinct values of a window and key lives in state
   until the window closes).
 * **state** -- a `transformWithStateInPandas` processor
-  (`etl.compile.window_state`), used for early (provisional) results and for
+  (`etl.compile.windows.state`), used for early (provisional) results and for
   late events sent to the dead-letter output, which Spark's aggregation cannot do.
 
 Output columns: the group_by columns, window_start, window_end (timestamps; a
@@ -201,10 +201,10 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
 
     event_time: the EventTime to use (the window's own, else its source's);
     ignored for `time: processing`. engine: auto | native | state. timers: event | processing (the state
-    engine's timers for `emit.early`; processing only for a continuous run, see window_state).
+    engine's timers for `emit.early`; processing only for a continuous run, see windows.state).
     payload: for late events sent to dead letters, the column holding the
     original record (default: the whole input row as JSON). guard_having: see
-    window_state.state_aggregate (the native engine's `having` is guarded by its caller).
+    windows.state.state_aggregate (the native engine's `having` is guarded by its caller).
     """
     for g in spec.group_by:
         if g not in df.columns:
@@ -220,7 +220,7 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
                                          processing=processing)
     if engine == "native":
         return _native(prepared, spec, et_col)
-    from etl.compile.window_state import state_aggregate
+    from etl.compile.windows.state import state_aggregate
 
     return state_aggregate(prepared, spec, et_col, stage=stage or spec.id, payload=payload,
                            source_columns=df.columns, guard_having=guard_having, timers=timers)

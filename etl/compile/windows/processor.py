@@ -1,4 +1,4 @@
-"""The transformWithState processor of the window state engine (compiled by etl/compile/window_state.py).
+"""The transformWithState processor of the window state engine (compiled by etl/compile/windows/state.py).
 
 One processor instance per grouping key holds every window of that key in one value state:
 {"w": {(start_ms, end_ms): accumulators}, "dirty": windows changed since the last provisional
@@ -29,8 +29,8 @@ from __future__ import annotations
 import pickle
 from typing import Any, Iterator
 
-from etl.compile.window_state import (ERR, EVENT_MS, FINAL, MS_COL, PAYLOAD, PREV, RETRACTED, UPDATE, VAL, WE, WS,
-                                      Config, add, merge, new_acc, result, windows_of)
+from etl.compile.windows.state import (ERR, EVENT_MS, FINAL, MS_COL, PAYLOAD, PREV, RETRACTED, UPDATE, VAL, WE, WS,
+                                       Config, add, merge, new_acc, result, windows_of)
 
 
 def processor_class() -> type:

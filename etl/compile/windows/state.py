@@ -1,8 +1,8 @@
 """The state engine of windows: accumulators and the compile step of a transformWithState processor.
 
-Used (see etl/compile/windowing.py) when a window emits provisional results (`emit.early`),
+Used (see etl/compile/windows/native.py) when a window emits provisional results (`emit.early`),
 updates closed windows with late events (`late: update`) or sends late events to the
-dead-letter output. The processor itself, its state and its timers: etl/compile/window_processor.py.
+dead-letter output. The processor itself, its state and its timers: etl/compile/windows/processor.py.
 Timers are event-time timers, except for a continuous run with `emit.early`, which uses
 processing-time timers (`timers="processing"`): Spark runs a ProcessingTime-mode processor's
 query batch after batch, which an AvailableNow run (`--once`, `--drain`) could never finish.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from etl.compile.windowing import (ERR, ET_COL, FINAL, PAYLOAD, RETRACT, WindowError, WindowResult, key_columns,
-                                   output_schema)
+from etl.compile.windows.native import (ERR, ET_COL, FINAL, PAYLOAD, RETRACT, WindowError, WindowResult, key_columns,
+                                       output_schema)
 from etl.spec.aggregates import AGGREGATES
 
 MS_COL = "_etl_ms"
@@ -39,7 +39,7 @@ class Config:
     update: bool = False  # late: update
     lateness_ms: int = 0  # allowed_lateness
     every_ms: int | None = None  # at most one update row per key this often
-    timers: str = "event"  # event | processing (etl/compile/window_processor.py)
+    timers: str = "event"  # event | processing (etl/compile/windows/processor.py)
 
 
 # ------------------------------------------------------------- accumulators
@@ -155,7 +155,7 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
                    StructField(ERR, StringType(), True), StructField(PAYLOAD, StringType(), True),
                    StructField(EVENT_MS, LongType(), True)]
     out_type = StructType(out_fields)
-    from etl.compile.window_processor import processor_class
+    from etl.compile.windows.processor import processor_class
 
     proc = processor_class()(cfg, tuple(f.name for f in out_fields))
     mode = "ProcessingTime" if cfg.timers == "processing" else "EventTime"

@@ -1,6 +1,6 @@
 """Lookups of rocksdb-stored tables inside the JVM (etl/jvm/LookupTables.java), on local masters.
 
-The store is the same one the Python workers read (etl/compile/lookup_store.py);
+The store is the same one the Python workers read (etl/compile/lookups/store.py);
 the driver builds it (this host is the executors' host on a local master) and
 has the JVM load it once: flat arrays shared by every task, found by key hash.
 Each event's key (its text, as `event_key` builds it) is looked up in generated
@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from etl.compile.lookup_store import TableSource, ensure_version, source_version, table_dir
+from etl.compile.lookups.store import TableSource, ensure_version, source_version, table_dir
 
 log = logging.getLogger("etl.lookup")
 
@@ -78,7 +78,7 @@ def jvm_lookup(events: Any, src: TableSource, ev_keys: list[str], values: list[s
 
     from etl.compile import jvm
     from etl.compile.deadletter import fence
-    from etl.compile.lookup import event_key, spark_type
+    from etl.compile.lookups.dimension import event_key, spark_type
 
     spark = events.sparkSession  # the planner chose this engine (settings, master, jar: etl.physical.engines)
     types = {f.name: f.dataType.typeName() for f in events.schema.fields}

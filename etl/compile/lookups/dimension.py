@@ -16,9 +16,9 @@ AUTO_MAX_ROWS rows):
   re-plans it, and a file is served from each Python worker's in-memory copy,
   re-read once `refresh` has passed and the file changed (a table Spark reads,
   such as mysql, is queried again each micro-batch).
-* rocksdb -- a rocksdict store on local disk (etl/compile/lookup_store.py). The
+* rocksdb -- a rocksdict store on local disk (etl/compile/lookups/store.py). The
   physical planner picks who serves it (etl.physical.engines): on a local
-  master the JVM holds it (`rocksdb-jvm`) (etl/compile/lookup_jvm.py: loaded once, looked
+  master the JVM holds it (`rocksdb-jvm`) (etl/compile/lookups/jvm.py: loaded once, looked
   up in generated code, the driver refreshing it). Otherwise (`rocksdb-python`) `mapInArrow` over
   the events: each Python worker looks keys up a batch at a time (hashed,
   sorted, binary-searched over the chunks it keeps decoded), in Python workers
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from etl.compile.workers import own_workers
-from etl.compile.lookup_store import (TableSource, default_base_dir, ensure_version, source_version,
-                                      store_for)
+from etl.compile.lookups.store import (TableSource, default_base_dir, ensure_version, source_version,
+                                       store_for)
 
 LK = "_etl_lk"
 AUTO_MAX_BYTES = 16 * 1000**2
@@ -149,13 +149,13 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
     elif dim.format == "snapshot":
         import pyarrow.parquet as pq
 
-        from etl.compile.lookup_store import snapshot_dir
+        from etl.compile.lookups.store import snapshot_dir
 
         fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
     elif dim.format == "csv":
         import pyarrow.csv as pcsv
 
-        from etl.compile.lookup_store import _files
+        from etl.compile.lookups.store import _files
 
         first = _files(dim.path, (".csv", ".txt"))[0]
         reader = pcsv.open_csv(first, read_options=pcsv.ReadOptions(autogenerate_column_names=not dim.header),
@@ -170,7 +170,7 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
     else:  # jsonl
         import pyarrow.json as pjson
 
-        from etl.compile.lookup_store import _files
+        from etl.compile.lookups.store import _files
 
         fields = list(pjson.read_json(_files(dim.path, (".json", ".jsonl"))[0]).schema)
     out = []
@@ -186,7 +186,7 @@ def choose_store(dim: Dimension, requested: str) -> str:
     if dim.format == "snapshot":
         import pyarrow.parquet as pq
 
-        from etl.compile.lookup_store import snapshot_dir
+        from etl.compile.lookups.store import snapshot_dir
 
         rows = sum(f.metadata.num_rows for f in pq.ParquetDataset(
             snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).fragments)
@@ -197,7 +197,7 @@ def choose_store(dim: Dimension, requested: str) -> str:
 
 
 def event_key(events: Any, cols: list[str]) -> Any:
-    """The events' join key as text, built like lookup_store.key_array builds the table's."""
+    """The events' join key as text, built like store.key_array builds the table's."""
     from pyspark.sql import functions as F
 
     parts = [F.col(f"`{c}`").cast("string") for c in cols]
@@ -331,7 +331,7 @@ _TABLES: dict[str, tuple[str, float, Any]] = {}
 
 def cached_table(src: TableSource) -> Any:
     """The table read by this worker, re-read when `src.refresh_s` passed and its files changed."""
-    from etl.compile.lookup_store import read_table
+    from etl.compile.lookups.store import read_table
 
     now = time.monotonic()
     hit = _TABLES.get(src.cache_key())
@@ -353,7 +353,7 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
         raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
     src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
                       dim.delimiter, spec.refresh, base_dir)
-    from etl.compile.lookup_jvm import jvm_lookup
+    from etl.compile.lookups.jvm import jvm_lookup
 
     got = jvm_lookup(events, src, ev_keys, values, renamed, spec.how, spec.refresh is not None, LK) if jvm else None
     if got is not None:
