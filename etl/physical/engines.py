@@ -260,6 +260,8 @@ def _native_window(s: Subject, t: Target) -> str | None:
         return "early emission needs the state engine"
     if emit.late == "dead_letter":
         return "late events to dead letters need the state engine"
+    if emit.late == "update":
+        return "late updates of closed windows need the state engine"
     return None
 
 
