@@ -78,20 +78,27 @@ def jvm_rule_plan(program: Any) -> Any:
     return _of_program("jvm", program, jvm_plan)
 
 
-def _rules_jvm(s: Subject, t: Target) -> str | None:
+def _jvm_rules(s: Subject, t: Target, plan: Any, fields: list[str]) -> str | None:
+    """What both JVM rule engines need: the switch, the jar, no step-budget demotion, a program file (`plan`),
+    string columns for `fields`."""
     if not t.rules_jvm:
         return "ETL_RULES_JVM is off"
     if (why := _jar(t)) is not None:
         return why
     if getattr(s.program, "digest", "") in t.demoted:
         return "a pattern ran past its java.util.regex step budget in this run (moved to Hyperscan)"
-    plan = jvm_rule_plan(s.program)
     if plan.body is None:
         return plan.reason or "not eligible"
-    typ = s.input_type(plan.field) if plan.field is not None else None
-    if typ is not None and typ != "string":
-        return f"field {plan.field} is {typ}, not a string"
+    for f in fields:
+        typ = s.input_type(f)
+        if typ is not None and typ != "string":
+            return f"field {f} is {typ}, not a string"
     return None
+
+
+def _rules_jvm(s: Subject, t: Target) -> str | None:
+    plan = jvm_rule_plan(s.program)
+    return _jvm_rules(s, t, plan, [plan.field] if plan.field is not None else [])
 
 
 def jvm_multi_plan(program: Any) -> Any:
@@ -102,20 +109,8 @@ def jvm_multi_plan(program: Any) -> Any:
 
 
 def _rules_jvm_multi(s: Subject, t: Target) -> str | None:
-    if not t.rules_jvm:
-        return "ETL_RULES_JVM is off"
-    if (why := _jar(t)) is not None:
-        return why
-    if getattr(s.program, "digest", "") in t.demoted:
-        return "a pattern ran past its java.util.regex step budget in this run (moved to Hyperscan)"
     plan = jvm_multi_plan(s.program)
-    if plan.body is None:
-        return plan.reason or "not eligible"
-    for f in plan.fields:
-        typ = s.input_type(f)
-        if typ is not None and typ != "string":
-            return f"field {f} is {typ}, not a string"
-    return None
+    return _jvm_rules(s, t, plan, list(plan.fields or ()))
 
 
 # --------------------------------------------------------------- prefilter
