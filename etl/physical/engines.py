@@ -78,6 +78,15 @@ def jvm_rule_plan(program: Any) -> Any:
     return _of_program("jvm", program, jvm_plan)
 
 
+def _not_strings(s: Subject, fields: Any) -> str | None:
+    """Why not, when one of `fields` is declared with another type than string (unknown types pass)."""
+    for f in fields:
+        typ = s.input_type(f)
+        if typ is not None and typ != "string":
+            return f"field {f} is {typ}, not a string"
+    return None
+
+
 def _jvm_rules(s: Subject, t: Target, plan: Any, fields: list[str]) -> str | None:
     """What both JVM rule engines need: the switch, the jar, no step-budget demotion, a program file (`plan`),
     string columns for `fields`."""
@@ -89,11 +98,7 @@ def _jvm_rules(s: Subject, t: Target, plan: Any, fields: list[str]) -> str | Non
         return "a pattern ran past its java.util.regex step budget in this run (moved to Hyperscan)"
     if plan.body is None:
         return plan.reason or "not eligible"
-    for f in fields:
-        typ = s.input_type(f)
-        if typ is not None and typ != "string":
-            return f"field {f} is {typ}, not a string"
-    return None
+    return _not_strings(s, fields)
 
 
 def _rules_jvm(s: Subject, t: Target) -> str | None:
@@ -130,11 +135,7 @@ def _prefilter_common(s: Subject, t: Target) -> str | None:
     lits = literal_groups(s.program)
     if not lits:
         return "some rule can match a row without a known literal"
-    for f in lits:
-        typ = s.input_type(f)
-        if typ is not None and typ != "string":
-            return f"field {f} is {typ}, not a string"
-    return None
+    return _not_strings(s, lits)
 
 
 def _prefilter_jvm(s: Subject, t: Target) -> str | None:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from etl import settings
 from etl.compile.lookups import store as ls
 from etl.compile.keyhash import key_hashes
 from etl.compile.lookups.dimension import Dimension, lookup_join
@@ -88,8 +89,6 @@ def canon(rows: list[dict]) -> list[str]:
 
 
 def joined(spark, tmp_path, monkeypatch, on, how, jvm: bool, keys=EVENT_KEYS, refresh=None):
-    from etl import settings
-
     monkeypatch.setenv("ETL_LOOKUP_JVM", "on" if jvm else "off")
     settings.reset()  # the snapshot is read once per process: read the switch again
     ls.drop_cached()
@@ -134,7 +133,7 @@ def test_multi_column_keys_and_a_unique_table(spark, tmp_path, monkeypatch):
     assert sorted(r["name"] for r in got if r["user"] == "dup") == ["first", "second"]  # region eu only
     unique = [r for r in ROWS if r["id"] != "dup"]
     monkeypatch.setenv("ETL_LOOKUP_JVM", "on")
-    __import__("etl.settings").settings.reset()
+    settings.reset()
     res = lookup_join(events(spark), table(tmp_path / "unique", unique), spec({"user": "id"}, "left"),
                       base_dir=str(tmp_path / "unique-stores"))
     assert "LookupTables.one" in plan_of(res.df)
@@ -146,7 +145,7 @@ def test_multi_column_keys_and_a_unique_table(spark, tmp_path, monkeypatch):
 def test_a_key_type_whose_text_differs_runs_in_python(spark, tmp_path, monkeypatch):
     """A double key's text is '1.0' in Spark and '1' in Arrow: that lookup stays in the Python workers."""
     monkeypatch.setenv("ETL_LOOKUP_JVM", "on")
-    __import__("etl.settings").settings.reset()
+    settings.reset()
     ev = spark.createDataFrame([(1.0,), (2.5,)], "user double")
     res = lookup_join(ev, table(tmp_path), spec({"user": "id"}, "left"), base_dir=str(tmp_path / "s"))
     assert "LookupTables" not in plan_of(res.df)
