@@ -252,7 +252,11 @@ def lib() -> Any:
 
 
 def _latest_error() -> str:
-    raw = lib().GetLatestErrorMessage() or b""
+    """The native client's last error message; empty when the library was never loaded (nothing of it failed:
+    a pull through another client, a test's scripted queue)."""
+    if _lib is None:
+        return ""
+    raw = _lib.GetLatestErrorMessage() or b""
     text = raw.decode("utf-8", "replace").strip()
     text = re.sub(r"<[^>]*rocketmq-client-cpp/([^>]*)>", r"\1", text)
     text = re.sub(r",error:-?\d+,in file .*$", "", text)
