@@ -24,15 +24,20 @@ setup-java: setup
 setup-servers: setup
 	PYTHON=$(PY) scripts/setup-servers.sh
 
+# pytest-xdist workers of `make test` and `make test-fast` (tests/conftest.py keeps each family of test servers in
+# one worker); 1 runs the tests in this process
+WORKERS ?= 2
+XDIST   := $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
+
 run: setup
 	$(ETL) run pipelines/quickstart.yaml --once
 
 test: setup setup-java setup-servers
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
 # ETL_NO_SPARK: starting Spark fails (a test that does must be marked `spark`): the fast suite starts no JVM
 test-fast: setup
-	ETL_NO_SPARK=on $(PY) -m pytest -q -m "not spark and not servers and not slow"
+	ETL_NO_SPARK=on $(PY) -m pytest -q $(XDIST) -m "not spark and not servers and not slow"
 
 # ruff (rules in pyproject.toml) and the import contracts (pyspark only in compile/runtime/connectors)
 lint: setup

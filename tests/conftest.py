@@ -39,11 +39,26 @@ def _starts_spark(item: pytest.Item) -> bool:
     return path is not None and _imports_pyspark(path)
 
 
+# Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`), the tests using one family of session-scoped
+# servers run in one worker, so each server starts once per run instead of once per worker
+XDIST_GROUPS = {
+    "spark_cluster": "cluster",
+    "kafka_server": "servers", "kafka_sasl_server": "servers", "mariadb_server": "servers",
+    "mariadb_tls_server": "servers", "opensearch_server": "servers", "rocketmq_server": "servers",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Every test that starts Spark is marked `spark` (whether or not it says so), so `-m "not spark"` skips it."""
+    """Every test that starts Spark is marked `spark` (whether or not it says so), so `-m "not spark"` skips it;
+    a test using a session server is put in that server family's xdist group."""
     for item in items:
         if item.get_closest_marker("spark") is None and _starts_spark(item):
             item.add_marker(pytest.mark.spark)
+        names = set(getattr(item, "fixturenames", ()))
+        group = next((g for f, g in XDIST_GROUPS.items() if f in names), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_configure(config):
