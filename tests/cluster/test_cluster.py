@@ -64,10 +64,24 @@ def _etl_run(root: Path, pipeline: str, master: str, *extra: str, timeout: float
     return p
 
 
-def test_examples_give_the_same_output_as_on_local(spark_cluster, tmp_path):
+def _run_local(spark, root: Path, pipeline: str) -> None:
+    """The reference: the pipeline run --once in this process's local[2] session (the test session: 2 shuffle
+    partitions, as CONF gives the cluster), with the checkpoint `etl run` would use."""
+    from etl.check import check_file
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    checked = check_file(root / "pipelines" / f"{pipeline}.yaml", programs=True)
+    assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
+    run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(root / "ckpt"), progress="none"))
+    run.start()
+    run.wait()
+    assert run.failure is None, run.failure
+
+
+def test_examples_give_the_same_output_as_on_local(spark_cluster, spark, tmp_path):
     for pipeline, out in EXAMPLES.items():
         local, cluster = _copy(tmp_path, f"local-{pipeline}"), _copy(tmp_path, f"cluster-{pipeline}")
-        _etl_run(local, pipeline, "local[2]")
+        _run_local(spark, local, pipeline)
         p = _etl_run(cluster, pipeline, spark_cluster.master_url)
         assert "Spark UI http://" in p.stderr and f"(master {spark_cluster.master_url})" in p.stderr
         want = _rows(local / out)
@@ -77,7 +91,7 @@ def test_examples_give_the_same_output_as_on_local(spark_cluster, tmp_path):
     assert not list((cluster / out).glob("_staging"))
 
 
-def test_spark_submit_of_a_pipeline(spark_cluster, tmp_path):
+def test_spark_submit_of_a_pipeline(spark_cluster, spark, tmp_path):
     import pyspark
 
     root = _copy(tmp_path, "submit")
@@ -89,7 +103,7 @@ def test_spark_submit_of_a_pipeline(spark_cluster, tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     _no_traceback(p.stdout, p.stderr)
     ref = _copy(tmp_path, "submit-local")
-    _etl_run(ref, "example_filter", "local[2]")
+    _run_local(spark, ref, "example_filter")
     assert _rows(root / EXAMPLES["example_filter"]) == _rows(ref / EXAMPLES["example_filter"]) != []
 
 
