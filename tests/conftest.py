@@ -57,6 +57,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         names = set(getattr(item, "fixturenames", ()))
         group = next((g for f, g in XDIST_GROUPS.items() if f in names), None)
+        if group is None and item.get_closest_marker("servers") is not None:
+            group = "servers"  # asks for its server by name at run time (request.getfixturevalue)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
 
