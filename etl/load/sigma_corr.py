@@ -116,10 +116,13 @@ def _group_text(label: str, mapping: tuple[tuple[str, str], ...]) -> str:
 
 
 def _ms_text(ms: int) -> str:
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
+    """A duration as Sigma writes one: 2m30s, 75ms, 1h."""
+    out = ""
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)):
+        if ms >= size:
+            out += f"{ms // size}{unit}"
+            ms %= size
+    return out or "0s"
 
 
 # ------------------------------------------------------------------------------------------- reading
