@@ -74,8 +74,8 @@ def _events() -> list[dict]:
 
 def _run(spark, tmp_path, slides: int) -> list[dict]:
     out = run_events(spark, tmp_path, PIPELINE.replace("SLIDES", str(slides)), {"logs": _events()})
-    rows = [{**{k: canon(r[k]) for k in ("rule", "window_start", "window_end", "value", "rules_seen")},
-             "group": dict(r["group"])} for r in out["out"]]  # a map is captured as its (key, value) pairs
+    rows = [{k: canon(r[k]) for k in ("rule", "group", "window_start", "window_end", "value", "rules_seen")}
+            for r in out["out"]]
     return sorted(rows, key=lambda r: (r["rule"], r["window_start"], sorted(r["group"].items(), key=str)))
 
 
