@@ -154,8 +154,8 @@ def _positions(lines: list[str], offset: int) -> tuple[tuple[tuple, int, int], .
             rest = ln[m.end():].strip()
             if rest.startswith("["):  # a flow list: rules: [a, b]
                 pos = m.end() + ln[m.end():].index("[") + 1
-                for k, item in enumerate(rest.strip("[]").split(",")):
-                    name = item.strip().strip("'\"")
+                for k, text in enumerate(rest.strip("[]").split(",")):
+                    name = text.strip().strip("'\"")
                     at = ln.find(name, pos)
                     out.append(((child[0], k), i + 1 + offset, at + 1))
                     pos = at + len(name)
@@ -194,7 +194,7 @@ def read_correlation(d: dict, lines: list[str], offset: int, title_line: int
     except (SigmaError, ValueError, TypeError, KeyError, AttributeError) as e:
         probe = CorrelationDoc("", (), "", 0, (), (), "", 0, None, False, positions)
         return probe, f"pySigma cannot read the correlation rule: {e}", probe.at(_error_key(str(e)), default)
-    cond = rule.condition
+    cond: Any = rule.condition
     simple = isinstance(cond, SigmaCorrelationCondition)
     field = cond.fieldref if simple else None
     doc = CorrelationDoc(

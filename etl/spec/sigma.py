@@ -56,7 +56,9 @@ class SigmaCorrelationHooks:
     def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         cols = cx.first(inputs)
         edge = next((e for e in node.inputs if e.role == "input"), None)
-        src = cx.graph.nodes.get(edge.src) if edge is not None else None
+        if edge is None:
+            return dict(CORRELATION_COLUMNS)
+        src = cx.graph.nodes.get(edge.src)
         if src is not None and not (src.type == "filter" and getattr(src.spec, "sigma", None) is not None
                                     and src.spec.mode == "alerts"):
             cx.report.error("E203", f"sigma_correlation '{node.id}' reads '{edge.ref}', which is not a filter with "
@@ -64,7 +66,7 @@ class SigmaCorrelationHooks:
                             "give it the output of a filter with `sigma:` and `mode: alerts`")
         if self.event_time is not None:
             cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
-        stats = cx.graph.sigma.get(edge.src) if edge is not None else None
+        stats = cx.graph.sigma.get(edge.src)
         if stats is not None and cols is not None:
             stats.correlations = [c for c in stats.correlations if _columns_present(cx, node, c, cols)]
         return dict(CORRELATION_COLUMNS)

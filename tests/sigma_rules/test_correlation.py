@@ -177,3 +177,13 @@ def test_each_document_of_a_file_has_its_own_positions_and_names_give_rule_ids()
         (12, "successful_logon", (("selection", "EventID"), 19, 9)),
         (23, "new_service", (("selection", "EventID"), 30, 9)),
     ]
+
+
+def test_correlations_of_a_filter_no_sigma_correlation_reads_are_named(tmp_path):
+    text = PIPELINE.replace("  - {id: corr, type: sigma_correlation, input: alerts SLIDES}\n", "")
+    c = _check(tmp_path, text=text.replace("input: corr", "input: alerts"))
+    assert _rendered(c) == [
+        f"{RULES}/correlations.yml:{line}:1: W340 warning Sigma correlation rule '{title}' does not run: no "
+        "sigma_correlation transform reads filter 'alerts'"
+        for line, title in ((1, "Brute Force"), (16, "Password Spraying"), (29, "Logon After Failures"),
+                            (46, "Service After Logon"))]
