@@ -50,6 +50,16 @@ ALERTS = [
     (400, "successful_logon", {"TargetUser": "carol", "Computer": "WS4"}),
     (500, "successful_logon", {"TargetUser": "erin", "Computer": "WS3"}),
     (500, "new_service", {"Computer": "WS3"}),  # same instant as the logon: not after it
+    # failure -> logon -> service on WS5 only when each is the earliest after the one before (not the earliest)
+    (650, "successful_logon", {"TargetUser": "t5", "Computer": "WS5"}),
+    (700, "failed_logon", {"User": "u5", "IpAddress": "10.0.0.5", "Computer": "WS5"}),
+    (750, "new_service", {"Computer": "WS5"}),
+    (800, "successful_logon", {"TargetUser": "t5", "Computer": "WS5"}),
+    (900, "new_service", {"Computer": "WS5"}),
+    (1300, "failed_logon", {"User": "u6", "IpAddress": "10.0.0.6", "Computer": "WS6"}),
+    (1350, "new_service", {"Computer": "WS6"}),  # no logon between: 1 rule in order
+    (1250, "failed_logon", {"User": "u7", "IpAddress": "10.0.0.7", "Computer": "WS7"}),
+    (1260, "successful_logon", {"TargetUser": "t7", "Computer": "WS7"}),  # 2 of 3 in order: gte 2 holds
 ]
 CLOSER = {"EventID": 1, "ts": "2026-01-01T02:00:00Z"}  # matches no rule; moves the watermark past every window
 
@@ -61,6 +71,8 @@ CORRS = [  # tests/fixtures/sigma/correlation/correlations.yml, as the oracle re
          {"account": {"failed_logon": "User", "successful_logon": "TargetUser"}}, "gte", 2),
     Corr("correlations_3", "temporal_ordered", ("successful_logon", "new_service"), 600,
          {"Computer": {"successful_logon": "Computer", "new_service": "Computer"}}, "gte", 2),
+    Corr("correlations_4", "temporal_ordered", ("failed_logon", "successful_logon", "new_service"), 600,
+         {"Computer": {r: "Computer" for r in EVENT_ID}}, "gte", 2),
 ]
 
 
@@ -85,7 +97,8 @@ def _oracle(slides: int) -> list[dict]:
 
 def test_each_correlation_type_fires_once_per_satisfied_group_and_tumbling_window(spark, tmp_path):
     got = _run(spark, tmp_path, 1)
-    t0, t5, t10 = "2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z", "2026-01-01T00:10:00Z"
+    t0, t5, t10, t20 = ("2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z", "2026-01-01T00:10:00Z",
+                        "2026-01-01T00:20:00Z")
     assert got == [
         {"rule": "correlations", "group": {"User": "alice"}, "window_start": t0, "window_end": t5, "value": 3,
          "rules_seen": ["failed_logon"]},
@@ -95,6 +108,12 @@ def test_each_correlation_type_fires_once_per_satisfied_group_and_tumbling_windo
          "rules_seen": ["failed_logon", "successful_logon"]},
         {"rule": "correlations_3", "group": {"Computer": "WS1"}, "window_start": t0, "window_end": t10,
          "value": 2, "rules_seen": ["new_service", "successful_logon"]},
+        {"rule": "correlations_3", "group": {"Computer": "WS5"}, "window_start": t10, "window_end": t20,
+         "value": 2, "rules_seen": ["new_service", "successful_logon"]},
+        {"rule": "correlations_4", "group": {"Computer": "WS5"}, "window_start": t10, "window_end": t20,
+         "value": 3, "rules_seen": ["failed_logon", "new_service", "successful_logon"]},
+        {"rule": "correlations_4", "group": {"Computer": "WS7"}, "window_start": t20,
+         "window_end": "2026-01-01T00:30:00Z", "value": 2, "rules_seen": ["failed_logon", "successful_logon"]},
     ]
     assert got == _oracle(1)
 
@@ -104,4 +123,4 @@ def test_sliding_windows_catch_a_burst_across_a_tumbling_boundary(spark, tmp_pat
     assert {"rule": "correlations", "group": {"User": "bob"}, "window_start": "2026-01-01T00:02:30Z",
             "window_end": "2026-01-01T00:07:30Z", "value": 3, "rules_seen": ["failed_logon"]} in got
     assert got == _oracle(2)
-    assert len(got) == 9
+    assert len(got) == 15
