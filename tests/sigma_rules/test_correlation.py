@@ -45,11 +45,11 @@ def test_the_four_correlations_validate_and_explain_their_windows(tmp_path):
     c = _check(tmp_path, slides=", slides: 4")
     assert _rendered(c) == []
     text = explain_plan(build_plan(c.graph, Report(), programs=True))
-    assert "    sigma: 3 rules loaded from 2 files, 0 skipped by selection, 0 unsupported, 5 correlation rules\n" in text
+    assert "    sigma: 3 rules loaded from 2 files, 0 skipped by selection, 0 unsupported, 6 correlation rules\n" in text
     assert text[text.index("  corr (sigma"):text.index("sinks:")] == textwrap.indent(textwrap.dedent("""\
       corr (sigma_correlation) <- alerts
         windows of each correlation's timespan, 4 per timespan (sliding)
-        correlation rules: 5 (of filter 'alerts')
+        correlation rules: 6 (of filter 'alerts')
         correlations (event_count, level high): rules failed_logon; sliding 5m windows every 1m15s by
             User; value = count of alert rows; alert when value >= 3
         correlations_1 (value_count, level high): rules failed_logon; sliding 5m windows every 1m15s by
@@ -63,6 +63,8 @@ def test_the_four_correlations_validate_and_explain_their_windows(tmp_path):
         correlations_4 (temporal_ordered, level high): rules failed_logon -> successful_logon ->
             new_service; sliding 10m windows every 2m30s by Computer; value = rules seen in order; alert
             when value >= 2
+        correlations_5 (event_count, level low): rules new_service; sliding 10m windows every 2m30s;
+            value = count of alert rows; alert when value <= 2
         columns: rule:string, rule_id:string, rule_title:string, rule_level:string,
           rule_tags:array<string>, correlation_type:string, group:map<string,string>,
           window_start:timestamp, window_end:timestamp, value:bigint, rules_seen:array<string>
@@ -189,4 +191,5 @@ def test_correlations_of_a_filter_no_sigma_correlation_reads_are_named(tmp_path)
         f"{RULES}/correlations.yml:{line}:1: W340 warning Sigma correlation rule '{title}' does not run: no "
         "sigma_correlation transform reads filter 'alerts'"
         for line, title in ((1, "Brute Force"), (16, "Password Spraying"), (29, "Logon After Failures"),
-                            (46, "Service After Logon"), (59, "Failure Logon Service"))]
+                            (46, "Service After Logon"), (59, "Failure Logon Service"),
+                            (71, "Few Services"))]

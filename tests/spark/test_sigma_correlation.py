@@ -73,6 +73,7 @@ CORRS = [  # tests/fixtures/sigma/correlation/correlations.yml, as the oracle re
          {"Computer": {"successful_logon": "Computer", "new_service": "Computer"}}, "gte", 2),
     Corr("correlations_4", "temporal_ordered", ("failed_logon", "successful_logon", "new_service"), 600,
          {"Computer": {r: "Computer" for r in EVENT_ID}}, "gte", 2),
+    Corr("correlations_5", "event_count", ("new_service",), 600, {}, "lte", 2),  # no group-by: one group
 ]
 
 
@@ -114,6 +115,10 @@ def test_each_correlation_type_fires_once_per_satisfied_group_and_tumbling_windo
          "value": 3, "rules_seen": ["failed_logon", "new_service", "successful_logon"]},
         {"rule": "correlations_4", "group": {"Computer": "WS7"}, "window_start": t20,
          "window_end": "2026-01-01T00:30:00Z", "value": 2, "rules_seen": ["failed_logon", "successful_logon"]},
+        {"rule": "correlations_5", "group": {}, "window_start": t10, "window_end": t20, "value": 2,
+         "rules_seen": ["new_service"]},  # 00:00-00:10 holds 3 services
+        {"rule": "correlations_5", "group": {}, "window_start": t20, "window_end": "2026-01-01T00:30:00Z",
+         "value": 1, "rules_seen": ["new_service"]},
     ]
     assert got == _oracle(1)
 
@@ -123,4 +128,4 @@ def test_sliding_windows_catch_a_burst_across_a_tumbling_boundary(spark, tmp_pat
     assert {"rule": "correlations", "group": {"User": "bob"}, "window_start": "2026-01-01T00:02:30Z",
             "window_end": "2026-01-01T00:07:30Z", "value": 3, "rules_seen": ["failed_logon"]} in got
     assert got == _oracle(2)
-    assert len(got) == 15
+    assert len(got) == 20
