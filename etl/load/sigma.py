@@ -13,6 +13,10 @@ The etl id of a rule is its Sigma `name`, else its file name without extension
 (made an identifier; `_<document>` for the later documents of a file, `_2`, `_3` ... when two files share a
 name); the Sigma id, title, level and
 tags go with it (`SigmaSourced.sigma`) to tag and alerts mode.
+
+Correlation rules among the files are resolved against the loaded rules
+(etl.load.sigma_corr) into `SigmaStats.correlations`, which a
+`sigma_correlation` transform reading the filter's alerts runs.
 """
 
 from __future__ import annotations
