@@ -34,7 +34,7 @@ MARK = "_etl_drained.json"
 REQUEST = "_etl_drain_request"  # written by `etl drain PIPELINE`; a running pipeline drains when it appears
 FLAG = "_etl_drain_flag"
 SENTINEL_TIME = "9999-01-01T00:00:00.000Z"
-STATEFUL = ("window", "join", "dedupe")
+STATEFUL = ("window", "sigma_correlation", "join", "dedupe")
 
 _dir: ContextVar[str | None] = ContextVar("etl_drain_dir", default=None)
 

@@ -197,6 +197,8 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = node.spec.event_time is not None
     elif node.type == "window":
         result = node.spec.time == "event"
+    elif node.type == "sigma_correlation":
+        result = True
     else:
         own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None
         ins = [e for e in node.inputs if e.role == "input"]
@@ -246,7 +248,7 @@ def _check_inherited_event_time(graph: Graph, node: Node, span: Span, report: Re
         return
     names = {n.lower() for n, _ in cols[0]}
     if field.lower() not in names:
-        report.error("E320", f"window '{node.id}' would use event time column '{field}' of source "
+        report.error("E320", f"{node.type} '{node.id}' would use event time column '{field}' of source "
                      f"'{source.id}', but its input has no such column", span,
                      "give the window its own `event_time: {field: <timestamp column>, watermark: 30s}`")
 
@@ -261,11 +263,12 @@ def check_event_time(graph: Graph, report: Report) -> None:
             continue
         ins = [e for e in node.inputs if e.role == "input"]
         spec = node.spec
-        if node.type == "window" and spec.time == "event" and spec.event_time is None:
+        windowed = node.type == "sigma_correlation" or (node.type == "window" and spec.time == "event")
+        if windowed and spec.event_time is None:
             span = node.field_span(smap, "time") if smap is not None and smap.has(node.path + ("time",)) \
                 else node.span
             if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
-                report.error("E320", f"window '{node.id}' uses event time, but no event time is defined upstream",
+                report.error("E320", f"{node.type} '{node.id}' uses event time, but no event time is defined upstream",
                              span, "add `event_time: {field: ts, watermark: 30s}` to the window or its source, "
                              "or set `time: processing`")
             else:

@@ -9,9 +9,14 @@ and the reference interpreter run Sigma rules unchanged. A rule etl cannot
 express is skipped with a W340 warning at its place in the rule file, saying
 why; `etl explain` counts loaded, skipped by selection and unsupported rules.
 
-The etl id of a rule is its file name without extension (made an identifier;
-`_2`, `_3` ... when two files share a name); the Sigma id, title, level and
+The etl id of a rule is its Sigma `name`, else its file name without extension
+(made an identifier; `_<document>` for the later documents of a file, `_2`, `_3` ... when two files share a
+name); the Sigma id, title, level and
 tags go with it (`SigmaSourced.sigma`) to tag and alerts mode.
+
+Correlation rules among the files are resolved against the loaded rules
+(etl.load.sigma_corr) into `SigmaStats.correlations`, which a
+`sigma_correlation` transform reading the filter's alerts runs.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -71,11 +76,13 @@ class SigmaStats:
     skipped: int = 0  # by selection
     unsupported: int = 0
     absent: int = 0  # read a field the events do not have (never match); counted by the column check
+    correlations: list = field(default_factory=list)  # etl.load.sigma_corr.Correlation, resolved
 
     def text(self) -> str:
         return (f"sigma: {self.loaded} rules loaded from {self.files} files, {self.skipped} skipped by selection, "
                 f"{self.unsupported} unsupported" + (f", {self.absent} read absent fields (never match)"
-                                                     if self.absent else ""))
+                                                     if self.absent else "")
+                + (f", {len(self.correlations)} correlation rules" if self.correlations else ""))
 
 
 def sigma_files(spec: Any, base_dir: str | os.PathLike) -> list[list[str]]:
@@ -118,10 +125,10 @@ def selected(entry: Any, select: Any) -> bool:
 
 
 def _rule_id(entry: Any, taken: set[str]) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_\-]", "_", Path(entry.file).stem)[:100] or "rule"
+    stem = re.sub(r"[^A-Za-z0-9_\-]", "_", entry.name or Path(entry.file).stem)[:100] or "rule"
     if not re.match(r"[A-Za-z_]", stem):
         stem = "r_" + stem
-    if entry.doc:
+    if entry.doc and not entry.name:
         stem += f"_{entry.doc}"
     rid, k = stem, 1
     while rid in taken:
@@ -168,13 +175,22 @@ def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike
     for entry in rejected:
         report.warning("W340", f"changed Sigma file cannot be read, its previous version stays in force: "
                        f"{entry.error}", Span(entry.file, entry.error_line, entry.error_col), "fix the file")
+    pending: list = []  # correlation rules: resolved once every detection rule is known
+    loaded: dict[str, str] = {}  # Sigma id or name -> etl id of each loaded rule
+    not_loaded: dict[str, str] = {}  # Sigma id or name -> why that rule is not loaded
     for entry in entries:
+        if entry.correlation is not None:
+            pending.append(entry)
+            _refer(not_loaded, entry, "it is a correlation rule (correlations of correlations are not supported)")
+            continue
         if not selected(entry, spec.select):
             stats.skipped += 1
+            _refer(not_loaded, entry, "skipped by `select`")
             continue
         name = f"Sigma rule '{entry.title}'" if entry.title else "Sigma rule"
         if entry.error is not None:
             stats.unsupported += 1
+            _refer(not_loaded, entry, "not supported")
             report.warning("W340", f"{name} skipped: {entry.error}", Span(entry.file, entry.error_line,
                                                                            entry.error_col),
                            "the filter runs without it")
@@ -184,15 +200,54 @@ def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike
             when = mapper.when(entry.tree)
         except Unsupported as e:
             stats.unsupported += 1
+            _refer(not_loaded, entry, "not supported")
             line, col = _position(entry, e.key)
             report.warning("W340", f"{name} skipped: {e.reason}", Span(entry.file, line, col),
                            "the filter runs without it")
             continue
         rid = _rule_id(entry, taken)
+        _refer(loaded, entry, rid)
         rule = Rule.model_validate({"id": rid, "when": when, "severity": SEVERITY.get(entry.level or ""),
                                     "tags": list(entry.tags), "description": entry.title or None})
         line, col = _position(entry, None)
         out.append(SigmaSourced(rule, entry.file, (), _At(entry.file, line, col), entry,
                                 tuple(mapper.fields_read.items())))
         stats.loaded += 1
+    for entry in pending:
+        _correlation(entry, spec, loaded, not_loaded, field_of, taken, stats, report)
     return out
+
+
+def _refer(refs: dict[str, str], entry: Any, what: str) -> None:
+    """Correlation rules name a rule by its Sigma `id` or its `name`."""
+    for ref in (entry.sigma_id, entry.name):
+        if ref is not None:
+            refs.setdefault(ref, what)
+
+
+def _correlation(entry: Any, spec: Any, loaded: dict[str, str], not_loaded: dict[str, str],
+                 field_of: Callable[[str], str], taken: set[str], stats: SigmaStats, report: Report) -> None:
+    """Resolve one correlation rule into `stats.correlations`, or W340 at its culprit's place."""
+    from etl.load.sigma_corr import Unresolved, resolve
+
+    select = spec.select
+    if (select.status and entry.status not in select.status) or (select.level and entry.level not in select.level):
+        stats.skipped += 1
+        return
+    name = f"Sigma correlation rule '{entry.title}'" if entry.title else "Sigma correlation rule"
+    doc = entry.correlation
+    if entry.error is not None or doc.unsupported is not None:
+        why, (line, col) = ((entry.error, (entry.error_line, entry.error_col)) if entry.error is not None
+                            else (doc.unsupported, doc.at(doc.unsupported_key, (entry.line, 1))))
+        stats.unsupported += 1
+        report.warning("W340", f"{name} skipped: {why}", Span(entry.file, line, col), "the filter runs without it")
+        return
+    try:
+        corr = resolve(entry, loaded, not_loaded, field_of, "")
+    except Unresolved as e:
+        stats.unsupported += 1
+        line, col = doc.at(e.key, (entry.line, 1))
+        report.warning("W340", f"{name} skipped: {e.reason}", Span(entry.file, line, col),
+                       "the correlation does not run")
+        return
+    stats.correlations.append(replace(corr, rule=_rule_id(entry, taken)))

@@ -31,7 +31,7 @@ from typing import Any
 
 MULTI = ("*",)  # wildcards are tuples: a literal "*" of the text stays a str
 SINGLE = ("?",)
-_VERSION = b"sigma-entries-1"
+_VERSION = b"sigma-entries-2"
 
 
 def _modifier_aliases() -> None:
@@ -61,6 +61,8 @@ class SigmaEntry:
     error_line: int = 0
     error_col: int = 0
     positions: tuple = ()  # ((detection, key), line, col) of every detection item key
+    name: str | None = None  # the rule's `name` (correlation rules reference rules by id or name)
+    correlation: Any = None  # a correlation rule: its etl.load.sigma_corr.CorrelationDoc (tree is None)
 
 
 def _strings(parts: list) -> tuple:
@@ -171,6 +173,24 @@ def _positions(lines: list[str]) -> tuple[int, tuple]:
     return title, tuple(out)
 
 
+def _documents(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """(line offset, lines) of each non-empty YAML document of a file (split at `---` lines)."""
+    out: list[tuple[int, list[str]]] = []
+    start = 0
+    for i in range(len(lines) + 1):
+        if i == len(lines) or lines[i].rstrip() == "---":
+            chunk = lines[start:i]
+            if any(ln.strip() and not ln.lstrip().startswith("#") for ln in chunk):
+                out.append((start, chunk))
+            start = i + 1
+    return out
+
+
+def _shifted(found: tuple[int, tuple], offset: int) -> tuple[int, tuple]:
+    title, positions = found
+    return title + offset, tuple((key, line + offset, col) for key, line, col in positions)
+
+
 def parse_file(path: str) -> list[SigmaEntry]:
     """Every rule document of one Sigma file (an unreadable file is one entry with `error`)."""
     try:
@@ -199,20 +219,27 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
         mark = getattr(e, "problem_mark", None)
         return [_broken(path, f"YAML error: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
                         (mark.line + 1) if mark else 1, (mark.column + 1) if mark else 1)]
-    title_line, positions = _positions(text.splitlines())
+    lines = text.splitlines()
+    chunks = _documents(lines)
+    whole = _positions(lines)
     out = []
     for k, d in enumerate(docs):
         if not isinstance(d, dict):
             continue
+        offset, doc_lines = chunks[k] if len(chunks) == len(docs) else (0, lines)
+        title_line, positions = whole if doc_lines is lines else _shifted(_positions(doc_lines), offset)
         ls = d["logsource"] if isinstance(d.get("logsource"), dict) else {}
         tags = d["tags"] if isinstance(d.get("tags"), list) else []
         meta: dict[str, Any] = dict(file=path, doc=k, line=title_line, sigma_id=_s(d.get("id")), title=_s(d.get("title")) or "",
                     level=_s(d.get("level")), status=_s(d.get("status")), product=_s(ls.get("product")),
                     category=_s(ls.get("category")), service=_s(ls.get("service")),
-                    tags=tuple(str(t) for t in tags), positions=positions)
+                    tags=tuple(str(t) for t in tags), positions=positions, name=_s(d.get("name")))
         if "correlation" in d:
-            out.append(SigmaEntry(**meta, tree=None, error="correlation rules are not supported yet",
-                                  error_line=title_line, error_col=1))
+            from etl.load.sigma_corr import read_correlation
+
+            corr, error, (line, col) = read_correlation(d, doc_lines, offset, title_line)
+            out.append(SigmaEntry(**meta, tree=None, correlation=corr, error=error, error_line=line,
+                                  error_col=col))
             continue
         try:
             rule = SigmaRule.from_dict(d, collect_errors=False)
@@ -309,9 +336,9 @@ def entries_of(paths: list[str], rejected: list | None = None) -> list[SigmaEntr
         missing = [p for p in missing if p not in _MEMORY or _MEMORY[p][0] != stamps[p]]
     for p in missing:
         fresh = parse_file(p)
-        broken = [e for e in fresh if e.tree is None and e.error is not None and not e.error.startswith("correlation")]
+        broken = [e for e in fresh if e.error is not None]
         old = _MEMORY.get(p)
-        if rejected is not None and broken and old is not None and all(e.tree is not None for e in old[1]):
+        if rejected is not None and broken and old is not None and all(e.error is None for e in old[1]):
             rejected.extend(broken)
             fresh = old[1]
         _MEMORY[p] = (stamps[p], fresh)

@@ -70,6 +70,14 @@ def _rules(plan: Plan, node: Any) -> list[str]:
     return out
 
 
+def _correlations(plan: Plan, node: Any) -> list[str]:
+    """The correlation rules a sigma_correlation runs (those of its input filter's Sigma files)."""
+    src = next((e.src for e in node.inputs if e.role == "input"), None)
+    stats = getattr(plan.graph, "sigma", {}).get(src)
+    corrs = stats.correlations if stats is not None else []
+    return [f"correlation rules: {len(corrs)} (of filter '{src}')"] + [c.explain(node.spec.slides) for c in corrs]
+
+
 def explain_plan(plan: Plan) -> str:
     """The logical plan's text (etl.physical.explain.explain_text adds the physical plan's)."""
     g = plan.graph
@@ -93,6 +101,9 @@ def explain_plan(plan: Plan) -> str:
                 lines.extend(_fill(d, "    ", "        "))
             if node.type == "filter":
                 lines.extend("    " + r for r in _rules(plan, node))
+            elif node.type == "sigma_correlation":
+                for text in _correlations(plan, node):
+                    lines.extend(_fill(text, "    ", "        "))
             if node.outputs:
                 for lab in node.outputs:
                     lines.append(f"    output {node.id}.{lab}")

@@ -55,7 +55,7 @@ class CaptureSink(AbstractSink):
         self.store = store
 
     def batch_insert(self, rows: pa.Table) -> None:
-        self.store.extend(rows.to_pylist())
+        self.store.extend(rows.to_pylist(maps_as_pydicts="lossy"))  # a map column as a dict, as `expect` writes it
 
 
 # ------------------------------------------------------------------ running

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import Field
 
@@ -41,3 +41,51 @@ class SigmaSpec(Model):
         default_factory=list, description="text columns that keyword (field-less) searches look in")
     vars: dict[str, Union[str, list[str]]] = Field(
         default_factory=dict, description="values of the %name% placeholders of the `expand` modifier")
+
+
+# output of a sigma_correlation transform: one row per (correlation rule, group, window) whose condition holds
+CORRELATION_COLUMNS = {**ALERT_COLUMNS, "correlation_type": "string", "group": "map<string,string>",
+                       "window_start": "timestamp", "window_end": "timestamp", "value": "bigint",
+                       "rules_seen": "array<string>"}
+
+
+class SigmaCorrelationHooks:
+    """Columns and explain text of a `sigma_correlation` transform (its correlation rules come from the Sigma
+    files of its input filter: `graph.sigma[filter id].correlations`)."""
+
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        cols = cx.first(inputs)
+        edge = next((e for e in node.inputs if e.role == "input"), None)
+        if edge is None:
+            return dict(CORRELATION_COLUMNS)
+        src = cx.graph.nodes.get(edge.src)
+        if src is not None and not (src.type == "filter" and getattr(src.spec, "sigma", None) is not None
+                                    and src.spec.mode == "alerts"):
+            cx.report.error("E203", f"sigma_correlation '{node.id}' reads '{edge.ref}', which is not a filter with "
+                            "`sigma` in alerts mode", edge.span or node.span,
+                            "give it the output of a filter with `sigma:` and `mode: alerts`")
+        if self.event_time is not None:
+            cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
+        stats = cx.graph.sigma.get(edge.src)
+        if stats is not None and cols is not None:
+            stats.correlations = [c for c in stats.correlations if _columns_present(cx, node, c, cols)]
+        return dict(CORRELATION_COLUMNS)
+
+    def explain_lines(self: Any) -> list[str]:
+        return ["windows of each correlation's timespan" + (f", {self.slides} per timespan (sliding)"
+                                                            if self.slides > 1 else " (tumbling)")]
+
+
+def _columns_present(cx: Any, node: Any, corr: Any, cols: dict[str, str]) -> bool:
+    """W341 for a correlation grouping by (or counting) a column the alerts do not have; False then."""
+    for col, key in corr.columns():
+        if cx.find(cols, col) is None and cx.find(cols, col.split(".", 1)[0]) is None:
+            from etl.diagnostics import Span
+
+            line, col_no = corr.positions_of(key)
+            cx.report.warning("W341", f"Sigma correlation rule '{corr.title}' (sigma_correlation '{node.id}') reads "
+                              f"'{col}' that the events do not have: it is left out", Span(corr.file, line, col_no),
+                              "map the Sigma field onto an event column with `sigma.field_mapping` (or a `preset`)")
+            return False
+    return True
+

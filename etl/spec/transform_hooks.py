@@ -47,6 +47,7 @@ class FilterHooks:
                 cols.update(ALERT_COLUMNS)
         if self.mode == "tag":
             cx.internal(node, self.tag_field, cx.span(node, "tag_field"))
+        _unread_correlations(cx, node)
         return cols
 
     def explain_lines(self: Any) -> list[str]:
@@ -54,6 +55,22 @@ class FilterHooks:
         if self.expr:
             out.append(f"expr: {self.expr}")
         return out
+
+
+def _unread_correlations(cx: Any, node: Any) -> None:
+    """W340 for each Sigma correlation rule of a filter that no sigma_correlation transform reads."""
+    stats = cx.graph.sigma.get(node.id)
+    if stats is None or not stats.correlations:
+        return
+    if any(n.type == "sigma_correlation" for n in cx.graph.downstream(node.id)):
+        return
+    from etl.diagnostics import Span
+
+    for c in stats.correlations:
+        cx.report.warning("W340", f"Sigma correlation rule '{c.title}' does not run: no sigma_correlation transform "
+                          f"reads filter '{node.id}'", Span(c.file, c.line, 1),
+                          f"add `{{id: correlated, type: sigma_correlation, input: {node.id}}}` (the filter in "
+                          "`mode: alerts`)")
 
 
 def _sigma_fields(cx: Any, node: Any, sr: Any, cols: Cols) -> list[str]:

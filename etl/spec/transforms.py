@@ -1,4 +1,5 @@
-"""Transform specs: filter, derive, select, grok, parse, union, route, window, join, lookup, dedupe."""
+"""Transform specs: filter, derive, select, grok, parse, union, route, window, sigma_correlation, join, lookup,
+dedupe."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from etl.registry import component
 from etl.spec.aggregates import AGGREGATES, NAMES
 from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
-from etl.spec.sigma import SigmaSpec
+from etl.spec.sigma import SigmaCorrelationHooks, SigmaSpec
 from etl.spec.timebound import TimeBounds
 from etl.spec.transform_hooks import (DedupeHooks, DeriveHooks, FilterHooks, GrokHooks, JoinHooks, LookupHooks,
                                       ParseHooks, RouteHooks, SelectHooks, UnionHooks, WindowHooks)
@@ -225,6 +226,17 @@ class WindowTransform(WindowHooks, TransformBase):
                 raise ValueError(f"aggregate output '{a.as_}' repeats another output column of the window")
             seen.add(a.as_.lower())
         return self
+
+
+@component("transform", "sigma_correlation", builder=f"{_TR}.sigma_correlation:build")
+class SigmaCorrelationTransform(SigmaCorrelationHooks, TransformBase):
+    """Sigma correlation rules (see README "Sigma correlation rules") over the alerts of a filter with `sigma`
+    in alerts mode: one row per correlation rule, group and window whose condition holds."""
+
+    type: Literal["sigma_correlation"]
+    event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
+    slides: int = Field(default=1, ge=1, le=60, description="windows per timespan: 1 = tumbling windows of the "
+                        "timespan; k > 1 = sliding windows of the timespan starting every timespan/k")
 
 
 @component("transform", "join", builder=f"{_TR}.join:build")

@@ -11,7 +11,8 @@ from etl.runtime.testing import run_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "pipelines").glob("example_*.yaml")) + [ROOT / "pipelines" / "quickstart.yaml"]
-RUNNABLE_TRANSFORMS = ("filter", "derive", "select", "grok", "parse", "union", "route", "dedupe", "window")
+RUNNABLE_TRANSFORMS = ("filter", "derive", "select", "grok", "parse", "union", "route", "dedupe", "window",
+                      "sigma_correlation")
 
 
 def test_one_example_per_runnable_transform_each_with_tests():

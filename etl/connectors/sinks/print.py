@@ -49,7 +49,7 @@ class PrintSink(AbstractSink):
         if self.spec.format == "json":
             self._echo("\n".join(str(v) for v in part.column(0).to_pylist()))
         else:
-            self._rows.extend(part.to_pylist())
+            self._rows.extend(part.to_pylist(maps_as_pydicts="lossy"))  # a map column shown as {key: value}
 
     def commit(self, batch_id: int) -> None:
         if self.spec.format == "table" and self._rows:

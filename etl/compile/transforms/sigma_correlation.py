@@ -1,0 +1,131 @@
+"""sigma_correlation: Sigma correlation rules over the alerts of a Sigma filter, on event-time windows.
+
+Each correlation rule of the input filter's Sigma files (resolved by etl.load.sigma_corr) is one streaming
+aggregation on the native window engine (etl.compile.windows.native): the alert rows of its referenced rules,
+grouped by its group-by columns (an alias: the column of each row's rule) in windows of its timespan
+(tumbling, or `slides` sliding windows per timespan), append mode (a window's row leaves once the watermark
+passes its end). The rows of all correlations are one union:
+
+    rule, rule_id, rule_title, rule_level, rule_tags   the correlation rule (as detection alerts carry theirs)
+    correlation_type, group (map: group-by name -> value as text), window_start, window_end,
+    value (see etl.load.sigma_corr), rules_seen (the referenced rules with alerts in the window, sorted)
+
+and a row leaves only when `value <op> count` holds.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from types import SimpleNamespace
+from typing import Any
+
+from etl.compile.context import CompileContext, CompileError
+from etl.compile.watermark import with_event_time
+from etl.graph.model import Node
+
+
+def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
+    from etl.compile.windows.native import event_time_column
+
+    spec = node.spec
+    df = inputs[0]
+    et = spec.event_time or ctx.event_time(node)
+    if et is None:
+        raise CompileError(f"sigma_correlation '{node.id}' needs event time", node, code="E320",
+                           hint="set `event_time: {field: ts, watermark: 30s}` on it or on its source")
+    if spec.event_time is not None:
+        df = with_event_time(df, node, spec.event_time)
+    src = next(e.src for e in node.inputs if e.role == "input")
+    stats = ctx.graph.sigma.get(src)
+    corrs = stats.correlations if stats is not None else []
+    prepared, et_col = event_time_column(df, et.field, et.watermark)
+    frames = [_correlation(prepared, c, et_col, spec.slides, node) for c in corrs] or [_nothing(prepared)]
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _window_spec(c: Any, slides: int, group: list[str], aggregates: list[dict], node: Node) -> Any:
+    from etl.spec.transforms import WindowTransform
+
+    size_ms = c.seconds * 1000
+    shape = ({"kind": "tumbling", "size": c.seconds} if slides == 1 else
+             {"kind": "sliding", "size": c.seconds, "slide": (size_ms // slides) / 1000})
+    return WindowTransform.model_validate({"id": node.id, "type": "window", "input": "x", **shape,
+                                           "group_by": group, "aggregates": aggregates})
+
+
+def _correlation(df: Any, c: Any, et: str, slides: int, node: Node) -> Any:
+    from pyspark.sql import functions as F
+
+    from etl.compile.windows.native import window_aggregate
+
+    rule = F.col("rule")
+    frame = df.where(rule.isin(*dict.fromkeys(c.rules)))
+    group = []
+    for i, (_label, mapping) in enumerate(c.group):
+        cols = {col for _, col in mapping}
+        if len(cols) == 1:
+            value = F.col(_ref(next(iter(cols))))
+        else:
+            value = reduce(lambda acc, rc: acc.when(rule == rc[0], F.col(_ref(rc[1]))),
+                           mapping[1:], F.when(rule == mapping[0][0], F.col(_ref(mapping[0][1]))))
+        frame = frame.withColumn(f"_g{i}", value.cast("string"))
+        group.append(f"_g{i}")
+    aggregates = [{"fn": "collect_set", "field": "rule", "as": "_seen"}]
+    if c.kind == "event_count":
+        aggregates.append({"fn": "count", "as": "_value"})
+    elif c.kind == "value_count":
+        frame = frame.withColumn("_field", F.col(_ref(c.field)))
+        aggregates.append({"fn": "count_distinct", "field": "_field", "as": "_value"})
+    elif c.kind == "temporal":
+        aggregates.append({"fn": "count_distinct", "field": "rule", "as": "_value"})
+    else:  # temporal_ordered: the event times of each referenced rule
+        for j, rid in enumerate(dict.fromkeys(c.rules)):
+            frame = frame.withColumn(f"_t{j}", F.when(rule == rid, F.col(f"`{et}`")))
+            aggregates.append({"fn": "collect_set", "field": f"_t{j}", "as": f"_t{j}"})
+    at = SimpleNamespace(field=et, watermark=None)  # `et` is already the watermarked event-time column
+    res = window_aggregate(frame, _window_spec(c, slides, group, aggregates, node), at, engine="native")
+    value = F.col("_value") if c.kind != "temporal_ordered" else _in_order(c)
+    labels = [x for i, (label, _m) in enumerate(c.group) for x in (F.lit(label), F.col(f"_g{i}"))]
+    out = res.df.select(
+        F.lit(c.rule).alias("rule"), F.lit(c.sigma_id).cast("string").alias("rule_id"),
+        F.lit(c.title).alias("rule_title"), F.lit(c.level).cast("string").alias("rule_level"),
+        F.array(*[F.lit(t) for t in c.tags]).cast("array<string>").alias("rule_tags"),
+        F.lit(c.kind).alias("correlation_type"),
+        F.create_map(*labels).cast("map<string,string>").alias("group"),
+        "window_start", "window_end", value.cast("bigint").alias("value"),
+        F.col("_seen").cast("array<string>").alias("rules_seen"))
+    return out.where(F.expr(c.condition("value")))
+
+
+def _in_order(c: Any) -> Any:
+    """How many rules of the list, from the first, match at strictly increasing event times: each rule's
+    earliest time after the previous one's (greedy, which finds the longest such prefix)."""
+    from pyspark.sql import functions as F
+
+    index = {rid: j for j, rid in enumerate(dict.fromkeys(c.rules))}
+    prev = None
+    found = []
+    for rid in c.rules:
+        times = F.col(f"_t{index[rid]}")
+        at = F.array_min(times) if prev is None else F.array_min(F.filter(times, _after(prev)))
+        found.append(at)
+        prev = at
+    return reduce(lambda a, b: a + b, [F.when(t.isNotNull(), 1).otherwise(0) for t in found])
+
+
+def _after(t: Any) -> Any:
+    return lambda x: x > t
+
+
+def _nothing(df: Any) -> Any:
+    """No correlation rule: a stream that never has a row, with the output columns."""
+    from pyspark.sql import functions as F
+
+    from etl.spec.sigma import CORRELATION_COLUMNS
+
+    return df.where(F.lit(False)).select(*[F.lit(None).cast(t).alias(n) for n, t in CORRELATION_COLUMNS.items()])
+
+
+def _ref(name: str) -> str:
+    """A column name as F.col reads it: a nested path a.b stays a path, anything else is quoted."""
+    return name if "." in name and "`" not in name else f"`{name}`"
