@@ -122,14 +122,17 @@ _TS_FUNCS = {"to_timestamp", "current_timestamp", "now", "timestamp_millis", "ti
              "from_unixtime_ts", "date_trunc", "window_start", "window_end", "timestamp"}
 
 
-def guess_type(text: str, columns: dict[str, str] | None) -> str:
-    """A best-effort Spark type of an expression; 'unknown' when unsure."""
+def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> str:
+    """A best-effort Spark type of an expression; 'unknown' when unsure. `functions`: the pipeline's scalar
+    functions (lower name -> result type)."""
     p = parse(text)
     if p.error is not None:
         return "unknown"
     lowered = {k.lower(): v for k, v in (columns or {}).items()}
     if p.expr is None:  # bare column (fast path)
         return lowered.get(text.strip().lower(), "unknown")
+    if functions and isinstance(p.expr, _exp().Anonymous) and str(p.expr.this).lower() in functions:
+        return functions[str(p.expr.this).lower()]
     return _type_of(p.expr, lowered)
 
 

@@ -267,7 +267,8 @@ class WindowHooks:
                 src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
                               cx.where(node, f"aggregates[{i}].field"))
             in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
-            out[agg.as_] = output_type(agg.fn, in_type)
+            udaf = cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn)
+            out[agg.as_] = udaf.returns if udaf is not None else output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
         out.update(dict.fromkeys(self.emit.flag_columns(), "boolean"))  # added after `having`, which cannot read them
