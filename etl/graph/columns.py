@@ -165,8 +165,18 @@ class ColumnPass:
         """The Spark type of a Spark SQL expression over `cols` ("unknown" when it cannot tell)."""
         from etl.graph.sql import guess_type
 
-        fns = {k: s.returns for k, s in self.g.functions.items() if s.kind == "scalar"}
-        return guess_type(text, cols, fns)
+        return guess_type(text, cols, self._function_types())
+
+    def _function_types(self) -> dict[str, str]:
+        from etl.graph.functions import value_type
+
+        return {k: value_type(s) for k, s in self.g.functions.items() if s.kind != "aggregate"}
+
+    def generated_types(self, p: Any, cols: Cols | None) -> list[str]:
+        """The column types of a generator field `inline(rows) AS (a, b)`."""
+        from etl.graph.sql import generated_types
+
+        return generated_types(p, cols, self._function_types())
 
     def columns_of(self, ref: str) -> Cols | None:
         """The columns of another node (or route output) by reference."""

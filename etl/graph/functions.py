@@ -14,6 +14,7 @@ the wrong kind (an aggregate or table function in a plain expression).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from etl.diagnostics import Report, Span, did_you_mean
@@ -49,6 +50,14 @@ def resolve_functions(pipeline: Any, smap: Any, base_dir: str, report: Report) -
         except SignatureError as e:
             report.error(e.code, e.message, at("callable"), e.hint)
             continue
+        if sig.kind != "aggregate":
+            gap = next((i for i, t in enumerate(sig.args) if t is None), None)
+            if sig.max_args is None or gap is not None:
+                what = "takes *args" if sig.max_args is None else f"argument {gap + 1} has no type"
+                report.error("E351", f"function '{spec.name}' ({sig.source}): {what}", at("callable"),
+                             "annotate each parameter (s: str) or declare `args: [string, ...]`")
+                continue
+            sig = replace(sig, min_args=sig.max_args)  # called through a SQL function: every argument given
         types = [("returns", t) for _, t in split_columns(sig.returns)] if sig.kind == "table" \
             else [("returns", sig.returns)]
         types += [("args", t) for t in sig.args if t is not None]
@@ -91,11 +100,9 @@ def check_calls(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
             continue
         off = text.lower().find(str(call.this).lower())
         span = cx.inner(node, keys, text, max(off, 0))
-        if sig.kind != "scalar" and not (sig.kind == "aggregate" and aggregates):
-            use = ("a window's `aggregates` (fn: " + sig.name + ")" if sig.kind == "aggregate"
-                   else f"a select field `inline({sig.name}(...))` or SQL's LATERAL TABLE({sig.name}(...))")
-            cx.report.error("E353", f"{sig.kind} function '{sig.name}' called in {where} as a scalar function",
-                            span, f"use it in {use}")
+        if sig.kind == "aggregate" and not aggregates:
+            cx.report.error("E353", f"aggregate function '{sig.name}' called in {where} as a scalar function",
+                            span, f"use it in a window's `aggregates` (fn: {sig.name})")
             continue
         n = len(call.expressions)
         if n < sig.min_args or (sig.max_args is not None and n > sig.max_args):
@@ -133,6 +140,13 @@ def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature 
     cx.report.error("E102", f"unknown aggregate function '{name}' in window '{node.id}'", span,
                     did_you_mean(name, list(NAMES) + aggs) or "built-ins: " + ", ".join(NAMES))
     return None
+
+
+def value_type(sig: Signature) -> str:
+    """The type of a call's value: a table function's is the array of its rows (a select explodes it)."""
+    if sig.kind == "table":
+        return "array<struct<" + ", ".join(f"{n}: {t}" for n, t in sig.columns) + ">>"
+    return sig.returns
 
 
 def explain_lines(fns: dict[str, Signature]) -> list[str]:

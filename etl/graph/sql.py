@@ -32,6 +32,7 @@ class Parsed:
     bare: bool = False  # a plain column reference without alias
     error: SqlError | None = None
     expr: object = None  # the sqlglot expression (None for the fast path)
+    names: tuple[str, ...] = ()  # a generator's output columns: `inline(rows) AS (a, b)`
 
 
 def _exp():
@@ -78,7 +79,7 @@ def parse(text: str) -> Parsed:
     if tree is None:
         return Parsed(error=SqlError("empty expression"))
     exp = _exp()
-    if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Star)):
+    if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
         return Parsed(error=SqlError("expected an expression, not a statement"))
     cols: list[tuple[str, int]] = []
     for c in tree.find_all(exp.Column):
@@ -93,6 +94,9 @@ def parse(text: str) -> Parsed:
     star = isinstance(tree, exp.Star)
     bare = False
     body = tree
+    if isinstance(tree, exp.Aliases):  # a generator with several output columns
+        names = tuple(a.name for a in tree.expressions)
+        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names)
     if isinstance(tree, exp.Alias):
         name = tree.alias
         body = tree.this
@@ -215,3 +219,28 @@ def _split_map(t: str) -> str:
         if ch == "," and depth == 0:
             return body[i + 1:].strip()
     return "unknown"
+
+
+def generated_types(p: Parsed, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> list[str]:
+    """The types of the columns `inline(rows) AS (a, b)` gives, from the type of `rows` (array<struct<a: t, ...>>);
+    'unknown' each when it cannot tell."""
+    exp = _exp()
+    unknown = ["unknown"] * len(p.names)
+    if not isinstance(p.expr, (exp.Inline, exp.Anonymous)) or p.expr.this is None:
+        return unknown
+    arg = p.expr.this if isinstance(p.expr, exp.Inline) else (p.expr.expressions or [None])[0]
+    if arg is None:
+        return unknown
+    t = guess_type(arg.sql(dialect="spark"), columns, functions).replace(" ", "")
+    if not (t.startswith("array<struct<") and t.endswith(">>")):
+        return unknown
+    fields, depth, cur = [], 0, ""
+    for ch in t[len("array<struct<"):-2] + ",":
+        depth += ch in "<("
+        depth -= ch in ">)"
+        if ch == "," and depth == 0:
+            fields.append(cur.partition(":")[2] or "unknown")
+            cur = ""
+        else:
+            cur += ch
+    return fields if len(fields) == len(p.names) else unknown

@@ -258,6 +258,12 @@ def _native_window(s: Subject, t: Target) -> str | None:
         return "late events to dead letters need the state engine"
     if emit.late == "update":
         return "late updates of closed windows need the state engine"
+    from etl.spec.aggregates import AGGREGATES
+
+    python = [a.fn for a in s.node.spec.aggregates if a.fn not in AGGREGATES]
+    if python:
+        return (f"Python aggregate function {python[0]}: Spark's streaming aggregation cannot run pandas "
+                "aggregate UDFs")
     return None
 
 

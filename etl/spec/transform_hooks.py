@@ -96,7 +96,11 @@ class SelectHooks:
             if out is None or p is None:
                 out = None if p is None else out
                 continue
-            if p.star:
+            if p.names:  # a generator: inline(rows) AS (a, b)
+                for n, t in zip(p.names, cx.generated_types(p, cols)):
+                    cx.internal(node, n, cx.span(node, "fields", i))
+                    out[n] = t
+            elif p.star:
                 out = None if cols is None else {**out, **cols}
             elif p.bare:
                 src = cx.find(cols, p.name) if cols is not None else None
