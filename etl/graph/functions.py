@@ -31,6 +31,8 @@ def resolve_functions(pipeline: Any, smap: Any, base_dir: str, report: Report) -
 
     out: dict[str, Signature] = {}
     for i, spec in enumerate(getattr(pipeline, "functions", None) or ()):
+        if spec is None:  # an entry that does not validate (reported)
+            continue
         path = ("functions", i)
 
         def at(*keys: Any) -> Span:
@@ -134,7 +136,7 @@ def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature 
                         "an aggregate function takes a pandas Series (kind: aggregate)")
         return None
     aggs = [s.name for s in cx.graph.functions.values() if s.kind == "aggregate"]
-    declared = [f.name.lower() for f in getattr(cx.graph.pipeline, "functions", None) or ()]
+    declared = [f.name.lower() for f in getattr(cx.graph.pipeline, "functions", None) or () if f is not None]
     if name.lower() in declared:
         return None  # declared, but its entry has an error (reported)
     cx.report.error("E102", f"unknown aggregate function '{name}' in window '{node.id}'", span,
