@@ -55,7 +55,7 @@ def resolve_functions(pipeline: Any, smap: Any, base_dir: str, report: Report) -
         if sig.kind != "aggregate":
             gap = next((i for i, t in enumerate(sig.args) if t is None), None)
             if sig.max_args is None or gap is not None:
-                what = "takes *args" if sig.max_args is None else f"argument {gap + 1} has no type"
+                what = "takes *args" if gap is None else f"argument {gap + 1} has no type"
                 report.error("E351", f"function '{spec.name}' ({sig.source}): {what}", at("callable"),
                              "annotate each parameter (s: str) or declare `args: [string, ...]`")
                 continue
