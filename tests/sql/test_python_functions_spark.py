@@ -25,6 +25,14 @@ def test_example_functions_pass_their_tests(spark, name):
 MODULE = '''\
 from typing import Iterator
 
+import pandas as pd
+
+
+def fragile(v: pd.Series) -> float:
+    if (v < 0).any():
+        raise ValueError("a negative value")
+    return float(v.max() - v.min())
+
 
 def shout(s: str) -> str:
     if s == "boom":
@@ -46,8 +54,11 @@ functions:
     callable: "udfs:shout"
   - name: chars
     callable: "udfs:chars"
+  - name: fragile
+    callable: "udfs:fragile"
 sources:
-  - {id: src, type: file, path: in, schema: {s: string}}
+  - {id: src, type: file, path: in, schema: {s: string, g: string, n: bigint, ts: timestamp},
+     event_time: {field: ts, watermark: 0s}}
 transforms:
   - id: loud
     type: derive
@@ -61,9 +72,17 @@ transforms:
     type: select
     inputs: [rows]
     fields: [s, "INLINE(cs) AS (ch)"]
+  - id: w
+    type: window
+    inputs: [src]
+    kind: tumbling
+    size: 1m
+    group_by: [g]
+    aggregates: [{fn: fragile, field: n, as: spread}]
 sinks:
   - {id: out, type: file, path: o1, inputs: [loud]}
   - {id: out2, type: file, path: o2, inputs: [each]}
+  - {id: out3, type: file, path: o3, inputs: [w]}
 '''
 
 
@@ -76,16 +95,25 @@ def test_a_function_raising_on_a_row_sends_that_row_to_dead_letters(spark, tmp_p
     (tmp_path / "p.yaml").write_text(PIPELINE)
     c = check_file(tmp_path / "p.yaml", programs=True)
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
-    rows = [{"s": "ab"}, {"s": "boom"}, {"s": "bang"}]
+    rows = [{"s": "ab", "g": "a", "n": 1, "ts": "2026-01-10T09:00:01Z"},
+            {"s": "boom", "g": "a", "n": 5, "ts": "2026-01-10T09:00:02Z"},
+            {"s": "bang", "g": "b", "n": -1, "ts": "2026-01-10T09:00:03Z"},
+            {"s": "", "g": "c", "n": 2, "ts": "2026-01-10T09:05:00Z"}]  # moves the watermark past 09:01
     res = run_case(c.plan, TestCase(name="raising", inputs={"src": rows}), spark)
-    got = {k: sorted(tuple(r.values()) for r in v) for k, v in res.captured.items() if k != "dead_letter"}
-    assert got == {"out": [("ab", "AB"), ("bang", "BANG")],
+    got = {k: sorted(tuple(map(str, r.values())) for r in v) for k, v in res.captured.items() if k != "dead_letter"}
+    assert got["out3"] == [("a", "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00", "4.0")]
+    got = {k: sorted(tuple(r[c] for c in ("s", "t", "ch") if c in r) for r in v) for k, v in res.captured.items()
+           if k in ("out", "out2")}
+    assert got == {"out": [("", ""), ("ab", "AB"), ("bang", "BANG")],
                    "out2": [("ab", "a"), ("ab", "b"), ("boom", "b"), ("boom", "m"), ("boom", "o"), ("boom", "o")]}
     dead = sorted((d["stage"], d["reason"], json.loads(d["payload"])) for d in res.captured["dead_letter"])
+    p = {"g": "b", "n": -1, "ts": "2026-01-10T09:00:03.000Z"}
     pos = str(tmp_path / "p.yaml")
     assert dead == [
-        ("loud", f"{pos}:13:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
-                 "ValueError: cannot shout boom", {"s": "boom"}),
-        ("rows", f"{pos}:17:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
-                 "KeyError: 'bang'", {"s": "bang"}),
+        ("loud", f"{pos}:16:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
+                 "ValueError: cannot shout boom", {"s": "boom", "g": "a", "n": 5, "ts": "2026-01-10T09:00:02.000Z"}),
+        ("rows", f"{pos}:20:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
+                 "KeyError: 'bang'", {"s": "bang", **p}),
+        ("w", "window [1768035600000, 1768035660000) ms: python function 'fragile' failed: ValueError: a negative "
+              "value", {"g": "b", "window_start_ms": 1768035600000, "window_end_ms": 1768035660000}),
     ]

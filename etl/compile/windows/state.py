@@ -43,12 +43,16 @@ class Config:
     python: tuple[tuple[str, Any], ...] = ()  # aggregate functions of the pipeline: (fn, etl.compile.functions.Shipped)
 
 
+class AggregateFailed(Exception):
+    """A pipeline's aggregate function raised on a window's values: that window's row is a dead letter."""
+
+
 class PythonAggregate:
     """A pipeline's aggregate function in the state engine: the window's values are its accumulator (kept in the
     state store with the window), the function runs on them as a pandas Series when the window's row is made."""
 
-    def __init__(self, fn: Any):
-        self.fn = fn
+    def __init__(self, name: str, fn: Any):
+        self.name, self.fn = name, fn
 
     @staticmethod
     def new() -> list:
@@ -66,14 +70,20 @@ class PythonAggregate:
     def result(self, acc: list) -> Any:
         import pandas as pd
 
-        return self.fn.load()(pd.Series(acc)) if acc else None
+        if not acc:
+            return None
+        f = self.fn.load()
+        try:
+            return f(pd.Series(acc))
+        except Exception as e:  # noqa: BLE001 - the user's error on this window: its dead letter says it
+            raise AggregateFailed(f"python function '{self.name}' failed: {type(e).__name__}: {e}") from None
 
 
 def _agg(cfg: Config, fn: str) -> Any:
     entry = AGGREGATES.get(fn)
     if entry is not None:
         return entry
-    return PythonAggregate(dict(cfg.python)[fn])
+    return PythonAggregate(fn, dict(cfg.python)[fn])
 
 
 # ------------------------------------------------------------- accumulators
@@ -145,7 +155,8 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     early_ms = int(round(spec.emit.early * 1000)) if spec.emit.early is not None else None
     emit = spec.emit
     update = emit.late == "update"
-    dead_letter = emit.late == "dead_letter" or (update and emit.too_late == "dead_letter")
+    # a window whose Python aggregate function raises is a dead letter (etl.compile.windows.processor)
+    dead_letter = emit.late == "dead_letter" or (update and emit.too_late == "dead_letter") or bool(python)
     types = dict(df.dtypes)
     fields: list[str] = []
     aggs = []
