@@ -152,4 +152,4 @@ def value_type(sig: Signature) -> str:
 
 
 def explain_lines(fns: dict[str, Signature]) -> list[str]:
-    return [f"  {s.describe()}  [{s.kind}, {s.ref}; signature: {s.source}]" for s in fns.values()]
+    return [f"{s.describe()}  [{s.kind}, {s.ref}; signature: {s.source}]" for s in fns.values()]

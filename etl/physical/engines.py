@@ -332,7 +332,7 @@ ENGINES: tuple[Engine, ...] = (
     Engine("native", "window", "etl.compile.windows.native:window_aggregate", _native_window,
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.windows.state:state_aggregate", _always,
-           "transformWithState over RocksDB (early results, late dead letters)"),
+           "transformWithState over RocksDB (early results, late dead letters, Python aggregates)"),
     Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
     Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,

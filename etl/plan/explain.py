@@ -83,7 +83,9 @@ def explain_plan(plan: Plan) -> str:
     if g.functions:
         from etl.graph.functions import explain_lines
 
-        lines += ["", "functions:", *explain_lines(g.functions)]
+        lines += ["", "functions:"]
+        for line in explain_lines(g.functions):
+            lines.extend(_fill(line, "  ", "      "))
     for kind, title in (("source", "sources"), ("transform", "transforms"), ("sink", "sinks")):
         nodes = g.of_kind(kind)
         if not nodes:

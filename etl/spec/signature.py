@@ -65,7 +65,8 @@ class Signature:
         return str(self.min_args) if self.min_args == self.max_args else f"{self.min_args} to {self.max_args}"
 
     def describe(self) -> str:
-        args = ", ".join(a or "?" for a in self.args) + (", ..." if self.max_args is None else "")
+        unknown = "series" if self.kind == "aggregate" else "?"  # an aggregate's pandas Series of values
+        args = ", ".join(a or unknown for a in self.args) + (", ..." if self.max_args is None else "")
         ret = f"table({self.returns})" if self.kind == "table" else self.returns
         return f"{self.name}({args}) -> {ret}"
 

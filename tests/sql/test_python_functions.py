@@ -89,8 +89,9 @@ def test_signatures_from_annotations_and_decorator_are_explained(tmp_path):
     text = explain_plan(c.plan)
     assert "functions:\n" \
         "  shout(string) -> string  [scalar, udfs:shout; signature: annotations (udfs.py:13)]\n" \
-        "  words(string) -> table(word string, pos bigint)  [table, udfs:words; signature: annotations (udfs.py:17)]\n" \
-        "  spread(?) -> double  [aggregate, udfs:spread; signature: annotations (udfs.py:21)]\n" \
+        "  words(string) -> table(word string, pos bigint)  [table, udfs:words; signature: annotations\n" \
+        "      (udfs.py:17)]\n" \
+        "  spread(series) -> double  [aggregate, udfs:spread; signature: annotations (udfs.py:21)]\n" \
         "  weight(string, bigint) -> bigint  [scalar, udfs:weight; signature: @udf decorator (udfs.py:26)]\n" in text
     # the result types flow into the columns: a scalar's value, an aggregate's window column
     assert "columns: s:string, n:bigint, ts:timestamp, a:string, b:bigint" in text
@@ -173,3 +174,22 @@ def test_sql_function_in_another_language_is_not_supported(tmp_path):
     (tmp_path / "udfs.py").write_text(MODULE)
     c = check_file(tmp_path / "job.sql")
     assert _diags(c)[0] == ("E011", 1, 44, "CREATE FUNCTION ... LANGUAGE JAVA: only Python functions are supported")
+
+
+def test_an_untyped_parameter_of_a_scalar_function_is_reported(tmp_path):
+    module = MODULE + "\n\ndef untyped(s) -> str:\n    return s\n"
+    c = _check(tmp_path, extra='  - name: untyped\n    callable: "udfs:untyped"\n', module=module)
+    assert _diags(c) == [("E351", 12, 15, "function 'untyped' (annotations (udfs.py:34)): argument 1 has no type")]
+
+
+def test_an_installed_module_is_read_without_being_imported(tmp_path, monkeypatch):
+    pkg = tmp_path / "site" / "fnpkg"  # installed: on sys.path, not beside the pipeline
+    pkg.mkdir(parents=True)
+    (tmp_path / "pipe").mkdir()
+    (pkg / "__init__.py").write_text("raise SystemExit('the package ran')\n")
+    (pkg / "text.py").write_text("def shout2(s: str) -> str:\n    return s.upper()\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    c = _check(tmp_path / "pipe", extra='  - name: shout2\n    callable: "fnpkg.text:shout2"\n')
+    assert c.report.errors == [], _diags(c)
+    assert "shout2(string) -> string  [scalar, fnpkg.text:shout2; signature: annotations (text.py:1)]" in \
+        explain_plan(c.plan)
