@@ -147,7 +147,7 @@ def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature 
 def value_type(sig: Signature) -> str:
     """The type of a call's value: a table function's is the array of its rows (a select explodes it)."""
     if sig.kind == "table":
-        return "array<struct<" + ", ".join(f"{n}: {t}" for n, t in sig.columns) + ">>"
+        return "array<struct<" + ",".join(f"{n}:{t}" for n, t in sig.columns) + ">>"  # as Spark prints it
     return sig.returns
 
 
