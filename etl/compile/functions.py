@@ -56,8 +56,12 @@ class Shipped:
                 mod = sys.modules.get(name) or types.ModuleType(name)
                 if name not in sys.modules:
                     mod.__file__ = self.filename
-                    sys.modules[name] = mod
-                    exec(compile(self.source, self.filename, "exec"), mod.__dict__)  # noqa: S102 - the user's module
+                    sys.modules[name] = mod  # while it runs (dataclasses, pickling look it up there)
+                    try:
+                        exec(compile(self.source, self.filename, "exec"), mod.__dict__)  # noqa: S102 - the user's
+                    except BaseException:
+                        del sys.modules[name]  # a module that failed is not left half made
+                        raise
             fn = _LOADED[key] = getattr(mod, attr)
         return fn
 
