@@ -117,6 +117,9 @@ class Builder:
             first = first or at
             for col in n.find_all(exp.Column):
                 names.setdefault(col.name.lower(), pos(self, col))
+            for call in n.find_all(exp.Anonymous):  # calls of the script's functions (checked by validation)
+                if call.name.lower() in self.udfs:
+                    names.setdefault(call.name.lower(), pos(self, call))
         self.smap.names[path] = names
         if first is not None:
             self.smap.put(path, first)
