@@ -135,18 +135,17 @@ def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, s
     lowered = {k.lower(): v for k, v in (columns or {}).items()}
     if p.expr is None:  # bare column (fast path)
         return lowered.get(text.strip().lower(), "unknown")
-    if functions and isinstance(p.expr, _exp().Anonymous) and str(p.expr.this).lower() in functions:
-        return functions[str(p.expr.this).lower()]
-    return _type_of(p.expr, lowered)
+    return _type_of(p.expr, lowered, functions or {})
 
 
-def _type_of(node, cols: dict[str, str]) -> str:
+def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> str:
+    """`fns`: the pipeline's functions (lower name -> the type of a call's value)."""
     exp = _exp()
     name = type(node).__name__
     if isinstance(node, exp.Paren):
-        return _type_of(node.this, cols)
+        return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Alias):
-        return _type_of(node.this, cols)
+        return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Column):
         return cols.get(node.name.lower(), "unknown") if len(node.parts) == 1 else "unknown"
     if isinstance(node, exp.Cast):  # includes TryCast
@@ -158,7 +157,7 @@ def _type_of(node, cols: dict[str, str]) -> str:
     if isinstance(node, exp.Boolean) or name in _BOOL:
         return "boolean"
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
-        left, right = _type_of(node.left, cols), _type_of(node.right, cols)
+        left, right = _type_of(node.left, cols, fns), _type_of(node.right, cols, fns)
         if left == right and left in ("int", "bigint", "double"):
             return left
         if {left, right} <= {"int", "bigint"}:
@@ -173,6 +172,8 @@ def _type_of(node, cols: dict[str, str]) -> str:
     fname = ""
     if isinstance(node, exp.Anonymous):
         fname = str(node.this).lower()
+        if fns and fname in fns:  # a call of one of the pipeline's Python functions
+            return fns[fname]
     elif isinstance(node, exp.Func):
         fname = node.sql_name().lower() if hasattr(node, "sql_name") else name.lower()
     if fname in _STRING_FUNCS or isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.Substring,
@@ -185,11 +186,11 @@ def _type_of(node, cols: dict[str, str]) -> str:
     if isinstance(node, exp.RegexpSplit) or fname == "split":
         return "array<string>"
     if isinstance(node, exp.GenerateSeries) or fname == "sequence":
-        start = _type_of(node.args.get("start") or node.this, cols)
+        start = _type_of(node.args.get("start") or node.this, cols, fns)
         return f"array<{start}>" if start in ("int", "bigint", "date", "timestamp") else "unknown"
     if isinstance(node, exp.Bracket) or fname in ("explode", "explode_outer", "_explodeouter") \
             or isinstance(node, exp.Explode):
-        inner = _type_of(node.this, cols)  # an array's element (a map's value) type
+        inner = _type_of(node.this, cols, fns)  # an array's element (a map's value) type
         if inner.startswith("array<") and inner.endswith(">"):
             return inner[6:-1]
         if inner.startswith("map<") and isinstance(node, exp.Bracket):
@@ -197,16 +198,16 @@ def _type_of(node, cols: dict[str, str]) -> str:
         return "unknown"
     if isinstance(node, exp.Case):
         branches = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
-        types = {_type_of(b, cols) for b in branches if b is not None and not isinstance(b, exp.Null)}
+        types = {_type_of(b, cols, fns) for b in branches if b is not None and not isinstance(b, exp.Null)}
         return types.pop() if len(types) == 1 else "unknown"
     if fname in _DOUBLE_FUNCS or isinstance(node, (exp.Round, exp.Sqrt, exp.Ln, exp.Pow)):
         return "double"
     if fname in _TS_FUNCS or isinstance(node, (exp.CurrentTimestamp, exp.StrToTime, exp.UnixToTime)):
         return "timestamp"
     if isinstance(node, (exp.Coalesce, exp.Max, exp.Min)):
-        return _type_of(node.this, cols)
+        return _type_of(node.this, cols, fns)
     if isinstance(node, exp.If):
-        return _type_of(node.args.get("true"), cols) if node.args.get("true") is not None else "unknown"
+        return _type_of(node.args.get("true"), cols, fns) if node.args.get("true") is not None else "unknown"
     return "unknown"
 
 

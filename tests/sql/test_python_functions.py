@@ -84,7 +84,7 @@ def _diags(c) -> list[tuple[str, int, int, str]]:
 
 
 def test_signatures_from_annotations_and_decorator_are_explained(tmp_path):
-    c = _check(tmp_path, columns='a: "shout(s)", b: "weight(s, n)"')
+    c = _check(tmp_path, columns='a: "shout(s)", b: "weight(s, n) + 1"')
     assert c.report.errors == [], _diags(c)
     text = explain_plan(c.plan)
     assert "functions:\n" \
