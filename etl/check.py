@@ -14,7 +14,7 @@ rule file.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -153,6 +153,7 @@ class _PartialPipeline:
     sinks: list
     dead_letter: Any = None
     checkpoint: Any = None
+    functions: list = field(default_factory=list)
 
 
 def partial_pipeline(data: dict) -> _PartialPipeline:
@@ -168,7 +169,21 @@ def partial_pipeline(data: dict) -> _PartialPipeline:
             specs.append(_component(item, kind, registry, _Scratch))
         lists[list_name] = specs
     name = data.get("name") if isinstance(data.get("name"), str) else "pipeline"
-    return _PartialPipeline(name, lists["sources"], lists["transforms"], lists["sinks"])
+    return _PartialPipeline(name, lists["sources"], lists["transforms"], lists["sinks"],
+                            functions=_valid_functions(data.get("functions")))
+
+
+def _valid_functions(items: Any) -> list:
+    """The `functions:` entries that validate, each at its own index (None for the others)."""
+    from etl.spec.functions import FunctionSpec
+
+    out: list = []
+    for item in items if isinstance(items, list) else []:
+        try:
+            out.append(FunctionSpec.model_validate(item))
+        except ValidationError:
+            out.append(None)
+    return out
 
 
 def _component(item: Any, kind: str, registry: Any, scratch: Any) -> Any:

@@ -65,6 +65,10 @@ class Compiler:
         self.graph = ctx.graph
         self.source_override = sources or {}
         self._stream: dict[str, Built] = {}
+        if self.graph.functions:  # the pipeline's Python functions, callable from its expressions
+            from etl.compile.functions import register
+
+            register(ctx.spark, self.graph)
 
     # ------------------------------------------------------------ builders
     def builder(self, node: Node) -> Callable[..., Any]:

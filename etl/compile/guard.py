@@ -48,8 +48,9 @@ _MODE = threading.local()
 GUARDED_BATCHES = 10  # after a batch failed on a row, its query's next batches run guarded (no failed attempt)
 # a row-level data error in a failed job's text: SQLSTATE class 22 (data exception: cast, division by zero,
 # overflow, datetime), or a plain Java arithmetic / number / datetime exception
+# or a pipeline's Python function that raised on a row (etl.compile.functions)
 ROW_ERROR = re.compile(r"SQLSTATE: 22[0-9A-Z]{3}|java\.lang\.ArithmeticException|java\.lang\.NumberFormatException"
-                       r"|java\.time\.(?:format\.)?DateTime(?:Parse)?Exception")
+                       r"|java\.time\.(?:format\.)?DateTime(?:Parse)?Exception|USER_RAISED_EXCEPTION\] python function '")
 
 
 def active(df: Any) -> bool:

@@ -359,6 +359,9 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     check_endpoints(graph, report)
     check_source_patterns(graph, report)
     check_rules(graph, report)
+    from etl.graph.functions import resolve_functions
+
+    graph.functions.update(resolve_functions(graph.pipeline, graph.smap, graph.base_dir, report))
     propagate_columns(graph, report)
     check_event_time(graph, report)
     check_tests(graph, report)

@@ -81,7 +81,8 @@ class ColumnPass:
         self.report.error("E310", f"unknown column '{name}' in {where}", span, hint)
 
     def expr(self, node: Node, keys: tuple, text: Any, cols: Cols | None, where: str):
-        """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column."""
+        """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column, E352/E353 per bad
+        call of a pipeline function."""
         from etl.graph.sql import parse
 
         if not isinstance(text, str):
@@ -97,7 +98,17 @@ class ColumnPass:
             for name, off in p.columns:
                 if _find(cols, name) is None:
                     self._unknown(name, cols, self.inner(node, keys, text, off), where)
+        if self.g.functions and p.expr is not None:
+            from etl.graph.functions import check_calls
+
+            check_calls(self, node, keys, text, p.expr, cols, where)
         return p
+
+    def aggregate_function(self, node: Node, keys: tuple, name: str) -> Any:
+        """The pipeline's aggregate function a window aggregate names (None: a built-in, or reported)."""
+        from etl.graph.functions import aggregate_function
+
+        return aggregate_function(self, node, keys, name)
 
     def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
         """Declared column types must be Spark SQL types (E102 on the bad token, with did-you-mean)."""
@@ -150,12 +161,22 @@ class ColumnPass:
         """The column of `cols` named `name` (case-insensitively), or None."""
         return _find(cols, name)
 
-    @staticmethod
-    def guess_type(text: str, cols: Cols | None) -> str:
+    def guess_type(self, text: str, cols: Cols | None) -> str:
         """The Spark type of a Spark SQL expression over `cols` ("unknown" when it cannot tell)."""
         from etl.graph.sql import guess_type
 
-        return guess_type(text, cols)
+        return guess_type(text, cols, self._function_types())
+
+    def _function_types(self) -> dict[str, str]:
+        from etl.graph.functions import value_type
+
+        return {k: value_type(s) for k, s in self.g.functions.items() if s.kind != "aggregate"}
+
+    def generated_types(self, p: Any, cols: Cols | None) -> list[str]:
+        """The column types of a generator field `inline(rows) AS (a, b)`."""
+        from etl.graph.sql import generated_types
+
+        return generated_types(p, cols, self._function_types())
 
     def columns_of(self, ref: str) -> Cols | None:
         """The columns of another node (or route output) by reference."""

@@ -80,6 +80,7 @@ class Graph:
     rules: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     vars: dict[str, Any] = field(default_factory=dict)  # template vars (rule files are rendered with them)
     sigma: dict[str, Any] = field(default_factory=dict)  # filter id -> etl.load.sigma.SigmaStats (explain)
+    functions: dict[str, Any] = field(default_factory=dict)  # lower name -> etl.spec.signature.Signature
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

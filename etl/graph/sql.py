@@ -32,6 +32,7 @@ class Parsed:
     bare: bool = False  # a plain column reference without alias
     error: SqlError | None = None
     expr: object = None  # the sqlglot expression (None for the fast path)
+    names: tuple[str, ...] = ()  # a generator's output columns: `inline(rows) AS (a, b)`
 
 
 def _exp():
@@ -78,7 +79,7 @@ def parse(text: str) -> Parsed:
     if tree is None:
         return Parsed(error=SqlError("empty expression"))
     exp = _exp()
-    if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Star)):
+    if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
         return Parsed(error=SqlError("expected an expression, not a statement"))
     cols: list[tuple[str, int]] = []
     for c in tree.find_all(exp.Column):
@@ -93,6 +94,9 @@ def parse(text: str) -> Parsed:
     star = isinstance(tree, exp.Star)
     bare = False
     body = tree
+    if isinstance(tree, exp.Aliases):  # a generator with several output columns
+        names = tuple(a.name for a in tree.expressions)
+        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names)
     if isinstance(tree, exp.Alias):
         name = tree.alias
         body = tree.this
@@ -122,24 +126,26 @@ _TS_FUNCS = {"to_timestamp", "current_timestamp", "now", "timestamp_millis", "ti
              "from_unixtime_ts", "date_trunc", "window_start", "window_end", "timestamp"}
 
 
-def guess_type(text: str, columns: dict[str, str] | None) -> str:
-    """A best-effort Spark type of an expression; 'unknown' when unsure."""
+def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> str:
+    """A best-effort Spark type of an expression; 'unknown' when unsure. `functions`: the pipeline's scalar
+    functions (lower name -> result type)."""
     p = parse(text)
     if p.error is not None:
         return "unknown"
     lowered = {k.lower(): v for k, v in (columns or {}).items()}
     if p.expr is None:  # bare column (fast path)
         return lowered.get(text.strip().lower(), "unknown")
-    return _type_of(p.expr, lowered)
+    return _type_of(p.expr, lowered, functions or {})
 
 
-def _type_of(node, cols: dict[str, str]) -> str:
+def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> str:
+    """`fns`: the pipeline's functions (lower name -> the type of a call's value)."""
     exp = _exp()
     name = type(node).__name__
     if isinstance(node, exp.Paren):
-        return _type_of(node.this, cols)
+        return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Alias):
-        return _type_of(node.this, cols)
+        return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Column):
         return cols.get(node.name.lower(), "unknown") if len(node.parts) == 1 else "unknown"
     if isinstance(node, exp.Cast):  # includes TryCast
@@ -151,7 +157,7 @@ def _type_of(node, cols: dict[str, str]) -> str:
     if isinstance(node, exp.Boolean) or name in _BOOL:
         return "boolean"
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
-        left, right = _type_of(node.left, cols), _type_of(node.right, cols)
+        left, right = _type_of(node.left, cols, fns), _type_of(node.right, cols, fns)
         if left == right and left in ("int", "bigint", "double"):
             return left
         if {left, right} <= {"int", "bigint"}:
@@ -166,6 +172,8 @@ def _type_of(node, cols: dict[str, str]) -> str:
     fname = ""
     if isinstance(node, exp.Anonymous):
         fname = str(node.this).lower()
+        if fns and fname in fns:  # a call of one of the pipeline's Python functions
+            return fns[fname]
     elif isinstance(node, exp.Func):
         fname = node.sql_name().lower() if hasattr(node, "sql_name") else name.lower()
     if fname in _STRING_FUNCS or isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.Substring,
@@ -178,11 +186,11 @@ def _type_of(node, cols: dict[str, str]) -> str:
     if isinstance(node, exp.RegexpSplit) or fname == "split":
         return "array<string>"
     if isinstance(node, exp.GenerateSeries) or fname == "sequence":
-        start = _type_of(node.args.get("start") or node.this, cols)
+        start = _type_of(node.args.get("start") or node.this, cols, fns)
         return f"array<{start}>" if start in ("int", "bigint", "date", "timestamp") else "unknown"
     if isinstance(node, exp.Bracket) or fname in ("explode", "explode_outer", "_explodeouter") \
             or isinstance(node, exp.Explode):
-        inner = _type_of(node.this, cols)  # an array's element (a map's value) type
+        inner = _type_of(node.this, cols, fns)  # an array's element (a map's value) type
         if inner.startswith("array<") and inner.endswith(">"):
             return inner[6:-1]
         if inner.startswith("map<") and isinstance(node, exp.Bracket):
@@ -190,16 +198,16 @@ def _type_of(node, cols: dict[str, str]) -> str:
         return "unknown"
     if isinstance(node, exp.Case):
         branches = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
-        types = {_type_of(b, cols) for b in branches if b is not None and not isinstance(b, exp.Null)}
+        types = {_type_of(b, cols, fns) for b in branches if b is not None and not isinstance(b, exp.Null)}
         return types.pop() if len(types) == 1 else "unknown"
     if fname in _DOUBLE_FUNCS or isinstance(node, (exp.Round, exp.Sqrt, exp.Ln, exp.Pow)):
         return "double"
     if fname in _TS_FUNCS or isinstance(node, (exp.CurrentTimestamp, exp.StrToTime, exp.UnixToTime)):
         return "timestamp"
     if isinstance(node, (exp.Coalesce, exp.Max, exp.Min)):
-        return _type_of(node.this, cols)
+        return _type_of(node.this, cols, fns)
     if isinstance(node, exp.If):
-        return _type_of(node.args.get("true"), cols) if node.args.get("true") is not None else "unknown"
+        return _type_of(node.args.get("true"), cols, fns) if node.args.get("true") is not None else "unknown"
     return "unknown"
 
 
@@ -212,3 +220,28 @@ def _split_map(t: str) -> str:
         if ch == "," and depth == 0:
             return body[i + 1:].strip()
     return "unknown"
+
+
+def generated_types(p: Parsed, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> list[str]:
+    """The types of the columns `inline(rows) AS (a, b)` gives, from the type of `rows` (array<struct<a: t, ...>>);
+    'unknown' each when it cannot tell."""
+    exp = _exp()
+    unknown = ["unknown"] * len(p.names)
+    if not isinstance(p.expr, (exp.Inline, exp.Anonymous)) or p.expr.this is None:
+        return unknown
+    arg = p.expr.this if isinstance(p.expr, exp.Inline) else (p.expr.expressions or [None])[0]
+    if arg is None:
+        return unknown
+    t = guess_type(arg.sql(dialect="spark"), columns, functions).replace(" ", "")
+    if not (t.startswith("array<struct<") and t.endswith(">>")):
+        return unknown
+    fields, depth, cur = [], 0, ""
+    for ch in t[len("array<struct<"):-2] + ",":
+        depth += ch in "<("
+        depth -= ch in ">)"
+        if ch == "," and depth == 0:
+            fields.append(cur.partition(":")[2] or "unknown")
+            cur = ""
+        else:
+            cur += ch
+    return fields if len(fields) == len(p.names) else unknown

@@ -258,6 +258,12 @@ def _native_window(s: Subject, t: Target) -> str | None:
         return "late events to dead letters need the state engine"
     if emit.late == "update":
         return "late updates of closed windows need the state engine"
+    from etl.spec.aggregates import AGGREGATES
+
+    python = [a.fn for a in s.node.spec.aggregates if a.fn not in AGGREGATES]
+    if python:
+        return (f"Python aggregate function {python[0]}: Spark's streaming aggregation cannot run pandas "
+                "aggregate UDFs")
     return None
 
 
@@ -326,7 +332,7 @@ ENGINES: tuple[Engine, ...] = (
     Engine("native", "window", "etl.compile.windows.native:window_aggregate", _native_window,
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.windows.state:state_aggregate", _always,
-           "transformWithState over RocksDB (early results, late dead letters)"),
+           "transformWithState over RocksDB (early results, late dead letters, Python aggregates)"),
     Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
     Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,

@@ -88,6 +88,12 @@ def explain_plan(plan: Plan) -> str:
         lines.append(f"trigger {trigger.mode}" + (f" {trigger.interval}" if trigger.mode == "interval" else ""))
     ck = getattr(getattr(p, "checkpoint", None), "path", None)
     lines.append(f"checkpoint {ck}" if ck else f"checkpoint .etl/{plan.name}/checkpoint (default)")
+    if g.functions:
+        from etl.graph.functions import explain_lines
+
+        lines += ["", "functions:"]
+        for line in explain_lines(g.functions):
+            lines.extend(_fill(line, "  ", "      "))
     for kind, title in (("source", "sources"), ("transform", "transforms"), ("sink", "sinks")):
         nodes = g.of_kind(kind)
         if not nodes:

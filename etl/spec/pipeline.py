@@ -8,6 +8,7 @@ from pydantic import Field, model_validator
 
 from etl import registry
 from etl.spec.base import Duration, Identifier, Model
+from etl.spec.functions import FunctionSpec
 
 
 def _union(kind: str) -> Any:
@@ -76,6 +77,8 @@ class Pipeline(Model):
     name: Identifier
     description: str | None = None
     vars: dict[str, Any] = Field(default_factory=dict, description="values for {{ vars.x }} templating")
+    functions: list[FunctionSpec] = Field(default_factory=list, description="Python functions (scalar, table, "
+                                          "aggregate) the pipeline's expressions, selects and windows call")
     sources: list[Source] = Field(min_length=1)  # type: ignore[valid-type]
     transforms: list[Transform] = Field(default_factory=list)  # type: ignore[valid-type]
     sinks: list[Sink] = Field(min_length=1)  # type: ignore[valid-type]

@@ -113,7 +113,11 @@ class SelectHooks:
             if out is None or p is None:
                 out = None if p is None else out
                 continue
-            if p.star:
+            if p.names:  # a generator: inline(rows) AS (a, b)
+                for n, t in zip(p.names, cx.generated_types(p, cols)):
+                    cx.internal(node, n, cx.span(node, "fields", i))
+                    out[n] = t
+            elif p.star:
                 out = None if cols is None else {**out, **cols}
             elif p.bare:
                 src = cx.find(cols, p.name) if cols is not None else None
@@ -284,7 +288,8 @@ class WindowHooks:
                 src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
                               cx.where(node, f"aggregates[{i}].field"))
             in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
-            out[agg.as_] = output_type(agg.fn, in_type)
+            udaf = cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn)
+            out[agg.as_] = udaf.returns if udaf is not None else output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
         out.update(dict.fromkeys(self.emit.flag_columns(), "boolean"))  # added after `having`, which cannot read them

@@ -141,17 +141,18 @@ AggFn = Literal[NAMES]  # type: ignore[valid-type]  # the names of etl.spec.aggr
 
 
 class Aggregate(Model):
-    fn: AggFn
+    fn: AggFn | Identifier = Field(description="a built-in aggregate, or an aggregate function of the pipeline's "
+                                   "`functions:`")
     field: str | None = Field(default=None, description="input column (not needed for count)")
     as_: Identifier = Field(alias="as", description="output column")
     n: int | None = Field(default=None, ge=1, description="top_n: how many values")
 
     @model_validator(mode="after")
     def _field_needed(self) -> "Aggregate":
-        entry = AGGREGATES[self.fn]
-        if entry.needs_field and self.field is None:
+        entry = AGGREGATES.get(self.fn)
+        if (entry is None or entry.needs_field) and self.field is None:
             raise ValueError(f"aggregate {self.fn} needs a `field`")
-        if entry.needs_n and self.n is None:
+        if entry is not None and entry.needs_n and self.n is None:
             raise ValueError(f"{self.fn} needs `n`")
         return self
 

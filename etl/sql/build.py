@@ -52,10 +52,37 @@ class Builder:
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
         self.stmt_span = Span(script.file, 1, 1)
+        self.function_specs: list[dict] = []
+        self.udfs: dict[str, Any] = {}  # lower name -> etl.spec.signature.Signature (None: not readable)
+
+    def add_function(self, f: ddl.Function) -> None:
+        """CREATE FUNCTION f AS 'module:callable': a `functions:` entry; its signature is read from the module
+        (etl.spec.signature; a module that cannot be read is reported by validation, at the string)."""
+        from etl.spec.functions import FunctionSpec
+        from etl.spec.signature import SignatureError, read_signature
+
+        i = len(self.function_specs)
+        entry = {"name": f.name, "callable": f.target}
+        self.function_specs.append(entry)
+        self.smap.put(("functions", i), f.span)
+        self.smap.put(("functions", i, "name"), f.span)
+        self.smap.put(("functions", i, "callable"), f.target_span or f.span)
+        try:
+            sig = read_signature(FunctionSpec.model_validate(entry), str(Path(self.script.file).parent))
+        except (SignatureError, ValueError):
+            sig = None
+        self.udfs[f.name.lower()] = sig
+
+    def udf(self, name: str, kind: str) -> Any:
+        """The signature of the script's function `name` of `kind` (None: not one)."""
+        sig = self.udfs.get(name.lower())
+        return sig if sig is not None and sig.kind == kind else None
 
     def _unknown_function(self, call: exp.Anonymous) -> None:
         from etl.sql.functions import unknown_hint
 
+        if call.name.lower() in self.udfs:  # a function of the script (its calls are checked by validation)
+            return
         raise SqlSyntax(f"unknown function '{call.name}'", pos(self, call), unknown_hint(call.name), "E012")
 
     # ------------------------------------------------------------------ helpers used by the compilers
@@ -90,6 +117,9 @@ class Builder:
             first = first or at
             for col in n.find_all(exp.Column):
                 names.setdefault(col.name.lower(), pos(self, col))
+            for call in n.find_all(exp.Anonymous):  # calls of the script's functions (checked by validation)
+                if call.name.lower() in self.udfs:
+                    names.setdefault(call.name.lower(), pos(self, call))
         self.smap.names[path] = names
         if first is not None:
             self.smap.put(path, first)

@@ -75,6 +75,7 @@ class Function:
     target: str
     language: str
     span: Span
+    target_span: Span | None = None
 
 
 class Cursor:
@@ -325,8 +326,12 @@ def parse_function(script: Script, stmt: Statement) -> Function:
     lang = "PYTHON"
     if c.is_("LANGUAGE"):
         c.take()
-        lang = c.take().text.upper()
-    return Function(name.text, target.text, lang, script.at(name))
+        word = c.take()
+        lang = word.text.upper()
+        if lang != "PYTHON":
+            raise SqlSyntax(f"CREATE FUNCTION ... LANGUAGE {word.text}: only Python functions are supported",
+                            script.at(word), "write LANGUAGE PYTHON (or leave it out)", "E011")
+    return Function(name.text, target.text, lang, script.at(name), script.at(target))
 
 
 def parse_set(script: Script, stmt: Statement) -> Option:

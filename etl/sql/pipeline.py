@@ -75,9 +75,7 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             else:
                 b.settings[SETTINGS[key]] = (o.value, o)
         elif p.kind == "function":
-            f = p.function
-            report.error("E011", f"CREATE FUNCTION {f.name}: Python functions are not supported in SQL scripts yet",
-                         f.span, "use a built-in Spark SQL function")
+            b.add_function(p.function)
     for p in parsed:
         if p.kind in ("view", "insert"):
             _compile(b, p)
@@ -168,6 +166,8 @@ def _document(b: Builder) -> dict[str, Any]:
         data["trigger"] = {k: v[0] for k, v in trig.items()}
         for k, (_, o) in trig.items():
             b.smap.put(("trigger", k), o.value_span, o.key_span)
+    if b.function_specs:
+        data["functions"] = b.function_specs
     data["sources"] = b.sources
     if b.transforms:
         data["transforms"] = b.transforms

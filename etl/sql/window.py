@@ -182,6 +182,10 @@ def _aggregate(b: Any, n: exp.Expression) -> dict | None:
                 raise SqlSyntax("COUNT(DISTINCT ...) takes one column", pos(b, n), code="E011")
             return {"fn": "collect_set", "field": cols[0].name, "distinct": True}
         return {"fn": "count", "field": _col(b, arg, n)}
+    if isinstance(n, exp.Anonymous) and b.udf(n.name, "aggregate") is not None:  # a Python aggregate function
+        if len(n.expressions) != 1:
+            raise SqlSyntax(f"aggregate function '{n.name}' takes one column", pos(b, n), code="E352")
+        return {"fn": n.name, "field": _col(b, n.expressions[0], n)}
     fn = _AGG.get(type(n).__name__)
     if fn is None:
         return None

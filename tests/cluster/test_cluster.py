@@ -144,3 +144,24 @@ def test_a_worker_killed_after_a_partition_committed(spark_cluster, tmp_path):
     _no_traceback(out, err)
     got = [json.loads(x) for f in (tmp_path / "out").glob("part-*.jsonl") for x in f.read_text().splitlines()]
     assert sorted(r["id"] for r in got) == list(range(20000))
+
+
+def test_python_functions_run_on_the_cluster(spark_cluster, tmp_path):
+    """functions.sql's scalar, table and aggregate functions (order_functions.py, shipped with the plan: the workers
+    have no copy of the pipeline's folder on their path) give on the cluster what they give on local[2]."""
+    outs = ("out/examples/sql/masked", "out/examples/sql/id_parts", "out/examples/sql/spreads")
+    results = {}
+    for master in ("local[2]", spark_cluster.master_url):
+        root = _copy(tmp_path, "local" if master.startswith("local") else "cluster")
+        cmd = [sys.executable, "-m", "etl", "run", "pipelines/sql/functions.sql", "--once", "--master", master,
+               "--progress", "plain", *CONF]
+        p = subprocess.run(cmd, cwd=root, env=_env(), capture_output=True, text=True, timeout=400)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        _no_traceback(p.stdout, p.stderr)
+        results[master] = {o: _rows(root / o) for o in outs}
+    local, cluster = results.values()
+    assert all(local[o] for o in outs), {o: len(v) for o, v in local.items()}
+    assert cluster == local
+    orders = [json.loads(x) for x in (ROOT / "pipelines" / "data" / "orders.jsonl").read_text().splitlines() if x]
+    assert sorted(json.loads(r)["who"] for r in local[outs[0]]) == sorted(
+        o["customer"][:1] + "*" * (len(o["customer"]) - 1) for o in orders)

@@ -12,7 +12,8 @@ from etl.check import check_file
 from etl.physical import physical_plan, planner_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ("example_filter", "example_grok", "example_lookup", "example_window", "example_route", "quickstart")
+EXAMPLES = ("example_filter", "example_grok", "example_lookup", "example_window", "example_route", "quickstart",
+            "sql/functions")  # Python functions: an Arrow UDF, a table function, an aggregate on the state engine
 
 
 @pytest.mark.spark
@@ -20,7 +21,7 @@ EXAMPLES = ("example_filter", "example_grok", "example_lookup", "example_window"
 def test_a_run_executes_the_engines_explain_shows(spark, tmp_path, name):
     from etl.runtime.runner import PipelineRun, RunOptions
 
-    shutil.copytree(ROOT / "pipelines", tmp_path / "p", ignore=shutil.ignore_patterns("sql"))
+    shutil.copytree(ROOT / "pipelines", tmp_path / "p", ignore=None if "/" in name else shutil.ignore_patterns("sql"))
     checked = check_file(str(tmp_path / "p" / f"{name}.yaml"), programs=True)
     assert checked.plan is not None, [d.render() for d in checked.report.sorted()]
     # what `etl explain --master <the session's master>` prints: the target predicted from this machine

@@ -147,8 +147,8 @@ def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
     from etl.spec.aggregates import AGGREGATES
 
     entry = AGGREGATES.get(a.fn)
-    if entry is None:
-        raise WindowError(f"unknown aggregate {a.fn}", "aggregates")
+    if entry is None:  # a pipeline's aggregate function (a pandas UDF on the session: etl.compile.functions)
+        return F.call_function(a.fn, _field(df, a.field)).alias(a.as_)
     if not entry.needs_field and (a.field is None or a.field == "*"):  # count(*)
         return entry.spark(F, F.lit(1), None, a.n, None).alias(a.as_)
     v = _field(df, a.field)
@@ -174,8 +174,12 @@ def _field_type(df: Any, name: str) -> Any:
 
 # --------------------------------------------------------------------- engine
 def choose_engine(spec: Any) -> str:
-    """native unless the window emits provisional rows, updates closed windows or sends late events to dead letters."""
-    return "state" if (spec.emit.early is not None or spec.emit.late != "drop") else "native"
+    """native unless the window emits provisional rows, updates closed windows, sends late events to dead letters
+    or calls a Python aggregate function (Spark's streaming aggregation cannot run pandas aggregate UDFs)."""
+    from etl.spec.aggregates import AGGREGATES
+
+    python = any(a.fn not in AGGREGATES for a in spec.aggregates)
+    return "state" if (spec.emit.early is not None or spec.emit.late != "drop" or python) else "native"
 
 
 def choose_timers(spec: Any, trigger: str | None) -> str:
@@ -196,7 +200,7 @@ def key_columns(spec: Any) -> tuple[str, ...]:
 
 def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str | None = None,
                      engine: str = "auto", payload: Any = None, guard_having: Any = None,
-                     timers: str = "event") -> WindowResult:
+                     timers: str = "event", python: dict[str, Any] | None = None) -> WindowResult:
     """Aggregate streaming (or static) `df` by `spec` (a WindowTransform).
 
     event_time: the EventTime to use (the window's own, else its source's);
@@ -223,7 +227,7 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
     from etl.compile.windows.state import state_aggregate
 
     return state_aggregate(prepared, spec, et_col, stage=stage or spec.id, payload=payload,
-                           source_columns=df.columns, guard_having=guard_having, timers=timers)
+                           source_columns=df.columns, guard_having=guard_having, timers=timers, python=python)
 
 
 def window_column(spec: Any, et: str = ET_COL) -> Any:

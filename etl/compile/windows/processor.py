@@ -26,11 +26,12 @@ without events, and windows close at the first timer after the watermark passed 
 
 from __future__ import annotations
 
+import json
 import pickle
 from typing import Any, Iterator
 
 from etl.compile.windows.state import (ERR, EVENT_MS, FINAL, MS_COL, PAYLOAD, PREV, RETRACTED, UPDATE, VAL, WE, WS,
-                                       Config, add, merge, new_acc, result, windows_of)
+                                       AggregateFailed, Config, add, merge, new_acc, result, windows_of)
 
 
 def processor_class() -> type:
@@ -70,7 +71,12 @@ def processor_class() -> type:
             d = dict(zip(self.cfg.keys, key))
             d.update({WS: win[0], WE: win[1], FINAL: final, PREV: win in st["emitted"], RETRACTED: retract,
                       UPDATE: update})
-            d.update(zip(self.cfg.names, result(self.cfg, st["w"][win] if acc is None else acc)))
+            try:
+                d.update(zip(self.cfg.names, result(self.cfg, st["w"][win] if acc is None else acc)))
+            except AggregateFailed as e:  # the window's row is a dead letter: its key and bounds, and the error
+                payload = {**dict(zip(self.cfg.keys, key)), "window_start_ms": win[0], "window_end_ms": win[1]}
+                d.update({ERR: f"window [{win[0]}, {win[1]}) ms: {e}", PAYLOAD: json.dumps(payload, default=str),
+                          EVENT_MS: win[0]})
             return self._row(d)
 
         def _drop(self, st: dict, win: tuple[int, int]) -> None:

@@ -40,27 +40,71 @@ class Config:
     lateness_ms: int = 0  # allowed_lateness
     every_ms: int | None = None  # at most one update row per key this often
     timers: str = "event"  # event | processing (etl/compile/windows/processor.py)
+    python: tuple[tuple[str, Any], ...] = ()  # aggregate functions of the pipeline: (fn, etl.compile.functions.Shipped)
+
+
+class AggregateFailed(Exception):
+    """A pipeline's aggregate function raised on a window's values: that window's row is a dead letter."""
+
+
+class PythonAggregate:
+    """A pipeline's aggregate function in the state engine: the window's values are its accumulator (kept in the
+    state store with the window), the function runs on them as a pandas Series when the window's row is made."""
+
+    def __init__(self, name: str, fn: Any):
+        self.name, self.fn = name, fn
+
+    @staticmethod
+    def new() -> list:
+        return []
+
+    @staticmethod
+    def add(acc: list, ms: int, v: Any, n: int | None) -> list:
+        acc.append(v)
+        return acc
+
+    @staticmethod
+    def merge(x: list, y: list, n: int | None) -> list:
+        return x + y
+
+    def result(self, acc: list) -> Any:
+        import pandas as pd
+
+        if not acc:
+            return None
+        f = self.fn.load()
+        try:
+            return f(pd.Series(acc))
+        except Exception as e:  # noqa: BLE001 - the user's error on this window: its dead letter says it
+            raise AggregateFailed(f"python function '{self.name}' failed: {type(e).__name__}: {e}") from None
+
+
+def _agg(cfg: Config, fn: str) -> Any:
+    entry = AGGREGATES.get(fn)
+    if entry is not None:
+        return entry
+    return PythonAggregate(fn, dict(cfg.python)[fn])
 
 
 # ------------------------------------------------------------- accumulators
 def new_acc(cfg: Config) -> list:
-    return [AGGREGATES[fn].new() for fn, _, _ in cfg.aggs]
+    return [_agg(cfg, fn).new() for fn, _, _ in cfg.aggs]
 
 
 def add(cfg: Config, acc: list, ms: int, values: tuple) -> None:
     for i, (fn, col, n) in enumerate(cfg.aggs):
         v = values[col] if col is not None else 1
         if v is not None:
-            acc[i] = AGGREGATES[fn].add(acc[i], ms, v, n)
+            acc[i] = _agg(cfg, fn).add(acc[i], ms, v, n)
 
 
 def merge(cfg: Config, a: list, b: list) -> list:
     """Accumulators of two merged sessions."""
-    return [AGGREGATES[fn].merge(a[i], b[i], n) for i, (fn, _, n) in enumerate(cfg.aggs)]
+    return [_agg(cfg, fn).merge(a[i], b[i], n) for i, (fn, _, n) in enumerate(cfg.aggs)]
 
 
 def result(cfg: Config, acc: list) -> list:
-    return [AGGREGATES[fn].result(acc[i]) for i, (fn, _, _) in enumerate(cfg.aggs)]
+    return [_agg(cfg, fn).result(acc[i]) for i, (fn, _, _) in enumerate(cfg.aggs)]
 
 
 def windows_of(cfg: Config, ms: int) -> list[tuple[int, int]]:
@@ -100,7 +144,7 @@ def _from_state(col: Any, dt: Any) -> Any:
 
 def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload: Any = None,
                     source_columns: list[str] | None = None, guard_having: Any = None,
-                    timers: str = "event") -> WindowResult:
+                    timers: str = "event", python: dict[str, Any] | None = None) -> WindowResult:
     """`df` carries the watermarked timestamp column `et`. See the module docstring.
 
     guard_having(frame, columns) -> (frame, value, reason, payload): `having` evaluated so that a row on which
@@ -111,7 +155,8 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     early_ms = int(round(spec.emit.early * 1000)) if spec.emit.early is not None else None
     emit = spec.emit
     update = emit.late == "update"
-    dead_letter = emit.late == "dead_letter" or (update and emit.too_late == "dead_letter")
+    # a window whose Python aggregate function raises is a dead letter (etl.compile.windows.processor)
+    dead_letter = emit.late == "dead_letter" or (update and emit.too_late == "dead_letter") or bool(python)
     types = dict(df.dtypes)
     fields: list[str] = []
     aggs = []
@@ -121,8 +166,8 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
             continue
         t = types.get(a.field)
         if t is None or t not in SIMPLE_TYPES:
-            raise WindowError(f"aggregate {a.fn} over '{a.field}' ({t or 'nested field'}): with early emission or "
-                              "late dead letters, aggregate fields must be top-level numbers, strings, booleans "
+            raise WindowError(f"aggregate {a.fn} over '{a.field}' ({t or 'nested field'}): with early emission, "
+                              "late dead letters or Python aggregates, aggregate fields must be top-level numbers, strings, booleans "
                               "or timestamps", "aggregates", code="E404")
         if a.field not in fields:
             fields.append(a.field)
@@ -131,7 +176,8 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     keys = tuple(spec.group_by) or (ALL_KEY,)
     cfg = Config(spec.kind, _ms(spec.size), _ms(spec.slide or spec.size), _ms(spec.gap), early_ms, dead_letter,
                  tuple(aggs), keys, tuple(a.as_ for a in spec.aggregates), update, _ms(emit.allowed_lateness),
-                 _ms(emit.every) or None, timers if early_ms is not None else "event")
+                 _ms(emit.every) or None, timers if early_ms is not None else "event",
+                 tuple(sorted((python or {}).items())))
 
     cols = [F.col(f"`{g}`") for g in spec.group_by] or [F.lit(0).alias(ALL_KEY)]
     cols.append(F.unix_millis(F.col(f"`{et}`")).alias(MS_COL))

@@ -1,0 +1,129 @@
+"""The pipeline's Python functions on the Spark session: vectorized (Arrow) UDFs whose row errors are dead letters.
+
+Each scalar function `f(a T1, ...) -> R` is two functions on the session:
+
+* `_etl_fn_f`: an Arrow-optimized Python UDF (`udf(useArrow=True)`: Arrow batches between the JVM and
+  the Python worker) that calls the user's callable per row and returns struct<value: R, error: string>:
+  an exception on a row gives its type and message in `error` instead of stopping the task;
+* `f`: a SQL function (CREATE TEMPORARY FUNCTION ... RETURN) over it, which yields `value`, or raises
+  `python function 'f' failed: <error>` (raise_error) on that row. Every expression of a stage is guarded
+  (etl.compile.guard), so that raise is caught in the JVM and the row becomes a dead letter with the
+  expression's position and the Python error as its reason; the other rows go on. Spark evaluates the
+  Python UDF once per row (the struct's two fields read one result).
+
+A table function `t` is the same with R = array<struct<its columns>> (all the rows it yields for the
+input row); a select explodes it: `inline(t(x)) AS (a, b)` (SQL: LATERAL TABLE(t(x)) AS T(a, b)).
+An aggregate function runs in windows on the state engine (etl.compile.windows.state), whose
+accumulator keeps the window's values in the state store and calls it on a pandas Series when the
+window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs).
+
+The callable's module travels with the function: a module beside the pipeline is shipped as its source
+(executed once per Python worker, under a name of its own, so two pipelines' `udfs.py` never clash);
+an installed module is imported by name on the executors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+_LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
+RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A callable as the executors load it: by module name, or from the module's source."""
+
+    ref: str  # module:callable
+    source: str | None  # the module's source (a module beside the pipeline), None: import by name
+    filename: str
+
+    def load(self) -> Callable[..., Any]:
+        key = (self.ref, hashlib.sha1((self.source or "").encode()).hexdigest())
+        fn = _LOADED.get(key)
+        if fn is None:
+            module, _, attr = self.ref.partition(":")
+            if self.source is None:
+                mod = importlib.import_module(module)
+            else:
+                name = f"_etl_fn_{module.replace('.', '_')}_{key[1][:12]}"
+                mod = sys.modules.get(name) or types.ModuleType(name)
+                if name not in sys.modules:
+                    mod.__file__ = self.filename
+                    sys.modules[name] = mod  # while it runs (dataclasses, pickling look it up there)
+                    try:
+                        exec(compile(self.source, self.filename, "exec"), mod.__dict__)  # noqa: S102 - the user's
+                    except BaseException:
+                        del sys.modules[name]  # a module that failed is not left half made
+                        raise
+            fn = _LOADED[key] = getattr(mod, attr)
+        return fn
+
+
+def shipped(sig: Any, base_dir: str) -> Shipped:
+    file = Path(sig.file)
+    try:
+        local = file.resolve().is_relative_to(Path(base_dir).resolve())
+    except OSError:
+        local = False
+    return Shipped(sig.ref, file.read_text(encoding="utf-8") if local else None, file.name)
+
+
+class RowCall:
+    """Calls the user's function on one row: (value, None), or (None, "<Error>: <message>") when it raises."""
+
+    def __init__(self, fn: Shipped, table: bool):
+        self.fn, self.table = fn, table
+
+    def __call__(self, *args: Any) -> tuple[Any, str | None]:
+        f = self.fn.load()
+        try:
+            value = f(*args)
+            if self.table:  # a generator runs here: its error belongs to this row too
+                value = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in value]
+        except Exception as e:  # noqa: BLE001 - the user's error on this row: the row's dead letter says it
+            return None, f"{type(e).__name__}: {e}"
+        return value, None
+
+
+def spark_type(sig: Any) -> str:
+    if sig.kind == "table":
+        return "array<struct<" + ", ".join(f"`{n}`: {t}" for n, t in sig.columns) + ">>"
+    return sig.returns
+
+
+def register(spark: Any, graph: Any) -> None:
+    """Put the pipeline's functions on the session (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    for sig in graph.functions.values():
+        fn = shipped(sig, graph.base_dir)
+        if sig.kind == "aggregate":
+            spark.udf.register(sig.name, F.pandas_udf(_series(fn), sig.returns))  # batch group-bys
+            continue
+        out = spark_type(sig)
+        inner = f"_etl_fn_{sig.name}"
+        spark.udf.register(inner, F.udf(RowCall(fn, sig.kind == "table"),
+                                        f"struct<value: {out}, error: string>", useArrow=True))
+        params = ", ".join(f"a{i} {t}" for i, t in enumerate(sig.args))
+        call = f"{inner}({', '.join(f'a{i}' for i in range(len(sig.args)))})"
+        spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION {sig.name}({params}) RETURNS {out} RETURN "
+                  f"(SELECT CASE WHEN r.error IS NULL THEN r.value ELSE "
+                  f"raise_error(concat(\"{RAISED}{sig.name}' failed: \", r.error)) END FROM (SELECT {call} AS r))")
+
+
+def _series(fn: Shipped) -> Callable[[Any], Any]:
+    """A pandas aggregate: the group's values as a Series -> one value (Spark reads the kind from the hints)."""
+    import pandas as pd
+
+    def aggregate(values: Any) -> Any:
+        return fn.load()(values)
+
+    aggregate.__annotations__ = {"values": pd.Series, "return": float}
+    return aggregate

@@ -1,0 +1,119 @@
+"""Python functions on Spark: the example twins' tests, and a function raising on a row (a dead letter, the stream
+goes on)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from etl.check import check_file
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", ["functions.sql", "functions.yaml"])
+def test_example_functions_pass_their_tests(spark, name):
+    """A scalar, a table and an aggregate function, exact rows, in the SQL script and its YAML twin."""
+    from etl.runtime.testing import run_tests
+
+    c = check_file(ROOT / "pipelines" / "sql" / name, programs=True)
+    assert c.plan is not None and len(c.pipeline.tests) == 2
+    results = run_tests(c, spark)
+    assert [r.ok for r in results] == [True, True], "\n".join(r.message for r in results)
+
+
+MODULE = '''\
+from typing import Iterator
+
+import pandas as pd
+
+
+def fragile(v: pd.Series) -> float:
+    if (v < 0).any():
+        raise ValueError("a negative value")
+    return float(v.max() - v.min())
+
+
+def shout(s: str) -> str:
+    if s == "boom":
+        raise ValueError("cannot shout boom")
+    return s.upper()
+
+
+def chars(s: str) -> Iterator[tuple[str]]:
+    if s == "bang":
+        raise KeyError(s)
+    for ch in s:
+        yield (ch,)
+'''
+
+PIPELINE = '''\
+name: raising
+functions:
+  - name: shout
+    callable: "udfs:shout"
+  - name: chars
+    callable: "udfs:chars"
+  - name: fragile
+    callable: "udfs:fragile"
+sources:
+  - {id: src, type: file, path: in, schema: {s: string, g: string, n: bigint, ts: timestamp},
+     event_time: {field: ts, watermark: 0s}}
+transforms:
+  - id: loud
+    type: derive
+    inputs: [src]
+    columns: {t: "shout(s)"}
+  - id: rows
+    type: derive
+    inputs: [src]
+    columns: {cs: "chars(s)"}
+  - id: each
+    type: select
+    inputs: [rows]
+    fields: [s, "INLINE(cs) AS (ch)"]
+  - id: w
+    type: window
+    inputs: [src]
+    kind: tumbling
+    size: 1m
+    group_by: [g]
+    aggregates: [{fn: fragile, field: n, as: spread}]
+sinks:
+  - {id: out, type: file, path: o1, inputs: [loud]}
+  - {id: out2, type: file, path: o2, inputs: [each]}
+  - {id: out3, type: file, path: o3, inputs: [w]}
+'''
+
+
+@pytest.mark.spark
+def test_a_function_raising_on_a_row_sends_that_row_to_dead_letters(spark, tmp_path):
+    from etl.runtime.testing import run_case
+    from etl.spec import TestCase
+
+    (tmp_path / "udfs.py").write_text(MODULE)
+    (tmp_path / "p.yaml").write_text(PIPELINE)
+    c = check_file(tmp_path / "p.yaml", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    rows = [{"s": "ab", "g": "a", "n": 1, "ts": "2026-01-10T09:00:01Z"},
+            {"s": "boom", "g": "a", "n": 5, "ts": "2026-01-10T09:00:02Z"},
+            {"s": "bang", "g": "b", "n": -1, "ts": "2026-01-10T09:00:03Z"},
+            {"s": "", "g": "c", "n": 2, "ts": "2026-01-10T09:05:00Z"}]  # moves the watermark past 09:01
+    res = run_case(c.plan, TestCase(name="raising", inputs={"src": rows}), spark)
+    got = {k: sorted(tuple(map(str, r.values())) for r in v) for k, v in res.captured.items() if k != "dead_letter"}
+    assert got["out3"] == [("a", "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00", "4.0")]
+    got = {k: sorted(tuple(r[c] for c in ("s", "t", "ch") if c in r) for r in v) for k, v in res.captured.items()
+           if k in ("out", "out2")}
+    assert got == {"out": [("", ""), ("ab", "AB"), ("bang", "BANG")],
+                   "out2": [("ab", "a"), ("ab", "b"), ("boom", "b"), ("boom", "m"), ("boom", "o"), ("boom", "o")]}
+    dead = sorted((d["stage"], d["reason"], json.loads(d["payload"])) for d in res.captured["dead_letter"])
+    p = {"g": "b", "n": -1, "ts": "2026-01-10T09:00:03.000Z"}
+    pos = str(tmp_path / "p.yaml")
+    assert dead == [
+        ("loud", f"{pos}:16:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
+                 "ValueError: cannot shout boom", {"s": "boom", "g": "a", "n": 5, "ts": "2026-01-10T09:00:02.000Z"}),
+        ("rows", f"{pos}:20:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
+                 "KeyError: 'bang'", {"s": "bang", **p}),
+        ("w", "window [1768035600000, 1768035660000) ms: python function 'fragile' failed: ValueError: a negative "
+              "value", {"g": "b", "window_start_ms": 1768035600000, "window_end_ms": 1768035660000}),
+    ]
