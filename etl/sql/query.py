@@ -133,7 +133,9 @@ class QueryCompiler:
         while nid in by_id:
             i, t = by_id[nid]
             if t["type"] == "window":
-                t["emit"] = {"early": emit["early"]}
+                from etl.sql.window import emit_spec
+
+                t["emit"] = emit_spec(self.b, emit)
                 self.b.smap.put(("transforms", i, "emit"), emit["span"])
                 return
             if len(t.get("inputs", ())) != 1:
