@@ -197,6 +197,8 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = node.spec.event_time is not None
     elif node.type == "window":
         result = node.spec.time == "event"
+    elif node.type == "aggregate":  # its rows are updates of keys: no event time
+        result = False
     else:
         own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None
         ins = [e for e in node.inputs if e.role == "input"]

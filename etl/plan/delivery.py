@@ -25,3 +25,33 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
                     f"replayable sources ({', '.join(s.id for s in sources)}) + idempotent {sink.type} sink "
                     "keyed by (pipeline, sink, batch id)" + (f"; {how}" if how else ""))
 
+
+
+def updating_input(graph: Graph, sink: Node) -> Node | None:
+    """The node whose rows are updates of keys (a continuous `aggregate`) that `sink` reads through row-by-row
+    transforms, if any."""
+    node = sink
+    while True:
+        ins = [e for e in node.inputs if e.role == "input"]
+        if len(ins) != 1:
+            return None
+        node = graph.node(ins[0].src)
+        if node.type == "aggregate":
+            return node
+        if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union"):
+            return None
+
+
+def changes_for(graph: Graph, sink: Node) -> str | None:
+    """How `sink` takes the updates of a continuous aggregate upstream: upserted by its key, or appended
+    (a changelog); None when it reads no updating node."""
+    up = updating_input(graph, sink)
+    if up is None:
+        return None
+    keys = ", ".join(up.spec.group_by) or "one global row"
+    how = sink.spec.upsert_key()
+    if how is not None:
+        return f"updates of {up.id} (keyed by {keys}): {how}, the latest row per key is kept"
+    flags = " and ".join(up.spec.flag_columns())
+    return (f"updates of {up.id} (keyed by {keys}) appended as a changelog: every row of a key is written, "
+            f"flagged by {flags}")

@@ -49,6 +49,7 @@ class Builder:
         self.broken: set[str] = set()
         self.tables: dict[str, ddl.Table] = {}
         self.settings: dict[str, Any] = {}
+        self.keep_flags = True  # False while compiling an INSERT into a sink that upserts (etl.sql.aggregate)
         self.functions = Functions(self._unknown_function)
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)

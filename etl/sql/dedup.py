@@ -87,6 +87,9 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     if not inner.expressions:
         inner.set("expressions", [exp.Star()])
     rel = qc.compile(inner, base)
+    from etl.sql.aggregate import no_updates
+
+    no_updates(b, rel, item, "ROW_NUMBER()")
     did = b.new_id(f"{base}_dedupe")
     spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
     if rel.wm:

@@ -30,6 +30,7 @@ class Rel:
     table: Any = None  # the CREATE TABLE of a source (dimension tables)
     static: bool = False
     wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
+    flags: tuple[str, ...] = ()  # flag columns of updates (etl.sql.aggregate), hidden from `*` and INSERT's mapping
 
 
 @dataclass
@@ -110,6 +111,9 @@ class QueryCompiler:
             raise SqlSyntax("one JOIN per query: join the result of a view to the next table",
                             pos(self.b, joins[1]), code="E011")
         if joins:
+            from etl.sql.aggregate import no_updates
+
+            no_updates(self.b, rel, joins[0], "a JOIN")
             rel = self.b.joins.join(joins[0], rel, scope, base)
         if where is not None:
             rel = self._where(where, rel, scope, base)
@@ -286,15 +290,20 @@ class QueryCompiler:
                                 code="E104")
             fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names)]
             names = list(out_names)
-        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)):
+        keep = self.b.keep_flags or out_names is None  # an INSERT into a sink upserting by key drops them
+        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)) \
+                and (keep or not rel.flags):
             return rel  # nothing to change: no node
+        if keep:
+            fields += rel.flags
         sid = self.b.new_id(f"{base}_select")
         i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
         self.b.note_expr(("transforms", i, "fields"), exprs)
         for k in range(len(fields)):
             self.b.note_expr(("transforms", i, "fields", k), exprs)
         et = rel.event_time if rel.event_time in names else None
-        return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False)
+        return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False,
+                       flags=rel.flags if keep else ())
 
     def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,

@@ -109,6 +109,13 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
                    tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
+    if tvf is None and not any(isinstance(g, exp.Anonymous) and g.name.upper() in _KIND for g in group):
+        from etl.sql.aggregate import compile_aggregate
+
+        return compile_aggregate(qc, q, rel, scope, base, out_names, emit)
+    from etl.sql.aggregate import no_updates
+
+    no_updates(b, rel, q.args.get("group") or tvf or q, "a window")
     time_col, fn, args = _window_call(b, group, tvf)
     time_col = qc.resolve(time_col, scope)
     spec: dict[str, Any] = {"id": None, "type": "window", "inputs": [rel.id], "kind": _KIND.get(fn, fn.lower())}

@@ -29,11 +29,12 @@ EXPECTED = {
     'empty_script': [('E101', 1, 1)],
     'emit_after_watermark': [('E101', 6, 6)],
     'emit_bad_lateness': [('E102', 1, 40)],
+    'emit_on_continuous_aggregate': [('E011', 6, 1)],
     'emit_without_delay_before': [('E011', 6, 6)],
     'emit_without_window': [('E011', 6, 1)],
     'env_unset': [('E004', 3, 42)],
     'generator_unknown_kind': [('E100', 1, 53)],
-    'group_by_without_window': [('E011', 5, 64)],
+    'group_by_expression': [('E011', 5, 71)],
     'having_without_group_by': [('E010', 5, 60)],
     'hop_one_interval': [('E010', 5, 81)],
     'insert_columns_mismatch': [('E104', 5, 43)],
@@ -79,6 +80,7 @@ EXPECTED = {
     'watermark_not_timestamp': [('E322', 2, 23)],
     'watermark_unknown_column': [('E310', 2, 24)],
     'window_on_other_column': [('E320', 5, 59)],
+    'window_over_updates': [('E011', 6, 71)],
     'window_without_watermark': [('E320', 3, 59)],
 }
 
