@@ -6,8 +6,8 @@ to close: the number of keys bounds the state). After each micro-batch it writes
 per key the batch changed, with the key's new values: an update stream, keyed by
 `group_by`. Flag columns after the aggregates say how to read a row:
 
-* `_update` (boolean): false for the first row of a key, true for a row replacing the
-  key's previous row;
+* `_update` (boolean): false for the first row of a key, true for a later one (it replaces
+  the key's previous row; with `having`, the previous values may have been held back by it);
 * `_retract` (boolean, with `having` only): the key's new values fail `having` while a
   row went out for it before: delete the key.
 
