@@ -197,7 +197,7 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = node.spec.event_time is not None
     elif node.type == "window":
         result = node.spec.time == "event"
-    elif node.type == "aggregate":  # its rows are updates of keys: no event time
+    elif node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):  # updates of keys
         result = False
     else:
         own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None

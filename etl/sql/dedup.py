@@ -5,8 +5,9 @@
     ) [AS x] WHERE rn = 1 [AND ...]
 
 keeps the first row per key (within the watermark: `dedupe` drops a repeat while its
-key is in state). `ORDER BY ts DESC` (keep the last row) and TopN (`rn <= N`, N > 1)
-cannot be kept in bounded streaming state with append output: E011 at the clause.
+key is in state). `ORDER BY ts DESC` over the watermarked column keeps the last row:
+`dedupe` with `keep: last` (a row per key that got a newer one, an update stream).
+TopN (`rn <= N`, N > 1) is in etl.sql.topn.
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ def _rank_limit(c: exp.Expression, rn: str) -> int | None:
     return -1
 
 
+def _check_keep_last(b: Any, orders: list, rel: Rel) -> None:
+    """`ORDER BY ts DESC` keeps the newest row per key: by the watermarked event-time column only."""
+    et = (rel.wm or {}).get("field") or rel.event_time
+    o = orders[0]
+    if len(orders) > 1 or not isinstance(o.this, exp.Column) or et is None or o.this.name != et:
+        what = "the processing time" if isinstance(o.this, exp.Column) and o.this.name == rel.proctime else \
+            f"'{o.this.sql()}'"
+        raise SqlSyntax(f"keep-last deduplication (ORDER BY ... DESC) orders by the watermarked event-time column "
+                        f"only, not {what}", pos(b, o),
+                        f"ORDER BY {et} DESC" if et else "declare WATERMARK FOR the time column", "E011")
+
+
 def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, scope: Scope,
                    base: str) -> tuple[Rel, exp.Expression | None]:
     """(the dedupe node, what is left of the outer WHERE)."""
@@ -75,10 +88,8 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
         raise SqlSyntax(f"ROW_NUMBER() needs `WHERE {rn} = 1` in the outer query (deduplication)", pos(b, item),
                         code="E011")
     order = win.args.get("order")
-    for o in (order.expressions if order is not None else []):
-        if o.args.get("desc"):
-            raise SqlSyntax("ROW_NUMBER() ... ORDER BY DESC (keep the last row) is not supported: "
-                            "order by the time column ascending", pos(b, o), code="E011")
+    orders = order.expressions if order is not None else []
+    keep_last = bool(orders) and bool(orders[0].args.get("desc"))
     keys = win.args.get("partition_by") or []
     if not keys or not all(isinstance(k, exp.Column) for k in keys):
         raise SqlSyntax("deduplication needs PARTITION BY columns", pos(b, item), code="E011")
@@ -94,6 +105,9 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
     if rel.wm:
         spec["event_time"] = rel.wm
+    if keep_last:
+        _check_keep_last(b, orders, rel)
+        spec["keep"] = "last"
     b.add_transform(spec, pos(b, item))
     out = replace(rel, id=did, table=None, static=False)
     scope.add(sub.alias or did, out)
