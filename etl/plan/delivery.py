@@ -38,7 +38,7 @@ def updating_input(graph: Graph, sink: Node) -> Node | None:
         node = graph.node(ins[0].src)
         if node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):
             return node
-        if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union"):
+        if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union", "top_n"):
             return None
 
 

@@ -74,19 +74,19 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     win = item.this
     rn = item.alias
     where = q.args.get("where")
-    rest, limit = [], None
+    rest, limit, at = [], None, None
     for c in conjuncts(where.this) if where is not None else []:
         n = _rank_limit(c, rn)
         if n is None:
             rest.append(c)
         else:
-            limit = n
-            if n != 1:
-                raise SqlSyntax(f"TopN ({rn} <= {n}) is not supported yet: only {rn} = 1 (deduplication)",
+            limit, at = n, c
+            if n < 1:
+                raise SqlSyntax(f"`{c.sql()}`: the rank is kept by {rn} = 1 (deduplication) or {rn} <= N (TopN)",
                                 pos(b, c), code="E011")
     if limit is None:
-        raise SqlSyntax(f"ROW_NUMBER() needs `WHERE {rn} = 1` in the outer query (deduplication)", pos(b, item),
-                        code="E011")
+        raise SqlSyntax(f"ROW_NUMBER() needs `WHERE {rn} = 1` (deduplication) or `WHERE {rn} <= N` (TopN) in the "
+                        "outer query", pos(b, item), code="E011")
     order = win.args.get("order")
     orders = order.expressions if order is not None else []
     keep_last = bool(orders) and bool(orders[0].args.get("desc"))
@@ -101,6 +101,16 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     from etl.sql.aggregate import no_updates
 
     no_updates(b, rel, item, "ROW_NUMBER()")
+    if any(k.name in rel.window for k in keys):  # per window: TopN (Top 1: window deduplication)
+        from etl.sql.topn import compile_top_n
+
+        out = compile_top_n(qc, rel, keys, orders, limit, rn, item, base)
+        scope.add(sub.alias or out.id, out)
+        return out, _and(rest)
+    if limit != 1:
+        raise SqlSyntax(f"TopN ({rn} <= {limit}) is supported per window only: PARTITION BY the window_start (or "
+                        "window_end) of a windowed GROUP BY; a continuously updated TopN is not", pos(b, at),
+                        "rank the rows of a TUMBLE / HOP window: PARTITION BY window_start, ... ORDER BY ...", "E011")
     did = b.new_id(f"{base}_dedupe")
     spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
     if rel.wm:
@@ -111,7 +121,11 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     b.add_transform(spec, pos(b, item))
     out = replace(rel, id=did, table=None, static=False)
     scope.add(sub.alias or did, out)
+    return out, _and(rest)
+
+
+def _and(conds: list) -> exp.Expression | None:
     left = None
-    for c in rest:
+    for c in conds:
         left = c if left is None else exp.And(this=left, expression=c)
-    return out, left
+    return left

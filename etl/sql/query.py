@@ -31,6 +31,7 @@ class Rel:
     static: bool = False
     wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
     flags: tuple[str, ...] = ()  # flag columns of updates (etl.sql.aggregate), hidden from `*` and INSERT's mapping
+    window: tuple[str, ...] = ()  # names of a window's start/end columns here (TopN per window: etl.sql.topn)
 
 
 @dataclass
@@ -268,8 +269,12 @@ class QueryCompiler:
         fields: list[str] = []
         names: list[str] = []
         exprs: list = []
+        window: list[str] = []
         for k, (name, body) in enumerate(items):
+            if isinstance(body, exp.Column) and body.name in rel.window:
+                window.append(len(names))
             if _is_star(body):
+                window += [len(names) + i for i, c in enumerate(rel.cols or []) if c in rel.window]
                 if rel.cols is None:
                     if len(items) == 1 and out_names is None:
                         return rel  # nothing to change: no node
@@ -303,7 +308,7 @@ class QueryCompiler:
             self.b.note_expr(("transforms", i, "fields", k), exprs)
         et = rel.event_time if rel.event_time in names else None
         return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False,
-                       flags=rel.flags if keep else ())
+                       flags=rel.flags if keep else (), window=tuple(names[i] for i in window))
 
     def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,

@@ -179,7 +179,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
-    return qc.project(Rel(wid, cols), items, base, out_names, pos(b, q))
+    return qc.project(Rel(wid, cols, window=("window_start", "window_end")), items, base, out_names, pos(b, q))
 
 
 def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:
