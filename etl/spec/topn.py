@@ -74,13 +74,15 @@ class TopNHooks:
         for i, (c, _) in enumerate(order_terms(self.order_by)):
             cx.need(cols, c, cx.span(node, "order_by", i), cx.where(node, f"order_by[{i}]"))
         found = _window_names(cx.graph, node)
+        edge = next((e for e in node.inputs if e.role == "input"), None)
+        at = (edge.span if edge is not None else None) or node.span
         if found is None:
             cx.report.error("E203", f"top_n '{node.id}' reads the final rows of a window (through filters, derives "
-                            "and selects): its input is not one", cx.span(node, "inputs"),
+                            "and selects): its input is not one", at,
                             "rank per window: a window first, then top_n partitioned by window_start")
         elif found[0].spec.emit.early is not None or found[0].spec.emit.late == "update":
             cx.report.error("E104", f"top_n '{node.id}' reads window '{found[0].id}', whose rows of one window come in "
-                            "several micro-batches (emit early or late: update)", cx.span(node, "inputs"),
+                            "several micro-batches (emit early or late: update)", at,
                             "rank the final rows of a window without `emit.early` / `late: update`")
         elif not found[1] & {p.lower() for p in self.partition_by}:
             cx.report.error("E104", f"top_n '{node.id}' ranks per window: partition_by needs the window's start or end "

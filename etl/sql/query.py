@@ -269,7 +269,7 @@ class QueryCompiler:
         fields: list[str] = []
         names: list[str] = []
         exprs: list = []
-        window: list[str] = []
+        window: list[int] = []  # indices of the window start/end columns among `names`
         for k, (name, body) in enumerate(items):
             if isinstance(body, exp.Column) and body.name in rel.window:
                 window.append(len(names))
