@@ -28,8 +28,8 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
 
 
 def updating_input(graph: Graph, sink: Node) -> Node | None:
-    """The node whose rows are updates of keys (a continuous `aggregate`, a `dedupe` keeping the last row) that
-    `sink` reads through row-by-row transforms, if any."""
+    """The node whose rows are updates of keys (a continuous `aggregate`, a `dedupe` keeping the last row, a window
+    with early rows or late updates) that `sink` reads through row-by-row transforms, if any."""
     node = sink
     while True:
         ins = [e for e in node.inputs if e.role == "input"]
@@ -37,6 +37,8 @@ def updating_input(graph: Graph, sink: Node) -> Node | None:
             return None
         node = graph.node(ins[0].src)
         if node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):
+            return node
+        if node.type == "window" and node.spec.emit.flag_columns():  # early rows, late updates
             return node
         if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union", "top_n"):
             return None
@@ -48,13 +50,20 @@ def changes_for(graph: Graph, sink: Node) -> str | None:
     up = updating_input(graph, sink)
     if up is None:
         return None
-    keys = ", ".join(up.spec.keys if up.type == "dedupe" else up.spec.group_by) or "one global row"
+    if up.type == "dedupe":
+        keys = ", ".join(up.spec.keys)
+    elif up.type == "window":
+        keys = ", ".join([*up.spec.group_by, "window_start", "window_end"])
+    else:
+        keys = ", ".join(up.spec.group_by) or "one global row"
     how = sink.spec.upsert_key()
     if how is not None:
         return f"updates of {up.id} (keyed by {keys}): {how}, the latest row per key is kept"
     if up.type == "dedupe":
         return (f"updates of {up.id} (keyed by {keys}) appended: every row is its key's newest so far, "
                 "replacing the key's earlier rows")
-    flags = " and ".join(up.spec.flag_columns())
+    flags = up.spec.emit.flag_columns() if up.type == "window" else up.spec.flag_columns()
+    cols = graph.columns.get(sink.id)
+    kept = [f for f in flags if cols is None or f in dict(cols)]
     return (f"updates of {up.id} (keyed by {keys}) appended as a changelog: every row of a key is written, "
-            f"flagged by {flags}")
+            + (f"flagged by {' and '.join(kept)}" if kept else "without its flags (not among the sink's columns)"))

@@ -179,7 +179,11 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
-    return qc.project(Rel(wid, cols, window=("window_start", "window_end")), items, base, out_names, pos(b, q))
+    flags: tuple[str, ...] = ()
+    if emit:  # rows that replace earlier ones of their window: flagged (etl.spec.transforms.Emit.flag_columns)
+        flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
+    rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
+    return qc.project(rel, items, base, out_names, pos(b, q))
 
 
 def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:

@@ -72,3 +72,27 @@ def test_errors_point_at_their_fields(tmp_path):
     c = check(tmp_path, _pipe(as_="_update"))
     assert [d.code for d in c.report.sorted()] == ["E104"]
     assert "repeats another output column" in c.report.sorted()[0].message
+
+
+def test_a_window_with_early_rows_is_an_update_stream_too(tmp_path):
+    text = """
+    name: w
+    sources:
+      - {id: o, type: file, path: o.jsonl, schema: {k: string, ts: timestamp}, event_time: {field: ts, watermark: 1m}}
+    transforms:
+      - {id: w, type: window, input: o, kind: tumbling, size: 1m, group_by: [k], aggregates: [{fn: count, as: n}],
+         emit: {early: 10s}}
+      - {id: s, type: select, input: w, fields: [k, window_start, n]}
+    sinks:
+      - {id: all, type: file, input: w, path: a}
+      - {id: some, type: file, input: s, path: b}
+      - {id: db, type: mysql, input: w, database: d, user: u, table: t, mode: upsert, key: [k, window_start]}
+    """
+    c = check(tmp_path, text)
+    assert c.ok, codes(c)
+    flat = " ".join(explain_plan(c.plan).split())
+    head = "changes: updates of w (keyed by k, window_start, window_end)"
+    assert f"{head} appended as a changelog: every row of a key is written, flagged by _final and _retract" in flat
+    assert (f"{head} appended as a changelog: every row of a key is written, without its flags (not among the "
+            "sink's columns)") in flat
+    assert f"{head}: upsert on (k, window_start), the latest row per key is kept" in flat
