@@ -3,8 +3,9 @@
 FROM a table or view, a subquery, or Flink's window table function; at most one
 JOIN: `FOR SYSTEM_TIME AS OF` -> lookup, otherwise a stream-stream join with a
 time bound; WHERE -> filter (rules + expr, etl.sql.where); GROUP BY with a
-window -> window (etl.sql.window); the SELECT list -> a select, only when it
-changes the columns. Node ids: `<base>_<step>`; a view's last node takes the
+window -> window (etl.sql.window), without one -> aggregate (etl.sql.aggregate);
+ROW_NUMBER() -> dedupe or top_n (etl.sql.dedup, etl.sql.topn); the SELECT list
+-> a select, only when it changes the columns. Node ids: `<base>_<step>`; a view's last node takes the
 view's name.
 """
 
