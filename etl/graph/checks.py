@@ -199,6 +199,8 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = node.spec.time == "event"
     elif node.type == "sigma_correlation":
         result = True
+    elif node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):  # updates of keys
+        result = False
     else:
         own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None
         ins = [e for e in node.inputs if e.role == "input"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from etl.graph.model import Graph, Node
 from etl.physical.model import OutputPlan, QueryPlan
 
-STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "lookup"})
+STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "lookup", "aggregate"})
 
 
 def is_root(node: Node) -> bool:

@@ -90,7 +90,8 @@ def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
             return Choice("run", "static-table", "read by the lookups that use it")
         return Choice("run", "spark-stream", f"streaming read ({node.type} source)")
     if is_root(node):
-        what = "state in RocksDB" if node.type in ("dedupe", "join", "window", "sigma_correlation") else "several inputs"
+        what = "state in RocksDB" if node.type in ("dedupe", "join", "window", "sigma_correlation", "aggregate") \
+            else "several inputs"
         return Choice("run", "spark-stream", f"in the streaming plan ({what})")
     batch = f"Spark SQL on each micro-batch of query {in_batch}"
     if in_stream and in_batch:

@@ -25,3 +25,45 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
                     f"replayable sources ({', '.join(s.id for s in sources)}) + idempotent {sink.type} sink "
                     "keyed by (pipeline, sink, batch id)" + (f"; {how}" if how else ""))
 
+
+
+def updating_input(graph: Graph, sink: Node) -> Node | None:
+    """The node whose rows are updates of keys (a continuous `aggregate`, a `dedupe` keeping the last row, a window
+    with early rows or late updates) that `sink` reads through row-by-row transforms, if any."""
+    node = sink
+    while True:
+        ins = [e for e in node.inputs if e.role == "input"]
+        if len(ins) != 1:
+            return None
+        node = graph.node(ins[0].src)
+        if node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):
+            return node
+        if node.type == "window" and node.spec.emit.flag_columns():  # early rows, late updates
+            return node
+        if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union", "top_n"):
+            return None
+
+
+def changes_for(graph: Graph, sink: Node) -> str | None:
+    """How `sink` takes the updates of a continuous aggregate upstream: upserted by its key, or appended
+    (a changelog); None when it reads no updating node."""
+    up = updating_input(graph, sink)
+    if up is None:
+        return None
+    if up.type == "dedupe":
+        keys = ", ".join(up.spec.keys)
+    elif up.type == "window":
+        keys = ", ".join([*up.spec.group_by, "window_start", "window_end"])
+    else:
+        keys = ", ".join(up.spec.group_by) or "one global row"
+    how = sink.spec.upsert_key()
+    if how is not None:
+        return f"updates of {up.id} (keyed by {keys}): {how}, the latest row per key is kept"
+    if up.type == "dedupe":
+        return (f"updates of {up.id} (keyed by {keys}) appended: every row is its key's newest so far, "
+                "replacing the key's earlier rows")
+    flags = up.spec.emit.flag_columns() if up.type == "window" else up.spec.flag_columns()
+    cols = graph.columns.get(sink.id)
+    kept = [f for f in flags if cols is None or f in dict(cols)]
+    return (f"updates of {up.id} (keyed by {keys}) appended as a changelog: every row of a key is written, "
+            + (f"flagged by {' and '.join(kept)}" if kept else "without its flags (not among the sink's columns)"))

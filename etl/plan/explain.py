@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from etl.plan.delivery import changes_for
 from etl.plan.ir import Plan
 from etl.plan.transport import transport_lines
 
@@ -118,6 +119,9 @@ def explain_plan(plan: Plan) -> str:
             if kind == "sink":
                 dv = plan.delivery_of(node.id)
                 lines.extend(_fill(f"delivery: {dv.guarantee} ({dv.reason})", "    ", "      "))
+                changes = changes_for(g, node)
+                if changes is not None:
+                    lines.extend(_fill(f"changes: {changes}", "    ", "      "))
     lines.append("")
     lines.append("edges:")
     for node in g.nodes.values():

@@ -319,3 +319,7 @@ class SinkBase(_WithInputs):
     def output_key(self) -> str | None:
         """A resource this sink writes (path, table, topic); two sinks may not share one."""
         return None
+
+    def upsert_key(self) -> str | None:
+        """What a later row replaces an earlier one by (a key), for updating inputs; None: rows are appended."""
+        return None

@@ -72,6 +72,9 @@ class KafkaSink(SinkBase):
     def output_key(self) -> str | None:
         return f"kafka:{self.bootstrap_servers}/{self.topic}"
 
+    def upsert_key(self) -> str | None:
+        return f"message key {self.key} (a compacted topic keeps the latest)" if self.key else None
+
 
 @component("sink", "rocketmq", builder=f"{_SNK}.rocketmq:RocketMQSink")
 class RocketMQSink(SinkBase):
@@ -115,6 +118,9 @@ class MySQLSink(SinkBase):
     def output_key(self) -> str | None:
         return f"mysql:{self.host}:{self.port}/{self.database}.{self.table}"
 
+    def upsert_key(self) -> str | None:
+        return f"upsert on ({', '.join(self.key)})" if self.mode == "upsert" and self.key else None
+
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         return _named(cx, node, inputs, "key", self.key)
 
@@ -142,6 +148,9 @@ class ElasticsearchSink(SinkBase, HTTPTLS):
 
     def output_key(self) -> str | None:
         return f"es:{','.join(self.hosts)}/{self.index}"
+
+    def upsert_key(self) -> str | None:
+        return f"document id from ({', '.join(self.id_fields)})" if self.id_fields else None
 
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         return _named(cx, node, inputs, "id_fields", self.id_fields)

@@ -388,4 +388,8 @@ class DedupeHooks:
 
     def explain_lines(self: Any) -> list[str]:
         et = self.event_time
-        return ["keys: " + ", ".join(self.keys) + (f", event time {et.field} (watermark {et.watermark})" if et else "")]
+        out = ["keys: " + ", ".join(self.keys) + (f", event time {et.field} (watermark {et.watermark})" if et else "")]
+        if self.keep == "last":
+            out.append("keep last: a key's newest event by event time, once per micro-batch that brought a newer one "
+                       "(updates keyed by " + ", ".join(self.keys) + ")")
+        return out

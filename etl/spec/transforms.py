@@ -282,8 +282,13 @@ class LookupTransform(LookupHooks, TransformBase):
 
 @component("transform", "dedupe", builder=f"{_TR}.dedupe:build")
 class DedupeTransform(DedupeHooks, TransformBase):
-    """Drop repeated events with the same keys within the watermark."""
+    """Drop repeated events with the same keys within the watermark (keep: first), or keep each key's newest
+    event by event time (keep: last: a row per key that got a newer event, an update stream)."""
 
     type: Literal["dedupe"]
     keys: list[str] = Field(min_length=1)
     event_time: EventTime | None = None
+    keep: Literal["first", "last"] = Field(
+        default="first", description="first: the first event per key, repeats dropped while the key is in state; "
+        "last: after each micro-batch the key's newest event when it is newer than every earlier one (the state "
+        "of a key ends when the watermark passes its newest event time)")

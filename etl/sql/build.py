@@ -26,7 +26,8 @@ from etl.sql.script import Script, SqlSyntax, Statement
 from etl.sql.smap import SqlSourceMap
 
 SETTINGS = {"pipeline.name": "name", "name": "name", "description": "description", "checkpoint": "checkpoint",
-            "trigger.mode": "trigger.mode", "trigger.interval": "trigger.interval"}
+            "trigger.mode": "trigger.mode", "trigger.interval": "trigger.interval",
+            "table.exec.emit.allow-lateness": "allow-lateness"}  # EMIT ... AFTER WATERMARK (etl.sql.window)
 
 
 class Skip(Exception):
@@ -48,6 +49,7 @@ class Builder:
         self.broken: set[str] = set()
         self.tables: dict[str, ddl.Table] = {}
         self.settings: dict[str, Any] = {}
+        self.keep_flags = True  # False while compiling an INSERT into a sink that upserts (etl.sql.aggregate)
         self.functions = Functions(self._unknown_function)
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
@@ -324,7 +326,9 @@ _UNITS = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 
 
 
 def _emit(script: Script, toks: list) -> dict:
-    """EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK [, ...]: the early-firing interval of the window."""
+    """EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK [, WITH DELAY 'n' UNIT | WITHOUT DELAY AFTER WATERMARK]:
+    the early-firing interval of the window, and its late firing (`late: update`, at most one update row per
+    window every 'n' UNIT; WITHOUT DELAY: one per micro-batch). Resolved by etl.sql.window.emit_spec."""
     from etl.sql.window import _dur
 
     words = [t.text.upper() for t in toks]
@@ -335,23 +339,28 @@ def _emit(script: Script, toks: list) -> dict:
         if words[i] == ",":
             i += 1
             continue
-        if words[i:i + 2] == ["WITH", "DELAY"] and i + 5 < len(toks) + 1:
+        if words[i:i + 2] == ["WITHOUT", "DELAY"]:
+            where, delay, step = words[i + 2:i + 4], None, 4
+        elif words[i:i + 2] == ["WITH", "DELAY"] and i + 5 < len(toks) + 1:
             n, unit = toks[i + 2].text, words[i + 3].rstrip("S")
-            where = words[i + 4:i + 6]
             if unit not in _UNITS or not re.fullmatch(r"\d+(\.\d+)?", n):
                 raise SqlSyntax("expected WITH DELAY 'n' SECOND|MINUTE|HOUR", script.at(toks[i + 2]))
-            if where == ["BEFORE", "WATERMARK"]:
-                out["early"] = _dur(float(n) * _UNITS[unit])
-            elif where == ["AFTER", "WATERMARK"]:
-                raise SqlSyntax("EMIT ... AFTER WATERMARK (updates for late events) is not supported",
-                                script.at(toks[i]), "late events are dropped: raise the table's WATERMARK delay",
-                                "E011")
-            else:
-                at = toks[min(i + 4, len(toks) - 1)]
-                raise SqlSyntax("expected BEFORE WATERMARK or AFTER WATERMARK", script.at(at))
-            i += 6
-            continue
-        raise SqlSyntax("expected EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK", script.at(toks[i]))
-    if "early" not in out:
-        raise SqlSyntax("EMIT needs WITH DELAY 'n' UNIT BEFORE WATERMARK", span)
+            where, delay, step = words[i + 4:i + 6], float(n) * _UNITS[unit], 6
+        else:
+            raise SqlSyntax("expected EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK or ... AFTER WATERMARK",
+                            script.at(toks[i]))
+        if where == ["BEFORE", "WATERMARK"]:
+            if not delay:
+                raise SqlSyntax("EMIT ... BEFORE WATERMARK needs a delay: early rows go out at most that often",
+                                script.at(toks[i]), "write WITH DELAY '1' SECOND BEFORE WATERMARK", "E011")
+            out["early"] = _dur(delay)
+        elif where == ["AFTER", "WATERMARK"]:
+            out["late"] = _dur(delay) if delay else None
+            out["late_span"] = script.at(toks[i])
+        else:
+            at = toks[min(i + step - 2, len(toks) - 1)]
+            raise SqlSyntax("expected BEFORE WATERMARK or AFTER WATERMARK", script.at(at))
+        i += step
+    if "early" not in out and "late_span" not in out:
+        raise SqlSyntax("EMIT needs WITH DELAY 'n' UNIT BEFORE WATERMARK or AFTER WATERMARK", span)
     return out

@@ -5,8 +5,9 @@
     ) [AS x] WHERE rn = 1 [AND ...]
 
 keeps the first row per key (within the watermark: `dedupe` drops a repeat while its
-key is in state). `ORDER BY ts DESC` (keep the last row) and TopN (`rn <= N`, N > 1)
-cannot be kept in bounded streaming state with append output: E011 at the clause.
+key is in state). `ORDER BY ts DESC` over the watermarked column keeps the last row:
+`dedupe` with `keep: last` (a row per key that got a newer one, an update stream).
+TopN (`rn <= N`, N > 1) is in etl.sql.topn.
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ def _rank_limit(c: exp.Expression, rn: str) -> int | None:
     return -1
 
 
+def _check_keep_last(b: Any, orders: list, rel: Rel) -> None:
+    """`ORDER BY ts DESC` keeps the newest row per key: by the watermarked event-time column only."""
+    et = (rel.wm or {}).get("field") or rel.event_time
+    o = orders[0]
+    if len(orders) > 1 or not isinstance(o.this, exp.Column) or et is None or o.this.name != et:
+        what = "the processing time" if isinstance(o.this, exp.Column) and o.this.name == rel.proctime else \
+            f"'{o.this.sql()}'"
+        raise SqlSyntax(f"keep-last deduplication (ORDER BY ... DESC) orders by the watermarked event-time column "
+                        f"only, not {what}", pos(b, o),
+                        f"ORDER BY {et} DESC" if et else "declare WATERMARK FOR the time column", "E011")
+
+
 def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, scope: Scope,
                    base: str) -> tuple[Rel, exp.Expression | None]:
     """(the dedupe node, what is left of the outer WHERE)."""
@@ -61,24 +74,22 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     win = item.this
     rn = item.alias
     where = q.args.get("where")
-    rest, limit = [], None
+    rest, limit, at = [], None, None
     for c in conjuncts(where.this) if where is not None else []:
         n = _rank_limit(c, rn)
         if n is None:
             rest.append(c)
         else:
-            limit = n
-            if n != 1:
-                raise SqlSyntax(f"TopN ({rn} <= {n}) is not supported yet: only {rn} = 1 (deduplication)",
+            limit, at = n, c
+            if n < 1:
+                raise SqlSyntax(f"`{c.sql()}`: the rank is kept by {rn} = 1 (deduplication) or {rn} <= N (TopN)",
                                 pos(b, c), code="E011")
     if limit is None:
-        raise SqlSyntax(f"ROW_NUMBER() needs `WHERE {rn} = 1` in the outer query (deduplication)", pos(b, item),
-                        code="E011")
+        raise SqlSyntax(f"ROW_NUMBER() needs `WHERE {rn} = 1` (deduplication) or `WHERE {rn} <= N` (TopN) in the "
+                        "outer query", pos(b, item), code="E011")
     order = win.args.get("order")
-    for o in (order.expressions if order is not None else []):
-        if o.args.get("desc"):
-            raise SqlSyntax("ROW_NUMBER() ... ORDER BY DESC (keep the last row) is not supported: "
-                            "order by the time column ascending", pos(b, o), code="E011")
+    orders = order.expressions if order is not None else []
+    keep_last = bool(orders) and bool(orders[0].args.get("desc"))
     keys = win.args.get("partition_by") or []
     if not keys or not all(isinstance(k, exp.Column) for k in keys):
         raise SqlSyntax("deduplication needs PARTITION BY columns", pos(b, item), code="E011")
@@ -87,14 +98,34 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     if not inner.expressions:
         inner.set("expressions", [exp.Star()])
     rel = qc.compile(inner, base)
+    from etl.sql.aggregate import no_updates
+
+    no_updates(b, rel, item, "ROW_NUMBER()")
+    if any(k.name in rel.window for k in keys):  # per window: TopN (Top 1: window deduplication)
+        from etl.sql.topn import compile_top_n
+
+        out = compile_top_n(qc, rel, keys, orders, limit, rn, item, base)
+        scope.add(sub.alias or out.id, out)
+        return out, _and(rest)
+    if limit != 1:
+        raise SqlSyntax(f"TopN ({rn} <= {limit}) is supported per window only: PARTITION BY the window_start (or "
+                        "window_end) of a windowed GROUP BY; a continuously updated TopN is not", pos(b, at),
+                        "rank the rows of a TUMBLE / HOP window: PARTITION BY window_start, ... ORDER BY ...", "E011")
     did = b.new_id(f"{base}_dedupe")
     spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
     if rel.wm:
         spec["event_time"] = rel.wm
+    if keep_last:
+        _check_keep_last(b, orders, rel)
+        spec["keep"] = "last"
     b.add_transform(spec, pos(b, item))
     out = replace(rel, id=did, table=None, static=False)
     scope.add(sub.alias or did, out)
+    return out, _and(rest)
+
+
+def _and(conds: list) -> exp.Expression | None:
     left = None
-    for c in rest:
+    for c in conds:
         left = c if left is None else exp.And(this=left, expression=c)
-    return out, left
+    return left

@@ -119,8 +119,14 @@ def _compile(b: Builder, p: Any) -> None:
                             did_you_mean(p.name, known) or "declare it with CREATE TABLE ... WITH (...)", "E201")
         target = b.tables[key]
         names = p.cols or [c.name for c in target.columns if c.metadata is None] or None
-        rel = b.queries.compile(p.query, target.name, names, p.emit)
         i = b.sink_index[key]
+        from etl.sql.aggregate import keyed
+
+        b.keep_flags = not keyed(b.sinks[i])
+        try:
+            rel = b.queries.compile(p.query, target.name, names, p.emit)
+        finally:
+            b.keep_flags = True
         b.sinks[i]["inputs"].append(rel.id)
         b.smap.put(("sinks", i, "inputs", len(b.sinks[i]["inputs"]) - 1), p.span)
         b.smap.put(("sinks", i, "inputs"), p.span)

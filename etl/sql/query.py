@@ -3,8 +3,9 @@
 FROM a table or view, a subquery, or Flink's window table function; at most one
 JOIN: `FOR SYSTEM_TIME AS OF` -> lookup, otherwise a stream-stream join with a
 time bound; WHERE -> filter (rules + expr, etl.sql.where); GROUP BY with a
-window -> window (etl.sql.window); the SELECT list -> a select, only when it
-changes the columns. Node ids: `<base>_<step>`; a view's last node takes the
+window -> window (etl.sql.window), without one -> aggregate (etl.sql.aggregate);
+ROW_NUMBER() -> dedupe or top_n (etl.sql.dedup, etl.sql.topn); the SELECT list
+-> a select, only when it changes the columns. Node ids: `<base>_<step>`; a view's last node takes the
 view's name.
 """
 
@@ -30,6 +31,8 @@ class Rel:
     table: Any = None  # the CREATE TABLE of a source (dimension tables)
     static: bool = False
     wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
+    flags: tuple[str, ...] = ()  # flag columns of updates (etl.sql.aggregate), hidden from `*` and INSERT's mapping
+    window: tuple[str, ...] = ()  # names of a window's start/end columns here (TopN per window: etl.sql.topn)
 
 
 @dataclass
@@ -110,6 +113,9 @@ class QueryCompiler:
             raise SqlSyntax("one JOIN per query: join the result of a view to the next table",
                             pos(self.b, joins[1]), code="E011")
         if joins:
+            from etl.sql.aggregate import no_updates
+
+            no_updates(self.b, rel, joins[0], "a JOIN")
             rel = self.b.joins.join(joins[0], rel, scope, base)
         if where is not None:
             rel = self._where(where, rel, scope, base)
@@ -133,7 +139,9 @@ class QueryCompiler:
         while nid in by_id:
             i, t = by_id[nid]
             if t["type"] == "window":
-                t["emit"] = {"early": emit["early"]}
+                from etl.sql.window import emit_spec
+
+                t["emit"] = emit_spec(self.b, emit)
                 self.b.smap.put(("transforms", i, "emit"), emit["span"])
                 return
             if len(t.get("inputs", ())) != 1:
@@ -262,8 +270,12 @@ class QueryCompiler:
         fields: list[str] = []
         names: list[str] = []
         exprs: list = []
+        window: list[int] = []  # indices of the window start/end columns among `names`
         for k, (name, body) in enumerate(items):
+            if isinstance(body, exp.Column) and body.name in rel.window:
+                window.append(len(names))
             if _is_star(body):
+                window += [len(names) + i for i, c in enumerate(rel.cols or []) if c in rel.window]
                 if rel.cols is None:
                     if len(items) == 1 and out_names is None:
                         return rel  # nothing to change: no node
@@ -284,15 +296,20 @@ class QueryCompiler:
                                 code="E104")
             fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names)]
             names = list(out_names)
-        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)):
+        keep = self.b.keep_flags or out_names is None  # an INSERT into a sink upserting by key drops them
+        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)) \
+                and (keep or not rel.flags):
             return rel  # nothing to change: no node
+        if keep:
+            fields += rel.flags
         sid = self.b.new_id(f"{base}_select")
         i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
         self.b.note_expr(("transforms", i, "fields"), exprs)
         for k in range(len(fields)):
             self.b.note_expr(("transforms", i, "fields", k), exprs)
         et = rel.event_time if rel.event_time in names else None
-        return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False)
+        return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False,
+                       flags=rel.flags if keep else (), window=tuple(names[i] for i in window))
 
     def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,

@@ -5,11 +5,13 @@ SESSION(ts, gap)) with TUMBLE_START / TUMBLE_END (HOP_*, SESSION_*) in the
 SELECT list, or Flink's `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`
 with `GROUP BY window_start, window_end, k`. Aggregates: COUNT(*), COUNT(x),
 COUNT(DISTINCT x) (exactly: size of a collect_set), SUM, AVG, MIN, MAX, APPROX_COUNT_DISTINCT, COLLECT_LIST,
-COLLECT_SET, FIRST, LAST over a column. HAVING becomes the window's `having`.
+COLLECT_SET, FIRST, LAST over a column. HAVING becomes the window's `having`. EMIT
+becomes its `emit` (emit_spec). A GROUP BY without a window is etl.sql.aggregate's.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlglot import exp
@@ -46,6 +48,46 @@ def _dur(secs: float) -> str:
     return str(Duration(secs))
 
 
+_FLINK_UNITS = {"ms": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
+                "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def flink_duration(text: str) -> float | None:
+    """Seconds of a Flink duration option ('10 min', '30 s', '1 h', '500 ms'; a bare number is milliseconds)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if m is None:
+        return None
+    unit = m.group(2).lower()
+    unit = unit if unit in _FLINK_UNITS or not unit.endswith("s") else unit[:-1]
+    if not unit:
+        return float(m.group(1)) / 1000
+    return float(m.group(1)) * _FLINK_UNITS[unit] if unit in _FLINK_UNITS else None
+
+
+def emit_spec(b: Any, emit: dict) -> dict:
+    """The window's `emit` for an EMIT clause: BEFORE WATERMARK -> `early`; AFTER WATERMARK -> `late: update`
+    with `every` the delay (none: an update row per micro-batch) and `allowed_lateness` from
+    `SET 'table.exec.emit.allow-lateness'` (Flink's option; there is no default, a window would never close)."""
+    out: dict[str, Any] = {}
+    if emit.get("early"):
+        out["early"] = emit["early"]
+    if "late_span" in emit:
+        setting = b.settings.get("allow-lateness")
+        if setting is None:
+            raise SqlSyntax("EMIT ... AFTER WATERMARK needs the allowed lateness: how long a closed window is "
+                            "still updated by late events", emit["late_span"],
+                            "add SET 'table.exec.emit.allow-lateness' = '10 min';", "E101")
+        value, o = setting
+        secs = flink_duration(value)
+        if not secs:
+            raise SqlSyntax(f"invalid allowed lateness '{value}'", o.value_span,
+                            "a positive duration such as '10 min', '30 s', '1 h'", "E102")
+        out.update({"late": "update", "allowed_lateness": _dur(secs)})
+        if emit["late"]:
+            out["every"] = emit["late"]
+    return out
+
+
 def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, list]:
     if tvf is not None:
         args = tvf.expressions[1:]
@@ -68,6 +110,13 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
                    tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
+    if tvf is None and not any(isinstance(g, exp.Anonymous) and g.name.upper() in _KIND for g in group):
+        from etl.sql.aggregate import compile_aggregate
+
+        return compile_aggregate(qc, q, rel, scope, base, out_names, emit)
+    from etl.sql.aggregate import no_updates
+
+    no_updates(b, rel, q.args.get("group") or tvf or q, "a window")
     time_col, fn, args = _window_call(b, group, tvf)
     time_col = qc.resolve(time_col, scope)
     spec: dict[str, Any] = {"id": None, "type": "window", "inputs": [rel.id], "kind": _KIND.get(fn, fn.lower())}
@@ -120,7 +169,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
                         code="E104")
     spec["aggregates"] = aggs
     if emit:
-        spec["emit"] = {"early": emit["early"]}
+        spec["emit"] = emit_spec(b, emit)
     if rel.wm and "time" not in spec:
         spec["event_time"] = rel.wm
     wid = b.new_id(f"{base}_window")
@@ -131,7 +180,11 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
-    return qc.project(Rel(wid, cols), items, base, out_names, pos(b, q))
+    flags: tuple[str, ...] = ()
+    if emit:  # rows that replace earlier ones of their window: flagged (etl.spec.transforms.Emit.flag_columns)
+        flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
+    rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
+    return qc.project(rel, items, base, out_names, pos(b, q))
 
 
 def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:

@@ -157,6 +157,31 @@ def test_emit_on_a_query_over_a_windowed_view(tmp_path):
     assert c.pipeline.sources[0].event_time.watermark.seconds == 2
 
 
+@pytest.mark.parametrize("lateness, emit, expected", [
+    ("'10 min'", "WITH DELAY '5' SECOND AFTER WATERMARK", (None, 600, 5)),
+    ("'90s'", "WITHOUT DELAY AFTER WATERMARK", (None, 90, None)),
+    ("'1 h'", "WITH DELAY '1' MINUTE BEFORE WATERMARK, WITHOUT DELAY AFTER WATERMARK", (60, 3600, None)),
+    ("'120000'", "WITH DELAY '2' SECONDS AFTER WATERMARK", (None, 120, 2)),  # a bare number: milliseconds
+])
+def test_emit_after_watermark_is_a_late_update(tmp_path, lateness, emit, expected):
+    """AFTER WATERMARK: `late: update`, `every` its delay, `allowed_lateness` Flink's allow-lateness option;
+    on a query over a windowed view too."""
+    c = _check(tmp_path, f"""\
+        SET 'table.exec.emit.allow-lateness' = {lateness};
+        CREATE TABLE t (u VARCHAR, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)
+        WITH (type = 'file', path = 't');
+        CREATE TABLE o (u VARCHAR, n BIGINT) WITH (type = 'print');
+        CREATE VIEW v AS SELECT u, COUNT(*) AS n FROM t GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), u;
+        INSERT INTO o SELECT * FROM v
+        EMIT {emit};
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    (w,) = [t for t in c.pipeline.transforms if t.type == "window"]
+    e = w.emit
+    got = (e.early and e.early.seconds, e.allowed_lateness.seconds, e.every and e.every.seconds)
+    assert (e.late, e.too_late, got) == ("update", "drop", expected)
+
+
 def test_join_keys_with_different_names(tmp_path):
     c = _check(tmp_path, """\
         CREATE TABLE t (id BIGINT, perform_id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)

@@ -71,7 +71,8 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["dedupe", "filter", "lateral", "window"])
+@pytest.mark.parametrize("name", ["aggregate", "dedupe", "dedupe_last", "filter", "lateral", "topn", "window",
+                                  "window_late"])
 def test_example_scripts_pass_their_tests(spark, name):
     from etl.runtime.testing import run_tests
 
@@ -108,3 +109,42 @@ def test_lateral_table_functions(spark, tmp_path):
     assert got == {"o1": [("x", "a"), ("x", "b"), ("x", "c")],
                    "o2": [("x", 1), ("x", 2), ("y", None)],
                    "o3": [("x", "1", "2"), ("y", "3", None)]}
+
+
+CONTINUOUS = """\
+CREATE TABLE src (k VARCHAR, v BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE)
+WITH (type = 'file', path = 'in');
+CREATE TABLE big (k VARCHAR, n BIGINT, total BIGINT) WITH (type = 'file', path = 'o1');
+CREATE TABLE everything (n BIGINT, newest BIGINT) WITH (type = 'file', path = 'o2');
+INSERT INTO big SELECT k, COUNT(*) AS n, SUM(v) AS total FROM src GROUP BY k HAVING SUM(v) >= 10;
+INSERT INTO everything SELECT COUNT(*), LAST_VALUE(v) FROM src;
+"""
+
+
+@pytest.mark.spark
+def test_continuous_aggregate_having_retracts_and_a_global_group(spark):
+    """GROUP BY without a window, micro-batch by micro-batch: one row per changed key, `_update` on a key's
+    later rows, `_retract` when a key that went out fails HAVING; without GROUP BY one global row."""
+    from etl.runtime.testing import run_case
+    from etl.spec import TestCase
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "job.sql").write_text(CONTINUOUS)
+        c = check_file(Path(d) / "job.sql", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    assert [t.type for t in c.pipeline.transforms] == ["aggregate", "aggregate", "select"]
+    ts = "2026-01-10T09:00:{:02d}Z"
+    case = TestCase(name="continuous", ordered=True, batches=[
+        {"inputs": {"src": [{"k": "a", "v": 4, "ts": ts.format(1)}, {"k": "a", "v": 7, "ts": ts.format(2)},
+                            {"k": "b", "v": 3, "ts": ts.format(3)}]}},
+        {"inputs": {"src": [{"k": "b", "v": 8, "ts": ts.format(4)}]}},
+        {"inputs": {"src": [{"k": "a", "v": -5, "ts": ts.format(0)}]}},  # older, yet counted; a drops below 10
+    ])
+    res = run_case(c.plan, case, spark)
+    assert res.ok, res.message
+    rows = {k: [tuple(r.values()) for r in v] for k, v in res.captured.items() if k != "dead_letter"}
+    assert rows["big"] == [("a", 2, 11, False, False), ("b", 2, 11, True, False), ("a", 3, 6, True, True)]
+    # LAST_VALUE orders by event time: the event at :00 arrived last, but the newest is still v=8 (at :04)
+    assert rows["everything"] == [(3, 3, False), (4, 8, True), (5, 8, True)]

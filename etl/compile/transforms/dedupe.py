@@ -1,4 +1,5 @@
-"""dedupe: drop repeated keys within the watermark (dropDuplicatesWithinWatermark)."""
+"""dedupe: drop repeated keys within the watermark (dropDuplicatesWithinWatermark); keep: last, each key's
+newest row (etl/compile/transforms/dedupe_last.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,14 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
                            hint="set `event_time: {field: ts, watermark: 10m}` on the dedupe or its source")
     if spec.event_time is not None:
         df = with_event_time(df, node, spec.event_time)
+    if spec.keep == "last":
+        from etl.compile.transforms.dedupe_last import keep_last
+
+        if dict(df.dtypes).get(et.field) != "timestamp":
+            raise CompileError(f"dedupe '{node.id}' (keep: last) orders by event time column '{et.field}', which is "
+                               f"{dict(df.dtypes).get(et.field, 'missing')} here", node, code="E320",
+                               hint="declare the event time column as a timestamp")
+        return keep_last(df, list(spec.keys), et.field)
     if not df.isStreaming:
         return df.dropDuplicates(list(spec.keys))
     return df.dropDuplicatesWithinWatermark(list(spec.keys))

@@ -120,7 +120,7 @@ def windows_of(cfg: Config, ms: int) -> list[tuple[int, int]]:
 
 
 # --------------------------------------------------------------- compile
-def _state_type(dt: Any) -> Any:
+def state_type(dt: Any) -> Any:
     """Timestamps travel through the processor as epoch microseconds."""
     from pyspark.sql.types import ArrayType, LongType, TimestampType
 
@@ -131,7 +131,7 @@ def _state_type(dt: Any) -> Any:
     return dt
 
 
-def _from_state(col: Any, dt: Any) -> Any:
+def from_state(col: Any, dt: Any) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, TimestampType
 
@@ -140,6 +140,32 @@ def _from_state(col: Any, dt: Any) -> Any:
     if isinstance(dt, ArrayType) and isinstance(dt.elementType, TimestampType):
         return F.transform(col, lambda x: F.timestamp_micros(x))
     return col
+
+
+def accumulator_inputs(types: dict[str, str], aggregates: Any, why: str) -> tuple[list[str], list[tuple]]:
+    """(the value columns the processor reads, its Config.aggs) of `aggregates` over columns of `types`."""
+    fields: list[str] = []
+    aggs: list[tuple] = []
+    for a in aggregates:
+        if a.fn == "count" and (a.field is None or a.field == "*"):
+            aggs.append((a.fn, None, None))
+            continue
+        t = types.get(a.field)
+        if t is None or t not in SIMPLE_TYPES:
+            raise WindowError(f"aggregate {a.fn} over '{a.field}' ({t or 'nested field'}): {why}, aggregate fields "
+                              "must be top-level numbers, strings, booleans or timestamps", "aggregates", code="E404")
+        if a.field not in fields:
+            fields.append(a.field)
+        aggs.append((a.fn, fields.index(a.field), a.n))
+    return fields, aggs
+
+
+def value_columns(fields: list[str], types: dict[str, str]) -> list[Any]:
+    """The processor's input values `_etl_v<i>` (timestamps as epoch microseconds)."""
+    from pyspark.sql import functions as F
+
+    return [(F.unix_micros(F.col(f"`{f}`")) if types[f] == "timestamp" else F.col(f"`{f}`")).alias(VAL.format(i))
+            for i, f in enumerate(fields)]
 
 
 def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload: Any = None,
@@ -158,20 +184,7 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     # a window whose Python aggregate function raises is a dead letter (etl.compile.windows.processor)
     dead_letter = emit.late == "dead_letter" or (update and emit.too_late == "dead_letter") or bool(python)
     types = dict(df.dtypes)
-    fields: list[str] = []
-    aggs = []
-    for a in spec.aggregates:
-        if a.fn == "count" and (a.field is None or a.field == "*"):
-            aggs.append((a.fn, None, None))
-            continue
-        t = types.get(a.field)
-        if t is None or t not in SIMPLE_TYPES:
-            raise WindowError(f"aggregate {a.fn} over '{a.field}' ({t or 'nested field'}): with early emission, "
-                              "late dead letters or Python aggregates, aggregate fields must be top-level numbers, strings, booleans "
-                              "or timestamps", "aggregates", code="E404")
-        if a.field not in fields:
-            fields.append(a.field)
-        aggs.append((a.fn, fields.index(a.field), a.n))
+    fields, aggs = accumulator_inputs(types, spec.aggregates, "with early emission, late dead letters or Python aggregates")
     schema = output_schema(df, spec, et)
     keys = tuple(spec.group_by) or (ALL_KEY,)
     cfg = Config(spec.kind, _ms(spec.size), _ms(spec.slide or spec.size), _ms(spec.gap), early_ms, dead_letter,
@@ -181,9 +194,7 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
 
     cols = [F.col(f"`{g}`") for g in spec.group_by] or [F.lit(0).alias(ALL_KEY)]
     cols.append(F.unix_millis(F.col(f"`{et}`")).alias(MS_COL))
-    for i, f in enumerate(fields):
-        v = F.col(f"`{f}`")
-        cols.append((F.unix_micros(v) if types[f] == "timestamp" else v).alias(VAL.format(i)))
+    cols += value_columns(fields, types)
     if dead_letter:
         if payload is None:
             src = [c for c in (source_columns or df.columns) if c != ET_COL]
@@ -195,7 +206,7 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     agg_fields = [schema[a.as_] for a in spec.aggregates]
     out_fields = [StructField(f.name, f.dataType, True) for f in key_fields]
     out_fields += [StructField(WS, LongType(), True), StructField(WE, LongType(), True)]
-    out_fields += [StructField(f.name, _state_type(f.dataType), True) for f in agg_fields]
+    out_fields += [StructField(f.name, state_type(f.dataType), True) for f in agg_fields]
     out_fields += [StructField(FINAL, BooleanType(), True), StructField(PREV, BooleanType(), True),
                    StructField(RETRACTED, BooleanType(), True), StructField(UPDATE, BooleanType(), True),
                    StructField(ERR, StringType(), True), StructField(PAYLOAD, StringType(), True),
@@ -211,7 +222,7 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     conv = tagged.select(
         *[F.col(f"`{g}`") for g in spec.group_by],
         F.timestamp_millis(F.col(WS)).alias("window_start"), F.timestamp_millis(F.col(WE)).alias("window_end"),
-        *[_from_state(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in agg_fields],
+        *[from_state(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in agg_fields],
         F.col(FINAL), F.col(PREV), F.col(RETRACTED), F.col(UPDATE), F.col(ERR), F.col(PAYLOAD), F.col(EVENT_MS))
     if spec.having and guard_having is not None:  # a window row on which `having` throws: a dead letter
         conv, value, reason, row = guard_having(conv, names)

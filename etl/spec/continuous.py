@@ -1,0 +1,85 @@
+"""Continuously updated results: the `aggregate` transform (a GROUP BY without a window).
+
+An `aggregate` keeps, per `group_by` key, the accumulators of its `aggregates` (the
+window's functions, etl.spec.aggregates) in the state store, for ever (there is no window
+to close: the number of keys bounds the state). After each micro-batch it writes one row
+per key the batch changed, with the key's new values: an update stream, keyed by
+`group_by`. Flag columns after the aggregates say how to read a row:
+
+* `_update` (boolean): false for the first row of a key, true for a later one (it replaces
+  the key's previous row; with `having`, the previous values may have been held back by it);
+* `_retract` (boolean, with `having` only): the key's new values fail `having` while a
+  row went out for it before: delete the key.
+
+A sink keyed by the group (mysql `mode: upsert` with `key`, elasticsearch `id_fields`,
+kafka `key`) keeps the latest row of each key; an append-only sink gets every row, a
+changelog: `etl explain` says which (etl.plan.delivery.changes_for).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from etl.registry import component
+from etl.spec.aggregates import output_type
+from etl.spec.base import TransformBase
+from etl.spec.transforms import Aggregate
+
+UPDATE, RETRACT = "_update", "_retract"
+
+
+class AggregateHooks:
+    def flag_columns(self: Any) -> tuple[str, ...]:
+        return (UPDATE, RETRACT) if self.having else (UPDATE,)
+
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        cols = cx.first(inputs)
+        out: dict[str, str] = {}
+        for i, g in enumerate(self.group_by):
+            src = cx.need(cols, g, cx.span(node, "group_by", i), cx.where(node, f"group_by[{i}]"))
+            out[src or g] = cols[src] if (cols is not None and src) else "unknown"
+        for i, agg in enumerate(self.aggregates):
+            cx.internal(node, agg.as_, cx.span(node, "aggregates", i, "as"))
+            src = None
+            if agg.field is not None and agg.field != "*":
+                src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
+                              cx.where(node, f"aggregates[{i}].field"))
+            out[agg.as_] = output_type(agg.fn, cols.get(src, "unknown") if (cols is not None and src) else "unknown")
+        if self.having is not None:
+            cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
+        if cols is None:
+            return None
+        out.update(dict.fromkeys(self.flag_columns(), "boolean"))
+        return out
+
+    def explain_lines(self: Any) -> list[str]:
+        out = ["continuous: one row per changed key after each micro-batch (updates keyed by "
+               + (", ".join(self.group_by) or "the one global group") + ")"]
+        if self.group_by:
+            out.append("group by: " + ", ".join(self.group_by))
+        out.append("aggregates: " + ", ".join(f"{a.as_} = {a.fn}({a.field or '*'}" + (f", {a.n}" if a.n else "")
+                                              + ")" for a in self.aggregates))
+        if self.having:
+            out.append(f"having: {self.having} (a key that fails it after a row went out: _retract)")
+        return out
+
+
+@component("transform", "aggregate", builder="etl.compile.transforms.aggregate:build")
+class AggregateTransform(AggregateHooks, TransformBase):
+    """A continuously updated aggregate per key (no window): an update row per changed key per micro-batch."""
+
+    type: Literal["aggregate"]
+    group_by: list[str] = Field(default_factory=list, description="key columns (none: one global group)")
+    aggregates: list[Aggregate] = Field(min_length=1)
+    having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
+
+    @model_validator(mode="after")
+    def _names(self) -> "AggregateTransform":
+        seen = {g.lower() for g in self.group_by} | {UPDATE, RETRACT}
+        for a in self.aggregates:
+            if a.as_.lower() in seen:
+                raise ValueError(f"aggregate output '{a.as_}' repeats another output column of the aggregate")
+            seen.add(a.as_.lower())
+        return self

@@ -1,0 +1,119 @@
+"""The `top_n` transform: the first n rows of each window's final results (Flink's window TopN).
+
+A window writes all final rows of one window in the same micro-batch (they close together when the
+watermark passes the window's end), so ranking them needs no state: `top_n` runs on each micro-batch
+of its window's query (etl.compile.transforms.top_n), partitioned by `partition_by` (the window's
+start or end column, and any keys) and ordered by `order_by`; it keeps rows ranked 1..n and writes
+the rank into `rank` when given. It reads a window with final rows only (no `emit.early` or `late:
+update`: their rows of one window come in several batches), through filters, derives and selects.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from etl.registry import component
+from etl.spec.base import Identifier, TransformBase
+
+_ORDER = re.compile(r"\s*`?([A-Za-z_][A-Za-z0-9_]*)`?(?:\s+(ASC|DESC))?\s*", re.IGNORECASE)
+_AS = re.compile(r"\s*`?([A-Za-z_][A-Za-z0-9_]*)`?(?:\s+AS\s+`?([A-Za-z_][A-Za-z0-9_]*)`?)?\s*", re.IGNORECASE)
+ROW_BY_ROW = ("filter", "derive", "select")
+
+
+def order_terms(order_by: list[str]) -> list[tuple[str, bool]]:
+    """(column, descending) of each `order_by` entry ("amount DESC", "k")."""
+    out = []
+    for o in order_by:
+        m = _ORDER.fullmatch(o)
+        if m is not None:
+            out.append((m.group(1), (m.group(2) or "").upper() == "DESC"))
+    return out
+
+
+def _window_names(graph: Any, node: Any) -> tuple[Any, set[str]] | None:
+    """(the window `node` reads through row-by-row transforms, the names its start/end columns have at
+    `node`'s input), or None when no window is upstream that way."""
+    chain = []
+    cur = node
+    while True:
+        ins = [e for e in cur.inputs if e.role == "input"]
+        if len(ins) != 1 or ins[0].label:
+            return None
+        cur = graph.nodes.get(ins[0].src)
+        if cur is None:
+            return None
+        if cur.type == "window":
+            break
+        if cur.type not in ROW_BY_ROW:
+            return None
+        chain.append(cur)
+    names = {"window_start", "window_end"}
+    for t in reversed(chain):
+        if t.type != "select":
+            continue
+        s = t.spec
+        if s.fields is not None:
+            kept = set()
+            for f in s.fields:
+                m = _AS.fullmatch(f)
+                if m is not None and m.group(1).lower() in names:
+                    kept.add((m.group(2) or m.group(1)).lower())
+            names = kept
+        names = {s.rename.get(n, n).lower() for n in names} - {d.lower() for d in s.drop}
+    return cur, names
+
+
+class TopNHooks:
+    def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        cols = cx.first(inputs)
+        for i, p in enumerate(self.partition_by):
+            cx.need(cols, p, cx.span(node, "partition_by", i), cx.where(node, f"partition_by[{i}]"))
+        for i, (c, _) in enumerate(order_terms(self.order_by)):
+            cx.need(cols, c, cx.span(node, "order_by", i), cx.where(node, f"order_by[{i}]"))
+        found = _window_names(cx.graph, node)
+        edge = next((e for e in node.inputs if e.role == "input"), None)
+        at = (edge.span if edge is not None else None) or node.span
+        if found is None:
+            cx.report.error("E203", f"top_n '{node.id}' reads the final rows of a window (through filters, derives "
+                            "and selects): its input is not one", at,
+                            "rank per window: a window first, then top_n partitioned by window_start")
+        elif found[0].spec.emit.early is not None or found[0].spec.emit.late == "update":
+            cx.report.error("E104", f"top_n '{node.id}' reads window '{found[0].id}', whose rows of one window come in "
+                            "several micro-batches (emit early or late: update)", at,
+                            "rank the final rows of a window without `emit.early` / `late: update`")
+        elif not found[1] & {p.lower() for p in self.partition_by}:
+            cx.report.error("E104", f"top_n '{node.id}' ranks per window: partition_by needs the window's start or end "
+                            f"column ({', '.join(sorted(found[1])) or 'not kept by the selects in between'})",
+                            cx.span(node, "partition_by"), "add window_start to partition_by")
+        if cols is None:
+            return None
+        if self.rank is not None:
+            cx.internal(node, self.rank, cx.span(node, "rank"))
+            cols[self.rank] = "int"
+        return cols
+
+    def explain_lines(self: Any) -> list[str]:
+        return [f"first {self.n} per " + ", ".join(self.partition_by) + " by " + ", ".join(self.order_by)
+                + (f", rank in {self.rank}" if self.rank else "") + " (each window's final rows, per micro-batch)"]
+
+
+@component("transform", "top_n", builder="etl.compile.transforms.top_n:build")
+class TopNTransform(TopNHooks, TransformBase):
+    """The first n rows of each window's final rows, per partition, by an order (Flink's window TopN)."""
+
+    type: Literal["top_n"]
+    partition_by: list[str] = Field(min_length=1, description="the window's start (or end) column and any keys")
+    order_by: list[str] = Field(min_length=1, description="columns, each optionally followed by ASC or DESC")
+    n: int = Field(ge=1, description="rows kept per partition")
+    rank: Identifier | None = Field(default=None, description="output column with the rank (1..n)")
+
+    @field_validator("order_by")
+    @classmethod
+    def _terms(cls, order_by: list[str]) -> list[str]:
+        for o in order_by:
+            if _ORDER.fullmatch(o) is None:
+                raise ValueError(f"invalid order_by entry {o!r}: a column, optionally followed by ASC or DESC")
+        return order_by

@@ -1,0 +1,42 @@
+"""Flink's window TopN -> a `top_n` transform (etl.spec.topn).
+
+    SELECT ... FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, k ORDER BY cnt DESC) AS rownum
+      FROM <a windowed GROUP BY, or a view of one>
+    ) WHERE rownum <= N
+
+A PARTITION BY holding the window's start or end column (Rel.window: its name after the selects in
+between) ranks each window's final rows; `rownum = 1` there is Flink's window deduplication (Top 1).
+The rank column keeps the ROW_NUMBER alias. Without a window column, `rn = 1` is a dedupe
+(etl.sql.dedup) and TopN is E011: a continuously updated TopN is not supported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from sqlglot import exp
+
+from etl.sql.query import Rel, pos
+from etl.sql.script import SqlSyntax
+
+
+def compile_top_n(qc: Any, rel: Rel, keys: list, orders: list, n: int, rn: str, item: exp.Expression,
+                  base: str) -> Rel:
+    b = qc.b
+    if not orders:
+        raise SqlSyntax("TopN needs ORDER BY in ROW_NUMBER() OVER (...)", pos(b, item),
+                        "ROW_NUMBER() OVER (PARTITION BY window_start ORDER BY cnt DESC)", "E011")
+    order_by = []
+    for o in orders:
+        if not isinstance(o.this, exp.Column):
+            raise SqlSyntax("TopN orders by columns: compute the expression in the windowed query", pos(b, o),
+                            code="E011")
+        order_by.append(o.this.name + (" DESC" if o.args.get("desc") else ""))
+    tid = b.new_id(f"{base}_top_n")
+    spec = {"id": tid, "type": "top_n", "inputs": [rel.id], "partition_by": [k.name for k in keys],
+            "order_by": order_by, "n": n, "rank": rn}
+    b.add_transform(spec, pos(b, item))
+    cols = None if rel.cols is None else [*rel.cols, rn]
+    return replace(rel, id=tid, cols=cols, table=None, static=False)
