@@ -139,7 +139,7 @@ def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature 
     declared = [f.name.lower() for f in getattr(cx.graph.pipeline, "functions", None) or () if f is not None]
     if name.lower() in declared:
         return None  # declared, but its entry has an error (reported)
-    cx.report.error("E102", f"unknown aggregate function '{name}' in window '{node.id}'", span,
+    cx.report.error("E102", f"unknown aggregate function '{name}' in {node.type} '{node.id}'", span,
                     did_you_mean(name, list(NAMES) + aggs) or "built-ins: " + ", ".join(NAMES))
     return None
 

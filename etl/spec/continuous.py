@@ -46,6 +46,11 @@ class AggregateHooks:
             if agg.field is not None and agg.field != "*":
                 src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
                               cx.where(node, f"aggregates[{i}].field"))
+            if cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn) is not None:
+                cx.report.error("E353", f"Python aggregate function '{agg.fn}' in the continuous aggregate "
+                                f"'{node.id}'", cx.span(node, "aggregates", i, "fn"),
+                                "a continuous aggregate keeps accumulators, not the values a Python aggregate "
+                                "needs: use the function in a window aggregate")
             out[agg.as_] = output_type(agg.fn, cols.get(src, "unknown") if (cols is not None and src) else "unknown")
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))

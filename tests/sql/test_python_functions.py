@@ -145,6 +145,24 @@ def test_unknown_aggregate_has_a_did_you_mean(tmp_path):
     assert c.report.errors[0].hint == "did you mean 'spread'?"
 
 
+def test_a_python_aggregate_in_a_continuous_aggregate_is_refused_at_its_fn(tmp_path):
+    """A continuous aggregate keeps accumulators per key, not the values a pandas aggregate needs."""
+    (tmp_path / "udfs.py").write_text(MODULE)
+    (tmp_path / "p.yaml").write_text(
+        'name: agg\n'
+        'functions: [{name: spread, callable: "udfs:spread"}]\n'
+        'sources: [{id: src, type: file, path: in, schema: {s: string, n: bigint}}]\n'
+        'transforms:\n'
+        '  - {id: per_s, type: aggregate, input: src, group_by: [s], aggregates: [{fn: spread, field: n, as: x}]}\n'
+        '  - {id: typo, type: aggregate, input: src, group_by: [s], aggregates: [{fn: sprad, field: n, as: x}]}\n'
+        'sinks: [{id: out, type: print, inputs: [per_s, typo]}]\n')
+    c = check_file(tmp_path / "p.yaml", programs=True)
+    assert _diags(c) == [
+        ("E353", 5, 79, "Python aggregate function 'spread' in the continuous aggregate 'per_s'"),
+        ("E102", 6, 78, "unknown aggregate function 'sprad' in aggregate 'typo'"),
+    ]
+
+
 def test_a_name_of_a_spark_builtin_is_refused(tmp_path):
     c = _check(tmp_path, extra='  - name: upper\n    callable: "udfs:shout"\n')
     assert _diags(c) == [("E102", 11, 11, "function name 'upper' is a Spark SQL built-in function")]
