@@ -27,7 +27,8 @@ def _components(pipeline) -> dict:
 
 def test_every_script_has_a_twin():
     assert [p.name for p in SQL] == ["connectors.sql", "dedupe.sql", "filter.sql", "functions.sql", "join_lookup.sql",
-                                     "lateral.sql", "rsqldb_style.sql", "window.sql", "windows.sql"]
+                                     "kafka_mysql.sql", "lateral.sql", "rocketmq_es.sql", "rsqldb_style.sql",
+                                     "window.sql", "windows.sql"]
     for p in SQL:
         assert p.with_suffix(".yaml").is_file(), p
 
