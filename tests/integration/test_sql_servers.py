@@ -74,3 +74,42 @@ def test_kafka_mysql_script(spark, kafka_server, mariadb_server, tmp_path):
         ("checkout", "12:03", "12:04", 2, 20.0, 35.0, 2),  # i = 18, 20 (22: 503)
         ("search", "12:03", "12:04", 1, 15.0, 15.0, 1),  # i = 21 (19, 23: /health)
     ]
+
+
+def test_rocketmq_es_script(spark, rocketmq_server, mariadb_server, opensearch_server, tmp_path):
+    from etl.connectors import rocketmq_client as rmq
+
+    topic = f"sql_orders_{uuid.uuid4().hex[:8]}"
+    index = f"sql-paid-orders-{uuid.uuid4().hex[:8]}"
+    conn = mariadb_server.connect(autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("CREATE OR REPLACE TABLE sql_customers (user_id VARCHAR(10) PRIMARY KEY, name VARCHAR(50), "
+                    "tier VARCHAR(10))")
+        cur.executemany("INSERT INTO sql_customers VALUES (%s, %s, %s)",
+                        [("u1", "Ada", "gold"), ("u2", "Linus", "silver"), ("u3", "Grace", None), ("u4", "Edsger", "bronze")])
+    conn.close()
+    producer = rmq.shared_producer(rocketmq_server.namesrv_addr, "etl-test-producer")
+    orders = [{"order_id": f"o{i}", "user_id": f"u{i % 5 + 1}", "amount": [5.0, 12.5, 40.0][i % 3],
+               "item": ["book", "pen"][i % 2]} for i in range(16)]
+    for i, o in enumerate(orders):  # every fourth order is still pending: another tag, not read
+        producer.send(topic, json.dumps(o).encode(), keys=o["order_id"], tags="pending" if i % 4 == 3 else "paid")
+    env = server_env(mariadb=mariadb_server, opensearch=opensearch_server, rocketmq=rocketmq_server)
+    run = run_example(spark, "sql/rocketmq_es.sql", env, {"topic": topic, "index": index}, tmp_path / "ckpt")
+    assert run.failure is None
+    opensearch_server.request("POST", f"/{index}/_refresh")
+    hits = opensearch_server.request("POST", f"/{index}/_search", {"size": 100})["hits"]["hits"]
+    got = {h["_id"]: h["_source"] for h in hits}
+    cols = ("order_id", "user_id", "customer", "tier", "amount", "item")
+    assert {k: tuple(d.get(c) for c in cols) for k, d in got.items()} == {
+        # paid (i % 4 != 3) and amount >= 10 (i % 3 != 0); user u{i % 5 + 1}, u5 not in the table
+        "o1": ("o1", "u2", "Linus", "silver", 12.5, "PEN"),
+        "o2": ("o2", "u3", "Grace", None, 40.0, "BOOK"),
+        "o4": ("o4", "u5", "unknown", None, 12.5, "BOOK"),
+        "o5": ("o5", "u1", "Ada", "gold", 40.0, "PEN"),
+        "o8": ("o8", "u4", "Edsger", "bronze", 40.0, "BOOK"),
+        "o10": ("o10", "u1", "Ada", "gold", 12.5, "BOOK"),
+        "o13": ("o13", "u4", "Edsger", "bronze", 12.5, "PEN"),
+        "o14": ("o14", "u5", "unknown", None, 40.0, "BOOK"),
+    }
+    assert sorted(k for k, d in got.items() if set(d) != set(cols)) == ["o14", "o2", "o4"]
+    assert all(set(d) == set(cols) - {"tier"} for k, d in got.items() if k in ("o2", "o4", "o14"))  # nulls left out
