@@ -113,3 +113,50 @@ def test_rocketmq_es_script(spark, rocketmq_server, mariadb_server, opensearch_s
     }
     assert sorted(k for k, d in got.items() if set(d) != set(cols)) == ["o14", "o2", "o4"]
     assert all(set(d) == set(cols) - {"tier"} for k, d in got.items() if k in ("o2", "o4", "o14"))  # nulls left out
+
+
+def test_kafka_startup_modes_and_client_properties(spark, kafka_server, tmp_path):
+    """Flink's scan.startup.mode specific-offsets and timestamp, and 'properties.*' client settings, against a
+    real two-partition topic (etl/sql/connectors.py maps them onto starting_offsets and options)."""
+    from confluent_kafka import Producer
+
+    from etl.check import check_file
+    from etl.runtime.runner import PipelineRun, RunOptions
+    from etl.runtime.testing import CaptureSink
+
+    topic = f"sql_startup_{uuid.uuid4().hex[:8]}"
+    kafka_server.create_topic(topic, partitions=2)
+    base = 1_767_225_600_000  # 2026-01-01T00:00:00Z, message timestamps base + n s
+    p = Producer({"bootstrap.servers": kafka_server.bootstrap_servers, "enable.idempotence": True})
+    for part in (0, 1):
+        for n in range(10):
+            p.produce(topic, json.dumps({"p": part, "n": n}).encode(), partition=part, timestamp=base + 1000 * n)
+    assert p.flush(60) == 0
+
+    def read(startup: str, name: str) -> list[tuple]:
+        script = tmp_path / f"{name}.sql"
+        script.write_text(f"""
+            CREATE TABLE src (p INT, n INT) WITH (
+              'connector' = 'kafka', 'topic' = '{topic}', 'format' = 'json',
+              'properties.bootstrap.servers' = '{kafka_server.bootstrap_servers}', 'properties.group.id' = 'etl-sql',
+              'properties.isolation.level' = 'read_committed', 'properties.fetch.min.bytes' = '1',
+              {startup});
+            CREATE TABLE out (p INT, n INT) WITH (type = 'print');
+            INSERT INTO out SELECT * FROM src;
+        """)
+        checked = check_file(script, programs=True)
+        assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
+        rows: list[dict] = []
+        run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / f"ck_{name}"),
+                                                          progress="none",
+                                                          sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows)))
+        run.start()
+        run.wait()
+        assert run.failure is None
+        return sorted((r["p"], r["n"]) for r in rows if "p" in r)
+
+    assert read("'scan.startup.mode' = 'specific-offsets', "
+                "'scan.startup.specific-offsets' = 'partition:0,offset:7;partition:1,offset:3'", "specific") == \
+        [(0, 7), (0, 8), (0, 9)] + [(1, n) for n in range(3, 10)]
+    assert read(f"'scan.startup.mode' = 'timestamp', 'scan.startup.timestamp-millis' = '{base + 6000}'",
+                "timestamp") == [(0, 6), (0, 7), (0, 8), (0, 9), (1, 6), (1, 7), (1, 8), (1, 9)]
