@@ -124,15 +124,77 @@ def _kafka(o: Opts, m: Mapped) -> None:
     if o.role == "sink":
         o.require(m, "topic", "topic")
         o.get("format")
+        _client_properties(o, m, {})
         return
     if o.get("topic-pattern") is None:
         o.require(m, "topics", "topic", conv=lambda v: [x.strip() for x in v.replace(";", ",").split(",")])
     else:
         o.copy(m, "pattern", "topic-pattern")
-    if group is not None:
-        o.put(m, "options", {"group.id": group.value}, group)
-    o.copy(m, "starting_offsets", "scan.startup.mode", conv=lambda v: v.lower().replace("-offset", ""))
+    _client_properties(o, m, {} if group is None else {"group.id": (str(group.value), group)})
+    _startup_mode(o, m)
     _message_format(o, m, "value")
+
+
+def _client_properties(o: Opts, m: Mapped, given: dict[str, tuple[str, Option]]) -> None:
+    """Flink's `'properties.<name>' = '...'`: Kafka client settings, the spec's `options` (as they are named). A
+    name close to bootstrap.servers or group.id is taken for a misspelling of it (E100 with did-you-mean)."""
+    props = dict(given)
+    for key, opt in o.by.items():
+        if key.startswith("properties.") and key not in o.used \
+                and did_you_mean(key[len("properties."):], ("bootstrap.servers", "group.id")) is None:
+            o.used.add(key)
+            props[opt.key[len("properties."):]] = (str(opt.value), opt)
+    if props:
+        o.put(m, "options", {k: v for k, (v, _) in props.items()}, next(iter(props.values()))[1])
+
+
+STARTUP = {"earliest-offset": "earliest", "latest-offset": "latest", "earliest": "earliest", "latest": "latest"}
+
+
+def _startup_mode(o: Opts, m: Mapped) -> None:
+    """Flink's scan.startup.mode: earliest-offset, latest-offset, specific-offsets (one topic; Spark wants every
+    partition named), timestamp (Spark's startingTimestamp); group-offsets has no etl equivalent."""
+    mode = o.get("scan.startup.mode")
+    offsets = o.get("scan.startup.specific-offsets")
+    millis = o.get("scan.startup.timestamp-millis")
+    if mode is None:
+        return
+    value = str(mode.value).strip().lower()
+    if value in STARTUP:
+        o.put(m, "starting_offsets", STARTUP[value], mode)
+    elif value == "specific-offsets" and offsets is not None:
+        topics = m.spec.get("topics") or []
+        parsed = _specific_offsets(str(offsets.value))
+        if len(topics) != 1 or parsed is None:
+            o.report.error("E102", f"invalid scan.startup.specific-offsets '{offsets.value}'", offsets.value_span,
+                           "one topic and 'partition:0,offset:42;partition:1,offset:300'")
+        else:
+            o.put(m, "starting_offsets", {topics[0]: parsed}, offsets)
+    elif value == "specific-offsets":
+        o.report.error("E101", "scan.startup.mode = 'specific-offsets' needs 'scan.startup.specific-offsets'",
+                       mode.value_span, "add 'scan.startup.specific-offsets' = 'partition:0,offset:42;...'")
+    elif value == "timestamp" and millis is not None and re.fullmatch(r"\d+", str(millis.value).strip()):
+        m.spec.setdefault("options", {})["startingTimestamp"] = str(millis.value).strip()  # Spark's own option
+        m.spans.setdefault("options", (millis.key_span, millis.value_span))
+    elif value == "timestamp":
+        o.report.error("E101" if millis is None else "E102",
+                       "scan.startup.mode = 'timestamp' needs 'scan.startup.timestamp-millis' (epoch milliseconds)",
+                       (mode if millis is None else millis).value_span, "e.g. 'scan.startup.timestamp-millis' = "
+                       "'1767225600000'")
+    else:
+        o.report.error("E011", f"scan.startup.mode '{mode.value}' is not supported", mode.value_span,
+                       "use 'earliest-offset', 'latest-offset', 'specific-offsets' or 'timestamp'; a restarted etl "
+                       "pipeline resumes from its checkpoint, not from the group's committed offsets")
+
+
+def _specific_offsets(text: str) -> dict[str, int] | None:
+    out: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        g = re.fullmatch(r"partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(-?\d+)", part, re.IGNORECASE)
+        if g is None:
+            return None
+        out[g.group(1)] = int(g.group(2))
+    return out or None
 
 
 def _file(o: Opts, m: Mapped) -> None:
@@ -255,7 +317,7 @@ MAPPERS: dict[str, Callable[[Opts, Mapped], None]] = {
     "rocketmq": _rocketmq, "kafka": _kafka, "file": _file, "print": _print, "mysql": _mysql,
     "elasticsearch": _es, "generator": _generator,
 }
-IGNORED = {"pullintervalms", "accessid", "accesskey", "startmessageoffset", "encoding", "maxthread",
+IGNORED = {"driver", "pullintervalms", "accessid", "accesskey", "startmessageoffset", "encoding", "maxthread",
            "batchsize", "flushinterval", "timeout", "ignore-parse-errors", "json.ignore-parse-errors"}
 
 

@@ -26,43 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests.servers.examples import produce_kafka, run_example, server_env  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
-
-
-def _env(kafka=None, mariadb=None, opensearch=None) -> dict[str, str]:
-    env: dict[str, str] = {}
-    if kafka is not None:
-        env["KAFKA_BOOTSTRAP"] = kafka.bootstrap_servers
-    if mariadb is not None:
-        env.update(MYSQL_HOST=mariadb.host, MYSQL_PORT=str(mariadb.port), MYSQL_DATABASE=mariadb.database,
-                   MYSQL_USER=mariadb.user, MYSQL_PASSWORD=mariadb.password)
-    if opensearch is not None:
-        env["OPENSEARCH_URL"] = opensearch.url
-    return env
-
-
-def _run_example(spark, name: str, env: dict[str, str], cli_vars: dict[str, str], checkpoint: Path):
-    from etl.check import check_file
-    from etl.runtime.runner import PipelineRun, RunOptions
-
-    checked = check_file(REPO / "pipelines" / name, cli_vars=cli_vars, environ=env, programs=True)
-    assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
-    run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(checkpoint), progress="none"))
-    run.start()
-    run.wait()
-    return run
-
-
-def _produce(bootstrap: str, topic: str, values: list[str], keys: list[str] | None = None) -> None:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for i, v in enumerate(values):
-        p.produce(topic, value=v.encode(), key=keys[i].encode() if keys else None)
-        if i % 10000 == 0:
-            p.poll(0)
-    assert p.flush(60) == 0
 
 
 # ------------------------------------------------------------ kafka -> window -> mysql
@@ -107,12 +73,12 @@ def test_kafka_window_mysql_example(spark, kafka_server, mariadb_server, tmp_pat
     topic = f"requests_{uuid.uuid4().hex[:8]}"
     kafka_server.create_topic(topic, partitions=2)
     events = request_events(2400)  # 10 minutes of event time
-    _produce(kafka_server.bootstrap_servers, topic, [json.dumps(e) for e in events],
+    produce_kafka(kafka_server.bootstrap_servers, topic, [json.dumps(e) for e in events],
              [e["service"] for e in events])
     conn = mariadb_server.connect(autocommit=True)
     with conn.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS service_minute_stats")
-    run = _run_example(spark, "kafka_window_mysql.yaml", _env(kafka_server, mariadb_server), {"topic": topic},
+    run = run_example(spark, "kafka_window_mysql.yaml", server_env(kafka_server, mariadb_server), {"topic": topic},
                        tmp_path / "ckpt")
     assert run.failure is None
     with conn.cursor() as cur:
@@ -143,9 +109,9 @@ def test_kafka_grok_opensearch_example(spark, kafka_server, opensearch_server, t
     lines = [f"{ln} rt={rng.choice([0.05, 0.3, 1.2, 2.5, 4.0])}"
              for ln in (REPO / "pipelines" / "data" / "access.log").read_text().splitlines() if ln]
     bad = ["garbage line without structure", "GET / HTTP/1.1"]
-    _produce(kafka_server.bootstrap_servers, topic, lines[:200] + bad + lines[200:])
+    produce_kafka(kafka_server.bootstrap_servers, topic, lines[:200] + bad + lines[200:])
     ckpt = tmp_path / "ckpt"
-    run = _run_example(spark, "kafka_grok_opensearch.yaml", _env(kafka_server, opensearch=opensearch_server),
+    run = run_example(spark, "kafka_grok_opensearch.yaml", server_env(kafka_server, opensearch=opensearch_server),
                        {"topic": topic, "index": index}, ckpt)
     assert run.failure is None
     want: Counter = Counter()  # one document per interesting line (their timestamps differ)
@@ -162,7 +128,7 @@ def test_kafka_grok_opensearch_example(spark, kafka_server, opensearch_server, t
     assert set(doc) == {"event_ts", "client_ip", "method", "request", "status", "size", "response_time", "agent"}
     assert doc["event_ts"].startswith("2026-01-10T") and doc["event_ts"].endswith("Z")
     # a replay of the whole topic (fresh checkpoint) overwrites the same documents: ids are deterministic
-    _run_example(spark, "kafka_grok_opensearch.yaml", _env(kafka_server, opensearch=opensearch_server),
+    run_example(spark, "kafka_grok_opensearch.yaml", server_env(kafka_server, opensearch=opensearch_server),
                  {"topic": topic, "index": index}, tmp_path / "ckpt2")
     opensearch_server.request("POST", f"/{index}/_refresh")
     assert opensearch_server.request("GET", f"/{index}/_count")["count"] == sum(want.values())
@@ -183,7 +149,7 @@ def test_lookup_mysql_dimension_table(spark, kafka_server, mariadb_server, tmp_p
         cur.executemany("INSERT INTO customers VALUES (%s, %s, %s, %s, %s)",
                         [(1, "Ada", "GB", "gold", 1), (2, "Linus", "FI", "silver", 2), (3, "Grace", "US", None, 3)])
     conn.close()
-    checked = check_file(REPO / "pipelines" / "lookup_mysql.yaml", environ=_env(kafka_server, mariadb_server))
+    checked = check_file(REPO / "pipelines" / "lookup_mysql.yaml", environ=server_env(kafka_server, mariadb_server))
     assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
     spec = checked.graph.nodes["customers"].spec
     table = read_mysql_table(spec)
@@ -223,10 +189,10 @@ def test_lookup_mysql_example(spark, kafka_server, mariadb_server, tmp_path):
     payments = [{"order_id": o["order_id"], "paid_at": iso(t0 + timedelta(seconds=20 * i + 90)), "method": "card"}
                 for i, o in enumerate(orders) if i % 5 != 4]  # every fifth order is never paid
     bs = kafka_server.bootstrap_servers
-    _produce(bs, "orders-web", [json.dumps(o) for o in web] + [json.dumps(web[0])])  # a repeated order
-    _produce(bs, "orders-mobile", [json.dumps(o) for o in mobile])
-    _produce(bs, "payments", [json.dumps(p) for p in payments])
-    run = _run_example(spark, "lookup_mysql.yaml", _env(kafka_server, mariadb_server), {}, tmp_path / "ckpt")
+    produce_kafka(bs, "orders-web", [json.dumps(o) for o in web] + [json.dumps(web[0])])  # a repeated order
+    produce_kafka(bs, "orders-mobile", [json.dumps(o) for o in mobile])
+    produce_kafka(bs, "payments", [json.dumps(p) for p in payments])
+    run = run_example(spark, "lookup_mysql.yaml", server_env(kafka_server, mariadb_server), {}, tmp_path / "ckpt")
     assert run.failure is None
     tiers = {1: "gold", 2: "silver", 3: "bronze"}
     paid = {p["order_id"] for p in payments}

@@ -81,6 +81,33 @@ def test_connector_families_map_onto_the_specs(tmp_path):
     assert dump["v"] == {"id": "v", "type": "select", "inputs": ["v_lookup"], "fields": ["a", "name"]}
 
 
+def test_flink_kafka_and_jdbc_options(tmp_path):
+    """'properties.*' are client settings (options), scan.startup.mode specific-offsets / timestamp map onto
+    starting_offsets / Spark's startingTimestamp, a JDBC 'driver' has no effect (W013). Against a real topic:
+    tests/integration/test_sql_servers.py."""
+    c = _check(tmp_path, """\
+        CREATE TABLE k (a VARCHAR) WITH ('connector' = 'kafka', 'topic' = 't', 'format' = 'json',
+          'properties.bootstrap.servers' = 'h:9092', 'properties.group.id' = 'g',
+          'properties.isolation.level' = 'read_committed', 'scan.startup.mode' = 'specific-offsets',
+          'scan.startup.specific-offsets' = 'partition:0,offset:42;partition:1,offset:-2');
+        CREATE TABLE s (a VARCHAR) WITH ('connector' = 'kafka', 'topic' = 't', 'properties.bootstrap.servers' = 'h:9092',
+          'scan.startup.mode' = 'timestamp', 'scan.startup.timestamp-millis' = '1767225600000');
+        CREATE TABLE o (a VARCHAR) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'h:9092',
+          'properties.acks' = 'all', 'format' = 'json');
+        CREATE TABLE m (a VARCHAR) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://db:3306/shop', 'table-name' = 't',
+          'username' = 'u', 'driver' = 'com.mysql.cj.jdbc.Driver');
+        INSERT INTO o SELECT a FROM k;
+        INSERT INTO m SELECT a FROM s;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    assert _codes(c) == [("W013", 10, 21)]
+    dump = {s.id: s.model_dump(by_alias=True, exclude_defaults=True) for s in c.pipeline.components()}
+    assert dump["k"]["options"] == {"group.id": "g", "isolation.level": "read_committed"}
+    assert dump["k"]["starting_offsets"] == {"t": {"0": 42, "1": -2}}
+    assert dump["s"]["options"] == {"startingTimestamp": "1767225600000"} and "starting_offsets" not in dump["s"]
+    assert dump["o"]["options"] == {"acks": "all"}
+
+
 def test_emit_and_metadata_columns(tmp_path):
     c = _check(tmp_path, """\
         CREATE TABLE k (a VARCHAR, ts TIMESTAMP, t VARCHAR METADATA FROM 'topic', h MAP<STRING, STRING> METADATA
