@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from etl import registry
+from etl.compile import counts
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import guarding
@@ -57,6 +58,7 @@ class Query:
     nodes: list[str] = field(default_factory=list)  # evaluated per micro-batch, in order
     root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
     dead_only: bool = False  # the stream is the root's `dead_stream` (rows of its input that failed)
+    counted: tuple[str, ...] = ()  # transforms whose rows out this query's batches count (etl.compile.counts)
 
 
 class Compiler:
@@ -96,8 +98,26 @@ class Compiler:
         if node_id not in self._stream:
             node = self.graph.node(node_id)
             inputs = [self.stream(e.src).output(e.label) for e in node.inputs if e.role == "input"]
-            self._stream[node_id] = self._call(node, inputs)
+            built = self._call(node, inputs)
+            if node.kind == "transform" and counts.enabled():
+                built = counts.observe_stream(built, node_id)
+            self._stream[node_id] = built
         return self._stream[node_id]
+
+    def _counted(self, streamed: list[str], per_batch: list[str] | None = None) -> tuple[str, ...]:
+        """The transforms a query counts: those compiled into its streaming plan, which reads `streamed` (them
+        and what they read), and those it evaluates per micro-batch (none when ETL_COMPONENT_COUNTS=off)."""
+        if not counts.enabled():
+            return ()
+        seen: list[str] = []
+        todo = list(streamed)
+        while todo:
+            nid = todo.pop()
+            if nid in seen:
+                continue
+            seen.append(nid)
+            todo.extend(e.src for e in self.graph.node(nid).inputs if e.role == "input")
+        return tuple(n for n in dict.fromkeys([*seen, *(per_batch or [])]) if self.graph.node(n).kind == "transform")
 
     # ------------------------------------------------------------- queries
     def root_of(self, node_id: str) -> str:
@@ -114,8 +134,10 @@ class Compiler:
                 continue
             built = self.stream(node.id)
             if built.dead_stream is not None:
+                ups = [e.src for e in node.inputs if e.role == "input"]
                 queries.append(Query(f"{node.id}-dead_letters", node.id, built.dead_stream,
-                                     [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True))
+                                     [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True,
+                                     counted=self._counted(ups)))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
         for qp in self.ctx.physical_plan().queries:  # the sinks' outputs (the builders above told the dead letters)
@@ -129,7 +151,8 @@ class Compiler:
                 stream = frames[0]
                 for f in frames[1:]:
                     stream = stream.unionByName(f, allowMissingColumns=True)
-                queries.append(Query(qp.name, qp.root, stream, outputs))
+                ups = [e.src for e in sink.inputs if e.role == "input"]
+                queries.append(Query(qp.name, qp.root, stream, outputs, counted=self._counted(ups)))
             else:
                 groups.setdefault(qp.root, []).extend(outputs)
         for root, outputs in groups.items():
@@ -141,7 +164,13 @@ class Compiler:
             shared = built.shared is not None
             stream = built.shared if shared else built.out
             nodes = list(chain(self.graph, root, [r.node for o in merged for r in o.refs]))
-            queries.append(Query(root, root, stream, merged, nodes, shared))
+            node = self.graph.node(root)
+            ups = [root] if not shared else [e.src for e in node.inputs if e.role == "input"]
+            # a stage whose rows this query's batches compute (not one only its dead letters are read of)
+            read = {r.node for o in merged if not o.is_dead_letter for r in o.refs}
+            read |= {e.src for nid in nodes for e in self.graph.node(nid).inputs}
+            per_batch = [n for n in nodes + ([root] if shared else []) if n in read]
+            queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(ups, per_batch)))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
         return queries
@@ -164,6 +193,13 @@ class Compiler:
             built[query.root] = Built(out=batch_df)
         shared = self.ctx.caches.batch_shared  # passes shared by sibling rule filters (filter.py)
         shared.clear()
+        # rows out of the stages this batch evaluates (etl.compile.counts); a stage only outputs read is observed
+        # once the splits are known (a split write computes its shared frame, not its `out`)
+        observed = counts.BatchCounts() if query.counted and not query.dead_only else None
+        per_batch = [n for n in ([query.root] if query.root_shared else []) + query.nodes if n in query.counted]
+        consumed = {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
+        if observed is not None and query.root in per_batch and query.root in consumed:
+            observed.observe(built[query.root], query.root)
         dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
         read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
         read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
@@ -174,6 +210,8 @@ class Compiler:
                 node = self.graph.node(nid)
                 inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
                 built[nid] = self._call(node, inputs)
+                if observed is not None and nid in per_batch and nid in consumed:
+                    observed.observe(built[nid], nid)
         splits: dict[str, str] = {}
         for o in query.outputs:
             if o.is_dead_letter or len(o.refs) != 1:
@@ -182,6 +220,10 @@ class Compiler:
             if (r.part == "out" and r.label is None and r.node in dead_nodes and r.node not in splits.values()
                     and built[r.node].shared is not None and can_split(o.id)):
                 splits[o.id] = r.node
+        if observed is not None:
+            for nid in per_batch:
+                if nid not in consumed and nid not in splits.values():
+                    observed.observe(built[nid], nid)
         uses: Counter[str] = Counter()
         for nid in query.nodes:
             for e in self.graph.node(nid).inputs:
@@ -207,7 +249,9 @@ class Compiler:
         frames: dict[str, Any] = {}
         for o in query.outputs:
             if o.id in splits:
-                frames[o.id] = built[splits[o.id]].shared
+                node_id = splits[o.id]
+                frames[o.id] = built[node_id].shared if observed is None or node_id not in per_batch else \
+                    observed.observe_split(built[node_id].shared, node_id)
                 continue
             parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs
                      if not (o.is_dead_letter and r.node in splits.values())]
@@ -219,7 +263,7 @@ class Compiler:
             for p in parts[1:]:
                 frame = frame.unionByName(p, allowMissingColumns=True)
             frames[o.id] = frame
-        return Batch(frames, cached, splits, built)
+        return Batch(frames, cached, splits, built, observed)
 
 
 @dataclass
@@ -228,3 +272,8 @@ class Batch:
     cached: list[Any]  # frames persisted for this micro-batch: unpersist afterwards
     splits: dict[str, str] = field(default_factory=dict)  # output id -> stage whose dead letters it yields
     built: dict[str, Built] = field(default_factory=dict)  # node id -> its frames in this batch (etl tap)
+    observed: counts.BatchCounts | None = None  # rows out of the stages it evaluates (etl.compile.counts)
+
+    def rows_out(self) -> dict[tuple[str, str | None], int]:
+        """Rows out of each stage (and label) some write computed: read once the sinks have written."""
+        return self.observed.collect() if self.observed is not None else {}
