@@ -67,6 +67,7 @@ class Compiler:
         self.graph = ctx.graph
         self.source_override = sources or {}
         self._stream: dict[str, Built] = {}
+        self._claims: dict[str, tuple[str, bool]] | None = None
 
     # ------------------------------------------------------------ builders
     def builder(self, node: Node) -> Callable[..., Any]:
@@ -99,25 +100,23 @@ class Compiler:
             node = self.graph.node(node_id)
             inputs = [self.stream(e.src).output(e.label) for e in node.inputs if e.role == "input"]
             built = self._call(node, inputs)
-            if node.kind == "transform" and counts.enabled():
+            if node.kind == "transform" and self.claims.get(node_id, ("", False))[1]:
                 built = counts.observe_stream(built, node_id)
             self._stream[node_id] = built
         return self._stream[node_id]
 
-    def _counted(self, streamed: list[str], per_batch: list[str] | None = None) -> tuple[str, ...]:
-        """The transforms a query counts: those compiled into its streaming plan, which reads `streamed` (them
-        and what they read), and those it evaluates per micro-batch (none when ETL_COMPONENT_COUNTS=off)."""
-        if not counts.enabled():
-            return ()
-        seen: list[str] = []
-        todo = list(streamed)
-        while todo:
-            nid = todo.pop()
-            if nid in seen:
-                continue
-            seen.append(nid)
-            todo.extend(e.src for e in self.graph.node(nid).inputs if e.role == "input")
-        return tuple(n for n in dict.fromkeys([*seen, *(per_batch or [])]) if self.graph.node(n).kind == "transform")
+    def _counted(self, query: str) -> tuple[str, ...]:
+        """The transforms whose rows out `query` counts (etl.compile.counts.claims), in graph order."""
+        return tuple(n for n, (q, _) in self.claims.items() if q == query)
+
+    @property
+    def claims(self) -> dict[str, tuple[str, bool]]:
+        """transform -> (the query counting its rows out, in its streaming plan?); empty when the physical plan's
+        target says ETL_COMPONENT_COUNTS=off."""
+        if self._claims is None:
+            pp = self.ctx.physical_plan()
+            self._claims = counts.claims(self.graph, pp.queries) if pp.target.component_counts else {}
+        return self._claims
 
     # ------------------------------------------------------------- queries
     def root_of(self, node_id: str) -> str:
@@ -134,10 +133,9 @@ class Compiler:
                 continue
             built = self.stream(node.id)
             if built.dead_stream is not None:
-                ups = [e.src for e in node.inputs if e.role == "input"]
-                queries.append(Query(f"{node.id}-dead_letters", node.id, built.dead_stream,
-                                     [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True,
-                                     counted=self._counted(ups)))
+                name = f"{node.id}-dead_letters"
+                queries.append(Query(name, node.id, built.dead_stream, [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))],
+                                     dead_only=True, counted=self._counted(name)))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
         for qp in self.ctx.physical_plan().queries:  # the sinks' outputs (the builders above told the dead letters)
@@ -151,8 +149,7 @@ class Compiler:
                 stream = frames[0]
                 for f in frames[1:]:
                     stream = stream.unionByName(f, allowMissingColumns=True)
-                ups = [e.src for e in sink.inputs if e.role == "input"]
-                queries.append(Query(qp.name, qp.root, stream, outputs, counted=self._counted(ups)))
+                queries.append(Query(qp.name, qp.root, stream, outputs, counted=self._counted(qp.name)))
             else:
                 groups.setdefault(qp.root, []).extend(outputs)
         for root, outputs in groups.items():
@@ -164,13 +161,7 @@ class Compiler:
             shared = built.shared is not None
             stream = built.shared if shared else built.out
             nodes = list(chain(self.graph, root, [r.node for o in merged for r in o.refs]))
-            node = self.graph.node(root)
-            ups = [root] if not shared else [e.src for e in node.inputs if e.role == "input"]
-            # a stage whose rows this query's batches compute (not one only its dead letters are read of)
-            read = {r.node for o in merged if not o.is_dead_letter for r in o.refs}
-            read |= {e.src for nid in nodes for e in self.graph.node(nid).inputs}
-            per_batch = [n for n in nodes + ([root] if shared else []) if n in read]
-            queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(ups, per_batch)))
+            queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(root)))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
         return queries

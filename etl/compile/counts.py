@@ -17,7 +17,8 @@ A stage whose good rows a sink writes by splitting its shared frame (etl.compile
 `splits`) is counted on that frame (`count(ERR IS NULL)`): its `out` frame is
 not computed then. Rows in of a transform are not observed: they are its
 inputs' rows out (etl.runtime.metrics adds them along the graph's edges).
-ETL_COMPONENT_COUNTS=off builds none of this.
+ETL_COMPONENT_COUNTS=off (the physical plan's target, shown by `etl explain`)
+builds none of this.
 """
 
 from __future__ import annotations
@@ -25,14 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from etl import settings
 from etl.compile.context import ERR, Built
 
 PREFIX = "etl.rows/"
-
-
-def enabled() -> bool:
-    return settings.current().component_counts
 
 
 def metric_name(node: str, label: str | None = None) -> str:
@@ -45,6 +41,38 @@ def parse_name(name: str) -> tuple[str, str | None] | None:
         return None
     node, _, label = name[len(PREFIX):].partition("/")
     return node, (label or None)
+
+
+def claims(graph: Any, queries: Any) -> dict[str, tuple[str, bool]]:
+    """Which query counts each transform, and whether in its streaming plan (True) or per micro-batch: the first
+    query (the physical plan's, those writing sinks before those writing a root's failed input rows only) whose
+    batches compute the transform's rows. A transform several queries stream carries its metric in each (one
+    frame), the others' values are not read; a query that only reads a stage's dead letters does not count it."""
+    order = list(graph.nodes)
+
+    def upstream(ids: list[str]) -> list[str]:
+        seen: list[str] = []
+        todo = list(ids)
+        while todo:
+            nid = todo.pop()
+            if nid not in seen:
+                seen.append(nid)
+                todo.extend(e.src for e in graph.node(nid).inputs if e.role == "input")
+        return seen
+
+    got: dict[str, tuple[str, bool]] = {}
+    for q in sorted(queries, key=lambda q: (q.kind == "dead_only", order.index(q.root) if q.root in order else 0)):
+        root = graph.node(q.root)
+        if q.kind == "root":
+            streamed, read = upstream([q.root]), {n for o in q.outputs for n, _, part in o.refs if part == "out"}
+            read |= {e.src for nid in q.nodes for e in graph.node(nid).inputs}
+            per_batch = [n for n in q.nodes if n in read]
+        else:  # a union sink's query, or a root's failed input rows: their inputs' streaming plans
+            streamed, per_batch = upstream([e.src for e in root.inputs if e.role == "input"]), []
+        for nid, in_stream in [*((n, True) for n in streamed), *((n, False) for n in per_batch)]:
+            if nid not in got and graph.node(nid).kind == "transform":
+                got[nid] = (q.name, in_stream)
+    return got
 
 
 def _rows() -> Any:
