@@ -148,6 +148,10 @@ def test_metrics_scraped_during_the_run_count_exactly(operated):
          for (name, labels), v in operated["metrics"].items() if dict(labels).get("pipeline") == "operate-test"}
     assert m[("etl_component_rows_in_total", "src")] == 7
     assert m[("etl_component_rows_out_total", "src")] == 7
+    assert m[("etl_component_rows_in_total", "fields")] == 7  # transforms: rows out observed, rows in along edges
+    assert m[("etl_component_rows_out_total", "fields")] == 5  # 2 lines are dead letters
+    assert m[("etl_component_rows_in_total", "slow")] == 5
+    assert m[("etl_component_rows_out_total", "slow")] == 4
     assert m[("etl_component_rows_in_total", "out")] == 4
     assert m[("etl_component_rows_out_total", "out")] == 4
     assert m[("etl_component_rows_out_total", "dead_letter")] == 2
