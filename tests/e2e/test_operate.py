@@ -4,6 +4,7 @@ sampling a component's rows and a stage's dead letters, while the sink output st
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from urllib.request import urlopen
 import pytest
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
 
 PIPELINE = """\
     name: operate-test
@@ -51,8 +53,9 @@ def free_port() -> int:
 
 
 def etl(*args: str, cwd: Path) -> subprocess.Popen:
+    """`python -m etl ARGS` with this checkout's etl (not whichever one the environment has installed)."""
     return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def wait(what, timeout: float = 240.0, step: float = 0.2):
