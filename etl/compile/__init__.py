@@ -8,7 +8,9 @@ once per micro-batch, intermediate frames read by several outputs are cached
 for the batch, and every sink commits that batch id idempotently. Each node is
 built with the engines the plan picked (`CompileContext.engine`); what was
 built is recorded (`CompileContext.executed`). Dead-letter outputs are added to
-the query of the failing stage's root, as the builders report them.
+the query of the failing stage's root, as the builders report them. Each
+transform's rows out are observed by the one query that counts it
+(etl.compile.counts; `Query.counted`, `Batch.rows_out`).
 """
 
 from __future__ import annotations
