@@ -24,6 +24,9 @@ Variants, in the same run (same session, same machine load), one line each befor
   state engine with `emit: {late: update, allowed_lateness: 30s}` (each late event updates its
   closed window: an update row) -- against `late_drop`, the same input on the native engine,
   which drops them;
+* --counts on,off: each variant with ETL_COMPONENT_COUNTS on and off, their runs alternating (the cost of
+  counting every transform's rows, etl.compile.counts); each line then names its setting and gives the median
+  CPU seconds of its runs, and a last `counts` line the ratio of the medians (on / off);
 * distinct_1m: no filter, one 1 h window without group_by counting all distinct ids exactly
   (--events distinct values in one set), run with --drain so that the window closes; state_mb =
   the largest RocksDB state the progress reports, ckpt_mb = the state folder on disk at the end.
@@ -242,12 +245,18 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", default="2", help="spark.sql.shuffle.partitions (state store partitions)")
+    ap.add_argument("--counts", default="on", help="ETL_COMPONENT_COUNTS values to compare, e.g. on,off")
     ap.add_argument("--variants", default="count,distinct,late_drop,update,distinct_1m",
                     help=f"comma-separated, from {', '.join(VARIANTS)}; `count` gives the last line")
     args = ap.parse_args()
     variants = [v for v in args.variants.split(",") if v]
 
+    import statistics
+
+    from etl import settings
     from etl.runtime.session import build_session
+
+    counts = [c for c in args.counts.split(",") if c]
 
     spark = build_session("etl-bench-window", args.master, {"spark.ui.enabled": "false",
                                                             "spark.sql.shuffle.partitions": args.partitions}, ui=False)
@@ -258,26 +267,35 @@ def main() -> None:
         state = StateSize(spark)
         best: tuple[float, float, float] | None = None
         for variant in variants:
-            vbest: tuple[float, float, float] | None = None
+            vbest: dict[str, tuple[float, float, float]] = {}
+            cpus: dict[str, list[float]] = {c: [] for c in counts}
             for r in range(args.repeat):
-                durations.seconds = []
-                state.max_bytes = 0
-                cpu0 = tree_cpu()
-                seconds, counted = run(spark, args.events, args.batch, work, variant)
-                cpu = tree_cpu() - cpu0
-                time.sleep(0.5)  # the last progress event
-                rate, p99 = args.events / seconds, durations.p99()
-                print(f"{variant} run {r + 1}: {seconds:.2f} s, {rate:,.0f} events/s, batches={len(durations.seconds)} "
-                      f"p99={p99:.2f} s, cpu={cpu:.1f} s, counted in closed windows={counted:,} "
-                      f"update_rows={run.updates:,} state_mb={state.max_bytes / 1e6:.1f} "  # type: ignore[attr-defined]
-                      f"ckpt_mb={run.ckpt_mb:.1f}", flush=True)  # type: ignore[attr-defined]
-                if vbest is None or rate > vbest[0]:
-                    vbest = (rate, p99, cpu)
-            assert vbest is not None
-            print(f"variant {variant} events={args.events} events_per_s={vbest[0]:.0f} p99_batch_s={vbest[1]:.2f} "
-                  f"cpu_s={vbest[2]:.1f}", flush=True)
+                for c in (counts if r % 2 == 0 else counts[::-1]):  # alternating: both see the same machine load
+                    settings.configure({"ETL_COMPONENT_COUNTS": c})
+                    durations.seconds = []
+                    state.max_bytes = 0
+                    cpu0 = tree_cpu()
+                    seconds, counted = run(spark, args.events, args.batch, work, variant)
+                    cpu = tree_cpu() - cpu0
+                    time.sleep(0.5)  # the last progress event
+                    rate, p99 = args.events / seconds, durations.p99()
+                    cpus[c].append(cpu)
+                    print(f"{variant} counts={c} run {r + 1}: {seconds:.2f} s, {rate:,.0f} events/s, "
+                          f"batches={len(durations.seconds)} p99={p99:.2f} s, cpu={cpu:.1f} s, "
+                          f"counted in closed windows={counted:,} update_rows={run.updates:,} "  # type: ignore[attr-defined]
+                          f"state_mb={state.max_bytes / 1e6:.1f} ckpt_mb={run.ckpt_mb:.1f}",  # type: ignore[attr-defined]
+                          flush=True)
+                    if c not in vbest or rate > vbest[c][0]:
+                        vbest[c] = (rate, p99, cpu)
+            for c in counts:
+                print(f"variant {variant} counts={c} events={args.events} events_per_s={vbest[c][0]:.0f} "
+                      f"p99_batch_s={vbest[c][1]:.2f} cpu_s={vbest[c][2]:.1f} "
+                      f"median_cpu_s={statistics.median(cpus[c]):.2f}", flush=True)
+            if {"on", "off"} <= set(counts):
+                on, off = statistics.median(cpus["on"]), statistics.median(cpus["off"])
+                print(f"counts variant={variant} median_cpu_s on={on:.2f} off={off:.2f} ratio={on / off:.3f}", flush=True)
             if variant == "count":
-                best = vbest
+                best = vbest[counts[0]]
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -125,6 +125,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_GUARD_OPTIMISTIC", "guard_optimistic", "on|off", "on",
             "micro-batches run unguarded and are retried guarded when one fails on a row; off: guard every "
             "expression always", _switch),
+    Setting("ETL_COMPONENT_COUNTS", "component_counts", "on|off", "on",
+            "rows out of every transform counted per micro-batch (DataFrame.observe: one accumulator each) for "
+            "`etl top` and the metrics", _switch),
     Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
@@ -162,6 +165,7 @@ class Settings:
     lookup_jvm: bool = True
     grok_program: bool = True
     guard_optimistic: bool = True
+    component_counts: bool = True
     java_lib: str = ""
     rocketmq_log_dir: str | None = None
     no_spark: bool = False

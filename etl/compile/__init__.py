@@ -8,7 +8,9 @@ once per micro-batch, intermediate frames read by several outputs are cached
 for the batch, and every sink commits that batch id idempotently. Each node is
 built with the engines the plan picked (`CompileContext.engine`); what was
 built is recorded (`CompileContext.executed`). Dead-letter outputs are added to
-the query of the failing stage's root, as the builders report them.
+the query of the failing stage's root, as the builders report them. Each
+transform's rows out are observed by the one query that counts it
+(etl.compile.counts; `Query.counted`, `Batch.rows_out`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from etl import registry
+from etl.compile import counts
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import guarding
@@ -57,6 +60,7 @@ class Query:
     nodes: list[str] = field(default_factory=list)  # evaluated per micro-batch, in order
     root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
     dead_only: bool = False  # the stream is the root's `dead_stream` (rows of its input that failed)
+    counted: tuple[str, ...] = ()  # transforms whose rows out this query's batches count (etl.compile.counts)
 
 
 class Compiler:
@@ -65,6 +69,7 @@ class Compiler:
         self.graph = ctx.graph
         self.source_override = sources or {}
         self._stream: dict[str, Built] = {}
+        self._claims: dict[str, tuple[str, bool]] | None = None
         if self.graph.functions:  # the pipeline's Python functions, callable from its expressions
             from etl.compile.functions import register
 
@@ -100,8 +105,24 @@ class Compiler:
         if node_id not in self._stream:
             node = self.graph.node(node_id)
             inputs = [self.stream(e.src).output(e.label) for e in node.inputs if e.role == "input"]
-            self._stream[node_id] = self._call(node, inputs)
+            built = self._call(node, inputs)
+            if node.kind == "transform" and self.claims.get(node_id, ("", False))[1]:
+                built = counts.observe_stream(built, node_id)
+            self._stream[node_id] = built
         return self._stream[node_id]
+
+    def _counted(self, query: str) -> tuple[str, ...]:
+        """The transforms whose rows out `query` counts (etl.compile.counts.claims), in graph order."""
+        return tuple(n for n, (q, _) in self.claims.items() if q == query)
+
+    @property
+    def claims(self) -> dict[str, tuple[str, bool]]:
+        """transform -> (the query counting its rows out, in its streaming plan?); empty when the physical plan's
+        target says ETL_COMPONENT_COUNTS=off."""
+        if self._claims is None:
+            pp = self.ctx.physical_plan()
+            self._claims = counts.claims(self.graph, pp.queries) if pp.target.component_counts else {}
+        return self._claims
 
     # ------------------------------------------------------------- queries
     def root_of(self, node_id: str) -> str:
@@ -118,8 +139,9 @@ class Compiler:
                 continue
             built = self.stream(node.id)
             if built.dead_stream is not None:
-                queries.append(Query(f"{node.id}-dead_letters", node.id, built.dead_stream,
-                                     [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))], dead_only=True))
+                name = f"{node.id}-dead_letters"
+                queries.append(Query(name, node.id, built.dead_stream, [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))],
+                                     dead_only=True, counted=self._counted(name)))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
         for qp in self.ctx.physical_plan().queries:  # the sinks' outputs (the builders above told the dead letters)
@@ -133,7 +155,7 @@ class Compiler:
                 stream = frames[0]
                 for f in frames[1:]:
                     stream = stream.unionByName(f, allowMissingColumns=True)
-                queries.append(Query(qp.name, qp.root, stream, outputs))
+                queries.append(Query(qp.name, qp.root, stream, outputs, counted=self._counted(qp.name)))
             else:
                 groups.setdefault(qp.root, []).extend(outputs)
         for root, outputs in groups.items():
@@ -145,7 +167,7 @@ class Compiler:
             shared = built.shared is not None
             stream = built.shared if shared else built.out
             nodes = list(chain(self.graph, root, [r.node for o in merged for r in o.refs]))
-            queries.append(Query(root, root, stream, merged, nodes, shared))
+            queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(root)))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
         return queries
@@ -168,6 +190,13 @@ class Compiler:
             built[query.root] = Built(out=batch_df)
         shared = self.ctx.caches.batch_shared  # passes shared by sibling rule filters (filter.py)
         shared.clear()
+        # rows out of the stages this batch evaluates (etl.compile.counts); a stage only outputs read is observed
+        # once the splits are known (a split write computes its shared frame, not its `out`)
+        observed = counts.BatchCounts() if query.counted and not query.dead_only else None
+        per_batch = [n for n in ([query.root] if query.root_shared else []) + query.nodes if n in query.counted]
+        consumed = {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
+        if observed is not None and query.root in per_batch and query.root in consumed:
+            observed.observe(built[query.root], query.root)
         dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
         read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
         read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
@@ -178,6 +207,8 @@ class Compiler:
                 node = self.graph.node(nid)
                 inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
                 built[nid] = self._call(node, inputs)
+                if observed is not None and nid in per_batch and nid in consumed:
+                    observed.observe(built[nid], nid)
         splits: dict[str, str] = {}
         for o in query.outputs:
             if o.is_dead_letter or len(o.refs) != 1:
@@ -186,6 +217,10 @@ class Compiler:
             if (r.part == "out" and r.label is None and r.node in dead_nodes and r.node not in splits.values()
                     and built[r.node].shared is not None and can_split(o.id)):
                 splits[o.id] = r.node
+        if observed is not None:
+            for nid in per_batch:
+                if nid not in consumed and nid not in splits.values():
+                    observed.observe(built[nid], nid)
         uses: Counter[str] = Counter()
         for nid in query.nodes:
             for e in self.graph.node(nid).inputs:
@@ -211,7 +246,9 @@ class Compiler:
         frames: dict[str, Any] = {}
         for o in query.outputs:
             if o.id in splits:
-                frames[o.id] = built[splits[o.id]].shared
+                node_id = splits[o.id]
+                frames[o.id] = built[node_id].shared if observed is None or node_id not in per_batch else \
+                    observed.observe_split(built[node_id].shared, node_id)
                 continue
             parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs
                      if not (o.is_dead_letter and r.node in splits.values())]
@@ -223,7 +260,7 @@ class Compiler:
             for p in parts[1:]:
                 frame = frame.unionByName(p, allowMissingColumns=True)
             frames[o.id] = frame
-        return Batch(frames, cached, splits, built)
+        return Batch(frames, cached, splits, built, observed)
 
 
 @dataclass
@@ -232,3 +269,8 @@ class Batch:
     cached: list[Any]  # frames persisted for this micro-batch: unpersist afterwards
     splits: dict[str, str] = field(default_factory=dict)  # output id -> stage whose dead letters it yields
     built: dict[str, Built] = field(default_factory=dict)  # node id -> its frames in this batch (etl tap)
+    observed: counts.BatchCounts | None = None  # rows out of the stages it evaluates (etl.compile.counts)
+
+    def rows_out(self) -> dict[tuple[str, str | None], int]:
+        """Rows out of each stage (and label) some write computed: read once the sinks have written."""
+        return self.observed.collect() if self.observed is not None else {}

@@ -37,6 +37,9 @@ def explain_physical(pp: PhysicalPlan) -> str:
     lines.append("queries:")
     for q in pp.queries:
         lines.extend(_query(q))
+    lines.extend(_fill("counts: rows out of every transform, one count(1) per output observed per micro-batch "
+                       "(DataFrame.observe, no extra job)" if pp.target.component_counts else
+                       "counts: off (ETL_COMPONENT_COUNTS=off): sources and sinks only", "  ", "    "))
     if pp.shared:
         lines.append("")
         lines.append("shared passes:")

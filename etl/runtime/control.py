@@ -147,6 +147,9 @@ class Control:
     def sink_result(self, component: str, result: Any) -> None:
         self.metrics.sink_result(component, result)
 
+    def batch_counts(self, query: str, rows_out: dict[tuple[str, str | None], int]) -> None:
+        self.metrics.rows_out(query, rows_out)
+
     def sample(self, query: Any, batch: Any, batch_id: int) -> None:
         """Rows of this micro-batch for the attached taps (after every sink has written it)."""
         if not self.taps:

@@ -1,11 +1,14 @@
 """Prometheus metrics of a running pipeline, per component and per query.
 
-Fed by what `etl run` already has, at no extra Spark work: Spark's query
-progress events (rows read per source, durations, watermark, state rows) and
-the sinks' own results for each micro-batch (rows written, retries, write
-time). Transforms in the middle of a query have no row counts of their own:
-counting them would need one more aggregate per transform and batch
-(`DataFrame.observe`); a transform's rows are visible through `etl tap`.
+Fed by what `etl run` already has, at no extra Spark job: Spark's query
+progress events (rows read per source, durations, watermark, state rows), the
+sinks' own results for each micro-batch (rows written, retries, write time) and
+the rows out of every transform (etl.compile.counts: one accumulator per
+transform output, in the progress's `observedMetrics` for the stages of a
+streaming plan, from the batch's observations for the stages evaluated per
+micro-batch). A transform's rows in are its inputs' rows out, added along the
+graph's edges. A transform several queries compute (each its own pass) is
+counted in the first query that computes it, as a source is.
 
 The definitions below are the single list of metrics: the README's table is
 generated from them (`python -m etl.runtime.metrics`).
@@ -34,9 +37,11 @@ class Metric:
 
 DEFINITIONS: tuple[Metric, ...] = (
     Metric("component_rows_in", "counter", ("component",),
-           "rows into a component: rows read by a source, rows handed to a sink (dead_letter: the dead-letter sink)"),
+           "rows into a component: rows read by a source, rows out of a transform's inputs, rows handed to a sink "
+           "(dead_letter: the dead-letter sink)"),
     Metric("component_rows_out", "counter", ("component",),
-           "rows out of a component: rows read by a source, rows a sink wrote to its destination"),
+           "rows out of a component: rows read by a source, a transform's rows out (good rows; a route: all its "
+           "labels), rows a sink wrote to its destination"),
     Metric("dead_letters", "counter", ("query",), "rows the query's stages sent to the dead-letter sink"),
     Metric("sink_retries", "counter", ("component",), "writes a sink retried after a transient error"),
     Metric("sink_replays_skipped", "counter", ("component",),
@@ -87,6 +92,8 @@ class Metrics:
                 self._m[d.name] = Histogram(f"etl_{d.name}", d.help, labels, registry=self.registry,
                                             buckets=DURATION_BUCKETS)
         self._sources: dict[str, str] = {}  # query -> the source whose rows it counts (one source per query)
+        self._counts: dict[str, str] = {}  # transform -> the query whose batches count its rows out
+        self._readers: dict[tuple[str, str | None], list[str]] = {}  # (node, label) -> transforms reading it
 
     def _get(self, name: str, *labels: str) -> Any:
         return self._m[name].labels(self.pipeline, *labels)
@@ -112,8 +119,31 @@ class Metrics:
                 self._get("component_rows_out", o.id)
             self._get("batches", q.name)
             self._get("dead_letters", q.name)
+        for q in sorted(queries, key=lambda q: bool(getattr(q, "dead_only", False))):
+            for t in getattr(q, "counted", ()):
+                if t not in self._counts:
+                    self._counts[t] = q.name
+                    self._get("component_rows_in", t)
+                    self._get("component_rows_out", t)
+        for node in graph.nodes.values():
+            if node.kind == "transform":
+                for e in getattr(node, "inputs", ()):
+                    if e.role == "input":
+                        self._readers.setdefault((e.src, e.label), []).append(node.id)
+
+    def _rows_out(self, node: str, label: str | None, rows: int) -> None:
+        """Rows out of a node (a source's, a transform's label): its readers' rows in."""
+        self._get("component_rows_out", node).inc(rows)
+        for t in self._readers.get((node, label), ()):
+            self._get("component_rows_in", t).inc(rows)
 
     # ------------------------------------------------------------- feeding
+    def rows_out(self, query: str, counted: dict[tuple[str, str | None], int]) -> None:
+        """Rows out of the stages one micro-batch of `query` evaluated ((node, label) -> rows)."""
+        for (node, label), rows in counted.items():
+            if self._counts.get(node) == query:
+                self._rows_out(node, label, rows)
+
     def sink_result(self, component: str, result: Any) -> None:
         """One sink's WriteResult for one micro-batch (etl.runtime.sink)."""
         if getattr(result, "skipped", False):
@@ -134,7 +164,15 @@ class Metrics:
         source = self._sources.get(query)
         if source is not None:
             self._get("component_rows_in", source).inc(rows)
-            self._get("component_rows_out", source).inc(rows)
+            self._rows_out(source, None, rows)
+        from etl.compile.counts import parse_name
+
+        observed = {}
+        for name, values in (p.get("observedMetrics") or {}).items():
+            key = parse_name(name)
+            if key is not None and isinstance(values, dict):
+                observed[key] = int(values.get("rows") or 0)
+        self.rows_out(query, observed)
         durations = p.get("durationMs") or {}
         total = durations.get("triggerExecution")
         if total is not None:

@@ -200,6 +200,7 @@ class PipelineRun:
                 # requires each state store of the batch to commit its version again.
                 batch_df.write.format("noop").mode("overwrite").save()
             if self.opts.control is not None:  # taps sample the batch after every sink has written it
+                self.opts.control.batch_counts(q.name, batch.rows_out())  # before a tap computes a stage again
                 self.opts.control.sample(q, batch, batch_id)
         finally:
             for c in batch.cached:
@@ -345,7 +346,7 @@ class PipelineRun:
 
     def _drain_progress(self, timeout: float = 3.0) -> None:
         """Progress events arrive asynchronously: wait (briefly) for the last batch of each query."""
-        if self.progress.mode == "none":
+        if self.progress.mode == "none" and not self.progress.observers:  # (observers: the metrics)
             return
         deadline = time.monotonic() + timeout
         for q, s in zip(self.queries, self.streams):

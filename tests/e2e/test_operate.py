@@ -4,6 +4,7 @@ sampling a component's rows and a stage's dead letters, while the sink output st
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from urllib.request import urlopen
 import pytest
 
 pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
 
 PIPELINE = """\
     name: operate-test
@@ -51,8 +53,9 @@ def free_port() -> int:
 
 
 def etl(*args: str, cwd: Path) -> subprocess.Popen:
+    """`python -m etl ARGS` with this checkout's etl (not whichever one the environment has installed)."""
     return subprocess.Popen([sys.executable, "-m", "etl", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def wait(what, timeout: float = 240.0, step: float = 0.2):
@@ -148,6 +151,10 @@ def test_metrics_scraped_during_the_run_count_exactly(operated):
          for (name, labels), v in operated["metrics"].items() if dict(labels).get("pipeline") == "operate-test"}
     assert m[("etl_component_rows_in_total", "src")] == 7
     assert m[("etl_component_rows_out_total", "src")] == 7
+    assert m[("etl_component_rows_in_total", "fields")] == 7  # transforms: rows out observed, rows in along edges
+    assert m[("etl_component_rows_out_total", "fields")] == 5  # 2 lines are dead letters
+    assert m[("etl_component_rows_in_total", "slow")] == 5
+    assert m[("etl_component_rows_out_total", "slow")] == 4
     assert m[("etl_component_rows_in_total", "out")] == 4
     assert m[("etl_component_rows_out_total", "out")] == 4
     assert m[("etl_component_rows_out_total", "dead_letter")] == 2

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from etl.graph.model import Edge
 from etl.runtime.metrics import DEFINITIONS, Metrics, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +48,44 @@ def test_progress_and_sink_results_become_exact_samples():
     assert s[("etl_sink_replays_skipped_total", ("out",))] == 1
     assert s[("etl_sink_flush_seconds_count", ("out",))] == 1
     assert {name for name, _ in s} >= {d.exposed for d in DEFINITIONS if d.kind != "histogram"}
+
+
+def graph(*nodes: tuple[str, str, list[tuple[str, str | None]]]) -> SimpleNamespace:
+    """(id, kind, [(input node, route label)]) -> a graph as Metrics.bind reads it."""
+    return SimpleNamespace(
+        nodes={nid: SimpleNamespace(id=nid, kind=kind, inputs=[Edge(src, nid, label) for src, label in ins])
+               for nid, kind, ins in nodes},
+        upstream_sources=lambda nid: [])
+
+
+def test_transforms_rows_out_are_observed_and_their_rows_in_are_their_inputs_rows_out():
+    """src -> keep (filter, per micro-batch) -> split (route: hi, lo) -> hi_sum (a window, streaming) -> out;
+    split.lo -> low; the window's counts come from the progress's observedMetrics, the others per batch."""
+    m = Metrics("p")
+    g = graph(("src", "source", []), ("keep", "transform", [("src", None)]),
+              ("split", "transform", [("keep", None)]), ("hi_sum", "transform", [("split", "hi")]),
+              ("low", "sink", [("split", "lo")]), ("out", "sink", [("hi_sum", None)]))
+    m.bind(g, [SimpleNamespace(name="src", root="src", outputs=[SimpleNamespace(id="low")], counted=("keep", "split")),
+               SimpleNamespace(name="hi_sum", root="hi_sum", outputs=[SimpleNamespace(id="out")],
+                               counted=("hi_sum", "keep", "split"))])
+    s = samples(m)
+    assert s[("etl_component_rows_in_total", ("keep",))] == 0  # every transform shows up before its first batch
+    assert s[("etl_component_rows_out_total", ("hi_sum",))] == 0
+    m.on_progress("src", {"batchId": 0, "numInputRows": 1000}, dead_letters=0)
+    m.rows_out("src", {("keep", None): 372, ("split", "hi"): 300, ("split", "lo"): 72})
+    m.on_progress("hi_sum", {"batchId": 0, "numInputRows": 1000, "observedMetrics": {
+        "etl.rows/hi_sum": {"rows": 4}, "etl.rows/keep": {"rows": 372}, "etl.rows/split/hi": {"rows": 300},
+        "other": {"rows": 9}}}, dead_letters=0)
+    m.rows_out("hi_sum", {("keep", None): 5})  # not the query that counts keep: ignored
+    s = samples(m)
+    assert s[("etl_component_rows_out_total", ("src",))] == 1000
+    assert s[("etl_component_rows_in_total", ("keep",))] == 1000
+    assert s[("etl_component_rows_out_total", ("keep",))] == 372
+    assert s[("etl_component_rows_in_total", ("split",))] == 372
+    assert s[("etl_component_rows_out_total", ("split",))] == 372  # both labels
+    assert s[("etl_component_rows_in_total", ("hi_sum",))] == 300
+    assert s[("etl_component_rows_out_total", ("hi_sum",))] == 4
+    assert s[("etl_component_rows_in_total", ("low",))] == 0  # a sink's rows in are its own results (none yet)
 
 
 def test_the_readme_lists_every_metric():

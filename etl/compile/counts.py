@@ -1,0 +1,138 @@
+"""Row counts of every transform's output, at the cost of one accumulator (Spark's `DataFrame.observe`).
+
+Each transform's output (each label of a route) carries one `count(1)` metric
+named `etl.rows/<node>[/<label>]` (CollectMetrics: an accumulator merged as the
+tasks end; no shuffle, no extra job). Where the node runs decides how its count
+comes back:
+
+* compiled into a query's streaming plan (the transforms before a window, join
+  or dedupe, or under a union sink): the metric is named on the streaming
+  frame; Spark reports it per micro-batch in the query's progress
+  (`observedMetrics`, `Query.observed` says which names each query carries);
+* evaluated on each micro-batch (the stages after a query's root): an
+  `Observation` per batch, read (never waited for) once the sinks have written
+  the batch: the first action over the stage gives its count.
+
+A stage whose good rows a sink writes by splitting its shared frame (etl.compile
+`splits`) is counted on that frame (`count(ERR IS NULL)`): its `out` frame is
+not computed then. Rows in of a transform are not observed: they are its
+inputs' rows out (etl.runtime.metrics adds them along the graph's edges).
+ETL_COMPONENT_COUNTS=off (the physical plan's target, shown by `etl explain`)
+builds none of this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from etl.compile.context import ERR, Built
+
+PREFIX = "etl.rows/"
+
+
+def metric_name(node: str, label: str | None = None) -> str:
+    return PREFIX + node + (f"/{label}" if label else "")
+
+
+def parse_name(name: str) -> tuple[str, str | None] | None:
+    """(node, label) of one of our metric names; None for any other observation."""
+    if not name.startswith(PREFIX):
+        return None
+    node, _, label = name[len(PREFIX):].partition("/")
+    return node, (label or None)
+
+
+def claims(graph: Any, queries: Any) -> dict[str, tuple[str, bool]]:
+    """Which query counts each transform, and whether in its streaming plan (True) or per micro-batch: the first
+    query (the physical plan's, those writing sinks before those writing a root's failed input rows only) whose
+    batches compute the transform's rows. A transform several queries stream carries its metric in each (one
+    frame), the others' values are not read; a query that only reads a stage's dead letters does not count it."""
+    order = list(graph.nodes)
+
+    def upstream(ids: list[str]) -> list[str]:
+        seen: list[str] = []
+        todo = list(ids)
+        while todo:
+            nid = todo.pop()
+            if nid not in seen:
+                seen.append(nid)
+                todo.extend(e.src for e in graph.node(nid).inputs if e.role == "input")
+        return seen
+
+    got: dict[str, tuple[str, bool]] = {}
+    for q in sorted(queries, key=lambda q: (q.kind == "dead_only", order.index(q.root) if q.root in order else 0)):
+        root = graph.node(q.root)
+        if q.kind == "root":
+            streamed, read = upstream([q.root]), {n for o in q.outputs for n, _, part in o.refs if part == "out"}
+            read |= {e.src for nid in q.nodes for e in graph.node(nid).inputs}
+            per_batch = [n for n in q.nodes if n in read]
+        else:  # a union sink's query, or a root's failed input rows: their inputs' streaming plans
+            streamed, per_batch = upstream([e.src for e in root.inputs if e.role == "input"]), []
+        for nid, in_stream in [*((n, True) for n in streamed), *((n, False) for n in per_batch)]:
+            if nid not in got and graph.node(nid).kind == "transform":
+                got[nid] = (q.name, in_stream)
+    return got
+
+
+def _rows() -> Any:
+    from pyspark.sql import functions as F
+
+    return F.count(F.lit(1)).alias("rows")
+
+
+def observe_stream(built: Built, node: str) -> Built:
+    """`built` (a transform compiled over streaming frames) with its outputs named for the query's progress."""
+    if built.out is not None:
+        built.out = built.out.observe(metric_name(node), _rows())
+    if built.outs:
+        built.outs = {lb: f.observe(metric_name(node, lb), _rows()) for lb, f in built.outs.items()}
+    return built
+
+
+@dataclass
+class BatchCounts:
+    """The observations of one micro-batch's stages: (node, label) -> pyspark Observation."""
+
+    observations: dict[tuple[str, str | None], Any] = field(default_factory=dict)
+
+    def observe(self, built: Built, node: str) -> Built:
+        if built.out is not None:
+            built.out = self._on(built.out, node, None)
+        if built.outs:
+            built.outs = {lb: self._on(f, node, lb) for lb, f in built.outs.items()}
+        return built
+
+    def observe_split(self, shared: Any, node: str) -> Any:
+        """A stage's shared frame a sink splits while writing: its good rows counted there."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        obs = Observation(metric_name(node) + "#split")
+        self.observations[(node, None)] = obs  # replaces the `out` frame's, which this batch does not compute
+        return shared.observe(obs, F.count(F.when(F.col(ERR).isNull(), 1)).alias("rows"))
+
+    def _on(self, frame: Any, node: str, label: str | None) -> Any:
+        from pyspark.sql import Observation
+
+        obs = Observation(metric_name(node, label))
+        self.observations[(node, label)] = obs
+        return frame.observe(obs, _rows())
+
+    def collect(self) -> dict[tuple[str, str | None], int]:
+        """The counts of the stages some action computed (a stage no sink read this batch has none)."""
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        got: dict[tuple[str, str | None], int] = {}
+        for key, obs in self.observations.items():
+            jo = getattr(obs, "_jo", None)
+            if jo is None or not jo.future().isCompleted():
+                continue
+            try:
+                value = obs.get.get("rows")
+            except (Py4JJavaError, PySparkException):  # the action failed: no count (the batch is retried or fails)
+                continue
+            if value is not None:
+                got[key] = int(value)
+        return got
