@@ -266,6 +266,12 @@ def _executors(s: Subject, t: Target) -> str | None:
     return getattr(s.node.spec, "DRIVER_ONLY", None)
 
 
+def _spark_writer(s: Subject, t: Target) -> str | None:
+    if getattr(s.node.spec, "SPARK_WRITER", None) is None:
+        return "only file sinks write with Spark's file writers"
+    return None
+
+
 # --------------------------------------------------------------- json lines
 def _writable(typ: str) -> bool:
     t = typ.lower().replace(" ", "")
@@ -327,6 +333,9 @@ ENGINES: tuple[Engine, ...] = (
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.windows.state:state_aggregate", _always,
            "transformWithState over RocksDB (early results, late dead letters)"),
+    Engine("spark-writer", "write", "etl.connectors.sinks.file_hadoop:spark_write", _spark_writer,
+           "Spark's own file writer on the executors into the batch's staging folder (Hadoop FileSystem API, any "
+           "Hadoop URI); the driver publishes the batch (manifest, renames)"),
     Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
     Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,

@@ -34,12 +34,15 @@ RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("part", pa.int32()), ("rows",
 
 
 def write_path(sink_type: str) -> tuple[str, str]:
-    """("executors" | "driver", why) for a sink type."""
+    """("spark-writer" | "executors" | "driver", why) for a sink type."""
     from etl import registry
 
-    why = getattr(registry.lookup("sink", sink_type).spec, "DRIVER_ONLY", None)
+    spec = registry.lookup("sink", sink_type).spec
+    why = getattr(spec, "DRIVER_ONLY", None)
     if why:
         return "driver", why
+    if (how := getattr(spec, "SPARK_WRITER", None)):
+        return "spark-writer", how
     return "executors", "each partition is written by its own sink instance on its executor"
 
 

@@ -212,7 +212,7 @@ class PipelineRun:
         for o in q.outputs:
             if o.is_dead_letter:
                 continue
-            ctx.record(o.id, "write", "executors" if sinks[o.id].on_executors else "driver")
+            ctx.record(o.id, "write", sinks[o.id].write_engine)
             spec = getattr(sinks[o.id], "spec", None)
             if getattr(spec, "type", None) == "file" and getattr(spec, "format", None) == "jsonl":
                 ctx.record(o.id, "json", "json-jvm" if getattr(sinks[o.id], "_newlines", False) else "to_json")
