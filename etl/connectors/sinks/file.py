@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, TypeVar
 
 import pyarrow as pa
 
-from etl.connectors.sinks.file_hadoop import HadoopFiles, Publisher, hadoop_uri, spark_write
+from etl.connectors.sinks.file_hadoop import HadoopFiles, Publisher, hadoop_call, hadoop_uri, spark_write
 from etl.runtime.partitions import PartitionResult
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, WriteResult, run_tag
 
@@ -120,7 +120,7 @@ class FileSink(AbstractSink):
         return self._publisher
 
     def _io(self, what: str, op: Callable[[], T]) -> T:
-        return self._retry(what, lambda: self.publisher.files.call(op), WriteResult())
+        return self._retry(what, lambda: hadoop_call(op), WriteResult())
 
     def write_frame(self, shaped: Any, batch_id: int, split: bool) -> PartitionResult:
         """The batch written by Spark's writer into its staging folder (leftovers of a crashed attempt removed
@@ -131,7 +131,7 @@ class FileSink(AbstractSink):
         from etl.dead_letters import ERR, PAYLOAD
 
         pub = self.publisher
-        self._io("clear of the staging folder", lambda: pub.clear(batch_id))
+        self._io("creation of the staging folder", lambda: pub.prepare(batch_id))
         target = pub.files.path(pub.staging(batch_id)).toString()
         name = f"etl-{self.ctx.sink_id}-{pub.batch_name(batch_id)}"
         out = PartitionResult()
@@ -158,7 +158,7 @@ class FileSink(AbstractSink):
         return frame
 
     def commit_batch(self, batch_id: int) -> None:
-        self.publisher.files.call(lambda: self.publisher.commit(batch_id, self._rows))
+        hadoop_call(lambda: self.publisher.commit(batch_id, self._rows))
 
     def recover(self, batch_id: int) -> bool:
         return self._io("recovery of the publish", lambda: self.publisher.recover(batch_id))

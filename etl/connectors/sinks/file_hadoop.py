@@ -49,20 +49,35 @@ def hadoop_uri(path: str, resolve: Callable[[str], str]) -> str:
 
 
 def java_error(e: Any) -> Exception | None:
-    """A py4j error of a Hadoop call as TransientError (I/O) or TerminalError (missing, forbidden); None: not
-    an I/O error."""
+    """A py4j error of a Hadoop call or of a Spark write job as TransientError (an I/O error anywhere in its
+    causes) or TerminalError (missing, forbidden); None: not an I/O error."""
     ex = e.java_exception
-    names = []
-    cls = ex.getClass()
-    while cls is not None:
-        names.append(cls.getName())
-        cls = cls.getSuperclass()
-    msg = f"{names[0]}: {ex.getMessage()}"
-    if any(n in TERMINAL for n in names):
-        return TerminalError(msg)
-    if "java.io.IOException" in names:
-        return TransientError(msg)
+    while ex is not None:
+        names = []
+        cls = ex.getClass()
+        while cls is not None:
+            names.append(cls.getName())
+            cls = cls.getSuperclass()
+        msg = f"{names[0]}: {ex.getMessage()}"
+        if any(n in TERMINAL for n in names):
+            return TerminalError(msg)
+        if "java.io.IOException" in names:
+            return TransientError(msg)
+        ex = ex.getCause()
     return None
+
+
+def hadoop_call(op: Callable[[], T]) -> T:
+    """`op()`, its Hadoop I/O errors as TransientError or TerminalError."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return op()
+    except Py4JJavaError as e:
+        mapped = java_error(e)
+        if mapped is None:
+            raise
+        raise mapped from e
 
 
 class HadoopFiles:
@@ -74,7 +89,7 @@ class HadoopFiles:
         self._path = jvm.org.apache.hadoop.fs.Path
         conf = spark._jsparkSession.sessionState().newHadoopConf()
         self.root = self._path(uri)
-        fs = self.root.getFileSystem(conf)
+        fs = hadoop_call(lambda: self.root.getFileSystem(conf))
         if jvm.java.lang.Class.forName("org.apache.hadoop.fs.ChecksumFileSystem").isInstance(fs):
             fs = fs.getRawFileSystem()
         self.fs = fs
@@ -83,15 +98,7 @@ class HadoopFiles:
         return self._path(self.root, rel)
 
     def call(self, op: Callable[[], T]) -> T:
-        from py4j.protocol import Py4JJavaError
-
-        try:
-            return op()
-        except Py4JJavaError as e:
-            mapped = java_error(e)
-            if mapped is None:
-                raise
-            raise mapped from e
+        return hadoop_call(op)
 
     def exists(self, rel: str) -> bool:
         return bool(self.call(lambda: self.fs.exists(self.path(rel))))
@@ -185,6 +192,13 @@ class Publisher:
         """Remove a staging folder a crashed attempt left (its parts are written again)."""
         if self.files.exists(self.staging(batch_id)):
             self.files.delete(self.staging(batch_id))
+
+    def prepare(self, batch_id: int) -> None:
+        """Before the write: no leftovers, and the staging folder's parent exists (else the path is wrong)."""
+        self.clear(batch_id)
+        parent = self.files.path(STAGING)
+        if not self.files.call(lambda: self.files.fs.mkdirs(parent)):
+            raise TerminalError(f"cannot create {parent.toString()}")
 
     def commit(self, batch_id: int, rows: int) -> None:
         """Write the manifest (the commit point), then publish. A batch without rows publishes nothing."""
