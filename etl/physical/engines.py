@@ -295,6 +295,12 @@ def _split_top(text: str) -> list[str]:
     return out + ([cur] if cur else [])
 
 
+def _spark_json(s: Subject, t: Target) -> str | None:
+    if getattr(s.node.spec, "SPARK_WRITER", None) is None:
+        return "the sink does not write with Spark's file writers"
+    return None
+
+
 def _json_jvm(s: Subject, t: Target) -> str | None:
     if (why := _jar(t)) is not None:
         return why
@@ -340,6 +346,8 @@ ENGINES: tuple[Engine, ...] = (
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
     Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,
            "rows streamed over Arrow to the sink on the driver, committed per batch id"),
+    Engine("spark-json", "json", "etl.connectors.sinks.file_hadoop:spark_write", _spark_json,
+           "Spark's json writer renders each row as it writes it (the text of to_json), no column of lines"),
     Engine("json-jvm", "json", "etl.connectors.sinks._jsonlines:json_lines", _json_jvm,
            "JsonLines.java renders each row with its newline"),
     Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),

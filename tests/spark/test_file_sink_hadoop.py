@@ -199,3 +199,14 @@ def test_the_driver_side_files_are_raw_on_local_paths(spark, tmp_path):
     files.write_text("a/b.txt", "hello\n")
     assert files.read_text("a/b.txt") == "hello\n" and files.names("a") == ["b.txt"]
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b.txt"]  # no .crc companion
+
+
+@pytest.mark.parametrize("engine", ["spark-json", "json-jvm", "to_json"])
+def test_jsonl_lines_are_the_same_whichever_renders_them(spark, tmp_path, engine):
+    df = spark.createDataFrame([(1, "a\"b", [1, 2], None)], "id bigint, txt string, xs array<int>, n double")
+    sink = FileSink(FileSinkSpec(id="out", type="file", path="out", format="jsonl"), _ctx(tmp_path))
+    sink.json_engine = engine  # the physical plan's choice (set by the runner)
+    assert sink.write_batch(df, 0).rows == 1
+    assert sink.json_rendering() == engine
+    out = tmp_path / "out"
+    assert "".join((out / n).read_text() for n in _parts(out)) == '{"id":1,"txt":"a\\"b","xs":[1,2]}\n'

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, TypeVar
 
 import pyarrow as pa
 
-from etl.connectors.sinks.file_hadoop import HadoopFiles, Publisher, hadoop_call, hadoop_uri, spark_write
+from etl.connectors.sinks.file_hadoop import SPARK_FORMAT, HadoopFiles, Publisher, hadoop_call, hadoop_uri, spark_write
 from etl.runtime.partitions import PartitionResult
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, WriteResult, run_tag
 
@@ -93,6 +93,7 @@ class FileSink(AbstractSink):
         self._newlines = False  # jsonl values already end with a newline (rendered by JsonLines.java)
         self._publisher: Publisher | None = None
         self._rows = 0
+        self._rendered = False  # jsonl rows arrive as a column of lines (json-jvm or to_json), not as columns
 
     @property
     def dir(self) -> Path:
@@ -124,34 +125,27 @@ class FileSink(AbstractSink):
 
     def write_frame(self, shaped: Any, batch_id: int, split: bool) -> PartitionResult:
         """The batch written by Spark's writer into its staging folder (leftovers of a crashed attempt removed
-        first); with `split`, the stage's failed rows are read from the same cached frame."""
-        from pyspark import StorageLevel
-        from pyspark.sql import functions as F
-
-        from etl.dead_letters import ERR, PAYLOAD
-
+        first); with `split`, the stage's failed rows come back from the same pass."""
         pub = self.publisher
         self._io("creation of the staging folder", lambda: pub.prepare(batch_id))
         target = pub.files.path(pub.staging(batch_id)).toString()
         name = f"etl-{self.ctx.sink_id}-{pub.batch_name(batch_id)}"
-        out = PartitionResult()
-        if not split:
-            self._rows = self._io("write", lambda: spark_write(self._lines(shaped), self.format, target, name))
-        else:
-            shaped = shaped.persist(StorageLevel.MEMORY_AND_DISK)  # the stage runs once for both
-            try:
-                good = shaped.where(F.col(ERR).isNull()).drop(ERR, PAYLOAD)
-                self._rows = self._io("write", lambda: spark_write(self._lines(good), self.format, target, name))
-                failed = shaped.where(F.col(ERR).isNotNull()).select(F.col(ERR).cast("string"), PAYLOAD).collect()
-                out.failed = [(r[0], r[1]) for r in failed]
-            finally:
-                shaped.unpersist()
-        out.rows = self._rows
-        return out
+        self._rows, failed = self._io("write", lambda: spark_write(shaped, self._spark_format(), target, name, self._lines,
+                                                                    split))
+        return PartitionResult(rows=self._rows, failed=failed)
+
+    def json_rendering(self) -> str:
+        """The physical plan's `json` engine this sink ran."""
+        if not self._rendered:
+            return "spark-json"
+        return "json-jvm" if self._newlines else "to_json"
+
+    def _spark_format(self) -> str:
+        return "text" if self._rendered else SPARK_FORMAT[self.format]
 
     def _lines(self, frame: Any) -> Any:
-        """jsonl: the rendered lines without their newline (Spark's text writer adds it)."""
-        if self.format == "jsonl" and self._newlines:
+        """jsonl rendered by the JVM: the lines without their newline (Spark's text writer adds it)."""
+        if self._rendered and self._newlines:
             from pyspark.sql import functions as F
 
             return frame.select(F.expr("substr(value, 1, length(value) - 1)").alias("value"))
@@ -178,6 +172,10 @@ class FileSink(AbstractSink):
 
         if self.format == "jsonl":
             from etl.connectors.sinks._jsonlines import json_lines
+
+            if self.on_executors and getattr(self, "json_engine", None) in (None, "spark-json"):
+                return None  # Spark's json writer renders the rows
+            self._rendered = True
 
             col, self._newlines = json_lines(df, getattr(self, "json_engine", None))  # set by the runner
             return [col.alias("value")]

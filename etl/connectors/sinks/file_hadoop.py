@@ -1,8 +1,8 @@
 """The file sink's batches through Hadoop's FileSystem API: Spark's own file writers on the executors, the
 driver's publish over py4j.
 
-A micro-batch is written by Spark's writer (`DataFrameWriter.save`, format text for jsonl lines rendered in the
-JVM, csv or parquet) into the batch's staging folder `<path>/_staging/<query>-<batch>-<run>`: every task
+A micro-batch is written by Spark's writer (`DataFrameWriter.save`: json for jsonl, or text when the plan
+renders the lines in the JVM; csv; parquet) into the batch's staging folder `<path>/_staging/<query>-<batch>-<run>`: every task
 writes its part through the Hadoop FileSystem of the path's scheme on its executor, and Spark's
 FileOutputCommitter commits the task outputs (task retries are Spark's). The driver then publishes the batch
 (`publish`, retried with backoff on I/O errors):
@@ -26,9 +26,9 @@ from typing import Any, Callable, TypeVar
 from etl.runtime.sink import TerminalError, TransientError
 
 T = TypeVar("T")
-SPARK_FORMAT = {"jsonl": "text", "csv": "csv", "parquet": "parquet"}
-OPTIONS = {"jsonl": {"compression": "none"}, "csv": {"header": "true", "compression": "none"},
-           "parquet": {"compression": "zstd"}}
+SPARK_FORMAT = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}  # jsonl rendered in the JVM first: text
+OPTIONS = {"json": {"compression": "none"}, "text": {"compression": "none"},
+           "csv": {"header": "true", "compression": "none"}, "parquet": {"compression": "zstd"}}
 STAGING = "_staging"
 PUBLISHED = "_etl_batches"
 MANIFEST = "_MANIFEST"
@@ -158,16 +158,27 @@ class HadoopFiles:
         return self.call(read)
 
 
-def spark_write(frame: Any, fmt: str, uri: str, name: str) -> int:
-    """Write `frame` with Spark's writer of `fmt` into the folder `uri` (replacing what a failed try left); its
-    row count (observed while writing, no second pass)."""
+def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any],
+                split: bool) -> tuple[int, list[tuple[str | None, str | None]]]:
+    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
+    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed on (ERR set: not
+    written), both observed while writing (one pass: the stage runs once)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
+    from etl.dead_letters import ERR, PAYLOAD
+
     obs = Observation(name)
-    frame.observe(obs, F.count(F.lit(1)).alias("rows")).write.format(SPARK_FORMAT[fmt]) \
-        .options(**OPTIONS[fmt]).mode("overwrite").save(uri)
-    return int(obs.get["rows"])
+    if split:
+        ok = F.col(ERR).isNull()
+        failed = F.struct(F.col(ERR).cast("string").alias("err"), F.col(PAYLOAD).cast("string").alias("payload"))
+        rows = frame.observe(obs, F.count(F.when(ok, 1)).alias("rows"),
+                             F.collect_list(F.when(~ok, failed)).alias("failed")).where(ok).drop(ERR, PAYLOAD)
+    else:
+        rows = frame.observe(obs, F.count(F.lit(1)).alias("rows"))
+    shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+    got = obs.get
+    return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
 
 
 class Publisher:
