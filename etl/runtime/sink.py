@@ -6,10 +6,11 @@ The base class, driven by foreachBatch:
 
 * on the executors (etl/runtime/partitions.py, the default): one instance per partition of the micro-batch,
   on the executor that computed it, writes it as below with its own marker (scope `<query>.p<partition>`);
-  the driver only gets a result row per partition, then commits the batch (`commit_batch`) and marks it;
+  the driver only gets a result row per partition, then commits the batch (`commit_batch`) and marks it
+  (`write_frame` is that job: the file sink's runs Spark's file writer instead);
 * skips a micro-batch already committed for (pipeline, sink, scope, batch id):
   a replayed batch never writes twice (`is_committed` / `mark_committed`;
-  file sinks override them with their final file names);
+  a file sink written on the driver overrides them with its final file names);
 * streams the batch's rows from the JVM as Arrow record batches, buffers them
   and writes chunks of at most `batch_size` rows, flushing by size, by
   `flush_interval` and when the buffer exceeds `max_buffer` bytes;
