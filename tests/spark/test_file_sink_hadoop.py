@@ -165,6 +165,9 @@ def test_replays_after_a_driver_crash_never_show_a_partial_batch(spark, tmp_path
         assert "q-00000001-0" not in _published(out)  # ... but batch 1 is not published
         res = FileSink(spec, _ctx(tmp_path)).write_batch(_frame(spark, 8, 9, parts=3), 1)
         assert (res.rows, res.skipped) == (0, True)  # finished by the recovery, not written again
+        reads = poller.reads
+        while poller.reads < reads + 2 and poller.is_alive():  # the reader sees the end state too
+            time.sleep(0.01)
     finally:
         poller.stop.set()
         poller.join()
