@@ -272,6 +272,12 @@ def _executors(s: Subject, t: Target) -> str | None:
     return getattr(s.node.spec, "DRIVER_ONLY", None)
 
 
+def _spark_writer(s: Subject, t: Target) -> str | None:
+    if getattr(s.node.spec, "SPARK_WRITER", None) is None:
+        return "only file sinks write with Spark's file writers"
+    return None
+
+
 # --------------------------------------------------------------- json lines
 def _writable(typ: str) -> bool:
     t = typ.lower().replace(" ", "")
@@ -293,6 +299,12 @@ def _split_top(text: str) -> list[str]:
         else:
             cur += ch
     return out + ([cur] if cur else [])
+
+
+def _spark_json(s: Subject, t: Target) -> str | None:
+    if getattr(s.node.spec, "SPARK_WRITER", None) is None:
+        return "the sink does not write with Spark's file writers"
+    return None
 
 
 def _json_jvm(s: Subject, t: Target) -> str | None:
@@ -333,10 +345,15 @@ ENGINES: tuple[Engine, ...] = (
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.windows.state:state_aggregate", _always,
            "transformWithState over RocksDB (early results, late dead letters, Python aggregates)"),
+    Engine("spark-writer", "write", "etl.connectors.sinks.file_hadoop:spark_write", _spark_writer,
+           "Spark's own file writer on the executors into the batch's staging folder (Hadoop FileSystem API, any "
+           "Hadoop URI); the driver publishes the batch (manifest, renames)"),
     Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
     Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,
            "rows streamed over Arrow to the sink on the driver, committed per batch id"),
+    Engine("spark-json", "json", "etl.connectors.sinks.file_hadoop:spark_write", _spark_json,
+           "Spark's json writer renders each row as it writes it (the text of to_json), no column of lines"),
     Engine("json-jvm", "json", "etl.connectors.sinks._jsonlines:json_lines", _json_jvm,
            "JsonLines.java renders each row with its newline"),
     Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),

@@ -3,12 +3,14 @@
 The driver's `write_batch` runs one Spark job over the batch (`mapInArrow`): on the executor that computed a
 partition, a fresh sink instance (`for_partition`, scope `<query>.p<partition>`) writes the partition's Arrow
 batches through `AbstractSink.write_arrow` -- batching, flushing, retries and its own exactly-once marker
-(MySQL and Kafka: marker in the partition's transaction; file: the staged part; Elasticsearch, RocketMQ:
-deterministic ids and a marker in the checkpoint). Only one small row per partition comes back to the driver
+(MySQL and Kafka: marker in the partition's transaction; Elasticsearch, RocketMQ: deterministic ids and a
+marker in the checkpoint). Only one small row per partition comes back to the driver
 (rows written, chunks, retries, skipped), plus the rows that must go to dead letters (rows a stage failed on,
-rows the server refused). The driver then commits the batch (`commit_batch`: the file sink publishes the
-staged parts) and writes its batch marker; a replayed batch whose marker exists is skipped whole, and one
+rows the server refused). The driver then commits the batch (`commit_batch`) and writes its batch marker; a replayed batch whose marker exists is skipped whole, and one
 without it is run again: partitions that committed skip, the others write.
+
+The file sink writes with Spark's own writer instead (`write_frame`, etl/connectors/sinks/file_hadoop.py): its
+batch is staged by Spark's tasks and published by `commit_batch`.
 
 `write_path(sink_type)` is the one decision of where a sink writes (etl/physical records it).
 """
@@ -34,12 +36,15 @@ RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("part", pa.int32()), ("rows",
 
 
 def write_path(sink_type: str) -> tuple[str, str]:
-    """("executors" | "driver", why) for a sink type."""
+    """("spark-writer" | "executors" | "driver", why) for a sink type."""
     from etl import registry
 
-    why = getattr(registry.lookup("sink", sink_type).spec, "DRIVER_ONLY", None)
+    spec = registry.lookup("sink", sink_type).spec
+    why = getattr(spec, "DRIVER_ONLY", None)
     if why:
         return "driver", why
+    if (how := getattr(spec, "SPARK_WRITER", None)):
+        return "spark-writer", how
     return "executors", "each partition is written by its own sink instance on its executor"
 
 

@@ -213,10 +213,11 @@ class PipelineRun:
         for o in q.outputs:
             if o.is_dead_letter:
                 continue
-            ctx.record(o.id, "write", "executors" if sinks[o.id].on_executors else "driver")
+            ctx.record(o.id, "write", sinks[o.id].write_engine)
             spec = getattr(sinks[o.id], "spec", None)
             if getattr(spec, "type", None) == "file" and getattr(spec, "format", None) == "jsonl":
-                ctx.record(o.id, "json", "json-jvm" if getattr(sinks[o.id], "_newlines", False) else "to_json")
+                rendering = getattr(sinks[o.id], "json_rendering", None)  # a caller's sink may be another class
+                ctx.record(o.id, "json", rendering() if rendering else "to_json")
 
     def _with_failed_rows(self, frame: Any, failed: list[tuple[str, Any]]) -> Any:
         """The dead-letter frame plus the failed rows that split writes brought back to the driver."""

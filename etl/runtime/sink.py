@@ -6,10 +6,11 @@ The base class, driven by foreachBatch:
 
 * on the executors (etl/runtime/partitions.py, the default): one instance per partition of the micro-batch,
   on the executor that computed it, writes it as below with its own marker (scope `<query>.p<partition>`);
-  the driver only gets a result row per partition, then commits the batch (`commit_batch`) and marks it;
+  the driver only gets a result row per partition, then commits the batch (`commit_batch`) and marks it
+  (`write_frame` is that job: the file sink's runs Spark's file writer instead);
 * skips a micro-batch already committed for (pipeline, sink, scope, batch id):
   a replayed batch never writes twice (`is_committed` / `mark_committed`;
-  file sinks override them with their final file names);
+  a file sink written on the driver overrides them with its final file names);
 * streams the batch's rows from the JVM as Arrow record batches, buffers them
   and writes chunks of at most `batch_size` rows, flushing by size, by
   `flush_interval` and when the buffer exceeds `max_buffer` bytes;
@@ -175,7 +176,14 @@ class AbstractSink:
     def on_executors(self) -> bool:
         from etl.runtime.partitions import write_path
 
-        return self.ctx.executors and self.ctx.partition is None and write_path(self.spec.type)[0] == "executors"
+        return self.ctx.executors and self.ctx.partition is None and write_path(self.spec.type)[0] != "driver"
+
+    @property
+    def write_engine(self) -> str:
+        """The physical plan's `write` engine this sink runs (etl.physical)."""
+        from etl.runtime.partitions import write_path
+
+        return write_path(self.spec.type)[0] if self.on_executors else "driver"
 
     # ------------------------------------------------------- idempotency
     @property
@@ -323,8 +331,6 @@ class AbstractSink:
     def _write_partitions(self, shaped: Any, batch_id: int, split: bool) -> tuple[WriteResult, list]:
         """Every partition written on its executor, then the batch committed on the driver; exactly once per
         (pipeline, sink, query, batch, partition). Returns the result and the failed rows of a split frame."""
-        from etl.runtime.partitions import run_partitions
-
         t0 = time.monotonic()
         batch_done = AbstractSink.is_committed(self, batch_id) or self.recover(batch_id)
         if batch_done and not split:
@@ -338,7 +344,7 @@ class AbstractSink:
             failed = shaped.where(F.col(ERR).isNotNull()).select(F.col(ERR).cast("string"), PAYLOAD).collect()
             return WriteResult(skipped=True), [(r[0], r[1]) for r in failed]
         try:
-            res = run_partitions(self, shaped, batch_id, split)
+            res = self.write_frame(shaped, batch_id, split)
         except Exception as e:
             raise self._partition_failure(e) from e
         if res.rejected and hasattr(self, "rejects"):
@@ -348,6 +354,12 @@ class AbstractSink:
         AbstractSink.mark_committed(self, batch_id)
         out = WriteResult(rows=res.rows, chunks=res.chunks, retries=res.retries, seconds=time.monotonic() - t0)
         return out, res.failed
+
+    def write_frame(self, shaped: Any, batch_id: int, split: bool) -> Any:
+        """The executors' write of a batch not committed yet (a PartitionResult); the driver commits it next."""
+        from etl.runtime.partitions import run_partitions
+
+        return run_partitions(self, shaped, batch_id, split)
 
     def _partition_failure(self, e: Exception) -> Exception:
         """A partition's SinkFailed comes back inside Spark's job failure: the same SinkFailed on the driver."""

@@ -301,6 +301,9 @@ class SinkBase(_WithInputs):
     # Why the sink must write on the driver (etl.physical's `write` aspect); None: each partition of a
     # micro-batch is written on its executor (etl.runtime.partitions).
     DRIVER_ONLY: ClassVar[str | None] = None
+    # How the sink writes a micro-batch with Spark's own file writers (etl.physical's `spark-writer`); None:
+    # a sink instance per partition writes it.
+    SPARK_WRITER: ClassVar[str | None] = None
 
     def is_idempotent(self) -> bool:
         """A replayed micro-batch can be written again without duplicates."""

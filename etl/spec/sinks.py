@@ -25,11 +25,16 @@ class PrintSink(SinkBase):
 
 @component("sink", "file", builder=f"{_SNK}.file:FileSink")
 class FileSink(SinkBase):
-    """One file per micro-batch, written under a temporary name and renamed atomically."""
+    """Files per micro-batch, staged by Spark's writer and published by the driver (Hadoop FileSystem API)."""
 
     type: Literal["file"]
-    path: str = Field(description="output folder; relative paths are resolved from the pipeline file")
+    path: str = Field(description="output folder: a local path (relative paths are resolved from the pipeline "
+                                  "file) or any Hadoop URI (file://, hdfs://, s3a:// with its connector)")
     format: Literal["jsonl", "csv", "parquet"] = "jsonl"
+
+    SPARK_WRITER: ClassVar[str] = (
+        "Spark's own file writer on the executors into a staging folder through the Hadoop FileSystem of the "
+        "path (any Hadoop URI); the driver publishes the batch (manifest, renames)")
 
     def is_idempotent(self) -> bool:
         return True

@@ -87,8 +87,8 @@ def test_examples_give_the_same_output_as_on_local(spark_cluster, spark, tmp_pat
         want = _rows(local / out)
         assert want, f"{pipeline}: no rows on local[2]"
         assert _rows(cluster / out) == want, pipeline
-    # the rows were written on the executors: each executor's Python worker wrote its part
-    assert not list((cluster / out).glob("_staging"))
+    # the rows were written on the executors by Spark's writer, and every batch was published
+    assert not list((cluster / out).glob("_staging")) and list((cluster / out).glob("_etl_batches/*"))
 
 
 def test_spark_submit_of_a_pipeline(spark_cluster, spark, tmp_path):
@@ -107,16 +107,15 @@ def test_spark_submit_of_a_pipeline(spark_cluster, spark, tmp_path):
     assert _rows(root / EXAMPLES["example_filter"]) == _rows(ref / EXAMPLES["example_filter"]) != []
 
 
-def test_a_worker_killed_after_a_partition_committed(spark_cluster, tmp_path):
-    """Partition 0 commits its part, then its executor's machine dies before the driver hears of it: Spark runs
-    the partition again on the other worker, which finds it committed; the output is exactly the input."""
+def test_a_worker_killed_while_the_file_sink_writes(spark_cluster, tmp_path):
+    """A worker dies while Spark's writer writes the batch's parts into the staging folder: Spark runs the lost
+    tasks again on the other worker, its output committer keeps only the committed attempts, and the driver
+    publishes the batch; the output is exactly the input."""
     data = tmp_path / "in"
     data.mkdir()
     rows = [{"id": i, "name": f"n{i}"} for i in range(20000)]
     for k in range(2):
         (data / f"in-{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[k::2]))
-    pause = tmp_path / "pause"
-    pause.mkdir()
     (tmp_path / "p.yaml").write_text(
         "name: killed\n"
         f"sources: [{{id: src, type: file, path: {data}, format: jsonl, schema: {{id: bigint, name: string}}}}]\n"
@@ -124,17 +123,16 @@ def test_a_worker_killed_after_a_partition_committed(spark_cluster, tmp_path):
         f"checkpoint: {tmp_path / 'ckpt'}\n")
     cmd = [sys.executable, "-m", "etl", "run", str(tmp_path / "p.yaml"), "--once", "--master",
            spark_cluster.master_url, "--progress", "plain", *CONF,
-           "--conf", "spark.sql.files.maxPartitionBytes=200000", "--conf", "spark.sql.leafNodeDefaultParallelism=2",
-           "--set", f"ETL_TEST_PARTITION_PAUSE={pause}"]
+           "--conf", "spark.sql.files.maxPartitionBytes=100000", "--conf", "spark.sql.leafNodeDefaultParallelism=2"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 300
-        while not list(pause.glob("paused-*")) and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        (paused,) = pause.glob("paused-*")
-        pid = int(paused.name.split("-")[1])
-        victim = spark_cluster.worker_of(pid)
-        spark_cluster.kill_worker(victim)
+        attempts = tmp_path / "out" / "_staging"
+        while not list(attempts.glob("*/_temporary/0/_temporary/attempt_*")) and time.monotonic() < deadline \
+                and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before its write began"
+        spark_cluster.kill_worker(0)
         out, err = proc.communicate(timeout=400)
     finally:
         if proc.poll() is None:

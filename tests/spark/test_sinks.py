@@ -118,9 +118,12 @@ def test_file_sink_formats_through_spark(spark, tmp_path, fmt):
     s = FileSinkSpec(id="f", type="file", path="out", format=fmt)
     res = FileSink(s, ctx(tmp_path, "f")).write_batch(df, 7)
     assert res.rows == 2
-    # one part per partition, written on the executors (local[2]: two partitions of one row)
+    # Spark's writer: one part per partition (local[2]: two partitions of one row), and the batch's manifest
     names = sorted(os.listdir(tmp_path / "out"))
-    assert names == [f"part-q-00000007-0-00000.{fmt}", f"part-q-00000007-0-00001.{fmt}"]
+    assert names == ["_etl_batches", f"part-q-00000007-0-00000.{fmt}", f"part-q-00000007-0-00001.{fmt}"]
+    names = names[1:]
+    manifest = (tmp_path / "out" / "_etl_batches" / "q-00000007-0").read_text().splitlines()
+    assert [line.split(" ")[1] for line in manifest] == names
     paths = [tmp_path / "out" / n for n in names]
     if fmt == "jsonl":
         got = [json.loads(x) for p in paths for x in p.read_text().splitlines()]

@@ -114,8 +114,10 @@ sinks: [{id: o, type: file, path: out, format: jsonl, input: g}]
     assert _plan(p).engine("g", "captures") == "grok-program"
     assert _plan(p, Target(grok_program=False)).engine("g", "captures") == "java-regex"
     assert _plan(p, Target(jvm=False)).engine("g", "captures") == "spark-regexp"
-    assert _plan(p).engine("o", "json") == "json-jvm"
-    assert _plan(p, Target(jvm=False)).engine("o", "json") == "to_json"
+    assert _plan(p).engine("o", "json") == "spark-json"  # the file sink writes with Spark's json writer
+    assert _plan(p, Target(force=frozenset({"json-jvm"}))).engine("o", "json") == "json-jvm"
+    assert _plan(p, Target(jvm=False, force=frozenset({"json-jvm"}))).engine("o", "json") == "spark-json"
+    assert _plan(p, Target(force=frozenset({"to_json"}))).engine("o", "json") == "to_json"
 
 
 def test_lookup_store_by_size_master_and_switch(tmp_path):

@@ -1,33 +1,37 @@
-"""file sink: one file per micro-batch and partition (jsonl, csv or parquet), exactly once.
+"""file sink: files per micro-batch (jsonl, csv or parquet), exactly once.
 
-On the executors (etl/runtime/partitions.py), each partition writes its part as below, but under the batch's
-staging folder `<path>/_staging/<query>-<batch>-<run>/part-<partition>.<ext>` (the staged part is the
-partition's commit); the driver publishes the batch (`commit_batch`): `_MANIFEST` first, then a rename per
-part to `part-<query>-<batch>-<run>-<partition>.<ext>`. `path` is a local path or a `file://` URI.
-Written on the driver (`write_arrow`):
+From the executors (the default, etl/connectors/sinks/file_hadoop.py): Spark's own writer writes the batch
+into its staging folder through the Hadoop FileSystem of `path` (a local path or any Hadoop URI), and the driver
+publishes it: `_MANIFEST` (the commit point), a rename per part to `part-<query>-<batch>-<run>-<n>.<ext>`, the
+manifest to `_etl_batches/`. A replay finishes a publish a crash cut short and rewrites a batch without a
+manifest.
 
-Rows are appended to a hidden temporary file (`.part-...tmp`, ignored by Spark
+On the driver (`write_arrow`, local paths only: a sink some caller drives itself):
+rows are appended to a hidden temporary file (`.part-...tmp`, ignored by Spark
 and most readers); commit fsyncs it and renames it atomically to
 `part-<query>-<batch id>-<run tag>.<ext>`. That final name is the commit
 marker: a replayed batch whose file exists is skipped, so it is never written
-twice. The run tag comes from the query's checkpoint (its stable query id), so
-a fresh checkpoint never mistakes old files for its own.
+twice.
 
-jsonl and csv lines are rendered in the JVM (jsonl: etl/jvm/JsonLines.java,
-the text of to_json plus a newline, written as it arrives; to_json for types it
-does not write; csv: to_csv): the same formatting as Spark's own writers;
-parquet rows arrive as Arrow columns.
+The run tag comes from the query's checkpoint (its stable query id), so a fresh checkpoint never mistakes old
+files for its own. jsonl lines are rendered in the JVM (etl/jvm/JsonLines.java, the text of to_json; to_json
+for types it does not write), csv rows by Spark's csv writer (on the driver: to_csv), nested values as JSON:
+the same formatting as Spark's own writers.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable, TypeVar
 
 import pyarrow as pa
 
-from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, run_tag
+from etl.connectors.sinks.file_hadoop import SPARK_FORMAT, HadoopFiles, Publisher, hadoop_call, hadoop_uri, spark_write
+from etl.runtime.partitions import PartitionResult
+from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, WriteResult, run_tag
+
+T = TypeVar("T")
 
 EXT = {"jsonl": "jsonl", "csv": "csv", "parquet": "parquet"}
 
@@ -69,8 +73,8 @@ def local_path(path: str) -> str:
     if u.scheme == "file":
         return unquote(u.path)
     if len(u.scheme) > 1:
-        raise TerminalError(f"file sink path {path!r}: only local paths and file:// URIs are written; mount the "
-                            "shared storage (NFS, a FUSE mount of HDFS or S3) on every machine")
+        raise TerminalError(f"file sink path {path!r}: a sink written on the driver writes only local paths and "
+                            "file:// URIs")
     return path
 
 
@@ -79,7 +83,7 @@ class FileSink(AbstractSink):
 
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
-        self.dir = Path(ctx.resolve(local_path(spec.path)))
+        self.uri = hadoop_uri(spec.path, ctx.resolve)
         self.format = spec.format
         self._tag: str | None = None
         self._fh: BinaryIO | None = None
@@ -87,6 +91,14 @@ class FileSink(AbstractSink):
         self._tmp: Path | None = None
         self._header: list[str] = []
         self._newlines = False  # jsonl values already end with a newline (rendered by JsonLines.java)
+        self._publisher: Publisher | None = None
+        self._rows = 0
+        self._rendered = False  # jsonl rows arrive as a column of lines (json-jvm or to_json), not as columns
+
+    @property
+    def dir(self) -> Path:
+        """The folder as a local path (the driver's write); a path of another scheme is refused."""
+        return Path(local_path(self.uri))
 
     # names
     @property
@@ -96,58 +108,60 @@ class FileSink(AbstractSink):
         return self._tag
 
     def final_path(self, batch_id: int) -> Path:
-        if self.ctx.partition is not None:  # on an executor: the partition's part, staged until the batch commits
-            return self.staging(batch_id) / f"part-{self.ctx.partition:05d}.{EXT[self.format]}"
         return self.dir / f"part-{self.ctx.scope}-{batch_id:08d}-{self.tag}.{EXT[self.format]}"
 
-    def staging(self, batch_id: int) -> Path:
-        """Where the partitions of a batch written from the executors wait for the driver's commit."""
-        query = self.ctx.scope.rsplit(".p", 1)[0] if self.ctx.partition is not None else self.ctx.scope
-        return self.dir / "_staging" / f"{query}-{batch_id:08d}-{self.tag}"
+    # the executors' write (Spark's writer) and the driver's publish
+    @property
+    def publisher(self) -> Publisher:
+        if self._publisher is None:
+            from pyspark.sql import SparkSession
 
-    # the driver's commit of a batch written from the executors
+            self._publisher = Publisher(HadoopFiles(SparkSession.active(), self.uri), self.ctx.scope, self.run_id(),
+                                        EXT[self.format])
+        return self._publisher
+
+    def _io(self, what: str, op: Callable[[], T]) -> T:
+        return self._retry(what, lambda: hadoop_call(op), WriteResult())
+
+    def write_frame(self, shaped: Any, batch_id: int, split: bool) -> PartitionResult:
+        """The batch written by Spark's writer into its staging folder (leftovers of a crashed attempt removed
+        first); with `split`, the stage's failed rows come back from the same pass."""
+        pub = self.publisher
+        self._io("creation of the staging folder", lambda: pub.prepare(batch_id))
+        target = pub.files.path(pub.staging(batch_id)).toString()
+        name = f"etl-{self.ctx.sink_id}-{pub.batch_name(batch_id)}"
+        self._rows, failed = self._io("write", lambda: spark_write(shaped, self._spark_format(), target, name, self._lines,
+                                                                    split))
+        return PartitionResult(rows=self._rows, failed=failed)
+
+    def json_rendering(self) -> str:
+        """The physical plan's `json` engine this sink ran."""
+        if not self._rendered:
+            return "spark-json"
+        return "json-jvm" if self._newlines else "to_json"
+
+    def _spark_format(self) -> str:
+        return "text" if self._rendered else SPARK_FORMAT[self.format]
+
+    def _lines(self, frame: Any) -> Any:
+        """jsonl rendered by the JVM: the lines without their newline (Spark's text writer adds it)."""
+        if self._rendered and self._newlines:
+            from pyspark.sql import functions as F
+
+            return frame.select(F.expr("substr(value, 1, length(value) - 1)").alias("value"))
+        return frame
+
     def commit_batch(self, batch_id: int) -> None:
-        """Publish the batch's staged parts: the list of parts is written first (the commit point), then each
-        part is renamed to its final name; a crash in between is finished by `recover` before the replay."""
-        stage = self.staging(batch_id)
-        parts = sorted(p.name for p in stage.glob("part-*")) if stage.is_dir() else []
-        if not parts:
-            return
-        tmp = stage / ".MANIFEST.tmp"
-        tmp.write_text("\n".join(parts) + "\n")
-        os.replace(tmp, stage / "_MANIFEST")
-        _fsync_dir(stage)
-        self._publish(batch_id)
+        hadoop_call(lambda: self.publisher.commit(batch_id, self._rows))
 
     def recover(self, batch_id: int) -> bool:
-        stage = self.staging(batch_id)
-        if (stage / "_MANIFEST").exists():
-            self._publish(batch_id)
-            return True
-        if stage.is_dir():  # a replay: the parts of partitions that finished are kept, the rest is thrown away
-            for old in stage.glob(".*.tmp"):
-                old.unlink(missing_ok=True)
-        return False
-
-    def _publish(self, batch_id: int) -> None:
-        import shutil
-
-        stage = self.staging(batch_id)
-        ext = EXT[self.format]
-        for name in (stage / "_MANIFEST").read_text().split():
-            src = stage / name
-            part = name[len("part-"):-len(ext) - 1]
-            if src.exists():
-                os.replace(src, self.dir / f"part-{self.ctx.scope}-{batch_id:08d}-{self.tag}-{part}.{ext}")
-        _fsync_dir(self.dir)
-        shutil.rmtree(stage, ignore_errors=True)
-        try:
-            stage.parent.rmdir()  # _staging, when no other batch waits there
-        except OSError:
-            pass
+        return self._io("recovery of the publish", lambda: self.publisher.recover(batch_id))
 
     def is_committed(self, batch_id: int) -> bool:
-        return self.final_path(batch_id).exists()
+        """The driver's marker of a batch published from the executors, or the driver's own final file."""
+        if AbstractSink.is_committed(self, batch_id):
+            return True
+        return self.uri.startswith("file:") and self.final_path(batch_id).exists()
 
     def mark_committed(self, batch_id: int) -> None:
         pass  # the renamed file is the marker
@@ -159,13 +173,17 @@ class FileSink(AbstractSink):
         if self.format == "jsonl":
             from etl.connectors.sinks._jsonlines import json_lines
 
+            if self.on_executors and getattr(self, "json_engine", None) in (None, "spark-json"):
+                return None  # Spark's json writer renders the rows
+            self._rendered = True
+
             col, self._newlines = json_lines(df, getattr(self, "json_engine", None))  # set by the runner
             return [col.alias("value")]
         if self.format == "csv":
             self._header = list(df.columns)
             flat = [F.to_json(F.col(f"`{f.name}`")).alias(f.name) if f.dataType.typeName() in ("array", "map", "struct")
                     else F.col(f"`{f.name}`") for f in df.schema.fields]
-            return [F.to_csv(F.struct(*flat)).alias("value")]
+            return flat if self.on_executors else [F.to_csv(F.struct(*flat)).alias("value")]
         return None
 
     # one batch
@@ -217,8 +235,6 @@ class FileSink(AbstractSink):
         if getattr(self, "_cleaned", False):
             return
         self._cleaned = True
-        if self.ctx.partition is not None:
-            return  # a partition's only temporary file is `current` (truncated when opened)
         for old in self.dir.glob(f".part-{self.ctx.scope}-*.tmp"):
             if old != current:
                 old.unlink(missing_ok=True)

@@ -1,0 +1,244 @@
+"""The file sink's batches through Hadoop's FileSystem API: Spark's own file writers on the executors, the
+driver's publish over py4j.
+
+A micro-batch is written by Spark's writer (`DataFrameWriter.save`: json for jsonl, or text when the plan
+renders the lines in the JVM; csv; parquet) into the batch's staging folder `<path>/_staging/<query>-<batch>-<run>`: every task
+writes its part through the Hadoop FileSystem of the path's scheme on its executor, and Spark's
+FileOutputCommitter commits the task outputs (task retries are Spark's). The driver then publishes the batch
+(`publish`, retried with backoff on I/O errors):
+
+1. `_MANIFEST` in the staging folder (written to a temporary name, then renamed): each staged part and its
+   final name `part-<query>-<batch>-<run>-<n>.<ext>`. This is the batch's commit point.
+2. each part renamed into `<path>`;
+3. the manifest renamed to `<path>/_etl_batches/<query>-<batch>-<run>` (the batch is published), and the
+   staging folder removed.
+
+A replay (`recover`) finishes a publish that has its staging manifest, and removes the staging leftovers of a
+batch without one (its parts are written again). A reader that takes a batch's parts from its published
+manifest never sees a partial batch; a reader listing `part-*` may see a batch's parts appear one rename after
+the other during step 2 (no data is written then).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, TypeVar
+
+from etl.runtime.sink import TerminalError, TransientError
+
+T = TypeVar("T")
+SPARK_FORMAT = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}  # jsonl rendered in the JVM first: text
+OPTIONS = {"json": {"compression": "none"}, "text": {"compression": "none"},
+           "csv": {"header": "true", "compression": "none"}, "parquet": {"compression": "zstd"}}
+STAGING = "_staging"
+PUBLISHED = "_etl_batches"
+MANIFEST = "_MANIFEST"
+TERMINAL = ("java.io.FileNotFoundException", "org.apache.hadoop.security.AccessControlException",
+            "java.nio.file.AccessDeniedException", "org.apache.hadoop.fs.UnsupportedFileSystemException",
+            "org.apache.hadoop.fs.ParentNotDirectoryException", "org.apache.hadoop.fs.FileAlreadyExistsException")
+
+
+def hadoop_uri(path: str, resolve: Callable[[str], str]) -> str:
+    """The sink's folder as a Hadoop URI: a URI as it is, a local path (relative: from the pipeline file) as a
+    file:// URI (never the cluster's default file system)."""
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    if len(urlparse(path).scheme) > 1:
+        return path.rstrip("/")
+    return Path(resolve(path)).as_uri()
+
+
+def java_error(e: Any) -> Exception | None:
+    """A py4j error of a Hadoop call or of a Spark write job as TransientError (an I/O error anywhere in its
+    causes) or TerminalError (missing, forbidden); None: not an I/O error."""
+    ex = e.java_exception
+    while ex is not None:
+        names = []
+        cls = ex.getClass()
+        while cls is not None:
+            names.append(cls.getName())
+            cls = cls.getSuperclass()
+        msg = f"{names[0]}: {ex.getMessage()}"
+        if any(n in TERMINAL for n in names):
+            return TerminalError(msg)
+        if "java.io.IOException" in names:
+            return TransientError(msg)
+        ex = ex.getCause()
+    return None
+
+
+def hadoop_call(op: Callable[[], T]) -> T:
+    """`op()`, its Hadoop I/O errors as TransientError or TerminalError."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return op()
+    except Py4JJavaError as e:
+        mapped = java_error(e)
+        if mapped is None:
+            raise
+        raise mapped from e
+
+
+class HadoopFiles:
+    """The sink folder's Hadoop FileSystem, as the driver sees it (the session's Hadoop configuration). On a
+    checksummed file system (file://) the raw one: published files get no `.crc` companions."""
+
+    def __init__(self, spark: Any, uri: str):
+        jvm = spark._jvm
+        self._path = jvm.org.apache.hadoop.fs.Path
+        conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self.root = self._path(uri)
+        fs = hadoop_call(lambda: self.root.getFileSystem(conf))
+        if jvm.java.lang.Class.forName("org.apache.hadoop.fs.ChecksumFileSystem").isInstance(fs):
+            fs = fs.getRawFileSystem()
+        self.fs = fs
+
+    def path(self, rel: str) -> Any:
+        return self._path(self.root, rel)
+
+    def call(self, op: Callable[[], T]) -> T:
+        return hadoop_call(op)
+
+    def exists(self, rel: str) -> bool:
+        return bool(self.call(lambda: self.fs.exists(self.path(rel))))
+
+    def names(self, rel: str) -> list[str]:
+        """File names in a folder (none when it is missing), hidden ones (`.`, `_`) left out."""
+        p = self.path(rel)
+        if not self.exists(rel):
+            return []
+        return sorted(n for n in (s.getPath().getName() for s in self.call(lambda: self.fs.listStatus(p)))
+                      if not n.startswith((".", "_")))
+
+    def delete(self, rel: str) -> None:
+        self.call(lambda: self.fs.delete(self.path(rel), True))
+
+    def remove_empty(self, rel: str) -> None:
+        """Remove a folder when it is empty (another batch may be staging there: then it stays)."""
+        p = self.path(rel)
+        try:
+            if self.exists(rel) and not self.call(lambda: self.fs.listStatus(p)):
+                self.call(lambda: self.fs.delete(p, False))
+        except TransientError:
+            pass  # filled in the meantime
+
+    def rename(self, src: str, dst: str) -> None:
+        """Rename, making the target's folder; an error unless it happened (a rename's False is a failure)."""
+        target = self.path(dst)
+        self.call(lambda: self.fs.mkdirs(target.getParent()))
+        if not self.call(lambda: self.fs.rename(self.path(src), target)):
+            raise TransientError(f"rename of {self.path(src)} to {target} failed")
+
+    def write_text(self, rel: str, text: str) -> None:
+        """A small file written under a temporary name and renamed (never seen half written)."""
+        tmp = rel + ".tmp"
+
+        def write() -> None:
+            out = self.fs.create(self.path(tmp), True)
+            try:
+                out.write(bytearray(text.encode()))
+            finally:
+                out.close()
+
+        self.call(write)
+        if self.exists(rel):
+            self.delete(rel)
+        self.rename(tmp, rel)
+
+    def read_text(self, rel: str) -> str:
+        def read() -> str:
+            stream = self.fs.open(self.path(rel))
+            try:
+                jvm_bytes = stream.readAllBytes()
+            finally:
+                stream.close()
+            return bytes(jvm_bytes).decode()
+
+        return self.call(read)
+
+
+def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any],
+                split: bool) -> tuple[int, list[tuple[str | None, str | None]]]:
+    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
+    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed on (ERR set: not
+    written), both observed while writing (one pass: the stage runs once)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from etl.dead_letters import ERR, PAYLOAD
+
+    obs = Observation(name)
+    if split:
+        ok = F.col(ERR).isNull()
+        failed = F.struct(F.col(ERR).cast("string").alias("err"), F.col(PAYLOAD).cast("string").alias("payload"))
+        rows = frame.observe(obs, F.count(F.when(ok, 1)).alias("rows"),
+                             F.collect_list(F.when(~ok, failed)).alias("failed")).where(ok).drop(ERR, PAYLOAD)
+    else:
+        rows = frame.observe(obs, F.count(F.lit(1)).alias("rows"))
+    shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+    got = obs.get
+    return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
+
+
+class Publisher:
+    """The driver's side of one sink's batches: where they are staged, their publish and its recovery."""
+
+    def __init__(self, files: HadoopFiles, query: str, tag: str, ext: str):
+        self.files = files
+        self.query = query
+        self.tag = tag
+        self.ext = ext
+
+    def batch_name(self, batch_id: int) -> str:
+        return f"{self.query}-{batch_id:08d}-{self.tag}"
+
+    def staging(self, batch_id: int) -> str:
+        return f"{STAGING}/{self.batch_name(batch_id)}"
+
+    def published(self, batch_id: int) -> str:
+        return f"{PUBLISHED}/{self.batch_name(batch_id)}"
+
+    def clear(self, batch_id: int) -> None:
+        """Remove a staging folder a crashed attempt left (its parts are written again)."""
+        if self.files.exists(self.staging(batch_id)):
+            self.files.delete(self.staging(batch_id))
+
+    def prepare(self, batch_id: int) -> None:
+        """Before the write: no leftovers, and the staging folder's parent exists (else the path is wrong)."""
+        self.clear(batch_id)
+        parent = self.files.path(STAGING)
+        if not self.files.call(lambda: self.files.fs.mkdirs(parent)):
+            raise TerminalError(f"cannot create {parent.toString()}")
+
+    def commit(self, batch_id: int, rows: int) -> None:
+        """Write the manifest (the commit point), then publish. A batch without rows publishes nothing."""
+        stage = self.staging(batch_id)
+        parts = self.files.names(stage) if rows else []
+        lines = [f"{p} part-{self.batch_name(batch_id)}-{n:05d}.{self.ext}" for n, p in enumerate(parts)]
+        self.files.write_text(f"{stage}/{MANIFEST}", "".join(x + "\n" for x in lines))
+        self.finish(batch_id)
+
+    def finish(self, batch_id: int) -> None:
+        """Steps 2 and 3: every part not yet renamed, then the published manifest; idempotent."""
+        stage = self.staging(batch_id)
+        for line in self.files.read_text(f"{stage}/{MANIFEST}").splitlines():
+            src, dst = line.split(" ")
+            if self.files.exists(f"{stage}/{src}"):
+                self.files.rename(f"{stage}/{src}", dst)
+        self.files.rename(f"{stage}/{MANIFEST}", self.published(batch_id))
+        self.files.delete(stage)
+        self.files.remove_empty(STAGING)
+
+    def recover(self, batch_id: int) -> bool:
+        """Before a batch is written: True when it is published (a publish a crash cut short is finished);
+        otherwise its staging leftovers are removed."""
+        stage = self.staging(batch_id)
+        if self.files.exists(self.published(batch_id)):
+            self.clear(batch_id)
+            return True
+        if self.files.exists(f"{stage}/{MANIFEST}"):
+            self.finish(batch_id)
+            return True
+        self.clear(batch_id)
+        return False
