@@ -250,7 +250,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", default="2", help="spark.sql.shuffle.partitions (state store partitions)")
-    ap.add_argument("--counts", default="on", help="ETL_COMPONENT_COUNTS values to compare, e.g. on,off")
+    ap.add_argument("--counts", default="off", help="ETL_COMPONENT_COUNTS values to compare, e.g. on,off")
     ap.add_argument("--variants", default="count,distinct,late_drop,update,distinct_1m",
                     help=f"comma-separated, from {', '.join(VARIANTS)}; `count` gives the last line")
     args = ap.parse_args()

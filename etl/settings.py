@@ -125,9 +125,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_GUARD_OPTIMISTIC", "guard_optimistic", "on|off", "on",
             "micro-batches run unguarded and are retried guarded when one fails on a row; off: guard every "
             "expression always", _switch),
-    Setting("ETL_COMPONENT_COUNTS", "component_counts", "on|off", "on",
+    Setting("ETL_COMPONENT_COUNTS", "component_counts", "on|off", "off",
             "rows out of every transform counted per micro-batch (DataFrame.observe: one accumulator each) for "
-            "`etl top` and the metrics", _switch),
+            "`etl top` and the metrics; off: sources and sinks only (on costs about 12% CPU on bench/window.py: "
+            "each count is a barrier to whole-stage code generation)", _switch),
     Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",

@@ -26,7 +26,7 @@ class Target:
     prefilter: bool = True  # ETL_PREFILTER: the literal prefilter of rule filters
     grok_program: bool = True  # ETL_GROK_PROGRAM: grok's matcher program (etl/grokvm) before java.util.regex
     lookup_jvm: bool = True  # ETL_LOOKUP_JVM: rocksdb lookups held by the JVM on a local master
-    component_counts: bool = True  # ETL_COMPONENT_COUNTS: every transform's rows out observed (etl.compile.counts)
+    component_counts: bool = False  # ETL_COMPONENT_COUNTS: every transform's rows out observed (etl.compile.counts)
     demoted: frozenset[str] = frozenset()  # rule programs (digests) moved to Python workers by a step budget
     force: frozenset[str] = frozenset()  # engines taken before the preferred ones wherever they can run (tests)
 

@@ -87,7 +87,8 @@ def operated(tmp_path_factory):
     (work / "input").mkdir()
     (work / "p.yaml").write_text(textwrap.dedent(PIPELINE))
     port = free_port()
-    run = etl("run", "p.yaml", "--progress", "json", "--metrics-port", str(port), "--profile", "light", cwd=work)
+    run = etl("run", "p.yaml", "--progress", "json", "--metrics-port", str(port), "--profile", "light",
+              "--set", "ETL_COMPONENT_COUNTS=on", cwd=work)
     try:
         wait(lambda: (work / "run.json").exists() or run.poll() is not None)
         assert run.poll() is None, run.communicate()[1][-3000:]

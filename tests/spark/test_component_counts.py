@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
+import pytest
+
 from etl import settings
 from etl.compile import CompileContext, Compiler
 from etl.runtime.control import Control
@@ -66,6 +68,13 @@ PARSED = """\
 def samples(control: Control) -> dict[tuple[str, str], float]:
     return {(s.name, s.labels.get("component") or s.labels.get("query")): s.value
             for fam in text_string_to_metric_families(control.metrics.text().decode()) for s in fam.samples}
+
+
+@pytest.fixture(autouse=True)
+def _counts_on(monkeypatch):
+    """Transforms are counted only with ETL_COMPONENT_COUNTS=on (off by default: etl.settings)."""
+    monkeypatch.setenv("ETL_COMPONENT_COUNTS", "on")
+    settings.reset()
 
 
 def run_once(spark, tmp_path: Path, yaml_text: str, drain: bool = False,
