@@ -92,18 +92,21 @@ def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,
     cond = qc.resolve(having.this, scope) if having is not None else None
     cols: dict[str, exp.Expression] = {}
 
+    def window(n: exp.Expression) -> bool:  # window_start / window_end of an input (a windowed view) are columns
+        return window_ref(n) and not (isinstance(n, exp.Column) and n.name in (rel.cols or []))
+
     def check(node: exp.Expression, what: str) -> None:
         for n in node.find_all(exp.Expression):
             if is_aggregate(b, n):
                 raise SqlSyntax(f"{what} holds an aggregate: aggregates do not nest", pos(b, n),
                                 "aggregate the inner one in a view first", "E011")
-            if window_ref(n):
+            if window(n):
                 raise SqlSyntax(f"{what} reads the window's start or end: they exist only after the window",
                                 pos(b, n), code="E011")
 
     keys: dict[str, str] = {}  # key expression's SQL -> its column
     for i, g in enumerate(group):
-        if isinstance(g, exp.Column) or window_ref(g) or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+        if isinstance(g, exp.Column) or window(g) or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
             continue
         check(g, "a GROUP BY key")
         others = [x for _, x in items if x.sql() != g.sql()] + [x for x in group if x is not g] + [cond]

@@ -5,7 +5,8 @@ SESSION(ts, gap)) with TUMBLE_START / TUMBLE_END (HOP_*, SESSION_*) in the
 SELECT list, or Flink's `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`
 with `GROUP BY window_start, window_end, k`. Aggregates: COUNT(*), COUNT(x),
 COUNT(DISTINCT x) (exactly: size of a collect_set), SUM, AVG, MIN, MAX, APPROX_COUNT_DISTINCT, COLLECT_LIST,
-COLLECT_SET, FIRST, LAST over a column. HAVING becomes the window's `having`. EMIT
+COLLECT_SET, FIRST, LAST over a column or an expression (computed by a `derive` first, as
+GROUP BY keys that are expressions: etl.sql.aggregate.derive_inputs). HAVING becomes the window's `having`. EMIT
 becomes its `emit` (emit_spec). A GROUP BY without a window is etl.sql.aggregate's.
 """
 
