@@ -112,7 +112,7 @@ def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,
         others = [x for _, x in items if x.sql() != g.sql()] + [x for x in group if x is not g] + [cond]
         reads = {c.name for x in others if x is not None for c in x.find_all(exp.Column)}
         name = next((a for a, x in items if a and x.sql() == g.sql() and a not in cols
-                     and (a not in (rel.cols or []) or a not in reads)), f"_key{len(keys)}")
+                     and a not in reads), f"_key{len(keys)}")
         cols[name], keys[g.sql()] = g, name
         group[i] = exp.column(name)
 
