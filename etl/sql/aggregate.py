@@ -11,6 +11,7 @@ table's declared columns, as a changelog.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
@@ -43,25 +44,21 @@ def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, o
         raise SqlSyntax("EMIT applies to a windowed GROUP BY: a GROUP BY without a window writes an update per "
                         "changed key after each micro-batch", emit["span"], "remove EMIT", "E011")
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
+    rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
     keys: list[str] = []
     for g in group:
         if not isinstance(g, exp.Column):
-            raise SqlSyntax("GROUP BY keys are columns: compute expressions in a view first", pos(b, g), code="E011")
+            raise SqlSyntax("a GROUP BY key reads a window's start or end, but there is no window", pos(b, g),
+                            code="E011")
         keys.append(g.name)
     aggs: list[dict] = []
-    items = []
-    for e in q.expressions:
-        alias = e.alias if isinstance(e, exp.Alias) else None
-        body = qc.resolve(e.this if isinstance(e, exp.Alias) else e, scope)
-        if isinstance(body, exp.Star):
-            raise SqlSyntax("SELECT * with GROUP BY: list the keys and aggregates", pos(b, e), code="E011")
-        body = _replace(b, body, aggs, alias, top=True)
-        items.append((alias or (body.name if isinstance(body, exp.Column) else None), body))
+    items = [(alias, _replace(b, body, aggs, alias, top=True)) for alias, body in items]
+    items = [(alias or (body.name if isinstance(body, exp.Column) else None), body) for alias, body in items]
     spec: dict[str, Any] = {"id": None, "type": "aggregate", "inputs": [rel.id]}
     if keys:
         spec["group_by"] = keys
     having = q.args.get("having")
-    cond = _replace(b, qc.resolve(having.this, scope), aggs, None, top=False) if having is not None else None
+    cond = _replace(b, cond, aggs, None, top=False) if cond is not None else None
     if not aggs:
         raise SqlSyntax("a GROUP BY needs at least one aggregate (COUNT(*), SUM(x), ...)", pos(b, q), code="E104")
     spec["aggregates"] = aggs
@@ -73,3 +70,80 @@ def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, o
         b.note_expr(("transforms", i, "having"), [having])
     flags = ("_update", "_retract") if having is not None else ("_update",)
     return qc.project(Rel(aid, keys + [a["as"] for a in aggs], flags=flags), items, base, out_names, pos(b, q))
+
+
+def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,
+                  group: list) -> tuple[Rel, list, exp.Expression | None]:
+    """Expressions in GROUP BY keys and in aggregates' arguments -> columns of one `derive` before the
+    window / aggregate (as Flink computes them in place). A key is named by its SELECT alias when the
+    SELECT lists it (`lower(c) AS c`; not when that replaces a column read elsewhere), otherwise
+    `_key<i>`; an aggregate's argument is `_agg<i>`. `group` is updated in place; returns the input,
+    the SELECT items (alias, body) and HAVING, their expressions replaced by the columns."""
+    from etl.sql.window import _KIND, is_aggregate, window_ref
+
+    b = qc.b
+    items = []
+    for e in q.expressions:
+        body = qc.resolve(e.this if isinstance(e, exp.Alias) else e, scope)
+        if isinstance(body, exp.Star):
+            raise SqlSyntax("SELECT * with GROUP BY: list the keys and aggregates", pos(b, e), code="E011")
+        items.append((e.alias if isinstance(e, exp.Alias) else None, body))
+    having = q.args.get("having")
+    cond = qc.resolve(having.this, scope) if having is not None else None
+    cols: dict[str, exp.Expression] = {}
+
+    def window(n: exp.Expression) -> bool:  # window_start / window_end of an input (a windowed view) are columns
+        return window_ref(n) and not (isinstance(n, exp.Column) and n.name in (rel.cols or []))
+
+    def check(node: exp.Expression, what: str) -> None:
+        for n in node.find_all(exp.Expression):
+            if is_aggregate(b, n):
+                raise SqlSyntax(f"{what} holds an aggregate: aggregates do not nest", pos(b, n),
+                                "aggregate the inner one in a view first", "E011")
+            if window(n):
+                raise SqlSyntax(f"{what} reads the window's start or end: they exist only after the window",
+                                pos(b, n), code="E011")
+
+    keys: dict[str, str] = {}  # key expression's SQL -> its column
+    for i, g in enumerate(group):
+        if isinstance(g, exp.Column) or window(g) or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+            continue
+        check(g, "a GROUP BY key")
+        others = [x for _, x in items if x.sql() != g.sql()] + [x for x in group if x is not g] + [cond]
+        reads = {c.name for x in others if x is not None for c in x.find_all(exp.Column)}
+        name = next((a for a, x in items if a and x.sql() == g.sql() and a not in cols
+                     and a not in reads), f"_key{len(keys)}")
+        cols[name], keys[g.sql()] = g, name
+        group[i] = exp.column(name)
+
+    def fix(n: exp.Expression) -> exp.Expression:
+        if n.sql() in keys:
+            return exp.column(keys[n.sql()])
+        if not is_aggregate(b, n):
+            return n
+        holder, key = n, "this"
+        if isinstance(n, exp.Count) and isinstance(n.this, exp.Distinct) and len(n.this.expressions) == 1:
+            holder, key = n.this, "expressions"
+        elif isinstance(n, exp.Anonymous):
+            key = "expressions"
+        arg = holder.args.get(key)
+        arg = arg[0] if isinstance(arg, list) and len(arg) == 1 else arg
+        if arg is None or isinstance(arg, (exp.Column, exp.Star, list, exp.Distinct)):
+            return n
+        check(arg, "an aggregate's argument")
+        name = next((c for c, x in cols.items() if c.startswith("_agg") and x.sql() == arg.sql()), f"_agg{len(cols) - len(keys)}")
+        cols[name] = arg
+        holder.set(key, [exp.column(name)] if key == "expressions" else exp.column(name))
+        return n
+
+    items = [(a, x.transform(fix, copy=False)) for a, x in items]
+    cond = cond.transform(fix, copy=False) if cond is not None else None
+    if not cols:
+        return rel, items, cond
+    did = b.new_id(f"{base}_derive")
+    i = b.add_transform({"id": did, "type": "derive", "inputs": [rel.id],
+                         "columns": {c: x.sql(dialect="spark") for c, x in cols.items()}}, pos(b, q))
+    for c, x in cols.items():
+        b.note_expr(("transforms", i, "columns", c), [x])
+    new = [c for c in cols if c not in (rel.cols or [])]
+    return replace(rel, id=did, cols=None if rel.cols is None else rel.cols + new), items, cond

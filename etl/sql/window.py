@@ -5,7 +5,8 @@ SESSION(ts, gap)) with TUMBLE_START / TUMBLE_END (HOP_*, SESSION_*) in the
 SELECT list, or Flink's `FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL ...))`
 with `GROUP BY window_start, window_end, k`. Aggregates: COUNT(*), COUNT(x),
 COUNT(DISTINCT x) (exactly: size of a collect_set), SUM, AVG, MIN, MAX, APPROX_COUNT_DISTINCT, COLLECT_LIST,
-COLLECT_SET, FIRST, LAST over a column. HAVING becomes the window's `having`. EMIT
+COLLECT_SET, FIRST, LAST over a column or an expression (computed by a `derive` first, as
+GROUP BY keys that are expressions: etl.sql.aggregate.derive_inputs). HAVING becomes the window's `having`. EMIT
 becomes its `emit` (emit_spec). A GROUP BY without a window is etl.sql.aggregate's.
 """
 
@@ -114,7 +115,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         from etl.sql.aggregate import compile_aggregate
 
         return compile_aggregate(qc, q, rel, scope, base, out_names, emit)
-    from etl.sql.aggregate import no_updates
+    from etl.sql.aggregate import derive_inputs, no_updates
 
     no_updates(b, rel, q.args.get("group") or tvf or q, "a window")
     time_col, fn, args = _window_call(b, group, tvf)
@@ -139,6 +140,8 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     elif rel.event_time is not None and time_col.name != rel.event_time:
         raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
                         pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
+    rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
+    spec["inputs"] = [rel.id]
     keys: list[str] = []
     for g in group:
         if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
@@ -146,24 +149,17 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
             continue
         if not isinstance(g, exp.Column):
-            raise SqlSyntax("GROUP BY keys are columns: compute expressions in a view first", pos(b, g), code="E011")
+            raise SqlSyntax("a GROUP BY key reads the window's start or end: they exist only after the window",
+                            pos(b, g), code="E011")
         keys.append(g.name)
     if keys:
         spec["group_by"] = keys
     aggs: list[dict] = []
-    items = []
-    for e in q.expressions:
-        alias = e.alias if isinstance(e, exp.Alias) else None
-        body = qc.resolve(e.this if isinstance(e, exp.Alias) else e, scope)
-        if isinstance(body, exp.Star):
-            raise SqlSyntax("SELECT * with GROUP BY: list the keys and aggregates", pos(b, e), code="E011")
-        body = _replace(b, body, aggs, alias, top=True)
-        name = alias or (body.name if isinstance(body, exp.Column) else None)
-        items.append((name, body))
+    items = [(alias, _replace(b, body, aggs, alias, top=True)) for alias, body in items]
+    items = [(alias or (body.name if isinstance(body, exp.Column) else None), body) for alias, body in items]
     having = q.args.get("having")
-    if having is not None:
-        h = _replace(b, qc.resolve(having.this, scope), aggs, None, top=False)
-        spec["having"] = h.sql(dialect="spark")
+    if cond is not None:
+        spec["having"] = _replace(b, cond, aggs, None, top=False).sql(dialect="spark")
     if not aggs:
         raise SqlSyntax("a windowed GROUP BY needs at least one aggregate (COUNT(*), SUM(x), ...)", pos(b, q),
                         code="E104")
@@ -216,6 +212,19 @@ def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, 
         return exp.column(agg["as"])
 
     return node.transform(fix, copy=False)
+
+
+def is_aggregate(b: Any, n: exp.Expression) -> bool:
+    """Is this node an aggregate call (one the window / aggregate computes)?"""
+    return isinstance(n, exp.Count) or type(n).__name__ in _AGG or (
+        isinstance(n, exp.Anonymous) and b.udf(n.name, "aggregate") is not None)
+
+
+def window_ref(n: exp.Expression) -> bool:
+    """Does this node read a window's start or end (TUMBLE_START(...), window_start of a window TVF)?"""
+    if isinstance(n, exp.Anonymous):
+        return "_" in n.name and n.name.upper().split("_")[0] in _KIND
+    return isinstance(n, exp.Column) and n.name.lower() in ("window_start", "window_end")
 
 
 def _name(agg: dict, aggs: list[dict]) -> str:

@@ -13,7 +13,7 @@ from etl.check import check_file
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "sql_invalid"
 
 EXPECTED = {
-    'aggregate_over_expression': [('E011', 5, 34)],
+    'aggregate_over_expression': [('E011', 5, 38)],
     'bad_interval': [('E102', 5, 75)],
     'bad_jdbc_url': [('E102', 2, 56)],
     'bad_option_syntax': [('E010', 1, 49)],
@@ -40,7 +40,7 @@ EXPECTED = {
     'function_table_columns': [('E104', 6, 66)],
     'function_wrong_arity': [('E352', 6, 34)],
     'generator_unknown_kind': [('E100', 1, 53)],
-    'group_by_expression': [('E011', 5, 71)],
+    'group_by_expression': [('E011', 6, 48)],
     'having_without_group_by': [('E010', 5, 60)],
     'hop_one_interval': [('E010', 5, 81)],
     'insert_columns_mismatch': [('E104', 5, 43)],

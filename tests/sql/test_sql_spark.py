@@ -148,3 +148,29 @@ def test_continuous_aggregate_having_retracts_and_a_global_group(spark):
     assert rows["big"] == [("a", 2, 11, False, False), ("b", 2, 11, True, False), ("a", 3, 6, True, True)]
     # LAST_VALUE orders by event time: the event at :00 arrived last, but the newest is still v=8 (at :04)
     assert rows["everything"] == [(3, 3, False), (4, 8, True), (5, 8, True)]
+
+
+EXPRESSIONS = """\
+CREATE TABLE src (k VARCHAR, u VARCHAR, price DOUBLE, qty INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE)
+WITH (type = 'file', path = 'in');
+CREATE TABLE o (k VARCHAR, revenue DOUBLE, users BIGINT) WITH (type = 'file', path = 'o');
+INSERT INTO o SELECT lower(k) AS k, SUM(price * qty) AS revenue, COUNT(DISTINCT lower(u)) FROM src GROUP BY lower(k);
+"""
+
+
+@pytest.mark.spark
+def test_continuous_aggregate_over_expressions(spark, tmp_path):
+    """GROUP BY lower(k), SUM(price * qty), COUNT(DISTINCT lower(u)): a derive computes them, then the aggregate."""
+    from etl.runtime.testing import run_case
+    from etl.spec import TestCase
+
+    (tmp_path / "job.sql").write_text(EXPRESSIONS)
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    assert [t.type for t in c.pipeline.transforms] == ["derive", "aggregate", "select"]
+    ts = "2026-01-10T09:00:00Z"
+    rows = [{"k": "A", "u": "Ann", "price": 2.5, "qty": 4, "ts": ts}, {"k": "a", "u": "ann", "price": 1.0, "qty": 3, "ts": ts},
+            {"k": "a", "u": "Bob", "price": 0.5, "qty": 2, "ts": ts}, {"k": "B", "u": "bob", "price": 9.0, "qty": 1, "ts": ts}]
+    res = run_case(c.plan, TestCase(name="expressions", inputs={"src": rows}), spark)
+    assert res.ok, res.message
+    assert sorted(tuple(r.values()) for r in res.captured["o"]) == [("a", 14.0, 2, False), ("b", 9.0, 1, False)]
