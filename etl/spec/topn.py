@@ -33,9 +33,10 @@ def order_terms(order_by: list[str]) -> list[tuple[str, bool]]:
     return out
 
 
-def _window_names(graph: Any, node: Any) -> tuple[Any, set[str]] | None:
+def _window_names(graph: Any, node: Any) -> tuple[Any, set[str] | None] | None:
     """(the window `node` reads through row-by-row transforms, the names its start/end columns have at
-    `node`'s input), or None when no window is upstream that way."""
+    `node`'s input: None when a component in between did not validate), or None when no window is upstream
+    that way."""
     chain = []
     cur = node
     while True:
@@ -55,6 +56,8 @@ def _window_names(graph: Any, node: Any) -> tuple[Any, set[str]] | None:
         if t.type != "select":
             continue
         s = t.spec
+        if not hasattr(s, "fields"):  # a select whose spec did not validate (reported there): names unknown
+            return cur, None
         if s.fields is not None:
             kept = set()
             for f in s.fields:
@@ -80,6 +83,8 @@ class TopNHooks:
             cx.report.error("E203", f"top_n '{node.id}' reads the final rows of a window (through filters, derives "
                             "and selects): its input is not one", at,
                             "rank per window: a window first, then top_n partitioned by window_start")
+        elif not hasattr(found[0].spec, "emit") or found[1] is None:
+            pass  # a window (or a select in between) whose spec did not validate: reported there
         elif found[0].spec.emit.early is not None or found[0].spec.emit.late == "update":
             cx.report.error("E104", f"top_n '{node.id}' reads window '{found[0].id}', whose rows of one window come in "
                             "several micro-batches (emit early or late: update)", at,

@@ -62,6 +62,14 @@ def test_top_n_reads_a_window_with_final_rows_per_window(tmp_path):
     assert "several micro-batches" in c.report.sorted()[0].message
 
 
+def test_a_window_or_select_that_did_not_validate_is_reported_there_only(tmp_path):
+    """(a fuzz case: the top_n's checks read the invalid window's `emit` and stopped validation with E999)"""
+    c = check(tmp_path, _pipe().replace("size: 10m", "size: banana"))
+    assert [d.code for d in c.report.sorted()] == ["E102"], codes(c)
+    c = check(tmp_path, _pipe().replace("fields: [window_start AS ws, customer, total]", "fields: 7"))
+    assert "E999" not in [d.code for d in c.report.sorted()] and not c.ok, codes(c)
+
+
 def test_order_by_entries(tmp_path):
     assert codes(check(tmp_path, _pipe(order="totl DESC"))) == [("E310", 25, 16)]
     c = check(tmp_path, _pipe(order="total DOWN"))
