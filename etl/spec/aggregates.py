@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 _INTEGRAL = ("int", "bigint", "long", "smallint", "tinyint")
 
@@ -120,3 +120,18 @@ def output_type(fn: str, in_type: str) -> str:
     """The type of aggregate `fn` over a column of `in_type` ("unknown" when either is unknown)."""
     entry = AGGREGATES.get(fn)
     return entry.output_type(in_type) if entry is not None else in_type
+
+
+def checked_aggregates(cx: Any, node: Any, cols: dict[str, str] | None,
+                       aggregates: Any) -> Iterator[tuple[int, Any, str, Any]]:
+    """Per aggregate of a window or continuous aggregate, its `as` and `field` checked against the input columns
+    `cols`: (index, aggregate, the type of the column it reads, the pipeline's Python aggregate function it names
+    or None; a name neither built in nor a function is reported)."""
+    for i, agg in enumerate(aggregates):
+        cx.internal(node, agg.as_, cx.span(node, "aggregates", i, "as"))
+        src = None
+        if agg.field is not None and agg.field != "*":
+            src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
+                          cx.where(node, f"aggregates[{i}].field"))
+        in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
+        yield i, agg, in_type, cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn)

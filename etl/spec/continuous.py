@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from etl.registry import component
-from etl.spec.aggregates import output_type
+from etl.spec.aggregates import checked_aggregates, output_type
 from etl.spec.base import TransformBase
 from etl.spec.transforms import Aggregate
 
@@ -40,18 +40,13 @@ class AggregateHooks:
         for i, g in enumerate(self.group_by):
             src = cx.need(cols, g, cx.span(node, "group_by", i), cx.where(node, f"group_by[{i}]"))
             out[src or g] = cols[src] if (cols is not None and src) else "unknown"
-        for i, agg in enumerate(self.aggregates):
-            cx.internal(node, agg.as_, cx.span(node, "aggregates", i, "as"))
-            src = None
-            if agg.field is not None and agg.field != "*":
-                src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
-                              cx.where(node, f"aggregates[{i}].field"))
-            if cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn) is not None:
+        for i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates):
+            if udaf is not None:
                 cx.report.error("E353", f"Python aggregate function '{agg.fn}' in the continuous aggregate "
                                 f"'{node.id}'", cx.span(node, "aggregates", i, "fn"),
                                 "a continuous aggregate keeps accumulators, not the values a Python aggregate "
                                 "needs: use the function in a window aggregate")
-            out[agg.as_] = output_type(agg.fn, cols.get(src, "unknown") if (cols is not None and src) else "unknown")
+            out[agg.as_] = output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
         if cols is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.spec.aggregates import output_type
+from etl.spec.aggregates import checked_aggregates, output_type
 
 Cols = dict[str, str]
 
@@ -281,14 +281,7 @@ class WindowHooks:
             return None
         out["window_start"] = "timestamp"
         out["window_end"] = "timestamp"
-        for i, agg in enumerate(self.aggregates):
-            cx.internal(node, agg.as_, cx.span(node, "aggregates", i, "as"))
-            src = None
-            if agg.field is not None and agg.field != "*":
-                src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
-                              cx.where(node, f"aggregates[{i}].field"))
-            in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
-            udaf = cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn)
+        for _i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates):
             out[agg.as_] = udaf.returns if udaf is not None else output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
