@@ -39,7 +39,7 @@ def _starts_spark(item: pytest.Item) -> bool:
     return path is not None and _imports_pyspark(path)
 
 
-# Under pytest-xdist (`make test` runs `-n auto --dist loadgroup`), the tests using one family of session-scoped
+# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), the tests using one family of session-scoped
 # servers run in one worker, so each server starts once per run instead of once per worker
 XDIST_GROUPS = {
     "spark_cluster": "cluster",
