@@ -56,7 +56,7 @@ CODES: dict[str, str] = {
     "E350": "Python function's module or callable not found (or the module does not parse)",
     "E351": "Python function's signature cannot be told (no result type declared, decorated or annotated; untyped or `*args` parameters)",
     "E352": "Python function called with the wrong number of arguments, or an argument of another declared type",
-    "E353": "Python function used as the wrong kind (an aggregate in an expression, a scalar or table function as a window aggregate, a Python aggregate in a continuous aggregate)",
+    "E353": "Python function used as the wrong kind (an aggregate in an expression, a scalar or table function as the aggregate of a window or a continuous aggregate)",
     "E400": "cannot compile the pipeline for Spark",
     "E401": "query failed while running",
     "E402": "component has no runtime builder",

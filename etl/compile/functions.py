@@ -15,7 +15,9 @@ A table function `t` is the same with R = array<struct<its columns>> (all the ro
 input row); a select explodes it: `inline(t(x)) AS (a, b)` (SQL: LATERAL TABLE(t(x)) AS T(a, b)).
 An aggregate function runs in windows on the state engine (etl.compile.windows.state), whose
 accumulator keeps the window's values in the state store and calls it on a pandas Series when the
-window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs).
+window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs); in a continuous
+aggregate (etl.compile.transforms.aggregate) the same accumulator keeps each key's values, and the
+function runs on them after each micro-batch that changed the key.
 
 The callable's module travels with the function: a module beside the pipeline is shipped as its source
 (executed once per Python worker, under a name of its own, so two pipelines' `udfs.py` never clash);
@@ -116,6 +118,14 @@ def register(spark: Any, graph: Any) -> None:
         spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION {sig.name}({params}) RETURNS {out} RETURN "
                   f"(SELECT CASE WHEN r.error IS NULL THEN r.value ELSE "
                   f"raise_error(concat(\"{RAISED}{sig.name}' failed: \", r.error)) END FROM (SELECT {call} AS r))")
+
+
+def aggregate_functions(graph: Any, aggregates: Any) -> dict[str, Shipped]:
+    """The pipeline's aggregate functions that `aggregates` (a window's or a continuous aggregate's) call, as the
+    state engine's executors load them."""
+    fns = graph.functions
+    return {a.fn: shipped(fns[a.fn.lower()], graph.base_dir) for a in aggregates
+            if a.fn.lower() in fns and fns[a.fn.lower()].kind == "aggregate"}
 
 
 def _series(fn: Shipped) -> Callable[[Any], Any]:

@@ -122,7 +122,8 @@ def check_calls(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
 
 
 def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature | None:
-    """The pipeline's aggregate function `name` of a window aggregate, or an error (E353 / E102)."""
+    """The pipeline's aggregate function `name` of a window's or a continuous aggregate's aggregates, or an error
+    (E353 / E102)."""
     from etl.spec.aggregates import NAMES
 
     if name in NAMES:
@@ -132,7 +133,8 @@ def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature 
         return sig
     span = cx.span(node, *keys)
     if sig is not None:
-        cx.report.error("E353", f"{sig.kind} function '{sig.name}' used as a window aggregate", span,
+        what = "a window aggregate" if node.type == "window" else f"an aggregate of {node.type} '{node.id}'"
+        cx.report.error("E353", f"{sig.kind} function '{sig.name}' used as {what}", span,
                         "an aggregate function takes a pandas Series (kind: aggregate)")
         return None
     aggs = [s.name for s in cx.graph.functions.values() if s.kind == "aggregate"]

@@ -52,11 +52,11 @@ def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) ->
                                             for f in s.fields)
     if t == "route":
         return True
-    if t == "window":  # a Python aggregate function raising on a window: a dead letter (etl.compile.windows.state)
-        from etl.spec.aggregates import AGGREGATES
+    if t in ("window", "aggregate"):  # a Python aggregate function raising on a window or a key: a dead letter
+        from etl.spec.aggregates import AGGREGATES  # (etl.compile.windows.state, etl.compile.transforms.aggregate)
 
         python = any(a.fn not in AGGREGATES for a in s.aggregates)
-        return bool(s.having) or s.emit.late == "dead_letter" or python
+        return python or (t == "window" and (bool(s.having) or s.emit.late == "dead_letter"))
     return False
 
 

@@ -11,6 +11,11 @@ per key the batch changed, with the key's new values: an update stream, keyed by
 * `_retract` (boolean, with `having` only): the key's new values fail `having` while a
   row went out for it before: delete the key.
 
+A pipeline's Python aggregate function (`functions:`, kind aggregate) keeps every value of the key
+in the state (it runs on all of them, as a pandas Series, after each micro-batch that changed the
+key); when it raises, the key's row of that batch is a dead letter and the batch's rows of the key
+are left out of its state (etl.compile.transforms.aggregate).
+
 A sink keyed by the group (mysql `mode: upsert` with `key`, elasticsearch `id_fields`,
 kafka `key`) keeps the latest row of each key; an append-only sink gets every row, a
 changelog: `etl explain` says which (etl.plan.delivery.changes_for).
@@ -40,13 +45,8 @@ class AggregateHooks:
         for i, g in enumerate(self.group_by):
             src = cx.need(cols, g, cx.span(node, "group_by", i), cx.where(node, f"group_by[{i}]"))
             out[src or g] = cols[src] if (cols is not None and src) else "unknown"
-        for i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates):
-            if udaf is not None:
-                cx.report.error("E353", f"Python aggregate function '{agg.fn}' in the continuous aggregate "
-                                f"'{node.id}'", cx.span(node, "aggregates", i, "fn"),
-                                "a continuous aggregate keeps accumulators, not the values a Python aggregate "
-                                "needs: use the function in a window aggregate")
-            out[agg.as_] = output_type(agg.fn, in_type)
+        for _i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates):
+            out[agg.as_] = udaf.returns if udaf is not None else output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))
         if cols is None:

@@ -145,22 +145,25 @@ def test_unknown_aggregate_has_a_did_you_mean(tmp_path):
     assert c.report.errors[0].hint == "did you mean 'spread'?"
 
 
-def test_a_python_aggregate_in_a_continuous_aggregate_is_refused_at_its_fn(tmp_path):
-    """A continuous aggregate keeps accumulators per key, not the values a pandas aggregate needs."""
+def test_a_continuous_aggregate_takes_python_aggregates_only(tmp_path):
+    """A Python aggregate function runs in a continuous aggregate (typed by its result); a scalar one is E353 at its
+    fn, an unknown name E102."""
     (tmp_path / "udfs.py").write_text(MODULE)
     (tmp_path / "p.yaml").write_text(
         'name: agg\n'
-        'functions: [{name: spread, callable: "udfs:spread"}]\n'
+        'functions: [{name: spread, callable: "udfs:spread"}, {name: shout, callable: "udfs:shout"}]\n'
         'sources: [{id: src, type: file, path: in, schema: {s: string, n: bigint}}]\n'
         'transforms:\n'
         '  - {id: per_s, type: aggregate, input: src, group_by: [s], aggregates: [{fn: spread, field: n, as: x}]}\n'
         '  - {id: typo, type: aggregate, input: src, group_by: [s], aggregates: [{fn: sprad, field: n, as: x}]}\n'
-        'sinks: [{id: out, type: print, inputs: [per_s, typo]}]\n')
+        '  - {id: kind, type: aggregate, input: src, group_by: [s], aggregates: [{fn: shout, field: s, as: x}]}\n'
+        'sinks: [{id: out, type: print, inputs: [per_s, typo, kind]}]\n')
     c = check_file(tmp_path / "p.yaml", programs=True)
     assert _diags(c) == [
-        ("E353", 5, 79, "Python aggregate function 'spread' in the continuous aggregate 'per_s'"),
         ("E102", 6, 78, "unknown aggregate function 'sprad' in aggregate 'typo'"),
+        ("E353", 7, 78, "scalar function 'shout' used as an aggregate of aggregate 'kind'"),
     ]
+    assert dict(c.graph.columns["per_s"]) == {"s": "string", "x": "double", "_update": "boolean"}
 
 
 def test_a_name_of_a_spark_builtin_is_refused(tmp_path):

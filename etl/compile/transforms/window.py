@@ -12,6 +12,7 @@ from typing import Any
 
 from etl.compile.context import Built, CompileContext, CompileError
 from etl.compile.deadletter import dead_frame, from_shared, ok_frame
+from etl.compile.functions import aggregate_functions
 from etl.compile.guard import Guards
 from etl.compile.transforms.columns import _expr
 from etl.compile.watermark import with_event_time
@@ -58,7 +59,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     try:
         res = window_aggregate(df, spec.model_copy(update={"having": None}) if native_having else spec, et,
                                stage=node.id, engine=engine, guard_having=guard_having,
-                               timers=choose_timers(spec, ctx.trigger), python=_python(ctx, spec))
+                               timers=choose_timers(spec, ctx.trigger), python=aggregate_functions(ctx.graph, spec.aggregates))
     except WindowError as e:
         raise CompileError(f"window '{node.id}': {e}", node, e.field, code=e.code or CODES.get(e.field or "", "E400")) from None
     if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
@@ -73,12 +74,3 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     built.dead_stream = dead_stream
     ctx.record(node.id, "window", res.engine)
     return built
-
-
-def _python(ctx: CompileContext, spec: Any) -> dict[str, Any]:
-    """The pipeline's aggregate functions this window calls, as the state engine's executors load them."""
-    from etl.compile.functions import shipped
-
-    fns = ctx.graph.functions
-    return {a.fn: shipped(fns[a.fn.lower()], ctx.graph.base_dir) for a in spec.aggregates
-            if a.fn.lower() in fns and fns[a.fn.lower()].kind == "aggregate"}
