@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report, Span, short_repr
 from etl.graph.model import Graph, Node, is_placeholder
+from etl.spec.continuous import updates_keys
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -199,7 +200,7 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = node.spec.time == "event"
     elif node.type == "sigma_correlation":
         result = True
-    elif node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):  # updates of keys
+    elif updates_keys(node):  # updates of keys (a continuous aggregate or TopN, a keep-last dedupe)
         result = False
     else:
         own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None

@@ -1,7 +1,7 @@
 """Query grouping: one streaming query per root, the nodes each evaluates per micro-batch, its outputs.
 
 A *root* is a node whose frame must be streaming: a source, a stateful
-transform (window, sigma_correlation, dedupe, join, lookup) or a node with several inputs. Every
+transform (window, sigma_correlation, dedupe, join, lookup, aggregate, a continuous top_n) or a node with several inputs. Every
 other transform has one input and works row by row, inside foreachBatch on the
 micro-batch of its root. Sinks hanging off one root share its query; a sink
 reading several roots gets a query of its own over their union. The dead
@@ -17,8 +17,13 @@ from etl.physical.model import OutputPlan, QueryPlan
 STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "lookup", "aggregate"})
 
 
+def stateful(node: Node) -> bool:
+    """Does the node keep state across micro-batches (a STATEFUL type, or a continuous top_n)?"""
+    return node.type in STATEFUL or (node.type == "top_n" and bool(getattr(node.spec, "continuous", False)))
+
+
 def is_root(node: Node) -> bool:
-    return node.kind == "source" or node.type in STATEFUL or len([e for e in node.inputs if e.role == "input"]) != 1
+    return node.kind == "source" or stateful(node) or len([e for e in node.inputs if e.role == "input"]) != 1
 
 
 def roots(graph: Graph) -> dict[str, str]:

@@ -16,7 +16,7 @@ from typing import Any
 from etl.graph.model import Graph, Node
 from etl.physical.engines import Subject, engines
 from etl.physical.failing import dead_stream, fails, undecided_of
-from etl.physical.grouping import STATEFUL, group_queries, is_root, query_of, streamed
+from etl.physical.grouping import group_queries, is_root, query_of, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
 
@@ -90,7 +90,7 @@ def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
             return Choice("run", "static-table", "read by the lookups that use it")
         return Choice("run", "spark-stream", f"streaming read ({node.type} source)")
     if is_root(node):
-        what = "state in RocksDB" if node.type in STATEFUL - {"lookup"} else "several inputs"
+        what = "state in RocksDB" if stateful(node) and node.type != "lookup" else "several inputs"
         return Choice("run", "spark-stream", f"in the streaming plan ({what})")
     batch = f"Spark SQL on each micro-batch of query {in_batch}"
     if in_stream and in_batch:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from etl.graph.model import Graph, Node
 from etl.plan.ir import Delivery
+from etl.spec.continuous import updating_input
 
 
 def delivery_for(graph: Graph, sink: Node) -> Delivery:
@@ -27,25 +28,8 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
 
 
 
-def updating_input(graph: Graph, sink: Node) -> Node | None:
-    """The node whose rows are updates of keys (a continuous `aggregate`, a `dedupe` keeping the last row, a window
-    with early rows or late updates) that `sink` reads through row-by-row transforms, if any."""
-    node = sink
-    while True:
-        ins = [e for e in node.inputs if e.role == "input"]
-        if len(ins) != 1:
-            return None
-        node = graph.node(ins[0].src)
-        if node.type == "aggregate" or (node.type == "dedupe" and node.spec.keep == "last"):
-            return node
-        if node.type == "window" and node.spec.emit.flag_columns():  # early rows, late updates
-            return node
-        if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union", "top_n"):
-            return None
-
-
 def changes_for(graph: Graph, sink: Node) -> str | None:
-    """How `sink` takes the updates of a continuous aggregate upstream: upserted by its key, or appended
+    """How `sink` takes the updates of a continuous aggregate (or TopN, keep-last dedupe, updating window) upstream: upserted by its key, or appended
     (a changelog); None when it reads no updating node."""
     up = updating_input(graph, sink)
     if up is None:
@@ -54,6 +38,8 @@ def changes_for(graph: Graph, sink: Node) -> str | None:
         keys = ", ".join(up.spec.keys)
     elif up.type == "window":
         keys = ", ".join([*up.spec.group_by, "window_start", "window_end"])
+    elif up.type == "top_n":
+        keys = ", ".join([*up.spec.partition_by, up.spec.rank or "the rank"])
     else:
         keys = ", ".join(up.spec.group_by) or "one global row"
     how = sink.spec.upsert_key()

@@ -35,6 +35,32 @@ from etl.spec.transforms import Aggregate
 UPDATE, RETRACT = "_update", "_retract"
 
 
+def updates_keys(node: Any) -> bool:
+    """Are `node`'s rows updates of keys: a continuous `aggregate` or `top_n`, a `dedupe` keeping the last row, a
+    window with early rows or late updates (a node whose spec did not validate: no)?"""
+    s = node.spec
+    if node.type == "window":
+        return bool(getattr(getattr(s, "emit", None), "flag_columns", lambda: ())())
+    return (node.type == "aggregate" or (node.type == "dedupe" and getattr(s, "keep", None) == "last")
+            or (node.type == "top_n" and bool(getattr(s, "continuous", False))))
+
+
+def updating_input(graph: Any, node: Any) -> Any:
+    """The node whose rows are updates of keys (updates_keys) that `node` reads through transforms of one input
+    that keep them updates (filter, derive, select, parse ...), if any."""
+    while True:
+        ins = [e for e in node.inputs if e.role == "input"]
+        if len(ins) != 1:
+            return None
+        node = graph.nodes.get(ins[0].src)
+        if node is None:
+            return None
+        if updates_keys(node):
+            return node
+        if node.kind == "source" or node.type in ("window", "join", "dedupe", "lookup", "union", "top_n"):
+            return None
+
+
 class AggregateHooks:
     def flag_columns(self: Any) -> tuple[str, ...]:
         return (UPDATE, RETRACT) if self.having else (UPDATE,)

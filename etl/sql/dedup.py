@@ -7,7 +7,8 @@
 keeps the first row per key (within the watermark: `dedupe` drops a repeat while its
 key is in state). `ORDER BY ts DESC` over the watermarked column keeps the last row:
 `dedupe` with `keep: last` (a row per key that got a newer one, an update stream).
-TopN (`rn <= N`, N > 1) is in etl.sql.topn.
+TopN (`rn <= N`, N > 1, or `rn = 1` ordered by other columns than the time attribute: a Top 1,
+as Flink tells them apart) is in etl.sql.topn.
 """
 
 from __future__ import annotations
@@ -67,6 +68,16 @@ def _check_keep_last(b: Any, orders: list, rel: Rel) -> None:
                         f"ORDER BY {et} DESC" if et else "declare WATERMARK FOR the time column", "E011")
 
 
+def _by_time(orders: list, rel: Rel) -> bool:
+    """Is `rn = 1` over these orders a deduplication (no order, or the time attribute: the watermarked event-time
+    column or the processing time), not a Top 1?"""
+    if not orders:
+        return True
+    o = orders[0]
+    times = {(rel.wm or {}).get("field") or rel.event_time, rel.proctime} - {None}
+    return len(orders) == 1 and isinstance(o.this, exp.Column) and o.this.name in times
+
+
 def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, scope: Scope,
                    base: str) -> tuple[Rel, exp.Expression | None]:
     """(the dedupe node, what is left of the outer WHERE)."""
@@ -91,8 +102,9 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     orders = order.expressions if order is not None else []
     keep_last = bool(orders) and bool(orders[0].args.get("desc"))
     keys = win.args.get("partition_by") or []
-    if not keys or not all(isinstance(k, exp.Column) for k in keys):
-        raise SqlSyntax("deduplication needs PARTITION BY columns", pos(b, item), code="E011")
+    if not all(isinstance(k, exp.Column) for k in keys):
+        raise SqlSyntax("ROW_NUMBER() partitions by columns: compute the expressions in a view first", pos(b, item),
+                        code="E011")
     inner = sub.this.copy()
     inner.set("expressions", [e for e in inner.expressions if e.alias != rn])
     if not inner.expressions:
@@ -101,16 +113,15 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     from etl.sql.aggregate import no_updates
 
     no_updates(b, rel, item, "ROW_NUMBER()")
-    if any(k.name in rel.window for k in keys):  # per window: TopN (Top 1: window deduplication)
+    per_window = any(k.name in rel.window for k in keys)  # TopN per window (Top 1: window deduplication)
+    if per_window or limit != 1 or not _by_time(orders, rel):  # else: a continuously updated TopN
         from etl.sql.topn import compile_top_n
 
-        out = compile_top_n(qc, rel, keys, orders, limit, rn, item, base)
+        out = compile_top_n(qc, rel, keys, orders, limit, rn, item, base, continuous=not per_window)
         scope.add(sub.alias or out.id, out)
         return out, _and(rest)
-    if limit != 1:
-        raise SqlSyntax(f"TopN ({rn} <= {limit}) is supported per window only: PARTITION BY the window_start (or "
-                        "window_end) of a windowed GROUP BY; a continuously updated TopN is not", pos(b, at),
-                        "rank the rows of a TUMBLE / HOP window: PARTITION BY window_start, ... ORDER BY ...", "E011")
+    if not keys:
+        raise SqlSyntax("deduplication needs PARTITION BY columns", pos(b, item), code="E011")
     did = b.new_id(f"{base}_dedupe")
     spec = {"id": did, "type": "dedupe", "inputs": [rel.id], "keys": [k.name for k in keys]}
     if rel.wm:

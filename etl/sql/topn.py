@@ -1,4 +1,4 @@
-"""Flink's window TopN -> a `top_n` transform (etl.spec.topn).
+"""Flink's TopN -> a `top_n` transform (etl.spec.topn).
 
     SELECT ... FROM (
       SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, k ORDER BY cnt DESC) AS rownum
@@ -7,8 +7,11 @@
 
 A PARTITION BY holding the window's start or end column (Rel.window: its name after the selects in
 between) ranks each window's final rows; `rownum = 1` there is Flink's window deduplication (Top 1).
-The rank column keeps the ROW_NUMBER alias. Without a window column, `rn = 1` is a dedupe
-(etl.sql.dedup) and TopN is E011: a continuously updated TopN is not supported.
+Without a window column it is a continuously updated TopN (`continuous: true`, over the rows as they
+arrive; no PARTITION BY: one global ranking), whose rows are updates keyed by the PARTITION BY
+columns and the rank: its `_update` flag is hidden as the continuous aggregate's (Rel.flags). The
+rank column keeps the ROW_NUMBER alias. `rn = 1` ordered by the time attribute is a dedupe
+(etl.sql.dedup).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from etl.sql.script import SqlSyntax
 
 
 def compile_top_n(qc: Any, rel: Rel, keys: list, orders: list, n: int, rn: str, item: exp.Expression,
-                  base: str) -> Rel:
+                  base: str, continuous: bool = False) -> Rel:
     b = qc.b
     if not orders:
         raise SqlSyntax("TopN needs ORDER BY in ROW_NUMBER() OVER (...)", pos(b, item),
@@ -35,8 +38,15 @@ def compile_top_n(qc: Any, rel: Rel, keys: list, orders: list, n: int, rn: str, 
                             code="E011")
         order_by.append(o.this.name + (" DESC" if o.args.get("desc") else ""))
     tid = b.new_id(f"{base}_top_n")
-    spec = {"id": tid, "type": "top_n", "inputs": [rel.id], "partition_by": [k.name for k in keys],
-            "order_by": order_by, "n": n, "rank": rn}
+    spec: dict[str, Any] = {"id": tid, "type": "top_n", "inputs": [rel.id]}
+    if keys:
+        spec["partition_by"] = [k.name for k in keys]
+    spec.update({"order_by": order_by, "n": n, "rank": rn})
+    if continuous:
+        spec["continuous"] = True
     b.add_transform(spec, pos(b, item))
-    cols = None if rel.cols is None else [*rel.cols, rn]
-    return replace(rel, id=tid, cols=cols, table=None, static=False)
+    cols = None if rel.cols is None else [*[c for c in rel.cols if c != rn], rn]
+    if not continuous:
+        return replace(rel, id=tid, cols=cols, table=None, static=False)
+    return replace(rel, id=tid, cols=cols, table=None, static=False, flags=("_update",), event_time=None,
+                   proctime=None, wm=None, window=())

@@ -64,28 +64,16 @@ def keep_last(df: Any, keys: list[str], et: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
-    from etl.compile.windows.state import from_state, state_type
+    from etl.compile.windows.state import from_state, state_type, to_state
 
     if not df.isStreaming:
         w = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(F.col(f"`{et}`").desc())
         return df.withColumn(MS_COL, F.row_number().over(w)).where(F.col(MS_COL) == 1).drop(MS_COL)
     fields = df.schema.fields
-    inp = df.select(*[_to_state(f.name, f.dataType).alias(f.name) for f in fields],
+    inp = df.select(*[to_state(f.name, f.dataType).alias(f.name) for f in fields],
                     F.unix_millis(F.col(f"`{et}`")).alias(MS_COL))
     out_type = StructType([StructField(f.name, state_type(f.dataType), True) for f in fields])
     proc = processor_class()(tuple(out_type.names))
     out = inp.groupBy(*[F.col(f"`{k}`") for k in keys]).transformWithState(proc, out_type, "Append", "EventTime")
     return out.select(*[from_state(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in fields])
 
-
-def _to_state(name: str, dt: Any) -> Any:
-    """A column as the processor carries it: timestamps (and arrays of them) as epoch microseconds."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, TimestampType
-
-    col = F.col(f"`{name}`")
-    if isinstance(dt, TimestampType):
-        return F.unix_micros(col)
-    if isinstance(dt, ArrayType) and isinstance(dt.elementType, TimestampType):
-        return F.transform(col, lambda x: F.unix_micros(x))
-    return col

@@ -5,6 +5,8 @@ window is present: row_number() over (partition_by, order_by), kept while <= n. 
 order of equal rows (as Flink's, unspecified). Over a streaming frame the same expression is only
 built (the compiler builds every node once over the streams); a streaming query running it (a
 stateful stage after it) fails at start with Spark's "non-time-based windows" error.
+With `continuous: true` it keeps each key's first n rows in the state store instead
+(etl.compile.transforms.top_n_state).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
 
     spec = node.spec
     df = inputs[0]
+    if spec.continuous:
+        from etl.compile.transforms.top_n_state import continuous_top_n
+
+        return continuous_top_n(df, spec)
     order = [F.col(f"`{c}`").desc_nulls_last() if desc else F.col(f"`{c}`").asc_nulls_first()
              for c, desc in order_terms(spec.order_by)]
     w = Window.partitionBy(*[F.col(f"`{p}`") for p in spec.partition_by]).orderBy(*order)

@@ -131,6 +131,20 @@ def state_type(dt: Any) -> Any:
     return dt
 
 
+def to_state(name: str, dt: Any) -> Any:
+    """Column `name` (of type `dt`) as a processor carries it: timestamps (and arrays of them) as epoch
+    microseconds (state_type)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, TimestampType
+
+    col = F.col(f"`{name}`")
+    if isinstance(dt, TimestampType):
+        return F.unix_micros(col)
+    if isinstance(dt, ArrayType) and isinstance(dt.elementType, TimestampType):
+        return F.transform(col, lambda x: F.unix_micros(x))
+    return col
+
+
 def from_state(col: Any, dt: Any) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, TimestampType
