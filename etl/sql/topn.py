@@ -30,11 +30,12 @@ def compile_top_n(qc: Any, rel: Rel, keys: list, orders: list, n: int, rn: str, 
     b = qc.b
     if not orders:
         raise SqlSyntax("TopN needs ORDER BY in ROW_NUMBER() OVER (...)", pos(b, item),
-                        "ROW_NUMBER() OVER (PARTITION BY window_start ORDER BY cnt DESC)", "E011")
+                        f"ROW_NUMBER() OVER (PARTITION BY {'k' if continuous else 'window_start'} ORDER BY cnt DESC)",
+                        "E011")
     order_by = []
     for o in orders:
         if not isinstance(o.this, exp.Column):
-            raise SqlSyntax("TopN orders by columns: compute the expression in the windowed query", pos(b, o),
+            raise SqlSyntax("TopN orders by columns: compute the expression in the query it ranks", pos(b, o),
                             code="E011")
         order_by.append(o.this.name + (" DESC" if o.args.get("desc") else ""))
     tid = b.new_id(f"{base}_top_n")
