@@ -24,6 +24,8 @@ CASES = {
     "kafka_grok_opensearch": "pipelines/kafka_grok_opensearch.yaml",
     "rocketmq_filter_rocketmq": "pipelines/rocketmq_filter_rocketmq.yaml",
     "lookup_mysql": "pipelines/lookup_mysql.yaml",
+    # a continuously updated TopN (its SQL script explains the same: tests/sql/test_sql_twins.py)
+    "topn_continuous": "pipelines/sql/topn_continuous.yaml",
 }
 
 
