@@ -85,13 +85,14 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     win = item.this
     rn = item.alias
     where = q.args.get("where")
-    rest, limit, at = [], None, None
+    rest: list = []
+    limit = None
     for c in conjuncts(where.this) if where is not None else []:
         n = _rank_limit(c, rn)
         if n is None:
             rest.append(c)
         else:
-            limit, at = n, c
+            limit = n
             if n < 1:
                 raise SqlSyntax(f"`{c.sql()}`: the rank is kept by {rn} = 1 (deduplication) or {rn} <= N (TopN)",
                                 pos(b, c), code="E011")
