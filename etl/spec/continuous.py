@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from etl.registry import component
-from etl.spec.aggregates import checked_aggregates, output_type
+from etl.spec.aggregates import AGGREGATES, checked_aggregates, output_type
 from etl.spec.base import TransformBase
 from etl.spec.transforms import Aggregate
 
@@ -87,6 +87,10 @@ class AggregateHooks:
             out.append("group by: " + ", ".join(self.group_by))
         out.append("aggregates: " + ", ".join(f"{a.as_} = {a.fn}({a.field or '*'}" + (f", {a.n}" if a.n else "")
                                               + ")" for a in self.aggregates))
+        python = [a.fn for a in self.aggregates if a.fn not in AGGREGATES]
+        if python:
+            out.append(f"python aggregates ({', '.join(python)}): each key's values kept in its state, the function "
+                       "run on them after each micro-batch that changed the key (raising: that row is a dead letter)")
         if self.having:
             out.append(f"having: {self.having} (a key that fails it after a row went out: _retract)")
         return out

@@ -115,7 +115,7 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
 
     no_updates(b, rel, item, "ROW_NUMBER()")
     per_window = any(k.name in rel.window for k in keys)  # TopN per window (Top 1: window deduplication)
-    if per_window or limit != 1 or not _by_time(orders, rel):  # else: a continuously updated TopN
+    if per_window or limit != 1 or not _by_time(orders, rel):  # a TopN (per window, or continuous); else a dedupe
         from etl.sql.topn import compile_top_n
 
         out = compile_top_n(qc, rel, keys, orders, limit, rn, item, base, continuous=not per_window)

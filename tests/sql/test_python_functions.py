@@ -164,6 +164,13 @@ def test_a_continuous_aggregate_takes_python_aggregates_only(tmp_path):
         ("E353", 7, 78, "scalar function 'shout' used as an aggregate of aggregate 'kind'"),
     ]
     assert dict(c.graph.columns["per_s"]) == {"s": "string", "x": "double", "_update": "boolean"}
+    text = (tmp_path / "p.yaml").read_text().splitlines()
+    (tmp_path / "p.yaml").write_text("\n".join([*text[:5], "sinks: [{id: out, type: print, inputs: [per_s]}]", ""]))
+    c = check_file(tmp_path / "p.yaml", programs=True)
+    assert c.report.errors == [], _diags(c)
+    assert ("    python aggregates (spread): each key's values kept in its state, the function run on them after\n"
+            "        each micro-batch that changed the key (raising: that row is a dead letter)\n"
+            ) in explain_plan(c.plan)
 
 
 def test_a_name_of_a_spark_builtin_is_refused(tmp_path):
