@@ -221,3 +221,19 @@ def test_an_installed_module_is_read_without_being_imported(tmp_path, monkeypatc
     assert c.report.errors == [], _diags(c)
     assert "shout2(string) -> string  [scalar, fnpkg.text:shout2; signature: annotations (text.py:1)]" in \
         explain_plan(c.plan)
+
+
+def test_a_python_aggregate_in_a_sql_group_by_without_a_window(tmp_path):
+    """CREATE FUNCTION + GROUP BY without a window: the continuous aggregate calling it (run on Spark in
+    tests/sql/test_python_functions_spark.py)."""
+    (tmp_path / "udfs.py").write_text(MODULE)
+    (tmp_path / "job.sql").write_text(
+        "CREATE FUNCTION spread AS 'udfs:spread';\n"
+        "CREATE TABLE src (g VARCHAR, n BIGINT) WITH (type = 'file', path = 'in');\n"
+        "CREATE TABLE o (g VARCHAR, spread DOUBLE, n BIGINT) WITH (type = 'file', path = 'o');\n"
+        "INSERT INTO o SELECT g, spread(n) AS spread, COUNT(*) AS n FROM src GROUP BY g;\n")
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.report.errors == [], _diags(c)
+    [agg] = [t for t in c.pipeline.transforms if t.type == "aggregate"]
+    assert [(a.fn, a.field, a.as_) for a in agg.aggregates] == [("spread", "n", "spread"), ("count", None, "n")]
+    assert dict(c.graph.columns[agg.id]) == {"g": "string", "spread": "double", "n": "bigint", "_update": "boolean"}
