@@ -108,6 +108,76 @@ def test_flink_kafka_and_jdbc_options(tmp_path):
     assert dump["o"]["options"] == {"acks": "all"}
 
 
+SINK_KEYS = """\
+    CREATE TABLE src (a VARCHAR) WITH (type = 'file', path = 's.jsonl');
+    CREATE TABLE m (a VARCHAR) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://db:3306/shop', 'table-name' = 'm',
+      'username' = 'u', 'sink.buffer-flush.max-rows' = '500', 'sink.buffer-flush.interval' = '2 min',
+      'sink.max-retries' = '3', 'sink.buffer-flush.max-size' = '512kb');
+    CREATE TABLE e (a VARCHAR) WITH ('connector' = 'elasticsearch-7', 'hosts' = 'http://es:9200', 'index' = 'i',
+      'sink.bulk-flush.max-actions' = '0', 'sink.bulk-flush.max-size' = '2mb', 'sink.bulk-flush.interval' = '0',
+      'sink.bulk-flush.backoff.max-retries' = '0', 'sink.bulk-flush.backoff.delay' = '100 ms');
+    CREATE TABLE r (a VARCHAR) WITH (type = 'rds', url = 'jdbc:mysql://db:3306/shop', tableName = 'r',
+      userName = 'u', batchSize = '50', flushIntervalMs = '3000', maxRetryTimes = '2');
+    CREATE TABLE k (a VARCHAR) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'h:9092',
+      flushInterval = '1500');
+    INSERT INTO m SELECT a FROM src;
+    INSERT INTO e SELECT a FROM src;
+    INSERT INTO r SELECT a FROM src;
+    INSERT INTO k SELECT a FROM src;
+    """
+
+
+def test_sink_buffering_flush_and_retry_keys_map_onto_the_sink_spec(tmp_path):
+    """Flink's JDBC / Elasticsearch keys and Blink's batchSize, flushIntervalMs, maxRetryTimes: each onto the spec's
+    batch_size, flush_interval, max_buffer, retry (Flink's sizes are binary; '0' disables a trigger: the most)."""
+    c = _check(tmp_path, SINK_KEYS)
+    assert c.plan is not None and _codes(c) == [], [d.render() for d in c.report.sorted()]
+    got = {s.id: (s.batch_size, s.flush_interval.seconds, int(s.max_buffer), s.retry.max_attempts,
+                  s.retry.initial_backoff.seconds) for s in c.pipeline.sinks}
+    assert got == {"m": (500, 120.0, 512 * 1024, 4, 0.2),
+                   "e": (10_000_000, 365 * 86400.0, 2 * 1024**2, 1, 0.1),
+                   "r": (50, 3.0, 64 * 1000**2, 3, 0.2),
+                   "k": (1000, 1.5, 64 * 1000**2, 8, 0.2)}  # the defaults where no key sets them
+    assert _codes(_check(tmp_path, SINK_KEYS.replace("flushInterval = '1500'", "flushInterval = '1500', "
+                                                     "flush_interval = '20s'"))) == [
+        ("E104", 11, 27)]  # two keys for one setting: at the second
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("sink.buffer-flush.interval", "5 parsecs",
+     "invalid sink.buffer-flush.interval: '5 parsecs' is not a duration"),
+    ("sink.buffer-flush.interval", "400 d", "invalid sink.buffer-flush.interval: '400 d' is longer than etl takes"),
+    ("sink.buffer-flush.max-rows", "many", "invalid sink.buffer-flush.max-rows: 'many' is not a number of rows"),
+    ("sink.buffer-flush.max-rows", "20000000",
+     "invalid sink.buffer-flush.max-rows: 20000000 rows is more than etl's batch_size takes"),
+    ("sink.bulk-flush.max-size", "2 parsecs", "invalid sink.bulk-flush.max-size: '2 parsecs' is not a memory size"),
+    ("sink.max-retries", "-1", "invalid sink.max-retries: '-1' is not a number of retries"),
+    ("sink.max-retries", "1000", "invalid sink.max-retries: 1000 retries is more than etl takes"),
+    ("sink.bulk-flush.backoff.delay", "0.5s", "invalid sink.bulk-flush.backoff.delay: '0.5s' is not a duration"),
+])
+def test_a_bad_sink_setting_is_reported_at_its_value(tmp_path, key, value, message):
+    c = _check(tmp_path, f"""\
+        CREATE TABLE src (a VARCHAR) WITH (type = 'file', path = 's.jsonl');
+        CREATE TABLE m (a VARCHAR) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://db:3306/shop',
+          'table-name' = 'm', 'username' = 'u', '{key}' = '{value}');
+        INSERT INTO m SELECT a FROM src;
+        """)
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.sorted()] == [
+        ("E102", 3, 46 + len(key), message)]
+
+
+def test_sink_keys_are_not_source_keys(tmp_path):
+    c = _check(tmp_path, """\
+        CREATE TABLE src (a VARCHAR) WITH (type = 'file', path = 's.jsonl', 'sink.buffer-flush.max-rows' = '5',
+          batchSize = '5');
+        CREATE TABLE o (a VARCHAR) WITH (type = 'print');
+        INSERT INTO o SELECT a FROM src;
+        """)
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.sorted()] == [
+        ("E100", 1, 69, "unknown option 'sink.buffer-flush.max-rows' for a file source"),
+        ("W013", 2, 3, "option 'batchSize' has no effect in etl")]
+
+
 def test_emit_and_metadata_columns(tmp_path):
     c = _check(tmp_path, """\
         CREATE TABLE k (a VARCHAR, ts TIMESTAMP, t VARCHAR METADATA FROM 'topic', h MAP<STRING, STRING> METADATA
