@@ -254,6 +254,36 @@ def test_emit_on_a_query_over_a_windowed_view(tmp_path):
     assert c.pipeline.sources[0].event_time.watermark.seconds == 2
 
 
+def test_emit_on_a_group_by_without_a_window_is_the_aggregates_every(tmp_path):
+    """rsqldb's EMIT on a non-window aggregate says how often updated rows go out: at most one row per key every n
+    (the aggregate's `every`), on the INSERT's own GROUP BY or on an INSERT reading a view of one."""
+    c = _check(tmp_path, """\
+        CREATE TABLE orders (customer VARCHAR, amount DOUBLE, ts TIMESTAMP) WITH (type = 'file', path = 'o.jsonl');
+        CREATE TABLE o (customer VARCHAR, n BIGINT) WITH (type = 'print');
+        CREATE TABLE o2 (customer VARCHAR, total DOUBLE) WITH (type = 'print');
+        CREATE VIEW totals AS SELECT customer, SUM(amount) AS total FROM orders GROUP BY customer;
+        INSERT INTO o SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer
+        EMIT WITH DELAY '30' SECOND BEFORE WATERMARK;
+        INSERT INTO o2 SELECT * FROM totals EMIT WITH DELAY '2' MINUTE BEFORE WATERMARK;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    every = {t.id: str(t.every) for t in c.pipeline.transforms if t.type == "aggregate"}
+    assert every == {"o_aggregate": "30s", "totals": "2m"}
+    from etl.plan.explain import explain_plan
+
+    assert "    every: 30s (a micro-batch at most every 30s: a key's row at most that often)\n" in explain_plan(c.plan)
+    bad = _check(tmp_path, """\
+        CREATE TABLE orders (customer VARCHAR, ts TIMESTAMP) WITH (type = 'file', path = 'o.jsonl');
+        CREATE TABLE o (customer VARCHAR, n BIGINT) WITH (type = 'print');
+        INSERT INTO o SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer
+        EMIT WITHOUT DELAY AFTER WATERMARK;
+        """)
+    assert [(d.code, d.span.line, d.span.col, d.message, d.hint) for d in bad.report.sorted()] == [
+        ("E011", 4, 6, "EMIT ... AFTER WATERMARK on a GROUP BY without a window: no window closes, so no row of it "
+                       "is ever final and there is nothing to update after the watermark",
+         "write EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK: at most one update row per key every n")]
+
+
 @pytest.mark.parametrize("lateness, emit, expected", [
     ("'10 min'", "WITH DELAY '5' SECOND AFTER WATERMARK", (None, 600, 5)),
     ("'90s'", "WITHOUT DELAY AFTER WATERMARK", (None, 90, None)),
