@@ -261,14 +261,21 @@ def test_emit_on_a_group_by_without_a_window_is_the_aggregates_every(tmp_path):
         CREATE TABLE orders (customer VARCHAR, amount DOUBLE, ts TIMESTAMP) WITH (type = 'file', path = 'o.jsonl');
         CREATE TABLE o (customer VARCHAR, n BIGINT) WITH (type = 'print');
         CREATE TABLE o2 (customer VARCHAR, total DOUBLE) WITH (type = 'print');
+        CREATE TABLE raw (customer VARCHAR) WITH (type = 'print');
         CREATE VIEW totals AS SELECT customer, SUM(amount) AS total FROM orders GROUP BY customer;
         INSERT INTO o SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer
         EMIT WITH DELAY '30' SECOND BEFORE WATERMARK;
         INSERT INTO o2 SELECT * FROM totals EMIT WITH DELAY '2' MINUTE BEFORE WATERMARK;
+        INSERT INTO raw SELECT customer FROM orders;
         """)
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
     every = {t.id: str(t.every) for t in c.pipeline.transforms if t.type == "aggregate"}
     assert every == {"o_aggregate": "30s", "totals": "2m"}
+    from etl.physical.grouping import paced_by
+
+    # the pace of each sink's query (etl.runtime.runner's trigger): the aggregate it reads; none for the raw rows
+    assert {s: paced_by(c.plan.graph, s) for s in ("o", "o2", "raw")} == {
+        "o": (30.0, "o_aggregate"), "o2": (120.0, "totals"), "raw": None}
     from etl.plan.explain import explain_plan
 
     assert "    every: 30s (a micro-batch at most every 30s: a key's row at most that often)\n" in explain_plan(c.plan)
