@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from etl.compile import returns
+
 _LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
 RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)
 
@@ -78,20 +80,48 @@ def shipped(sig: Any, base_dir: str) -> Shipped:
 
 
 class RowCall:
-    """Calls the user's function on one row: (value, None), or (None, "<Error>: <message>") when it raises."""
+    """Calls the user's function on one row: (value, None), or (None, "<Error>: <message>") when it raises, or
+    (None, what is wrong) when it returns a value of another type than its declared `dtype` (a pyspark DataType;
+    a table function: the struct of its columns), which the Arrow conversion would fail the task on."""
 
-    def __init__(self, fn: Shipped, table: bool):
-        self.fn, self.table = fn, table
+    def __init__(self, fn: Shipped, table: bool, dtype: Any):
+        self.fn, self.table, self.dtype = fn, table, dtype
 
     def __call__(self, *args: Any) -> tuple[Any, str | None]:
         f = self.fn.load()
         try:
             value = f(*args)
             if self.table:  # a generator runs here: its error belongs to this row too
-                value = [tuple(r) if isinstance(r, (tuple, list)) else (r,) for r in value]
+                value = list(value)
         except Exception as e:  # noqa: BLE001 - the user's error on this row: the row's dead letter says it
             return None, f"{type(e).__name__}: {e}"
-        return value, None
+        if self.table:
+            return _table_rows(self.dtype, value)
+        wrong = returns.problem(self.dtype, value)
+        if wrong is None:
+            return value, None
+        said = returns.described(value)
+        detail = wrong[len(said):] if wrong.startswith(said) else f": {wrong}"
+        return None, f"returned {said} where its declared type is {self.dtype.simpleString()}{detail}"
+
+
+def _table_rows(dtype: Any, rows: list[Any]) -> tuple[Any, str | None]:
+    """A table function's rows as tuples, or what is wrong with the first row that is not one of its columns."""
+    cols = f"({', '.join(f'{c.name} {c.dataType.simpleString()}' for c in dtype.fields)})"
+    out = []
+    for i, r in enumerate(rows, 1):
+        row = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        if len(row) != len(dtype.fields):
+            what = (f"has {len(row)} value(s)" if isinstance(r, (tuple, list))
+                    else f"is {returns.described(r)}, not a tuple,")
+            return None, f"row {i} {returns.short(r)} {what} where its declared columns are {cols}"
+        for c, v in zip(dtype.fields, row):
+            wrong = returns.problem(c.dataType, v)
+            if wrong is not None:
+                return None, (f"row {i} {returns.short(r)}: column '{c.name}' is {wrong} where its declared type "
+                              f"is {c.dataType.simpleString()}")
+        out.append(row)
+    return out, None
 
 
 def spark_type(sig: Any) -> str:
@@ -103,6 +133,7 @@ def spark_type(sig: Any) -> str:
 def register(spark: Any, graph: Any) -> None:
     """Put the pipeline's functions on the session (see the module docstring)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import DataType
 
     for sig in graph.functions.values():
         fn = shipped(sig, graph.base_dir)
@@ -111,7 +142,8 @@ def register(spark: Any, graph: Any) -> None:
             continue
         out = spark_type(sig)
         inner = f"_etl_fn_{sig.name}"
-        spark.udf.register(inner, F.udf(RowCall(fn, sig.kind == "table"),
+        dtype = DataType.fromDDL(sig.returns)  # a table function: the struct of its columns
+        spark.udf.register(inner, F.udf(RowCall(fn, sig.kind == "table", dtype),
                                         f"struct<value: {out}, error: string>", useArrow=True))
         params = ", ".join(f"a{i} {t}" for i, t in enumerate(sig.args))
         call = f"{inner}({', '.join(f'a{i}' for i in range(len(sig.args)))})"

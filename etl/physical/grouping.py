@@ -116,3 +116,23 @@ def query_of(graph: Graph, node: Node) -> str:
         roots = {root_of(graph, e.src) for e in node.inputs if e.role == "input"}
         return roots.pop() if len(roots) == 1 else node.id
     return root_of(graph, node.id) if streamed(node) else ""
+
+
+def paced_by(graph: Graph, root: str, nodes: tuple[str, ...] | list[str] = ()) -> tuple[float, str] | None:
+    """The longest `every` (seconds) of the continuous aggregates a query reads (its root, the nodes it evaluates
+    and everything upstream of them), with the aggregate's id: the query's micro-batches run at most that often,
+    so each of its keys has at most one row per `every` (one row per changed key per micro-batch)."""
+    seen: set[str] = set()
+    stack = [root, *nodes]
+    best: tuple[float, str] | None = None
+    while stack:
+        nid = stack.pop()
+        if nid in seen or nid not in graph.nodes:
+            continue
+        seen.add(nid)
+        node = graph.nodes[nid]
+        every = getattr(node.spec, "every", None) if node.type == "aggregate" else None
+        if every is not None and (best is None or float(every) > best[0]):
+            best = (float(every), nid)
+        stack.extend(e.src for e in node.inputs)
+    return best

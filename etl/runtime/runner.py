@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from etl import registry, settings
 from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
+from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.progress import Progress, make_listener
@@ -271,12 +272,13 @@ class PipelineRun:
             w = (q.stream.writeStream.queryName(self.query_name(q))
                  .option("checkpointLocation", self.query_checkpoint(q))
                  .foreachBatch(self._batch_fn(q)))
-            if self.opts.interval is not None:
-                w = w.trigger(processingTime=self.opts.interval)
-            elif available_now:
+            paced = paced_by(self.graph, q.root, q.nodes)  # a continuous aggregate's `every`: its batches' pace
+            if available_now and self.opts.interval is None:
                 w = w.trigger(availableNow=True)
+            elif paced is not None and (self.opts.interval is not None or paced[0] > trigger.interval.seconds):
+                w = w.trigger(processingTime=f"{int(round(paced[0] * 1000))} milliseconds")
             else:
-                w = w.trigger(processingTime=trigger.interval.spark())
+                w = w.trigger(processingTime=self.opts.interval or trigger.interval.spark())
             self.streams.append(w.start())
 
     def request_stop(self) -> None:

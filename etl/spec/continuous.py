@@ -19,6 +19,11 @@ are left out of its state (etl.compile.transforms.aggregate).
 A sink keyed by the group (mysql `mode: upsert` with `key`, elasticsearch `id_fields`,
 kafka `key`) keeps the latest row of each key; an append-only sink gets every row, a
 changelog: `etl explain` says which (etl.plan.delivery.changes_for).
+
+With `every`, the queries reading the aggregate run a micro-batch at most that often (their processing-time
+trigger, etl.physical.grouping.paced_by, when longer than the pipeline's): one row per changed key per
+micro-batch is then at most one row per key per `every`, with the key's latest values, and nothing is held
+in state or left unsent (an AvailableNow run, --once / --drain, reads everything at once as always).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pydantic import Field, model_validator
 
 from etl.registry import component
 from etl.spec.aggregates import AGGREGATES, checked_aggregates, output_type
-from etl.spec.base import TransformBase
+from etl.spec.base import PositiveDuration, TransformBase
 from etl.spec.transforms import Aggregate
 
 UPDATE, RETRACT = "_update", "_retract"
@@ -93,6 +98,8 @@ class AggregateHooks:
                        "run on them after each micro-batch that changed the key (raising: that row is a dead letter)")
         if self.having:
             out.append(f"having: {self.having} (a key that fails it after a row went out: _retract)")
+        if self.every is not None:
+            out.append(f"every: {self.every} (a micro-batch at most every {self.every}: a key's row at most that often)")
         return out
 
 
@@ -104,6 +111,9 @@ class AggregateTransform(AggregateHooks, TransformBase):
     group_by: list[str] = Field(default_factory=list, description="key columns (none: one global group)")
     aggregates: list[Aggregate] = Field(min_length=1)
     having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
+    every: PositiveDuration | None = Field(
+        default=None, description="at most one row per key this often: the queries reading the aggregate run a "
+                                  "micro-batch at most this often (processing time)")
 
     @model_validator(mode="after")
     def _names(self) -> "AggregateTransform":

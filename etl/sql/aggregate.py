@@ -6,7 +6,8 @@ Aggregates and HAVING as in a windowed GROUP BY (etl.sql.window). The aggregate'
 updates of their key; its flag columns (`_update`, `_retract` with HAVING) are hidden from `*`
 and from INSERT's column mapping (Rel.flags): an INSERT into a sink that upserts by a key (a db
 or es table with a PRIMARY KEY, kafka with a key) drops them, any other sink gets them after the
-table's declared columns, as a changelog.
+table's declared columns, as a changelog. `EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK` on it (or on an INSERT
+reading a view of it) is the aggregate's `every`: at most one update row per key every n.
 """
 
 from __future__ import annotations
@@ -34,15 +35,23 @@ def no_updates(b: Any, rel: Rel, node: exp.Expression | None, what: str) -> None
                         "supported", pos(b, node), "window or join the input first, then aggregate", "E011")
 
 
+def emit_every(emit: dict) -> str:
+    """EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK on a GROUP BY without a window -> the aggregate's `every`: at most
+    one update row per key every n (rsqldb's EMIT on a non-window aggregate: how often updated rows go out)."""
+    if "late_span" in emit:
+        raise SqlSyntax("EMIT ... AFTER WATERMARK on a GROUP BY without a window: no window closes, so no row of it "
+                        "is ever final and there is nothing to update after the watermark", emit["late_span"],
+                        "write EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK: at most one update row per key every n",
+                        "E011")
+    return str(emit["early"])
+
+
 def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
                       emit: dict | None) -> Rel:
     from etl.sql.window import _replace
 
     b = qc.b
     no_updates(b, rel, q.args.get("group") or q, "GROUP BY")
-    if emit:
-        raise SqlSyntax("EMIT applies to a windowed GROUP BY: a GROUP BY without a window writes an update per "
-                        "changed key after each micro-batch", emit["span"], "remove EMIT", "E011")
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
     rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
     keys: list[str] = []
@@ -64,8 +73,12 @@ def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, o
     spec["aggregates"] = aggs
     if cond is not None:
         spec["having"] = cond.sql(dialect="spark")
+    if emit:
+        spec["every"] = emit_every(emit)
     spec["id"] = aid = b.new_id(f"{base}_aggregate")
     i = b.add_transform(spec, pos(b, q.args.get("group") or q))
+    if emit:
+        b.smap.put(("transforms", i, "every"), emit["span"])
     if having is not None:
         b.note_expr(("transforms", i, "having"), [having])
     flags = ("_update", "_retract") if having is not None else ("_update",)

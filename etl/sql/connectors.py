@@ -3,8 +3,10 @@
 Keys are read as rsqldb and Flink spell them, case-insensitively: `type` or
 `connector` picks the family (rocketmq, kafka, file, print, db/rds/mysql/jdbc,
 es/elasticsearch, generator). A key that is a field of the etl spec itself
-(`batch_size`, `starting`, ...) is passed through as written. Any other key is
-reported at its position with the closest known key.
+(`batch_size`, `starting`, ...) is passed through as written; a sink's buffering, flush and retry keys
+(Flink's `sink.buffer-flush.*`, `sink.bulk-flush.*`, `sink.max-retries`, Blink's `batchSize` ...) map onto
+its spec's settings (etl.sql.sink_options). Any other key is reported at its position with the closest
+known key.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Callable
 
 from etl.diagnostics import Report, Span, did_you_mean
 from etl.sql.ddl import Option, Table
+from etl.sql.sink_options import sink_settings
 
 FAMILIES = {
     "rocketmq": "rocketmq", "rocketmq-x": "rocketmq", "metaq": "rocketmq",
@@ -344,6 +347,8 @@ def map_table(table: Table, role: str, report: Report) -> Mapped | None:
     m = Mapped(family, {"type": family}, {"type": (opt.key_span, opt.value_span)})
     o = Opts(table, family, "sink" if role == "sink" else role, report)
     MAPPERS[family](o, m)
+    if kind == "sink":
+        sink_settings(o, m)
     if family == "file" and role == "dim":
         m.spec["static"] = True
     spec_fields = _spec_keys(entry.spec)

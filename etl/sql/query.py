@@ -133,7 +133,8 @@ class QueryCompiler:
         return out
 
     def _emit_upstream(self, rel: Rel, emit: dict) -> None:
-        """EMIT on a query over a windowed view (rsqldb writes it so): the window it reads emits early."""
+        """EMIT on a query over a windowed view (rsqldb writes it so): the window it reads emits early (a continuous
+        aggregate's view: its `every`)."""
         by_id = {t["id"]: (i, t) for i, t in enumerate(self.b.transforms)}
         nid = rel.id
         while nid in by_id:
@@ -144,10 +145,16 @@ class QueryCompiler:
                 t["emit"] = emit_spec(self.b, emit)
                 self.b.smap.put(("transforms", i, "emit"), emit["span"])
                 return
+            if t["type"] == "aggregate":  # a GROUP BY without a window: how often a key's updated row goes out
+                from etl.sql.aggregate import emit_every
+
+                t["every"] = emit_every(emit)
+                self.b.smap.put(("transforms", i, "every"), emit["span"])
+                return
             if len(t.get("inputs", ())) != 1:
                 break
             nid = t["inputs"][0]
-        raise SqlSyntax("EMIT applies to a windowed GROUP BY (in this query or the view it reads)", emit["span"],
+        raise SqlSyntax("EMIT applies to a GROUP BY (in this query or the view it reads)", emit["span"],
                         code="E011")
 
     def _from(self, src: exp.Expression, scope: Scope, base: str) -> tuple[Rel, Any]:

@@ -45,6 +45,22 @@ def chars(s: str) -> Iterator[tuple[str]]:
         raise KeyError(s)
     for ch in s:
         yield (ch,)
+
+
+def tally(s: str) -> int:
+    return "many" if s == "boom" else len(s)  # a str where a bigint is declared
+
+
+def label(s: str) -> str:
+    return {"s": s} if s == "ab" else s  # a dict where a string is declared
+
+
+def pairs(s: str):
+    for i, ch in enumerate(s):
+        if s == "ab":
+            yield ch, i, "extra"  # three values for two columns
+        else:
+            yield ch, "x" if s == "bang" else i  # a str for the int column
 '''
 
 PIPELINE = '''\
@@ -56,6 +72,9 @@ functions:
     callable: "udfs:chars"
   - name: fragile
     callable: "udfs:fragile"
+  - {name: tally, callable: "udfs:tally"}
+  - {name: label, callable: "udfs:label"}
+  - {name: pairs, callable: "udfs:pairs", kind: table, returns: "c string, i int"}
 sources:
   - {id: src, type: file, path: in, schema: {s: string, g: string, n: bigint, ts: timestamp},
      event_time: {field: ts, watermark: 0s}}
@@ -79,10 +98,24 @@ transforms:
     size: 1m
     group_by: [g]
     aggregates: [{fn: fragile, field: n, as: spread}]
+  - id: typed
+    type: derive
+    inputs: [src]
+    columns: {k: "tally(s)", l: "label(s)"}
+  - id: pr
+    type: derive
+    inputs: [src]
+    columns: {ps: "pairs(s)"}
+  - id: prs
+    type: select
+    inputs: [pr]
+    fields: [s, "INLINE(ps) AS (c, i)"]
 sinks:
   - {id: out, type: file, path: o1, inputs: [loud]}
   - {id: out2, type: file, path: o2, inputs: [each]}
   - {id: out3, type: file, path: o3, inputs: [w]}
+  - {id: out4, type: file, path: o4, inputs: [typed]}
+  - {id: out5, type: file, path: o5, inputs: [prs]}
 '''
 
 
@@ -100,20 +133,34 @@ def test_a_function_raising_on_a_row_sends_that_row_to_dead_letters(spark, tmp_p
             {"s": "bang", "g": "b", "n": -1, "ts": "2026-01-10T09:00:03Z"},
             {"s": "", "g": "c", "n": 2, "ts": "2026-01-10T09:05:00Z"}]  # moves the watermark past 09:01
     res = run_case(c.plan, TestCase(name="raising", inputs={"src": rows}), spark)
+    assert set(res.captured) == {"out", "out2", "out3", "out4", "out5", "dead_letter"}, res.message
     got = {k: sorted(tuple(map(str, r.values())) for r in v) for k, v in res.captured.items() if k != "dead_letter"}
     assert got["out3"] == [("a", "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00", "4.0")]
-    got = {k: sorted(tuple(r[c] for c in ("s", "t", "ch") if c in r) for r in v) for k, v in res.captured.items()
-           if k in ("out", "out2")}
+    got = {k: sorted(tuple(r[c] for c in ("s", "t", "ch", "k", "l", "c", "i") if c in r) for r in v)
+           for k, v in res.captured.items() if k in ("out", "out2", "out4", "out5")}
     assert got == {"out": [("", ""), ("ab", "AB"), ("bang", "BANG")],
-                   "out2": [("ab", "a"), ("ab", "b"), ("boom", "b"), ("boom", "m"), ("boom", "o"), ("boom", "o")]}
+                   "out2": [("ab", "a"), ("ab", "b"), ("boom", "b"), ("boom", "m"), ("boom", "o"), ("boom", "o")],
+                   "out4": [("", 0, ""), ("bang", 4, "bang")],  # wrongly typed returns: dead letters below
+                   "out5": [("boom", "b", 0), ("boom", "m", 3), ("boom", "o", 1), ("boom", "o", 2)]}
     dead = sorted((d["stage"], d["reason"], json.loads(d["payload"])) for d in res.captured["dead_letter"])
     p = {"g": "b", "n": -1, "ts": "2026-01-10T09:00:03.000Z"}
+    ab, boom = {"s": "ab", "g": "a", "n": 1, "ts": "2026-01-10T09:00:01.000Z"}, {"s": "boom", "g": "a", "n": 5,
+                                                                                "ts": "2026-01-10T09:00:02.000Z"}
     pos = str(tmp_path / "p.yaml")
+    raised = "USER_RAISED_EXCEPTION: python function"
     assert dead == [
-        ("loud", f"{pos}:16:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
+        ("loud", f"{pos}:19:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
                  "ValueError: cannot shout boom", {"s": "boom", "g": "a", "n": 5, "ts": "2026-01-10T09:00:02.000Z"}),
-        ("rows", f"{pos}:20:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
+        ("pr", f"{pos}:42:19: derive 'pr' column 'ps': {raised} 'pairs' failed: row 1 ('a', 0, 'extra') has 3 "
+               "value(s) where its declared columns are (c string, i int)", ab),
+        ("pr", f"{pos}:42:19: derive 'pr' column 'ps': {raised} 'pairs' failed: row 1 ('b', 'x'): column 'i' is a "
+               "str ('x') where its declared type is int", {"s": "bang", **p}),
+        ("rows", f"{pos}:23:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
                  "KeyError: 'bang'", {"s": "bang", **p}),
+        ("typed", f"{pos}:38:18: derive 'typed' column 'k': {raised} 'tally' failed: returned a str ('many') "
+                  "where its declared type is bigint", boom),
+        ("typed", f"{pos}:38:33: derive 'typed' column 'l': {raised} 'label' failed: returned a dict ({{'s': 'ab'}}) "
+                  "where its declared type is string", ab),
         ("w", "window [1768035600000, 1768035660000) ms: python function 'fragile' failed: ValueError: a negative "
               "value", {"g": "b", "window_start_ms": 1768035600000, "window_end_ms": 1768035660000}),
     ]

@@ -108,6 +108,76 @@ def test_flink_kafka_and_jdbc_options(tmp_path):
     assert dump["o"]["options"] == {"acks": "all"}
 
 
+SINK_KEYS = """\
+    CREATE TABLE src (a VARCHAR) WITH (type = 'file', path = 's.jsonl');
+    CREATE TABLE m (a VARCHAR) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://db:3306/shop', 'table-name' = 'm',
+      'username' = 'u', 'sink.buffer-flush.max-rows' = '500', 'sink.buffer-flush.interval' = '2 min',
+      'sink.max-retries' = '3', 'sink.buffer-flush.max-size' = '512kb');
+    CREATE TABLE e (a VARCHAR) WITH ('connector' = 'elasticsearch-7', 'hosts' = 'http://es:9200', 'index' = 'i',
+      'sink.bulk-flush.max-actions' = '0', 'sink.bulk-flush.max-size' = '2mb', 'sink.bulk-flush.interval' = '0',
+      'sink.bulk-flush.backoff.max-retries' = '0', 'sink.bulk-flush.backoff.delay' = '100 ms');
+    CREATE TABLE r (a VARCHAR) WITH (type = 'rds', url = 'jdbc:mysql://db:3306/shop', tableName = 'r',
+      userName = 'u', batchSize = '50', flushIntervalMs = '3000', maxRetryTimes = '2');
+    CREATE TABLE k (a VARCHAR) WITH ('connector' = 'kafka', 'topic' = 'o', 'properties.bootstrap.servers' = 'h:9092',
+      flushInterval = '1500');
+    INSERT INTO m SELECT a FROM src;
+    INSERT INTO e SELECT a FROM src;
+    INSERT INTO r SELECT a FROM src;
+    INSERT INTO k SELECT a FROM src;
+    """
+
+
+def test_sink_buffering_flush_and_retry_keys_map_onto_the_sink_spec(tmp_path):
+    """Flink's JDBC / Elasticsearch keys and Blink's batchSize, flushIntervalMs, maxRetryTimes: each onto the spec's
+    batch_size, flush_interval, max_buffer, retry (Flink's sizes are binary; '0' disables a trigger: the most)."""
+    c = _check(tmp_path, SINK_KEYS)
+    assert c.plan is not None and _codes(c) == [], [d.render() for d in c.report.sorted()]
+    got = {s.id: (s.batch_size, s.flush_interval.seconds, int(s.max_buffer), s.retry.max_attempts,
+                  s.retry.initial_backoff.seconds) for s in c.pipeline.sinks}
+    assert got == {"m": (500, 120.0, 512 * 1024, 4, 0.2),
+                   "e": (10_000_000, 365 * 86400.0, 2 * 1024**2, 1, 0.1),
+                   "r": (50, 3.0, 64 * 1000**2, 3, 0.2),
+                   "k": (1000, 1.5, 64 * 1000**2, 8, 0.2)}  # the defaults where no key sets them
+    assert _codes(_check(tmp_path, SINK_KEYS.replace("flushInterval = '1500'", "flushInterval = '1500', "
+                                                     "flush_interval = '20s'"))) == [
+        ("E104", 11, 27)]  # two keys for one setting: at the second
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("sink.buffer-flush.interval", "5 parsecs",
+     "invalid sink.buffer-flush.interval: '5 parsecs' is not a duration"),
+    ("sink.buffer-flush.interval", "400 d", "invalid sink.buffer-flush.interval: '400 d' is longer than etl takes"),
+    ("sink.buffer-flush.max-rows", "many", "invalid sink.buffer-flush.max-rows: 'many' is not a number of rows"),
+    ("sink.buffer-flush.max-rows", "20000000",
+     "invalid sink.buffer-flush.max-rows: 20000000 rows is more than etl's batch_size takes"),
+    ("sink.bulk-flush.max-size", "2 parsecs", "invalid sink.bulk-flush.max-size: '2 parsecs' is not a memory size"),
+    ("sink.max-retries", "-1", "invalid sink.max-retries: '-1' is not a number of retries"),
+    ("sink.max-retries", "1000", "invalid sink.max-retries: 1000 retries is more than etl takes"),
+    ("sink.bulk-flush.backoff.delay", "0.5s", "invalid sink.bulk-flush.backoff.delay: '0.5s' is not a duration"),
+])
+def test_a_bad_sink_setting_is_reported_at_its_value(tmp_path, key, value, message):
+    c = _check(tmp_path, f"""\
+        CREATE TABLE src (a VARCHAR) WITH (type = 'file', path = 's.jsonl');
+        CREATE TABLE m (a VARCHAR) WITH ('connector' = 'jdbc', 'url' = 'jdbc:mysql://db:3306/shop',
+          'table-name' = 'm', 'username' = 'u', '{key}' = '{value}');
+        INSERT INTO m SELECT a FROM src;
+        """)
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.sorted()] == [
+        ("E102", 3, 46 + len(key), message)]
+
+
+def test_sink_keys_are_not_source_keys(tmp_path):
+    c = _check(tmp_path, """\
+        CREATE TABLE src (a VARCHAR) WITH (type = 'file', path = 's.jsonl', 'sink.buffer-flush.max-rows' = '5',
+          batchSize = '5');
+        CREATE TABLE o (a VARCHAR) WITH (type = 'print');
+        INSERT INTO o SELECT a FROM src;
+        """)
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.sorted()] == [
+        ("E100", 1, 69, "unknown option 'sink.buffer-flush.max-rows' for a file source"),
+        ("W013", 2, 3, "option 'batchSize' has no effect in etl")]
+
+
 def test_emit_and_metadata_columns(tmp_path):
     c = _check(tmp_path, """\
         CREATE TABLE k (a VARCHAR, ts TIMESTAMP, t VARCHAR METADATA FROM 'topic', h MAP<STRING, STRING> METADATA
@@ -182,6 +252,43 @@ def test_emit_on_a_query_over_a_windowed_view(tmp_path):
     (w,) = [t for t in c.pipeline.transforms if t.type == "window"]
     assert (w.id, w.emit.early.seconds, w.aggregates[0].fn, w.aggregates[0].field) == ("v_window", 60, "count", "url")
     assert c.pipeline.sources[0].event_time.watermark.seconds == 2
+
+
+def test_emit_on_a_group_by_without_a_window_is_the_aggregates_every(tmp_path):
+    """rsqldb's EMIT on a non-window aggregate says how often updated rows go out: at most one row per key every n
+    (the aggregate's `every`), on the INSERT's own GROUP BY or on an INSERT reading a view of one."""
+    c = _check(tmp_path, """\
+        CREATE TABLE orders (customer VARCHAR, amount DOUBLE, ts TIMESTAMP) WITH (type = 'file', path = 'o.jsonl');
+        CREATE TABLE o (customer VARCHAR, n BIGINT) WITH (type = 'print');
+        CREATE TABLE o2 (customer VARCHAR, total DOUBLE) WITH (type = 'print');
+        CREATE TABLE raw (customer VARCHAR) WITH (type = 'print');
+        CREATE VIEW totals AS SELECT customer, SUM(amount) AS total FROM orders GROUP BY customer;
+        INSERT INTO o SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer
+        EMIT WITH DELAY '30' SECOND BEFORE WATERMARK;
+        INSERT INTO o2 SELECT * FROM totals EMIT WITH DELAY '2' MINUTE BEFORE WATERMARK;
+        INSERT INTO raw SELECT customer FROM orders;
+        """)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    every = {t.id: str(t.every) for t in c.pipeline.transforms if t.type == "aggregate"}
+    assert every == {"o_aggregate": "30s", "totals": "2m"}
+    from etl.physical.grouping import paced_by
+
+    # the pace of each sink's query (etl.runtime.runner's trigger): the aggregate it reads; none for the raw rows
+    assert {s: paced_by(c.plan.graph, s) for s in ("o", "o2", "raw")} == {
+        "o": (30.0, "o_aggregate"), "o2": (120.0, "totals"), "raw": None}
+    from etl.plan.explain import explain_plan
+
+    assert "    every: 30s (a micro-batch at most every 30s: a key's row at most that often)\n" in explain_plan(c.plan)
+    bad = _check(tmp_path, """\
+        CREATE TABLE orders (customer VARCHAR, ts TIMESTAMP) WITH (type = 'file', path = 'o.jsonl');
+        CREATE TABLE o (customer VARCHAR, n BIGINT) WITH (type = 'print');
+        INSERT INTO o SELECT customer, COUNT(*) AS n FROM orders GROUP BY customer
+        EMIT WITHOUT DELAY AFTER WATERMARK;
+        """)
+    assert [(d.code, d.span.line, d.span.col, d.message, d.hint) for d in bad.report.sorted()] == [
+        ("E011", 4, 6, "EMIT ... AFTER WATERMARK on a GROUP BY without a window: no window closes, so no row of it "
+                       "is ever final and there is nothing to update after the watermark",
+         "write EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK: at most one update row per key every n")]
 
 
 @pytest.mark.parametrize("lateness, emit, expected", [

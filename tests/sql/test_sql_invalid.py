@@ -29,7 +29,7 @@ EXPECTED = {
     'empty_script': [('E101', 1, 1)],
     'emit_after_watermark': [('E101', 6, 6)],
     'emit_bad_lateness': [('E102', 1, 40)],
-    'emit_on_continuous_aggregate': [('E011', 6, 1)],
+    'emit_on_continuous_aggregate': [('E011', 6, 46)],
     'emit_without_delay_before': [('E011', 6, 6)],
     'emit_without_window': [('E011', 6, 1)],
     'env_unset': [('E004', 3, 42)],

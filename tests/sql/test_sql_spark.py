@@ -150,6 +150,58 @@ def test_continuous_aggregate_having_retracts_and_a_global_group(spark):
     assert rows["everything"] == [(3, 3, False), (4, 8, True), (5, 8, True)]
 
 
+EVERY = """\
+CREATE TABLE src (k VARCHAR, v INT, ts TIMESTAMP) WITH (type = 'file', path = 'in');
+CREATE TABLE o (k VARCHAR, n BIGINT, total BIGINT) WITH (type = 'file', path = 'o');
+INSERT INTO o SELECT k, COUNT(*) AS n, SUM(v) AS total FROM src GROUP BY k
+EMIT WITH DELAY '3' SECOND BEFORE WATERMARK;
+"""
+
+
+@pytest.mark.spark
+def test_continuous_aggregate_emits_a_key_at_most_every_n(spark, tmp_path):
+    """EMIT on a GROUP BY without a window (the aggregate's `every: 3s`): the query reading it runs a micro-batch
+    every 3 s instead of the (test's) 100 ms, so two arrivals within those 3 s are one micro-batch and a gets one
+    row for both, with its latest values; over three micro-batches, exact rows."""
+    from etl.runtime import memory
+    from etl.runtime.testing import _CaseRun
+    from etl.spec import TestCase
+
+    (tmp_path / "job.sql").write_text(EVERY)
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    assert [(t.type, str(t.every)) for t in c.pipeline.transforms] == [("aggregate", "3s")]
+    ts = "2026-01-10T09:00:00Z"
+    steps = TestCase(name="every", batches=[
+        {"inputs": {"src": [{"k": "a", "v": 1, "ts": ts}, {"k": "b", "v": 10, "ts": ts}]}},
+        {"inputs": {"src": [{"k": "a", "v": 2, "ts": ts}]}},
+        {"inputs": {"src": [{"k": "a", "v": 4, "ts": ts}, {"k": "c", "v": 5, "ts": ts}]}},
+        {"inputs": {"src": [{"k": "b", "v": 1, "ts": ts}]}},
+    ]).steps()
+    captured: dict[str, list[dict]] = {}
+    run = _CaseRun(c.plan, spark, str(tmp_path / "run"), captured, steps)
+    run.start()
+    try:
+        run.feed(0, steps[0])
+        # batches 1 and 2 arrive together, right after a micro-batch: the next one, 3 s later, reads both
+        memory.write_feed(run.feed_dir, 1, {"src": (steps[1].inputs["src"], run.ddl["src"])})
+        run.feed(2, steps[2])
+        run.feed(3, steps[3])
+        (stream,) = run.runner.streams
+        stamps = [p["timestamp"] for p in stream.recentProgress if p["numInputRows"]]
+    finally:
+        run.stop()
+    assert sorted(tuple(r.values()) for r in captured["o"]) == [
+        ("a", 1, 1, False),  # micro-batch 1 (with b's first row)
+        ("a", 3, 7, True),  # micro-batch 2: a's two changes, one row (no ("a", 2, 3, True)); c's first row
+        ("b", 1, 10, False), ("b", 2, 11, True),  # micro-batch 3: b's change
+        ("c", 1, 5, False)]
+    from datetime import datetime
+
+    t = [datetime.fromisoformat(x.replace("Z", "+00:00")).timestamp() for x in stamps]
+    assert len(t) == 3 and all(b - a >= 2.9 for a, b in zip(t, t[1:])), stamps  # 3 s apart (100 ms without EMIT)
+
+
 EXPRESSIONS = """\
 CREATE TABLE src (k VARCHAR, u VARCHAR, price DOUBLE, qty INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' MINUTE)
 WITH (type = 'file', path = 'in');
