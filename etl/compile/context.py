@@ -88,6 +88,8 @@ class Caches:
     stream_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes over streaming frames
     batch_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes of the micro-batch being built
     replanned: dict[tuple, Any] = field(default_factory=dict)  # (filter, digest, demoted) -> its choices
+    # filter id -> its streaming alert rows with those of `generate: false` rules (what sigma_correlation reads)
+    sigma_alerts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

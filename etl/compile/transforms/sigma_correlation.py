@@ -8,7 +8,7 @@ passes its end). The rows of all correlations are one union:
 
     rule, rule_id, rule_title, rule_level, rule_tags   the correlation rule (as detection alerts carry theirs)
     correlation_type, group (map: group-by name -> value as text), window_start, window_end,
-    value (see etl.load.sigma_corr), rules_seen (the referenced rules with alerts in the window, sorted)
+    value (a double, see etl.load.sigma_corr), rules_seen (the referenced rules with alerts in the window, sorted)
 
 and a row leaves only when `value <op> count` holds.
 """
@@ -28,14 +28,15 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from etl.compile.windows.native import event_time_column
 
     spec = node.spec
-    df = inputs[0]
+    src = next(e.src for e in node.inputs if e.role == "input")
+    every = ctx.caches.sigma_alerts.get(src)  # with the alerts of `generate: false` rules, which the filter holds back
+    df = every if every is not None and inputs[0].isStreaming else inputs[0]
     et = spec.event_time or ctx.event_time(node)
     if et is None:
         raise CompileError(f"sigma_correlation '{node.id}' needs event time", node, code="E320",
                            hint="set `event_time: {field: ts, watermark: 30s}` on it or on its source")
     if spec.event_time is not None:
         df = with_event_time(df, node, spec.event_time)
-    src = next(e.src for e in node.inputs if e.role == "input")
     stats = ctx.graph.sigma.get(src)
     corrs = stats.correlations if stats is not None else []
     prepared, et_col = event_time_column(df, et.field, et.watermark)
@@ -78,13 +79,21 @@ def _correlation(df: Any, c: Any, et: str, slides: int, node: Node) -> Any:
         aggregates.append({"fn": "count_distinct", "field": "_field", "as": "_value"})
     elif c.kind == "temporal":
         aggregates.append({"fn": "count_distinct", "field": "rule", "as": "_value"})
+    elif c.kind in ("value_sum", "value_avg"):
+        frame = frame.withColumn("_field", _number(F.col(_ref(c.field))))
+        aggregates.append({"fn": c.kind[len("value_"):], "field": "_field", "as": "_value"})
+    elif c.kind in ("value_percentile", "value_median"):  # every number of the window: exact percentile
+        frame = frame.withColumn("_field", _number(F.col(_ref(c.field))))
+        aggregates.append({"fn": "collect_list", "field": "_field", "as": "_values"})
     else:  # temporal_ordered: the event times of each referenced rule
         for j, rid in enumerate(dict.fromkeys(c.rules)):
             frame = frame.withColumn(f"_t{j}", F.when(rule == rid, F.col(f"`{et}`")))
             aggregates.append({"fn": "collect_set", "field": f"_t{j}", "as": f"_t{j}"})
     at = SimpleNamespace(field=et, watermark=None)  # `et` is already the watermarked event-time column
     res = window_aggregate(frame, _window_spec(c, slides, group, aggregates, node), at, engine="native")
-    value = F.col("_value") if c.kind != "temporal_ordered" else _in_order(c)
+    value = (_in_order(c) if c.kind == "temporal_ordered" else
+             _percentile(F.col("_values"), c.percentile) if c.kind in ("value_percentile", "value_median")
+             else F.col("_value"))
     labels = [x for i, (label, _m) in enumerate(c.group) for x in (F.lit(label), F.col(f"_g{i}"))]
     out = res.df.select(
         F.lit(c.rule).alias("rule"), F.lit(c.sigma_id).cast("string").alias("rule_id"),
@@ -92,7 +101,7 @@ def _correlation(df: Any, c: Any, et: str, slides: int, node: Node) -> Any:
         F.array(*[F.lit(t) for t in c.tags]).cast("array<string>").alias("rule_tags"),
         F.lit(c.kind).alias("correlation_type"),
         F.create_map(*labels).cast("map<string,string>").alias("group"),
-        "window_start", "window_end", value.cast("bigint").alias("value"),
+        "window_start", "window_end", value.cast("double").alias("value"),
         F.col("_seen").cast("array<string>").alias("rules_seen"))
     return out.where(F.expr(c.condition("value")))
 
@@ -111,6 +120,25 @@ def _in_order(c: Any) -> Any:
         found.append(at)
         prev = at
     return reduce(lambda a, b: a + b, [F.when(t.isNotNull(), 1).otherwise(0) for t in found])
+
+
+def _number(col: Any) -> Any:
+    """A field read as a number: numbers as they are, text that is a number as that number, else NULL."""
+    return col.try_cast("double")
+
+
+def _percentile(values: Any, p: int | None) -> Any:
+    """The p-th percentile of the non-null numbers of `values`, exactly: linear interpolation between the closest
+    ranks (numpy's default, Spark's `percentile`); NULL when there is none."""
+    from pyspark.sql import functions as F
+
+    s = F.array_sort(F.filter(values, lambda x: x.isNotNull()))
+    n = F.size(s)
+    pos = (n - 1) * F.lit(p if p is not None else 50) / 100  # as the oracle computes it, to the last bit
+    lo = F.floor(pos).cast("int")
+    hi = F.ceil(pos).cast("int")
+    a, b = F.element_at(s, lo + 1), F.element_at(s, hi + 1)
+    return F.when(n > 0, a + (pos - lo) * (b - a))
 
 
 def _after(t: Any) -> Any:
