@@ -295,3 +295,42 @@ def resolve(entry: Any, etl_ids: dict[str, str], skipped: dict[str, str],
         op=doc.op, count=doc.count, field=field_of(doc.field) if doc.field is not None else None,
         generate=doc.generate, file=entry.file, line=entry.line, group_keys=tuple(keys), doc=doc,
         percentile=doc.percentile)
+
+
+# ------------------------------------------------------------------------------------------ reloading
+# what a running sigma_correlation's windowed state is made of, per correlation: (attribute, key path, text)
+_STATE = (("kind", ("type",), "type"), ("rules", ("rules",), "rules"), ("seconds", ("timespan",), "timespan"),
+          ("group", ("group-by",), "group-by"), ("field", ("condition", "field"), "field"),
+          ("percentile", ("condition", "percentile"), "percentile"))
+
+
+def needs_restart(old: list[Correlation], new: list[Correlation]) -> list[tuple[str, int, int, str]]:
+    """What in `new` (the correlation rules as the files are now) a running query holding `old` cannot apply:
+    (file, line, col, message) each. A changed condition, title, level, tags or `generate`, and a removed
+    correlation apply at the next micro-batch; an added correlation or a changed type, rules, timespan,
+    group-by (aliases), field or percentile changes the windowed state and needs a restart."""
+    before = {c.rule: c for c in old}
+    out = []
+    for c in new:
+        was = before.get(c.rule)
+        if was is None:
+            out.append((c.file, c.line, 1, f"Sigma correlation rule '{c.title}' ({c.rule}) is new: a correlation added "
+                        "while running needs a restart (a windowed state of its own)"))
+            continue
+        for attr, key, text in _STATE:
+            if getattr(was, attr) != getattr(c, attr):
+                line, col = c.positions_of(key)
+                shown = {"seconds": (was.timespan, c.timespan)}.get(attr, (getattr(was, attr), getattr(c, attr)))
+                out.append((c.file, line, col, f"Sigma correlation rule '{c.title}' ({c.rule}) changed its {text} "
+                            f"({_short(shown[0])} -> {_short(shown[1])}): that changes the windowed state and needs "
+                            "a restart"))
+                break
+    return out
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, tuple) and v and isinstance(v[0], tuple):  # a group: its labels
+        return "[" + ", ".join(label for label, _m in v) + "]"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return str(v)

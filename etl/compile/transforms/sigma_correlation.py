@@ -10,7 +10,9 @@ passes its end). The rows of all correlations are one union:
     correlation_type, group (map: group-by name -> value as text), window_start, window_end,
     value (a double, see etl.load.sigma_corr), rules_seen (the referenced rules with alerts in the window, sorted)
 
-and a row leaves only when `value <op> count` holds.
+and a row leaves only when `value <op> count` holds. The windows' rows (RAW) are what the query streams; the
+condition and the metadata are applied to each micro-batch (`Built.tail`), so that a changed condition, title,
+level or tags applies while the query runs (etl.compile.sigma_reload says which changes can).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from functools import reduce
 from types import SimpleNamespace
 from typing import Any
 
-from etl.compile.context import CompileContext, CompileError
+from etl.compile.context import Built, CompileContext, CompileError
 from etl.compile.watermark import with_event_time
 from etl.graph.model import Node
+
+# the rows the windows give (per correlation, group and window), before the condition and the metadata
+RAW = ("rule", "correlation_type", "group", "window_start", "window_end", "value", "rules_seen")
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
@@ -40,8 +45,36 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     stats = ctx.graph.sigma.get(src)
     corrs = stats.correlations if stats is not None else []
     prepared, et_col = event_time_column(df, et.field, et.watermark)
-    frames = [_correlation(prepared, c, et_col, spec.slides, node) for c in corrs] or [_nothing(prepared)]
-    return reduce(lambda a, b: a.unionByName(b), frames)
+    raw = reduce(lambda a, b: a.unionByName(b),
+                 [_correlation(prepared, c, et_col, spec.slides, node) for c in corrs] or [_nothing(prepared)])
+    from etl.compile.sigma_reload import correlation_set
+
+    cs = correlation_set(ctx, node)
+
+    def tail(batch: Any) -> Any:  # between micro-batches: pick up changed correlation rules (etl.compile.sigma_reload)
+        cs.refresh()
+        return _conditioned(batch, cs.current)
+
+    return Built(out=_conditioned(raw, corrs), raw=raw, tail=tail)
+
+
+def _conditioned(df: Any, corrs: list[Any]) -> Any:
+    """The rows of `df` (RAW columns) whose correlation is in `corrs` and whose condition holds, with the
+    correlation rule's metadata (CORRELATION_COLUMNS)."""
+    from pyspark.sql import functions as F
+
+    from etl.compile.transforms.filter_alerts import meta_map
+    from etl.spec.sigma import CORRELATION_COLUMNS
+
+    if not corrs:
+        return df.where(F.lit(False)).select(*[F.lit(None).cast(t).alias(n) for n, t in CORRELATION_COLUMNS.items()])
+    rule = F.col("rule")
+    holds = reduce(lambda acc, c: acc.when(rule == c.rule, F.expr(c.condition("value"))), corrs[1:],
+                   F.when(rule == corrs[0].rule, F.expr(corrs[0].condition("value"))))
+    info = F.element_at(meta_map({c.rule: (c.sigma_id, c.title, c.level, c.tags) for c in corrs}), rule)
+    return df.where(F.coalesce(holds, F.lit(False))).select(
+        "rule", info["id"].alias("rule_id"), info["title"].alias("rule_title"), info["level"].alias("rule_level"),
+        info["tags"].alias("rule_tags"), *RAW[1:])
 
 
 def _window_spec(c: Any, slides: int, group: list[str], aggregates: list[dict], node: Node) -> Any:
@@ -95,15 +128,11 @@ def _correlation(df: Any, c: Any, et: str, slides: int, node: Node) -> Any:
              _percentile(F.col("_values"), c.percentile) if c.kind in ("value_percentile", "value_median")
              else F.col("_value"))
     labels = [x for i, (label, _m) in enumerate(c.group) for x in (F.lit(label), F.col(f"_g{i}"))]
-    out = res.df.select(
-        F.lit(c.rule).alias("rule"), F.lit(c.sigma_id).cast("string").alias("rule_id"),
-        F.lit(c.title).alias("rule_title"), F.lit(c.level).cast("string").alias("rule_level"),
-        F.array(*[F.lit(t) for t in c.tags]).cast("array<string>").alias("rule_tags"),
-        F.lit(c.kind).alias("correlation_type"),
+    return res.df.select(
+        F.lit(c.rule).alias("rule"), F.lit(c.kind).alias("correlation_type"),
         F.create_map(*labels).cast("map<string,string>").alias("group"),
         "window_start", "window_end", value.cast("double").alias("value"),
         F.col("_seen").cast("array<string>").alias("rules_seen"))
-    return out.where(F.expr(c.condition("value")))
 
 
 def _in_order(c: Any) -> Any:
@@ -146,12 +175,12 @@ def _after(t: Any) -> Any:
 
 
 def _nothing(df: Any) -> Any:
-    """No correlation rule: a stream that never has a row, with the output columns."""
+    """No correlation rule: a stream that never has a row, with the RAW columns."""
     from pyspark.sql import functions as F
 
     from etl.spec.sigma import CORRELATION_COLUMNS
 
-    return df.where(F.lit(False)).select(*[F.lit(None).cast(t).alias(n) for n, t in CORRELATION_COLUMNS.items()])
+    return df.where(F.lit(False)).select(*[F.lit(None).cast(CORRELATION_COLUMNS[n]).alias(n) for n in RAW])
 
 
 def _ref(name: str) -> str:
