@@ -7,7 +7,9 @@ micro-batch. Sinks hanging off one root share its query: its source is read
 once per micro-batch, intermediate frames read by several outputs are cached
 for the batch, and every sink commits that batch id idempotently. Each node is
 built with the engines the plan picked (`CompileContext.engine`); what was
-built is recorded (`CompileContext.executed`). Dead-letter outputs are added to
+built is recorded (`CompileContext.executed`). A root may run its last, stateless step on each
+micro-batch (`Built.tail`, e.g. sigma_correlation's condition, which a reload can change): its query streams
+`Built.raw` and the batch's root rows are `tail(batch)`. Dead-letter outputs are added to
 the query of the failing stage's root, as the builders report them. Each
 transform's rows out are observed by the one query that counts it
 (etl.compile.counts; `Query.counted`, `Batch.rows_out`).
