@@ -159,3 +159,29 @@ def test_a_stage_a_sink_splits_while_writing_counts_its_good_rows(spark, tmp_pat
     assert m[("etl_component_rows_out_total", "fields")] == 900
     assert m[("etl_component_rows_in_total", "out")] == 900
     assert m[("etl_dead_letters_total", "src")] == 100
+
+
+SIGMA = """\
+    name: counts-sigma
+    sources:
+      - {id: src, type: file, path: input, format: jsonl, schema: {i: bigint, k: string, ts: timestamp}}
+    transforms:
+      - {id: alerts, type: filter, input: src, mode: alerts, sigma: {paths: [rules]}}
+      - {id: corr, type: sigma_correlation, input: alerts, event_time: {field: ts, watermark: 1s}}
+    sinks:
+      - {id: out, type: file, input: corr, path: output, format: jsonl}
+    checkpoint: state
+"""
+
+
+def test_a_sigma_correlation_counts_the_rows_its_condition_lets_through(spark, tmp_path):
+    """Its windows stream, its condition runs on each micro-batch (Built.tail): the rows out are counted there."""
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "r.yml").write_text(
+        "title: Two Keys\nname: two_keys\nlogsource: {product: test}\ndetection:\n  sel: {k: [k0, k1]}\n"
+        "  condition: sel\n---\ntitle: Busy Key\nname: busy\ncorrelation:\n  type: event_count\n"
+        "  rules: [two_keys]\n  group-by: [k]\n  timespan: 1h\n  condition: {gte: 334}\n  generate: true\n")
+    m, run = run_once(spark, tmp_path, SIGMA, drain=True)
+    assert [(q.name, q.counted) for q in run.queries] == [("src", ()), ("corr", ("corr", "alerts"))]
+    assert m[("etl_component_rows_out_total", "alerts")] == 667  # k0: 334 events, k1: 333
+    assert m[("etl_component_rows_out_total", "corr")] == 1  # 2 windows (k0, k1) close; k0's holds (334 >= 334)

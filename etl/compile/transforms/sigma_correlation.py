@@ -34,7 +34,10 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
 
     spec = node.spec
     src = next(e.src for e in node.inputs if e.role == "input")
-    every = ctx.caches.sigma_alerts.get(src)  # with the alerts of `generate: false` rules, which the filter holds back
+    from etl.compile.rule_programs import rule_set
+
+    # the alerts of `generate: false` rules too, which the filter holds back (its output is what it emits)
+    every = ctx.caches.sigma_alerts.get(src) if rule_set(ctx, ctx.graph.node(src)).silent else None
     df = every if every is not None and inputs[0].isStreaming else inputs[0]
     et = spec.event_time or ctx.event_time(node)
     if et is None:
