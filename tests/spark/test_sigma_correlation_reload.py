@@ -1,6 +1,7 @@
 """Hot reload of a running sigma_correlation: a changed condition applies to the windows that close after
 it; a change of the windowed state (the timespan) is rejected with one W342 line naming its place, and the
-previous correlation rules stay in force."""
+previous correlation rules stay in force; a changed `generate` changes the filter's alert output (the filter
+runs on the micro-batches of its own sink's query)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ PIPELINE = """
     transforms:
       - {id: alerts, type: filter, input: src, mode: alerts, sigma: {paths: [rules]}}
       - {id: corr, type: sigma_correlation, input: alerts}
-    sinks: [{id: out, type: file, input: corr, path: out}]
+    sinks:
+      - {id: out, type: file, input: corr, path: out}
+      - {id: alerts_out, type: file, input: alerts, path: alerts}
 """
 
 RULES = """\
@@ -49,22 +52,31 @@ correlation:
     group-by: [User]
     timespan: TIMESPAN
     condition: {gte: COUNT}
+    generate: GENERATE
 level: high
 """
 
 
 class Rows(CaptureSink):
-    def __init__(self, spec: Any, ctx: Any, rows: list):
+    """Rows per sink ({sink id: [row]}) and the micro-batches each sink wrote ({sink id + '#': [batch id]})."""
+
+    def __init__(self, spec: Any, ctx: Any, rows: dict):
         super().__init__(spec, ctx, [])
-        self.got = rows
+        self.got = rows.setdefault(spec.id, [])
+        self.seen = rows.setdefault(spec.id + "#", [])
+
+    def write_batch(self, df: Any, batch_id: int) -> Any:
+        self.seen.append(batch_id)
+        return super().write_batch(df, batch_id)
 
     def batch_insert(self, rows: Any) -> None:
         self.got.extend(rows.to_pylist())
 
 
-def _rules(tmp_path: Path, timespan: str, count: int) -> None:
+def _rules(tmp_path: Path, timespan: str, count: int, generate: bool = False) -> None:
     tmp = tmp_path / ".rules.tmp"
-    tmp.write_text(RULES.replace("TIMESPAN", timespan).replace("COUNT", str(count)))
+    tmp.write_text(RULES.replace("TIMESPAN", timespan).replace("COUNT", str(count))
+                   .replace("GENERATE", str(generate).lower()))
     os.replace(tmp, tmp_path / "rules" / "logons.yml")
 
 
@@ -76,9 +88,9 @@ def _put(tmp_path: Path, n: int, events: list[tuple[int, int, str]]) -> None:
     os.replace(tmp, tmp_path / "in" / f"part-{n:03d}.jsonl")
 
 
-def _wait(rows: list, n: int, run: PipelineRun, timeout: float = 120) -> None:
+def _wait(rows: dict, key: str, n: int, run: PipelineRun, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
-    while len(rows) < n:
+    while len(rows.get(key, ())) < n:
         if any(not s.isActive for s in run.streams):
             raise AssertionError(f"query stopped: {[s.exception() for s in run.streams]}")
         assert time.monotonic() < deadline, f"only {rows} after {timeout} s"
@@ -94,7 +106,7 @@ def test_a_changed_threshold_applies_and_a_changed_timespan_is_rejected(spark, t
     p.write_text(textwrap.dedent(PIPELINE))
     c = check_file(p, programs=True)
     assert c.plan is not None, [d.render() for d in c.report.diagnostics]
-    rows: list = []
+    rows: dict = {}
     run = PipelineRun(c.plan, spark, RunOptions(checkpoint=str(tmp_path / "ck"), progress="none",
                                                 sink_factory=lambda out, spec, ctx: Rows(spec, ctx, rows),
                                                 echo=lambda s: None))
@@ -104,25 +116,30 @@ def test_a_changed_threshold_applies_and_a_changed_timespan_is_rejected(spark, t
         _put(tmp_path, 1, [(5, 4625, "alice"), (10, 4625, "alice"), (20, 4625, "alice"), (30, 4625, "bob"),
                            (40, 4625, "bob")])
         _put(tmp_path, 2, [(90, 1, "nobody")])
-        _wait(rows, 1, run)
-        _rules(tmp_path, "1m", 2)  # the threshold: applies to the windows closing from now on
+        _wait(rows, "out", 1, run)
+        _wait(rows, "alerts_out#", 2, run)  # the filter's own query read both files (no alert: generate false)
+        _rules(tmp_path, "1m", 2, True)  # the threshold applies to the windows closing from now on; generate too
         _put(tmp_path, 3, [(125, 4625, "carol"), (130, 4625, "carol"), (140, 4625, "dave")])
         _put(tmp_path, 4, [(200, 1, "nobody")])
-        _wait(rows, 2, run)
-        _rules(tmp_path, "5m", 2)  # the timespan: a new windowed state, rejected; 1m windows and gte 2 stay
+        _wait(rows, "out", 2, run)
+        _rules(tmp_path, "5m", 2, True)  # the timespan: a new windowed state, rejected; 1m windows and gte 2 stay
         _put(tmp_path, 5, [(245, 4625, "erin"), (250, 4625, "erin")])
         _put(tmp_path, 6, [(330, 1, "nobody")])
-        _wait(rows, 3, run)
+        _wait(rows, "out", 3, run)
+        _wait(rows, "alerts_out", 5, run)
     finally:
         run.request_stop()
         run.wait()
     got = [(r["rule"], r["rule_level"], dict(r["group"]), canon(r["window_start"]), canon(r["window_end"]),
-            r["value"]) for r in rows]
+            r["value"]) for r in rows["out"]]
     assert got == [
         ("brute_force", "high", {"User": "alice"}, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 3.0),
         ("brute_force", "high", {"User": "carol"}, "2026-01-01T00:02:00Z", "2026-01-01T00:03:00Z", 2.0),
         ("brute_force", "high", {"User": "erin"}, "2026-01-01T00:04:00Z", "2026-01-01T00:05:00Z", 2.0),
     ]
+    assert sorted((r["User"], canon(r["ts"])) for r in rows["alerts_out"]) == [
+        ("carol", "2026-01-01T00:02:05Z"), ("carol", "2026-01-01T00:02:10Z"), ("dave", "2026-01-01T00:02:20Z"),
+        ("erin", "2026-01-01T00:04:05Z"), ("erin", "2026-01-01T00:04:10Z")]
     rejected = [r.getMessage() for r in caplog.records if "W342" in r.getMessage()]
     assert rejected == [
         f"sigma_correlation 'corr': {tmp_path}/rules/logons.yml:15:5: W342 Sigma correlation rule 'Brute Force' "
