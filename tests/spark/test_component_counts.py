@@ -175,13 +175,21 @@ SIGMA = """\
 
 
 def test_a_sigma_correlation_counts_the_rows_its_condition_lets_through(spark, tmp_path):
-    """Its windows stream, its condition runs on each micro-batch (Built.tail): the rows out are counted there."""
+    """Its windows stream, its condition runs on each micro-batch (Built.tail): the rows out are counted there;
+    its filter's rows out are the alerts it emits (not those of rules only `generate: false` correlations
+    reference, which the correlation reads all the same)."""
     (tmp_path / "rules").mkdir()
     (tmp_path / "rules" / "r.yml").write_text(
-        "title: Two Keys\nname: two_keys\nlogsource: {product: test}\ndetection:\n  sel: {k: [k0, k1]}\n"
-        "  condition: sel\n---\ntitle: Busy Key\nname: busy\ncorrelation:\n  type: event_count\n"
-        "  rules: [two_keys]\n  group-by: [k]\n  timespan: 1h\n  condition: {gte: 334}\n  generate: true\n")
+        "title: Zeros\nname: zeros\nlogsource: {product: test}\ndetection:\n  sel: {k: k0}\n  condition: sel\n"
+        "---\ntitle: Ones\nname: ones\nlogsource: {product: test}\ndetection:\n  sel: {k: k1}\n  condition: sel\n"
+        "---\ntitle: Busy Key\nname: busy\ncorrelation:\n  type: event_count\n  rules: [zeros, ones]\n"
+        "  group-by: [k]\n  timespan: 1h\n  condition: {gte: 334}\n---\ntitle: Any Ones\nname: any_ones\n"
+        "correlation:\n  type: event_count\n  rules: [ones]\n  timespan: 1h\n  condition: {gte: 1}\n"
+        "  generate: true\n")
     m, run = run_once(spark, tmp_path, SIGMA, drain=True)
     assert [(q.name, q.counted) for q in run.queries] == [("src", ()), ("corr", ("corr", "alerts"))]
-    assert m[("etl_component_rows_out_total", "alerts")] == 667  # k0: 334 events, k1: 333
-    assert m[("etl_component_rows_out_total", "corr")] == 1  # 2 windows (k0, k1) close; k0's holds (334 >= 334)
+    # zeros (k0: 334 alerts) feeds the correlations only (generate: false); ones (k1: 333) is emitted too
+    assert m[("etl_component_rows_out_total", "alerts")] == 333
+    assert m[("etl_component_rows_in_total", "corr")] == 333  # what the filter emits (its output's rows)
+    # busy: k0 334 >= 334 holds, k1 333 does not; any_ones: 333 >= 1
+    assert m[("etl_component_rows_out_total", "corr")] == 2

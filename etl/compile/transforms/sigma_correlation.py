@@ -37,8 +37,15 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from etl.compile.rule_programs import rule_set
 
     # the alerts of `generate: false` rules too, which the filter holds back (its output is what it emits)
-    every = ctx.caches.sigma_alerts.get(src) if rule_set(ctx, ctx.graph.node(src)).silent else None
+    held = rule_set(ctx, ctx.graph.node(src)).silent
+    every = ctx.caches.sigma_alerts.get(src) if held else None
     df = every if every is not None and inputs[0].isStreaming else inputs[0]
+    if df is every and ctx.physical_plan().target.component_counts:  # the filter's rows out: what it emits
+        from pyspark.sql import functions as F
+
+        from etl.compile.counts import metric_name
+
+        df = df.observe(metric_name(src), F.count_if(~F.col("rule").isin(*sorted(held))).alias("rows"))
     et = spec.event_time or ctx.event_time(node)
     if et is None:
         raise CompileError(f"sigma_correlation '{node.id}' needs event time", node, code="E320",
