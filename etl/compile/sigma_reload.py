@@ -11,7 +11,7 @@ changed file that cannot be read keeps its previous version) and the correlation
 * an added correlation, or one whose type, rules, timespan, group-by (aliases), field or percentile
   changed, needs a new windowed state: the whole change is rejected with one W342 line per culprit
   (`file:line:col W342 ...`, logger `etl.rules`, WARNING) and the previous rules stay in force (a restart
-  of the pipeline applies it; a changed window layout then needs a new checkpoint, as for a `window`).
+  of the pipeline applies it, from a new checkpoint: the old windows' state does not fit the new rules).
 """
 
 from __future__ import annotations
