@@ -7,7 +7,8 @@ while the query runs. Before each micro-batch the input filter's Sigma files are
 size: etl.load.rules.rule_files_signature); on a change they are read again (etl.load.sigma.load_sigma, a
 changed file that cannot be read keeps its previous version) and the correlation rules resolved:
 
-* a changed condition, title, level, tags or `generate`, and a removed correlation apply from that batch;
+* a changed condition, title, level or tags, and a removed correlation apply from that batch (a changed
+  `generate` is accepted here; it acts on the filter's alert output, which reloads with its detection rules);
 * an added correlation, or one whose type, rules, timespan, group-by (aliases), field or percentile
   changed, needs a new windowed state: the whole change is rejected with one W342 line per culprit
   (`file:line:col W342 ...`, logger `etl.rules`, WARNING) and the previous rules stay in force (a restart
