@@ -53,6 +53,8 @@ CODES: dict[str, str] = {
     "W332": "a cluster master is named and a source, sink or checkpoint path is local",
     "W340": "Sigma rule not supported (the reason is given): the filter runs without it",
     "W341": "Sigma rule reads a field the events do not have: it never matches (left out)",
+    "W342": "changed Sigma correlation rule needs a restart of its sigma_correlation (new windowed state): "
+            "rejected, the previous correlation rules stay in force",
     "E350": "Python function's module or callable not found (or the module does not parse)",
     "E351": "Python function's signature cannot be told (no result type declared, decorated or annotated; untyped or `*args` parameters)",
     "E352": "Python function called with the wrong number of arguments, or an argument of another declared type",

@@ -7,7 +7,9 @@ micro-batch. Sinks hanging off one root share its query: its source is read
 once per micro-batch, intermediate frames read by several outputs are cached
 for the batch, and every sink commits that batch id idempotently. Each node is
 built with the engines the plan picked (`CompileContext.engine`); what was
-built is recorded (`CompileContext.executed`). Dead-letter outputs are added to
+built is recorded (`CompileContext.executed`). A root may run its last, stateless step on each
+micro-batch (`Built.tail`, e.g. sigma_correlation's condition, which a reload can change): its query streams
+`Built.raw` and the batch's root rows are `tail(batch)`. Dead-letter outputs are added to
 the query of the failing stage's root, as the builders report them. Each
 transform's rows out are observed by the one query that counts it
 (etl.compile.counts; `Query.counted`, `Batch.rows_out`).
@@ -61,6 +63,7 @@ class Query:
     root_shared: bool = False  # the stream carries ERR/PAYLOAD (a source with dead letters)
     dead_only: bool = False  # the stream is the root's `dead_stream` (rows of its input that failed)
     counted: tuple[str, ...] = ()  # transforms whose rows out this query's batches count (etl.compile.counts)
+    tail: Any = None  # the root's last step, run on each micro-batch (Built.tail)
 
 
 class Compiler:
@@ -165,9 +168,10 @@ class Compiler:
                 merged.append(Output(DEAD_LETTER, tuple(dead)))
             built = self.stream(root)
             shared = built.shared is not None
-            stream = built.shared if shared else built.out
+            tail = built.tail if not shared and built.raw is not None else None
+            stream = built.shared if shared else built.raw if tail is not None else built.out
             nodes = list(chain(self.graph, root, [r.node for o in merged for r in o.refs]))
-            queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(root)))
+            queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(root), tail=tail))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
         return queries
@@ -187,13 +191,14 @@ class Compiler:
             built[query.root] = from_shared(batch_df, self.ctx.pipeline, query.root)
             built[query.root].base = batch_df
         else:
-            built[query.root] = Built(out=batch_df)
+            built[query.root] = Built(out=batch_df if query.tail is None else query.tail(batch_df))
         shared = self.ctx.caches.batch_shared  # passes shared by sibling rule filters (filter.py)
         shared.clear()
         # rows out of the stages this batch evaluates (etl.compile.counts); a stage only outputs read is observed
         # once the splits are known (a split write computes its shared frame, not its `out`)
         observed = counts.BatchCounts() if query.counted and not query.dead_only else None
-        per_batch = [n for n in ([query.root] if query.root_shared else []) + query.nodes if n in query.counted]
+        per_batch = [n for n in ([query.root] if query.root_shared or query.tail is not None else []) + query.nodes
+                     if n in query.counted]
         consumed = {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
         if observed is not None and query.root in per_batch and query.root in consumed:
             observed.observe(built[query.root], query.root)

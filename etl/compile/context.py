@@ -62,6 +62,11 @@ class Built:
     shared: Any = None
     base: Any = None  # the frame worth caching when several consumers read this node
     dead_stream: Any = None  # dead letters of a root's input rows (streaming): written by a query of their own
+    # a root whose last, stateless step runs on each micro-batch (it may change between batches): its query
+    # streams `raw` and `tail(batch_df)` is the root's rows of that batch; `out` is the same rows as a streaming
+    # frame (with the step as it was when compiled), for streaming consumers
+    raw: Any = None
+    tail: Any = None
 
     def output(self, label: str | None = None) -> Any:
         if label is None:
@@ -88,6 +93,9 @@ class Caches:
     stream_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes over streaming frames
     batch_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes of the micro-batch being built
     replanned: dict[tuple, Any] = field(default_factory=dict)  # (filter, digest, demoted) -> its choices
+    # filter id -> its streaming alert rows with those of `generate: false` rules (what sigma_correlation reads)
+    sigma_alerts: dict[str, Any] = field(default_factory=dict)
+    correlation_sets: dict[str, Any] = field(default_factory=dict)  # sigma_correlation id -> CorrelationSet
 
 
 @dataclass

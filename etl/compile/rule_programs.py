@@ -77,14 +77,19 @@ class RuleSet:
         self.history: list[str] = []  # what happened at each reload (for progress output and tests)
         self.signature = self._signature() if self.reload else ()
         self.meta: dict[str, tuple] = {}  # rule id -> (id, title, level, tags): tag details, alerts
+        self.silent: frozenset[str] = frozenset()  # rules only `generate: false` correlations reference
+        self._silent_next: frozenset[str] = frozenset()  # ... as the files being reloaded say
         self.program = self._initial_program()  # may replace the signature by the plan's
 
     # ------------------------------------------------------------ programs
     def _initial_program(self) -> Any:
         from etl.compile.transforms.filter_alerts import rule_meta
+        from etl.load.sigma_corr import silent
 
         loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
         self.meta = rule_meta(loaded if loaded is not None else self.node.spec.rules or ())
+        stats = (getattr(self.graph, "sigma", None) or {}).get(self.node.id)
+        self.silent = silent(stats.correlations) if stats is not None else frozenset()
         plan = self.ctx.plan
         if plan is not None:
             step = next((s for s in plan.steps if s.node_id == self.node.id), None)
@@ -167,6 +172,7 @@ class RuleSet:
             from etl.compile.transforms.filter_alerts import rule_meta
 
             self.meta = rule_meta(rules)
+            self.silent = self._silent_next
             return program, []
         except opt.RuleCompileError as e:
             origin = e.origin
@@ -179,10 +185,13 @@ class RuleSet:
 def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
     """The filter's Sigma rules as the files are now, less those reading columns its input does not have
     (as `etl validate` leaves them out, W341); their warnings are logged."""
-    from etl.load.sigma import load_sigma
+    from etl.load.sigma import SigmaStats, load_sigma
+    from etl.load.sigma_corr import silent
 
     spec = rs.node.spec
-    loaded = load_sigma(spec.sigma, lambda *k: rs.node.span, rs.base_dir, report, taken, reload=True)
+    stats = SigmaStats()
+    loaded = load_sigma(spec.sigma, lambda *k: rs.node.span, rs.base_dir, report, taken, stats, reload=True)
+    rs._silent_next = silent(stats.correlations)
     for d in report.diagnostics:
         if not d.is_error:
             log.warning("filter '%s': %s", rs.node.id, d.render())

@@ -14,8 +14,12 @@ the epoch (tumbling; `slides: k` makes them sliding, starting every timespan/k);
 per (group, window) a value: event_count the alert rows of the referenced
 rules, value_count the distinct non-null values of `field`, temporal the
 number of distinct referenced rules seen, temporal_ordered the length of the
-longest prefix of the rule list matched at strictly increasing event times;
-an alert when `value <op> count`.
+longest prefix of the rule list matched at strictly increasing event times,
+value_sum / value_avg the sum / mean of `field` read as a number (rows where it
+is none are left out), value_percentile the `percentile`-th percentile of those
+numbers (exact, linear interpolation between the closest ranks, as numpy's
+default and Spark's `percentile`), value_median the 50th; an alert when
+`value <op> count` (never when the value is NULL: no number in the window).
 """
 
 from __future__ import annotations
@@ -24,10 +28,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-SUPPORTED = ("event_count", "value_count", "temporal", "temporal_ordered")
+SUPPORTED = ("event_count", "value_count", "temporal", "temporal_ordered", "value_sum", "value_avg",
+             "value_percentile", "value_median")
+NUMERIC = ("value_sum", "value_avg", "value_percentile", "value_median")  # over `field` read as a number
 OPS = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "eq": "=", "neq": "!="}
 VALUE = {"event_count": "count of alert rows", "value_count": "distinct values of {field}",
-         "temporal": "distinct rules seen", "temporal_ordered": "rules seen in order"}
+         "temporal": "distinct rules seen", "temporal_ordered": "rules seen in order",
+         "value_sum": "sum of {field}", "value_avg": "mean of {field}",
+         "value_percentile": "{percentile}th percentile of {field} (exact)", "value_median": "median of {field} (exact)"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class CorrelationDoc:
     positions: tuple[tuple[tuple, int, int], ...]  # (key path inside `correlation:`, line, col)
     unsupported: str | None = None  # why etl cannot run it
     unsupported_key: tuple = ()
+    percentile: int | None = None  # value_percentile (value_median: 50)
 
     def at(self, key: tuple, default: tuple[int, int]) -> tuple[int, int]:
         """Line and column of `key` (e.g. ("rules", 1)), else of its parent, else `default`."""
@@ -73,12 +82,13 @@ class Correlation:
     group: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]  # (label, ((etl rule id, event column), ...))
     op: str
     count: float
-    field: str | None  # value_count: the event column
+    field: str | None  # value_count and the numeric types: the event column
     generate: bool
     file: str
     line: int
     group_keys: tuple[tuple, ...] = ()  # key path of each group label in the document (for positions)
     doc: CorrelationDoc | None = None
+    percentile: int | None = None  # value_percentile, value_median (50)
 
     def positions_of(self, key: tuple) -> tuple[int, int]:
         return self.doc.at(key, (self.line, 1)) if self.doc is not None else (self.line, 1)
@@ -104,7 +114,17 @@ class Correlation:
         order = " -> " if self.kind == "temporal_ordered" else ", "
         return (f"{self.rule} ({self.kind}, level {self.level or 'none'}): rules {order.join(self.rules)}; "
                 f"{self.window_text(slides)}" + (f" by {group}" if group else "")
-                + f"; value = {VALUE[self.kind].format(field=self.field)}; alert when {self.condition()}")
+                + f"; value = {VALUE[self.kind].format(field=self.field, percentile=self.percentile)}; alert when "
+                f"{self.condition()}" + ("; generate: true (its rules' alerts leave the filter too)"
+                                         if self.generate else ""))
+
+
+def silent(correlations: Any) -> frozenset[str]:
+    """Rules referenced by correlation rules none of which says `generate: true`: they emit no alert of their own
+    (Sigma's default), they only feed the correlations."""
+    cs = list(correlations)
+    referenced = {r for c in cs for r in c.rules}
+    return frozenset(referenced - {r for c in cs if c.generate for r in c.rules})
 
 
 def _group_text(label: str, mapping: tuple[tuple[str, str], ...]) -> str:
@@ -202,7 +222,8 @@ def read_correlation(d: dict, lines: list[str], offset: int, title_line: int
         timespan=rule.timespan.spec, seconds=int(rule.timespan.seconds), group_by=tuple(rule.group_by or ()),
         aliases=tuple((a.alias, tuple((ref.reference, f) for ref, f in a.mapping.items())) for a in rule.aliases),
         op=cond.op.name.lower() if simple else "", count=cond.count if simple else 0,
-        field=field if isinstance(field, str) else None, generate=bool(rule.generate), positions=positions)
+        field=field if isinstance(field, str) else None, generate=bool(rule.generate), positions=positions,
+        percentile=50 if rule.type.name == "VALUE_MEDIAN" else (cond.percentile if simple else None))
     why, key = _unsupported(doc, simple, field)
     if why is not None:
         doc = CorrelationDoc(**{**doc.__dict__, "unsupported": why, "unsupported_key": key})
@@ -215,8 +236,11 @@ def _unsupported(doc: CorrelationDoc, simple: bool, field: Any) -> tuple[str | N
     if not simple:
         return "an extended (boolean) correlation condition is not supported: only gt, gte, lt, lte, eq, neq " \
                "with a count", ("condition",)
-    if doc.kind == "value_count" and not isinstance(field, str):
-        return "value_count over several fields is not supported: one `field`", ("condition", "field")
+    if doc.kind in ("value_count",) + NUMERIC and not isinstance(field, str):
+        return f"{doc.kind} needs one `field` in its condition", ("condition", "field")
+    if doc.kind == "value_percentile" and (doc.percentile is None or not 0 <= doc.percentile <= 100):
+        return ("value_percentile needs a `percentile` from 0 to 100 in its condition (e.g. percentile: 95)",
+                ("condition", "percentile") if doc.percentile is not None else ("condition",))
     if not doc.rules:
         return "a correlation without `rules` is not supported", ("rules",)
     return None, ()
@@ -269,4 +293,44 @@ def resolve(entry: Any, etl_ids: dict[str, str], skipped: dict[str, str],
         rule=rule_id, sigma_id=entry.sigma_id, title=entry.title, level=entry.level, tags=entry.tags,
         kind=doc.kind, rules=tuple(ids), timespan=doc.timespan, seconds=doc.seconds, group=tuple(group),
         op=doc.op, count=doc.count, field=field_of(doc.field) if doc.field is not None else None,
-        generate=doc.generate, file=entry.file, line=entry.line, group_keys=tuple(keys), doc=doc)
+        generate=doc.generate, file=entry.file, line=entry.line, group_keys=tuple(keys), doc=doc,
+        percentile=doc.percentile)
+
+
+# ------------------------------------------------------------------------------------------ reloading
+# what a running sigma_correlation's windowed state is made of, per correlation: (attribute, key path, text)
+_STATE = (("kind", ("type",), "type"), ("rules", ("rules",), "rules"), ("seconds", ("timespan",), "timespan"),
+          ("group", ("group-by",), "group-by"), ("field", ("condition", "field"), "field"),
+          ("percentile", ("condition", "percentile"), "percentile"))
+
+
+def needs_restart(old: list[Correlation], new: list[Correlation]) -> list[tuple[str, int, int, str]]:
+    """What in `new` (the correlation rules as the files are now) a running query holding `old` cannot apply:
+    (file, line, col, message) each. A changed condition, title, level, tags or `generate`, and a removed
+    correlation apply at the next micro-batch; an added correlation or a changed type, rules, timespan,
+    group-by (aliases), field or percentile changes the windowed state and needs a restart."""
+    before = {c.rule: c for c in old}
+    out = []
+    for c in new:
+        was = before.get(c.rule)
+        if was is None:
+            out.append((c.file, c.line, 1, f"Sigma correlation rule '{c.title}' ({c.rule}) is new: a correlation added "
+                        "while running needs a restart (a windowed state of its own)"))
+            continue
+        for attr, key, text in _STATE:
+            if getattr(was, attr) != getattr(c, attr):
+                line, col = c.positions_of(key)
+                shown = {"seconds": (was.timespan, c.timespan)}.get(attr, (getattr(was, attr), getattr(c, attr)))
+                out.append((c.file, line, col, f"Sigma correlation rule '{c.title}' ({c.rule}) changed its {text} "
+                            f"({_short(shown[0])} -> {_short(shown[1])}): that changes the windowed state and needs "
+                            "a restart"))
+                break
+    return out
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, tuple) and v and isinstance(v[0], tuple):  # a group: its labels
+        return "[" + ", ".join(label for label, _m in v) + "]"
+    if isinstance(v, tuple):
+        return "[" + ", ".join(map(str, v)) + "]"
+    return str(v)

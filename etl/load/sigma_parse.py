@@ -31,7 +31,7 @@ from typing import Any
 
 MULTI = ("*",)  # wildcards are tuples: a literal "*" of the text stays a str
 SINGLE = ("?",)
-_VERSION = b"sigma-entries-2"
+_VERSION = b"sigma-entries-3"  # 3: correlation percentile, value_* types
 
 
 def _modifier_aliases() -> None:

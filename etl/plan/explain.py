@@ -63,6 +63,12 @@ def _rules(plan: Plan, node: Any) -> list[str]:
                                      if files else " (inline)" if sigma is None else "")]
     if sigma is not None:
         out.append(sigma.text())
+        from etl.load.sigma_corr import silent
+
+        held = sorted(silent(sigma.correlations))
+        if held and node.spec.mode in ("tag", "alerts"):
+            out.append(f"alerts of {', '.join(held)}: correlation input only, not emitted (no correlation rule "
+                       "referencing them says `generate: true`)")
     step = next((st for st in plan.steps if st.node_id == node.id), None)
     text = getattr(step, "explain", None) if step is not None else None
     if text:

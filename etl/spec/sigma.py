@@ -45,7 +45,7 @@ class SigmaSpec(Model):
 
 # output of a sigma_correlation transform: one row per (correlation rule, group, window) whose condition holds
 CORRELATION_COLUMNS = {**ALERT_COLUMNS, "correlation_type": "string", "group": "map<string,string>",
-                       "window_start": "timestamp", "window_end": "timestamp", "value": "bigint",
+                       "window_start": "timestamp", "window_end": "timestamp", "value": "double",
                        "rules_seen": "array<string>"}
 
 

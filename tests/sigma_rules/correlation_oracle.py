@@ -4,7 +4,9 @@ Alerts are (epoch seconds, rule name, fields). Windows are [start, start + times
 of timespan / slides (epoch-aligned, as Spark's `window`); per (correlation, group, window) holding alerts of
 the referenced rules: event_count counts the alerts, value_count the distinct non-null values of the field,
 temporal the distinct rules, temporal_ordered the longest prefix of the rule list found at strictly
-increasing times; a row when `value <op> count`.
+increasing times, value_sum / value_avg the sum / mean of the field's values that are numbers (or text of one),
+value_percentile / value_median their percentile by linear interpolation between the closest ranks (numpy's
+default; the median is the 50th); a row when `value <op> count` (none when no value is a number).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ class Corr:
     seconds: int
     group: dict  # label -> {rule name: field}
     op: str
-    count: int
+    count: float
     field: str | None = None
+    percentile: int | None = None  # value_percentile (value_median: 50)
 
 
 def _starts(t: float, size: int, slides: int) -> list[float]:
@@ -43,6 +46,29 @@ def _in_order(rules: tuple[str, ...], times: dict[str, list[float]]) -> int:
             break
         prev, n = min(later), n + 1
     return n
+
+
+def _number(v: object) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+
+
+def _numeric(c: Corr, xs: list[float]) -> float | None:
+    if not xs:
+        return None
+    if c.kind == "value_sum":
+        return sum(xs)
+    if c.kind == "value_avg":
+        return sum(xs) / len(xs)
+    xs = sorted(xs)
+    pos = (len(xs) - 1) * (50 if c.kind == "value_median" else c.percentile) / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
 
 
 def _iso(t: float) -> str:
@@ -66,6 +92,10 @@ def correlate(alerts: list[tuple[float, str, dict]], corrs: list[Corr], slides: 
                 value = len({f.get(c.field) for _, _, f in rows} - {None})
             elif c.kind == "temporal":
                 value = len({r for _, r, _ in rows})
+            elif c.kind in ("value_sum", "value_avg", "value_percentile", "value_median"):
+                value = _numeric(c, [x for x in (_number(f.get(c.field)) for _, _, f in rows) if x is not None])
+                if value is None:
+                    continue
             else:
                 times: dict[str, list[float]] = {}
                 for t, r, _ in rows:

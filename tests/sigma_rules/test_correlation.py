@@ -45,7 +45,9 @@ def test_the_four_correlations_validate_and_explain_their_windows(tmp_path):
     c = _check(tmp_path, slides=", slides: 4")
     assert _rendered(c) == []
     text = explain_plan(build_plan(c.graph, Report(), programs=True))
-    assert "    sigma: 3 rules loaded from 2 files, 0 skipped by selection, 0 unsupported, 6 correlation rules\n" in text
+    assert ("    sigma: 3 rules loaded from 2 files, 0 skipped by selection, 0 unsupported, 6 correlation rules\n"
+            "    alerts of failed_logon, new_service, successful_logon: correlation input only, not emitted (no "
+            "correlation rule referencing them says `generate: true`)\n") in text
     assert text[text.index("  corr (sigma"):text.index("sinks:")] == textwrap.indent(textwrap.dedent("""\
       corr (sigma_correlation) <- alerts
         windows of each correlation's timespan, 4 per timespan (sliding)
@@ -67,7 +69,7 @@ def test_the_four_correlations_validate_and_explain_their_windows(tmp_path):
             value = count of alert rows; alert when value <= 2
         columns: rule:string, rule_id:string, rule_title:string, rule_level:string,
           rule_tags:array<string>, correlation_type:string, group:map<string,string>,
-          window_start:timestamp, window_end:timestamp, value:bigint, rules_seen:array<string>
+          window_start:timestamp, window_end:timestamp, value:double, rules_seen:array<string>
 
     """), "  ")
     assert "  corr: spark-stream - in the streaming plan (state in RocksDB)" in _physical(c)
@@ -98,9 +100,9 @@ correlation:
     timespan: 5m
     condition: failed_logon and not successful_logon
 ---
-title: Sum
+title: Percentile
 correlation:
-    type: value_sum
+    type: value_percentile
     rules: [failed_logon]
     timespan: 5m
     condition: {gte: 3, field: User}
@@ -150,8 +152,8 @@ def test_bad_correlations_are_named_at_their_place_in_the_rule_file(tmp_path):
         "is not among the filter's Sigma rules (a rule's `id` or `name`)",
         f"{bad}:16:5: W340 warning Sigma correlation rule 'Boolean Condition' skipped: an extended (boolean) "
         "correlation condition is not supported: only gt, gte, lt, lte, eq, neq with a count",
-        f"{bad}:20:5: W340 warning Sigma correlation rule 'Sum' skipped: correlation type value_sum is not "
-        "supported (supported: event_count, value_count, temporal, temporal_ordered)",
+        f"{bad}:23:5: W340 warning Sigma correlation rule 'Percentile' skipped: value_percentile needs a "
+        "`percentile` from 0 to 100 in its condition (e.g. percentile: 95)",
         f"{bad}:26:1: W340 warning Sigma correlation rule 'No Timespan' skipped: pySigma cannot read the "
         "correlation rule: Sigma correlation rule without timespan",
         f"{bad}:37:9: W340 warning Sigma correlation rule 'Half Alias' skipped: alias 'account' names no field "

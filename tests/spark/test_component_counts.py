@@ -159,3 +159,37 @@ def test_a_stage_a_sink_splits_while_writing_counts_its_good_rows(spark, tmp_pat
     assert m[("etl_component_rows_out_total", "fields")] == 900
     assert m[("etl_component_rows_in_total", "out")] == 900
     assert m[("etl_dead_letters_total", "src")] == 100
+
+
+SIGMA = """\
+    name: counts-sigma
+    sources:
+      - {id: src, type: file, path: input, format: jsonl, schema: {i: bigint, k: string, ts: timestamp}}
+    transforms:
+      - {id: alerts, type: filter, input: src, mode: alerts, sigma: {paths: [rules]}}
+      - {id: corr, type: sigma_correlation, input: alerts, event_time: {field: ts, watermark: 1s}}
+    sinks:
+      - {id: out, type: file, input: corr, path: output, format: jsonl}
+    checkpoint: state
+"""
+
+
+def test_a_sigma_correlation_counts_the_rows_its_condition_lets_through(spark, tmp_path):
+    """Its windows stream, its condition runs on each micro-batch (Built.tail): the rows out are counted there;
+    its filter's rows out are the alerts it emits (not those of rules only `generate: false` correlations
+    reference, which the correlation reads all the same)."""
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "r.yml").write_text(
+        "title: Zeros\nname: zeros\nlogsource: {product: test}\ndetection:\n  sel: {k: k0}\n  condition: sel\n"
+        "---\ntitle: Ones\nname: ones\nlogsource: {product: test}\ndetection:\n  sel: {k: k1}\n  condition: sel\n"
+        "---\ntitle: Busy Key\nname: busy\ncorrelation:\n  type: event_count\n  rules: [zeros, ones]\n"
+        "  group-by: [k]\n  timespan: 1h\n  condition: {gte: 334}\n---\ntitle: Any Ones\nname: any_ones\n"
+        "correlation:\n  type: event_count\n  rules: [ones]\n  timespan: 1h\n  condition: {gte: 1}\n"
+        "  generate: true\n")
+    m, run = run_once(spark, tmp_path, SIGMA, drain=True)
+    assert [(q.name, q.counted) for q in run.queries] == [("src", ()), ("corr", ("corr", "alerts"))]
+    # zeros (k0: 334 alerts) feeds the correlations only (generate: false); ones (k1: 333) is emitted too
+    assert m[("etl_component_rows_out_total", "alerts")] == 333
+    assert m[("etl_component_rows_in_total", "corr")] == 333  # what the filter emits (its output's rows)
+    # busy: k0 334 >= 334 holds, k1 333 does not; any_ones: 333 >= 1
+    assert m[("etl_component_rows_out_total", "corr")] == 2

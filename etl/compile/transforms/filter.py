@@ -142,14 +142,20 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
 
 
 def _metadata(ctx: CompileContext, node: Node, out: Any) -> Any:
-    """Tag details or alerts rows from the tag column of ids (etl.compile.transforms.filter_alerts)."""
+    """Tag details or alerts rows from the tag column of ids (etl.compile.transforms.filter_alerts), less the
+    rules only Sigma correlations with `generate: false` reference (`RuleSet.silent`)."""
     spec = node.spec
-    if spec.mode == "tag" and not spec.details or spec.mode not in ("tag", "alerts"):
+    if spec.mode not in ("tag", "alerts"):
         return out
     from etl.compile.rule_programs import rule_set
     from etl.compile.transforms import filter_alerts
 
-    meta = rule_set(ctx, node).meta
+    rs = rule_set(ctx, node)
+    if spec.mode == "tag" and rs.silent:
+        out = filter_alerts.without(out, spec.tag_field, rs.silent)
+    if spec.mode == "tag" and not spec.details:
+        return out
+    meta = rs.meta
     maps = ctx.caches.rule_meta_maps  # per filter and metadata version: built once
     key = (node.id, id(meta))
     if key not in maps:
@@ -157,9 +163,12 @@ def _metadata(ctx: CompileContext, node: Node, out: Any) -> Any:
             maps.clear()
         maps[key] = (meta, filter_alerts.meta_map(meta))  # keeps `meta` alive: its id stays its own
     m = maps[key][1]
-    if spec.mode == "alerts":
-        return filter_alerts.alerts(out, spec.tag_field, m)
-    return filter_alerts.with_details(out, spec.tag_field, m)
+    if spec.mode == "tag":
+        return filter_alerts.with_details(out, spec.tag_field, m)
+    every = filter_alerts.alerts(out, spec.tag_field, m)
+    if every.isStreaming:  # what a sigma_correlation reading this filter counts (its streaming plan)
+        ctx.caches.sigma_alerts[node.id] = every
+    return filter_alerts.emitted(every, rs.silent) if rs.silent else every
 
 
 # ----------------------------------------------------------------- workers

@@ -10,6 +10,12 @@ map in the query, so turning ids into metadata stays in the JVM:
   ``rule``, ``rule_id``, ``rule_title``, ``rule_level``, ``rule_tags``; events
   matching no rule give no row. `route` can then send e.g.
   ``rule_level = 'critical'`` elsewhere.
+
+Rules that only Sigma correlation rules with `generate: false` (Sigma's default)
+reference are correlation input only (`silent`): their ids leave the tag
+column, their alert rows the filter's output; a `sigma_correlation` reading the
+filter gets every alert (the streaming frame before that step,
+`Caches.sigma_alerts`).
 """
 
 from __future__ import annotations
@@ -30,6 +36,21 @@ def rule_meta(sourced: Iterable[Any]) -> dict[str, tuple]:
         else:
             out[r.id] = (r.id, r.description, r.severity, tuple(r.tags))
     return out
+
+
+def without(df: Any, column: str, rules: frozenset[str]) -> Any:
+    """The tag column of ids less `rules`."""
+    from pyspark.sql import functions as F
+
+    drop = sorted(rules)
+    return df.withColumn(column, F.filter(F.col(f"`{column}`"), lambda r: ~r.isin(*drop)))
+
+
+def emitted(alert_rows: Any, rules: frozenset[str]) -> Any:
+    """Alert rows (`alerts`) less those of `rules`."""
+    from pyspark.sql import functions as F
+
+    return alert_rows.where(~F.col("rule").isin(*sorted(rules)))
 
 
 def _sql_string(v: Any) -> str:
