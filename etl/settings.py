@@ -129,6 +129,10 @@ SETTINGS: tuple[Setting, ...] = (
             "rows out of every transform counted per micro-batch (DataFrame.observe: one accumulator each) for "
             "`etl top` and the metrics; off: sources and sinks only (on costs about 12% CPU on bench/window.py: "
             "each count is a barrier to whole-stage code generation)", _switch),
+    Setting("ETL_JVM_PRETOUCH", "jvm_pretouch", "on|off", "on",
+            "a local session's heap (spark.driver.memory) is committed and touched when the JVM starts (fewer page "
+            "faults in the micro-batches: etl.runtime.session.heap_options); off: the heap grows as needed, a "
+            "smaller resident set and a faster start (the test suite sets it: hundreds of short-lived JVMs)", _switch),
     Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
@@ -167,6 +171,7 @@ class Settings:
     grok_program: bool = True
     guard_optimistic: bool = True
     component_counts: bool = True
+    jvm_pretouch: bool = True
     java_lib: str = ""
     rocketmq_log_dir: str | None = None
     no_spark: bool = False

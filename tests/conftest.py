@@ -16,6 +16,9 @@ import pytest
 pytest_plugins = ["tests.servers.fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
+# the `etl run` processes the tests start (hundreds, most for seconds) grow their heap as needed instead of
+# touching all of it at start (etl.settings ETL_JVM_PRETOUCH): less memory beside the servers, a faster start
+os.environ.setdefault("ETL_JVM_PRETOUCH", "off")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -40,12 +43,26 @@ def _starts_spark(item: pytest.Item) -> bool:
 
 
 # Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), the tests using one family of session-scoped
-# servers run in one worker, so each server starts once per run instead of once per worker
+# servers run in one worker, so each server starts once per family instead of once per test module; families
+# are groups of their own so that xdist spreads them over the workers (one group of every server test would
+# make one worker as long as all of them). A test using two families goes with the first listed here.
 XDIST_GROUPS = {
     "spark_cluster": "cluster",
-    "kafka_server": "servers", "kafka_sasl_server": "servers", "mariadb_server": "servers",
-    "mariadb_tls_server": "servers", "opensearch_server": "servers", "rocketmq_server": "servers",
+    "kafka_server": "kafka", "kafka_sasl_server": "kafka",
+    "rocketmq_server": "rocketmq", "opensearch_server": "opensearch",
+    "mariadb_server": "mariadb", "mariadb_tls_server": "mariadb",
 }
+
+
+def _xdist_group(item) -> str | None:
+    names = set(getattr(item, "fixturenames", ()))
+    group = next((g for f, g in XDIST_GROUPS.items() if f in names), None)
+    marker = item.get_closest_marker("servers")
+    if group is None and marker is not None:
+        # asks for its server at run time (request.getfixturevalue): `servers("kafka_server")` names it, a bare
+        # `servers` mark (every family, e.g. the concurrent outage scenario) is a group of its own
+        group = XDIST_GROUPS.get(marker.args[0], "servers") if marker.args else "servers"
+    return group
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
@@ -55,10 +72,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("spark") is None and _starts_spark(item):
             item.add_marker(pytest.mark.spark)
-        names = set(getattr(item, "fixturenames", ()))
-        group = next((g for f, g in XDIST_GROUPS.items() if f in names), None)
-        if group is None and item.get_closest_marker("servers") is not None:
-            group = "servers"  # asks for its server by name at run time (request.getfixturevalue)
+        group = _xdist_group(item)
         if group is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(group))
 
@@ -81,14 +95,24 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from etl import settings
     from etl.runtime.session import build_session
 
+    # this session lives as long as the test run: its heap is touched at start, as in a user's run
+    pretouch = os.environ.get("ETL_JVM_PRETOUCH")
+    os.environ["ETL_JVM_PRETOUCH"] = "on"
+    settings.reset()
     s = build_session("etl-tests", "local[2]", {
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.ui.enabled": "false",
         "spark.driver.memory": "2g",
     }, ui=False)
+    if pretouch is None:
+        os.environ.pop("ETL_JVM_PRETOUCH")
+    else:
+        os.environ["ETL_JVM_PRETOUCH"] = pretouch
+    settings.reset()
     yield s
     s.stop()
 

@@ -268,6 +268,12 @@ def heap_options(memory: str, pretouch: bool = True) -> str:
     return f"-Xms{size} -XX:+AlwaysPreTouch" + (" -XX:+UseTransparentHugePages" if huge_pages() else "")
 
 
+def local_heap(memory: str, profile: str | None) -> str:
+    """The heap options of a local session: touched at start unless a profile (light) or ETL_JVM_PRETOUCH=off
+    says otherwise."""
+    return heap_options(memory, not profile and settings.current().jvm_pretouch)
+
+
 def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> bool:
     """The kernel hands out transparent huge pages to a process that asks (else the JVM would warn at start)."""
     try:
@@ -308,7 +314,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         # Options the user passes come after ours (the last one of a kind wins in the JVM).
         driver = f"{log4j} {THREAD_STACK}"
         if local:
-            driver += f" {heap_options(conf.get('spark.driver.memory', launch['spark.driver.memory']), not profile)}"
+            driver += f" {local_heap(conf.get('spark.driver.memory', launch['spark.driver.memory']), profile)}"
         for key, ours in (("spark.driver.extraJavaOptions", driver),
                           ("spark.executor.extraJavaOptions", THREAD_STACK)):
             launch[key] = f"{ours} {conf.pop(key, '')}".strip()

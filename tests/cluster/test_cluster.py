@@ -65,12 +65,14 @@ def _etl_run(root: Path, pipeline: str, master: str, *extra: str, timeout: float
 
 
 def _run_local(spark, root: Path, pipeline: str) -> None:
-    """The reference: the pipeline run --once in this process's local[2] session (the test session: 2 shuffle
-    partitions, as CONF gives the cluster), with the checkpoint `etl run` would use."""
+    """The reference: the pipeline (`name` or `sql/name.sql` under pipelines/) run --once in this process's
+    local[2] session (the test session: 2 shuffle partitions, as CONF gives the cluster), with the checkpoint
+    `etl run` would use."""
     from etl.check import check_file
     from etl.runtime.runner import PipelineRun, RunOptions
 
-    checked = check_file(root / "pipelines" / f"{pipeline}.yaml", programs=True)
+    file = root / "pipelines" / (pipeline if pipeline.endswith(".sql") else f"{pipeline}.yaml")
+    checked = check_file(file, programs=True)
     assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
     run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(root / "ckpt"), progress="none"))
     run.start()
@@ -144,22 +146,20 @@ def test_a_worker_killed_while_the_file_sink_writes(spark_cluster, tmp_path):
     assert sorted(r["id"] for r in got) == list(range(20000))
 
 
-def test_python_functions_run_on_the_cluster(spark_cluster, tmp_path):
+def test_python_functions_run_on_the_cluster(spark_cluster, spark, tmp_path):
     """functions.sql's scalar, table and aggregate functions (order_functions.py, shipped with the plan: the workers
     have no copy of the pipeline's folder on their path) give on the cluster what they give on local[2]."""
     outs = ("out/examples/sql/masked", "out/examples/sql/id_parts", "out/examples/sql/spreads")
-    results = {}
-    for master in ("local[2]", spark_cluster.master_url):
-        root = _copy(tmp_path, "local" if master.startswith("local") else "cluster")
-        cmd = [sys.executable, "-m", "etl", "run", "pipelines/sql/functions.sql", "--once", "--master", master,
-               "--progress", "plain", *CONF]
-        p = subprocess.run(cmd, cwd=root, env=_env(), capture_output=True, text=True, timeout=400)
-        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-        _no_traceback(p.stdout, p.stderr)
-        results[master] = {o: _rows(root / o) for o in outs}
-    local, cluster = results.values()
-    assert all(local[o] for o in outs), {o: len(v) for o, v in local.items()}
-    assert cluster == local
+    local, cluster = _copy(tmp_path, "local"), _copy(tmp_path, "cluster")
+    _run_local(spark, local, "sql/functions.sql")
+    cmd = [sys.executable, "-m", "etl", "run", "pipelines/sql/functions.sql", "--once", "--master",
+           spark_cluster.master_url, "--progress", "plain", *CONF]
+    p = subprocess.run(cmd, cwd=cluster, env=_env(), capture_output=True, text=True, timeout=400)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    _no_traceback(p.stdout, p.stderr)
+    want = {o: _rows(local / o) for o in outs}
+    assert all(want.values()), {o: len(v) for o, v in want.items()}
+    assert {o: _rows(cluster / o) for o in outs} == want
     orders = [json.loads(x) for x in (ROOT / "pipelines" / "data" / "orders.jsonl").read_text().splitlines() if x]
-    assert sorted(json.loads(r)["who"] for r in local[outs[0]]) == sorted(
+    assert sorted(json.loads(r)["who"] for r in want[outs[0]]) == sorted(
         o["customer"][:1] + "*" * (len(o["customer"]) - 1) for o in orders)

@@ -44,7 +44,7 @@ FAIL_FAST = {"max_attempts": 2, "initial_backoff": "100ms", "max_backoff": "100m
 
 
 def _params(pred=lambda a: True) -> list:
-    return [pytest.param(n, id=n, marks=[pytest.mark.servers] if a.fixture else [])
+    return [pytest.param(n, id=n, marks=[pytest.mark.servers(a.fixture)] if a.fixture else [])
             for n, a in sorted(ADAPTERS.items()) if pred(a)]
 
 

@@ -104,6 +104,11 @@ cmd_trees = trees_of(cmd_predicates(), 4)
 
 
 def decide(spark, program, values: list, tag: bool, candidate: bool = False) -> list:
+    return decide_each(spark, program, values, (tag,), candidate)[0]
+
+
+def decide_each(spark, program, values: list, tags: tuple, candidate: bool = False) -> list[list]:
+    """The verdicts of each mode in `tags` (matched rule ids, or booleans), computed by one Spark job."""
     from pyspark.sql import functions as F
 
     from etl.compile.prefilter import prefilter_condition
@@ -111,10 +116,11 @@ def decide(spark, program, values: list, tag: bool, candidate: bool = False) -> 
 
     df = spark.createDataFrame([(v,) for v in values], "cmd string").coalesce(1)
     cond = prefilter_condition(program, df) if candidate else None
-    col = verdict(program, df, tag, cond)
-    assert col is not None
-    return [r[0] for r in df.select(F.monotonically_increasing_id().alias("i"), col.alias("v")).orderBy("i")
-            .select("v").collect()]
+    cols = [verdict(program, df, tag, cond) for tag in tags]
+    assert all(c is not None for c in cols)
+    rows = df.select(F.monotonically_increasing_id().alias("i"), *(c.alias(f"v{k}") for k, c in enumerate(cols))) \
+        .orderBy("i").collect()
+    return [[r[f"v{k}"] for r in rows] for k in range(len(cols))]
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -129,8 +135,9 @@ def test_rule_sets_decided_in_the_jvm_equal_the_reference(spark, whens, values):
     if jvm_plan(program).body is None:
         return
     want = [matched_rules(rules, {"cmd": v}) for v in values]
-    assert [list(x) for x in decide(spark, program, values, tag=True)] == want
-    assert decide(spark, program, values, tag=False) == [bool(w) for w in want]
+    tagged, kept = decide_each(spark, program, values, (True, False))
+    assert [list(x) for x in tagged] == want
+    assert kept == [bool(w) for w in want]
 
 
 def test_many_rules_with_the_prefilter_equal_the_reference(spark):

@@ -49,6 +49,11 @@ def predicates(draw) -> dict:
 
 def decide(spark, program, events: list[dict], tag: bool, fields: tuple = FIELDS) -> list:
     """The JVM's verdicts (matched rule ids with `tag`, else booleans) on events of string fields, in order."""
+    return decide_each(spark, program, events, (tag,), fields)[0]
+
+
+def decide_each(spark, program, events: list[dict], tags: tuple, fields: tuple = FIELDS) -> list[list]:
+    """The verdicts of each mode in `tags`, computed by one Spark job."""
     from pyspark.sql import functions as F
 
     from etl.compile.rules_jvm_multi import unfit, verdict
@@ -56,9 +61,10 @@ def decide(spark, program, events: list[dict], tag: bool, fields: tuple = FIELDS
     df = spark.createDataFrame([tuple(e.get(f) for f in fields) for e in events],
                                ", ".join(f"`{f}` string" for f in fields)).coalesce(1)
     assert unfit(spark, program, df) is None
-    col = verdict(program, df, tag, None)
-    return [r[0] for r in df.select(F.monotonically_increasing_id().alias("i"), col.alias("v")).orderBy("i")
-            .select("v").collect()]
+    cols = [verdict(program, df, tag, None) for tag in tags]
+    rows = df.select(F.monotonically_increasing_id().alias("i"), *(c.alias(f"v{k}") for k, c in enumerate(cols))) \
+        .orderBy("i").collect()
+    return [[r[f"v{k}"] for r in rows] for k in range(len(cols))]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,8 +80,9 @@ def test_multi_field_rule_sets_decided_in_the_jvm_equal_the_reference(spark, whe
     if multi_plan(program).body is None:
         return
     want = [matched_rules(rules, e) for e in events]
-    assert [list(x) for x in decide(spark, program, events, tag=True)] == want
-    assert decide(spark, program, events, tag=False) == [bool(w) for w in want]
+    tagged, kept = decide_each(spark, program, events, (True, False))
+    assert [list(x) for x in tagged] == want
+    assert kept == [bool(w) for w in want]
 
 
 def test_needles_with_folding_characters_and_short_needles(spark):

@@ -39,3 +39,16 @@ def test_no_profile_changes_nothing_and_an_unknown_one_is_refused():
 def test_the_light_heap_is_not_pre_touched():
     assert heap_options("512m", pretouch=False) == ""
     assert heap_options("512m").startswith("-Xms512m -XX:+AlwaysPreTouch")
+
+
+def test_a_local_heap_is_touched_at_start_unless_a_profile_or_the_setting_says_otherwise(monkeypatch):
+    from etl import settings
+    from etl.runtime.session import local_heap
+
+    monkeypatch.setenv("ETL_JVM_PRETOUCH", "on")
+    settings.reset()
+    assert local_heap("2g", None).startswith("-Xms2g -XX:+AlwaysPreTouch")
+    assert local_heap("2g", "light") == ""
+    monkeypatch.setenv("ETL_JVM_PRETOUCH", "off")
+    settings.reset()
+    assert local_heap("2g", None) == ""
