@@ -188,13 +188,14 @@ def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any]
     from etl.dead_letters import ERR, PAYLOAD
 
     obs = Observation(name)
+    # (SQL text rather than Column calls: each Column call is py4j round trips, and this runs per micro-batch)
     if split:
-        ok = F.col(ERR).isNull()
-        failed = F.struct(F.col(ERR).cast("string").alias("err"), F.col(PAYLOAD).cast("string").alias("payload"))
-        rows = frame.observe(obs, F.count(F.when(ok, 1)).alias("rows"),
-                             F.collect_list(F.when(~ok, failed)).alias("failed")).where(ok).drop(ERR, PAYLOAD)
+        failed = f"named_struct('err', CAST(`{ERR}` AS STRING), 'payload', CAST(`{PAYLOAD}` AS STRING))"
+        rows = frame.observe(obs, F.expr(f"count(CASE WHEN `{ERR}` IS NULL THEN 1 END) AS rows"),
+                             F.expr(f"collect_list(CASE WHEN `{ERR}` IS NOT NULL THEN {failed} END) AS failed"))
+        rows = rows.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
     else:
-        rows = frame.observe(obs, F.count(F.lit(1)).alias("rows"))
+        rows = frame.observe(obs, F.expr("count(1) AS rows"))
     shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
     got = obs.get
     return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
