@@ -68,18 +68,20 @@ def pipeline(src: Path, sink: dict, checkpoint: Path) -> str:
     ]) + "\n"
 
 
-def cpu_seconds(spark) -> float:
+def cpu_seconds(spark) -> tuple[float, float]:
     """CPU seconds so far of the session's JVM (local master: the executors too) and of this Python process."""
     f = Path(f"/proc/{spark._jvm.java.lang.ProcessHandle.current().pid()}/stat").read_text().rsplit(")", 1)[1].split()
     me = resource.getrusage(resource.RUSAGE_SELF)
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK") + me.ru_utime + me.ru_stime
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"), me.ru_utime + me.ru_stime
 
 
-def timed(spark, run) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of `run()`."""
-    c0, t0 = cpu_seconds(spark), time.perf_counter()
+def timed(spark, run) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds of the JVM and of this process, of which this process's) of `run()`."""
+    (j0, p0), t0 = cpu_seconds(spark), time.perf_counter()
     run()
-    return time.perf_counter() - t0, cpu_seconds(spark) - c0
+    wall = time.perf_counter() - t0
+    j1, p1 = cpu_seconds(spark)
+    return wall, (j1 - j0) + (p1 - p0), p1 - p0
 
 
 def run_etl(spark, plan) -> float:
@@ -124,23 +126,24 @@ def bench_file(events: int, repeat: int) -> None:
         spark = build_session("bench-sinks", "local[2]", {"spark.ui.enabled": "false"}, ui=False)
         etl_s, spark_s, etl_cpu, spark_cpu = [], [], [], []
 
-        def etl_round(name: str) -> tuple[float, float]:
+        def etl_round(name: str) -> tuple[float, float, float]:
             sink = {"type": "file", "path": str(tmp / name / "out"), "format": "jsonl"}
             plan = checked(tmp / name, pipeline(tmp / "in", sink, tmp / name / "ckpt"))  # validate's part: not timed
             return timed(spark, lambda: run_etl(spark, plan))
 
-        def spark_round(name: str) -> tuple[float, float]:
+        def spark_round(name: str) -> tuple[float, float, float]:
             return timed(spark, lambda: run_spark(spark, tmp / "in", tmp / f"{name}/out", tmp / f"{name}/ckpt"))
 
         etl_round("warm-etl")
         spark_round("warm-spark")
         load0 = os.getloadavg()[0]
         for r in range(repeat):
-            e, ec = etl_round(f"etl{r}")
-            s, sc = spark_round(f"spark{r}")
+            e, ec, ep = etl_round(f"etl{r}")
+            s, sc, sp = spark_round(f"spark{r}")
             assert count_lines(tmp / f"etl{r}/out", "part-*.jsonl") == events
             assert count_lines(tmp / f"spark{r}/out", "part-*.json") == events
-            print(f"run {r}: etl {e:.2f}s ({ec:.2f} CPU-s), spark {s:.2f}s ({sc:.2f} CPU-s), "
+            print(f"run {r}: etl {e:.2f}s ({ec:.2f} CPU-s, {ep:.2f} in Python), spark {s:.2f}s ({sc:.2f} CPU-s, "
+                  f"{sp:.2f} in Python), "
                   f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
             etl_s.append(e)
             spark_s.append(s)
