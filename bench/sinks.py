@@ -7,8 +7,15 @@
 file: jsonl files -> file sink (jsonl) through etl (PipelineRun, --once) against the same query written by
 Spark's own `writeStream.format("json")` (AvailableNow), side by side in one process on one local[2]
 session, alternating, --repeat times after one unmeasured round of both (the first query of a JVM pays its
-warm-up: class loading, JIT, etl's jar). Last line: `sinks file events=N etl_s=A spark_s=B ratio=B/A` with the
-medians (ratio >= 1: etl is faster), then the best of each.
+warm-up: class loading, JIT, etl's jar). What is timed, on both sides: from building the query to its end
+(etl: compiling the checked plan into its queries, starting them, every micro-batch with its publish; Spark:
+readStream..start(), awaitTermination). Not timed: the JVM's start and, for etl, reading and checking the
+YAML (`etl validate`'s work, once per pipeline file, not per run). Each side's wall seconds and its CPU
+seconds (the JVM's plus this Python process's: the driver's py4j work counts) are measured, since on a loaded
+machine the wall clock mostly measures the other processes. Both write the same rows (counted after each
+round); etl also checks every line for a malformed record (its dead letters), which Spark's query does not.
+Last line: `sinks file events=N etl_s=A spark_s=B ratio=B/A etl_cpu_s=C spark_cpu_s=D cpu_ratio=D/C load=..`
+with the medians (ratio >= 1: etl is faster), then the best of each.
 
 mysql: jsonl files -> mysql sink on a Spark standalone cluster of two one-core workers (tests/servers), with
 1 executor (spark.cores.max=1) and with 2, each run in its own driver process; reports rows/s and the driver
@@ -61,19 +68,41 @@ def pipeline(src: Path, sink: dict, checkpoint: Path) -> str:
     ]) + "\n"
 
 
-def run_etl(spark, work: Path, text: str) -> float:
-    from etl.check import check_file
+def cpu_seconds(spark) -> tuple[float, float]:
+    """CPU seconds so far of the session's JVM (local master: the executors too) and of this Python process."""
+    f = Path(f"/proc/{spark._jvm.java.lang.ProcessHandle.current().pid()}/stat").read_text().rsplit(")", 1)[1].split()
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"), me.ru_utime + me.ru_stime
+
+
+def timed(spark, run) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds of the JVM and of this process, of which this process's) of `run()`."""
+    (j0, p0), t0 = cpu_seconds(spark), time.perf_counter()
+    run()
+    wall = time.perf_counter() - t0
+    j1, p1 = cpu_seconds(spark)
+    return wall, (j1 - j0) + (p1 - p0), p1 - p0
+
+
+def run_etl(spark, plan) -> float:
+    """One run of a checked plan: compiled into its queries, started, to the end of its input."""
     from etl.runtime.runner import PipelineRun, RunOptions
 
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "p.yaml").write_text(text)
-    plan = check_file(work / "p.yaml", programs=True).plan
-    assert plan is not None
     t0 = time.perf_counter()
     run = PipelineRun(plan, spark, RunOptions(once=True, progress="none"))
     run.start()
     run.wait()
     return time.perf_counter() - t0
+
+
+def checked(work: Path, text: str):
+    from etl.check import check_file
+
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "p.yaml").write_text(text)
+    plan = check_file(work / "p.yaml", programs=True).plan
+    assert plan is not None
+    return plan
 
 
 def run_spark(spark, src: Path, out: Path, checkpoint: Path) -> float:
@@ -95,22 +124,37 @@ def bench_file(events: int, repeat: int) -> None:
     try:
         make_input(tmp / "in", events)
         spark = build_session("bench-sinks", "local[2]", {"spark.ui.enabled": "false"}, ui=False)
-        etl_s, spark_s = [], []
-        run_etl(spark, tmp / "warm-etl", pipeline(tmp / "in", {"type": "file", "path": str(tmp / "warm-etl/out"),
-                                                                "format": "jsonl"}, tmp / "warm-etl/ckpt"))
-        run_spark(spark, tmp / "in", tmp / "warm-spark/out", tmp / "warm-spark/ckpt")
+        etl_s, spark_s, etl_cpu, spark_cpu = [], [], [], []
+
+        def etl_round(name: str) -> tuple[float, float, float]:
+            sink = {"type": "file", "path": str(tmp / name / "out"), "format": "jsonl"}
+            plan = checked(tmp / name, pipeline(tmp / "in", sink, tmp / name / "ckpt"))  # validate's part: not timed
+            return timed(spark, lambda: run_etl(spark, plan))
+
+        def spark_round(name: str) -> tuple[float, float, float]:
+            return timed(spark, lambda: run_spark(spark, tmp / "in", tmp / f"{name}/out", tmp / f"{name}/ckpt"))
+
+        etl_round("warm-etl")
+        spark_round("warm-spark")
+        load0 = os.getloadavg()[0]
         for r in range(repeat):
-            e = run_etl(spark, tmp / f"etl{r}", pipeline(tmp / "in", {"type": "file", "path": str(tmp / f"etl{r}/out"),
-                                                                     "format": "jsonl"}, tmp / f"etl{r}/ckpt"))
-            s = run_spark(spark, tmp / "in", tmp / f"spark{r}/out", tmp / f"spark{r}/ckpt")
+            e, ec, ep = etl_round(f"etl{r}")
+            s, sc, sp = spark_round(f"spark{r}")
             assert count_lines(tmp / f"etl{r}/out", "part-*.jsonl") == events
             assert count_lines(tmp / f"spark{r}/out", "part-*.json") == events
-            print(f"run {r}: etl {e:.2f}s, spark {s:.2f}s", file=sys.stderr)
+            print(f"run {r}: etl {e:.2f}s ({ec:.2f} CPU-s, {ep:.2f} in Python), spark {s:.2f}s ({sc:.2f} CPU-s, "
+                  f"{sp:.2f} in Python), "
+                  f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
             etl_s.append(e)
             spark_s.append(s)
+            etl_cpu.append(ec)
+            spark_cpu.append(sc)
         med_etl, med_spark = statistics.median(etl_s), statistics.median(spark_s)
+        cpu_etl, cpu_spark = statistics.median(etl_cpu), statistics.median(spark_cpu)
         print(f"sinks file events={events} etl_s={med_etl:.2f} spark_s={med_spark:.2f} "
-              f"ratio={med_spark / med_etl:.2f} best_etl_s={min(etl_s):.2f} best_spark_s={min(spark_s):.2f}")
+              f"ratio={med_spark / med_etl:.2f} etl_cpu_s={cpu_etl:.2f} spark_cpu_s={cpu_spark:.2f} "
+              f"cpu_ratio={cpu_spark / cpu_etl:.2f} load={load0:.1f}-{os.getloadavg()[0]:.1f} "
+              f"best_etl_s={min(etl_s):.2f} best_spark_s={min(spark_s):.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -123,7 +167,7 @@ def mysql_driver(args: argparse.Namespace) -> None:
         "spark.cores.max": str(args.cores), "spark.executor.cores": "1", "spark.executor.memory": "768m",
         "spark.sql.files.maxPartitionBytes": str(8 << 20), "spark.sql.leafNodeDefaultParallelism": "2"})
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-    seconds = run_etl(spark, Path(args.work), Path(args.text).read_text())
+    seconds = run_etl(spark, checked(Path(args.work), Path(args.text).read_text()))
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     print(json.dumps({"seconds": seconds, "driver_cpu_s": cpu}))

@@ -26,18 +26,17 @@ def fence(expr: Any) -> Any:
     return F.when(F.spark_partition_id() >= 0, expr)
 
 
+# (SQL text rather than Column calls: each Column call is py4j round trips, and these two run per micro-batch)
 def dead_frame(shared: Any, pipeline: str, stage: str) -> Any:
-    from pyspark.sql import functions as F
+    from etl.optimize.native_split import sql_string
 
-    return shared.where(F.col(ERR).isNotNull()).select(
-        F.lit(pipeline).alias("pipeline"), F.lit(stage).alias("stage"), F.col(ERR).alias("reason"),
-        F.col(PAYLOAD).cast("string").alias("payload"), F.current_timestamp().alias("time"))
+    return shared.where(f"`{ERR}` IS NOT NULL").selectExpr(
+        f"{sql_string(pipeline)} AS pipeline", f"{sql_string(stage)} AS stage", f"`{ERR}` AS reason",
+        f"CAST(`{PAYLOAD}` AS STRING) AS payload", "current_timestamp() AS time")
 
 
 def ok_frame(shared: Any) -> Any:
-    from pyspark.sql import functions as F
-
-    return shared.where(F.col(ERR).isNull()).drop(ERR, PAYLOAD)
+    return shared.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
 
 
 def from_shared(shared: Any, pipeline: str, stage: str, on_error: str = "dead_letter") -> Built:

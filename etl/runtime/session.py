@@ -35,6 +35,10 @@ SQL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    # PySpark 4 records the Python call site of every Column and DataFrame call in the JVM (for its error
+    # messages): 4-5 py4j round trips each, read by no one here (etl reports errors at pipeline positions).
+    # Off, the driver's work per micro-batch and per compile takes a fraction of the round trips (bench/sinks.py)
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 # Settings that only apply when this process starts the JVM.
 LAUNCH_DEFAULTS: dict[str, str] = {

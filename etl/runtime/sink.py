@@ -282,9 +282,13 @@ class AbstractSink:
         from etl.runtime.arrow import arrow_batches, arrow_schema
 
         if self.on_executors:
-            data = [c for c in df.columns if c not in (ERR, PAYLOAD)]
-            cols = self.prepare_columns(df.select(*[F.col(f"`{c}`") for c in data]))
-            shaped = df.select(*(cols or [F.col(f"`{c}`") for c in data]), F.col(ERR), F.col(PAYLOAD))
+            columns = df.columns
+            data = [c for c in columns if c not in (ERR, PAYLOAD)]
+            cols = self.prepare_columns(df.drop(ERR, PAYLOAD))
+            if cols is None and columns == [*data, ERR, PAYLOAD]:
+                shaped = df  # the rows as they are (no projection: fewer py4j round trips per batch)
+            else:
+                shaped = df.select(*(cols or [F.col(f"`{c}`") for c in data]), F.col(ERR), F.col(PAYLOAD))
             res, failed = self._write_partitions(shaped, batch_id, split=True)
             if not failed:
                 return res, None

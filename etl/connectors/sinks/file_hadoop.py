@@ -85,7 +85,7 @@ class HadoopFiles:
     checksummed file system (file://) the raw one: published files get no `.crc` companions."""
 
     def __init__(self, spark: Any, uri: str):
-        jvm = spark._jvm
+        jvm = self._jvm = spark._jvm
         self._path = jvm.org.apache.hadoop.fs.Path
         conf = spark._jsparkSession.sessionState().newHadoopConf()
         self.root = self._path(uri)
@@ -104,11 +104,28 @@ class HadoopFiles:
         return bool(self.call(lambda: self.fs.exists(self.path(rel))))
 
     def names(self, rel: str) -> list[str]:
-        """File names in a folder (none when it is missing), hidden ones (`.`, `_`) left out."""
+        """File names in a folder (none when it is missing), hidden ones (`.`, `_`) left out. A constant number of
+        py4j round trips however many files: the paths come back as one string."""
+        from py4j.protocol import Py4JJavaError
+
         p = self.path(rel)
-        if not self.exists(rel):
-            return []
-        return sorted(n for n in (s.getPath().getName() for s in self.call(lambda: self.fs.listStatus(p)))
+        try:
+            statuses = self.fs.listStatus(p)
+        except Py4JJavaError as e:
+            if e.java_exception.getClass().getName() == "java.io.FileNotFoundException":
+                return []
+            mapped = java_error(e)
+            if mapped is None:
+                raise
+            raise mapped from e
+        jvm = self._jvm
+        # (py4j passes a Path[] to no Object[] parameter; Scala's ArraySeq wraps any array)
+        paths = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(
+            jvm.org.apache.hadoop.fs.FileUtil.stat2Paths(statuses))
+        lines = str(paths.mkString("\n")).split("\n")
+        if len(lines) != paths.length():  # a newline in the folder's path: one call per file then
+            lines = [paths.apply(i).toString() for i in range(paths.length())]
+        return sorted(n for n in (line.rsplit("/", 1)[-1] for line in lines if line)
                       if not n.startswith((".", "_")))
 
     def delete(self, rel: str) -> None:
@@ -118,20 +135,24 @@ class HadoopFiles:
         """Remove a folder when it is empty (another batch may be staging there: then it stays)."""
         p = self.path(rel)
         try:
-            if self.exists(rel) and not self.call(lambda: self.fs.listStatus(p)):
-                self.call(lambda: self.fs.delete(p, False))
+            self.call(lambda: self.fs.delete(p, False))  # refused (an IOException) when not empty
         except TransientError:
-            pass  # filled in the meantime
+            pass  # not empty
+
+    def mkdirs(self, rel: str) -> None:
+        p = self.path(rel)
+        if not self.call(lambda: self.fs.mkdirs(p)):
+            raise TerminalError(f"cannot create {p.toString()}")
 
     def rename(self, src: str, dst: str) -> None:
-        """Rename, making the target's folder; an error unless it happened (a rename's False is a failure)."""
-        target = self.path(dst)
-        self.call(lambda: self.fs.mkdirs(target.getParent()))
-        if not self.call(lambda: self.fs.rename(self.path(src), target)):
-            raise TransientError(f"rename of {self.path(src)} to {target} failed")
+        """Rename into an existing folder; an error unless it happened (a rename's False is a failure)."""
+        source, target = self.path(src), self.path(dst)
+        if not self.call(lambda: self.fs.rename(source, target)):
+            raise TransientError(f"rename of {source.toString()} to {target.toString()} failed")
 
     def write_text(self, rel: str, text: str) -> None:
-        """A small file written under a temporary name and renamed (never seen half written)."""
+        """A new small file written under a temporary name (replacing a crashed try's) and renamed: never seen
+        half written."""
         tmp = rel + ".tmp"
 
         def write() -> None:
@@ -142,8 +163,6 @@ class HadoopFiles:
                 out.close()
 
         self.call(write)
-        if self.exists(rel):
-            self.delete(rel)
         self.rename(tmp, rel)
 
     def read_text(self, rel: str) -> str:
@@ -169,13 +188,14 @@ def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any]
     from etl.dead_letters import ERR, PAYLOAD
 
     obs = Observation(name)
+    # (SQL text rather than Column calls: each Column call is py4j round trips, and this runs per micro-batch)
     if split:
-        ok = F.col(ERR).isNull()
-        failed = F.struct(F.col(ERR).cast("string").alias("err"), F.col(PAYLOAD).cast("string").alias("payload"))
-        rows = frame.observe(obs, F.count(F.when(ok, 1)).alias("rows"),
-                             F.collect_list(F.when(~ok, failed)).alias("failed")).where(ok).drop(ERR, PAYLOAD)
+        failed = f"named_struct('err', CAST(`{ERR}` AS STRING), 'payload', CAST(`{PAYLOAD}` AS STRING))"
+        rows = frame.observe(obs, F.expr(f"count(CASE WHEN `{ERR}` IS NULL THEN 1 END) AS rows"),
+                             F.expr(f"collect_list(CASE WHEN `{ERR}` IS NOT NULL THEN {failed} END) AS failed"))
+        rows = rows.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
     else:
-        rows = frame.observe(obs, F.count(F.lit(1)).alias("rows"))
+        rows = frame.observe(obs, F.expr("count(1) AS rows"))
     shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
     got = obs.get
     return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
@@ -189,6 +209,7 @@ class Publisher:
         self.query = query
         self.tag = tag
         self.ext = ext
+        self._published_dir = False  # `_etl_batches/` made (once per sink)
 
     def batch_name(self, batch_id: int) -> str:
         return f"{self.query}-{batch_id:08d}-{self.tag}"
@@ -207,9 +228,7 @@ class Publisher:
     def prepare(self, batch_id: int) -> None:
         """Before the write: no leftovers, and the staging folder's parent exists (else the path is wrong)."""
         self.clear(batch_id)
-        parent = self.files.path(STAGING)
-        if not self.files.call(lambda: self.files.fs.mkdirs(parent)):
-            raise TerminalError(f"cannot create {parent.toString()}")
+        self.files.mkdirs(STAGING)
 
     def commit(self, batch_id: int, rows: int) -> None:
         """Write the manifest (the commit point), then publish. A batch without rows publishes nothing."""
@@ -217,15 +236,22 @@ class Publisher:
         parts = self.files.names(stage) if rows else []
         lines = [f"{p} part-{self.batch_name(batch_id)}-{n:05d}.{self.ext}" for n, p in enumerate(parts)]
         self.files.write_text(f"{stage}/{MANIFEST}", "".join(x + "\n" for x in lines))
-        self.finish(batch_id)
+        self.finish(batch_id, lines)
 
-    def finish(self, batch_id: int) -> None:
-        """Steps 2 and 3: every part not yet renamed, then the published manifest; idempotent."""
+    def finish(self, batch_id: int, lines: list[str] | None = None) -> None:
+        """Steps 2 and 3: every part not yet renamed, then the published manifest; idempotent. `lines`: the
+        manifest just written (every part still staged); None: read it (a recovery: some may be renamed)."""
         stage = self.staging(batch_id)
-        for line in self.files.read_text(f"{stage}/{MANIFEST}").splitlines():
+        recovering = lines is None
+        if lines is None:
+            lines = self.files.read_text(f"{stage}/{MANIFEST}").splitlines()
+        for line in lines:
             src, dst = line.split(" ")
-            if self.files.exists(f"{stage}/{src}"):
+            if not recovering or self.files.exists(f"{stage}/{src}"):
                 self.files.rename(f"{stage}/{src}", dst)
+        if not self._published_dir:
+            self.files.mkdirs(PUBLISHED)
+            self._published_dir = True
         self.files.rename(f"{stage}/{MANIFEST}", self.published(batch_id))
         self.files.delete(stage)
         self.files.remove_empty(STAGING)
