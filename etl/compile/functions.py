@@ -30,7 +30,7 @@ import hashlib
 import importlib
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -47,6 +47,7 @@ class Shipped:
     ref: str  # module:callable
     source: str | None  # the module's source (a module beside the pipeline), None: import by name
     filename: str
+    dtype: Any = None  # an aggregate function's declared return type (a pyspark DataType) its value must be
 
     def load(self) -> Callable[..., Any]:
         key = (self.ref, hashlib.sha1((self.source or "").encode()).hexdigest())
@@ -97,12 +98,8 @@ class RowCall:
             return None, f"{type(e).__name__}: {e}"
         if self.table:
             return _table_rows(self.dtype, value)
-        wrong = returns.problem(self.dtype, value)
-        if wrong is None:
-            return value, None
-        said = returns.described(value)
-        detail = wrong[len(said):] if wrong.startswith(said) else f": {wrong}"
-        return None, f"returned {said} where its declared type is {self.dtype.simpleString()}{detail}"
+        wrong = returns.mismatch(self.dtype, value)
+        return (value, None) if wrong is None else (None, wrong)
 
 
 def _table_rows(dtype: Any, rows: list[Any]) -> tuple[Any, str | None]:
@@ -155,9 +152,11 @@ def register(spark: Any, graph: Any) -> None:
 def aggregate_functions(graph: Any, aggregates: Any) -> dict[str, Shipped]:
     """The pipeline's aggregate functions that `aggregates` (a window's or a continuous aggregate's) call, as the
     state engine's executors load them."""
+    from pyspark.sql.types import DataType
+
     fns = graph.functions
-    return {a.fn: shipped(fns[a.fn.lower()], graph.base_dir) for a in aggregates
-            if a.fn.lower() in fns and fns[a.fn.lower()].kind == "aggregate"}
+    return {a.fn: replace(shipped(fns[a.fn.lower()], graph.base_dir), dtype=DataType.fromDDL(fns[a.fn.lower()].returns))
+            for a in aggregates if a.fn.lower() in fns and fns[a.fn.lower()].kind == "aggregate"}
 
 
 def _series(fn: Shipped) -> Callable[[Any], Any]:

@@ -137,3 +137,14 @@ def _struct(dtype: Any, value: Any) -> str | None:
         if p is not None:
             return f"field '{name}' is {p}"
     return None
+
+
+def mismatch(dtype: Any, value: Any) -> str | None:
+    """`returned a str ('many') where its declared type is bigint`: what a function returned against its declared
+    `dtype` (a pyspark DataType), None when the value is one."""
+    wrong = problem(dtype, value)
+    if wrong is None:
+        return None
+    said = described(value)
+    detail = wrong[len(said):] if wrong.startswith(said) else f": {wrong}"
+    return f"returned {said} where its declared type is {dtype.simpleString()}{detail}"

@@ -42,6 +42,7 @@ from typing import Any
 
 from etl.compile.context import CompileContext, CompileError
 from etl.graph.model import Node
+from etl.load.rules import RuleFilesWatch
 
 log = logging.getLogger("etl.rules")
 
@@ -60,7 +61,7 @@ def optimizer(node: Node) -> Any:
     return opt
 
 
-class RuleSet:
+class RuleSet(RuleFilesWatch):
     """One filter's rules on the driver: the current program and, with reload, its files' state."""
 
     def __init__(self, ctx: CompileContext, node: Node):
@@ -121,12 +122,8 @@ class RuleSet:
 
     def refresh(self) -> bool:
         """Reload the rule files when they changed; True when the program was swapped."""
-        if not self.reload:
+        if not self._files_changed():
             return False
-        sig = self._signature()
-        if sig == self.signature:
-            return False
-        self.signature = sig
         program, diagnostics = self._load()
         if program is None:
             lines = [d.render() for d in diagnostics if d.is_error] or ["(no diagnostic)"]

@@ -23,11 +23,12 @@ from typing import Any
 
 from etl.compile.context import CompileContext
 from etl.graph.model import Node
+from etl.load.rules import RuleFilesWatch
 
 log = logging.getLogger("etl.rules")
 
 
-class CorrelationSet:
+class CorrelationSet(RuleFilesWatch):
     """The correlation rules a sigma_correlation applies now, and its input filter's Sigma files' state."""
 
     def __init__(self, ctx: CompileContext, node: Node):
@@ -52,12 +53,8 @@ class CorrelationSet:
 
     def refresh(self) -> bool:
         """Apply the Sigma files' correlation rules if they changed and can apply; True when they were swapped."""
-        if not self.reload:
+        if not self._files_changed():
             return False
-        sig = self._signature()
-        if sig == self.signature:
-            return False
-        self.signature = sig
         new = self._load()
         from etl.load.sigma_corr import needs_restart
 

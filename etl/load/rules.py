@@ -71,6 +71,27 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
     return list(seen)
 
 
+class RuleFilesWatch:
+    """What a holder of a filter's rule files (etl.compile.rule_programs, etl.compile.sigma_reload) compares
+    before each micro-batch: `reload` (watch at all), `signature` (the files as last seen) and `_signature()`
+    (the files now); `_files_changed()` says whether they changed since, and remembers them."""
+
+    reload: bool
+    signature: tuple
+
+    def _signature(self) -> tuple:
+        raise NotImplementedError
+
+    def _files_changed(self) -> bool:
+        if not self.reload:
+            return False
+        sig = self._signature()
+        if sig == self.signature:
+            return False
+        self.signature = sig
+        return True
+
+
 def rule_files_signature(spec: Any, base_dir: str | os.PathLike) -> tuple:
     """What a reload compares: the files the `rule_files` entries name now, with mtime and size."""
     out: list[tuple[str, int | None, int | None]] = []

@@ -34,6 +34,10 @@ def fragile(v: pd.Series) -> float:
     return float(v.max() - v.min())
 
 
+def worded(v: pd.Series) -> float:
+    return "many" if len(v) > 1 else float(v.sum())  # a str where a double is declared
+
+
 def shout(s: str) -> str:
     if s == "boom":
         raise ValueError("cannot shout boom")
@@ -75,6 +79,7 @@ functions:
   - {name: tally, callable: "udfs:tally"}
   - {name: label, callable: "udfs:label"}
   - {name: pairs, callable: "udfs:pairs", kind: table, returns: "c string, i int"}
+  - {name: worded, callable: "udfs:worded"}
 sources:
   - {id: src, type: file, path: in, schema: {s: string, g: string, n: bigint, ts: timestamp},
      event_time: {field: ts, watermark: 0s}}
@@ -110,12 +115,15 @@ transforms:
     type: select
     inputs: [pr]
     fields: [s, "INLINE(ps) AS (c, i)"]
+  - {id: w2, type: window, inputs: [src], kind: tumbling, size: 1m, group_by: [g],
+     aggregates: [{fn: worded, field: n, as: total}]}
 sinks:
   - {id: out, type: file, path: o1, inputs: [loud]}
   - {id: out2, type: file, path: o2, inputs: [each]}
   - {id: out3, type: file, path: o3, inputs: [w]}
   - {id: out4, type: file, path: o4, inputs: [typed]}
   - {id: out5, type: file, path: o5, inputs: [prs]}
+  - {id: out6, type: file, path: o6, inputs: [w2]}
 '''
 
 
@@ -133,9 +141,10 @@ def test_a_function_raising_on_a_row_sends_that_row_to_dead_letters(spark, tmp_p
             {"s": "bang", "g": "b", "n": -1, "ts": "2026-01-10T09:00:03Z"},
             {"s": "", "g": "c", "n": 2, "ts": "2026-01-10T09:05:00Z"}]  # moves the watermark past 09:01
     res = run_case(c.plan, TestCase(name="raising", inputs={"src": rows}), spark)
-    assert set(res.captured) == {"out", "out2", "out3", "out4", "out5", "dead_letter"}, res.message
+    assert set(res.captured) == {"out", "out2", "out3", "out4", "out5", "out6", "dead_letter"}, res.message
     got = {k: sorted(tuple(map(str, r.values())) for r in v) for k, v in res.captured.items() if k != "dead_letter"}
     assert got["out3"] == [("a", "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00", "4.0")]
+    assert got["out6"] == [("b", "2026-01-10 09:00:00+00:00", "2026-01-10 09:01:00+00:00", "-1.0")]
     got = {k: sorted(tuple(r[c] for c in ("s", "t", "ch", "k", "l", "c", "i") if c in r) for r in v)
            for k, v in res.captured.items() if k in ("out", "out2", "out4", "out5")}
     assert got == {"out": [("", ""), ("ab", "AB"), ("bang", "BANG")],
@@ -149,20 +158,23 @@ def test_a_function_raising_on_a_row_sends_that_row_to_dead_letters(spark, tmp_p
     pos = str(tmp_path / "p.yaml")
     raised = "USER_RAISED_EXCEPTION: python function"
     assert dead == [
-        ("loud", f"{pos}:19:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
+        ("loud", f"{pos}:20:18: derive 'loud' column 't': USER_RAISED_EXCEPTION: python function 'shout' failed: "
                  "ValueError: cannot shout boom", {"s": "boom", "g": "a", "n": 5, "ts": "2026-01-10T09:00:02.000Z"}),
-        ("pr", f"{pos}:42:19: derive 'pr' column 'ps': {raised} 'pairs' failed: row 1 ('a', 0, 'extra') has 3 "
+        ("pr", f"{pos}:43:19: derive 'pr' column 'ps': {raised} 'pairs' failed: row 1 ('a', 0, 'extra') has 3 "
                "value(s) where its declared columns are (c string, i int)", ab),
-        ("pr", f"{pos}:42:19: derive 'pr' column 'ps': {raised} 'pairs' failed: row 1 ('b', 'x'): column 'i' is a "
+        ("pr", f"{pos}:43:19: derive 'pr' column 'ps': {raised} 'pairs' failed: row 1 ('b', 'x'): column 'i' is a "
                "str ('x') where its declared type is int", {"s": "bang", **p}),
-        ("rows", f"{pos}:23:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
+        ("rows", f"{pos}:24:19: derive 'rows' column 'cs': USER_RAISED_EXCEPTION: python function 'chars' failed: "
                  "KeyError: 'bang'", {"s": "bang", **p}),
-        ("typed", f"{pos}:38:18: derive 'typed' column 'k': {raised} 'tally' failed: returned a str ('many') "
+        ("typed", f"{pos}:39:18: derive 'typed' column 'k': {raised} 'tally' failed: returned a str ('many') "
                   "where its declared type is bigint", boom),
-        ("typed", f"{pos}:38:33: derive 'typed' column 'l': {raised} 'label' failed: returned a dict ({{'s': 'ab'}}) "
+        ("typed", f"{pos}:39:33: derive 'typed' column 'l': {raised} 'label' failed: returned a dict ({{'s': 'ab'}}) "
                   "where its declared type is string", ab),
         ("w", "window [1768035600000, 1768035660000) ms: python function 'fragile' failed: ValueError: a negative "
               "value", {"g": "b", "window_start_ms": 1768035600000, "window_end_ms": 1768035660000}),
+        ("w2", "window [1768035600000, 1768035660000) ms: python function 'worded' failed: returned a str ('many') "
+               "where its declared type is double",
+         {"g": "a", "window_start_ms": 1768035600000, "window_end_ms": 1768035660000}),
     ]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from etl.compile import returns
 from etl.compile.windows.native import (ERR, ET_COL, FINAL, PAYLOAD, RETRACT, WindowError, WindowResult, key_columns,
                                        output_schema)
 from etl.spec.aggregates import AGGREGATES
@@ -74,9 +75,13 @@ class PythonAggregate:
             return None
         f = self.fn.load()
         try:
-            return f(pd.Series(acc))
+            value = f(pd.Series(acc))
         except Exception as e:  # noqa: BLE001 - the user's error on this window: its dead letter says it
             raise AggregateFailed(f"python function '{self.name}' failed: {type(e).__name__}: {e}") from None
+        wrong = returns.mismatch(self.fn.dtype, value) if self.fn.dtype is not None else None
+        if wrong is not None:  # the row could not be written (Arrow would fail the task): a dead letter too
+            raise AggregateFailed(f"python function '{self.name}' failed: {wrong}")
+        return value
 
 
 def _agg(cfg: Config, fn: str) -> Any:
