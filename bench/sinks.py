@@ -105,9 +105,18 @@ def checked(work: Path, text: str):
     return plan
 
 
-def run_spark(spark, src: Path, out: Path, checkpoint: Path) -> float:
+def run_spark(spark, src: Path, out: Path, checkpoint: Path, checked: bool = False) -> float:
+    """Spark's own query. `checked`: it also tells malformed lines apart as etl's file source does (PERMISSIVE
+    with a corrupt-record column, etl.connectors.sources.file) and writes the well-formed rows only (etl writes
+    the others as dead letters: none here), the same per-row work as etl's minus the dead-letter write."""
     t0 = time.perf_counter()
-    q = (spark.readStream.schema(DDL).json(str(src)).writeStream.format("json").option("path", str(out))
+    reader = spark.readStream.schema(DDL + (", _corrupt string" if checked else ""))
+    if checked:
+        reader = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
+    df = reader.json(str(src))
+    if checked:
+        df = df.where("_corrupt IS NULL").drop("_corrupt")
+    q = (df.writeStream.format("json").option("path", str(out))
          .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     q.awaitTermination()
     return time.perf_counter() - t0
@@ -124,36 +133,43 @@ def bench_file(events: int, repeat: int) -> None:
     try:
         make_input(tmp / "in", events)
         spark = build_session("bench-sinks", "local[2]", {"spark.ui.enabled": "false"}, ui=False)
-        etl_s, spark_s, etl_cpu, spark_cpu = [], [], [], []
+        etl_s, spark_s, checked_s, etl_cpu, spark_cpu, checked_cpu = [], [], [], [], [], []
 
         def etl_round(name: str) -> tuple[float, float, float]:
             sink = {"type": "file", "path": str(tmp / name / "out"), "format": "jsonl"}
             plan = checked(tmp / name, pipeline(tmp / "in", sink, tmp / name / "ckpt"))  # validate's part: not timed
             return timed(spark, lambda: run_etl(spark, plan))
 
-        def spark_round(name: str) -> tuple[float, float, float]:
-            return timed(spark, lambda: run_spark(spark, tmp / "in", tmp / f"{name}/out", tmp / f"{name}/ckpt"))
+        def spark_round(name: str, check: bool = False) -> tuple[float, float, float]:
+            return timed(spark, lambda: run_spark(spark, tmp / "in", tmp / f"{name}/out", tmp / f"{name}/ckpt", check))
 
         etl_round("warm-etl")
         spark_round("warm-spark")
+        spark_round("warm-checked", True)
         load0 = os.getloadavg()[0]
         for r in range(repeat):
             e, ec, ep = etl_round(f"etl{r}")
             s, sc, sp = spark_round(f"spark{r}")
+            k, kc, _ = spark_round(f"checked{r}", True)
             assert count_lines(tmp / f"etl{r}/out", "part-*.jsonl") == events
             assert count_lines(tmp / f"spark{r}/out", "part-*.json") == events
+            assert count_lines(tmp / f"checked{r}/out", "part-*.json") == events
             print(f"run {r}: etl {e:.2f}s ({ec:.2f} CPU-s, {ep:.2f} in Python), spark {s:.2f}s ({sc:.2f} CPU-s, "
-                  f"{sp:.2f} in Python), "
+                  f"{sp:.2f} in Python), spark checking lines {k:.2f}s ({kc:.2f} CPU-s), "
                   f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
             etl_s.append(e)
             spark_s.append(s)
+            checked_s.append(k)
             etl_cpu.append(ec)
             spark_cpu.append(sc)
-        med_etl, med_spark = statistics.median(etl_s), statistics.median(spark_s)
-        cpu_etl, cpu_spark = statistics.median(etl_cpu), statistics.median(spark_cpu)
+            checked_cpu.append(kc)
+        med_etl, med_spark, med_checked = (statistics.median(v) for v in (etl_s, spark_s, checked_s))
+        cpu_etl, cpu_spark, cpu_checked = (statistics.median(v) for v in (etl_cpu, spark_cpu, checked_cpu))
         print(f"sinks file events={events} etl_s={med_etl:.2f} spark_s={med_spark:.2f} "
               f"ratio={med_spark / med_etl:.2f} etl_cpu_s={cpu_etl:.2f} spark_cpu_s={cpu_spark:.2f} "
-              f"cpu_ratio={cpu_spark / cpu_etl:.2f} load={load0:.1f}-{os.getloadavg()[0]:.1f} "
+              f"cpu_ratio={cpu_spark / cpu_etl:.2f} spark_checked_s={med_checked:.2f} "
+              f"ratio_checked={med_checked / med_etl:.2f} cpu_ratio_checked={cpu_checked / cpu_etl:.2f} "
+              f"load={load0:.1f}-{os.getloadavg()[0]:.1f} "
               f"best_etl_s={min(etl_s):.2f} best_spark_s={min(spark_s):.2f}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
