@@ -20,8 +20,11 @@ import org.apache.spark.unsafe.types.UTF8String;
  * value must contain (lower-cased) for the pattern to match, and each rule's boolean tree over the predicates.
  * Per value: the patterns whose first literal occurs (found through a 3-gram bitset of the literals) and whose
  * other needs hold are run, and those without literals; on a value holding a non-ASCII character that folds to an
- * ASCII one (a Kelvin sign) also every pattern with a caseless part. Then the rules using a predicate that held, and
- * the rules that can hold without any, are evaluated. A program over several fields (etl/optimize/jvmmulti.py,
+ * ASCII one (a Kelvin sign) also every pattern with a caseless part. Then the rules each of whose trigger groups has a
+ * predicate that held (a group: predicates one of which holds when the rule does), and the rules that can hold without
+ * any, are evaluated. A needle (not a contains needle: one scan finds those) or pattern none of whose predicates is
+ * in a trigger group is not looked for in every value: an evaluated rule that reads it decides it then, once per
+ * row. A program over several fields (etl/optimize/jvmmulti.py,
  * {@link #anyRow}/{@link #idsRow}) does this per field, and also decides its needles (equals, starts with, ends
  * with, contains: byte comparisons found through the same 3-grams), null tests and text comparisons
  * ({@link RuleProgram}).
@@ -53,6 +56,8 @@ public final class RuleMatch {
     public static boolean any(UTF8String value, UTF8String file) {
         State s = STATES.get(file, State::new);
         s.begin();
+        s.values = null;
+        s.single = value;
         s.field(0, value);
         return s.rules(true) > 0;
     }
@@ -61,6 +66,8 @@ public final class RuleMatch {
     public static ArrayData ids(UTF8String value, UTF8String file) {
         State s = STATES.get(file, State::new);
         s.begin();
+        s.values = null;
+        s.single = value;
         s.field(0, value);
         return ids(s, s.rules(false));
     }
@@ -105,8 +112,16 @@ public final class RuleMatch {
         final int[] patternStamp;
         final int[] needleStamp;
         final int[] ruleStamp;
+        final int[] ruleMask;  // the trigger groups of the rule that held in this epoch (ruleStamp)
         int epoch;
         final int[] matched;
+        final int[] leafStamp;  // a lazy predicate decided in this epoch ...
+        final boolean[] leafValue;  // ... holds
+        InternalRow values;  // the row being decided (several fields), or
+        UTF8String single;  // the value being decided (one field)
+        private int loaded = -1;  // the field whose value is in the buffers (a lazy predicate's), -1: none
+        private int foldedState;  // of that value: 0 unknown, 1 folds, 2 does not
+        private byte[] foldedBytes;
 
         State(UTF8String file) {
             p = PROGRAMS.get(file.toString());
@@ -118,22 +133,29 @@ public final class RuleMatch {
             patternStamp = new int[p.patterns()];
             needleStamp = new int[p.needles];
             ruleStamp = new int[p.ids.length];
+            ruleMask = new int[p.ids.length];
             matched = new int[p.ids.length];
+            leafStamp = new int[p.leaves];
+            leafValue = new boolean[p.leaves];
         }
 
         void begin() {
             for (int k = 0; k < nTouched; k++) hit[touched[k]] = false;
             nTouched = 0;
+            loaded = -1;
             if (++epoch == Integer.MAX_VALUE) {
                 epoch = 1;
                 Arrays.fill(patternStamp, 0);
                 Arrays.fill(needleStamp, 0);
                 Arrays.fill(ruleStamp, 0);
+                Arrays.fill(leafStamp, 0);
             }
         }
 
         void row(InternalRow values) {
             begin();
+            this.values = values;
+            single = null;
             for (int k = 0; k < p.fields.length; k++) field(k, values.isNullAt(k) ? null : values.getUTF8String(k));
             for (RuleProgram.Ref ref : p.refs) {
                 if (values.isNullAt(ref.field) || values.isNullAt(ref.other)) continue;
@@ -148,22 +170,110 @@ public final class RuleMatch {
             int n = 0;
             for (int r : p.always) {
                 ruleStamp[r] = epoch;
-                if (p.eval(r, 0, hit)) {
+                ruleMask[r] = p.full[r];
+                if (eval(r, 0)) {
                     if (firstOnly) return 1;
                     matched[n++] = r;
                 }
             }
             for (int k = 0; k < nTouched; k++) {
-                for (int r : p.leafRules[touched[k]]) {
-                    if (ruleStamp[r] == epoch) continue;
+                int[] rs = p.leafRules[touched[k]], bits = p.leafBits[touched[k]];
+                for (int j = 0; j < rs.length; j++) {
+                    int r = rs[j], full = p.full[r];
+                    int m = ruleStamp[r] == epoch ? ruleMask[r] : 0;
+                    if (m == full) continue;  // evaluated
                     ruleStamp[r] = epoch;
-                    if (p.eval(r, 0, hit)) {
+                    ruleMask[r] = m |= bits[j];
+                    if (m != full) continue;  // a trigger group has no predicate that holds (yet)
+                    if (eval(r, 0)) {
                         if (firstOnly) return 1;
                         matched[n++] = r;
                     }
                 }
             }
             return n;
+        }
+
+        /** Rule r's subtree at k, on the predicates set and the lazy ones (decided when read). */
+        private boolean eval(int r, int k) {
+            int[] kinds = p.kinds[r], args = p.args[r], ends = p.ends[r];
+            switch (kinds[k]) {
+                case RuleProgram.LEAF: {
+                    int l = args[k];
+                    return hit[l] || (p.lazyLeaf[l] && lazy(l));
+                }
+                case RuleProgram.TRUE: return true;
+                case RuleProgram.FALSE: return false;
+                case RuleProgram.NOT: return !eval(r, k + 1);
+                case RuleProgram.AND: {
+                    int j = k + 1;
+                    for (int c = 0; c < args[k]; c++, j = ends[j]) if (!eval(r, j)) return false;
+                    return true;
+                }
+                default: {
+                    int j = k + 1;
+                    for (int c = 0; c < args[k]; c++, j = ends[j]) if (eval(r, j)) return true;
+                    return false;
+                }
+            }
+        }
+
+        /** Does one of the lazy needles or patterns of predicate l hold? (once per row) */
+        private boolean lazy(int l) {
+            if (leafStamp[l] == epoch) return leafValue[l];
+            boolean v = false;
+            for (int id : p.lazyNeedles[l]) {
+                RuleProgram.Needle nd = p.needleList[id];
+                if (load(nd.field)) {
+                    if (nd.caseless && folded()) v = nd.holds(foldedBytes, foldedBytes.length);
+                    else v = nd.holds(buf, len);
+                    if (v) break;
+                }
+            }
+            if (!v) {
+                for (int pat : p.lazyPatterns[l]) {
+                    if (!load(p.patternField[pat])) continue;
+                    if (p.patternWide[pat]) v = !ascii && run(pat);
+                    else if (p.patternCaseless[pat] && folded()) v = run(pat);
+                    else v = LiteralPrefilter.Grams.holds(buf, len, p.rest[pat]) && run(pat);
+                    if (v) break;
+                }
+            }
+            leafStamp[l] = epoch;
+            leafValue[l] = v;
+            return v;
+        }
+
+        /** Field k's value into the buffers (after the row's fields were read); false when it is null. */
+        private boolean load(int k) {
+            if (loaded == k) return true;
+            UTF8String v = values != null ? (values.isNullAt(k) ? null : values.getUTF8String(k)) : single;
+            if (v == null) return false;
+            copy(v);
+            loaded = k;
+            foldedState = 0;
+            return true;
+        }
+
+        /** Does the loaded value hold a folding character? (its caseless needles compare its folded form) */
+        private boolean folded() {
+            if (foldedState == 0) {
+                boolean f = !ascii && folds(text());
+                foldedState = f ? 1 : 2;
+                if (f) foldedBytes = p.folded(text());
+            }
+            return foldedState == 1;
+        }
+
+        private void copy(UTF8String v) {
+            int n = v.numBytes();
+            if (n > buf.length) buf = new byte[Math.max(n, 2 * buf.length)];
+            Platform.copyMemory(v.getBaseObject(), v.getBaseOffset(), buf, Platform.BYTE_ARRAY_OFFSET, n);
+            len = n;
+            ascii = Grok.ascii(buf, Platform.BYTE_ARRAY_OFFSET, n);
+            value = v;
+            text = null;
+            textSet = false;
         }
 
         private byte[] buf = new byte[256];  // the value's bytes (a copy: no allocation per row)
@@ -190,16 +300,10 @@ public final class RuleMatch {
                 return;
             }
             set(fl.valueLeaves);
-            int n = v.numBytes();
-            if (n > buf.length) buf = new byte[Math.max(n, 2 * buf.length)];
+            copy(v);  // the chars the patterns read are made when the first one runs
+            int n = len;
             byte[] b = buf;
-            Platform.copyMemory(v.getBaseObject(), v.getBaseOffset(), b, Platform.BYTE_ARRAY_OFFSET, n);
-            boolean asc = Grok.ascii(b, Platform.BYTE_ARRAY_OFFSET, n);
-            len = n;
-            ascii = asc;
-            value = v;
-            text = null;
-            textSet = false;  // the chars the patterns read are made when the first one runs
+            boolean asc = ascii;
             // a value holding a character an ASCII letter matches caselessly (the Kelvin sign): the literals and
             // byte comparisons of caseless parts do not hold, their patterns decide
             boolean folded = !asc && (fl.caseless.length > 0 || fl.caselessAll.length > 0) && folds(text());
@@ -247,7 +351,6 @@ public final class RuleMatch {
                     }
                 }
             }
-            value = null;
         }
 
         private void affix(RuleProgram.Needle[] hs, byte[] b, int n, boolean folded) {
@@ -290,6 +393,11 @@ public final class RuleMatch {
         }
 
         private void test(int pat) {
+            if (run(pat)) set(p.patternLeaves[pat]);
+        }
+
+        /** Does pattern pat find a match in the value? */
+        private boolean run(int pat) {
             Matcher[] ms = ascii ? asciiMatchers : unicodeMatchers;
             Matcher m = ms[pat];
             if (!textSet) {
@@ -314,7 +422,7 @@ public final class RuleMatch {
                 throw new Exhausted(BUDGET_MARK + "[" + file + "] pattern " + pat + " overflowed the stack on a value"
                                     + " of " + input.length() + " characters (java.util.regex recursion)");
             }
-            if (found) set(p.patternLeaves[pat]);
+            return found;
         }
     }
 }

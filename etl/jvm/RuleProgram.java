@@ -23,6 +23,7 @@ final class RuleProgram {
     /** A string predicate decided by comparing bytes (ASCII letters lower-cased when caseless). */
     static final class Needle {
         final int id;
+        final int field;
         final int kind;
         final byte[] text;  // lower-cased ASCII letters when caseless
         final boolean caseless;
@@ -31,6 +32,7 @@ final class RuleProgram {
 
         Needle(int id, String[] f) {
             this.id = id;
+            field = Integer.parseInt(f[1]);
             kind = "ebxc".indexOf(f[2]);
             caseless = f[5].equals("c");
             byte[] t = f[4].equals("-") ? new byte[0] : LiteralPrefilter.unhex(f[4]);
@@ -238,7 +240,18 @@ final class RuleProgram {
     final int[][] args;  // ... a leaf's predicate or a node's number of children
     final int[][] ends;  // ... the index after each node's subtree
     final int[] always;  // rules that can hold with every predicate false
-    final int[][] leafRules;  // predicate -> the rules using it
+    final int[][] leafRules;  // predicate -> the rules it triggers
+    final int[][] leafBits;  // ... the trigger groups of each it is in (bits)
+    final int[] full;  // rule -> the bits of all its trigger groups: it is evaluated when each group holds
+    /* Lazy predicates: a needle or pattern none of whose predicates is a rule's trigger is not looked for in
+       every value; a rule evaluated on a row (one of its triggers held) decides it when it reads it. */
+    final boolean[] lazyLeaf;  // predicate -> decided on demand (by the lazy needles and patterns below)
+    final int[][] lazyNeedles;  // predicate -> its lazy needles (ids)
+    final int[][] lazyPatterns;  // predicate -> its lazy patterns
+    Needle[] needleList = new Needle[0];  // by id
+    final int[] patternField;
+    final boolean[] patternWide, patternCaseless;  // cannot match an ASCII value; has a caseless part
+    private final boolean[] trigger;  // predicate -> some rule is evaluated when it holds
 
     RuleProgram(List<String> lines) {
         List<String[]> pats = new ArrayList<>(), rules = new ArrayList<>(), other = new ArrayList<>();
@@ -274,6 +287,46 @@ final class RuleProgram {
             }
         }
         leaves = nLeaves;
+        ids = new UTF8String[rules.size()];
+        kinds = new int[rules.size()][];
+        args = new int[rules.size()][];
+        ends = new int[rules.size()][];
+        List<Integer> alw = new ArrayList<>();
+        List<Map<Integer, Integer>> byLeaf = new ArrayList<>();  // predicate -> rule -> its trigger groups' bits
+        for (int l = 0; l < leaves; l++) byLeaf.add(new java.util.LinkedHashMap<>());
+        full = new int[rules.size()];
+        for (int r = 0; r < rules.size(); r++) {
+            String[] f = rules.get(r);
+            ids[r] = UTF8String.fromString(text(f[1]));
+            if (f[2].equals("1")) alw.add(r);
+            String[] toks = f[3].split(",");
+            // trigger groups: when the rule holds, a predicate of each does (none: one group, every predicate)
+            String[] groups = f.length > 4 ? f[4].split(";") : null;
+            full[r] = groups == null ? 1 : (1 << groups.length) - 1;
+            for (int g = 0; groups != null && g < groups.length; g++) {
+                for (int l : ints(groups[g])) byLeaf.get(l).merge(r, 1 << g, (a, b) -> a | b);
+            }
+            kinds[r] = new int[toks.length];
+            args[r] = new int[toks.length];
+            for (int k = 0; k < toks.length; k++) {
+                String t = toks[k];
+                char c = t.charAt(0);
+                kinds[r][k] = c == 'P' ? LEAF : c == 'T' ? TRUE : c == 'F' ? FALSE : c == 'N' ? NOT : c == 'A' ? AND : OR;
+                if (t.length() > 1) args[r][k] = Integer.parseInt(t.substring(1));
+                if (c == 'P' && groups == null) byLeaf.get(args[r][k]).put(r, 1);
+            }
+            ends[r] = new int[toks.length];
+            end(r, 0);
+        }
+        always = alw.stream().mapToInt(Integer::intValue).toArray();
+        leafRules = new int[leaves][];
+        leafBits = new int[leaves][];
+        for (int l = 0; l < leaves; l++) {
+            leafRules[l] = byLeaf.get(l).keySet().stream().mapToInt(Integer::intValue).toArray();
+            leafBits[l] = byLeaf.get(l).values().stream().mapToInt(Integer::intValue).toArray();
+        }
+        trigger = new boolean[leaves];
+        for (int l = 0; l < leaves; l++) trigger[l] = leafRules[l].length > 0;
         fields = new Field[nFields];
         List<List<Integer>> uncond = new ArrayList<>(), folds = new ArrayList<>(), wide = new ArrayList<>();
         List<Map<String, List<Integer>>> byLiteral = new ArrayList<>();
@@ -291,6 +344,9 @@ final class RuleProgram {
         unicodeText = new String[n];
         patternLeaves = new int[n][];
         rest = new byte[n][][][];
+        patternField = new int[n];
+        patternWide = new boolean[n];
+        patternCaseless = new boolean[n];
         for (int i = 0; i < n; i++) {
             String[] f = pats.get(i);
             int field = f.length > 6 ? Integer.parseInt(f[6]) : 0;
@@ -298,6 +354,16 @@ final class RuleProgram {
             asciiText[i] = expand(text(f[2]), classes);
             unicodeText[i] = expand(text(f[3]), classes);
             rest[i] = new byte[0][][];
+            patternField[i] = field;
+            patternWide[i] = f[4].equals("u");
+            patternCaseless[i] = f[5].equals("c");
+            boolean lazy = lazy(patternLeaves[i]);
+            if (!f[4].equals("-") && !f[4].equals("u")) {
+                String[] needs = f[4].split(";");
+                rest[i] = new byte[needs.length - 1][][];
+                for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
+            }
+            if (lazy) continue;
             if (f[4].equals("-")) {
                 uncond.get(field).add(i);
             } else if (f[4].equals("u")) {
@@ -305,17 +371,11 @@ final class RuleProgram {
             } else if (f[4].startsWith("*")) {  // needs of 1 or 2 characters: checked before the pattern runs
                 uncond.get(field).add(i);
                 if (f[5].equals("c")) folds.get(field).add(i);
-                String[] needs = f[4].split(";");
-                rest[i] = new byte[needs.length - 1][][];
-                for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
             } else {
                 if (f[5].equals("c")) folds.get(field).add(i);
-                String[] needs = f[4].split(";");
-                for (String h : needs[0].split(",")) {
+                for (String h : f[4].split(";")[0].split(",")) {
                     byLiteral.get(field).computeIfAbsent(text(h), k -> new ArrayList<>()).add(i);
                 }
-                rest[i] = new byte[needs.length - 1][][];
-                for (int k = 1; k < needs.length; k++) rest[i][k - 1] = LiteralPrefilter.need(needs[k]);
             }
         }
         for (int k = 0; k < nFields; k++) {
@@ -338,35 +398,10 @@ final class RuleProgram {
             }
         }
         needles = indexOthers(other);
-        ids = new UTF8String[rules.size()];
-        kinds = new int[rules.size()][];
-        args = new int[rules.size()][];
-        ends = new int[rules.size()][];
-        List<Integer> alw = new ArrayList<>();
-        List<List<Integer>> byLeaf = new ArrayList<>();
-        for (int l = 0; l < leaves; l++) byLeaf.add(new ArrayList<>());
-        for (int r = 0; r < rules.size(); r++) {
-            String[] f = rules.get(r);
-            ids[r] = UTF8String.fromString(text(f[1]));
-            if (f[2].equals("1")) alw.add(r);
-            String[] toks = f[3].split(",");
-            int[] triggers = f.length > 4 ? ints(f[4]) : null;  // leaves one of which holds when the rule does
-            if (triggers != null) for (int l : triggers) if (!byLeaf.get(l).contains(r)) byLeaf.get(l).add(r);
-            kinds[r] = new int[toks.length];
-            args[r] = new int[toks.length];
-            for (int k = 0; k < toks.length; k++) {
-                String t = toks[k];
-                char c = t.charAt(0);
-                kinds[r][k] = c == 'P' ? LEAF : c == 'T' ? TRUE : c == 'F' ? FALSE : c == 'N' ? NOT : c == 'A' ? AND : OR;
-                if (t.length() > 1) args[r][k] = Integer.parseInt(t.substring(1));
-                if (c == 'P' && triggers == null && !byLeaf.get(args[r][k]).contains(r)) byLeaf.get(args[r][k]).add(r);
-            }
-            ends[r] = new int[toks.length];
-            end(r, 0);
-        }
-        always = alw.stream().mapToInt(Integer::intValue).toArray();
-        leafRules = new int[leaves][];
-        for (int l = 0; l < leaves; l++) leafRules[l] = byLeaf.get(l).stream().mapToInt(Integer::intValue).toArray();
+        lazyLeaf = new boolean[leaves];
+        lazyNeedles = new int[leaves][];
+        lazyPatterns = new int[leaves][];
+        lazySources(pats.size());
     }
 
     /** The N, U and C lines into their fields; the number of needles. */
@@ -393,6 +428,9 @@ final class RuleProgram {
                 fl.compares[fl.compares.length - 1] = new Compare(f);
             } else if (f[0].equals("N")) {
                 Needle nd = new Needle(count++, f);
+                needleList = Arrays.copyOf(needleList, count);
+                needleList[nd.id] = nd;
+                if (lazyNeedle(nd)) continue;
                 if (nd.caseless) caseless.get(k).add(nd);
                 int m = nd.text.length;
                 if (nd.kind == STARTS || nd.kind == EQ) {
@@ -437,6 +475,34 @@ final class RuleProgram {
         return count;
     }
 
+    /** Are none of the predicates a trigger? (their needle or pattern is then decided on demand) */
+    private boolean lazy(int[] ls) {
+        for (int l : ls) if (trigger[l]) return false;
+        return ls.length > 0;
+    }
+
+    /** A needle decided on demand: not a trigger, and cheap to decide alone (not a contains needle: one scan of
+     *  the value finds them all, deciding them one by one costs a scan each). */
+    private boolean lazyNeedle(Needle nd) {
+        return nd.kind != CONTAINS && lazy(nd.leaves);
+    }
+
+    /** Each predicate's lazy needles and patterns. */
+    private void lazySources(int nPatterns) {
+        List<List<Integer>> nds = new ArrayList<>(), ps = new ArrayList<>();
+        for (int l = 0; l < leaves; l++) {
+            nds.add(new ArrayList<>());
+            ps.add(new ArrayList<>());
+        }
+        for (Needle nd : needleList) if (lazyNeedle(nd)) for (int l : nd.leaves) nds.get(l).add(nd.id);
+        for (int i = 0; i < nPatterns; i++) if (lazy(patternLeaves[i])) for (int l : patternLeaves[i]) ps.get(l).add(i);
+        for (int l = 0; l < leaves; l++) {
+            lazyNeedles[l] = nds.get(l).stream().mapToInt(Integer::intValue).toArray();
+            lazyPatterns[l] = ps.get(l).stream().mapToInt(Integer::intValue).toArray();
+            lazyLeaf[l] = lazyNeedles[l].length + lazyPatterns[l].length > 0;
+        }
+    }
+
     private int end(int r, int k) {
         int j = k + 1;
         int kind = kinds[r][k];
@@ -447,25 +513,6 @@ final class RuleProgram {
         }
         ends[r][k] = j;
         return j;
-    }
-
-    boolean eval(int r, int k, boolean[] hit) {
-        switch (kinds[r][k]) {
-            case LEAF: return hit[args[r][k]];
-            case TRUE: return true;
-            case FALSE: return false;
-            case NOT: return !eval(r, k + 1, hit);
-            case AND: {
-                int j = k + 1;
-                for (int c = 0; c < args[r][k]; c++, j = ends[r][j]) if (!eval(r, j, hit)) return false;
-                return true;
-            }
-            default: {
-                int j = k + 1;
-                for (int c = 0; c < args[r][k]; c++, j = ends[r][j]) if (eval(r, j, hit)) return true;
-                return false;
-            }
-        }
     }
 
     int patterns() {

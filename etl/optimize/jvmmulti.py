@@ -30,6 +30,10 @@ lines; a P line gets the field's position as a 7th item) plus:
     I <field> <predicates> <version>:<address, hex>:<prefix>;...   cidr: the text is an address (as Python's
                                         ipaddress.ip_address reads it) in one of the networks
 
+An R line has a 5th item, its trigger groups: predicates, comma-separated, groups separated by ``;``
+(etl.optimize.jvmmulti._triggers): the rule is evaluated on a row only when a predicate of each group holds.
+A needle or pattern none of whose predicates is in a group is decided only when an evaluated rule reads it.
+
 ``ne`` on text is written into the trees as ``and(not null, not equal)`` over
 an extra predicate (L counts them). Derivations (``apply``) keep the
 rule set on the Python path: :func:`multi_plan` says why.
@@ -46,7 +50,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from etl.regexes.hsregex import _class_ranges, _literal_ranges, op_regex
-from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
+from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred
 from etl.regexes.javaregex import shared, translate, unsupported_reason
 from etl.optimize.jvmprogram import _hex, _literals, _tree, folding_into_ascii
 from etl.optimize.literals import MAX_NEEDS, literal_options
@@ -223,26 +227,51 @@ def _no_ascii(items: list, flags: int) -> bool:
     return False
 
 
-def _triggers(tree: Expr, program: FilterProgram) -> list[int] | None:
-    """The predicates of the rule's likely rarest mandatory part without `not` (a conjunct of the top-level
-    `and`): when the rule holds, one of them does, so the rule is evaluated only on rows where one holds. None:
-    every predicate of the rule (no such part)."""
-    best: tuple[float, list[int]] | None = None
-    for c in tree.children if isinstance(tree, And) else (tree,):
-        if not _positive(c):
-            continue
-        ls = leaves(c)
-        score = sum(_likely(program, i) for i in ls)
-        if ls and (best is None or score < best[0]):
-            best = (score, ls)
-    return None if best is None else best[1]
+MAX_TRIGGER_GROUPS = 3
 
 
-def _positive(e: Expr) -> bool:
-    """No `not` and no constant true inside: the tree holds only when one of its predicates does."""
-    if isinstance(e, Not) or (isinstance(e, Const) and e.value):
-        return False
-    return isinstance(e, (Pred, Const)) or all(_positive(c) for c in e.children)
+def _triggers(tree: Expr, program: FilterProgram) -> list[list[int]] | None:
+    """Groups of predicates, each from a mandatory part of the rule (a conjunct of the top-level `and`): when
+    the rule holds, a predicate of each group does, so the rule is evaluated only on rows where one of each
+    holds. The likely rarest part first, then up to MAX_TRIGGER_GROUPS - 1 others without patterns (a group's
+    predicates are looked for in every value: a string comparison is found by the scan of its field anyway, a
+    pattern not in a group runs only when a rule reads it). None: every predicate of the rule, one group (no
+    such part)."""
+    parts = [p for p in map(lambda c: _part(c, program), tree.children if isinstance(tree, And) else (tree,))
+             if p is not None and p[1]]
+    if not parts:
+        return None
+    parts.sort(key=lambda p: p[0])
+    more = [ls for _s, ls in parts[1:] if not any(_pattern(program, i) for i in ls)]
+    return [parts[0][1]] + more[:MAX_TRIGGER_GROUPS - 1]
+
+
+def _part(e: Expr, program: FilterProgram) -> tuple[float, list[int]] | None:
+    """(likelihood, predicates) such that when `e` holds one of the predicates does, the likely rarest found:
+    a predicate itself; for `or` every child's; for `and` its rarest child's. None: `e` can hold without any
+    (a `not`, a constant true)."""
+    if isinstance(e, Pred):
+        return _likely(program, e.index), [e.index]
+    if isinstance(e, Const):
+        return None if e.value else (0.0, [])
+    if isinstance(e, And):
+        got = [p for p in (_part(c, program) for c in e.children) if p is not None]
+        return min(got, key=lambda p: p[0]) if got else None
+    if isinstance(e, Not):
+        return None
+    score, out = 0.0, {}
+    for c in e.children:  # or
+        p = _part(c, program)
+        if p is None:
+            return None
+        score += p[0]
+        out.update(dict.fromkeys(p[1]))
+    return score, list(out)
+
+
+def _pattern(program: FilterProgram, i: int) -> bool:
+    """Is predicate i decided by a pattern (regex, like), not a string comparison or a null test?"""
+    return i >= len(program.predicates) or program.predicates[i].key.op in ("regex", "like")
 
 
 def _likely(program: FilterProgram, i: int) -> float:
@@ -304,6 +333,6 @@ def multi_plan(program: FilterProgram) -> MultiPlan:
         _tree(tree, toks)
         trig = _triggers(tree, program)
         w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}"
-                       + ("" if trig is None else " " + ",".join(map(str, trig))))
+                       + ("" if trig is None else " " + ";".join(",".join(map(str, g)) for g in trig)))
     return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes),
                      needles=len(w.needles))
