@@ -1,4 +1,4 @@
-"""Python functions of functions.sql and functions.yaml.
+"""Python functions of functions.sql, aggregate_every.sql and their YAML twins.
 
 etl reads their signatures from the annotations below without importing this module
 (`etl validate` runs none of it); at run time the module is shipped to the executors.
@@ -28,5 +28,8 @@ def id_parts(order_id: str) -> Iterator[Part]:
 
 
 def spread(amount: pd.Series) -> float:
-    """The largest amount minus the smallest of a group."""
+    """The largest amount minus the smallest of a group; a negative amount is refused (the group's row is a dead
+    letter)."""
+    if (amount < 0).any():
+        raise ValueError(f"a negative amount: {amount.min()}")
     return float(amount.max() - amount.min())

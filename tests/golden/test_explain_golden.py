@@ -26,6 +26,8 @@ CASES = {
     "lookup_mysql": "pipelines/lookup_mysql.yaml",
     # a continuously updated TopN (its SQL script explains the same: tests/sql/test_sql_twins.py)
     "topn_continuous": "pipelines/sql/topn_continuous.yaml",
+    # a continuous aggregate with a Python aggregate function and `every` (SQL: aggregate_every.sql, EMIT WITH DELAY)
+    "aggregate_every": "pipelines/sql/aggregate_every.yaml",
 }
 
 
