@@ -35,15 +35,16 @@ SQL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.execution.arrow.maxBytesPerBatch": str(64 << 20),
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
-    # PySpark 4 records the Python call site of every Column and DataFrame call in the JVM (for its error
-    # messages): 4-5 py4j round trips each, read by no one here (etl reports errors at pipeline positions).
-    # Off, the driver's work per micro-batch and per compile takes a fraction of the round trips (bench/sinks.py)
-    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 # Settings that only apply when this process starts the JVM.
 LAUNCH_DEFAULTS: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.memory": "2g",
+    # PySpark 4 records the Python call site of every Column and DataFrame call in the JVM (for its error
+    # messages): 4-5 py4j round trips each, read by no one here (etl reports errors at pipeline positions).
+    # Off, the driver's work per micro-batch and per compile takes a fraction of the round trips (bench/sinks.py).
+    # A static setting: under spark-submit (a JVM already running) it stays as submitted.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 if hasattr(socket, "AF_UNIX"):
     # JVM <-> Python workers over Unix domain sockets instead of TCP on localhost: every task that runs Python
