@@ -2,7 +2,7 @@
 """Sink throughput: rows written from the executors.
 
     .venv/bin/python bench/sinks.py file  [--events 1000000] [--repeat 2]
-    .venv/bin/python bench/sinks.py mysql [--events 200000]
+    .venv/bin/python bench/sinks.py mysql [--events 200000] [--repeat 2]
 
 file: jsonl files -> file sink (jsonl) through etl (PipelineRun, --once) against the same query written by
 Spark's own `writeStream.format("json")` (AvailableNow), side by side in one process on one local[2]
@@ -190,7 +190,8 @@ def mysql_driver(args: argparse.Namespace) -> None:
     spark.stop()
 
 
-def bench_mysql(events: int) -> None:
+def bench_mysql(events: int, repeat: int = 1) -> None:
+    """1 and 2 executors alternating, `repeat` rounds (each run its own driver process and table); medians."""
     from tests.servers.mariadb import MariaDBServer
     from tests.servers.spark_cluster import SparkCluster
 
@@ -200,30 +201,31 @@ def bench_mysql(events: int) -> None:
         make_input(tmp / "in", events)
         db.start()
         cluster.start()
-        results = {}
-        for cores in (1, 2):
-            table = f"bench_{cores}"
+        results: dict[int, list[dict]] = {1: [], 2: []}
+        for r, cores in ((r, c) for r in range(repeat) for c in (1, 2)):
+            table = f"bench_{cores}_{r}"
             sink = {"type": "mysql", "host": db.host, "port": db.port, "user": db.user, "password": db.password,
                     "database": db.database, "table": table, "create_table": True, "batch_size": 5000}
-            work = tmp / f"run{cores}"
+            work = tmp / f"run{cores}-{r}"
             work.mkdir()
             (work / "text").write_text(pipeline(tmp / "in", sink, work / "ckpt"))
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             out = subprocess.run([sys.executable, __file__, "mysql-driver", "--master", cluster.master_url,
                                   "--cores", str(cores), "--work", str(work), "--text", str(work / "text")],
                                  env=env, capture_output=True, text=True, check=True)
-            r = json.loads(out.stdout.strip().splitlines()[-1])
+            res = json.loads(out.stdout.strip().splitlines()[-1])
             conn = db.connect()
             with conn.cursor() as cur:
                 cur.execute(f"SELECT COUNT(*) FROM `{table}`")
                 assert cur.fetchone()[0] == events
             conn.close()
-            results[cores] = r
-            print(f"{cores} executor(s): {r['seconds']:.1f}s, {events / r['seconds']:.0f} rows/s, "
-                  f"driver Python CPU {r['driver_cpu_s']:.2f}s", file=sys.stderr)
-        print(f"sinks mysql events={events} rows_per_s_1={events / results[1]['seconds']:.0f} "
-              f"rows_per_s_2={events / results[2]['seconds']:.0f} driver_cpu_s_1={results[1]['driver_cpu_s']:.2f} "
-              f"driver_cpu_s_2={results[2]['driver_cpu_s']:.2f}")
+            results[cores].append(res)
+            print(f"round {r}, {cores} executor(s): {res['seconds']:.1f}s, {events / res['seconds']:.0f} rows/s, "
+                  f"driver Python CPU {res['driver_cpu_s']:.2f}s, load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        secs = {c: statistics.median(x["seconds"] for x in v) for c, v in results.items()}
+        cpu = {c: statistics.median(x["driver_cpu_s"] for x in v) for c, v in results.items()}
+        print(f"sinks mysql events={events} rows_per_s_1={events / secs[1]:.0f} rows_per_s_2={events / secs[2]:.0f} "
+              f"driver_cpu_s_1={cpu[1]:.2f} driver_cpu_s_2={cpu[2]:.2f} rounds={repeat}")
     finally:
         cluster.cleanup(graceful=False)
         db.cleanup(graceful=False)
@@ -243,7 +245,7 @@ def main() -> None:
     if args.what == "file":
         bench_file(args.events or 1_000_000, args.repeat)
     elif args.what == "mysql":
-        bench_mysql(args.events or 200_000)
+        bench_mysql(args.events or 200_000, args.repeat)
     else:
         mysql_driver(args)
 
