@@ -196,8 +196,10 @@ def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
     cols = rs.graph.columns_of(ins[0].ref) if ins else None
     if not cols:
         return loaded
-    names = {c.lower() for c, _type in cols}
-    return [r for r in loaded if all(f.lower() in names or f.split(".", 1)[0].lower() in names for f, _ in r.fields)]
+    from etl.spec.sigma import missing_fields
+
+    names = [c for c, _type in cols]
+    return [r for r in loaded if not missing_fields((f for f, _ in r.fields), names)]
 
 
 def rule_set(ctx: CompileContext, node: Node) -> RuleSet:

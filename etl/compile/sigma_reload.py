@@ -88,9 +88,10 @@ class CorrelationSet(RuleFilesWatch):
         cols = self.graph.columns_of(self.src)
         if not cols:
             return list(stats.correlations)
-        names = {c.lower() for c, _type in cols}
-        return [c for c in stats.correlations
-                if all(col.lower() in names or col.split(".", 1)[0].lower() in names for col, _key in c.columns())]
+        from etl.spec.sigma import missing_fields
+
+        names = [c for c, _type in cols]
+        return [c for c in stats.correlations if not missing_fields((col for col, _key in c.columns()), names)]
 
 
 def correlation_set(ctx: CompileContext, node: Node) -> CorrelationSet:

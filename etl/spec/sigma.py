@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, Union
 
 from pydantic import Field
@@ -76,10 +77,18 @@ class SigmaCorrelationHooks:
                                                             if self.slides > 1 else " (tumbling)")]
 
 
+def missing_fields(fields: Iterable[str], columns: Iterable[str]) -> list[str]:
+    """The (mapped) Sigma fields that events with these columns do not have: neither the field nor the column its
+    path starts with (`a.b` reads column `a`) is one of them, compared case-insensitively as Spark resolves names.
+    validate's W341 and the reloads between micro-batches (etl.compile) leave out the rules reading them."""
+    names = {c.lower() for c in columns}
+    return [f for f in fields if f.lower() not in names and f.split(".", 1)[0].lower() not in names]
+
+
 def _columns_present(cx: Any, node: Any, corr: Any, cols: dict[str, str]) -> bool:
     """W341 for a correlation grouping by (or counting) a column the alerts do not have; False then."""
     for col, key in corr.columns():
-        if cx.find(cols, col) is None and cx.find(cols, col.split(".", 1)[0]) is None:
+        if missing_fields([col], cols):
             from etl.diagnostics import Span
 
             line, col_no = corr.positions_of(key)

@@ -75,8 +75,10 @@ def _unread_correlations(cx: Any, node: Any) -> None:
 
 def _sigma_fields(cx: Any, node: Any, sr: Any, cols: Cols) -> list[str]:
     """W341 for a Sigma rule reading a column the events do not have; returns [its id] then."""
-    missing = [(f, sf) for f, sf in sr.fields
-               if cx.find(cols, f) is None and cx.find(cols, f.split(".", 1)[0]) is None]
+    from etl.spec.sigma import missing_fields
+
+    absent = set(missing_fields((f for f, _ in sr.fields), cols))
+    missing = [(f, sf) for f, sf in sr.fields if f in absent]
     if not missing:
         return []
     cx.report.warning("W341", f"{sr.name} (filter '{node.id}') reads "
