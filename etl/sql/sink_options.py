@@ -24,10 +24,6 @@ from etl.spec.base import MAX_DURATION_S, MAX_SIZE, Duration, Size
 MAX_ROWS = 10_000_000  # SinkBase.batch_size's bound
 MAX_ATTEMPTS = 1000  # Retry.max_attempts's bound
 
-_DURATION_UNITS = {"ms": "ms", "milli": "ms", "millis": "ms", "millisecond": "ms", "milliseconds": "ms",
-                   "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
-                   "m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
-                   "h": "h", "hour": "h", "hours": "h", "d": "d", "day": "d", "days": "d"}
 _SIZE_UNITS = {"b": 1, "bytes": 1, "k": 1024, "kb": 1024, "kibibytes": 1024, "m": 1024**2, "mb": 1024**2,
                "mebibytes": 1024**2, "g": 1024**3, "gb": 1024**3, "gibibytes": 1024**3, "t": 1024**4,
                "tb": 1024**4, "tebibytes": 1024**4}
@@ -53,17 +49,17 @@ def _rows(text: str) -> int:
 
 
 def _duration(text: str, zero: float | None) -> str:
-    m = _NUMBER.match(text)
-    unit = _DURATION_UNITS.get((m.group(2) or "ms").lower()) if m else None
-    if m is None or unit is None:
+    from etl.sql.window import flink_duration  # Flink's units, as the other duration options of WITH and SET
+
+    secs = flink_duration(text) if _NUMBER.match(text) else None  # a whole number here, as Flink's sink options
+    if secs is None:
         raise BadValue(f"'{text}' is not a duration", "a number and a unit: '1s', '500 ms', '2 min' (a bare number "
                                                       "is milliseconds)")
-    if int(m.group(1)) == 0 and zero is not None:
+    if secs == 0 and zero is not None:
         return str(Duration(zero))
-    try:
-        return str(Duration.parse(f"{m.group(1)}{unit}"))
-    except ValueError:
-        raise BadValue(f"'{text}' is longer than etl takes", "at most 365 days") from None
+    if secs > MAX_DURATION_S:
+        raise BadValue(f"'{text}' is longer than etl takes", "at most 365 days")
+    return str(Duration(secs))
 
 
 def _size(text: str) -> str:

@@ -49,7 +49,7 @@ def _dur(secs: float) -> str:
     return str(Duration(secs))
 
 
-_FLINK_UNITS = {"ms": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
+_FLINK_UNITS = {"ms": 0.001, "milli": 0.001, "millis": 0.001, "millisecond": 0.001, "s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60,
                 "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
 
