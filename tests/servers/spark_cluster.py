@@ -74,7 +74,8 @@ class SparkCluster(Server):
         env = self.env()
         env["SPARK_LOG_DIR"] = str(folder)
         env["SPARK_WORKER_DIR"] = str(folder / "work")
-        env["SPARK_DAEMON_JAVA_OPTS"] = f"-Djava.io.tmpdir={folder}"
+        # the quick compiler only, as the servers (the master and workers mostly wait)
+        env["SPARK_DAEMON_JAVA_OPTS"] = f"-Djava.io.tmpdir={folder} -XX:TieredStopAtLevel=1"
         return ManagedProcess(name, [str(spark_class()), main, *args], folder / "out.log", env=env, cwd=folder)
 
     def _launch(self) -> None:

@@ -85,6 +85,22 @@ def test_a_local_session_commits_and_touches_its_heap_at_start(spark):
     assert heap_options("3072") == "-Xms3072m -XX:+AlwaysPreTouch" + thp
 
 
+def test_the_quick_jit_setting_reaches_the_jvm(spark, monkeypatch):
+    from etl import settings
+    from etl.runtime.session import jit_options
+
+    # tests/conftest.py turns it on for the whole run: the shared session was started with it
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in args
+    monkeypatch.setenv("ETL_JVM_QUICK_JIT", "off")
+    settings.reset()
+    assert jit_options() == ""
+    monkeypatch.setenv("ETL_JVM_QUICK_JIT", "on")
+    settings.reset()
+    assert jit_options() == " -XX:TieredStopAtLevel=1"
+    settings.reset()
+
+
 def test_huge_pages_follow_the_kernels_setting(tmp_path):
     from etl.runtime.session import huge_pages
 

@@ -21,10 +21,11 @@ def _collected(*args: str) -> list[str]:
 
 
 def test_a_test_asking_for_a_session_is_marked_spark_without_saying_so():
-    # none of these four says @pytest.mark.spark: each asks for the `spark` fixture
+    # none of these says @pytest.mark.spark: each asks for the `spark` fixture
     unmarked = ["tests/spark/test_session.py::test_python_workers_are_reached_over_unix_domain_sockets",
                 "tests/spark/test_session.py::test_python_workers_and_data_source_planners_import_the_installed_pyspark",
-                "tests/spark/test_session.py::test_a_local_session_commits_and_touches_its_heap_at_start"]
+                "tests/spark/test_session.py::test_a_local_session_commits_and_touches_its_heap_at_start",
+                "tests/spark/test_session.py::test_the_quick_jit_setting_reaches_the_jvm"]
     assert _collected("-m", "spark", "tests/spark/test_session.py") == unmarked
     assert _collected("-m", "not spark", "tests/spark/test_session.py") == [
         "tests/spark/test_session.py::test_huge_pages_follow_the_kernels_setting"]
