@@ -441,7 +441,9 @@ final class RuleProgram {
                     loose.get(k).add(nd);
                 } else if (m < 3) {
                     fl.short_ = true;
-                    int g = m == 1 ? nd.text[0] & 0xff : ((nd.text[0] & 0xff) << 8) | (nd.text[1] & 0xff);
+                    // keyed by the bytes lower-cased, as the value's bytes are looked up (a cased needle's own
+                    // comparison then decides)
+                    int g = m == 1 ? low(nd.text[0]) : (low(nd.text[0]) << 8) | low(nd.text[1]);
                     if (m == 2) fl.pairBits[g >>> 6] |= 1L << g;
                     maps.get(3 * k).computeIfAbsent(m == 1 ? ~g : g | 1 << 30, x -> new ArrayList<>()).add(nd);
                 } else if (m == 3) {

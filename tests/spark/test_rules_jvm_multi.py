@@ -114,6 +114,24 @@ def test_needles_with_folding_characters_and_short_needles(spark):
     assert [list(x) for x in decide(spark, program, events, tag=True)] == want
 
 
+def test_cased_needles_of_one_and_two_bytes_with_capitals(spark):
+    # found by Hypothesis: the table of 1- and 2-byte needles was keyed by their own bytes and looked up by the
+    # value's bytes lower-cased, so a cased needle holding a capital was never found
+    rules = [Rule.model_validate({"id": i, "when": w}) for i, w in [
+        ("S", {"field": "cmd", "contains": "S"}),
+        ("Ab", {"field": "cmd", "contains": "Ab"}),
+        ("s_caseless", {"field": "img", "contains": "S", "caseless": True}),
+        ("aB_caseless", {"field": "img", "contains": "aB", "caseless": True}),
+    ]]
+    program = compile_rules(rules)
+    assert multi_plan(program).body is not None
+    events = [{"cmd": "S", "img": "s"}, {"cmd": "s", "img": "S"}, {"cmd": "xAbx", "img": "xabx"},
+              {"cmd": "ab AB aB", "img": "AB"}, {"cmd": None, "img": None}]
+    want = [matched_rules(rules, e) for e in events]
+    assert want == [["S", "s_caseless"], ["s_caseless"], ["Ab", "aB_caseless"], ["aB_caseless"], []]
+    assert [list(x) for x in decide(spark, program, events, tag=True)] == want
+
+
 ADDRESSES = ["10.1.2.3", "10.1.2", "010.1.2.3", "10.1.2.3 ", "192.168.0.1", "256.1.1.1", "::1", "::1%eth0",
              "::1%", "fe80::1", "FE80::abcd:1", "fe80:::1", "1::2::3", "::ffff:10.1.2.3", "::ffff:10.1.2.03",
              "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::", "::", ":1::", "1:2:3:4:5:6:7", "12345::",
