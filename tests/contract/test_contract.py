@@ -140,12 +140,11 @@ class _RetryLog(logging.Handler):
             self.lines.append(msg)
 
 
-def _wait_for_a_batch_held_by_the_outage(run, not_before: float, name: str, retried, held: float = 10.0) -> None:
-    """Until `not_before` (the outage's length), and then until the sink has logged a retry (`retried()`) or,
-    for a client that rides out the outage itself, until a micro-batch with data has been running for `held`
-    seconds without finishing. On a loaded machine the batch of the files written during the outage may start
-    late in it, or spend those seconds before its sink: ending the outage before that batch reached its sink
-    would let it through without one retry."""
+def _wait_for_a_batch_held_by_the_outage(run, not_before: float, name: str, held: float = 10.0) -> None:
+    """Until `not_before` (the outage's length), and then until a micro-batch with data has been running for
+    `held` seconds without finishing: its sink is retrying against the stopped server. On a loaded machine the
+    batch of the files written during the outage may start late in it; ending the outage before that batch
+    reached its sink would let it through without one retry."""
     deadline = not_before + 180
     since = None
     while time.monotonic() < deadline:
@@ -153,15 +152,10 @@ def _wait_for_a_batch_held_by_the_outage(run, not_before: float, name: str, retr
         busy = any(s.status.get("isTriggerActive") and s.status.get("isDataAvailable") for s in run.streams)
         now = time.monotonic()
         since = (since or now) if busy else None
-        if now >= not_before and (retried() if retried else since is not None and now - since >= held):
+        if now >= not_before and since is not None and now - since >= held:
             return
         time.sleep(0.2)
     raise AssertionError(f"{name}: no micro-batch waited on the stopped server")
-
-
-def retried(t: Target, retries: _RetryLog) -> list[str]:
-    """The retry warnings of this target's sink (its label holds the target's folder)."""
-    return [m for m in list(retries.lines) if str(t.tmp) in m]
 
 
 def _outage_scenario(spark, a: Adapter, t: Target, retries: _RetryLog) -> str:
@@ -183,8 +177,7 @@ def _outage_scenario(spark, a: Adapter, t: Target, retries: _RetryLog) -> str:
             for i in range(3, 6):  # arrive while the server is down
                 write_input(folder, i, batches[i])
                 time.sleep(2)
-            _wait_for_a_batch_held_by_the_outage(run, down_at + OUTAGE_SECONDS, a.name,
-                                                 None if a.waits_out_outages else lambda: retried(t, retries))
+            _wait_for_a_batch_held_by_the_outage(run, down_at + OUTAGE_SECONDS, a.name)
         finally:
             t.server.start()
         down_for = time.monotonic() - down_at
@@ -196,7 +189,7 @@ def _outage_scenario(spark, a: Adapter, t: Target, retries: _RetryLog) -> str:
         run.request_stop()
         run.wait()
     assert_exactly(a.read_back(t, len(expected)), expected)
-    mine = retried(t, retries)
+    mine = [m for m in retries.lines if str(t.tmp) in m]
     # a micro-batch was held at the sink while the server was down (checked then): for a client that rides out
     # the outage itself (Adapter.waits_out_outages) that held batch is the evidence, with no retry of etl's to log
     assert down_for >= OUTAGE_SECONDS and (mine or a.waits_out_outages), \
