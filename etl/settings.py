@@ -63,6 +63,16 @@ def _switch(text: str) -> bool:
     raise ValueError("on or off (also 1/0, true/false, yes/no)")
 
 
+def _auto(text: str) -> bool | None:
+    """on, off, or auto (None: the command decides)."""
+    t = text.strip().lower()
+    if t in ("", "auto"):
+        return None
+    if t in _ON + _OFF:
+        return t in _ON
+    raise ValueError("on, off or auto")
+
+
 def _level(text: str) -> str:
     t = text.strip().lower()
     if t in LOG_LEVELS or t == "":
@@ -133,10 +143,10 @@ SETTINGS: tuple[Setting, ...] = (
             "a local session's heap (spark.driver.memory) is committed and touched when the JVM starts (fewer page "
             "faults in the micro-batches: etl.runtime.session.heap_options); off: the heap grows as needed, a "
             "smaller resident set and a faster start (the test suite sets it: hundreds of short-lived JVMs)", _switch),
-    Setting("ETL_JVM_QUICK_JIT", "jvm_quick_jit", "on|off", "off",
+    Setting("ETL_JVM_QUICK_JIT", "jvm_quick_jit", "on|off|auto", "auto",
             "the JVMs etl starts (the driver; a cluster's executors) compile hot code with their quick compiler only "
-            "(-XX:TieredStopAtLevel=1): a short run (a pipeline's tests, a small --once) takes about 40% less "
-            "CPU, a long run is slower (the test suite sets it for the etl processes it starts)", _switch),
+            "(-XX:TieredStopAtLevel=1): a short run takes about 40% less CPU, a long one is slower; auto: on for "
+            "`etl test`, off for `etl run` (the test suite sets on: hundreds of short runs)", _auto),
     Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
@@ -176,7 +186,7 @@ class Settings:
     guard_optimistic: bool = True
     component_counts: bool = True
     jvm_pretouch: bool = True
-    jvm_quick_jit: bool = False
+    jvm_quick_jit: bool | None = None  # None: auto
     java_lib: str = ""
     rocketmq_log_dir: str | None = None
     no_spark: bool = False

@@ -51,7 +51,7 @@ def test(
         with jvm_stderr_to(log if quiet else None):
             spark = build_session("etl-test", master, {"spark.sql.shuffle.partitions": "2",
                                                        "spark.default.parallelism": "2"}, ui=False,
-                                  log_file=str(log))
+                                  log_file=str(log), short=True)
         if quiet:
             stderr_to_file(spark, str(log))
         for c in runnable:

@@ -279,12 +279,14 @@ def local_heap(memory: str, profile: str | None) -> str:
     return heap_options(memory, not profile and settings.current().jvm_pretouch)
 
 
-def jit_options() -> str:
-    """ETL_JVM_QUICK_JIT: the JVM's quick compiler (C1) only. Most of a short run's CPU is the JIT compiling
-    Spark's start-up code with its optimizing compiler: `etl run pipelines/quickstart.yaml --once` (a JVM
-    start, 400 rows, two micro-batches) measured 20.6 CPU-s with both compilers against 12.8 with C1 only
-    (wall 12.4 s against 9.6 s, medians of 3 alternating runs); a long run loses C2's faster code."""
-    return " -XX:TieredStopAtLevel=1" if settings.current().jvm_quick_jit else ""
+def jit_options(short: bool = False) -> str:
+    """ETL_JVM_QUICK_JIT: the JVM's quick compiler (C1) only; auto: for a `short` session (`etl test`). Most of a
+    short run's CPU is the JIT compiling Spark's start-up code with its optimizing compiler: `etl run
+    pipelines/quickstart.yaml --once` (a JVM start, 400 rows, two micro-batches) measured 20.6 CPU-s with both
+    compilers against 12.8 with C1 only (wall 12.4 s against 9.6 s, medians of 3 alternating runs); `etl test`
+    of the window and join examples 30.7 against 18.5 CPU-s (medians of 2). A long run loses C2's faster code."""
+    quick = settings.current().jvm_quick_jit
+    return " -XX:TieredStopAtLevel=1" if (short if quick is None else quick) else ""
 
 
 def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> bool:
@@ -298,10 +300,11 @@ def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> 
 
 
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
-                  ui: bool = True, log_file: str | None = None, profile: str | None = None) -> Any:
+                  ui: bool = True, log_file: str | None = None, profile: str | None = None,
+                  short: bool = False) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where
     Spark's log lines go besides the console (those about failed tasks and queries only there). `profile`: a
-    set of defaults of PROFILES (light)."""
+    set of defaults of PROFILES (light). `short`: a session for a short run (`etl test`: see jit_options)."""
     if settings.current().no_spark:
         raise SparkForbidden("ETL_NO_SPARK is on: this process may not start Spark (the fast tests set it)")
     from pyspark import SparkContext
@@ -325,11 +328,11 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
             log4j += f" -Detl.runlog={shlex.quote(log_file)}"
         # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
         # Options the user passes come after ours (the last one of a kind wins in the JVM).
-        driver = f"{log4j} {THREAD_STACK}{jit_options()}"
+        driver = f"{log4j} {THREAD_STACK}{jit_options(short)}"
         if local:
             driver += f" {local_heap(conf.get('spark.driver.memory', launch['spark.driver.memory']), profile)}"
         for key, ours in (("spark.driver.extraJavaOptions", driver),
-                          ("spark.executor.extraJavaOptions", f"{THREAD_STACK}{jit_options()}")):
+                          ("spark.executor.extraJavaOptions", f"{THREAD_STACK}{jit_options(short)}")):
             launch[key] = f"{ours} {conf.pop(key, '')}".strip()
         # etl's own JVM code (etl/compile/jvm.py): on the driver's class path; executors elsewhere get it as a jar
         from etl.compile import jvm

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 
 def test_python_workers_are_reached_over_unix_domain_sockets(spark):
     """Where the platform has them (Linux, macOS, CI); elsewhere Spark's TCP default stays."""
@@ -94,10 +96,18 @@ def test_the_quick_jit_setting_reaches_the_jvm(spark, monkeypatch):
     assert "-XX:TieredStopAtLevel=1" in args
     monkeypatch.setenv("ETL_JVM_QUICK_JIT", "off")
     settings.reset()
-    assert jit_options() == ""
+    assert jit_options() == jit_options(short=True) == ""
     monkeypatch.setenv("ETL_JVM_QUICK_JIT", "on")
     settings.reset()
-    assert jit_options() == " -XX:TieredStopAtLevel=1"
+    assert jit_options() == jit_options(short=True) == " -XX:TieredStopAtLevel=1"
+    monkeypatch.setenv("ETL_JVM_QUICK_JIT", "auto")  # the default: `etl test` (short) only
+    settings.reset()
+    assert (jit_options(), jit_options(short=True)) == ("", " -XX:TieredStopAtLevel=1")
+    monkeypatch.setenv("ETL_JVM_QUICK_JIT", "sometimes")
+    settings.reset()
+    with pytest.raises(settings.SettingsError, match="ETL_JVM_QUICK_JIT"):
+        settings.current()
+    monkeypatch.undo()
     settings.reset()
 
 
