@@ -86,6 +86,21 @@ public final class RuleMatch {
         return ids(s, s.rules(false));
     }
 
+    /** The metadata of the rules matching the fields' values, in rule order: `details` holds a struct per rule of
+     *  the program (in its order), a literal of the plan (tag details without a lookup per id). */
+    public static ArrayData detailsRow(InternalRow values, UTF8String file, ArrayData details) {
+        State s = STATES.get(file, State::new);
+        s.row(values);
+        int n = s.rules(false);
+        if (n == 0) return NONE;
+        Arrays.sort(s.matched, 0, n);
+        Object[] out = new Object[n];
+        for (int k = 0; k < n; k++) out[k] = details.getStruct(s.matched[k], DETAIL_FIELDS);
+        return new GenericArrayData(out);
+    }
+
+    private static final int DETAIL_FIELDS = 5;  // rule, id, title, level, tags (etl.spec.sigma.DETAIL_TYPE)
+
     private static ArrayData ids(State s, int n) {
         if (n == 0) return NONE;
         Arrays.sort(s.matched, 0, n);
@@ -331,13 +346,14 @@ public final class RuleMatch {
             for (RuleProgram.Needle nd : fl.loose) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
             if (fl.heads != null) heads(fl.heads, fl.headLengths, b, n, folded);
             if (fl.tails != null) tails(fl.tails, fl.tailLengths, b, n, folded);
-            if (fl.shorts != null) shortNeedles(fl.shorts, b, n, folded);
+            if (fl.shorts != null) shortNeedles(fl.shorts, fl.shortBits, b, n, folded);
             NeedleTable t3 = fl.grams3, t4 = fl.grams4;
             if (t3 == null && t4 == null) return;
+            int g = n < 3 ? 0 : RuleProgram.low(b[0]) << 8 | RuleProgram.low(b[1]);
             for (int i = 0; i + 3 <= n; i++) {
-                int g = RuleProgram.key(b, i);
+                g = (g << 8 | RuleProgram.low(b[i + 2])) & 0xffffff;  // RuleProgram.key(b, i)
                 if (t4 != null && i + 4 <= n) {
-                    int s = t4.find(((g << 8) | RuleProgram.low(b[i + 3])) & 0xffffffffL);
+                    int s = t4.find((g << 8 | RuleProgram.low(b[i + 3])) & 0xffffffffL);
                     if (s >= 0) mark(t4, s, b, n, i, folded);
                 }
                 if (t3 == null) continue;
@@ -389,14 +405,19 @@ public final class RuleMatch {
         }
 
         /** The contains needles of 1 or 2 bytes. */
-        private void shortNeedles(NeedleTable t, byte[] b, int n, boolean folded) {
-            for (int i = 0; i < n; i++) {
-                int x = RuleProgram.low(b[i]);
-                int s = t.find(x);
-                if (s >= 0) mark(t, s, b, n, i, folded);
+        private void shortNeedles(NeedleTable t, long[] bits, byte[] b, int n, boolean folded) {
+            for (int i = 0, x = n == 0 ? 0 : RuleProgram.low(b[0]); i < n; i++) {
+                if ((bits[x >>> 6] & (1L << x)) != 0) {
+                    int s = t.find(x);
+                    if (s >= 0) mark(t, s, b, n, i, folded);
+                }
                 if (i + 1 == n) break;
-                s = t.find(1 << 16 | x << 8 | RuleProgram.low(b[i + 1]));
-                if (s >= 0) mark(t, s, b, n, i, folded);
+                int y = RuleProgram.low(b[i + 1]), pair = 1 << 16 | x << 8 | y;
+                if ((bits[pair >>> 6] & (1L << pair)) != 0) {
+                    int s = t.find(pair);
+                    if (s >= 0) mark(t, s, b, n, i, folded);
+                }
+                x = y;
             }
         }
 

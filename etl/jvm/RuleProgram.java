@@ -108,6 +108,7 @@ final class RuleProgram {
            (NeedleTable.affixKey; many needles end in ".exe": 3 bytes would leave them all to compare), contains
            needles of 1 or 2 bytes by those (2 bytes: 1 << 16 | the pair). */
         NeedleTable grams3, grams4, heads, tails, shorts;
+        final long[] shortBits = new long[2 << 10];  // the keys of `shorts` (exact)
         int headLengths, tailLengths;  // bit m: some needle is filed under its first (last) m bytes
         byte[][][] literals = new byte[0][][];  // grams3's extra -> pattern literals starting with its 3 bytes
         int[][][] literalPatterns = new int[0][][];  // ... -> the patterns of each
@@ -359,7 +360,9 @@ final class RuleProgram {
                 } else if (m == 0) {
                     loose.get(k).add(nd);
                 } else if (m < 3) {
-                    t[4].add(m == 1 ? low(nd.text[0]) : 1 << 16 | low(nd.text[0]) << 8 | low(nd.text[1]), nd);
+                    int key = m == 1 ? low(nd.text[0]) : 1 << 16 | low(nd.text[0]) << 8 | low(nd.text[1]);
+                    t[4].add(key, nd);
+                    fl.shortBits[key >>> 6] |= 1L << key;
                 } else if (m == 3) {
                     t[0].add(key(nd.text, 0), nd);
                 } else {
@@ -441,9 +444,15 @@ final class RuleProgram {
         return (key(b, i) << 8) | low(b[i + 3]);
     }
 
+    private static final byte[] LOW = new byte[256];
+
+    static {
+        for (int v = 0; v < 256; v++) LOW[v] = (byte) (v >= 'A' && v <= 'Z' ? v + 32 : v);
+    }
+
+    /** The byte, an ASCII letter lower-cased, as an unsigned number. */
     static int low(byte x) {
-        int v = x & 0xff;
-        return v >= 'A' && v <= 'Z' ? v + 32 : v;
+        return LOW[x & 0xff] & 0xff;
     }
 
     /** Are the two texts equal, caselessly as Python's re compares characters (ASCII: lower-cased bytes)? */
