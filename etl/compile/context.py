@@ -96,6 +96,8 @@ class Caches:
     # filter id -> its streaming alert rows with those of `generate: false` rules (what sigma_correlation reads)
     sigma_alerts: dict[str, Any] = field(default_factory=dict)
     correlation_sets: dict[str, Any] = field(default_factory=dict)  # sigma_correlation id -> CorrelationSet
+    # filter id -> (its rule files' signature, the reload warnings logged for that version: rule_programs.log_once)
+    reload_logged: dict[str, tuple] = field(default_factory=dict)
 
 
 @dataclass

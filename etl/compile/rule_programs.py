@@ -189,9 +189,8 @@ def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
     stats = SigmaStats()
     loaded = load_sigma(spec.sigma, lambda *k: rs.node.span, rs.base_dir, report, taken, stats, reload=True)
     rs._silent_next = silent(stats.correlations)
-    for d in report.diagnostics:
-        if not d.is_error:
-            log.warning("filter '%s': %s", rs.node.id, d.render())
+    log_once(rs.ctx.caches, rs.node.id, rs.signature, f"filter '{rs.node.id}'",
+             [d for d in report.diagnostics if not d.is_error])
     ins = [e for e in rs.node.inputs if e.role == "input"]
     cols = rs.graph.columns_of(ins[0].ref) if ins else None
     if not cols:
@@ -200,6 +199,20 @@ def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
 
     names = [c for c, _type in cols]
     return [r for r in loaded if not missing_fields((f for f, _ in r.fields), names)]
+
+
+def log_once(caches: Any, filter_id: str, signature: tuple, who: str, diagnostics: list[Any]) -> None:
+    """Log a reload's diagnostics of a filter's Sigma files once per version of the files: the filter's reload
+    and its sigma_correlations' read the same files (the same W340 lines); whichever runs first logs them."""
+    seen, logged = caches.reload_logged.get(filter_id, (None, set()))
+    if seen != signature:
+        logged = set()
+        caches.reload_logged[filter_id] = (signature, logged)
+    for d in diagnostics:
+        line = d.render()
+        if line not in logged:
+            logged.add(line)
+            log.warning("%s: %s", who, line)
 
 
 def rule_set(ctx: CompileContext, node: Node) -> RuleSet:

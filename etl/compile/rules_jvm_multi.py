@@ -75,8 +75,10 @@ def _column(df: Any, field: str) -> Any:
     return col
 
 
-def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
-    """As rules_jvm.verdict, for programs over several fields: the result column, or None."""
+def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = None) -> Any:
+    """As rules_jvm.verdict, for programs over several fields: the result column, or None. With `details` (tag
+    mode; filter_alerts.details_array of the program's rules) the tag column holds the matched rules' structs
+    (etl.spec.sigma.DETAIL_TYPE) instead of their ids."""
     spark = df.sparkSession
     if unfit(spark, program, df) is not None:
         return None
@@ -92,6 +94,15 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any) -> Any:
     rules_jvm._FILES[file] = (rules_jvm._key(program), plan)  # its demote finds the pattern by the file
     name = F.lit(file)
     if tag:
+        if details is not None:
+            from pyspark.sql.types import DataType
+
+            from etl.spec.sigma import DETAIL_TYPE
+
+            dtype = DataType.fromDDL(DETAIL_TYPE)
+            got = jvm.static_call(spark, rules_jvm.CLASS, "detailsRow", dtype, values, name, details,
+                                  null_in_null_out=False)
+            return got if candidate is None else F.when(candidate, got).otherwise(F.array().cast(DETAIL_TYPE))
         ids = jvm.static_call(spark, rules_jvm.CLASS, "idsRow", ArrayType(StringType()), values, name,
                               null_in_null_out=False)
         return ids if candidate is None else F.when(candidate, ids).otherwise(F.array().cast("array<string>"))

@@ -33,6 +33,7 @@ class CorrelationSet(RuleFilesWatch):
 
     def __init__(self, ctx: CompileContext, node: Node):
         self.graph = ctx.graph
+        self.caches = ctx.caches
         self.node = node
         self.src = next(e.src for e in node.inputs if e.role == "input")
         self.filter = self.graph.node(self.src)
@@ -83,8 +84,9 @@ class CorrelationSet(RuleFilesWatch):
         taken = {r.rule.id for r in (self.graph.rules.get(self.src) or ()) if not hasattr(r, "sigma")}
         load_sigma(self.filter.spec.sigma, lambda *k: self.filter.span, self.base_dir, report, taken, stats,
                    reload=True)
-        for d in report.diagnostics:
-            log.warning("sigma_correlation '%s': %s", self.node.id, d.render())
+        from etl.compile.rule_programs import log_once
+
+        log_once(self.caches, self.src, self.signature, f"sigma_correlation '{self.node.id}'", report.diagnostics)
         cols = self.graph.columns_of(self.src)
         if not cols:
             return list(stats.correlations)

@@ -86,6 +86,21 @@ public final class RuleMatch {
         return ids(s, s.rules(false));
     }
 
+    /** The metadata of the rules matching the fields' values, in rule order: `details` holds a struct per rule of
+     *  the program (in its order), a literal of the plan (tag details without a lookup per id). */
+    public static ArrayData detailsRow(InternalRow values, UTF8String file, ArrayData details) {
+        State s = STATES.get(file, State::new);
+        s.row(values);
+        int n = s.rules(false);
+        if (n == 0) return NONE;
+        Arrays.sort(s.matched, 0, n);
+        Object[] out = new Object[n];
+        for (int k = 0; k < n; k++) out[k] = details.getStruct(s.matched[k], DETAIL_FIELDS);
+        return new GenericArrayData(out);
+    }
+
+    private static final int DETAIL_FIELDS = 5;  // rule, id, title, level, tags (etl.spec.sigma.DETAIL_TYPE)
+
     private static ArrayData ids(State s, int n) {
         if (n == 0) return NONE;
         Arrays.sort(s.matched, 0, n);
@@ -284,7 +299,12 @@ public final class RuleMatch {
         private boolean textSet;  // are the value's chars in `input`?
 
         private void set(int[] leaves) {
-            for (int leaf : leaves) {
+            set(leaves, 0, leaves.length);
+        }
+
+        private void set(int[] leaves, int from, int to) {
+            for (int k = from; k < to; k++) {
+                int leaf = leaves[k];
                 if (!hit[leaf]) {
                     hit[leaf] = true;
                     touched[nTouched++] = leaf;
@@ -324,24 +344,26 @@ public final class RuleMatch {
             for (RuleProgram.Compare c : fl.compares) if (c.holds(b, n)) set(c.leaves);
             for (IpNets c : fl.nets) if (c.holds(text())) set(c.leaves);
             for (RuleProgram.Needle nd : fl.loose) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
-            for (int m : fl.heads.lengths) if (m <= n) affix(fl.heads.get(b, 0, m), b, n, folded);
-            for (int m : fl.tails.lengths) if (m <= n) affix(fl.tails.get(b, n - m, m), b, n, folded);
-            if (fl.short_) shortNeedles(fl, b, n, folded);
+            if (fl.heads != null) heads(fl.heads, fl.headLengths, b, n, folded);
+            if (fl.tails != null) tails(fl.tails, fl.tailLengths, b, n, folded);
+            if (fl.shorts != null) shortNeedles(fl.shorts, fl.shortBits, b, n, folded);
+            NeedleTable t3 = fl.grams3, t4 = fl.grams4;
+            if (t3 == null && t4 == null) return;
+            int g = n < 3 ? 0 : RuleProgram.low(b[0]) << 8 | RuleProgram.low(b[1]);
             for (int i = 0; i + 3 <= n; i++) {
-                int g = RuleProgram.key(b, i), h = RuleProgram.slot(g);
-                if (fl.has4 && i + 4 <= n) {
-                    int g4 = (g << 8) | RuleProgram.low(b[i + 3]), h4 = RuleProgram.slot(g4);
-                    if ((fl.grams4[h4 >>> 6] & (1L << h4)) != 0) {
-                        RuleProgram.Needle[] cs = fl.contains4.get(g4);
-                        if (cs != null) mark(cs, b, n, i, folded);
-                    }
+                g = (g << 8 | RuleProgram.low(b[i + 2])) & 0xffffff;  // RuleProgram.key(b, i)
+                if (t4 != null && i + 4 <= n) {
+                    int s = t4.find((g << 8 | RuleProgram.low(b[i + 3])) & 0xffffffffL);
+                    if (s >= 0) mark(t4, s, b, n, i, folded);
                 }
-                if ((fl.grams[h >>> 6] & (1L << h)) == 0) continue;
-                RuleProgram.Needle[] cs = fl.contains.get(g);
-                if (cs != null) mark(cs, b, n, i, folded);
-                byte[][] lits = fl.literals.get(g);
-                if (lits == null) continue;
-                int[][] pats = fl.literalPatterns.get(g);
+                if (t3 == null) continue;
+                int s = t3.find(g);
+                if (s < 0) continue;
+                mark(t3, s, b, n, i, folded);
+                int x = t3.extra(s);
+                if (x < 0) continue;
+                byte[][] lits = fl.literals[x];
+                int[][] pats = fl.literalPatterns[x];
                 for (int j = 0; j < lits.length; j++) {
                     if (!LiteralPrefilter.Grams.equalAt(b, n, i, lits[j])) continue;
                     for (int pat : pats[j]) {
@@ -353,31 +375,63 @@ public final class RuleMatch {
             }
         }
 
-        private void affix(RuleProgram.Needle[] hs, byte[] b, int n, boolean folded) {
-            if (hs == null) return;
-            for (RuleProgram.Needle nd : hs) if (!(folded && nd.caseless) && nd.holds(b, n)) set(nd.leaves);
-        }
-
-        /** The contains needles of 1 or 2 bytes: found by a table of bytes and a bitset of pairs. */
-        private void shortNeedles(RuleProgram.Field fl, byte[] b, int n, boolean folded) {
-            for (int i = 0; i < n; i++) {
-                int x = RuleProgram.low(b[i]);
-                RuleProgram.Needle[] cs = fl.singles[x];
-                if (cs != null) mark(cs, b, n, i, folded);
-                if (i + 1 == n) break;
-                int g = (x << 8) | RuleProgram.low(b[i + 1]);
-                if ((fl.pairBits[g >>> 6] & (1L << g)) != 0) mark(fl.pairs.get(g), b, n, i, folded);
+        /** The equals and starts with needles filed under the value's first m bytes, for each m in use. */
+        private void heads(NeedleTable t, int lengths, byte[] b, int n, boolean folded) {
+            long h = 0;
+            if ((lengths & 1) != 0) affixes(t, t.find(NeedleTable.affixKey(0, 0)), b, n, folded);  // empty needles
+            for (int j = 0, top = Math.min(n, RuleProgram.Field.LONGEST); j < top; j++) {
+                h = h * 257 + RuleProgram.low(b[j]);
+                if ((lengths & (2 << j)) != 0) affixes(t, t.find(NeedleTable.affixKey(h, j + 1)), b, n, folded);
             }
         }
 
-        /** Sets the bits of the contains needles among `cs` found at position i - their anchor. */
-        private void mark(RuleProgram.Needle[] cs, byte[] b, int n, int i, boolean folded) {
-            for (RuleProgram.Needle nd : cs) {
-                if (needleStamp[nd.id] == epoch || (folded && nd.caseless) || !nd.at(b, n, i - Math.max(nd.anchor, 0))) {
+        /** The ends with needles filed under the value's last m bytes, for each m in use. */
+        private void tails(NeedleTable t, int lengths, byte[] b, int n, boolean folded) {
+            long h = 0;
+            if ((lengths & 1) != 0) affixes(t, t.find(NeedleTable.affixKey(0, 0)), b, n, folded);  // empty needles
+            for (int j = 0, top = Math.min(n, RuleProgram.Field.LONGEST); j < top; j++) {
+                h = h * 257 + RuleProgram.low(b[n - 1 - j]);
+                if ((lengths & (2 << j)) != 0) affixes(t, t.find(NeedleTable.affixKey(h, j + 1)), b, n, folded);
+            }
+        }
+
+        private void affixes(NeedleTable t, int s, byte[] b, int n, boolean folded) {
+            if (s < 0) return;
+            int[] c = t.cand;
+            for (int k = t.from(s), e = t.to(s); k < e; k += NeedleTable.STRIDE) {
+                if (folded && (c[k + NeedleTable.FLAGS] & NeedleTable.CASELESS) != 0) continue;
+                if (t.affix(k, b, n)) set(t.leaves, c[k + NeedleTable.LEAVES], c[k + NeedleTable.LEAVES_END]);
+            }
+        }
+
+        /** The contains needles of 1 or 2 bytes. */
+        private void shortNeedles(NeedleTable t, long[] bits, byte[] b, int n, boolean folded) {
+            for (int i = 0, x = n == 0 ? 0 : RuleProgram.low(b[0]); i < n; i++) {
+                if ((bits[x >>> 6] & (1L << x)) != 0) {
+                    int s = t.find(x);
+                    if (s >= 0) mark(t, s, b, n, i, folded);
+                }
+                if (i + 1 == n) break;
+                int y = RuleProgram.low(b[i + 1]), pair = 1 << 16 | x << 8 | y;
+                if ((bits[pair >>> 6] & (1L << pair)) != 0) {
+                    int s = t.find(pair);
+                    if (s >= 0) mark(t, s, b, n, i, folded);
+                }
+                x = y;
+            }
+        }
+
+        /** Sets the predicates of slot s's contains needles found at position i - their anchor. */
+        private void mark(NeedleTable t, int s, byte[] b, int n, int i, boolean folded) {
+            int[] c = t.cand;
+            for (int k = t.from(s), e = t.to(s); k < e; k += NeedleTable.STRIDE) {
+                int id = c[k + NeedleTable.ID];
+                if (needleStamp[id] == epoch || (folded && (c[k + NeedleTable.FLAGS] & NeedleTable.CASELESS) != 0)
+                    || !t.at(k, b, n, i - c[k + NeedleTable.ANCHOR])) {
                     continue;
                 }
-                needleStamp[nd.id] = epoch;
-                set(nd.leaves);
+                needleStamp[id] = epoch;
+                set(t.leaves, c[k + NeedleTable.LEAVES], c[k + NeedleTable.LEAVES_END]);
             }
         }
 

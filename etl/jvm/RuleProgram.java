@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
@@ -95,114 +96,22 @@ final class RuleProgram {
         }
     }
 
-    /**
-     * Needles found by their first (equals, starts with) or last (ends with) bytes: a needle is filed under its
-     * first or last L = min(length, LONGEST) bytes (ASCII letters lower-cased), a value is looked up once per L
-     * some needle has (many needles end in ".exe": 3 bytes would leave them all to compare).
-     */
-    static final class Affixes {
-        static final int LONGEST = 8;
-        private final Map<Long, List<Needle>> building = new HashMap<>();
-        private long[] keys = new long[0];
-        private Needle[][] values = new Needle[0][];
-        int[] lengths = new int[0];  // the values of L in use
-
-        void add(Needle nd, int from) {
-            int m = Math.min(nd.text.length, LONGEST);
-            if (Arrays.stream(lengths).noneMatch(x -> x == m)) {
-                lengths = Arrays.copyOf(lengths, lengths.length + 1);
-                lengths[lengths.length - 1] = m;
-            }
-            building.computeIfAbsent(hash(nd.text, from, m), x -> new ArrayList<>()).add(nd);
-        }
-
-        void seal() {
-            int cap = Integer.highestOneBit(Math.max(4, building.size() * 2)) * 2;
-            keys = new long[cap];
-            values = new Needle[cap][];
-            for (Map.Entry<Long, List<Needle>> e : building.entrySet()) {
-                int i = slot(e.getKey(), cap);
-                while (values[i] != null) i = (i + 1) & (cap - 1);
-                keys[i] = e.getKey();
-                values[i] = e.getValue().toArray(new Needle[0]);
-            }
-            building.clear();
-        }
-
-        /** The needles filed under the m bytes at `from` of the value (null: none). */
-        Needle[] get(byte[] b, int from, int m) {
-            long h = hash(b, from, m);
-            int cap = keys.length;
-            for (int i = slot(h, cap); values[i] != null; i = (i + 1) & (cap - 1)) if (keys[i] == h) return values[i];
-            return null;
-        }
-
-        static long hash(byte[] b, int from, int m) {
-            long h = m;
-            for (int j = 0; j < m; j++) h = h * 257 + low(b[from + j]);
-            return h * 0x9E3779B97F4A7C15L;
-        }
-
-        private static int slot(long h, int cap) {
-            return (int) (h >>> 40) & (cap - 1);
-        }
-    }
-
-    /** An int -> value map without boxing (open addressing; filled once, then read). */
-    static final class IntTable<V> {
-        private int[] keys = new int[8];
-        private Object[] values = new Object[8];
-        private int size;
-
-        void put(int key, V value) {
-            if (2 * (size + 1) > keys.length) grow();
-            int i = slot(key);
-            while (values[i] != null && keys[i] != key) i = (i + 1) & (keys.length - 1);
-            if (values[i] == null) size++;
-            keys[i] = key;
-            values[i] = value;
-        }
-
-        @SuppressWarnings("unchecked")
-        V get(int key) {
-            for (int i = slot(key); values[i] != null; i = (i + 1) & (keys.length - 1)) {
-                if (keys[i] == key) return (V) values[i];
-            }
-            return null;
-        }
-
-        private int slot(int key) {
-            return ((key * 0x9E3779B1) >>> 8) & (keys.length - 1);
-        }
-
-        @SuppressWarnings("unchecked")
-        private void grow() {
-            int[] k = keys;
-            Object[] v = values;
-            keys = new int[2 * k.length];
-            values = new Object[2 * k.length];
-            size = 0;
-            for (int i = 0; i < k.length; i++) if (v[i] != null) put(k[i], (V) v[i]);
-        }
-    }
-
     /** What one field's values are tested for. */
     static final class Field {
+        static final int LONGEST = 8;  // equals/starts with needles are filed under their first min(length, 8) bytes
         int[] unconditional = new int[0];  // patterns without a 3-character literal: run on every value its needs hold
         int[] nonAscii = new int[0];  // patterns that cannot match an ASCII value
         int[] caseless = new int[0];  // patterns run on every value holding a folding character
-        final long[] grams = new long[1 << 14];  // hashed 3-byte keys (see `key`) of literals and needles
-        final IntTable<byte[][]> literals = new IntTable<>();  // 3-gram -> pattern literals starting with it
-        final IntTable<int[][]> literalPatterns = new IntTable<>();  // ... -> the patterns of each
-        final IntTable<Needle[]> contains = new IntTable<>();  // 3-gram -> contains needles of 3 bytes
-        final IntTable<Needle[]> contains4 = new IntTable<>();  // 4 bytes -> longer contains needles anchored there
-        final long[] grams4 = new long[1 << 14];  // hashed 4-byte keys of those
-        boolean has4;
-        final Affixes heads = new Affixes(), tails = new Affixes();  // equals/starts with, ends with
-        final Map<Integer, Needle[]> pairs = new HashMap<>();  // 2 bytes -> contains needles of 2 bytes
-        final long[] pairBits = new long[1 << 10];
-        final Needle[][] singles = new Needle[256][];  // 1 byte -> contains needles of 1 byte
-        boolean short_;  // some contains needle has 1 or 2 bytes
+        /* Needle tables (null: none): contains needles of 3 bytes and pattern literals by their first 3 bytes
+           (`key`; a slot's extra: an index into `literals`), longer contains needles by the 4 bytes at their anchor
+           (`key4`), equals/starts with by their first and ends with by their last min(length, LONGEST) bytes
+           (NeedleTable.affixKey; many needles end in ".exe": 3 bytes would leave them all to compare), contains
+           needles of 1 or 2 bytes by those (2 bytes: 1 << 16 | the pair). */
+        NeedleTable grams3, grams4, heads, tails, shorts;
+        final long[] shortBits = new long[2 << 10];  // the keys of `shorts` (exact)
+        int headLengths, tailLengths;  // bit m: some needle is filed under its first (last) m bytes
+        byte[][][] literals = new byte[0][][];  // grams3's extra -> pattern literals starting with its 3 bytes
+        int[][][] literalPatterns = new int[0][][];  // ... -> the patterns of each
         Needle[] loose = new Needle[0];  // needles checked on every value
         Needle[] caselessAll = new Needle[0];  // on a value holding a folding character: checked on its folded form
         int[] nullLeaves = new int[0], valueLeaves = new int[0];
@@ -293,7 +202,7 @@ final class RuleProgram {
         ends = new int[rules.size()][];
         List<Integer> alw = new ArrayList<>();
         List<Map<Integer, Integer>> byLeaf = new ArrayList<>();  // predicate -> rule -> its trigger groups' bits
-        for (int l = 0; l < leaves; l++) byLeaf.add(new java.util.LinkedHashMap<>());
+        for (int l = 0; l < leaves; l++) byLeaf.add(new LinkedHashMap<>());
         full = new int[rules.size()];
         for (int r = 0; r < rules.size(); r++) {
             String[] f = rules.get(r);
@@ -378,37 +287,41 @@ final class RuleProgram {
                 }
             }
         }
+        List<NeedleTable.Builder[]> tables = new ArrayList<>();  // per field: grams3, grams4, heads, tails, shorts
         for (int k = 0; k < nFields; k++) {
             Field fl = fields[k];
             fl.unconditional = uncond.get(k).stream().mapToInt(Integer::intValue).toArray();
             fl.caseless = folds.get(k).stream().mapToInt(Integer::intValue).toArray();
             fl.nonAscii = wide.get(k).stream().mapToInt(Integer::intValue).toArray();
-            Map<Integer, List<byte[]>> lits = new HashMap<>();
+            tables.add(new NeedleTable.Builder[] {new NeedleTable.Builder(), new NeedleTable.Builder(),
+                new NeedleTable.Builder(), new NeedleTable.Builder(), new NeedleTable.Builder()});
+            Map<Integer, List<byte[]>> lits = new LinkedHashMap<>();
             Map<Integer, List<int[]>> litPats = new HashMap<>();
             for (Map.Entry<String, List<Integer>> e : byLiteral.get(k).entrySet()) {
                 byte[] lit = e.getKey().getBytes(StandardCharsets.US_ASCII);
                 int g = key(lit, 0);
-                fl.grams[slot(g) >>> 6] |= 1L << slot(g);
                 lits.computeIfAbsent(g, x -> new ArrayList<>()).add(lit);
                 litPats.computeIfAbsent(g, x -> new ArrayList<>()).add(e.getValue().stream().mapToInt(Integer::intValue).toArray());
             }
+            fl.literals = new byte[lits.size()][][];
+            fl.literalPatterns = new int[lits.size()][][];
+            int j = 0;
             for (Map.Entry<Integer, List<byte[]>> e : lits.entrySet()) {
-                fl.literals.put(e.getKey(), e.getValue().toArray(new byte[0][]));
-                fl.literalPatterns.put(e.getKey(), litPats.get(e.getKey()).toArray(new int[0][]));
+                fl.literals[j] = e.getValue().toArray(new byte[0][]);
+                fl.literalPatterns[j] = litPats.get(e.getKey()).toArray(new int[0][]);
+                tables.get(k)[0].extra.put((long) e.getKey(), j++);
             }
         }
-        needles = indexOthers(other);
+        needles = indexOthers(other, tables);
         lazyLeaf = new boolean[leaves];
         lazyNeedles = new int[leaves][];
         lazyPatterns = new int[leaves][];
         lazySources(pats.size());
     }
 
-    /** The N, U and C lines into their fields; the number of needles. */
-    private int indexOthers(List<String[]> other) {
+    /** The N, U, I and C lines into their fields, the needles into the fields' tables; the number of needles. */
+    private int indexOthers(List<String[]> other, List<NeedleTable.Builder[]> tables) {
         List<List<Needle>> loose = new ArrayList<>(), caseless = new ArrayList<>();
-        List<Map<Integer, List<Needle>>> maps = new ArrayList<>();  // per field: contains, heads, tails
-        for (int k = 0; k < 3 * fields.length; k++) maps.add(new HashMap<>());
         for (int k = 0; k < fields.length; k++) {
             loose.add(new ArrayList<>());
             caseless.add(new ArrayList<>());
@@ -432,47 +345,41 @@ final class RuleProgram {
                 needleList[nd.id] = nd;
                 if (lazyNeedle(nd)) continue;
                 if (nd.caseless) caseless.get(k).add(nd);
-                int m = nd.text.length;
+                NeedleTable.Builder[] t = tables.get(k);
+                int m = nd.text.length, a = Math.min(m, Field.LONGEST);
                 if (nd.kind == STARTS || nd.kind == EQ) {
-                    fl.heads.add(nd, 0);
+                    long h = 0;
+                    for (int j = 0; j < a; j++) h = h * 257 + low(nd.text[j]);
+                    t[2].add(NeedleTable.affixKey(h, a), nd);
+                    fl.headLengths |= 1 << a;
                 } else if (nd.kind == ENDS) {
-                    fl.tails.add(nd, m - Math.min(m, Affixes.LONGEST));
+                    long h = 0;
+                    for (int j = m - 1; j >= m - a; j--) h = h * 257 + low(nd.text[j]);
+                    t[3].add(NeedleTable.affixKey(h, a), nd);
+                    fl.tailLengths |= 1 << a;
                 } else if (m == 0) {
                     loose.get(k).add(nd);
                 } else if (m < 3) {
-                    fl.short_ = true;
-                    // keyed by the bytes lower-cased, as the value's bytes are looked up (a cased needle's own
-                    // comparison then decides)
-                    int g = m == 1 ? low(nd.text[0]) : (low(nd.text[0]) << 8) | low(nd.text[1]);
-                    if (m == 2) fl.pairBits[g >>> 6] |= 1L << g;
-                    maps.get(3 * k).computeIfAbsent(m == 1 ? ~g : g | 1 << 30, x -> new ArrayList<>()).add(nd);
+                    int key = m == 1 ? low(nd.text[0]) : 1 << 16 | low(nd.text[0]) << 8 | low(nd.text[1]);
+                    t[4].add(key, nd);
+                    fl.shortBits[key >>> 6] |= 1L << key;
                 } else if (m == 3) {
-                    int g = key(nd.text, 0);
-                    fl.grams[slot(g) >>> 6] |= 1L << slot(g);
-                    maps.get(3 * k).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
+                    t[0].add(key(nd.text, 0), nd);
                 } else {
-                    int g = key4(nd.text, nd.anchor);
-                    fl.has4 = true;
-                    fl.grams4[slot(g) >>> 6] |= 1L << slot(g);
-                    maps.get(3 * k + 1).computeIfAbsent(g, x -> new ArrayList<>()).add(nd);
+                    t[1].add(key4(nd.text, nd.anchor) & 0xffffffffL, nd);
                 }
             }
         }
         for (int k = 0; k < fields.length; k++) {
-            fields[k].loose = loose.get(k).toArray(new Needle[0]);
-            fields[k].caselessAll = caseless.get(k).toArray(new Needle[0]);
-            fields[k].heads.seal();
-            fields[k].tails.seal();
-            for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k).entrySet()) {
-                Needle[] nds = e.getValue().toArray(new Needle[0]);
-                int g = e.getKey();
-                if (g < 0) fields[k].singles[~g] = nds;
-                else if ((g & 1 << 30) != 0) fields[k].pairs.put(g & ~(1 << 30), nds);
-                else fields[k].contains.put(g, nds);
-            }
-            for (Map.Entry<Integer, List<Needle>> e : maps.get(3 * k + 1).entrySet()) {
-                fields[k].contains4.put(e.getKey(), e.getValue().toArray(new Needle[0]));
-            }
+            Field fl = fields[k];
+            fl.loose = loose.get(k).toArray(new Needle[0]);
+            fl.caselessAll = caseless.get(k).toArray(new Needle[0]);
+            NeedleTable.Builder[] t = tables.get(k);
+            fl.grams3 = t[0].build();
+            fl.grams4 = t[1].build();
+            fl.heads = t[2].build();
+            fl.tails = t[3].build();
+            fl.shorts = t[4].build();
         }
         return count;
     }
@@ -537,14 +444,15 @@ final class RuleProgram {
         return (key(b, i) << 8) | low(b[i + 3]);
     }
 
-    static int low(byte x) {
-        int v = x & 0xff;
-        return v >= 'A' && v <= 'Z' ? v + 32 : v;
+    private static final byte[] LOW = new byte[256];
+
+    static {
+        for (int v = 0; v < 256; v++) LOW[v] = (byte) (v >= 'A' && v <= 'Z' ? v + 32 : v);
     }
 
-    /** A key's bit in a field's `grams` (2^20 bits). */
-    static int slot(int key) {
-        return (key * 0x9E3779B1) >>> 12;
+    /** The byte, an ASCII letter lower-cased, as an unsigned number. */
+    static int low(byte x) {
+        return LOW[x & 0xff] & 0xff;
     }
 
     /** Are the two texts equal, caselessly as Python's re compares characters (ASCII: lower-cased bytes)? */

@@ -48,6 +48,7 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from etl.regexes.hsregex import _class_ranges, _literal_ranges, op_regex
 from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred
@@ -230,14 +231,63 @@ def _no_ascii(items: list, flags: int) -> bool:
 MAX_TRIGGER_GROUPS = 3
 
 
-def _triggers(tree: Expr, program: FilterProgram) -> list[list[int]] | None:
+class _Likely:
+    """A guess of how often each predicate holds, from the rule set alone: a null test often, an equality
+    rarely, a needle the less often the longer it is -- and the more often the more of the rule set's needles
+    (of any field) hold its text: the text is then generic, as `\\Windows\\`, `.exe` or `System` are in Windows
+    events (the rules name such paths and names everywhere), a text few needles share is specific. How many
+    needles hold a text: for 4 characters or more, the fewest needles holding one of its 4-grams (a bound), for
+    shorter ones the needles holding it."""
+
+    def __init__(self, program: FilterProgram):
+        self.program = program
+        texts = {v.lower() for p in program.predicates for v in _texts(p.key)}
+        self.grams: Counter = Counter(g for t in texts for g in {t[k:k + 4] for k in range(len(t) - 3)})
+        self.short = sorted(texts)
+        self.memo: dict[str, int] = {}
+
+    def holders(self, text: str) -> int:
+        t = text.lower()
+        got = self.memo.get(t)
+        if got is None:
+            if len(t) >= 4:
+                got = min(self.grams[t[k:k + 4]] for k in range(len(t) - 3))
+            else:
+                got = sum(1 for x in self.short if t in x)
+            self.memo[t] = got
+        return got
+
+    def __call__(self, i: int) -> float:
+        if i >= len(self.program.predicates):
+            return 1.0
+        key = self.program.predicates[i].key
+        if key.op in ("is_null", "not_null", "has_text", "ne"):
+            return 1.0
+        texts = _texts(key)
+        if key.op in ("eq", "in"):
+            return sum(0.01 * (1 + self.holders(v)) ** 0.5 for v in texts) if texts else 0.0
+        if key.op in _NEEDLE_KIND and texts:
+            return 4.0 / (len(texts[0]) + 1) ** 2 * (1 + self.holders(texts[0])) ** 0.5
+        return 0.9  # a pattern: run on every value holding its literals when a trigger; decided on demand else
+
+
+def _texts(key: Any) -> list[str]:
+    """The texts a string comparison predicate compares with (none for other predicates)."""
+    if key.op == "in" and isinstance(key.value, tuple):
+        return [v for v in key.value if isinstance(v, str)]
+    if key.op in ("eq", "ne", *_NEEDLE_KIND) and isinstance(key.value, str):
+        return [key.value]
+    return []
+
+
+def _triggers(tree: Expr, program: FilterProgram, likely: _Likely) -> list[list[int]] | None:
     """Groups of predicates, each from a mandatory part of the rule (a conjunct of the top-level `and`): when
     the rule holds, a predicate of each group does, so the rule is evaluated only on rows where one of each
     holds. The likely rarest part first, then up to MAX_TRIGGER_GROUPS - 1 others without patterns (a group's
     predicates are looked for in every value: a string comparison is found by the scan of its field anyway, a
     pattern not in a group runs only when a rule reads it). None: every predicate of the rule, one group (no
     such part)."""
-    parts = [p for p in map(lambda c: _part(c, program), tree.children if isinstance(tree, And) else (tree,))
+    parts = [p for p in map(lambda c: _part(c, likely), tree.children if isinstance(tree, And) else (tree,))
              if p is not None and p[1]]
     if not parts:
         return None
@@ -246,22 +296,22 @@ def _triggers(tree: Expr, program: FilterProgram) -> list[list[int]] | None:
     return [parts[0][1]] + more[:MAX_TRIGGER_GROUPS - 1]
 
 
-def _part(e: Expr, program: FilterProgram) -> tuple[float, list[int]] | None:
+def _part(e: Expr, likely: _Likely) -> tuple[float, list[int]] | None:
     """(likelihood, predicates) such that when `e` holds one of the predicates does, the likely rarest found:
     a predicate itself; for `or` every child's; for `and` its rarest child's. None: `e` can hold without any
     (a `not`, a constant true)."""
     if isinstance(e, Pred):
-        return _likely(program, e.index), [e.index]
+        return likely(e.index), [e.index]
     if isinstance(e, Const):
         return None if e.value else (0.0, [])
     if isinstance(e, And):
-        got = [p for p in (_part(c, program) for c in e.children) if p is not None]
+        got = [p for p in (_part(c, likely) for c in e.children) if p is not None]
         return min(got, key=lambda p: p[0]) if got else None
     if isinstance(e, Not):
         return None
     score, out = 0.0, {}
     for c in e.children:  # or
-        p = _part(c, program)
+        p = _part(c, likely)
         if p is None:
             return None
         score += p[0]
@@ -272,19 +322,6 @@ def _part(e: Expr, program: FilterProgram) -> tuple[float, list[int]] | None:
 def _pattern(program: FilterProgram, i: int) -> bool:
     """Is predicate i decided by a pattern (regex, like), not a string comparison or a null test?"""
     return i >= len(program.predicates) or program.predicates[i].key.op in ("regex", "like")
-
-
-def _likely(program: FilterProgram, i: int) -> float:
-    """A guess of how often predicate i holds: a null test often, an equality rarely, a needle the less often
-    the longer it is."""
-    if i >= len(program.predicates):
-        return 1.0
-    key = program.predicates[i].key
-    if key.op in ("eq", "in", "ne"):
-        return 0.01 * (len(key.value) if key.op == "in" else 1) if key.op != "ne" else 1.0
-    if key.op in _NEEDLE_KIND and isinstance(key.value, str):
-        return 4.0 / (len(key.value) + 1) ** 2
-    return 1.0 if key.op in ("is_null", "not_null", "has_text") else 0.3
 
 
 @lru_cache(maxsize=1)
@@ -325,13 +362,14 @@ def multi_plan(program: FilterProgram) -> MultiPlan:
             "G " + ",".join(f"{c:x}:{ord(_ascii_of(c)):x}" for c in folds), f"D {len(w.fields)}"]
     if w.caseless_refs:
         head.append("H " + ",".join(f"{c:x}:{r:x}" for c, r in caseless_classes().items()))
+    likely = _Likely(program)
     for r in program.rules:
         empty = fold(r.expr, lambda i: False)
         always = not (isinstance(empty, Const) and empty.value is False)
         toks: list[str] = []
         tree = w.tree(r.expr)
         _tree(tree, toks)
-        trig = _triggers(tree, program)
+        trig = _triggers(tree, program, likely)
         w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}"
                        + ("" if trig is None else " " + ";".join(",".join(map(str, g)) for g in trig)))
     return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes),

@@ -145,8 +145,12 @@ def test_many_rules_with_the_prefilter_equal_the_reference(spark):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from _gen import make_events, make_rules
+    bench = str(Path(__file__).resolve().parents[2] / "bench")
+    sys.path.insert(0, bench)
+    try:
+        from _gen import make_events, make_rules
+    finally:  # bench/sigma.py would shadow pySigma's package `sigma` for the tests after this one
+        sys.path.remove(bench)
 
     rules = make_rules(300, 11)
     program = compile_rules(rules)

@@ -102,11 +102,12 @@ def undecided_reason() -> str:
 
 
 def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, undecided: bool,
-           hidden: str | None = None) -> Any:
+           hidden: str | None = None, detailed: bool = False) -> Any:
     """`df` after the filter. `verdict`: the rules' result per row, boolean "matches" (or, from a shared pass's
     `hidden` column of `df`, "this filter outputs the row") or the tag list; `passes`: the `expr` condition
     (or None). With `undecided` (FilterProgram.runs_python_re) a NULL verdict means "could not decide": the row goes to
-    dead letters (its payload: the row as JSON) and a Built is returned."""
+    dead letters (its payload: the row as JSON) and a Built is returned. `detailed`: the tag list holds the rules'
+    detail structs already (the JVM rule path made them)."""
     from pyspark.sql import functions as F
 
     spec = node.spec
@@ -118,7 +119,8 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
         else:
             out = df.where(~verdict if negate else verdict)
         out = out if hidden is None else out.drop(hidden)
-        return _metadata(ctx, node, out if passes is None else out.where(passes))
+        out = out if passes is None else out.where(passes)
+        return out if detailed else _metadata(ctx, node, out)
     from etl.compile.context import ERR, PAYLOAD
     from etl.compile.deadletter import fence, from_shared
 
@@ -250,7 +252,11 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
     engines = ctx.choices(node, program)  # rules-jvm | rules-jvm-multi | rules-python, the prefilter (etl.physical)
     # the columns are the same in every micro-batch of a query (same program, same session): built once
     columns = ctx.caches.rule_columns
-    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode(), engines["rules"], engines["prefilter"])
+    # tag details made by the JVM rule path (the structs picked by rule index): the metadata is part of the column
+    direct = engines["rules"] == "rules-jvm-multi" and spec.mode == "tag" and spec.details and not rs.silent
+    meta_key = hash(tuple(rs.meta.items())) if direct else None
+    key = (node.id, program.digest, df.sparkSession._jsparkSession.hashCode(), engines["rules"], engines["prefilter"],
+           meta_key)
     got = columns.get(key)
     if got is None:
         from etl.compile.prefilter import prefilter_condition
@@ -260,15 +266,18 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
         tags = spec.mode in ("tag", "alerts")
         # drop, tag: every row stays; only candidates need their fields matched
         rest = None if spec.mode == "keep" else candidate
-        built = None
+        built, detailed = None, False
         if engines["rules"] == "rules-jvm":
             from etl.compile.rules_jvm import verdict as jvm_verdict
 
             built = jvm_verdict(program, df, tags, rest)  # None: the field is not a string column here
         elif engines["rules"] == "rules-jvm-multi":  # several fields (etl.compile.rules_jvm_multi)
             from etl.compile.rules_jvm_multi import verdict as multi_verdict
+            from etl.compile.transforms.filter_alerts import details_array
 
-            built = multi_verdict(program, df, tags, rest)  # None: a field is not a string column here
+            details = details_array(rs.meta, [r.rule_id for r in program.rules]) if direct else None
+            built = multi_verdict(program, df, tags, rest, details)  # None: a field is not a string column here
+            detailed = built is not None and details is not None
         ran = (engines["rules"] if built is not None else "rules-python",
                engines["prefilter"] if candidate is not None else "no-prefilter")
         undecided = False  # the JVM decides every row (a rule set past its step budget moves to Hyperscan)
@@ -276,15 +285,15 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
             bc = ship(ctx, node.id, program.digest, program)
             built = _verdict(df, program, bc, "single:" + program.digest, tags, rest)
             undecided = program.runs_python_re
-        got = columns[key] = (first, built, undecided, ran)
+        got = columns[key] = (first, built, undecided, ran, detailed)
         while len(columns) > 4 * _WORKER_KEEP:
             columns.pop(next(iter(columns)))
-    first, verdict, undecided, ran = got
+    first, verdict, undecided, ran, detailed = got
     ctx.record(node.id, "rules", ran[0])
     ctx.record(node.id, "prefilter", ran[1])
     if first is not None:
         df = df.where(first)
-    return decide(ctx, node, df, verdict, passes, undecided)
+    return decide(ctx, node, df, verdict, passes, undecided, detailed=detailed)
 
 
 def _read_columns(df: Any, program: Any) -> list[str]:

@@ -59,6 +59,13 @@ def _sql_string(v: Any) -> str:
     return "'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _struct_sql(rid: str, entry: tuple) -> str:
+    ident, title, level, tags = entry
+    tag_list = f"array({', '.join(_sql_string(t) for t in tags)})" if tags else "CAST(array() AS ARRAY<STRING>)"
+    return (f"named_struct('rule', {_sql_string(rid)}, 'id', {_sql_string(ident)}, 'title', {_sql_string(title)}, "
+            f"'level', {_sql_string(level)}, 'tags', {tag_list})")
+
+
 def meta_map(meta: dict[str, tuple]) -> Any:
     """The metadata as one map literal, written as one SQL expression (one call into the JVM, however many
     rules: building it column by column cost seconds per micro-batch at a thousand rules)."""
@@ -66,12 +73,19 @@ def meta_map(meta: dict[str, tuple]) -> Any:
 
     if not meta:
         return None
-    parts = []
-    for rid, (ident, title, level, tags) in meta.items():
-        tag_list = f"array({', '.join(_sql_string(t) for t in tags)})" if tags else "CAST(array() AS ARRAY<STRING>)"
-        parts.append(f"{_sql_string(rid)}, named_struct('rule', {_sql_string(rid)}, 'id', {_sql_string(ident)}, "
-                     f"'title', {_sql_string(title)}, 'level', {_sql_string(level)}, 'tags', {tag_list})")
-    return F.expr("map(" + ", ".join(parts) + ")")
+    return F.expr("map(" + ", ".join(f"{_sql_string(rid)}, {_struct_sql(rid, e)}" for rid, e in meta.items()) + ")")
+
+
+def details_array(meta: dict[str, tuple], rule_ids: list[str]) -> Any:
+    """The metadata of the rules `rule_ids` (a program's, in its order) as one array literal of tag details
+    structs, for the JVM rule path to pick matched rules' structs by index (etl.jvm.RuleMatch.detailsRow: no map
+    lookup per id in a higher-order function, which Spark evaluates outside generated code); None when a rule
+    has no metadata."""
+    from pyspark.sql import functions as F
+
+    if not rule_ids or any(r not in meta for r in rule_ids):
+        return None
+    return F.expr("array(" + ", ".join(_struct_sql(r, meta[r]) for r in rule_ids) + ")")
 
 
 def with_details(df: Any, column: str, m: Any) -> Any:

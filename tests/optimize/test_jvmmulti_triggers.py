@@ -1,0 +1,38 @@
+"""The trigger groups of the JVM rule path over several fields (etl.optimize.jvmmulti): a rule is evaluated on a
+row only when a predicate of each of its groups holds, so a group is chosen among the rule's mandatory parts as
+the likely rarest: a needle the rule set names everywhere (a generic path like \\Windows\\) loses to one it
+names rarely, even a shorter one."""
+
+from __future__ import annotations
+
+from etl.optimize import compile_rules
+from etl.optimize.jvmmulti import multi_plan
+from etl.spec.rules import Rule
+
+
+def _groups(rules: list[dict]) -> dict[str, list[set[tuple[str, str, str]]]]:
+    """rule id -> its trigger groups, each a set of (field, op, value) of its predicates."""
+    program = compile_rules([Rule.model_validate(r) for r in rules])
+    body = multi_plan(program).body
+    assert body is not None
+    out = {}
+    for line in body.splitlines():
+        f = line.split(" ")
+        if f[0] == "R":
+            key = lambda i: (program.predicates[i].key.field, program.predicates[i].key.op,  # noqa: E731
+                             program.predicates[i].key.value)
+            out[bytes.fromhex(f[1]).decode()] = [{key(int(i)) for i in g.split(",")} for g in f[4].split(";")]
+    return out
+
+
+def test_a_needle_many_rules_name_is_not_the_trigger_when_a_rarer_part_exists():
+    generic = [{"id": f"g{k}", "when": {"all": [
+        {"field": "Image", "contains": f"\\Windows\\System32\\tool{k}.exe", "caseless": True},
+        {"field": "CommandLine", "contains": f" /opt{k}", "caseless": True}]}} for k in range(30)]
+    traversal = {"id": "traversal", "when": {"all": [
+        {"field": "Image", "contains": "\\Windows\\", "caseless": True},
+        {"field": "CommandLine", "contains": "\\..\\Win", "caseless": True}]}}
+    groups = _groups(generic + [traversal])
+    # by length alone \Windows\ (9 characters) would come first; 31 needles hold it, 1 holds \..\Win
+    assert groups["traversal"][0] == {("CommandLine", "contains", "\\..\\Win")}
+    assert groups["g0"][0] == {("Image", "contains", "\\Windows\\System32\\tool0.exe")}
