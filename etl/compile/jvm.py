@@ -164,35 +164,19 @@ def _seq(jvm: Any, items: list[Any]) -> Any:
     return jvm.scala.jdk.javaapi.CollectionConverters.asScala(lst).toList()
 
 
-def static_call(spark: Any, cls: str, method: str, data_type: Any, *args: Any, null_in_null_out: bool = True,
-                deterministic: bool = True) -> Any:
+def static_call(spark: Any, cls: str, method: str, data_type: Any, *args: Any, null_in_null_out: bool = True) -> Any:
     """A column calling `cls.method(args...)` (a public static Java method of the jar) in generated code.
 
     Arguments arrive as Spark's internal values (UTF8String for strings, int/long/double ..., InternalRow for
-    structs, ArrayData for arrays; a JVM object given as an argument, as itself: `object_literal`); the method
-    returns the internal value of `data_type` (a pyspark DataType). With `null_in_null_out` a NULL argument gives
-    NULL without calling. Not `deterministic` (a call with a side effect): Spark neither moves nor repeats it."""
+    structs, ArrayData for arrays); the method returns the internal value of `data_type` (a pyspark DataType).
+    With `null_in_null_out` a NULL argument gives NULL without calling."""
     from pyspark.sql import Column
 
     jvm = spark.sparkContext._jvm
     utils = jvm.org.apache.spark.sql.classic.ExpressionUtils
     jtype = jvm.org.apache.spark.sql.types.DataType.fromJson(data_type.json())
     klass = jvm.java.lang.Class.forName(cls, True, jvm.java.lang.ClassLoader.getSystemClassLoader())
-    exprs = [a.expr if isinstance(a, _ObjectLiteral) else utils.expression(a._jc) for a in args]
+    exprs = [utils.expression(a._jc) for a in args]
     invoke = jvm.org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke(
-        klass, jtype, method, _seq(jvm, exprs), _seq(jvm, []), null_in_null_out, True, deterministic,
-        jvm.scala.Option.empty())
+        klass, jtype, method, _seq(jvm, exprs), _seq(jvm, []), null_in_null_out, True, True, jvm.scala.Option.empty())
     return Column(utils.column(invoke))
-
-
-class _ObjectLiteral:
-    def __init__(self, expr: Any):
-        self.expr = expr
-
-
-def object_literal(spark: Any, obj: Any) -> _ObjectLiteral:
-    """A JVM object (serializable) as an argument of `static_call`: a literal of the plan, shipped with it to every
-    task (an accumulator in it registers with the task, as Spark's own metrics do)."""
-    jvm = spark.sparkContext._jvm
-    otype = jvm.org.apache.spark.sql.types.ObjectType(obj.getClass())
-    return _ObjectLiteral(jvm.org.apache.spark.sql.catalyst.expressions.Literal(obj, otype))

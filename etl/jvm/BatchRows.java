@@ -4,9 +4,22 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.io.StringWriter;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import org.apache.spark.SparkContext;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.ExpressionUtils;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.AbstractDataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.ObjectType;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.util.CollectionAccumulator;
 import org.apache.spark.util.LongAccumulator;
@@ -15,7 +28,8 @@ import org.apache.spark.util.LongAccumulator;
  * The rows a file sink's write keeps, counted while Spark's writer writes them, and the rows a stage failed on, set
  * aside in the same pass: the write's plan filters every row through {@link #keep} or {@link #good}.
  *
- * <p>The tally's accumulators travel with the plan (a literal of it). Spark adds a task's updates on the driver
+ * <p>{@link #counted} builds that filter in one call from Python (a call per Column operation would be dozens of
+ * py4j round trips per micro-batch). The tally's accumulators travel with the plan (a literal of it). Spark adds a task's updates on the driver
  * once, when the task succeeds, before the write job ends; a failed attempt adds nothing. Cheaper than
  * DataFrame.observe, whose aggregation runs row by row outside the generated code.
  */
@@ -59,9 +73,29 @@ public final class BatchRows {
         }
     }
 
-    /** A new tally of one write. */
-    public static Tally tally(SparkContext sc) {
-        return new Tally(sc);
+    /**
+     * The rows of `frame` to write, counted as they pass, and their tally: {frame filtered, tally}. With `err` (the
+     * stage's error column) and `payload`, rows with an error are set aside instead of written and both columns are
+     * dropped; without (null), every row is written.
+     */
+    public static Object[] counted(Dataset<Row> frame, String err, String payload) {
+        Tally tally = new Tally(frame.sparkSession().sparkContext());
+        List<Expression> args = new ArrayList<>();
+        args.add(new Literal(tally, new ObjectType(Tally.class)));
+        if (err != null) {
+            args.add(ExpressionUtils.expression(functions.col("`" + err + "`").cast("string")));
+            args.add(ExpressionUtils.expression(functions.col("`" + payload + "`").cast("string")));
+        }
+        StaticInvoke test = new StaticInvoke(BatchRows.class, DataTypes.BooleanType, err != null ? "good" : "keep",
+            scala.jdk.javaapi.CollectionConverters.asScala(args).toList(),
+            scala.jdk.javaapi.CollectionConverters.asScala(new ArrayList<AbstractDataType>()).toList(),
+            false, false, false, scala.Option.empty());
+        Dataset<Row> rows = frame.where(ExpressionUtils.column(test));
+        if (err != null) {
+            List<String> drop = List.of(err, payload);
+            rows = rows.drop(scala.jdk.javaapi.CollectionConverters.asScala(drop).toList());
+        }
+        return new Object[] {rows, tally};
     }
 
     /** Every row is written: counted. */

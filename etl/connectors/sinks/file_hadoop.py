@@ -33,7 +33,6 @@ OPTIONS = {"json": {"compression": "none"}, "text": {"compression": "none"},
 STAGING = "_staging"
 PUBLISHED = "_etl_batches"
 MANIFEST = "_MANIFEST"
-TALLY = "etl.jvm.BatchRows"
 TERMINAL = ("java.io.FileNotFoundException", "org.apache.hadoop.security.AccessControlException",
             "java.nio.file.AccessDeniedException", "org.apache.hadoop.fs.UnsupportedFileSystemException",
             "org.apache.hadoop.fs.ParentNotDirectoryException", "org.apache.hadoop.fs.FileAlreadyExistsException")
@@ -190,18 +189,11 @@ def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any]
 
     spark = frame.sparkSession
     if jvm.available(spark):
-        from pyspark.sql.types import BooleanType
+        from pyspark.sql import DataFrame
 
-        tally = spark.sparkContext._jvm.etl.jvm.BatchRows.tally(spark.sparkContext._jsc.sc())
-        arg = jvm.object_literal(spark, tally)
-        if split:
-            test = jvm.static_call(spark, TALLY, "good", BooleanType(), arg, frame[ERR].cast("string"),
-                                   frame[PAYLOAD].cast("string"), null_in_null_out=False, deterministic=False)
-            rows = frame.where(test).drop(ERR, PAYLOAD)
-        else:
-            rows = frame.where(jvm.static_call(spark, TALLY, "keep", BooleanType(), arg, null_in_null_out=False,
-                                               deterministic=False))
-        shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+        jrows, tally = spark.sparkContext._jvm.etl.jvm.BatchRows.counted(
+            frame._jdf, ERR if split else None, PAYLOAD if split else None)
+        shape(DataFrame(jrows, spark)).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
         failed = json.loads(tally.failedJson()) if split else []
         return int(tally.rows()), [(e, p) for e, p in failed]
     from pyspark.sql import Observation
