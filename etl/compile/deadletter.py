@@ -39,10 +39,32 @@ def ok_frame(shared: Any) -> Any:
     return shared.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
 
 
+class SplitBuilt(Built):
+    """A stage split into good rows (`out`) and dead letters (`dead`), each made when first read: a sink that
+    splits the shared frame while writing it reads neither (each is a few py4j round trips and an analysis, per
+    micro-batch)."""
+
+    def __init__(self, pipeline: str = "", stage: str = "", **fields: Any):
+        self._names = (pipeline, stage)
+        self._halves: dict[str, Any] = {}
+        super().__init__(**fields)
+
+    def _half(self, which: str) -> Any:
+        if self._halves.get(which) is None and self.shared is not None:
+            self._halves[which] = ok_frame(self.shared) if which == "out" else dead_frame(self.shared, *self._names)
+        return self._halves.get(which)
+
+    def _set(self, which: str, frame: Any) -> None:
+        self._halves[which] = frame
+
+    out = property(lambda self: self._half("out"), lambda self, v: self._set("out", v))  # type: ignore[assignment]
+    dead = property(lambda self: self._half("dead"), lambda self, v: self._set("dead", v))  # type: ignore[assignment]
+
+
 def from_shared(shared: Any, pipeline: str, stage: str, on_error: str = "dead_letter") -> Built:
     """on_error: dead_letter (split), drop (good rows only), keep (every row, failed fields NULL)."""
     if on_error == "keep":
         return Built(out=shared.drop(ERR, PAYLOAD))
     if on_error == "drop":
         return Built(out=ok_frame(shared))
-    return Built(out=ok_frame(shared), dead=dead_frame(shared, pipeline, stage), shared=shared)
+    return SplitBuilt(pipeline, stage, shared=shared)

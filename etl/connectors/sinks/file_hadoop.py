@@ -21,6 +21,7 @@ the other during step 2 (no data is written then).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, TypeVar
 
 from etl.runtime.sink import TerminalError, TransientError
@@ -181,18 +182,29 @@ def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any]
                 split: bool) -> tuple[int, list[tuple[str | None, str | None]]]:
     """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
     `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed on (ERR set: not
-    written), both observed while writing (one pass: the stage runs once)."""
+    written), both observed while writing (one pass: the stage runs once). With etl's jar a filter of the write
+    counts them (etl/jvm/BatchRows.java: accumulators, in the generated code), else DataFrame.observe."""
+    from etl.connectors.api import jvm
+    from etl.dead_letters import ERR, PAYLOAD
+
+    spark = frame.sparkSession
+    if jvm.available(spark):
+        from pyspark.sql import DataFrame
+
+        jrows, tally = spark.sparkContext._jvm.etl.jvm.BatchRows.counted(
+            frame._jdf, ERR if split else None, PAYLOAD if split else None)
+        shape(DataFrame(jrows, spark)).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+        failed = json.loads(tally.failedJson()) if split else []
+        return int(tally.rows()), [(e, p) for e, p in failed]
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
-
-    from etl.dead_letters import ERR, PAYLOAD
 
     obs = Observation(name)
     # (SQL text rather than Column calls: each Column call is py4j round trips, and this runs per micro-batch)
     if split:
-        failed = f"named_struct('err', CAST(`{ERR}` AS STRING), 'payload', CAST(`{PAYLOAD}` AS STRING))"
+        failed_row = f"named_struct('err', CAST(`{ERR}` AS STRING), 'payload', CAST(`{PAYLOAD}` AS STRING))"
         rows = frame.observe(obs, F.expr(f"count(CASE WHEN `{ERR}` IS NULL THEN 1 END) AS rows"),
-                             F.expr(f"collect_list(CASE WHEN `{ERR}` IS NOT NULL THEN {failed} END) AS failed"))
+                             F.expr(f"collect_list(CASE WHEN `{ERR}` IS NOT NULL THEN {failed_row} END) AS failed"))
         rows = rows.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
     else:
         rows = frame.observe(obs, F.expr("count(1) AS rows"))

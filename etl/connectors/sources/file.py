@@ -1,7 +1,10 @@
 """file source: jsonl, csv, text lines or parquet files in a folder watched for new files.
 
 Malformed jsonl/csv lines are not dropped: they go to dead letters with the
-line as payload (PERMISSIVE mode with a corrupt-record column).
+line as payload (PERMISSIVE mode with a corrupt-record column). jsonl is read by
+etl/jvm/JsonLinesFormat.java where the session has etl's jar: Spark's own reader
+and parser with the same rows, without the copy Spark makes of every row when
+a corrupt-record column is asked for.
 """
 
 from __future__ import annotations
@@ -9,10 +12,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, with_event_time
+from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, jvm, with_event_time
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
+JSON_LINES = "etl.jvm.JsonLinesFormat"  # Spark's json source, its malformed-line check cheaper (etl/jvm)
 
 
 def struct_of(node: Node, columns: dict[str, str]) -> Any:
@@ -80,6 +84,8 @@ def build(ctx: CompileContext, node: Node) -> Any:
     reader = reader.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
     if spec.format == "csv":
         df = reader.options(header=str(spec.header).lower(), sep=spec.delimiter).csv(path)
+    elif jvm.available(ctx.spark):
+        df = reader.format(JSON_LINES).load(path)  # Spark's reader, without its per-row copy for the check
     else:
         df = reader.json(path)
     label = "malformed json line" if spec.format == "jsonl" else "malformed csv line"
