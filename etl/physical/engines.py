@@ -316,6 +316,10 @@ def _json_jvm(s: Subject, t: Target) -> str | None:
     return f"JsonLines.java does not write {', '.join(bad)}" if bad else None
 
 
+def _jsonl_jvm(s: Subject, t: Target) -> str | None:
+    return _jar(t)
+
+
 ENGINES: tuple[Engine, ...] = (
     Engine("rules-jvm", "rules", "etl.compile.rules_jvm:verdict", _rules_jvm,
            "patterns on one string field, decided by RuleMatch in generated code (no Python worker)"),
@@ -357,6 +361,11 @@ ENGINES: tuple[Engine, ...] = (
     Engine("json-jvm", "json", "etl.connectors.sinks._jsonlines:json_lines", _json_jvm,
            "JsonLines.java renders each row with its newline"),
     Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),
+    Engine("jsonl-jvm", "reader", "etl.connectors.sources.file:build", _jsonl_jvm,
+           "JsonLinesFormat.java: Spark's line reader and JSON parser with its PERMISSIVE rules, without the copy "
+           "of every row Spark's reader makes for the malformed-line check"),
+    Engine("spark-json-reader", "reader", "etl.connectors.sources.file:build", _always,
+           "Spark's json reader (PERMISSIVE, a corrupt-record column for malformed lines)"),
 )
 
 

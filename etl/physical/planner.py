@@ -58,6 +58,8 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         return (pick("store", s, target, why),)
     if t == "window":
         return (pick("window", s, target),)
+    if node.kind == "source" and t == "file" and getattr(node.spec, "format", None) == "jsonl":
+        return (pick("reader", s, target),)
     if node.kind == "sink":
         out = [pick("write", s, target)]
         if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
@@ -159,7 +161,9 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}
     for node in graph.nodes.values():
-        choices = engines[node.id] or (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
+        # a node with engines of its own is described by them; a source also says how it is read (its reader)
+        run = (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
+        choices = (run + engines[node.id]) if node.kind == "source" else (engines[node.id] or run)
         nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
     shared = []
     for members in groups:

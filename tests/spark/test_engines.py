@@ -83,6 +83,8 @@ EXAMPLE_ENGINES = [
     ("example_lookup", "enriched", "store", "rocksdb-python"),
     ("example_window", "per_minute", "window", "native"),
     ("example_window", "per_minute", "window", "state"),
+    ("example_filter", "orders", "reader", "jsonl-jvm"),
+    ("example_filter", "orders", "reader", "spark-json-reader"),
 ]
 
 

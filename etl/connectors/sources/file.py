@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, jvm, with_event_time
+from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, with_event_time
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -84,10 +84,11 @@ def build(ctx: CompileContext, node: Node) -> Any:
     reader = reader.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
     if spec.format == "csv":
         df = reader.options(header=str(spec.header).lower(), sep=spec.delimiter).csv(path)
-    elif jvm.available(ctx.spark):
-        df = reader.format(JSON_LINES).load(path)  # Spark's reader, without its per-row copy for the check
     else:
-        df = reader.json(path)
+        engine = ctx.engine(node, "reader")  # the physical plan's (etl explain shows it)
+        ctx.record(node.id, "reader", engine)
+        # JsonLinesFormat: Spark's reader, without its per-row copy for the check
+        df = reader.format(JSON_LINES).load(path) if engine == "jsonl-jvm" else reader.json(path)
     label = "malformed json line" if spec.format == "jsonl" else "malformed csv line"
     shared = df.select(*[F.col(f.name) for f in schema.fields],
                        F.when(F.col(CORRUPT).isNotNull(), F.lit(label)).alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
