@@ -328,11 +328,11 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
             log4j += f" -Detl.runlog={shlex.quote(log_file)}"
         # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
         # Options the user passes come after ours (the last one of a kind wins in the JVM).
-        driver = f"{log4j} {THREAD_STACK}{jit_options(short)}"
+        executor = f"{THREAD_STACK}{jit_options(short)}"  # the driver's JVM too (a local one is the executor)
+        driver = f"{log4j} {executor}"
         if local:
             driver += f" {local_heap(conf.get('spark.driver.memory', launch['spark.driver.memory']), profile)}"
-        for key, ours in (("spark.driver.extraJavaOptions", driver),
-                          ("spark.executor.extraJavaOptions", f"{THREAD_STACK}{jit_options(short)}")):
+        for key, ours in (("spark.driver.extraJavaOptions", driver), ("spark.executor.extraJavaOptions", executor)):
             launch[key] = f"{ours} {conf.pop(key, '')}".strip()
         # etl's own JVM code (etl/compile/jvm.py): on the driver's class path; executors elsewhere get it as a jar
         from etl.compile import jvm
