@@ -19,6 +19,8 @@ $(VENV)/.installed: pyproject.toml
 # Java artifacts (Spark Kafka connector, JDBC driver, Kafka/RocketMQ/OpenSearch servers) via Maven
 setup-java: setup
 	PYTHON=$(PY) scripts/setup-java.sh
+	# the driver JVM's class archive (etl.runtime.class_archive): every later JVM start takes about half the CPU
+	-$(PY) -m etl.runtime.class_archive
 
 # MariaDB server (Debian package) for the integration tests
 setup-servers: setup

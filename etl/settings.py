@@ -147,6 +147,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the JVMs etl starts (the driver; a cluster's executors) compile hot code with their quick compiler only "
             "(-XX:TieredStopAtLevel=1): a short run takes about 40% less CPU, a long one is slower; auto: on for "
             "`etl test`, off for `etl run` (the test suite sets on: hundreds of short runs)", _auto),
+    Setting("ETL_JVM_CLASS_ARCHIVE", "jvm_class_archive", "on|off", "on",
+            "the driver JVM maps a class-data archive of Spark's and etl's classes (the JDK's CDS) from the cache "
+            "folder, written by the first JVM that exits without one: a JVM start takes about half the CPU "
+            "(etl.runtime.class_archive)", _switch),
     Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
@@ -187,6 +191,7 @@ class Settings:
     component_counts: bool = True
     jvm_pretouch: bool = True
     jvm_quick_jit: bool | None = None  # None: auto
+    jvm_class_archive: bool = True
     java_lib: str = ""
     rocketmq_log_dir: str | None = None
     no_spark: bool = False

@@ -80,6 +80,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+def pytest_collection_finish(session):
+    """Before the first test starts a JVM, the driver JVMs' class archive is made (etl.runtime.class_archive):
+    each of the suite's JVM starts (the shared sessions, every `etl run` a test starts) then takes about half
+    the CPU. Workers take turns: one makes it, the others find it made."""
+    if os.environ.get("ETL_NO_SPARK", "").strip().lower() in ("on", "1", "true", "yes"):
+        return
+    if any(item.get_closest_marker("spark") for item in session.items):
+        from etl.runtime import class_archive
+
+        class_archive.build()
+
+
 def pytest_configure(config):
     """Under ETL_NO_SPARK=on (`make test-fast`), no JVM starts in this process: build_session refuses
     (etl.settings), and so does pyspark's own launcher, for a test that would start one some other way."""

@@ -341,6 +341,12 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
         if own:
             conf.pop("spark.driver.extraClassPath", None)
             launch.update(own)
+        from etl.runtime import class_archive
+
+        archive = class_archive.options(launch.get("spark.driver.extraClassPath",
+                                                   conf.get("spark.driver.extraClassPath", "")))
+        if archive:  # before the user's own options (theirs win)
+            launch["spark.driver.extraJavaOptions"] = f"{archive} {launch['spark.driver.extraJavaOptions']}"
         jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()
         if own and not local:
             jars.append(str(jvm.jar()))

@@ -31,9 +31,14 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
     (tmp_path / "pipelines" / "data").mkdir(parents=True)
     shutil.copy(ROOT / "pipelines" / "quickstart.yaml", tmp_path / "pipelines")
     shutil.copy(ROOT / "pipelines" / "data" / "access.log", tmp_path / "pipelines" / "data")
-    p = etl("run", "pipelines/quickstart.yaml", "--once", "--progress", "json", cwd=tmp_path)
+    loaded = tmp_path / "classes.log"  # which classes the driver JVM loaded, and from where
+    p = etl("run", "pipelines/quickstart.yaml", "--once", "--progress", "json", "--conf",
+            f"spark.driver.extraJavaOptions=-Xlog:class+load=info:file={loaded}", cwd=tmp_path)
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err[-3000:]
+    # Spark's classes come from the class archive tests/conftest.py had made (etl.runtime.class_archive)
+    session = [x for x in loaded.read_text().splitlines() if " org.apache.spark.sql.classic.SparkSession " in x]
+    assert session and session[0].endswith("source: shared objects file (top)"), session
     progress = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
     assert {r["query"] for r in progress} == {"access", "per_minute"}  # dead letters of grok, and the window
     assert sum(r["input_rows"] for r in progress if r["query"] == "per_minute") == 400
