@@ -132,6 +132,7 @@ public final class RuleMatch {
         final int[] matched;
         final int[] leafStamp;  // a lazy predicate decided in this epoch ...
         final boolean[] leafValue;  // ... holds
+        final ValueMemo[] memos;  // per field: the predicates that held on its recent values
         InternalRow values;  // the row being decided (several fields), or
         UTF8String single;  // the value being decided (one field)
         private int loaded = -1;  // the field whose value is in the buffers (a lazy predicate's), -1: none
@@ -152,6 +153,8 @@ public final class RuleMatch {
             matched = new int[p.ids.length];
             leafStamp = new int[p.leaves];
             leafValue = new boolean[p.leaves];
+            memos = new ValueMemo[p.fields.length];
+            for (int k = 0; k < memos.length; k++) memos[k] = new ValueMemo();
         }
 
         void begin() {
@@ -171,7 +174,22 @@ public final class RuleMatch {
             begin();
             this.values = values;
             single = null;
-            for (int k = 0; k < p.fields.length; k++) field(k, values.isNullAt(k) ? null : values.getUTF8String(k));
+            for (int k = 0; k < p.fields.length; k++) {
+                if (values.isNullAt(k)) {
+                    field(k, null);
+                    continue;
+                }
+                UTF8String v = values.getUTF8String(k);
+                ValueMemo m = memos[k];
+                int[] seen = m.get(v);
+                if (seen != null) {
+                    set(seen);
+                    continue;
+                }
+                int from = nTouched;
+                field(k, v);
+                m.put(v, touched, from, nTouched);
+            }
             for (RuleProgram.Ref ref : p.refs) {
                 if (values.isNullAt(ref.field) || values.isNullAt(ref.other)) continue;
                 UTF8String a = values.getUTF8String(ref.field), b = values.getUTF8String(ref.other);
