@@ -114,20 +114,21 @@ public final class RuleMatch {
         return Pattern.compile(regex).matcher(text).find();
     }
 
+    private static final byte HIT = 1, LAZY = 2;
+
     /** A task's program and its buffers: predicate bits, matchers, stamps. */
     static final class State {
         final RuleProgram p;
         final String file;
         final CountedText input = new CountedText();
-        final boolean[] hit;
+        final byte[] leafState;  // per predicate: HIT (holds on this row), LAZY (decided on demand: p.lazyLeaf)
         final int[] touched;
         int nTouched;
         final Matcher[] asciiMatchers;
         final Matcher[] unicodeMatchers;
         final int[] patternStamp;
         final int[] needleStamp;
-        final int[] ruleStamp;
-        final int[] ruleMask;  // the trigger groups of the rule that held in this epoch (ruleStamp)
+        final int[] ruleState;  // per rule: the epoch of its mask, the trigger groups of the rule that held then
         int epoch;
         final int[] matched;
         final int[] leafStamp;  // a lazy predicate decided in this epoch ...
@@ -142,14 +143,14 @@ public final class RuleMatch {
         State(UTF8String file) {
             p = PROGRAMS.get(file.toString());
             this.file = file.toString();
-            hit = new boolean[p.leaves];
+            leafState = new byte[p.leaves];
+            for (int l = 0; l < p.leaves; l++) leafState[l] = p.lazyLeaf[l] ? LAZY : 0;
             touched = new int[p.leaves];
             asciiMatchers = new Matcher[p.patterns()];
             unicodeMatchers = new Matcher[p.patterns()];
             patternStamp = new int[p.patterns()];
             needleStamp = new int[p.needles];
-            ruleStamp = new int[p.ids.length];
-            ruleMask = new int[p.ids.length];
+            ruleState = new int[2 * p.ids.length];
             matched = new int[p.ids.length];
             leafStamp = new int[p.leaves];
             leafValue = new boolean[p.leaves];
@@ -158,14 +159,14 @@ public final class RuleMatch {
         }
 
         void begin() {
-            for (int k = 0; k < nTouched; k++) hit[touched[k]] = false;
+            for (int k = 0; k < nTouched; k++) leafState[touched[k]] &= ~HIT;
             nTouched = 0;
             loaded = -1;
             if (++epoch == Integer.MAX_VALUE) {
                 epoch = 1;
                 Arrays.fill(patternStamp, 0);
                 Arrays.fill(needleStamp, 0);
-                Arrays.fill(ruleStamp, 0);
+                Arrays.fill(ruleState, 0);
                 Arrays.fill(leafStamp, 0);
             }
         }
@@ -175,12 +176,13 @@ public final class RuleMatch {
             this.values = values;
             single = null;
             for (int k = 0; k < p.fields.length; k++) {
+                ValueMemo m = memos[k];
                 if (values.isNullAt(k)) {
+                    m.last = -1;
                     field(k, null);
                     continue;
                 }
                 UTF8String v = values.getUTF8String(k);
-                ValueMemo m = memos[k];
                 int[] seen = m.get(v);
                 if (seen != null) {
                     set(seen);
@@ -201,24 +203,25 @@ public final class RuleMatch {
          *  of matching rules, whose indices are then in `matched`. */
         int rules(boolean firstOnly) {
             int n = 0;
+            int[] rs = ruleState, trig = p.trig, from = p.trigFrom;
             for (int r : p.always) {
-                ruleStamp[r] = epoch;
-                ruleMask[r] = p.full[r];
-                if (eval(r, 0)) {
+                rs[2 * r] = epoch;
+                rs[2 * r + 1] = p.full[r];
+                if (eval(p.root[r])) {
                     if (firstOnly) return 1;
                     matched[n++] = r;
                 }
             }
             for (int k = 0; k < nTouched; k++) {
-                int[] rs = p.leafRules[touched[k]], bits = p.leafBits[touched[k]];
-                for (int j = 0; j < rs.length; j++) {
-                    int r = rs[j], full = p.full[r];
-                    int m = ruleStamp[r] == epoch ? ruleMask[r] : 0;
+                int l = touched[k];
+                for (int j = from[l], e = from[l + 1]; j < e; j += 3) {
+                    int r = trig[j], full = trig[j + 2];
+                    int m = rs[2 * r] == epoch ? rs[2 * r + 1] : 0;
                     if (m == full) continue;  // evaluated
-                    ruleStamp[r] = epoch;
-                    ruleMask[r] = m |= bits[j];
+                    rs[2 * r] = epoch;
+                    rs[2 * r + 1] = m |= trig[j + 1];
                     if (m != full) continue;  // a trigger group has no predicate that holds (yet)
-                    if (eval(r, 0)) {
+                    if (eval(p.root[r])) {
                         if (firstOnly) return 1;
                         matched[n++] = r;
                     }
@@ -227,33 +230,47 @@ public final class RuleMatch {
             return n;
         }
 
-        /** Rule r's subtree at k, on the predicates set and the lazy ones (decided when read). */
-        private boolean eval(int r, int k) {
-            int[] kinds = p.kinds[r], args = p.args[r], ends = p.ends[r];
-            switch (kinds[k]) {
-                case RuleProgram.LEAF: {
-                    int l = args[k];
-                    return hit[l] || (p.lazyLeaf[l] && lazy(l));
-                }
+        /** The subtree at offset k of p.tree, on the predicates set and the lazy ones (decided when read). */
+        private boolean eval(int k) {
+            int[] t = p.tree;
+            switch (t[k]) {
+                case RuleProgram.LEAF: return leaf(t[k + 1]);
                 case RuleProgram.TRUE: return true;
                 case RuleProgram.FALSE: return false;
-                case RuleProgram.NOT: return !eval(r, k + 1);
+                case RuleProgram.NOT: return !eval(k + 3);
                 case RuleProgram.AND: {
-                    int j = k + 1;
-                    for (int c = 0; c < args[k]; c++, j = ends[j]) if (!eval(r, j)) return false;
+                    int j = k + 3;
+                    for (int c = t[k + 1]; c > 0; c--, j = t[j + 2]) {
+                        if (!(t[j] == RuleProgram.LEAF ? leaf(t[j + 1]) : eval(j))) return false;
+                    }
                     return true;
                 }
                 default: {
-                    int j = k + 1;
-                    for (int c = 0; c < args[k]; c++, j = ends[j]) if (eval(r, j)) return true;
+                    int j = k + 3;
+                    for (int c = t[k + 1]; c > 0; c--, j = t[j + 2]) {
+                        if (t[j] == RuleProgram.LEAF ? leaf(t[j + 1]) : eval(j)) return true;
+                    }
                     return false;
                 }
             }
         }
 
+        private boolean leaf(int l) {
+            byte s = leafState[l];
+            return (s & HIT) != 0 || ((s & LAZY) != 0 && lazy(l));
+        }
+
         /** Does one of the lazy needles or patterns of predicate l hold? (once per row) */
         private boolean lazy(int l) {
             if (leafStamp[l] == epoch) return leafValue[l];
+            int k = values != null ? p.lazyField[l] : -1, slot = k >= 0 ? memos[k].last : -1;
+            if (slot >= 0) {
+                int d = memos[k].decided(slot, l);
+                if (d >= 0) {
+                    leafStamp[l] = epoch;
+                    return leafValue[l] = d == 1;
+                }
+            }
             boolean v = false;
             for (int id : p.lazyNeedles[l]) {
                 RuleProgram.Needle nd = p.needleList[id];
@@ -274,6 +291,7 @@ public final class RuleMatch {
             }
             leafStamp[l] = epoch;
             leafValue[l] = v;
+            if (slot >= 0) memos[k].decide(slot, l, v);
             return v;
         }
 
@@ -323,8 +341,8 @@ public final class RuleMatch {
         private void set(int[] leaves, int from, int to) {
             for (int k = from; k < to; k++) {
                 int leaf = leaves[k];
-                if (!hit[leaf]) {
-                    hit[leaf] = true;
+                if ((leafState[leaf] & HIT) == 0) {
+                    leafState[leaf] |= HIT;
                     touched[nTouched++] = leaf;
                 }
             }

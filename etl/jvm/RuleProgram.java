@@ -152,11 +152,18 @@ final class RuleProgram {
     final int[][] leafRules;  // predicate -> the rules it triggers
     final int[][] leafBits;  // ... the trigger groups of each it is in (bits)
     final int[] full;  // rule -> the bits of all its trigger groups: it is evaluated when each group holds
+    /* The same, flat (what a row reads, next to each other in memory): */
+    final int[] trig;  // per predicate, from trigFrom[l] to trigFrom[l + 1]: (rule, its groups' bits, full) triples
+    final int[] trigFrom;
+    final int[] tree;  // the rules' trees in prefix order: (kind, predicate or number of children, the offset after
+                       // the node's subtree) triples; rule r's root at root[r]
+    final int[] root;
     /* Lazy predicates: a needle or pattern none of whose predicates is a rule's trigger is not looked for in
        every value; a rule evaluated on a row (one of its triggers held) decides it when it reads it. */
     final boolean[] lazyLeaf;  // predicate -> decided on demand (by the lazy needles and patterns below)
     final int[][] lazyNeedles;  // predicate -> its lazy needles (ids)
     final int[][] lazyPatterns;  // predicate -> its lazy patterns
+    final int[] lazyField;  // predicate -> the field its lazy needles and patterns read (-1: several)
     Needle[] needleList = new Needle[0];  // by id
     final int[] patternField;
     final boolean[] patternWide, patternCaseless;  // cannot match an ASCII value; has a caseless part
@@ -236,6 +243,30 @@ final class RuleProgram {
         }
         trigger = new boolean[leaves];
         for (int l = 0; l < leaves; l++) trigger[l] = leafRules[l].length > 0;
+        trigFrom = new int[leaves + 1];
+        for (int l = 0; l < leaves; l++) trigFrom[l + 1] = trigFrom[l] + 3 * leafRules[l].length;
+        trig = new int[trigFrom[leaves]];
+        for (int l = 0; l < leaves; l++) {
+            for (int j = 0, o = trigFrom[l]; j < leafRules[l].length; j++, o += 3) {
+                trig[o] = leafRules[l][j];
+                trig[o + 1] = leafBits[l][j];
+                trig[o + 2] = full[leafRules[l][j]];
+            }
+        }
+        root = new int[rules.size()];
+        int nodes = 0;
+        for (int r = 0; r < rules.size(); r++) {
+            root[r] = 3 * nodes;
+            nodes += kinds[r].length;
+        }
+        tree = new int[3 * nodes];
+        for (int r = 0; r < rules.size(); r++) {
+            for (int k = 0, o = root[r]; k < kinds[r].length; k++, o += 3) {
+                tree[o] = kinds[r][k];
+                tree[o + 1] = args[r][k];
+                tree[o + 2] = root[r] + 3 * ends[r][k];
+            }
+        }
         fields = new Field[nFields];
         List<List<Integer>> uncond = new ArrayList<>(), folds = new ArrayList<>(), wide = new ArrayList<>();
         List<Map<String, List<Integer>>> byLiteral = new ArrayList<>();
@@ -316,6 +347,7 @@ final class RuleProgram {
         lazyLeaf = new boolean[leaves];
         lazyNeedles = new int[leaves][];
         lazyPatterns = new int[leaves][];
+        lazyField = new int[leaves];
         lazySources(pats.size());
     }
 
@@ -409,6 +441,10 @@ final class RuleProgram {
             lazyNeedles[l] = nds.get(l).stream().mapToInt(Integer::intValue).toArray();
             lazyPatterns[l] = ps.get(l).stream().mapToInt(Integer::intValue).toArray();
             lazyLeaf[l] = lazyNeedles[l].length + lazyPatterns[l].length > 0;
+            int k = -1;
+            for (int id : lazyNeedles[l]) k = k == -1 || k == needleList[id].field ? needleList[id].field : -2;
+            for (int pat : lazyPatterns[l]) k = k == -1 || k == patternField[pat] ? patternField[pat] : -2;
+            lazyField[l] = Math.max(k, -1);
         }
     }
 

@@ -25,8 +25,10 @@ final class ValueMemo {
     private long[] hashes;
     private byte[][] keys;  // null: empty slot
     private int[][] leaves;
+    private int[][] decided;  // per slot: its value's lazy predicates decided so far (predicate << 1 | holds)
     private int lookups, hits, evictions, paused;
     int found = -1;  // the slot of the last miss's value, for put (-1: none)
+    int last = -1;  // the slot of the value last looked up (hit) or filed (-1: none)
     private long foundHash;
 
     ValueMemo() {
@@ -37,12 +39,14 @@ final class ValueMemo {
         hashes = new long[n];
         keys = new byte[n][];
         leaves = new int[n][];
+        decided = new int[n][];
     }
 
     /** The predicates held on the value when it was seen, or null (not seen, or the memo is paused: then
      *  {@link #put} is a no-op). */
     int[] get(UTF8String v) {
         found = -1;
+        last = -1;
         if (paused > 0) {
             if (--paused == 0) size(FIRST);
             return null;
@@ -55,6 +59,7 @@ final class ValueMemo {
                 hashes = null;
                 keys = null;
                 leaves = null;
+                decided = null;
                 return null;
             }
         }
@@ -67,6 +72,7 @@ final class ValueMemo {
         if (k != null && hashes[s] == h && k.length == n
             && ByteArrayMethods.arrayEquals(base, off, k, Platform.BYTE_ARRAY_OFFSET, n)) {
             hits++;
+            last = s;
             return leaves[s];
         }
         if (k != null && ++evictions > keys.length && keys.length < MOST) {
@@ -84,13 +90,30 @@ final class ValueMemo {
         hashes[found] = foundHash;
         keys[found] = v.getBytes();
         leaves[found] = from == to ? NONE : Arrays.copyOfRange(touched, from, to);
+        decided[found] = null;
+        last = found;
         found = -1;
+    }
+
+    /** Lazy predicate l on the value in slot s: 1 holds, 0 does not, -1 not decided yet. */
+    int decided(int s, int l) {
+        int[] d = decided[s];
+        if (d == null) return -1;
+        for (int j = 1, n = d[0]; j <= n; j++) if (d[j] >>> 1 == l) return d[j] & 1;
+        return -1;
+    }
+
+    void decide(int s, int l, boolean holds) {
+        int[] d = decided[s];
+        if (d == null) d = decided[s] = new int[4];
+        else if (d[0] + 1 == d.length) d = decided[s] = Arrays.copyOf(d, 2 * d.length);
+        d[++d[0]] = l << 1 | (holds ? 1 : 0);
     }
 
     private void grow() {
         long[] h = hashes;
         byte[][] k = keys;
-        int[][] l = leaves;
+        int[][] l = leaves, d = decided;
         size(Math.min(MOST, 4 * k.length));
         evictions = 0;
         for (int s = 0; s < k.length; s++) {
@@ -99,6 +122,7 @@ final class ValueMemo {
             hashes[t] = h[s];
             keys[t] = k[s];
             leaves[t] = l[s];
+            decided[t] = d[s];
         }
     }
 
