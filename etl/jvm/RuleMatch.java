@@ -128,7 +128,7 @@ public final class RuleMatch {
         final Matcher[] unicodeMatchers;
         final int[] patternStamp;
         final int[] needleStamp;
-        final int[] ruleState;  // per rule: the epoch of its mask, the trigger groups of the rule that held then
+        final int[] ruleStamp;  // per rule: the epoch it was looked at last
         int epoch;
         final int[] matched;
         final int[] leafStamp;  // a lazy predicate decided in this epoch ...
@@ -150,7 +150,7 @@ public final class RuleMatch {
             unicodeMatchers = new Matcher[p.patterns()];
             patternStamp = new int[p.patterns()];
             needleStamp = new int[p.needles];
-            ruleState = new int[2 * p.ids.length];
+            ruleStamp = new int[p.ids.length];
             matched = new int[p.ids.length];
             leafStamp = new int[p.leaves];
             leafValue = new boolean[p.leaves];
@@ -166,7 +166,7 @@ public final class RuleMatch {
                 epoch = 1;
                 Arrays.fill(patternStamp, 0);
                 Arrays.fill(needleStamp, 0);
-                Arrays.fill(ruleState, 0);
+                Arrays.fill(ruleStamp, 0);
                 Arrays.fill(leafStamp, 0);
             }
         }
@@ -203,10 +203,9 @@ public final class RuleMatch {
          *  of matching rules, whose indices are then in `matched`. */
         int rules(boolean firstOnly) {
             int n = 0;
-            int[] rs = ruleState, trig = p.trig, from = p.trigFrom;
+            int[] stamp = ruleStamp, trig = p.trig, from = p.trigFrom;
             for (int r : p.always) {
-                rs[2 * r] = epoch;
-                rs[2 * r + 1] = p.full[r];
+                stamp[r] = epoch;
                 if (eval(p.root[r])) {
                     if (firstOnly) return 1;
                     matched[n++] = r;
@@ -214,13 +213,11 @@ public final class RuleMatch {
             }
             for (int k = 0; k < nTouched; k++) {
                 int l = touched[k];
-                for (int j = from[l], e = from[l + 1]; j < e; j += 3) {
-                    int r = trig[j], full = trig[j + 2];
-                    int m = rs[2 * r] == epoch ? rs[2 * r + 1] : 0;
-                    if (m == full) continue;  // evaluated
-                    rs[2 * r] = epoch;
-                    rs[2 * r + 1] = m |= trig[j + 1];
-                    if (m != full) continue;  // a trigger group has no predicate that holds (yet)
+                for (int j = from[l], e = from[l + 1]; j < e; j++) {
+                    int r = trig[j];
+                    if (stamp[r] == epoch) continue;  // looked at
+                    stamp[r] = epoch;
+                    if (!others(r)) continue;  // another trigger group has no predicate that holds
                     if (eval(p.root[r])) {
                         if (firstOnly) return 1;
                         matched[n++] = r;
@@ -228,6 +225,19 @@ public final class RuleMatch {
                 }
             }
             return n;
+        }
+
+        /** Does a predicate of each of rule r's trigger groups after the first hold? */
+        private boolean others(int r) {
+            int[] o = p.others;
+            for (int j = p.othersFrom[r], e = p.othersFrom[r + 1]; j < e; ) {
+                int to = j + 1 + o[j];
+                boolean any = false;
+                for (j++; j < to && !any; j++) any = (leafState[o[j]] & HIT) != 0;
+                if (!any) return false;
+                j = to;
+            }
+            return true;
         }
 
         /** The subtree at offset k of p.tree, on the predicates set and the lazy ones (decided when read). */

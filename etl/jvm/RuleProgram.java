@@ -150,11 +150,13 @@ final class RuleProgram {
     final int[][] ends;  // ... the index after each node's subtree
     final int[] always;  // rules that can hold with every predicate false
     final int[][] leafRules;  // predicate -> the rules it triggers
-    final int[][] leafBits;  // ... the trigger groups of each it is in (bits)
-    final int[] full;  // rule -> the bits of all its trigger groups: it is evaluated when each group holds
-    /* The same, flat (what a row reads, next to each other in memory): */
-    final int[] trig;  // per predicate, from trigFrom[l] to trigFrom[l + 1]: (rule, its groups' bits, full) triples
+    final int[][] leafBits;  // ... the trigger groups of each it is in (bits): it is evaluated when each holds
+    /* The same, flat (what a row reads, next to each other in memory), by the first group (the likely rarest): a
+       row looks at the rules one of whose first group's predicates holds, and then at their other groups */
+    final int[] trig;  // per predicate, from trigFrom[l] to trigFrom[l + 1]: the rules whose first group holds it
     final int[] trigFrom;
+    final int[] others;  // per rule, from othersFrom[r] to othersFrom[r + 1]: each other group's size, predicates
+    final int[] othersFrom;
     final int[] tree;  // the rules' trees in prefix order: (kind, predicate or number of children, the offset after
                        // the node's subtree) triples; rule r's root at root[r]
     final int[] root;
@@ -210,7 +212,6 @@ final class RuleProgram {
         List<Integer> alw = new ArrayList<>();
         List<Map<Integer, Integer>> byLeaf = new ArrayList<>();  // predicate -> rule -> its trigger groups' bits
         for (int l = 0; l < leaves; l++) byLeaf.add(new LinkedHashMap<>());
-        full = new int[rules.size()];
         for (int r = 0; r < rules.size(); r++) {
             String[] f = rules.get(r);
             ids[r] = UTF8String.fromString(text(f[1]));
@@ -218,7 +219,6 @@ final class RuleProgram {
             String[] toks = f[3].split(",");
             // trigger groups: when the rule holds, a predicate of each does (none: one group, every predicate)
             String[] groups = f.length > 4 ? f[4].split(";") : null;
-            full[r] = groups == null ? 1 : (1 << groups.length) - 1;
             for (int g = 0; groups != null && g < groups.length; g++) {
                 for (int l : ints(groups[g])) byLeaf.get(l).merge(r, 1 << g, (a, b) -> a | b);
             }
@@ -244,15 +244,34 @@ final class RuleProgram {
         trigger = new boolean[leaves];
         for (int l = 0; l < leaves; l++) trigger[l] = leafRules[l].length > 0;
         trigFrom = new int[leaves + 1];
-        for (int l = 0; l < leaves; l++) trigFrom[l + 1] = trigFrom[l] + 3 * leafRules[l].length;
-        trig = new int[trigFrom[leaves]];
+        List<Integer> firsts = new ArrayList<>();
         for (int l = 0; l < leaves; l++) {
-            for (int j = 0, o = trigFrom[l]; j < leafRules[l].length; j++, o += 3) {
-                trig[o] = leafRules[l][j];
-                trig[o + 1] = leafBits[l][j];
-                trig[o + 2] = full[leafRules[l][j]];
+            for (int j = 0; j < leafRules[l].length; j++) if ((leafBits[l][j] & 1) != 0) firsts.add(leafRules[l][j]);
+            trigFrom[l + 1] = firsts.size();
+        }
+        trig = firsts.stream().mapToInt(Integer::intValue).toArray();
+        List<List<List<Integer>>> groupsOf = new ArrayList<>();  // rule -> its groups after the first
+        for (int r = 0; r < rules.size(); r++) groupsOf.add(new ArrayList<>());
+        for (int l = 0; l < leaves; l++) {
+            for (int j = 0; j < leafRules[l].length; j++) {
+                List<List<Integer>> gs = groupsOf.get(leafRules[l][j]);
+                for (int g = 1; g < 32; g++) {
+                    if ((leafBits[l][j] & (1 << g)) == 0) continue;
+                    while (gs.size() < g) gs.add(new ArrayList<>());
+                    gs.get(g - 1).add(l);
+                }
             }
         }
+        othersFrom = new int[rules.size() + 1];
+        List<Integer> pool = new ArrayList<>();
+        for (int r = 0; r < rules.size(); r++) {
+            for (List<Integer> g : groupsOf.get(r)) {
+                pool.add(g.size());
+                pool.addAll(g);
+            }
+            othersFrom[r + 1] = pool.size();
+        }
+        others = pool.stream().mapToInt(Integer::intValue).toArray();
         root = new int[rules.size()];
         int nodes = 0;
         for (int r = 0; r < rules.size(); r++) {
