@@ -3,7 +3,6 @@ package etl.jvm;
 import java.util.Arrays;
 
 import org.apache.spark.unsafe.Platform;
-import org.apache.spark.unsafe.array.ByteArrayMethods;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -69,8 +68,7 @@ final class ValueMemo {
         long h = hash(base, off, n);
         int s = (int) (h >>> 32) & (keys.length - 1);
         byte[] k = keys[s];
-        if (k != null && hashes[s] == h && k.length == n
-            && ByteArrayMethods.arrayEquals(base, off, k, Platform.BYTE_ARRAY_OFFSET, n)) {
+        if (k != null && hashes[s] == h && k.length == n && same(base, off, k, n)) {
             hits++;
             last = s;
             return leaves[s];
@@ -124,6 +122,16 @@ final class ValueMemo {
             leaves[t] = l[s];
             decided[t] = d[s];
         }
+    }
+
+    /** Are the n bytes at base + off those of k? */
+    private static boolean same(Object base, long off, byte[] k, int n) {
+        int i = 0;
+        for (; i + 8 <= n; i += 8) {
+            if (Platform.getLong(base, off + i) != Platform.getLong(k, Platform.BYTE_ARRAY_OFFSET + i)) return false;
+        }
+        for (; i < n; i++) if (Platform.getByte(base, off + i) != k[i]) return false;
+        return true;
     }
 
     static long hash(Object base, long off, int n) {
