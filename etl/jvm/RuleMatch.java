@@ -395,6 +395,13 @@ public final class RuleMatch {
             if (fl.shorts != null) shortNeedles(fl.shorts, fl.shortBits, b, n, folded);
             NeedleTable t3 = fl.grams3, t4 = fl.grams4;
             if (t3 == null && t4 == null) return;
+            if (fl.stride > 0) {  // only long contains needles (RuleProgram.file4)
+                for (int i = 0; i + 4 <= n; i += fl.stride) {
+                    int s = t4.find(RuleProgram.key4(b, i) & 0xffffffffL);
+                    if (s >= 0) mark(t4, s, b, n, i, folded);
+                }
+                return;
+            }
             int g = n < 3 ? 0 : RuleProgram.low(b[0]) << 8 | RuleProgram.low(b[1]);
             for (int i = 0; i + 3 <= n; i++) {
                 g = (g << 8 | RuleProgram.low(b[i + 2])) & 0xffffff;  // RuleProgram.key(b, i)

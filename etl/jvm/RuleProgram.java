@@ -99,6 +99,8 @@ final class RuleProgram {
     /** What one field's values are tested for. */
     static final class Field {
         static final int LONGEST = 8;  // equals/starts with needles are filed under their first min(length, 8) bytes
+        static final int STRIDE = 16;  // the longest stride of a field's probes (file4)
+        int stride;  // probe a value's 4-grams every `stride` positions (0: at every position)
         int[] unconditional = new int[0];  // patterns without a 3-character literal: run on every value its needs hold
         int[] nonAscii = new int[0];  // patterns that cannot match an ASCII value
         int[] caseless = new int[0];  // patterns run on every value holding a folding character
@@ -372,10 +374,11 @@ final class RuleProgram {
 
     /** The N, U, I and C lines into their fields, the needles into the fields' tables; the number of needles. */
     private int indexOthers(List<String[]> other, List<NeedleTable.Builder[]> tables) {
-        List<List<Needle>> loose = new ArrayList<>(), caseless = new ArrayList<>();
+        List<List<Needle>> loose = new ArrayList<>(), caseless = new ArrayList<>(), longer = new ArrayList<>();
         for (int k = 0; k < fields.length; k++) {
             loose.add(new ArrayList<>());
             caseless.add(new ArrayList<>());
+            longer.add(new ArrayList<>());
         }
         int count = 0;
         for (String[] f : other) {
@@ -417,12 +420,13 @@ final class RuleProgram {
                 } else if (m == 3) {
                     t[0].add(key(nd.text, 0), nd);
                 } else {
-                    t[1].add(key4(nd.text, nd.anchor) & 0xffffffffL, nd);
+                    longer.get(k).add(nd);
                 }
             }
         }
         for (int k = 0; k < fields.length; k++) {
             Field fl = fields[k];
+            file4(fl, tables.get(k), longer.get(k));
             fl.loose = loose.get(k).toArray(new Needle[0]);
             fl.caselessAll = caseless.get(k).toArray(new Needle[0]);
             NeedleTable.Builder[] t = tables.get(k);
@@ -433,6 +437,37 @@ final class RuleProgram {
             fl.shorts = t[4].build();
         }
         return count;
+    }
+
+    /** Files a field's contains needles of 4 bytes or more by 4 bytes. When all are long and nothing else is found
+     *  per position (no 3-byte needles or literals, no short needles: a field of hashes), each is filed under the
+     *  `stride` 4-grams of a window of its bytes (least shared with the field's other needles), and a value is
+     *  probed every `stride` positions only: an occurrence has one window position at a multiple of the stride.
+     *  Else each is filed under the 4 bytes at its anchor, and a value is probed at every position. */
+    private static void file4(Field fl, NeedleTable.Builder[] t, List<Needle> nds) {
+        int shortest = Integer.MAX_VALUE;
+        for (Needle nd : nds) shortest = Math.min(shortest, nd.text.length);
+        int stride = Math.min(Field.STRIDE, (shortest - 3) / 2);
+        if (nds.isEmpty() || stride < 4 || !t[0].isEmpty() || !t[4].isEmpty()) {
+            for (Needle nd : nds) t[1].add(key4(nd.text, nd.anchor) & 0xffffffffL, nd);
+            return;
+        }
+        Map<Integer, Integer> uses = new HashMap<>();
+        for (Needle nd : nds) for (int a = 0; a + 4 <= nd.text.length; a++) uses.merge(key4(nd.text, a), 1, Integer::sum);
+        for (Needle nd : nds) {
+            int best = 0;
+            long least = Long.MAX_VALUE;
+            for (int o = 0; o + stride + 3 <= nd.text.length; o++) {
+                long sum = 0;
+                for (int a = o; a < o + stride; a++) sum += uses.get(key4(nd.text, a));
+                if (sum < least) {
+                    least = sum;
+                    best = o;
+                }
+            }
+            for (int a = best; a < best + stride; a++) t[1].add(key4(nd.text, a) & 0xffffffffL, nd, a);
+        }
+        fl.stride = stride;
     }
 
     /** Are none of the predicates a trigger? (their needle or pattern is then decided on demand) */
