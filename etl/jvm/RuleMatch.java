@@ -27,7 +27,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * row. A program over several fields (etl/optimize/jvmmulti.py,
  * {@link #anyRow}/{@link #idsRow}) does this per field, and also decides its needles (equals, starts with, ends
  * with, contains: byte comparisons found through the same 3-grams), null tests and text comparisons
- * ({@link RuleProgram}).
+ * ({@link RuleProgram}). Each field keeps a {@link ValueMemo} of its recent values: a value seen again sets the
+ * predicates it held then (and its lazy predicates decided since) without a scan. A rule is looked at when a
+ * predicate of its first trigger group holds, and evaluated when each other group has one too.
  *
  * <p>Each search reads the value through a {@link CountedText}: one that runs past its step budget (java.util.regex
  * backtracks), or that overflows the stack (a repeat of a variable-width part recurses per repetition), stops with
