@@ -28,13 +28,20 @@ final class NeedleTable {
     final byte[] text;  // the candidates' bytes (ASCII letters lower-cased when caseless)
     final int[] leaves;  // the candidates' predicates
 
+    /** A needle filed under a key, found where its bytes at `anchor` are. */
+    record Filed(RuleProgram.Needle nd, int anchor) {}
+
     /** Filing: key -> its needles (in order) and key -> its extra. */
     static final class Builder {
-        final Map<Long, List<RuleProgram.Needle>> needles = new LinkedHashMap<>();
+        final Map<Long, List<Filed>> needles = new LinkedHashMap<>();
         final Map<Long, Integer> extra = new LinkedHashMap<>();
 
         void add(long key, RuleProgram.Needle nd) {
-            needles.computeIfAbsent(key, k -> new ArrayList<>()).add(nd);
+            add(key, nd, nd.anchor);
+        }
+
+        void add(long key, RuleProgram.Needle nd, int anchor) {
+            needles.computeIfAbsent(key, k -> new ArrayList<>()).add(new Filed(nd, anchor));
         }
 
         boolean isEmpty() {
@@ -59,8 +66,9 @@ final class NeedleTable {
         Arrays.fill(slots, -1);
         bits = new long[1 << (logBits - 6)];
         int nCand = 0, nText = 0, nLeaves = 0;
-        for (List<RuleProgram.Needle> l : b.needles.values()) {
-            for (RuleProgram.Needle nd : l) {
+        for (List<Filed> l : b.needles.values()) {
+            for (Filed fd : l) {
+                RuleProgram.Needle nd = fd.nd();
                 nCand++;
                 nText += nd.text.length;
                 nLeaves += nd.leaves.length;
@@ -77,9 +85,10 @@ final class NeedleTable {
             while (slots[3 * s] != -1) s = (s + 1) & (keys.length - 1);
             keys[s] = key;
             slots[3 * s] = c / STRIDE;
-            for (RuleProgram.Needle nd : b.needles.getOrDefault(key, List.of())) {
+            for (Filed fd : b.needles.getOrDefault(key, List.of())) {
+                RuleProgram.Needle nd = fd.nd();
                 cand[c + ID] = nd.id;
-                cand[c + ANCHOR] = Math.max(nd.anchor, 0);
+                cand[c + ANCHOR] = Math.max(fd.anchor(), 0);
                 cand[c + FLAGS] = nd.kind | (nd.caseless ? CASELESS : 0);
                 cand[c + TEXT] = t;
                 System.arraycopy(nd.text, 0, text, t, nd.text.length);

@@ -27,7 +27,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * row. A program over several fields (etl/optimize/jvmmulti.py,
  * {@link #anyRow}/{@link #idsRow}) does this per field, and also decides its needles (equals, starts with, ends
  * with, contains: byte comparisons found through the same 3-grams), null tests and text comparisons
- * ({@link RuleProgram}).
+ * ({@link RuleProgram}). Each field keeps a {@link ValueMemo} of its recent values: a value seen again sets the
+ * predicates it held then (and its lazy predicates decided since) without a scan. A rule is looked at when a
+ * predicate of its first trigger group holds, and evaluated when each other group has one too.
  *
  * <p>Each search reads the value through a {@link CountedText}: one that runs past its step budget (java.util.regex
  * backtracks), or that overflows the stack (a repeat of a variable-width part recurses per repetition), stops with
@@ -114,24 +116,26 @@ public final class RuleMatch {
         return Pattern.compile(regex).matcher(text).find();
     }
 
+    private static final byte HIT = 1, LAZY = 2;
+
     /** A task's program and its buffers: predicate bits, matchers, stamps. */
     static final class State {
         final RuleProgram p;
         final String file;
         final CountedText input = new CountedText();
-        final boolean[] hit;
+        final byte[] leafState;  // per predicate: HIT (holds on this row), LAZY (decided on demand: p.lazyLeaf)
         final int[] touched;
         int nTouched;
         final Matcher[] asciiMatchers;
         final Matcher[] unicodeMatchers;
         final int[] patternStamp;
         final int[] needleStamp;
-        final int[] ruleStamp;
-        final int[] ruleMask;  // the trigger groups of the rule that held in this epoch (ruleStamp)
+        final int[] ruleStamp;  // per rule: the epoch it was looked at last
         int epoch;
         final int[] matched;
         final int[] leafStamp;  // a lazy predicate decided in this epoch ...
         final boolean[] leafValue;  // ... holds
+        final ValueMemo[] memos;  // per field: the predicates that held on its recent values
         InternalRow values;  // the row being decided (several fields), or
         UTF8String single;  // the value being decided (one field)
         private int loaded = -1;  // the field whose value is in the buffers (a lazy predicate's), -1: none
@@ -141,21 +145,23 @@ public final class RuleMatch {
         State(UTF8String file) {
             p = PROGRAMS.get(file.toString());
             this.file = file.toString();
-            hit = new boolean[p.leaves];
+            leafState = new byte[p.leaves];
+            for (int l = 0; l < p.leaves; l++) leafState[l] = p.lazyLeaf[l] ? LAZY : 0;
             touched = new int[p.leaves];
             asciiMatchers = new Matcher[p.patterns()];
             unicodeMatchers = new Matcher[p.patterns()];
             patternStamp = new int[p.patterns()];
             needleStamp = new int[p.needles];
             ruleStamp = new int[p.ids.length];
-            ruleMask = new int[p.ids.length];
             matched = new int[p.ids.length];
             leafStamp = new int[p.leaves];
             leafValue = new boolean[p.leaves];
+            memos = new ValueMemo[p.fields.length];
+            for (int k = 0; k < memos.length; k++) memos[k] = new ValueMemo();
         }
 
         void begin() {
-            for (int k = 0; k < nTouched; k++) hit[touched[k]] = false;
+            for (int k = 0; k < nTouched; k++) leafState[touched[k]] &= ~HIT;
             nTouched = 0;
             loaded = -1;
             if (++epoch == Integer.MAX_VALUE) {
@@ -171,7 +177,23 @@ public final class RuleMatch {
             begin();
             this.values = values;
             single = null;
-            for (int k = 0; k < p.fields.length; k++) field(k, values.isNullAt(k) ? null : values.getUTF8String(k));
+            for (int k = 0; k < p.fields.length; k++) {
+                ValueMemo m = memos[k];
+                if (values.isNullAt(k)) {
+                    m.last = -1;
+                    field(k, null);
+                    continue;
+                }
+                UTF8String v = values.getUTF8String(k);
+                int[] seen = m.get(v);
+                if (seen != null) {
+                    set(seen);
+                    continue;
+                }
+                int from = nTouched;
+                field(k, v);
+                m.put(v, touched, from, nTouched);
+            }
             for (RuleProgram.Ref ref : p.refs) {
                 if (values.isNullAt(ref.field) || values.isNullAt(ref.other)) continue;
                 UTF8String a = values.getUTF8String(ref.field), b = values.getUTF8String(ref.other);
@@ -183,24 +205,22 @@ public final class RuleMatch {
          *  of matching rules, whose indices are then in `matched`. */
         int rules(boolean firstOnly) {
             int n = 0;
+            int[] stamp = ruleStamp, trig = p.trig, from = p.trigFrom;
             for (int r : p.always) {
-                ruleStamp[r] = epoch;
-                ruleMask[r] = p.full[r];
-                if (eval(r, 0)) {
+                stamp[r] = epoch;
+                if (eval(p.root[r])) {
                     if (firstOnly) return 1;
                     matched[n++] = r;
                 }
             }
             for (int k = 0; k < nTouched; k++) {
-                int[] rs = p.leafRules[touched[k]], bits = p.leafBits[touched[k]];
-                for (int j = 0; j < rs.length; j++) {
-                    int r = rs[j], full = p.full[r];
-                    int m = ruleStamp[r] == epoch ? ruleMask[r] : 0;
-                    if (m == full) continue;  // evaluated
-                    ruleStamp[r] = epoch;
-                    ruleMask[r] = m |= bits[j];
-                    if (m != full) continue;  // a trigger group has no predicate that holds (yet)
-                    if (eval(r, 0)) {
+                int l = touched[k];
+                for (int j = from[l], e = from[l + 1]; j < e; j++) {
+                    int r = trig[j];
+                    if (stamp[r] == epoch) continue;  // looked at
+                    stamp[r] = epoch;
+                    if (!others(r)) continue;  // another trigger group has no predicate that holds
+                    if (eval(p.root[r])) {
                         if (firstOnly) return 1;
                         matched[n++] = r;
                     }
@@ -209,33 +229,60 @@ public final class RuleMatch {
             return n;
         }
 
-        /** Rule r's subtree at k, on the predicates set and the lazy ones (decided when read). */
-        private boolean eval(int r, int k) {
-            int[] kinds = p.kinds[r], args = p.args[r], ends = p.ends[r];
-            switch (kinds[k]) {
-                case RuleProgram.LEAF: {
-                    int l = args[k];
-                    return hit[l] || (p.lazyLeaf[l] && lazy(l));
-                }
+        /** Does a predicate of each of rule r's trigger groups after the first hold? */
+        private boolean others(int r) {
+            int[] o = p.others;
+            for (int j = p.othersFrom[r], e = p.othersFrom[r + 1]; j < e; ) {
+                int to = j + 1 + o[j];
+                boolean any = false;
+                for (j++; j < to && !any; j++) any = (leafState[o[j]] & HIT) != 0;
+                if (!any) return false;
+                j = to;
+            }
+            return true;
+        }
+
+        /** The subtree at offset k of p.tree, on the predicates set and the lazy ones (decided when read). */
+        private boolean eval(int k) {
+            int[] t = p.tree;
+            switch (t[k]) {
+                case RuleProgram.LEAF: return leaf(t[k + 1]);
                 case RuleProgram.TRUE: return true;
                 case RuleProgram.FALSE: return false;
-                case RuleProgram.NOT: return !eval(r, k + 1);
+                case RuleProgram.NOT: return !eval(k + 3);
                 case RuleProgram.AND: {
-                    int j = k + 1;
-                    for (int c = 0; c < args[k]; c++, j = ends[j]) if (!eval(r, j)) return false;
+                    int j = k + 3;
+                    for (int c = t[k + 1]; c > 0; c--, j = t[j + 2]) {
+                        if (!(t[j] == RuleProgram.LEAF ? leaf(t[j + 1]) : eval(j))) return false;
+                    }
                     return true;
                 }
                 default: {
-                    int j = k + 1;
-                    for (int c = 0; c < args[k]; c++, j = ends[j]) if (eval(r, j)) return true;
+                    int j = k + 3;
+                    for (int c = t[k + 1]; c > 0; c--, j = t[j + 2]) {
+                        if (t[j] == RuleProgram.LEAF ? leaf(t[j + 1]) : eval(j)) return true;
+                    }
                     return false;
                 }
             }
         }
 
+        private boolean leaf(int l) {
+            byte s = leafState[l];
+            return (s & HIT) != 0 || ((s & LAZY) != 0 && lazy(l));
+        }
+
         /** Does one of the lazy needles or patterns of predicate l hold? (once per row) */
         private boolean lazy(int l) {
             if (leafStamp[l] == epoch) return leafValue[l];
+            int k = values != null ? p.lazyField[l] : -1, slot = k >= 0 ? memos[k].last : -1;
+            if (slot >= 0) {
+                int d = memos[k].decided(slot, l);
+                if (d >= 0) {
+                    leafStamp[l] = epoch;
+                    return leafValue[l] = d == 1;
+                }
+            }
             boolean v = false;
             for (int id : p.lazyNeedles[l]) {
                 RuleProgram.Needle nd = p.needleList[id];
@@ -256,6 +303,7 @@ public final class RuleMatch {
             }
             leafStamp[l] = epoch;
             leafValue[l] = v;
+            if (slot >= 0) memos[k].decide(slot, l, v);
             return v;
         }
 
@@ -305,8 +353,8 @@ public final class RuleMatch {
         private void set(int[] leaves, int from, int to) {
             for (int k = from; k < to; k++) {
                 int leaf = leaves[k];
-                if (!hit[leaf]) {
-                    hit[leaf] = true;
+                if ((leafState[leaf] & HIT) == 0) {
+                    leafState[leaf] |= HIT;
                     touched[nTouched++] = leaf;
                 }
             }
@@ -349,6 +397,13 @@ public final class RuleMatch {
             if (fl.shorts != null) shortNeedles(fl.shorts, fl.shortBits, b, n, folded);
             NeedleTable t3 = fl.grams3, t4 = fl.grams4;
             if (t3 == null && t4 == null) return;
+            if (fl.stride > 0) {  // only long contains needles (RuleProgram.file4)
+                for (int i = 0; i + 4 <= n; i += fl.stride) {
+                    int s = t4.find(RuleProgram.key4(b, i) & 0xffffffffL);
+                    if (s >= 0) mark(t4, s, b, n, i, folded);
+                }
+                return;
+            }
             int g = n < 3 ? 0 : RuleProgram.low(b[0]) << 8 | RuleProgram.low(b[1]);
             for (int i = 0; i + 3 <= n; i++) {
                 g = (g << 8 | RuleProgram.low(b[i + 2])) & 0xffffff;  // RuleProgram.key(b, i)

@@ -99,6 +99,8 @@ final class RuleProgram {
     /** What one field's values are tested for. */
     static final class Field {
         static final int LONGEST = 8;  // equals/starts with needles are filed under their first min(length, 8) bytes
+        static final int STRIDE = 16;  // the longest stride of a field's probes (file4)
+        int stride;  // probe a value's 4-grams every `stride` positions (0: at every position)
         int[] unconditional = new int[0];  // patterns without a 3-character literal: run on every value its needs hold
         int[] nonAscii = new int[0];  // patterns that cannot match an ASCII value
         int[] caseless = new int[0];  // patterns run on every value holding a folding character
@@ -150,13 +152,22 @@ final class RuleProgram {
     final int[][] ends;  // ... the index after each node's subtree
     final int[] always;  // rules that can hold with every predicate false
     final int[][] leafRules;  // predicate -> the rules it triggers
-    final int[][] leafBits;  // ... the trigger groups of each it is in (bits)
-    final int[] full;  // rule -> the bits of all its trigger groups: it is evaluated when each group holds
+    final int[][] leafBits;  // ... the trigger groups of each it is in (bits): it is evaluated when each holds
+    /* The same, flat (what a row reads, next to each other in memory), by the first group (the likely rarest): a
+       row looks at the rules one of whose first group's predicates holds, and then at their other groups */
+    final int[] trig;  // per predicate, from trigFrom[l] to trigFrom[l + 1]: the rules whose first group holds it
+    final int[] trigFrom;
+    final int[] others;  // per rule, from othersFrom[r] to othersFrom[r + 1]: each other group's size, predicates
+    final int[] othersFrom;
+    final int[] tree;  // the rules' trees in prefix order: (kind, predicate or number of children, the offset after
+                       // the node's subtree) triples; rule r's root at root[r]
+    final int[] root;
     /* Lazy predicates: a needle or pattern none of whose predicates is a rule's trigger is not looked for in
        every value; a rule evaluated on a row (one of its triggers held) decides it when it reads it. */
     final boolean[] lazyLeaf;  // predicate -> decided on demand (by the lazy needles and patterns below)
     final int[][] lazyNeedles;  // predicate -> its lazy needles (ids)
     final int[][] lazyPatterns;  // predicate -> its lazy patterns
+    final int[] lazyField;  // predicate -> the field its lazy needles and patterns read (-1: several)
     Needle[] needleList = new Needle[0];  // by id
     final int[] patternField;
     final boolean[] patternWide, patternCaseless;  // cannot match an ASCII value; has a caseless part
@@ -203,7 +214,6 @@ final class RuleProgram {
         List<Integer> alw = new ArrayList<>();
         List<Map<Integer, Integer>> byLeaf = new ArrayList<>();  // predicate -> rule -> its trigger groups' bits
         for (int l = 0; l < leaves; l++) byLeaf.add(new LinkedHashMap<>());
-        full = new int[rules.size()];
         for (int r = 0; r < rules.size(); r++) {
             String[] f = rules.get(r);
             ids[r] = UTF8String.fromString(text(f[1]));
@@ -211,7 +221,6 @@ final class RuleProgram {
             String[] toks = f[3].split(",");
             // trigger groups: when the rule holds, a predicate of each does (none: one group, every predicate)
             String[] groups = f.length > 4 ? f[4].split(";") : null;
-            full[r] = groups == null ? 1 : (1 << groups.length) - 1;
             for (int g = 0; groups != null && g < groups.length; g++) {
                 for (int l : ints(groups[g])) byLeaf.get(l).merge(r, 1 << g, (a, b) -> a | b);
             }
@@ -236,6 +245,49 @@ final class RuleProgram {
         }
         trigger = new boolean[leaves];
         for (int l = 0; l < leaves; l++) trigger[l] = leafRules[l].length > 0;
+        trigFrom = new int[leaves + 1];
+        List<Integer> firsts = new ArrayList<>();
+        for (int l = 0; l < leaves; l++) {
+            for (int j = 0; j < leafRules[l].length; j++) if ((leafBits[l][j] & 1) != 0) firsts.add(leafRules[l][j]);
+            trigFrom[l + 1] = firsts.size();
+        }
+        trig = firsts.stream().mapToInt(Integer::intValue).toArray();
+        List<List<List<Integer>>> groupsOf = new ArrayList<>();  // rule -> its groups after the first
+        for (int r = 0; r < rules.size(); r++) groupsOf.add(new ArrayList<>());
+        for (int l = 0; l < leaves; l++) {
+            for (int j = 0; j < leafRules[l].length; j++) {
+                List<List<Integer>> gs = groupsOf.get(leafRules[l][j]);
+                for (int g = 1; g < 32; g++) {
+                    if ((leafBits[l][j] & (1 << g)) == 0) continue;
+                    while (gs.size() < g) gs.add(new ArrayList<>());
+                    gs.get(g - 1).add(l);
+                }
+            }
+        }
+        othersFrom = new int[rules.size() + 1];
+        List<Integer> pool = new ArrayList<>();
+        for (int r = 0; r < rules.size(); r++) {
+            for (List<Integer> g : groupsOf.get(r)) {
+                pool.add(g.size());
+                pool.addAll(g);
+            }
+            othersFrom[r + 1] = pool.size();
+        }
+        others = pool.stream().mapToInt(Integer::intValue).toArray();
+        root = new int[rules.size()];
+        int nodes = 0;
+        for (int r = 0; r < rules.size(); r++) {
+            root[r] = 3 * nodes;
+            nodes += kinds[r].length;
+        }
+        tree = new int[3 * nodes];
+        for (int r = 0; r < rules.size(); r++) {
+            for (int k = 0, o = root[r]; k < kinds[r].length; k++, o += 3) {
+                tree[o] = kinds[r][k];
+                tree[o + 1] = args[r][k];
+                tree[o + 2] = root[r] + 3 * ends[r][k];
+            }
+        }
         fields = new Field[nFields];
         List<List<Integer>> uncond = new ArrayList<>(), folds = new ArrayList<>(), wide = new ArrayList<>();
         List<Map<String, List<Integer>>> byLiteral = new ArrayList<>();
@@ -316,15 +368,17 @@ final class RuleProgram {
         lazyLeaf = new boolean[leaves];
         lazyNeedles = new int[leaves][];
         lazyPatterns = new int[leaves][];
+        lazyField = new int[leaves];
         lazySources(pats.size());
     }
 
     /** The N, U, I and C lines into their fields, the needles into the fields' tables; the number of needles. */
     private int indexOthers(List<String[]> other, List<NeedleTable.Builder[]> tables) {
-        List<List<Needle>> loose = new ArrayList<>(), caseless = new ArrayList<>();
+        List<List<Needle>> loose = new ArrayList<>(), caseless = new ArrayList<>(), longer = new ArrayList<>();
         for (int k = 0; k < fields.length; k++) {
             loose.add(new ArrayList<>());
             caseless.add(new ArrayList<>());
+            longer.add(new ArrayList<>());
         }
         int count = 0;
         for (String[] f : other) {
@@ -366,12 +420,13 @@ final class RuleProgram {
                 } else if (m == 3) {
                     t[0].add(key(nd.text, 0), nd);
                 } else {
-                    t[1].add(key4(nd.text, nd.anchor) & 0xffffffffL, nd);
+                    longer.get(k).add(nd);
                 }
             }
         }
         for (int k = 0; k < fields.length; k++) {
             Field fl = fields[k];
+            file4(fl, tables.get(k), longer.get(k));
             fl.loose = loose.get(k).toArray(new Needle[0]);
             fl.caselessAll = caseless.get(k).toArray(new Needle[0]);
             NeedleTable.Builder[] t = tables.get(k);
@@ -382,6 +437,37 @@ final class RuleProgram {
             fl.shorts = t[4].build();
         }
         return count;
+    }
+
+    /** Files a field's contains needles of 4 bytes or more by 4 bytes. When all are long and nothing else is found
+     *  per position (no 3-byte needles or literals, no short needles: a field of hashes), each is filed under the
+     *  `stride` 4-grams of a window of its bytes (least shared with the field's other needles), and a value is
+     *  probed every `stride` positions only: an occurrence has one window position at a multiple of the stride.
+     *  Else each is filed under the 4 bytes at its anchor, and a value is probed at every position. */
+    private static void file4(Field fl, NeedleTable.Builder[] t, List<Needle> nds) {
+        int shortest = Integer.MAX_VALUE;
+        for (Needle nd : nds) shortest = Math.min(shortest, nd.text.length);
+        int stride = Math.min(Field.STRIDE, (shortest - 3) / 2);
+        if (nds.isEmpty() || stride < 4 || !t[0].isEmpty() || !t[4].isEmpty()) {
+            for (Needle nd : nds) t[1].add(key4(nd.text, nd.anchor) & 0xffffffffL, nd);
+            return;
+        }
+        Map<Integer, Integer> uses = new HashMap<>();
+        for (Needle nd : nds) for (int a = 0; a + 4 <= nd.text.length; a++) uses.merge(key4(nd.text, a), 1, Integer::sum);
+        for (Needle nd : nds) {
+            int best = 0;
+            long least = Long.MAX_VALUE;
+            for (int o = 0; o + stride + 3 <= nd.text.length; o++) {
+                long sum = 0;
+                for (int a = o; a < o + stride; a++) sum += uses.get(key4(nd.text, a));
+                if (sum < least) {
+                    least = sum;
+                    best = o;
+                }
+            }
+            for (int a = best; a < best + stride; a++) t[1].add(key4(nd.text, a) & 0xffffffffL, nd, a);
+        }
+        fl.stride = stride;
     }
 
     /** Are none of the predicates a trigger? (their needle or pattern is then decided on demand) */
@@ -409,6 +495,10 @@ final class RuleProgram {
             lazyNeedles[l] = nds.get(l).stream().mapToInt(Integer::intValue).toArray();
             lazyPatterns[l] = ps.get(l).stream().mapToInt(Integer::intValue).toArray();
             lazyLeaf[l] = lazyNeedles[l].length + lazyPatterns[l].length > 0;
+            int k = -1;
+            for (int id : lazyNeedles[l]) k = k == -1 || k == needleList[id].field ? needleList[id].field : -2;
+            for (int pat : lazyPatterns[l]) k = k == -1 || k == patternField[pat] ? patternField[pat] : -2;
+            lazyField[l] = Math.max(k, -1);
         }
     }
 

@@ -48,7 +48,7 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from etl.regexes.hsregex import _class_ranges, _literal_ranges, op_regex
 from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred
@@ -100,6 +100,7 @@ class _Writer:
         self.needles: dict[tuple, list[int]] = {}  # (field, kind, caseless, needle) -> predicates
         self.extra = len(program.predicates)
         self.rewrite: dict[int, Expr] = {}
+        self.unscanned: set[int] = set()  # predicates decided by a pattern that runs on every value (no literal)
 
     def pattern(self, leaves: list[int], field: int, regex: str, flags: int) -> None:
         why = unsupported_reason(regex, flags, deep=True)
@@ -110,8 +111,11 @@ class _Writer:
             if n not in self.classes:
                 self.classes[n] = text
                 self.lines.append(f"S {n} {_hex(text)}")
+        needs = _needs(regex, flags)
+        if needs in ("-", "u") or needs.startswith("*"):
+            self.unscanned.update(leaves)
         self.lines.append(f"P {','.join(map(str, leaves))} {_hex(t.ascii)} {_hex(t.unicode)} "
-                          f"{_needs(regex, flags)} {'c' if t.caseless else 's'} {field}")
+                          f"{needs} {'c' if t.caseless else 's'} {field}")
         self.regexes.append(regex)
 
     def predicate(self, index: int) -> None:
@@ -280,20 +284,25 @@ def _texts(key: Any) -> list[str]:
     return []
 
 
-def _triggers(tree: Expr, program: FilterProgram, likely: _Likely) -> list[list[int]] | None:
-    """Groups of predicates, each from a mandatory part of the rule (a conjunct of the top-level `and`): when
-    the rule holds, a predicate of each group does, so the rule is evaluated only on rows where one of each
-    holds. The likely rarest part first, then up to MAX_TRIGGER_GROUPS - 1 others without patterns (a group's
-    predicates are looked for in every value: a string comparison is found by the scan of its field anyway, a
-    pattern not in a group runs only when a rule reads it). None: every predicate of the rule, one group (no
-    such part)."""
-    parts = [p for p in map(lambda c: _part(c, likely), tree.children if isinstance(tree, And) else (tree,))
-             if p is not None and p[1]]
+def _triggers(tree: Expr, likely: _Likely, unscanned: Callable[[int], bool]) -> list[list[int]] | None:
+    """Groups of predicates, each from a mandatory part of the rule (a conjunct of its top-level `and`, nested
+    `and`s flattened): when the rule holds, a predicate of each group does, so the rule is evaluated only on rows
+    where one of each holds. The likely rarest part first, then up to MAX_TRIGGER_GROUPS - 1 others without a
+    pattern that runs on every value (`unscanned`: a group's predicates are looked for in every value: a string
+    comparison is found by the scan of its field anyway, a pattern with literals runs only on values holding
+    them, a pattern not in a group runs only when a rule reads it). None: every predicate of the rule, one group
+    (no such part)."""
+    parts = [p for p in map(lambda c: _part(c, likely), _conjuncts(tree)) if p is not None and p[1]]
     if not parts:
         return None
     parts.sort(key=lambda p: p[0])
-    more = [ls for _s, ls in parts[1:] if not any(_pattern(program, i) for i in ls)]
+    more = [ls for _s, ls in parts[1:] if not any(unscanned(i) for i in ls)]
     return [parts[0][1]] + more[:MAX_TRIGGER_GROUPS - 1]
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    """The parts that must each hold when `e` does: the children of an `and`, theirs when they are `and`s."""
+    return [x for c in e.children for x in _conjuncts(c)] if isinstance(e, And) else [e]
 
 
 def _part(e: Expr, likely: _Likely) -> tuple[float, list[int]] | None:
@@ -317,11 +326,6 @@ def _part(e: Expr, likely: _Likely) -> tuple[float, list[int]] | None:
         score += p[0]
         out.update(dict.fromkeys(p[1]))
     return score, list(out)
-
-
-def _pattern(program: FilterProgram, i: int) -> bool:
-    """Is predicate i decided by a pattern (regex, like), not a string comparison or a null test?"""
-    return i >= len(program.predicates) or program.predicates[i].key.op in ("regex", "like")
 
 
 @lru_cache(maxsize=1)
@@ -369,7 +373,7 @@ def multi_plan(program: FilterProgram) -> MultiPlan:
         toks: list[str] = []
         tree = w.tree(r.expr)
         _tree(tree, toks)
-        trig = _triggers(tree, program, likely)
+        trig = _triggers(tree, likely, w.unscanned.__contains__)
         w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}"
                        + ("" if trig is None else " " + ";".join(",".join(map(str, g)) for g in trig)))
     return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes),

@@ -36,3 +36,33 @@ def test_a_needle_many_rules_name_is_not_the_trigger_when_a_rarer_part_exists():
     # by length alone \Windows\ (9 characters) would come first; 31 needles hold it, 1 holds \..\Win
     assert groups["traversal"][0] == {("CommandLine", "contains", "\\..\\Win")}
     assert groups["g0"][0] == {("Image", "contains", "\\Windows\\System32\\tool0.exe")}
+
+
+def test_each_conjunct_of_a_nested_all_is_a_group_of_its_own():
+    # Sigma's `selection and not filter` where the selection names several fields: each field's part is a
+    # necessary condition, so a row must hold one predicate of each before the rule is evaluated
+    rule = {"id": "as_system", "when": {"all": [
+        {"all": [{"field": "ParentUser", "ends_with": "\\LOCAL SERVICE", "caseless": True},
+                 {"field": "User", "ends_with": "\\SYSTEM", "caseless": True},
+                 {"field": "IntegrityLevel", "eq": "System", "caseless": True}]},
+        {"not": {"field": "Image", "ends_with": "\\rundll32.exe", "caseless": True}}]}}
+    groups = _groups([rule])["as_system"]
+    assert sorted(map(len, groups)) == [1, 1, 1]
+    assert set().union(*groups) == {("ParentUser", "ends_with", "\\LOCAL SERVICE"), ("User", "ends_with", "\\SYSTEM"),
+                                    ("IntegrityLevel", "eq", "System")}
+
+
+def test_a_pattern_with_literals_may_be_a_group_one_without_may_not():
+    def rule(rid: str, regex: str) -> dict:
+        return {"id": rid, "when": {"all": [
+            {"field": "Image", "ends_with": "\\cmd.exe", "caseless": True},
+            {"any": [{"field": "CommandLine", "contains": " /decode ", "caseless": True},
+                     {"field": "CommandLine", "regex": regex}]}]}}
+
+    groups = _groups([rule("literal", "net\\s+user\\s+"), rule("bare", "\\d{3}\\s\\d{3}")])
+    either = {("CommandLine", "contains", " /decode ")}
+    # the pattern runs only on values holding `net` and `user`: the command line's part is the second group
+    assert groups["literal"] == [{("Image", "ends_with", "\\cmd.exe")},
+                                 either | {("CommandLine", "regex", "net\\s+user\\s+")}]
+    # a pattern without literals would run on every command line: its part stays out of the groups
+    assert groups["bare"] == [{("Image", "ends_with", "\\cmd.exe")}]

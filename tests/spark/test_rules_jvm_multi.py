@@ -132,6 +132,46 @@ def test_cased_needles_of_one_and_two_bytes_with_capitals(spark):
     assert [list(x) for x in decide(spark, program, events, tag=True)] == want
 
 
+
+def test_a_field_of_long_needles_only_is_probed_every_few_positions(spark):
+    # a field whose contains needles are all long (hashes) is probed at every 16th position only, each needle
+    # filed under a window of its 4-grams: an occurrence at any offset, in any case, is found; a near miss is not
+    hashes = ["SHA256=" + format(k * 0x9E3779B97F4A7C15 % (1 << 64), "016X") * 2 for k in range(1, 5)]
+    rules = [Rule.model_validate({"id": f"h{k}", "when": {"field": "hashes", "contains": h, "caseless": k < 3}})
+             for k, h in enumerate(hashes)]
+    rules.append(Rule.model_validate({"id": "md5", "when": {"field": "hashes", "contains": "MD5=0123456789abcdef"}}))
+    program = compile_rules(rules)
+    assert multi_plan(program).body is not None
+    events = [{"hashes": pad + h + tail} for k, h in enumerate(hashes) for pad in ("", "x" * 5, "IMPHASH=" + "7" * 9)
+              for tail in ("", ",MD5=0123456789abcdef")]
+    events += [{"hashes": hashes[0].lower()}, {"hashes": hashes[3].lower()}, {"hashes": hashes[1][:-1] + "G"},
+               {"hashes": hashes[2][1:]}, {"hashes": "MD5=0123456789ABCDEF"}, {"hashes": None}, {"hashes": ""}]
+    want = [matched_rules(rules, e) for e in events]
+    assert want[:6] == [["h0"], ["h0", "md5"]] * 3
+    assert want[-7:] == [["h0"], [], [], [], [], [], []]
+    assert [list(x) for x in decide(spark, program, events, tag=True, fields=("hashes",))] == want
+
+
+def test_values_seen_again_are_decided_from_the_memo_and_fields_that_never_repeat_pause_it(spark):
+    # each task files the predicates that held on a field's recent values (and the lazy ones decided since):
+    # 9,000 rows of a few repeated images and commands, with a unique user per row (its memo pauses itself after
+    # a window of 4,096 values with too few hits) decide as the reference does, row by row
+    rules = [Rule.model_validate({"id": i, "when": w}) for i, w in [
+        ("cmd_exe", {"all": [{"field": "img", "ends_with": "\\cmd.exe", "caseless": True},
+                             {"not": {"field": "cmd", "contains": "/c dir", "caseless": True}}]}),
+        ("odd_id", {"all": [{"field": "user", "ends_with": "7"}, {"field": "img", "contains": "power"}]}),
+        ("no_image", {"not": {"field": "img", "starts_with": "C:\\", "caseless": True}}),
+    ]]
+    program = compile_rules(rules)
+    assert multi_plan(program).body is not None
+    imgs = ["C:\\Windows\\System32\\cmd.exe", "c:\\windows\\powershell.exe", "D:\\x.exe", None]
+    cmds = ["cmd /c dir", "cmd /C DIR x", "powershell -enc", None]
+    events = [{"img": imgs[k % 4], "cmd": cmds[k // 4 % 4], "user": f"u{k}"} for k in range(9000)]
+    want = [matched_rules(rules, e) for e in events]
+    assert {tuple(w) for w in want} == {("cmd_exe",), ("odd_id",), ("no_image",), ()}
+    assert [list(x) for x in decide(spark, program, events, tag=True)] == want
+
+
 ADDRESSES = ["10.1.2.3", "10.1.2", "010.1.2.3", "10.1.2.3 ", "192.168.0.1", "256.1.1.1", "::1", "::1%eth0",
              "::1%", "fe80::1", "FE80::abcd:1", "fe80:::1", "1::2::3", "::ffff:10.1.2.3", "::ffff:10.1.2.03",
              "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::", "::", ":1::", "1:2:3:4:5:6:7", "12345::",
