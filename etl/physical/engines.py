@@ -320,6 +320,11 @@ def _jsonl_jvm(s: Subject, t: Target) -> str | None:
     return _jar(t)
 
 
+# ------------------------------------------------------------ write counts
+def _batchrows_jvm(s: Subject, t: Target) -> str | None:
+    return _spark_writer(s, t) or _jar(t)
+
+
 ENGINES: tuple[Engine, ...] = (
     Engine("rules-jvm", "rules", "etl.compile.rules_jvm:verdict", _rules_jvm,
            "patterns on one string field, decided by RuleMatch in generated code (no Python worker)"),
@@ -366,6 +371,11 @@ ENGINES: tuple[Engine, ...] = (
            "of every row Spark's reader makes for the malformed-line check"),
     Engine("spark-json-reader", "reader", "etl.connectors.sources.file:build", _always,
            "Spark's json reader (PERMISSIVE, a corrupt-record column for malformed lines)"),
+    Engine("batchrows-jvm", "count", "etl.connectors.sinks.file_hadoop:batchrows_count", _batchrows_jvm,
+           "BatchRows.java: a filter of the write counts the rows written and sets a stage's failed rows aside in "
+           "generated code (accumulators of successful tasks)"),
+    Engine("observe", "count", "etl.connectors.sinks.file_hadoop:observed_count", _spark_writer,
+           "DataFrame.observe: count(1) and collect_list of the failed rows, aggregated beside the write"),
 )
 
 

@@ -62,6 +62,8 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         return (pick("reader", s, target),)
     if node.kind == "sink":
         out = [pick("write", s, target)]
+        if out[0].engine == "spark-writer":  # how the write counts its rows (and a stage's failed rows)
+            out.append(pick("count", s, target))
         if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
             out.append(pick("json", s, target))
         return tuple(out)

@@ -178,26 +178,44 @@ class HadoopFiles:
         return self.call(read)
 
 
-def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any],
-                split: bool) -> tuple[int, list[tuple[str | None, str | None]]]:
-    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
-    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed on (ERR set: not
-    written), both observed while writing (one pass: the stage runs once). With etl's jar a filter of the write
-    counts them (etl/jvm/BatchRows.java: accumulators, in the generated code), else DataFrame.observe."""
+def count_engine(spark: Any, planned: str | None) -> str:
+    """The physical plan's `count` engine (etl.physical); None (a sink the plan does not list, e.g. the dead-letter
+    sink): batchrows-jvm where the session has etl's jar, else observe."""
+    if planned is not None:
+        return planned
     from etl.connectors.api import jvm
+
+    return "batchrows-jvm" if jvm.available(spark) else "observe"
+
+
+Tally = Callable[[], "tuple[int, list[tuple[str | None, str | None]]]"]
+
+
+def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
+    """The rows to write, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
+    code, built in one py4j call), and the tally to read once written: (rows, failed rows with `split`)."""
+    from pyspark.sql import DataFrame
+
     from etl.dead_letters import ERR, PAYLOAD
 
     spark = frame.sparkSession
-    if jvm.available(spark):
-        from pyspark.sql import DataFrame
+    jrows, tally = spark.sparkContext._jvm.etl.jvm.BatchRows.counted(
+        frame._jdf, ERR if split else None, PAYLOAD if split else None)
 
-        jrows, tally = spark.sparkContext._jvm.etl.jvm.BatchRows.counted(
-            frame._jdf, ERR if split else None, PAYLOAD if split else None)
-        shape(DataFrame(jrows, spark)).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+    def result() -> tuple[int, list[tuple[str | None, str | None]]]:
         failed = json.loads(tally.failedJson()) if split else []
         return int(tally.rows()), [(e, p) for e, p in failed]
+
+    return DataFrame(jrows, spark), result
+
+
+def observed_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
+    """The same through DataFrame.observe (no etl jar): its aggregation runs beside the write, outside the
+    generated code."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
+
+    from etl.dead_letters import ERR, PAYLOAD
 
     obs = Observation(name)
     # (SQL text rather than Column calls: each Column call is py4j round trips, and this runs per micro-batch)
@@ -208,9 +226,26 @@ def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any]
         rows = rows.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
     else:
         rows = frame.observe(obs, F.expr("count(1) AS rows"))
+
+    def result() -> tuple[int, list[tuple[str | None, str | None]]]:
+        got = obs.get
+        return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
+
+    return rows, result
+
+
+COUNTS = {"batchrows-jvm": batchrows_count, "observe": observed_count}
+
+
+def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any], split: bool,
+                count: str) -> tuple[int, list[tuple[str | None, str | None]]]:
+    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
+    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed
+    on (ERR set: not written), both counted while writing (one pass: the stage runs once) by the `count` engine
+    (batchrows-jvm or observe, the physical plan's)."""
+    rows, tally = COUNTS[count](frame, split, name)
     shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
-    got = obs.get
-    return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
+    return tally()
 
 
 class Publisher:
