@@ -94,9 +94,24 @@ class HadoopFiles:
         if jvm.java.lang.Class.forName("org.apache.hadoop.fs.ChecksumFileSystem").isInstance(fs):
             fs = fs.getRawFileSystem()
         self.fs = fs
+        # classes used per batch, looked up once (each package step of `jvm.a.b.C` is a py4j round trip)
+        self._wrap = jvm.scala.collection.immutable.ArraySeq
+        self._stat2paths = jvm.org.apache.hadoop.fs.FileUtil
+        self._paths: dict[str, Any] = {}  # the paths of the batch being written (one py4j call each)
 
     def path(self, rel: str) -> Any:
-        return self._path(self.root, rel)
+        """The Path of `rel` under the sink's folder; the folders a batch uses again and again are made once per
+        batch (`forget` at its end)."""
+        got = self._paths.get(rel)
+        if got is None:
+            if len(self._paths) >= 64:  # a caller that never calls `forget`
+                self._paths.clear()
+            got = self._paths[rel] = self._path(self.root, rel)
+        return got
+
+    def forget(self) -> None:
+        """A batch is done: its paths go (the JVM objects are released with them)."""
+        self._paths.clear()
 
     def call(self, op: Callable[[], T]) -> T:
         return hadoop_call(op)
@@ -119,10 +134,8 @@ class HadoopFiles:
             if mapped is None:
                 raise
             raise mapped from e
-        jvm = self._jvm
         # (py4j passes a Path[] to no Object[] parameter; Scala's ArraySeq wraps any array)
-        paths = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(
-            jvm.org.apache.hadoop.fs.FileUtil.stat2Paths(statuses))
+        paths = self._wrap.unsafeWrapArray(self._stat2paths.stat2Paths(statuses))
         lines = str(paths.mkString("\n")).split("\n")
         if len(lines) != paths.length():  # a newline in the folder's path: one call per file then
             lines = [paths.apply(i).toString() for i in range(paths.length())]
@@ -191,6 +204,9 @@ def count_engine(spark: Any, planned: str | None) -> str:
 Tally = Callable[[], "tuple[int, list[tuple[str | None, str | None]]]"]
 
 
+_BATCH_ROWS: dict[int, Any] = {}  # id(SparkContext) -> the BatchRows class in its JVM
+
+
 def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
     """The rows to write, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
     code, built in one py4j call), and the tally to read once written: (rows, failed rows with `split`)."""
@@ -199,8 +215,10 @@ def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
     from etl.dead_letters import ERR, PAYLOAD
 
     spark = frame.sparkSession
-    jrows, tally = spark.sparkContext._jvm.etl.jvm.BatchRows.counted(
-        frame._jdf, ERR if split else None, PAYLOAD if split else None)
+    sc = spark.sparkContext
+    if _BATCH_ROWS.get(id(sc)) is None:  # (each package step of `jvm.etl.jvm.BatchRows` is a py4j round trip)
+        _BATCH_ROWS[id(sc)] = sc._jvm.etl.jvm.BatchRows
+    jrows, tally = _BATCH_ROWS[id(sc)].counted(frame._jdf, ERR if split else None, PAYLOAD if split else None)
 
     def result() -> tuple[int, list[tuple[str | None, str | None]]]:
         failed = json.loads(tally.failedJson()) if split else []
@@ -257,6 +275,7 @@ class Publisher:
         self.tag = tag
         self.ext = ext
         self._published_dir = False  # `_etl_batches/` made (once per sink)
+        self._cleared: int | None = None  # the batch whose staging leftovers `recover` has just removed
 
     def batch_name(self, batch_id: int) -> str:
         return f"{self.query}-{batch_id:08d}-{self.tag}"
@@ -273,8 +292,11 @@ class Publisher:
             self.files.delete(self.staging(batch_id))
 
     def prepare(self, batch_id: int) -> None:
-        """Before the write: no leftovers, and the staging folder's parent exists (else the path is wrong)."""
-        self.clear(batch_id)
+        """Before the write: no leftovers (unless `recover` just removed them), and the staging folder's parent
+        exists (else the path is wrong)."""
+        if self._cleared != batch_id:
+            self.clear(batch_id)
+        self._cleared = None  # a second try of the write clears what the first left
         self.files.mkdirs(STAGING)
 
     def commit(self, batch_id: int, rows: int) -> None:
@@ -302,10 +324,12 @@ class Publisher:
         self.files.rename(f"{stage}/{MANIFEST}", self.published(batch_id))
         self.files.delete(stage)
         self.files.remove_empty(STAGING)
+        self.files.forget()
 
     def recover(self, batch_id: int) -> bool:
         """Before a batch is written: True when it is published (a publish a crash cut short is finished);
         otherwise its staging leftovers are removed."""
+        self.files.forget()  # the paths of the batches before
         stage = self.staging(batch_id)
         if self.files.exists(self.published(batch_id)):
             self.clear(batch_id)
@@ -314,4 +338,5 @@ class Publisher:
             self.finish(batch_id)
             return True
         self.clear(batch_id)
+        self._cleared = batch_id
         return False
