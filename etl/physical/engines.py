@@ -320,6 +320,15 @@ def _jsonl_jvm(s: Subject, t: Target) -> str | None:
     return _jar(t)
 
 
+def _json_parse_jvm(s: Subject, t: Target) -> str | None:
+    return _jar(t)
+
+
+# ------------------------------------------------------------ write counts
+def _batchrows_jvm(s: Subject, t: Target) -> str | None:
+    return _spark_writer(s, t) or _jar(t)
+
+
 ENGINES: tuple[Engine, ...] = (
     Engine("rules-jvm", "rules", "etl.compile.rules_jvm:verdict", _rules_jvm,
            "patterns on one string field, decided by RuleMatch in generated code (no Python worker)"),
@@ -366,6 +375,16 @@ ENGINES: tuple[Engine, ...] = (
            "of every row Spark's reader makes for the malformed-line check"),
     Engine("spark-json-reader", "reader", "etl.connectors.sources.file:build", _always,
            "Spark's json reader (PERMISSIVE, a corrupt-record column for malformed lines)"),
+    Engine("json-parse-jvm", "parser", "etl.compile.json_parse:json_struct", _json_parse_jvm,
+           "JsonParse.java: from_json's parser and PERMISSIVE rules in the generated code, without the copy of every "
+           "row from_json makes for the corrupt-record column"),
+    Engine("from_json", "parser", "etl.compile.json_parse:json_struct", _always,
+           "Spark's from_json (PERMISSIVE, a corrupt-record column for malformed values)"),
+    Engine("batchrows-jvm", "count", "etl.connectors.sinks.file_hadoop:batchrows_count", _batchrows_jvm,
+           "BatchRows.java: a filter of the write counts the rows written and sets a stage's failed rows aside in "
+           "generated code (accumulators of successful tasks)"),
+    Engine("observe", "count", "etl.connectors.sinks.file_hadoop:observed_count", _spark_writer,
+           "DataFrame.observe: count(1) and collect_list of the failed rows, aggregated beside the write"),
 )
 
 

@@ -60,8 +60,12 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         return (pick("window", s, target),)
     if node.kind == "source" and t == "file" and getattr(node.spec, "format", None) == "jsonl":
         return (pick("reader", s, target),)
+    if getattr(node.spec, "format", None) == "json" and (t == "parse" or node.kind == "source" and t in ("kafka", "rocketmq")):
+        return (pick("parser", s, target),)  # kafka and rocketmq values, the parse transform
     if node.kind == "sink":
         out = [pick("write", s, target)]
+        if out[0].engine == "spark-writer":  # how the write counts its rows (and a stage's failed rows)
+            out.append(pick("count", s, target))
         if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
             out.append(pick("json", s, target))
         return tuple(out)
@@ -161,9 +165,10 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}
     for node in graph.nodes.values():
-        # a node with engines of its own is described by them; a source also says how it is read (its reader)
+        # a node with engines of its own is described by them; a source also says how it is read (its reader), a
+        # parse how it parses (its parser)
         run = (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
-        choices = (run + engines[node.id]) if node.kind == "source" else (engines[node.id] or run)
+        choices = (run + engines[node.id]) if node.kind == "source" or node.type == "parse" else (engines[node.id] or run)
         nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
     shared = []
     for members in groups:

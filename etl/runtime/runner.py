@@ -117,7 +117,9 @@ class PipelineRun:
                                code="E402") from None
         sink = sink_cls(spec, ctx)
         if node is not None and node.kind == "sink":  # the JSON lines engine of the physical plan (file sinks)
-            sink.json_engine = self.compiler.ctx.physical_plan().engine(node.id, "json")
+            physical = self.compiler.ctx.physical_plan()
+            sink.json_engine = physical.engine(node.id, "json")
+            sink.count_engine = physical.engine(node.id, "count")  # how Spark's writer counts its rows
         return sink
 
     # ----------------------------------------------------------- per batch
@@ -209,7 +211,8 @@ class PipelineRun:
         return skipped
 
     def _record_engines(self, q: Query, sinks: dict[str, AbstractSink]) -> None:
-        """The sinks' engines as they ran (etl.physical's `write` and `json` aspects): compared with explain's."""
+        """The sinks' engines as they ran (etl.physical's `write`, `json` and `count` aspects): compared with
+        explain's."""
         ctx = self.compiler.ctx
         for o in q.outputs:
             if o.is_dead_letter:
@@ -219,6 +222,9 @@ class PipelineRun:
             if getattr(spec, "type", None) == "file" and getattr(spec, "format", None) == "jsonl":
                 rendering = getattr(sinks[o.id], "json_rendering", None)  # a caller's sink may be another class
                 ctx.record(o.id, "json", rendering() if rendering else "to_json")
+            counted = getattr(sinks[o.id], "count_ran", None)
+            if counted is not None and counted() is not None:
+                ctx.record(o.id, "count", counted())
 
     def _with_failed_rows(self, frame: Any, failed: list[tuple[str, Any]]) -> Any:
         """The dead-letter frame plus the failed rows that split writes brought back to the driver."""

@@ -117,3 +117,43 @@ def test_json_lines_engines_agree_with_python_json(spark, engine):
     expect = [{k: (v.isoformat() if isinstance(v, date) else v) for k, v in zip(df.columns, row) if v is not None}
               for row in rows]
     assert got == expect
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("engines", [("jsonl-jvm", "batchrows-jvm"), ("spark-json-reader", "observe")],
+                         ids="+".join)
+def test_file_reader_and_write_count_engines_run_an_example_with_its_files(spark, tmp_path, monkeypatch, engines):
+    """example_filter run for real (its jsonl file source, its file sink; `etl test` replaces both), the source's
+    reader and the sink's count forced: the rows written and the dead letters of a malformed line are the
+    oracle's, and the run records the forced engines."""
+    import json
+    import shutil
+
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    _forced(monkeypatch, engines)
+    shutil.copytree(ROOT / "pipelines", tmp_path / "p", ignore=shutil.ignore_patterns("sql"))
+    data = tmp_path / "p" / "data" / "orders.jsonl"
+    orders = [json.loads(line) for line in data.read_text().splitlines()]
+    data.write_text(data.read_text() + '{"order_id": "broken", "amount": \n')
+    c = check_file(str(tmp_path / "p" / "example_filter.yaml"), programs=True)
+    assert (_plan_engines(c.plan, spark)[("orders", "reader")], _plan_engines(c.plan, spark)[("out", "count")]) == engines
+    run = PipelineRun(c.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
+                                                echo=lambda s: None))
+    try:
+        run.start()
+        run.wait()
+    finally:
+        run.close()
+    assert (run.compiler.ctx.executed[("orders", "reader")], run.compiler.ctx.executed[("out", "count")]) == engines
+
+    def rows(folder):
+        return [json.loads(x) for f in sorted(folder.glob("part-*")) for x in f.read_text().splitlines()]
+
+    flags = lambda o: [f for f, on in (("very-large", o["amount"] >= 800),  # noqa: E731
+                                       ("watched-customer", o["customer"] in ("umbrella", "stark"))) if on]
+    expect = sorted((o["order_id"], o["amount"], flags(o)) for o in orders if o["status"] == "paid" and o["amount"] >= 500)
+    got = sorted((r["order_id"], r["amount"], r["flags"]) for r in rows(tmp_path / "out" / "examples" / "filter"))
+    assert len(expect) > 5 and got == expect
+    dead = rows(tmp_path / "dead_letters")
+    assert [(d["stage"], d["payload"]) for d in dead] == [("orders", '{"order_id": "broken", "amount": ')]

@@ -22,15 +22,16 @@ def _rows(df):
     return [(r["id"], r["name"], r[ERR], r[PAYLOAD]) for r in df.collect()]
 
 
-def test_kafka_and_rocketmq_decode_the_same_way_except_for_null_values(spark):
+@pytest.mark.parametrize("parser", ["json-parse-jvm", "from_json"])  # the physical plan's engines
+def test_kafka_and_rocketmq_decode_the_same_way_except_for_null_values(spark, parser):
     schema = {"id": "bigint", "name": "string"}
     ks = KafkaSource.model_validate({"id": "k", "type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topics": ["t"],
                                      "format": "json", "schema": schema})
     rs = RocketMQSource.model_validate({"id": "r", "type": "rocketmq", "namesrv": "127.0.0.1:1", "topic": "t",
                                         "group": "g", "format": "json", "schema": schema})
     df = spark.createDataFrame([(None if v is None else v.encode(),) for v in VALUES], "value binary")
-    got_k = _rows(kafka.decode(df, ks, _Node(ks), "p"))
-    got_r = _rows(rocketmq.decode(df.withColumnRenamed("value", "body"), rs, _Node(rs)))
+    got_k = _rows(kafka.decode(df, ks, _Node(ks), "p", parser))
+    got_r = _rows(rocketmq.decode(df.withColumnRenamed("value", "body"), rs, _Node(rs), parser))
     mismatch = "json does not match the declared schema (id bigint, name string)"
     expected = [(1, "a", None, VALUES[0]), (2, None, None, VALUES[1]),
                 (None, None, "malformed json", "not json {"), (None, None, "json value is not an object", "[1, 2]"),

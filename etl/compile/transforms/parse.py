@@ -1,4 +1,4 @@
-"""parse: a text column as json (from_json), kv (str_to_map) or csv (from_csv) into typed columns.
+"""parse: a text column as json (etl/jvm/JsonParse.java or from_json: the physical plan's `parser`), kv (str_to_map) or csv (from_csv) into typed columns.
 
 Malformed text, and a value that does not convert to its declared type, make
 the row a failure (dead letter by default; `on_error`). A NULL field is a
@@ -48,7 +48,11 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         schema = _ddl(node, spec.schema_, extra=True)
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         if spec.format == "json":
-            parsed = F.from_json(text, schema, opts)
+            from etl.compile.json_parse import json_struct
+
+            engine = ctx.engine(node, "parser")  # the physical plan's (etl explain shows it)
+            ctx.record(node.id, "parser", engine)
+            parsed = json_struct(ctx.spark, text, schema, CORRUPT, engine)
         else:
             parsed = F.from_csv(text, schema.simpleString(), {**opts, "sep": spec.delimiter})
         staged = df.withColumn("_etl_parsed", fence(parsed))

@@ -27,7 +27,8 @@ from typing import Any, BinaryIO, Callable, TypeVar
 
 import pyarrow as pa
 
-from etl.connectors.sinks.file_hadoop import SPARK_FORMAT, HadoopFiles, Publisher, hadoop_call, hadoop_uri, spark_write
+from etl.connectors.sinks.file_hadoop import (SPARK_FORMAT, HadoopFiles, Publisher, count_engine, hadoop_call, hadoop_uri,
+                                              spark_write)
 from etl.runtime.partitions import PartitionResult
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, WriteResult, run_tag
 
@@ -94,6 +95,8 @@ class FileSink(AbstractSink):
         self._publisher: Publisher | None = None
         self._rows = 0
         self._rendered = False  # jsonl rows arrive as a column of lines (json-jvm or to_json), not as columns
+        self.count_engine: str | None = None  # the physical plan's `count` engine (set by the runner)
+        self._counted: str | None = None  # the count engine the last write ran
 
     @property
     def dir(self) -> Path:
@@ -130,9 +133,14 @@ class FileSink(AbstractSink):
         self._io("creation of the staging folder", lambda: pub.prepare(batch_id))
         target = pub.files.path(pub.staging(batch_id)).toString()
         name = f"etl-{self.ctx.sink_id}-{pub.batch_name(batch_id)}"
-        self._rows, failed = self._io("write", lambda: spark_write(shaped, self._spark_format(), target, name, self._lines,
-                                                                    split))
+        count = self._counted = count_engine(shaped.sparkSession, self.count_engine)
+        self._rows, failed = self._io("write", lambda: spark_write(shaped, self._spark_format(), target, name,
+                                                                    self._lines, split, count))
         return PartitionResult(rows=self._rows, failed=failed)
+
+    def count_ran(self) -> str | None:
+        """The physical plan's `count` engine the last write ran (None: no write yet)."""
+        return self._counted
 
     def json_rendering(self) -> str:
         """The physical plan's `json` engine this sink ran."""

@@ -94,9 +94,24 @@ class HadoopFiles:
         if jvm.java.lang.Class.forName("org.apache.hadoop.fs.ChecksumFileSystem").isInstance(fs):
             fs = fs.getRawFileSystem()
         self.fs = fs
+        # classes used per batch, looked up once (each package step of `jvm.a.b.C` is a py4j round trip)
+        self._wrap = jvm.scala.collection.immutable.ArraySeq
+        self._stat2paths = jvm.org.apache.hadoop.fs.FileUtil
+        self._paths: dict[str, Any] = {}  # the paths of the batch being written (one py4j call each)
 
     def path(self, rel: str) -> Any:
-        return self._path(self.root, rel)
+        """The Path of `rel` under the sink's folder; the folders a batch uses again and again are made once per
+        batch (`forget` at its end)."""
+        got = self._paths.get(rel)
+        if got is None:
+            if len(self._paths) >= 64:  # a caller that never calls `forget`
+                self._paths.clear()
+            got = self._paths[rel] = self._path(self.root, rel)
+        return got
+
+    def forget(self) -> None:
+        """A batch is done: its paths go (the JVM objects are released with them)."""
+        self._paths.clear()
 
     def call(self, op: Callable[[], T]) -> T:
         return hadoop_call(op)
@@ -119,10 +134,8 @@ class HadoopFiles:
             if mapped is None:
                 raise
             raise mapped from e
-        jvm = self._jvm
         # (py4j passes a Path[] to no Object[] parameter; Scala's ArraySeq wraps any array)
-        paths = jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(
-            jvm.org.apache.hadoop.fs.FileUtil.stat2Paths(statuses))
+        paths = self._wrap.unsafeWrapArray(self._stat2paths.stat2Paths(statuses))
         lines = str(paths.mkString("\n")).split("\n")
         if len(lines) != paths.length():  # a newline in the folder's path: one call per file then
             lines = [paths.apply(i).toString() for i in range(paths.length())]
@@ -178,26 +191,49 @@ class HadoopFiles:
         return self.call(read)
 
 
-def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any],
-                split: bool) -> tuple[int, list[tuple[str | None, str | None]]]:
-    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
-    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed on (ERR set: not
-    written), both observed while writing (one pass: the stage runs once). With etl's jar a filter of the write
-    counts them (etl/jvm/BatchRows.java: accumulators, in the generated code), else DataFrame.observe."""
+def count_engine(spark: Any, planned: str | None) -> str:
+    """The physical plan's `count` engine (etl.physical); None (a sink the plan does not list, e.g. the dead-letter
+    sink): batchrows-jvm where the session has etl's jar, else observe."""
+    if planned is not None:
+        return planned
     from etl.connectors.api import jvm
+
+    return "batchrows-jvm" if jvm.available(spark) else "observe"
+
+
+Tally = Callable[[], "tuple[int, list[tuple[str | None, str | None]]]"]
+
+
+_BATCH_ROWS: dict[int, Any] = {}  # id(SparkContext) -> the BatchRows class in its JVM
+
+
+def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
+    """The rows to write, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
+    code, built in one py4j call), and the tally to read once written: (rows, failed rows with `split`)."""
+    from pyspark.sql import DataFrame
+
     from etl.dead_letters import ERR, PAYLOAD
 
     spark = frame.sparkSession
-    if jvm.available(spark):
-        from pyspark.sql import DataFrame
+    sc = spark.sparkContext
+    if _BATCH_ROWS.get(id(sc)) is None:  # (each package step of `jvm.etl.jvm.BatchRows` is a py4j round trip)
+        _BATCH_ROWS[id(sc)] = sc._jvm.etl.jvm.BatchRows
+    jrows, tally = _BATCH_ROWS[id(sc)].counted(frame._jdf, ERR if split else None, PAYLOAD if split else None)
 
-        jrows, tally = spark.sparkContext._jvm.etl.jvm.BatchRows.counted(
-            frame._jdf, ERR if split else None, PAYLOAD if split else None)
-        shape(DataFrame(jrows, spark)).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+    def result() -> tuple[int, list[tuple[str | None, str | None]]]:
         failed = json.loads(tally.failedJson()) if split else []
         return int(tally.rows()), [(e, p) for e, p in failed]
+
+    return DataFrame(jrows, spark), result
+
+
+def observed_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
+    """The same through DataFrame.observe (no etl jar): its aggregation runs beside the write, outside the
+    generated code."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
+
+    from etl.dead_letters import ERR, PAYLOAD
 
     obs = Observation(name)
     # (SQL text rather than Column calls: each Column call is py4j round trips, and this runs per micro-batch)
@@ -208,9 +244,26 @@ def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any]
         rows = rows.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
     else:
         rows = frame.observe(obs, F.expr("count(1) AS rows"))
+
+    def result() -> tuple[int, list[tuple[str | None, str | None]]]:
+        got = obs.get
+        return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
+
+    return rows, result
+
+
+COUNTS = {"batchrows-jvm": batchrows_count, "observe": observed_count}
+
+
+def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any], split: bool,
+                count: str) -> tuple[int, list[tuple[str | None, str | None]]]:
+    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
+    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed
+    on (ERR set: not written), both counted while writing (one pass: the stage runs once) by the `count` engine
+    (batchrows-jvm or observe, the physical plan's)."""
+    rows, tally = COUNTS[count](frame, split, name)
     shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
-    got = obs.get
-    return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
+    return tally()
 
 
 class Publisher:
@@ -222,6 +275,7 @@ class Publisher:
         self.tag = tag
         self.ext = ext
         self._published_dir = False  # `_etl_batches/` made (once per sink)
+        self._cleared: int | None = None  # the batch whose staging leftovers `recover` has just removed
 
     def batch_name(self, batch_id: int) -> str:
         return f"{self.query}-{batch_id:08d}-{self.tag}"
@@ -238,8 +292,11 @@ class Publisher:
             self.files.delete(self.staging(batch_id))
 
     def prepare(self, batch_id: int) -> None:
-        """Before the write: no leftovers, and the staging folder's parent exists (else the path is wrong)."""
-        self.clear(batch_id)
+        """Before the write: no leftovers (unless `recover` just removed them), and the staging folder's parent
+        exists (else the path is wrong)."""
+        if self._cleared != batch_id:
+            self.clear(batch_id)
+        self._cleared = None  # a second try of the write clears what the first left
         self.files.mkdirs(STAGING)
 
     def commit(self, batch_id: int, rows: int) -> None:
@@ -267,10 +324,12 @@ class Publisher:
         self.files.rename(f"{stage}/{MANIFEST}", self.published(batch_id))
         self.files.delete(stage)
         self.files.remove_empty(STAGING)
+        self.files.forget()
 
     def recover(self, batch_id: int) -> bool:
         """Before a batch is written: True when it is published (a publish a crash cut short is finished);
         otherwise its staging leftovers are removed."""
+        self.files.forget()  # the paths of the batches before
         stage = self.staging(batch_id)
         if self.files.exists(self.published(batch_id)):
             self.clear(batch_id)
@@ -279,4 +338,5 @@ class Publisher:
             self.finish(batch_id)
             return True
         self.clear(batch_id)
+        self._cleared = batch_id
         return False

@@ -182,8 +182,9 @@ def _headers(col: Any) -> Any:
     return F.when(col.isNull(), F.create_map().cast("map<string,string>")).otherwise(F.map_from_entries(pairs))
 
 
-def decode(df: Any, spec: Any, node: Node, pipeline: str) -> Any:
-    """Raw Kafka rows -> the source's columns (json: shared frame with dead-letter columns)."""
+def decode(df: Any, spec: Any, node: Node, pipeline: str, parser: str | None = None) -> Any:
+    """Raw Kafka rows -> the source's columns (json: shared frame with dead-letter columns; `parser`: the physical
+    plan's json parser)."""
     from pyspark.sql import functions as F
 
     if spec.format != "json":
@@ -191,7 +192,7 @@ def decode(df: Any, spec: Any, node: Node, pipeline: str) -> Any:
         return df.select(F.col("key").cast("string").alias("key"), value.alias(spec.value_column),
                          F.col("topic"), F.col("timestamp"), _headers(F.col("headers")).alias("headers"))
     return decode_json(df, F.col("value").cast("string"), spec, node, "kafka", empty="empty message value",
-                       null="null message value (tombstone)")
+                       null="null message value (tombstone)", parser=parser)
 
 
 def build(ctx: CompileContext, node: Node) -> Any:
@@ -205,7 +206,11 @@ def build(ctx: CompileContext, node: Node) -> Any:
     for k, v in options.items():
         reader = reader.option(k, v)
     raw = reader.load()
-    out = decode(raw, spec, node, ctx.pipeline)
+    parser = None
+    if spec.format == "json":
+        parser = ctx.engine(node, "parser")  # the physical plan's (etl explain shows it)
+        ctx.record(node.id, "parser", parser)
+    out = decode(raw, spec, node, ctx.pipeline, parser)
     et = spec.event_time
     if spec.format != "json":
         return with_event_time(out, node, et) if et is not None else out

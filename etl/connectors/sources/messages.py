@@ -19,20 +19,24 @@ DECODED = "_etl_json"
 
 
 def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: str,
-                null: str | None = None) -> Any:
+                null: str | None = None, parser: str | None = None) -> Any:
     """``text`` (a string column of ``df``) decoded to ``spec.schema_`` with ERR/PAYLOAD beside it.
 
-    ``empty``: the reason for an empty value; ``null``: for a NULL one (None: the empty reason)."""
+    ``empty``: the reason for an empty value; ``null``: for a NULL one (None: the empty reason); ``parser``: the
+    physical plan's `parser` engine (json-parse-jvm, from_json; None: json-parse-jvm where the session has etl's
+    jar)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
+
+    from etl.connectors.api import json_parser, json_struct
 
     if not spec.schema_:
         raise CompileError(f"{kind} source '{node.id}': format json needs a declared schema", node, "schema",
                            "declare `schema: {column: type}` (or use format: text)", code="E405")
     schema = struct_of(node, spec.schema_)
     full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
-    parsed = df.select(text.alias(PAYLOAD), F.from_json(text, full, {"mode": "PERMISSIVE",
-                                                                      "columnNameOfCorruptRecord": CORRUPT})
+    spark = df.sparkSession
+    parsed = df.select(text.alias(PAYLOAD), json_struct(spark, text, full, CORRUPT, json_parser(spark, parser))
                        .alias(DECODED))
     j, payload = F.col(DECODED), F.col(PAYLOAD)
     cases = ([(payload.isNull(), null)] if null is not None else []) + [(j.isNull(), empty)]

@@ -253,8 +253,9 @@ def spec_options(spec: Any, node_id: str) -> dict[str, Any]:
             "starting": spec.starting, "max_messages_per_trigger": spec.max_messages_per_trigger}
 
 
-def decode(df: Any, spec: Any, node: Any) -> Any:
-    """Raw messages -> the source's columns (json: a frame with the dead-letter columns ERR/PAYLOAD)."""
+def decode(df: Any, spec: Any, node: Any, parser: str | None = None) -> Any:
+    """Raw messages -> the source's columns (json: a frame with the dead-letter columns ERR/PAYLOAD; `parser`: the
+    physical plan's json parser)."""
     from pyspark.sql import functions as F
 
     from etl.connectors.sources.messages import decode_json
@@ -262,7 +263,8 @@ def decode(df: Any, spec: Any, node: Any) -> Any:
     if spec.format != "json":
         value = F.col("body") if spec.format == "raw" else F.col("body").cast("string")
         return df.select("key", value.alias(spec.value_column), "topic", "timestamp", "tags")
-    return decode_json(df, F.col("body").cast("string"), spec, node, "rocketmq", empty="empty message body")
+    return decode_json(df, F.col("body").cast("string"), spec, node, "rocketmq", empty="empty message body",
+                       parser=parser)
 
 
 def check_reachable(node: Any) -> None:
@@ -287,7 +289,11 @@ def build(ctx: Any, node: Any) -> Any:
     check_reachable(node)
     register_data_source(ctx.spark, RocketMQDataSource)
     raw = ctx.spark.readStream.format(NAME).option("spec", json.dumps(spec_options(spec, node.id))).load()
-    out = decode(raw, spec, node)
+    parser = None
+    if spec.format == "json":
+        parser = ctx.engine(node, "parser")  # the physical plan's (etl explain shows it)
+        ctx.record(node.id, "parser", parser)
+    out = decode(raw, spec, node, parser)
     if spec.event_time is not None:
         out = with_event_time(out, node, spec.event_time)
     return from_shared(out, ctx.pipeline, node.id) if spec.format == "json" else out
