@@ -191,7 +191,7 @@ def test_early_row_of_an_idle_key_on_processing_time(spark, tmp_path):
         first_seen: dict[str, float] = {}
         first: dict[str, list] = {}
         while time.monotonic() < deadline and len(first) < len(runs):
-            for timers, (_, rows) in runs.items():
+            for timers, (run, rows) in runs.items():
                 if timers in first:
                     continue
                 if rows and timers not in first_seen:
@@ -200,6 +200,7 @@ def test_early_row_of_an_idle_key_on_processing_time(spark, tmp_path):
                 if timers in first_seen and ([x for x in rows if x["n"] == 3]
                                              or time.monotonic() > first_seen[timers] + 25):
                     first[timers] = [x["n"] for x in rows]
+                    run.request_stop()  # done: its batches (every 200 ms) no longer load the other run
             time.sleep(0.1)
     finally:
         for run, _ in runs.values():
