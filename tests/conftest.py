@@ -48,13 +48,28 @@ def _starts_spark(item: pytest.Item) -> bool:
 # Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), the tests using one family of session-scoped
 # servers run in one worker, so each server starts once per family instead of once per test module; families
 # are groups of their own so that xdist spreads them over the workers (one group of every server test would
-# make one worker as long as all of them). A test using two families goes with the first listed here.
+# make one worker as long as all of them). A test using two families goes with the first listed here. The tests
+# sharing a module-scoped fixture are a group too (one per module), so that the fixture runs once.
 XDIST_GROUPS = {
     "spark_cluster": "cluster",
     "kafka_server": "kafka", "kafka_sasl_server": "kafka",
     "rocketmq_server": "rocketmq", "opensearch_server": "opensearch",
     "mariadb_server": "mariadb", "mariadb_tls_server": "mariadb",
 }
+
+
+def _module_fixture(item) -> str | None:
+    """The module of a module-scoped fixture the test uses (e.g. one streaming query whose output several tests
+    assert on), if any: pytest computes it once per worker that runs one of its tests, so spread over two workers
+    it runs twice (tests/windows/test_late_update.py's query: 25 CPU-s each time)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name)
+        if defs and defs[-1].scope == "module":
+            return item.nodeid.split("::", 1)[0]
+    return None
 
 
 def _xdist_group(item) -> str | None:
@@ -65,6 +80,9 @@ def _xdist_group(item) -> str | None:
         # asks for its server at run time (request.getfixturevalue): `servers("kafka_server")` names it, a bare
         # `servers` mark (every family, e.g. the concurrent outage scenario) is a group of its own
         group = XDIST_GROUPS.get(marker.args[0], "servers") if marker.args else "servers"
+    if group is None:
+        module = _module_fixture(item)
+        group = f"module:{module}" if module else None
     return group
 
 

@@ -109,35 +109,52 @@ def decide(spark, program, values: list, tag: bool, candidate: bool = False) -> 
 
 def decide_each(spark, program, values: list, tags: tuple, candidate: bool = False) -> list[list]:
     """The verdicts of each mode in `tags` (matched rule ids, or booleans), computed by one Spark job."""
-    from pyspark.sql import functions as F
+    return decide_cases(spark, [(program, values)], tags, candidate)[0]
 
+
+def decide_cases(spark, cases: list[tuple], tags: tuple, candidate: bool = False) -> list[list[list]]:
+    """For each (program, values) case, the verdicts of each mode in `tags` on its values: all cases in one Spark
+    job (a job costs far more than a verdict)."""
     from etl.compile.prefilter import prefilter_condition
     from etl.compile.rules_jvm import verdict
 
-    df = spark.createDataFrame([(v,) for v in values], "cmd string").coalesce(1)
-    cond = prefilter_condition(program, df) if candidate else None
-    cols = [verdict(program, df, tag, cond) for tag in tags]
-    assert all(c is not None for c in cols)
-    rows = df.select(F.monotonically_increasing_id().alias("i"), *(c.alias(f"v{k}") for k, c in enumerate(cols))) \
-        .orderBy("i").collect()
-    return [[r[f"v{k}"] for r in rows] for k in range(len(cols))]
+    rows = [(c, i, v) for c, (_, values) in enumerate(cases) for i, v in enumerate(values)]
+    df = spark.createDataFrame(rows, "`_case` int, `_i` int, cmd string").coalesce(1)
+    cols = []
+    for c, (program, _) in enumerate(cases):
+        cond = prefilter_condition(program, df) if candidate else None
+        got = [verdict(program, df, tag, cond) for tag in tags]
+        assert all(v is not None for v in got)
+        cols += [v.alias(f"v{c}_{k}") for k, v in enumerate(got)]
+    out = df.select("_case", "_i", *cols).orderBy("_case", "_i").collect()
+    return [[[r[f"v{c}_{k}"] for r in out if r["_case"] == c] for k in range(len(tags))] for c in range(len(cases))]
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(whens=st.lists(cmd_trees, min_size=1, max_size=4), values=st.lists(st.one_of(st.none(), wide_texts),
-                                                                            min_size=1, max_size=8))
-def test_rule_sets_decided_in_the_jvm_equal_the_reference(spark, whens, values):
-    try:
-        rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
-    except ValueError:
+# 120 random rule sets, four per example: each example decides its four in one Spark job
+rule_sets = st.lists(cmd_trees, min_size=1, max_size=4)
+value_lists = st.lists(st.one_of(st.none(), wide_texts), min_size=1, max_size=8)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases=st.lists(st.tuples(rule_sets, value_lists), min_size=4, max_size=4))
+def test_rule_sets_decided_in_the_jvm_equal_the_reference(spark, cases):
+    runnable = []
+    for whens, values in cases:
+        try:
+            rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
+        except ValueError:
+            continue
+        program = compile_rules(rules)
+        if jvm_plan(program).body is None:
+            continue
+        runnable.append((rules, program, values))
+    if not runnable:
         return
-    program = compile_rules(rules)
-    if jvm_plan(program).body is None:
-        return
-    want = [matched_rules(rules, {"cmd": v}) for v in values]
-    tagged, kept = decide_each(spark, program, values, (True, False))
-    assert [list(x) for x in tagged] == want
-    assert kept == [bool(w) for w in want]
+    verdicts = decide_cases(spark, [(program, values) for _, program, values in runnable], (True, False))
+    for (rules, _, values), (tagged, kept) in zip(runnable, verdicts):
+        want = [matched_rules(rules, {"cmd": v}) for v in values]
+        assert [list(x) for x in tagged] == want, [r.when for r in rules]
+        assert kept == [bool(w) for w in want], [r.when for r in rules]
 
 
 def test_many_rules_with_the_prefilter_equal_the_reference(spark):

@@ -11,7 +11,7 @@ from etl.optimize import compile_rules
 from etl.optimize.jvmmulti import multi_plan
 from etl.optimize.reference import matched_rules
 from tests.sigma_rules.test_corpus import _cases
-from tests.spark.test_rules_jvm_multi import decide
+from tests.spark.test_rules_jvm_multi import decide_each
 
 pytestmark = pytest.mark.spark
 
@@ -30,8 +30,8 @@ def corpus_cases():
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-@pytest.mark.parametrize("tag", [True, False], ids=["tag", "any"])
-def test_corpus_rules_in_the_jvm_equal_the_reference(spark, corpus_cases, variant, tag):
+def test_corpus_rules_in_the_jvm_equal_the_reference(spark, corpus_cases, variant):
+    """Both modes (matched rule ids, and the boolean of the filter) computed by one Spark job."""
     rules = [c[1] for c in corpus_cases]
     program = compile_rules(rules)
     assert multi_plan(program).reason is None
@@ -40,8 +40,9 @@ def test_corpus_rules_in_the_jvm_equal_the_reference(spark, corpus_cases, varian
               for c in corpus_cases for e in (c[2], c[3])]
     fields = tuple(sorted({k for e in events for k in e} | {p.key.field for p in program.predicates}))
     want = [matched_rules(rules, e) for e in events]
-    got = decide(spark, program, events, tag, fields)
-    assert [list(x) for x in got] == want if tag else got == [bool(w) for w in want]
+    tagged, kept = decide_each(spark, program, events, (True, False), fields)
+    assert [list(x) for x in tagged] == want
+    assert kept == [bool(w) for w in want]
     if variant == "generated":  # each rule matches its event and not its near miss
         for k, (name, rule, _hit, _miss) in enumerate(corpus_cases):
             assert rule.id in want[2 * k] and rule.id not in want[2 * k + 1], name
