@@ -199,6 +199,7 @@ class Settings:
     test_partition_pause: str | None = None
     test_worker_crash: str | None = None
     spark_submit: bool = False  # started by spark-submit (PYSPARK_GATEWAY_PORT set)
+    java_home: str = ""  # JAVA_HOME: the JDK spark-submit starts (else the PATH's java)
 
 
 def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -206,7 +207,8 @@ def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
     return {"cache_dir": os.path.join(xdg, "etl"),
             "lookup_dir": os.path.join(tempfile.gettempdir(), f"etl-lookup-{_uid()}"),
             "java_lib": str(Path(__file__).resolve().parents[1] / "java" / "lib"),
-            "spark_submit": "PYSPARK_GATEWAY_PORT" in environ}
+            "spark_submit": "PYSPARK_GATEWAY_PORT" in environ,
+            "java_home": environ.get("JAVA_HOME", "")}
 
 
 def load(environ: Mapping[str, str] | None = None, overrides: Mapping[str, str] | None = None) -> Settings:

@@ -48,7 +48,8 @@ def _stat(path: Path) -> str:
 
 
 def java_binary() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
+    """The java spark-submit starts: JAVA_HOME's, else the PATH's."""
+    home = settings.current().java_home
     java = Path(home) / "bin" / "java" if home else None
     found = str(java) if java and java.exists() else shutil.which("java")
     return Path(found).resolve() if found else None
@@ -172,11 +173,12 @@ def build(timeout_s: float = 300.0) -> Path | None:
         with tempfile.TemporaryDirectory(prefix="etl-class-archive-") as work:
             Path(work, "p.yaml").write_text(WORKLOAD)
             here = str(Path(__file__).resolve().parents[2])  # this etl, also when another one is installed
-            env = {**os.environ, "ETL_JVM_QUICK_JIT": os.environ.get("ETL_JVM_QUICK_JIT", "on"),
-                   "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}
-            run = subprocess.run([sys.executable, "-m", "etl", "run", "p.yaml", "--once", "--quiet",
-                                  "--conf", "spark.ui.enabled=false"], cwd=work, env=env, timeout=timeout_s,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            launch = f"import sys; sys.path.insert(0, {here!r}); from etl.cli import main; main()"
+            quick = "off" if settings.current().jvm_quick_jit is False else "on"
+            run = subprocess.run([sys.executable, "-c", launch, "run", "p.yaml", "--once", "--quiet",
+                                  "--set", f"ETL_JVM_QUICK_JIT={quick}", "--conf", "spark.ui.enabled=false"],
+                                 cwd=work, timeout=timeout_s, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 check=False)
         deadline = time.monotonic() + (timeout_s if run.returncode == 0 else 0)
         while archive is None and time.monotonic() < deadline:  # the JVM writes it after the Python process ends
             time.sleep(0.5)
