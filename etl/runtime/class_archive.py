@@ -177,7 +177,8 @@ def build(timeout_s: float = 300.0) -> Path | None:
             quick = "off" if settings.current().jvm_quick_jit is False else "on"
             run = subprocess.run([sys.executable, "-c", launch, "run", "p.yaml", "--once", "--quiet",
                                   "--set", f"ETL_JVM_QUICK_JIT={quick}", "--conf", "spark.ui.enabled=false"],
-                                 cwd=work, timeout=timeout_s, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 cwd=work, timeout=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL,
                                  check=False)
         deadline = time.monotonic() + (timeout_s if run.returncode == 0 else 0)
         while archive is None and time.monotonic() < deadline:  # the JVM writes it after the Python process ends

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 
@@ -70,9 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     register(spark)
     queries = {}
     for name, df in build(spark, work).items():
-        queries[name] = (df.writeStream.format("json").queryName(name).outputMode("append")
-                         .option("checkpointLocation", str(work / "ck" / name)).option("path", str(work / "out" / name))
-                         .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
+        queries[name] = q = (df.writeStream.format("json").queryName(name).outputMode("append")
+                             .option("checkpointLocation", str(work / "ck" / name))
+                             .option("path", str(work / "out" / name))
+                             .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
+        # the next query starts once this one finished a batch: when both started at once, the first job of a
+        # restarted app failed now and then while its task was deserialized (java.io.OptionalDataException in
+        # HashMap.readObject: a map the task holds changed while it was serialized; seen on 7371be7 too)
+        while q.isActive and q.lastProgress is None:
+            time.sleep(0.05)
     for name, q in queries.items():
         # the source offers one more batch per trigger until its file is exhausted: processAllAvailable
         # returns once every batch (and the watermark's no-data batch) is committed
