@@ -129,7 +129,7 @@ def test_file_reader_and_write_count_engines_run_an_example_with_its_files(spark
     import json
     import shutil
 
-    from etl.runtime.runner import PipelineRun, RunOptions
+    from tests.spark.test_physical_run import run_once
 
     _forced(monkeypatch, engines)
     shutil.copytree(ROOT / "pipelines", tmp_path / "p", ignore=shutil.ignore_patterns("sql"))
@@ -138,13 +138,7 @@ def test_file_reader_and_write_count_engines_run_an_example_with_its_files(spark
     data.write_text(data.read_text() + '{"order_id": "broken", "amount": \n')
     c = check_file(str(tmp_path / "p" / "example_filter.yaml"), programs=True)
     assert (_plan_engines(c.plan, spark)[("orders", "reader")], _plan_engines(c.plan, spark)[("out", "count")]) == engines
-    run = PipelineRun(c.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
-                                                echo=lambda s: None))
-    try:
-        run.start()
-        run.wait()
-    finally:
-        run.close()
+    run = run_once(spark, c.plan, tmp_path / "ck")
     assert (run.compiler.ctx.executed[("orders", "reader")], run.compiler.ctx.executed[("out", "count")]) == engines
 
     def rows(folder):

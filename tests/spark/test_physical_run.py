@@ -16,23 +16,31 @@ EXAMPLES = ("example_filter", "example_grok", "example_lookup", "example_window"
             "sql/functions")  # Python functions: an Arrow UDF, a table function, an aggregate on the state engine
 
 
+def run_once(spark, plan, checkpoint: Path):
+    """`etl run --once` of a checked plan in the test session; the finished run (its compiler's context says
+    what ran)."""
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    run = PipelineRun(plan, spark, RunOptions(once=True, checkpoint=str(checkpoint), progress="none",
+                                              echo=lambda s: None))
+    try:
+        run.start()
+        run.wait()
+    finally:
+        run.close()
+    return run
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_a_run_executes_the_engines_explain_shows(spark, tmp_path, name):
-    from etl.runtime.runner import PipelineRun, RunOptions
 
     shutil.copytree(ROOT / "pipelines", tmp_path / "p", ignore=None if "/" in name else shutil.ignore_patterns("sql"))
     checked = check_file(str(tmp_path / "p" / f"{name}.yaml"), programs=True)
     assert checked.plan is not None, [d.render() for d in checked.report.sorted()]
     # what `etl explain --master <the session's master>` prints: the target predicted from this machine
     explained = physical_plan(checked.plan, planner_settings(master=spark.sparkContext.master))
-    run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
-                                                      echo=lambda s: None))
-    try:
-        run.start()
-        run.wait()
-    finally:
-        run.close()
+    run = run_once(spark, checked.plan, tmp_path / "ck")
     ctx = run.compiler.ctx
     assert ctx.physical_plan().choices() == explained.choices()  # the session's target picks the same engines
     planned = {k: v for k, v in explained.choices().items() if k[1] != "run"}
