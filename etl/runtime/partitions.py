@@ -87,6 +87,14 @@ class PartitionWriter:
         relay = _Relay()
         logger = logging.getLogger("etl.sink")
         logger.addHandler(relay)
+        # this Python worker is reused by other tasks: whatever another library set up in it (a dictConfig that
+        # disables existing loggers, a level) must not silence the sink's warnings on their way to the driver
+        was = (logger.disabled, logger.level, logging.root.manager.disable)
+        logger.disabled = False
+        if logger.getEffectiveLevel() > logging.WARNING:
+            logger.setLevel(logging.WARNING)
+        if was[2] >= logging.WARNING:
+            logging.disable(logging.NOTSET)
         try:
             if self.split:
                 batches = _good_rows(batches, failed)
@@ -101,6 +109,9 @@ class PartitionWriter:
         finally:
             sink.close()
             logger.removeHandler(relay)
+            logger.disabled, _, _ = was
+            logger.setLevel(was[1])
+            logging.disable(was[2])
         if self.pause:
             _pause(self.pause, part)
         yield pa.record_batch([pa.array(["part"]), pa.array([part], pa.int32()),
