@@ -34,8 +34,10 @@ XDIST   := $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
 run: setup
 	$(ETL) run pipelines/quickstart.yaml --once
 
-test: setup setup-java setup-servers
-	$(PY) -m pytest -q $(XDIST)
+# the whole suite, each test once: the fast tests first (they start no JVM, so a broken change fails in about a
+# minute), then every other test (the complement of test-fast's marks)
+test: setup setup-java setup-servers test-fast
+	$(PY) -m pytest -q $(XDIST) -m "spark or servers or slow"
 
 # ETL_NO_SPARK: starting Spark fails (a test that does must be marked `spark`): the fast suite starts no JVM
 test-fast: setup

@@ -26,3 +26,30 @@ def run_events(spark: Any, tmp_path: Path, yaml_text: str, inputs: dict[str, lis
     res = run_case(c.plan, TestCase(name="inline", inputs=inputs), spark)
     assert res.ok, res.message
     return res.captured
+
+
+def check_random_rule_sets(spark: Any, cases: list, plan: Any, decide_cases: Any, event: Any = None) -> None:
+    """The Hypothesis tests of the JVM rule paths: of the generated (rule trees, events) cases, those whose rules
+    validate, compile and that `plan` takes to the JVM are decided there in one Spark job (`decide_cases`, with and
+    without tags); each event's matched ids and its kept verdict must equal the reference interpreter's.
+    `event` turns a generated event into the record the reference reads (default: it is one)."""
+    from etl.optimize import compile_rules
+    from etl.optimize.reference import matched_rules
+    from etl.spec.rules import Rule
+
+    runnable = []
+    for whens, events in cases:
+        try:
+            rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
+            program = compile_rules(rules)
+        except ValueError:
+            continue
+        if plan(program).body is not None:
+            runnable.append((rules, program, events))
+    if not runnable:
+        return
+    verdicts = decide_cases(spark, [(program, events) for _, program, events in runnable], (True, False))
+    for (rules, _, events), (tagged, kept) in zip(runnable, verdicts):
+        want = [matched_rules(rules, event(e) if event else e) for e in events]
+        assert [list(x) for x in tagged] == want, [r.when for r in rules]
+        assert kept == [bool(w) for w in want], [r.when for r in rules]

@@ -16,7 +16,7 @@ from etl.optimize.reference import matched_rules
 from etl.regexes.javaregex import Unsupported, expand, translate
 from etl.spec.rules import Rule
 from tests.optimize.strategies import ALPHABET, like_patterns, literals, regexes, texts, trees_of
-from tests.spark.helpers import checked, run_events
+from tests.spark.helpers import check_random_rule_sets, checked, run_events
 
 pytestmark = pytest.mark.spark
 
@@ -138,23 +138,7 @@ value_lists = st.lists(st.one_of(st.none(), wide_texts), min_size=1, max_size=8)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases=st.lists(st.tuples(rule_sets, value_lists), min_size=4, max_size=4))
 def test_rule_sets_decided_in_the_jvm_equal_the_reference(spark, cases):
-    runnable = []
-    for whens, values in cases:
-        try:
-            rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
-        except ValueError:
-            continue
-        program = compile_rules(rules)
-        if jvm_plan(program).body is None:
-            continue
-        runnable.append((rules, program, values))
-    if not runnable:
-        return
-    verdicts = decide_cases(spark, [(program, values) for _, program, values in runnable], (True, False))
-    for (rules, _, values), (tagged, kept) in zip(runnable, verdicts):
-        want = [matched_rules(rules, {"cmd": v}) for v in values]
-        assert [list(x) for x in tagged] == want, [r.when for r in rules]
-        assert kept == [bool(w) for w in want], [r.when for r in rules]
+    check_random_rule_sets(spark, cases, jvm_plan, decide_cases, event=lambda v: {"cmd": v})
 
 
 def test_many_rules_with_the_prefilter_equal_the_reference(spark):

@@ -13,6 +13,7 @@ from etl.optimize.jvmmulti import multi_plan
 from etl.optimize.reference import matched_rules
 from etl.spec.rules import Rule
 from tests.optimize.strategies import ALPHABET, literals, regexes, trees_of
+from tests.spark.helpers import check_random_rule_sets
 
 pytestmark = pytest.mark.spark
 
@@ -81,23 +82,7 @@ event_lists = st.lists(st.fixed_dictionaries({f: st.one_of(st.none(), texts, lit
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases=st.lists(st.tuples(rule_sets, event_lists), min_size=5, max_size=5))
 def test_multi_field_rule_sets_decided_in_the_jvm_equal_the_reference(spark, cases):
-    runnable = []
-    for whens, events in cases:
-        try:
-            rules = [Rule.model_validate({"id": f"r{i}", "when": w}) for i, w in enumerate(whens)]
-            program = compile_rules(rules)
-        except ValueError:
-            continue
-        if multi_plan(program).body is None:
-            continue
-        runnable.append((rules, program, events))
-    if not runnable:
-        return
-    verdicts = decide_cases(spark, [(program, events) for _, program, events in runnable], (True, False))
-    for (rules, _, events), (tagged, kept) in zip(runnable, verdicts):
-        want = [matched_rules(rules, e) for e in events]
-        assert [list(x) for x in tagged] == want, [r.when for r in rules]
-        assert kept == [bool(w) for w in want], [r.when for r in rules]
+    check_random_rule_sets(spark, cases, multi_plan, decide_cases)
 
 
 def test_needles_with_folding_characters_and_short_needles(spark):
