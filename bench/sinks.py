@@ -2,7 +2,7 @@
 """Sink throughput: rows written from the executors.
 
     .venv/bin/python bench/sinks.py file  [--events 1000000] [--repeat 2]
-    .venv/bin/python bench/sinks.py mysql [--events 200000] [--repeat 2]
+    .venv/bin/python bench/sinks.py mysql [--events 1000000] [--repeat 2]
 
 file: jsonl files -> file sink (jsonl) through etl (PipelineRun, --once) against the same query written by
 Spark's own `writeStream.format("json")` (AvailableNow), side by side in one process on one local[2]
@@ -245,7 +245,7 @@ def main() -> None:
     if args.what == "file":
         bench_file(args.events or 1_000_000, args.repeat)
     elif args.what == "mysql":
-        bench_mysql(args.events or 200_000, args.repeat)
+        bench_mysql(args.events or 1_000_000, args.repeat)
     else:
         mysql_driver(args)
 
