@@ -28,7 +28,7 @@ setup-servers: setup
 
 # pytest-xdist workers of `make test` and `make test-fast` (tests/conftest.py keeps each family of test servers in
 # one worker); 1 runs the tests in this process
-WORKERS ?= 2
+WORKERS ?= 3
 XDIST   := $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
 
 run: setup
