@@ -16,7 +16,7 @@ from typing import Any
 from etl.graph.model import Graph, Node
 from etl.physical.engines import Subject, engines
 from etl.physical.failing import dead_stream, fails, undecided_of
-from etl.physical.grouping import group_queries, is_root, query_of, stateful, streamed
+from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, query_of, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
 
@@ -63,13 +63,38 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
     if getattr(node.spec, "format", None) == "json" and (t == "parse" or node.kind == "source" and t in ("kafka", "rocketmq")):
         return (pick("parser", s, target),)  # kafka and rocketmq values, the parse transform
     if node.kind == "sink":
-        out = [pick("write", s, target)]
-        if out[0].engine == "spark-writer":  # how the write counts its rows (and a stage's failed rows)
-            out.append(pick("count", s, target))
-        if node.type == "file" and getattr(node.spec, "format", None) == "jsonl":
-            out.append(pick("json", s, target))
-        return tuple(out)
+        return sink_choices(s, target)
     return ()
+
+
+def sink_choices(s: Subject, target: Target) -> tuple[Choice, ...]:
+    """A sink's engines: its write path, how Spark's writer counts its rows, how jsonl lines are rendered."""
+    out = [pick("write", s, target)]
+    if out[0].engine == "spark-writer":  # how the write counts its rows (and a stage's failed rows)
+        out.append(pick("count", s, target))
+    if s.node.type == "file" and getattr(s.node.spec, "format", None) == "jsonl":
+        out.append(pick("json", s, target))
+    return tuple(out)
+
+
+def dead_letter_plan(graph: Graph, target: Target) -> NodePlan:
+    """The dead-letter sink's engines (the pipeline's `dead_letter:` sink, else jsonl files beside the
+    checkpoint), picked as a sink's over the dead-letter columns (etl.dead_letters)."""
+    import dataclasses
+
+    from etl.dead_letters import COLUMNS
+    from etl.diagnostics import Span
+    from etl.graph.model import Edge
+
+    spec = getattr(graph.pipeline, "dead_letter", None)
+    if spec is None:
+        from etl.spec.sinks import FileSink
+
+        spec = FileSink(id=DEAD_LETTER, type="file", path="dead_letters", format="jsonl")
+    rows = f"{DEAD_LETTER}.rows"
+    node = Node(DEAD_LETTER, "sink", spec.type, spec, Span(graph.name), inputs=(Edge(rows, DEAD_LETTER),))
+    seen = dataclasses.replace(graph, nodes={**graph.nodes, DEAD_LETTER: node}, columns={**graph.columns, rows: COLUMNS})
+    return NodePlan(DEAD_LETTER, "sink", spec.type, sink_choices(Subject(node, seen), target))
 
 
 def _in_streams(graph: Graph, queries: tuple) -> set[str]:
@@ -170,6 +195,8 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
         run = (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
         choices = (run + engines[node.id]) if node.kind == "source" or node.type == "parse" else (engines[node.id] or run)
         nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
+    if any(o.id == DEAD_LETTER for q in queries for o in q.outputs):
+        nodes[DEAD_LETTER] = dead_letter_plan(graph, target)
     shared = []
     for members in groups:
         pre = shared_prefilter(members, tuple(programs[m.id] for m in members), graph, target)

@@ -116,11 +116,17 @@ class PipelineRun:
             raise CompileError(f"sink type '{spec.type}' is not supported by `etl run` yet ({e})", node,
                                code="E402") from None
         sink = sink_cls(spec, ctx)
-        if node is not None and node.kind == "sink":  # the JSON lines engine of the physical plan (file sinks)
-            physical = self.compiler.ctx.physical_plan()
-            sink.json_engine = physical.engine(node.id, "json")
-            sink.count_engine = physical.engine(node.id, "count")  # how Spark's writer counts its rows
+        planned = self._planned_sink(out)
+        if planned is not None:  # the JSON lines engine of the physical plan (file sinks)
+            sink.json_engine = planned.engine("json")
+            sink.count_engine = planned.engine("count")  # how Spark's writer counts its rows
         return sink
+
+    def _planned_sink(self, out: Any) -> Any:
+        """The physical plan's node of a query output (a sink, or the dead-letter sink: its id is DEAD_LETTER);
+        None: not planned."""
+        return next((n for n in self.compiler.ctx.physical_plan().nodes if n.node_id == out.id and n.kind == "sink"),
+                    None)
 
     # ----------------------------------------------------------- per batch
     def _batch_fn(self, q: Query) -> Callable[[Any, int], None]:
@@ -214,9 +220,7 @@ class PipelineRun:
         """The sinks' engines as they ran (etl.physical's `write`, `json` and `count` aspects): compared with
         explain's."""
         ctx = self.compiler.ctx
-        for o in q.outputs:
-            if o.is_dead_letter:
-                continue
+        for o in q.outputs:  # (the dead-letter sink's id is DEAD_LETTER, as in the physical plan)
             ctx.record(o.id, "write", sinks[o.id].write_engine)
             spec = getattr(sinks[o.id], "spec", None)
             if getattr(spec, "type", None) == "file" and getattr(spec, "format", None) == "jsonl":
