@@ -3,6 +3,7 @@ queries (roots, per-micro-batch nodes, sink outputs) are the plan's (etl.physica
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -80,3 +81,36 @@ def test_a_forced_target_is_what_runs(spark, tmp_path, monkeypatch):
     assert ctx.physical_plan().engine("attacks", "rules") == "rules-python"
     assert ctx.executed[("attacks", "rules")] == "rules-python"
     assert ctx.executed[("attacks", "prefilter")] == "no-prefilter"
+
+
+@pytest.mark.spark
+def test_the_dead_letter_sink_runs_the_engines_explain_shows(spark, tmp_path):
+    """A `dead_letter:` sink of another type than file (print: written on the driver) is planned as explain shows
+    it, and the run writes its malformed line there with that engine."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"msg": "ok"}\n{"msg": \n')
+    (tmp_path / "p.yaml").write_text(
+        "name: dlx\n"
+        "sources: [{id: src, type: file, path: in, format: jsonl, schema: {msg: string}}]\n"
+        "sinks: [{id: out, type: file, input: src, path: out}]\n"
+        "dead_letter: {type: print}\n"
+        "checkpoint: ck\n")
+    checked = check_file(str(tmp_path / "p.yaml"), programs=True)
+    assert checked.plan is not None, [d.render() for d in checked.report.sorted()]
+    explained = physical_plan(checked.plan, planner_settings(master=spark.sparkContext.master))
+    assert {k: v for k, v in explained.choices().items() if k[0] == "dead_letter"} == {("dead_letter", "write"): "driver"}
+    from etl.runtime.runner import PipelineRun, RunOptions
+
+    printed: list[str] = []
+    run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
+                                                      echo=printed.append))
+    try:
+        run.start()
+        run.wait()
+    finally:
+        run.close()
+    assert run.compiler.ctx.executed[("dead_letter", "write")] == "driver"
+    assert {k: v for k, v in run.compiler.ctx.executed.items() if k[1] != "run"} == \
+        {k: v for k, v in explained.choices().items() if k[1] != "run"}
+    dead = [json.loads(line) for line in printed]
+    assert [(d["stage"], d["reason"], d["payload"]) for d in dead] == [("src", "malformed json line", '{"msg": ')]
