@@ -17,13 +17,12 @@ EXAMPLES = ("example_filter", "example_grok", "example_lookup", "example_window"
             "sql/functions")  # Python functions: an Arrow UDF, a table function, an aggregate on the state engine
 
 
-def run_once(spark, plan, checkpoint: Path):
+def run_once(spark, plan, checkpoint: Path, echo=lambda s: None):
     """`etl run --once` of a checked plan in the test session; the finished run (its compiler's context says
-    what ran)."""
+    what ran). `echo` gets what print sinks print."""
     from etl.runtime.runner import PipelineRun, RunOptions
 
-    run = PipelineRun(plan, spark, RunOptions(once=True, checkpoint=str(checkpoint), progress="none",
-                                              echo=lambda s: None))
+    run = PipelineRun(plan, spark, RunOptions(once=True, checkpoint=str(checkpoint), progress="none", echo=echo))
     try:
         run.start()
         run.wait()
@@ -99,16 +98,8 @@ def test_the_dead_letter_sink_runs_the_engines_explain_shows(spark, tmp_path):
     assert checked.plan is not None, [d.render() for d in checked.report.sorted()]
     explained = physical_plan(checked.plan, planner_settings(master=spark.sparkContext.master))
     assert {k: v for k, v in explained.choices().items() if k[0] == "dead_letter"} == {("dead_letter", "write"): "driver"}
-    from etl.runtime.runner import PipelineRun, RunOptions
-
     printed: list[str] = []
-    run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
-                                                      echo=printed.append))
-    try:
-        run.start()
-        run.wait()
-    finally:
-        run.close()
+    run = run_once(spark, checked.plan, tmp_path / "ck", echo=printed.append)
     assert run.compiler.ctx.executed[("dead_letter", "write")] == "driver"
     assert {k: v for k, v in run.compiler.ctx.executed.items() if k[1] != "run"} == \
         {k: v for k, v in explained.choices().items() if k[1] != "run"}
