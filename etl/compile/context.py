@@ -168,6 +168,12 @@ class CompileContext:
 
         return shared_prefilter(tuple(group), programs, self.graph, pp.target).engine
 
+    def built_with(self, node: Node, aspect: str) -> str:
+        """The plan's engine of a node's aspect (what `etl explain` shows), recorded as the one its builder builds."""
+        engine = self.engine(node, aspect)
+        self.record(node.id, aspect, engine)
+        return engine
+
     def record(self, node_id: str, aspect: str, engine: str) -> None:
         """What was built (the run-equals-explain test compares it with the plan)."""
         self.executed[(node_id, aspect)] = engine

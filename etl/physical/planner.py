@@ -86,11 +86,9 @@ def dead_letter_plan(graph: Graph, target: Target) -> NodePlan:
     from etl.diagnostics import Span
     from etl.graph.model import Edge
 
-    spec = getattr(graph.pipeline, "dead_letter", None)
-    if spec is None:
-        from etl.spec.sinks import FileSink
+    from etl.spec.sinks import default_dead_letter
 
-        spec = FileSink(id=DEAD_LETTER, type="file", path="dead_letters", format="jsonl")
+    spec = getattr(graph.pipeline, "dead_letter", None) or default_dead_letter("dead_letters")
     rows = f"{DEAD_LETTER}.rows"
     node = Node(DEAD_LETTER, "sink", spec.type, spec, Span(graph.name), inputs=(Edge(rows, DEAD_LETTER),))
     seen = dataclasses.replace(graph, nodes={**graph.nodes, DEAD_LETTER: node}, columns={**graph.columns, rows: COLUMNS})

@@ -109,7 +109,7 @@ class PartitionWriter:
         finally:
             sink.close()
             logger.removeHandler(relay)
-            logger.disabled, _, _ = was
+            logger.disabled = was[0]
             logger.setLevel(was[1])
             logging.disable(was[2])
         if self.pause:

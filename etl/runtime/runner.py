@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from etl import registry, settings
-from etl.compile import DEAD_LETTER, CompileContext, Compiler, Output, Query
+from etl.compile import CompileContext, Compiler, Output, Query
 from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
@@ -57,9 +57,9 @@ class RunOptions:
 
 
 def default_dead_letter_spec(checkpoint: str) -> Any:
-    from etl.spec.sinks import FileSink
+    from etl.spec.sinks import default_dead_letter
 
-    return FileSink(id=DEAD_LETTER, type="file", path=str(Path(checkpoint).parent / "dead_letters"), format="jsonl")
+    return default_dead_letter(str(Path(checkpoint).parent / "dead_letters"))
 
 
 class PipelineRun:

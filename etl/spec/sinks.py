@@ -178,3 +178,9 @@ def _named(cx: Any, node: Any, inputs: list, field: str, names: list[str]) -> di
     for i, name in enumerate(names):
         cx.need(cols, name, cx.span(node, field, i), cx.where(node, f"{field}[{i}]"))
     return cols
+
+
+def default_dead_letter(path: str) -> FileSink:
+    """The dead-letter sink of a pipeline without `dead_letter:`: jsonl files in `path` (the runtime's folder is
+    beside the checkpoint; the physical planner only reads the type and format)."""
+    return FileSink(id="dead_letter", type="file", path=path, format="jsonl")

@@ -122,9 +122,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     g = expand(node)
     line = F.col(spec.field)
     groups = "_etl_groups"
-    engine = ctx.engine(node, "captures")
-    staged = with_captures(df, line, g, groups, engine)
-    ctx.record(node.id, "captures", engine)
+    staged = with_captures(df, line, g, groups, ctx.built_with(node, "captures"))
     found = F.col(groups)
     arr = F.when(F.size(found) != 0, found)  # empty: the regex gave up on the line (etl/jvm/Grok.java)
 

@@ -50,9 +50,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         if spec.format == "json":
             from etl.compile.json_parse import json_struct
 
-            engine = ctx.engine(node, "parser")  # the physical plan's (etl explain shows it)
-            ctx.record(node.id, "parser", engine)
-            parsed = json_struct(ctx.spark, text, schema, CORRUPT, engine)
+            parsed = json_struct(ctx.spark, text, schema, CORRUPT, ctx.built_with(node, "parser"))
         else:
             parsed = F.from_csv(text, schema.simpleString(), {**opts, "sep": spec.delimiter})
         staged = df.withColumn("_etl_parsed", fence(parsed))

@@ -85,8 +85,7 @@ def build(ctx: CompileContext, node: Node) -> Any:
     if spec.format == "csv":
         df = reader.options(header=str(spec.header).lower(), sep=spec.delimiter).csv(path)
     else:
-        engine = ctx.engine(node, "reader")  # the physical plan's (etl explain shows it)
-        ctx.record(node.id, "reader", engine)
+        engine = ctx.built_with(node, "reader")
         # JsonLinesFormat: Spark's reader, without its per-row copy for the check
         df = reader.format(JSON_LINES).load(path) if engine == "jsonl-jvm" else reader.json(path)
     label = "malformed json line" if spec.format == "jsonl" else "malformed csv line"

@@ -206,10 +206,7 @@ def build(ctx: CompileContext, node: Node) -> Any:
     for k, v in options.items():
         reader = reader.option(k, v)
     raw = reader.load()
-    parser = None
-    if spec.format == "json":
-        parser = ctx.engine(node, "parser")  # the physical plan's (etl explain shows it)
-        ctx.record(node.id, "parser", parser)
+    parser = ctx.built_with(node, "parser") if spec.format == "json" else None
     out = decode(raw, spec, node, ctx.pipeline, parser)
     et = spec.event_time
     if spec.format != "json":

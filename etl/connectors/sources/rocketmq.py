@@ -289,10 +289,7 @@ def build(ctx: Any, node: Any) -> Any:
     check_reachable(node)
     register_data_source(ctx.spark, RocketMQDataSource)
     raw = ctx.spark.readStream.format(NAME).option("spec", json.dumps(spec_options(spec, node.id))).load()
-    parser = None
-    if spec.format == "json":
-        parser = ctx.engine(node, "parser")  # the physical plan's (etl explain shows it)
-        ctx.record(node.id, "parser", parser)
+    parser = ctx.built_with(node, "parser") if spec.format == "json" else None
     out = decode(raw, spec, node, parser)
     if spec.event_time is not None:
         out = with_event_time(out, node, spec.event_time)
