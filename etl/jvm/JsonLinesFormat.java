@@ -1,7 +1,11 @@
 package etl.jvm;
 
 import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.Set;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -49,6 +53,11 @@ import scala.runtime.AbstractFunction2;
  * one row of nulls, with the line in the corrupt-record column; several rows from a JSON array) -- with the field
  * positions worked out once. Anything else (multiLine, archives, other modes, no corrupt-record column) is Spark's
  * own reader. The rows are the same as Spark's (tests/spark/test_json_lines_format.py compares them).
+ *
+ * <p>Top-level timestamp columns are read as text and converted by {@link IsoInstants} when the text is an ISO-8601
+ * instant with its zone ({@code 2026-01-10T12:00:00.250Z}, {@code ...+05:30}): Spark's parser looks the zone up with
+ * a regex for every value. Any other text, a malformed line, a timestampFormat or the legacy parser, or a pushed
+ * filter on the column: the line is parsed again by Spark's parser with the real types, so the rows stay Spark's.
  */
 public class JsonLinesFormat extends JsonFileFormat {
     private static final long serialVersionUID = 1L;
@@ -75,13 +84,20 @@ public class JsonLinesFormat extends JsonFileFormat {
         }
         Broadcast<SerializableConfiguration> bc =
             SerializableConfiguration$.MODULE$.broadcast(spark.sparkContext(), hadoopConf);
-        return new Reader(new StructType(parsed), opts, filters, bc, target, c, fields.length);
+        Set<String> filtered = new HashSet<>();  // a pushed filter compares the column's real type
+        scala.collection.Iterator<Filter> it = filters.iterator();
+        while (it.hasNext()) {
+            for (String ref : it.next().references()) filtered.add(ref);
+        }
+        StructType quick = IsoInstants.quickSchema(parsed, opts, filtered);
+        return new Reader(new StructType(parsed), quick, opts, filters, bc, target, c, fields.length);
     }
 
     /** A file's rows (shipped to the tasks). */
     static final class Reader extends AbstractFunction1<PartitionedFile, Iterator<InternalRow>> implements Serializable {
         private static final long serialVersionUID = 1L;
         final StructType parsed;  // the required columns without the corrupt-record one
+        final StructType quick;  // the same with the timestamps this reader converts as strings (null: none)
         final JSONOptions opts;
         final Seq<Filter> filters;
         final Broadcast<SerializableConfiguration> conf;
@@ -89,9 +105,10 @@ public class JsonLinesFormat extends JsonFileFormat {
         final int corrupt;
         final int width;
 
-        Reader(StructType parsed, JSONOptions opts, Seq<Filter> filters, Broadcast<SerializableConfiguration> conf,
-               int[] target, int corrupt, int width) {
+        Reader(StructType parsed, StructType quick, JSONOptions opts, Seq<Filter> filters,
+               Broadcast<SerializableConfiguration> conf, int[] target, int corrupt, int width) {
             this.parsed = parsed;
+            this.quick = quick;
             this.opts = opts;
             this.filters = filters;
             this.conf = conf;
@@ -103,10 +120,11 @@ public class JsonLinesFormat extends JsonFileFormat {
         @Override
         public Iterator<InternalRow> apply(PartitionedFile file) {
             JacksonParser parser = new JacksonParser(parsed, opts, true, filters);
+            JacksonParser quickParser = quick == null ? null : new JacksonParser(quick, opts, true, filters);
             HadoopFileLinesReader lines = new HadoopFileLinesReader(file, opts.lineSeparatorInRead(), conf.value().value());
             TaskContext tc = TaskContext.get();
             if (tc != null) tc.addTaskCompletionListener((TaskCompletionListener) ctx -> lines.close());
-            return new Rows(this, parser, lines);
+            return new Rows(this, parser, quickParser, lines);
         }
     }
 
@@ -114,6 +132,10 @@ public class JsonLinesFormat extends JsonFileFormat {
     static final class Rows extends AbstractIterator<InternalRow> {
         private final HadoopFileLinesReader lines;
         private final JacksonParser parser;
+        private final JacksonParser quickParser;  // timestamps as strings (null: none converted here)
+        private final int[] quickTs;  // the parsed columns converted here
+        private final List<InternalRow> quickRows = new ArrayList<>();  // a line's rows from quickParser
+        private int nextQuick;
         private final AbstractFunction2<JsonFactory, Text, JsonParser> textParser;
         private final AbstractFunction1<Text, UTF8String> toUtf8;
         private final int[] target;
@@ -125,9 +147,11 @@ public class JsonLinesFormat extends JsonFileFormat {
         private int nextPartial;
         private UTF8String bad;
 
-        Rows(Reader r, JacksonParser parser, HadoopFileLinesReader lines) {
+        Rows(Reader r, JacksonParser parser, JacksonParser quickParser, HadoopFileLinesReader lines) {
             this.lines = lines;
             this.parser = parser;
+            this.quickParser = quickParser;
+            quickTs = IsoInstants.converted(r.quick, r.parsed);
             this.target = r.target;
             this.corrupt = r.corrupt;
             this.out = new GenericInternalRow(r.width);
@@ -160,8 +184,11 @@ public class JsonLinesFormat extends JsonFileFormat {
                     bad = null;
                 }
                 if (pending != null && pending.hasNext()) return true;
+                if (nextQuick < quickRows.size()) return true;
                 if (!lines.hasNext()) return false;
                 Text line = lines.next();
+                pending = null;
+                if (quickParser != null && quick(line)) continue;
                 try {
                     pending = parser.parse(line, textParser, toUtf8).iterator();
                 } catch (Exception thrown) {  // Scala code throws BadRecordException without declaring it
@@ -175,10 +202,36 @@ public class JsonLinesFormat extends JsonFileFormat {
             }
         }
 
+        /**
+         * The line's rows through quickParser with their timestamps converted here; false (nothing kept) when the
+         * line is malformed or a timestamp's text is not an ISO instant with its zone: Spark's parser decides.
+         */
+        private boolean quick(Text line) {
+            quickRows.clear();
+            nextQuick = 0;
+            Iterator<InternalRow> got;
+            try {
+                got = quickParser.parse(line, textParser, toUtf8).iterator();
+            } catch (Exception thrown) {
+                if (thrown instanceof BadRecordException) return false;
+                throw rethrow(thrown);
+            }
+            while (got.hasNext()) {
+                InternalRow row = got.next();
+                if (!IsoInstants.convert(row, quickTs)) {
+                    quickRows.clear();
+                    return false;
+                }
+                quickRows.add(row);
+            }
+            return true;
+        }
+
         @Override
         public InternalRow next() {
             if (!hasNext()) throw new NoSuchElementException();
-            InternalRow row = partial != null ? (partial.length == 0 ? null : partial[nextPartial]) : pending.next();
+            InternalRow row = partial != null ? (partial.length == 0 ? null : partial[nextPartial])
+                : pending != null ? pending.next() : quickRows.get(nextQuick++);
             if (partial != null) nextPartial++;
             int[] t = target;
             for (int i = 0; i < t.length; i++) out.update(t[i], row == null ? null : row.get(i, types[i]));

@@ -39,7 +39,9 @@ import scala.runtime.AbstractFunction2;
  * JacksonParser over the schema without the corrupt-record column and without arrays as structs (from_json's),
  * FailureSafeParser's PERMISSIVE rules (a bad value: its first partial row, else a row of nulls, with the text in
  * the corrupt-record column), the first row of a value or NULL -- with the field positions worked out once. The
- * struct is the same as from_json's (tests/spark/test_json_parse.py compares them on hostile values).
+ * struct is the same as from_json's (tests/spark/test_json_parse.py compares them on hostile values). Top-level
+ * timestamps in ISO-8601 with their zone are converted by {@link IsoInstants}; a value with any other timestamp text
+ * is parsed again by Spark's parser with the real types.
  */
 public final class JsonParse {
     private JsonParse() {}
@@ -68,6 +70,8 @@ public final class JsonParse {
     /** A task's parser and its output row (one thread). */
     static final class Task {
         final JacksonParser parser;
+        final JacksonParser quickParser;  // timestamps as text (null: no column converted by IsoInstants)
+        final int[] quickTs;
         final GenericInternalRow out;
         final int[] target;  // where each parsed field goes in the output row
         final DataType[] types;
@@ -95,6 +99,10 @@ public final class JsonParse {
             }
             parser = new JacksonParser(new StructType(parsed), opts, false,
                 scala.collection.immutable.List$.MODULE$.empty());
+            StructType quick = IsoInstants.quickSchema(parsed, opts, java.util.Set.of());
+            quickParser = quick == null ? null : new JacksonParser(quick, opts, false,
+                scala.collection.immutable.List$.MODULE$.empty());
+            quickTs = IsoInstants.converted(quick, new StructType(parsed));
             out = new GenericInternalRow(fields.length);
             create = new AbstractFunction2<JsonFactory, UTF8String, JsonParser>() {
                 @Override
@@ -111,7 +119,8 @@ public final class JsonParse {
         }
 
         InternalRow parse(UTF8String text) {
-            InternalRow row;
+            InternalRow row = quickParser == null ? null : quick(text);
+            if (row != null) return copied(row, null);
             UTF8String bad = null;
             try {
                 Iterator<InternalRow> rows = parser.parse(text, create, same).iterator();
@@ -126,6 +135,23 @@ public final class JsonParse {
                 row = partial.length == 0 ? null : partial[0];
                 bad = e.record().apply();
             }
+            return copied(row, bad);
+        }
+
+        /** The value's first row through quickParser, its timestamps converted; null: Spark's parser decides. */
+        private InternalRow quick(UTF8String text) {
+            try {
+                Iterator<InternalRow> rows = quickParser.parse(text, create, same).iterator();
+                if (!rows.hasNext()) return null;
+                InternalRow row = rows.next();
+                return IsoInstants.convert(row, quickTs) ? row : null;
+            } catch (Exception thrown) {
+                if (thrown instanceof BadRecordException) return null;
+                throw thrown instanceof RuntimeException ? (RuntimeException) thrown : new RuntimeException(thrown);
+            }
+        }
+
+        private InternalRow copied(InternalRow row, UTF8String bad) {
             int[] t = target;
             for (int i = 0; i < t.length; i++) out.update(t[i], row == null ? null : row.get(i, types[i]));
             out.update(corrupt, bad);

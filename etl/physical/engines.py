@@ -372,12 +372,14 @@ ENGINES: tuple[Engine, ...] = (
     Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),
     Engine("jsonl-jvm", "reader", "etl.connectors.sources.file:build", _jsonl_jvm,
            "JsonLinesFormat.java: Spark's line reader and JSON parser with its PERMISSIVE rules, without the copy "
-           "of every row Spark's reader makes for the malformed-line check"),
+           "of every row Spark's reader makes for the malformed-line check; ISO-8601 timestamps with their zone "
+           "converted without Spark's per-value zone lookup"),
     Engine("spark-json-reader", "reader", "etl.connectors.sources.file:build", _always,
            "Spark's json reader (PERMISSIVE, a corrupt-record column for malformed lines)"),
     Engine("json-parse-jvm", "parser", "etl.compile.json_parse:json_struct", _json_parse_jvm,
            "JsonParse.java: from_json's parser and PERMISSIVE rules in the generated code, without the copy of every "
-           "row from_json makes for the corrupt-record column"),
+           "row from_json makes for the corrupt-record column; ISO-8601 timestamps with their zone converted "
+           "without Spark's per-value zone lookup"),
     Engine("from_json", "parser", "etl.compile.json_parse:json_struct", _always,
            "Spark's from_json (PERMISSIVE, a corrupt-record column for malformed values)"),
     Engine("batchrows-jvm", "count", "etl.connectors.sinks.file_hadoop:batchrows_count", _batchrows_jvm,

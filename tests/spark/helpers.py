@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -53,3 +54,17 @@ def check_random_rule_sets(spark: Any, cases: list, plan: Any, decide_cases: Any
         want = [matched_rules(rules, event(e) if event else e) for e in events]
         assert [list(x) for x in tagged] == want, [r.when for r in rules]
         assert kept == [bool(w) for w in want], [r.when for r in rules]
+
+
+def random_timestamp(rng: random.Random) -> str:
+    """An ISO-8601 instant, or one a character or a field away from it."""
+    t = (f"{rng.choice([1, 1969, 1970, 2000, 2024, 2026, 9999]):04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d}"
+         f"T{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}:{rng.randint(0, 60):02d}")
+    if rng.random() < 0.5:
+        t += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 8)))
+    t += rng.choice(["Z", "Z", f"+{rng.randint(0, 19):02d}:{rng.randint(0, 60):02d}",
+                     f"-{rng.randint(0, 19):02d}:{rng.randint(0, 60):02d}", "", "z", " Z", "+0530"])
+    if rng.random() < 0.1:
+        i = rng.randrange(len(t))
+        t = t[:i] + rng.choice("0 -T:.Z9") + t[i + 1:]
+    return t

@@ -13,6 +13,8 @@ from etl.check import check_file
 from etl.compile.json_parse import json_struct
 from etl.physical import physical_plan, planner_settings
 
+from .helpers import random_timestamp
+
 pytestmark = pytest.mark.spark
 
 HOSTILE = [
@@ -33,6 +35,31 @@ def _struct(spark):
     from pyspark.sql.types import StringType, StructField, StructType, _parse_datatype_string
 
     return StructType(list(_parse_datatype_string(SCHEMA).fields) + [StructField("_etl_corrupt", StringType())])
+
+
+def test_timestamps_parse_as_from_json_parses_them(spark):
+    """ISO instants with their zone (converted by IsoInstants.java) and every other text (Spark's parser)."""
+    import random
+
+    from pyspark.sql import functions as F
+
+    rng = random.Random(22)
+    texts = ['{"t": "2026-01-10T12:00:00Z"}', '{"t": "1969-12-31T23:59:59.5Z"}', '{"t": "2026-01-10 12:00:00"}',
+             '{"t": 1700000000}', '{"t": "2026-01-10T12:00:00.1234567Z"}', '{"t": ""}', '{"t": {"a": 1}}',
+             '{"t": "2026-01-10T12:00:00z"}', '{"t": "2026-01-10T12:00:00+18:00"}', '[{"t": "2026-01-10T12:00:00Z"}]',
+             '{"t": "2026-01-10T12:00:01+01:00", "id": "x"}', *(f'{{"t": "{random_timestamp(rng)}"}}' for _ in range(1500))]
+    df = spark.createDataFrame(list(enumerate(texts)), "i int, v string").repartition(2)
+    got = {}
+    for engine in ("json-parse-jvm", "from_json"):
+        p = json_struct(spark, F.col("v"), _struct(spark), "_etl_corrupt", engine)
+        rows = df.select("i", F.unix_micros(p.t).alias("t"), p._etl_corrupt.alias("bad")).collect()
+        got[engine] = {r.i: (r.t, r.bad) for r in rows}
+    assert got["json-parse-jvm"] == got["from_json"]
+    rows = got["from_json"]
+    assert rows[0] == (1768046400000000, None) and rows[1] == (-500000, None) and rows[3] == (1700000000000000, None)
+    assert rows[7] == (None, '{"t": "2026-01-10T12:00:00z"}') and rows[9] == (None, '[{"t": "2026-01-10T12:00:00Z"}]')
+    assert rows[10] == (1768042801000000, '{"t": "2026-01-10T12:00:01+01:00", "id": "x"}')
+    assert 500 < sum(bad is None for _, bad in rows.values()) < 1400
 
 
 def test_the_jvm_parser_gives_from_jsons_struct_for_every_hostile_value(spark):
