@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from sinks import timed  # noqa: E402
+from sinks import alternating  # noqa: E402
 
 SCHEMA = {"ts": "timestamp", "user": "string", "host": "string", "cmd": "string", "pid": "int", "bytes": "bigint",
           "ok": "boolean", "score": "double", "tags": "array<string>"}
@@ -76,16 +75,7 @@ def main() -> None:
         def run(engine: str) -> None:
             kafka.decode(spark.read.parquet(path), spec, node, "p", engine).write.format("noop").mode("overwrite").save()
 
-        got: dict[str, list[tuple[float, float]]] = {e: [] for e in engines}
-        loads = []
-        for r in range(args.repeat + 1):
-            for engine in (engines if r % 2 == 0 else engines[::-1]):
-                wall, cpu, _ = timed(spark, lambda: run(engine))
-                if r:
-                    got[engine].append((wall, cpu))
-                    print(f"round {r} {engine}: {wall:.2f} s, {cpu:.2f} CPU-s", flush=True)
-            loads.append(open("/proc/loadavg").read().split()[0])
-        med = {e: (statistics.median(w for w, _ in got[e]), statistics.median(c for _, c in got[e])) for e in engines}
+        med, loads = alternating(spark, {e: (lambda e=e: run(e)) for e in engines}, args.repeat)
         (jw, jc), (fw, fc) = med["json-parse-jvm"], med["from_json"]
         print(f"json_parse events={args.events} jvm_s={jw:.2f} from_json_s={fw:.2f} ratio={fw / jw:.2f} "
               f"jvm_cpu_s={jc:.2f} from_json_cpu_s={fc:.2f} cpu_ratio={fc / jc:.2f} load={'/'.join(loads)}")

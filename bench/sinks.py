@@ -84,6 +84,21 @@ def timed(spark, run) -> tuple[float, float, float]:
     return wall, (j1 - j0) + (p1 - p0), p1 - p0
 
 
+def alternating(spark, runs: dict, repeat: int) -> tuple[dict[str, tuple[float, float]], list[str]]:
+    """Each of `runs` (name -> function) once unmeasured, then `repeat` rounds of all of them, their order reversed
+    every other round; (name -> (median wall seconds, median CPU seconds)), the load average after each round."""
+    got: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    loads = []
+    for r in range(repeat + 1):
+        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            wall, cpu, _ = timed(spark, runs[name])
+            if r:
+                got[name].append((wall, cpu))
+                print(f"round {r} {name}: {wall:.2f} s, {cpu:.2f} CPU-s", flush=True)
+        loads.append(open("/proc/loadavg").read().split()[0])
+    return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for name, v in got.items()}, loads
+
+
 def run_etl(spark, plan) -> float:
     """One run of a checked plan: compiled into its queries, started, to the end of its input."""
     from etl.runtime.runner import PipelineRun, RunOptions

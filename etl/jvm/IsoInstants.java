@@ -27,6 +27,27 @@ public final class IsoInstants {
     }
 
     /**
+     * Whether a reader still converts timestamps here: a value this cannot convert is parsed twice (here, then by
+     * Spark's parser), so once more than one value in 8 went to Spark's parser (after the first 64) the reader's
+     * task parses with the real types only (timestamps without a zone, in another form).
+     */
+    static final class Gate {
+        private int tries;
+        private int misses;
+        private boolean open = true;
+
+        boolean open() {
+            return open;
+        }
+
+        void count(boolean converted) {
+            tries++;
+            if (!converted) misses++;
+            if (tries >= 64 && misses * 8 > tries) open = false;
+        }
+    }
+
+    /**
      * `parsed` with its top-level timestamp columns as strings (but those named in `kept`: a pushed filter compares
      * their real type); null when none is left or the options name a timestamp format (or the legacy parser).
      */
@@ -65,7 +86,7 @@ public final class IsoInstants {
         return true;
     }
 
-    /** The instant's microseconds since the epoch, or NOT. */
+    /** The instant's microseconds since the epoch, or NOT (date and time may be apart by a space, as Spark reads). */
     static long micros(UTF8String s) {
         int n = s.numBytes();
         if (n < 20 || n > 32) return NOT;

@@ -134,6 +134,7 @@ public class JsonLinesFormat extends JsonFileFormat {
         private final JacksonParser parser;
         private final JacksonParser quickParser;  // timestamps as strings (null: none converted here)
         private final int[] quickTs;  // the parsed columns converted here
+        private final IsoInstants.Gate gate = new IsoInstants.Gate();
         private final List<InternalRow> quickRows = new ArrayList<>();  // a line's rows from quickParser
         private int nextQuick;
         private final AbstractFunction2<JsonFactory, Text, JsonParser> textParser;
@@ -188,7 +189,11 @@ public class JsonLinesFormat extends JsonFileFormat {
                 if (!lines.hasNext()) return false;
                 Text line = lines.next();
                 pending = null;
-                if (quickParser != null && quick(line)) continue;
+                if (quickParser != null && gate.open()) {
+                    boolean converted = quick(line);
+                    gate.count(converted);
+                    if (converted) continue;
+                }
                 try {
                     pending = parser.parse(line, textParser, toUtf8).iterator();
                 } catch (Exception thrown) {  // Scala code throws BadRecordException without declaring it

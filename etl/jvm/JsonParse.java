@@ -72,6 +72,7 @@ public final class JsonParse {
         final JacksonParser parser;
         final JacksonParser quickParser;  // timestamps as text (null: no column converted by IsoInstants)
         final int[] quickTs;
+        final IsoInstants.Gate gate = new IsoInstants.Gate();
         final GenericInternalRow out;
         final int[] target;  // where each parsed field goes in the output row
         final DataType[] types;
@@ -119,8 +120,12 @@ public final class JsonParse {
         }
 
         InternalRow parse(UTF8String text) {
-            InternalRow row = quickParser == null ? null : quick(text);
-            if (row != null) return copied(row, null);
+            InternalRow row = null;
+            if (quickParser != null && gate.open()) {
+                row = quick(text);
+                gate.count(row != null);
+                if (row != null) return copied(row, null);
+            }
             UTF8String bad = null;
             try {
                 Iterator<InternalRow> rows = parser.parse(text, create, same).iterator();

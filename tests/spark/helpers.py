@@ -57,9 +57,9 @@ def check_random_rule_sets(spark: Any, cases: list, plan: Any, decide_cases: Any
 
 
 def random_timestamp(rng: random.Random) -> str:
-    """An ISO-8601 instant, or one a character or a field away from it."""
+    """An ISO-8601 instant (date and time apart by T or a space), or one a character or a field away from it."""
     t = (f"{rng.choice([1, 1969, 1970, 2000, 2024, 2026, 9999]):04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d}"
-         f"T{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}:{rng.randint(0, 60):02d}")
+         f"{rng.choice('TT ')}{rng.randint(0, 24):02d}:{rng.randint(0, 60):02d}:{rng.randint(0, 60):02d}")
     if rng.random() < 0.5:
         t += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 8)))
     t += rng.choice(["Z", "Z", f"+{rng.randint(0, 19):02d}:{rng.randint(0, 60):02d}",

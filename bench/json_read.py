@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The jsonl file source's reader (etl/jvm/JsonLinesFormat.java) against Spark's own json reader, both with the
+corrupt-record column etl's source asks for, on lines whose timestamps name their zone (ISO-8601: converted by
+etl/jvm/IsoInstants.java) and on lines whose timestamps have none (read by Spark's parser in both).
+
+    .venv/bin/python bench/json_read.py [--events 1000000] [--repeat 5]
+
+--events log lines (6 fields, one timestamp) are written once per form; each round reads them into Spark's
+`noop` sink, etl's reader then Spark's (alternating which goes first), after one unmeasured round of each.
+Measured: wall seconds and CPU seconds of the JVM and this process (one local[2] session).
+Last line per form: `json_read form=F events=N etl_s=A spark_s=B ratio=B/A etl_cpu_s=C spark_cpu_s=D cpu_ratio=D/C`
+(medians; ratio >= 1: etl's reader is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from sinks import DDL, alternating  # noqa: E402
+
+FORMS = {"iso": "2026-01-10T12:{m:02d}:{s:02d}Z", "no-zone": "2026-01-10 12:{m:02d}:{s:02d}"}
+
+
+def lines(path: Path, events: int, form: str) -> None:
+    rng = random.Random(7)
+    with open(path, "w") as fh:
+        for i in range(events):
+            ts = FORMS[form].format(m=(i // 60000) % 60, s=(i // 1000) % 60)
+            fh.write(json.dumps({"id": i, "host": f"web-{i % 20}", "user": f"u{rng.randrange(5000)}", "status": 200,
+                                 "bytes": i * 7, "ts": ts}) + "\n")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from etl.connectors.sources.file import CORRUPT, JSON_LINES
+    from etl.runtime.session import build_session
+
+    spark = build_session("bench-json-read", "local[2]", {"spark.ui.enabled": "false"}, ui=False)
+    with tempfile.TemporaryDirectory(prefix="etl-bench-json-read-") as tmp:
+        for form in FORMS:
+            folder = Path(tmp) / form
+            folder.mkdir()
+            lines(folder / "in.jsonl", args.events, form)
+
+            def read(fmt: str, folder: Path = folder) -> None:
+                (spark.read.format(fmt).schema(f"{DDL}, {CORRUPT} string").option("mode", "PERMISSIVE")
+                 .option("columnNameOfCorruptRecord", CORRUPT).load(str(folder))
+                 .write.format("noop").mode("overwrite").save())
+
+            med, loads = alternating(spark, {"etl": lambda: read(JSON_LINES), "spark": lambda: read("json")},
+                                     args.repeat)
+            (ew, ec), (sw, sc) = med["etl"], med["spark"]
+            print(f"json_read form={form} events={args.events} etl_s={ew:.2f} spark_s={sw:.2f} ratio={sw / ew:.2f} "
+                  f"etl_cpu_s={ec:.2f} spark_cpu_s={sc:.2f} cpu_ratio={sc / ec:.2f} load={'/'.join(loads)}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
