@@ -70,7 +70,7 @@ public final class JsonParse {
     /** A task's parser and its output row (one thread). */
     static final class Task {
         final JacksonParser parser;
-        final JacksonParser quickParser;  // timestamps as text (null: no column converted by IsoInstants)
+        JacksonParser quickParser;  // timestamps as text (null: no column converted by IsoInstants, or no more)
         final int[] quickTs;
         final IsoInstants.Gate gate = new IsoInstants.Gate();
         final GenericInternalRow out;
@@ -120,12 +120,8 @@ public final class JsonParse {
         }
 
         InternalRow parse(UTF8String text) {
-            InternalRow row = null;
-            if (quickParser != null && gate.open()) {
-                row = quick(text);
-                gate.count(row != null);
-                if (row != null) return copied(row, null);
-            }
+            InternalRow row = quickParser == null ? null : quick(text);
+            if (row != null) return copied(row, null);
             UTF8String bad = null;
             try {
                 Iterator<InternalRow> rows = parser.parse(text, create, same).iterator();
@@ -143,17 +139,26 @@ public final class JsonParse {
             return copied(row, bad);
         }
 
-        /** The value's first row through quickParser, its timestamps converted; null: Spark's parser decides. */
+        /**
+         * The value's first row through quickParser, its timestamps converted; null: Spark's parser decides (and
+         * once the gate closes, decides alone).
+         */
         private InternalRow quick(UTF8String text) {
+            InternalRow row = null;
             try {
                 Iterator<InternalRow> rows = quickParser.parse(text, create, same).iterator();
-                if (!rows.hasNext()) return null;
-                InternalRow row = rows.next();
-                return IsoInstants.convert(row, quickTs) ? row : null;
+                if (rows.hasNext()) {
+                    row = rows.next();
+                    if (!IsoInstants.convert(row, quickTs)) row = null;
+                }
             } catch (Exception thrown) {
-                if (thrown instanceof BadRecordException) return null;
-                throw thrown instanceof RuntimeException ? (RuntimeException) thrown : new RuntimeException(thrown);
+                if (!(thrown instanceof BadRecordException)) {
+                    throw thrown instanceof RuntimeException ? (RuntimeException) thrown : new RuntimeException(thrown);
+                }
             }
+            gate.count(row != null);
+            if (!gate.open()) quickParser = null;
+            return row;
         }
 
         private InternalRow copied(InternalRow row, UTF8String bad) {
