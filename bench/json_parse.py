@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from sinks import alternating  # noqa: E402
+from sinks import alternating, ratio_line  # noqa: E402
 
 SCHEMA = {"ts": "timestamp", "user": "string", "host": "string", "cmd": "string", "pid": "int", "bytes": "bigint",
           "ok": "boolean", "score": "double", "tags": "array<string>"}
@@ -70,15 +70,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="etl-bench-json-") as tmp:
         path = f"{tmp}/values"
         values(spark, args.events, args.bad, path)
-        engines = ("json-parse-jvm", "from_json")
-
         def run(engine: str) -> None:
             kafka.decode(spark.read.parquet(path), spec, node, "p", engine).write.format("noop").mode("overwrite").save()
 
-        med, loads = alternating(spark, {e: (lambda e=e: run(e)) for e in engines}, args.repeat)
-        (jw, jc), (fw, fc) = med["json-parse-jvm"], med["from_json"]
-        print(f"json_parse events={args.events} jvm_s={jw:.2f} from_json_s={fw:.2f} ratio={fw / jw:.2f} "
-              f"jvm_cpu_s={jc:.2f} from_json_cpu_s={fc:.2f} cpu_ratio={fc / jc:.2f} load={'/'.join(loads)}")
+        runs = {"jvm": lambda: run("json-parse-jvm"), "from_json": lambda: run("from_json")}
+        med, loads = alternating(spark, runs, args.repeat)
+        print(ratio_line("json_parse", med, loads, "jvm", "from_json", events=args.events))
     spark.stop()
 
 

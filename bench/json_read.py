@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from sinks import DDL, alternating  # noqa: E402
+from sinks import DDL, alternating, ratio_line  # noqa: E402
 
 FORMS = {"iso": "2026-01-10T12:{m:02d}:{s:02d}Z", "no-zone": "2026-01-10 12:{m:02d}:{s:02d}"}
 
@@ -63,9 +63,7 @@ def main() -> None:
 
             med, loads = alternating(spark, {"etl": lambda: read(JSON_LINES), "spark": lambda: read("json")},
                                      args.repeat)
-            (ew, ec), (sw, sc) = med["etl"], med["spark"]
-            print(f"json_read form={form} events={args.events} etl_s={ew:.2f} spark_s={sw:.2f} ratio={sw / ew:.2f} "
-                  f"etl_cpu_s={ec:.2f} spark_cpu_s={sc:.2f} cpu_ratio={sc / ec:.2f} load={'/'.join(loads)}")
+            print(ratio_line("json_read", med, loads, "etl", "spark", form=form, events=args.events))
     spark.stop()
 
 

@@ -99,6 +99,16 @@ def alternating(spark, runs: dict, repeat: int) -> tuple[dict[str, tuple[float, 
     return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for name, v in got.items()}, loads
 
 
+def ratio_line(label: str, med: dict[str, tuple[float, float]], loads: list[str], ours: str, theirs: str,
+               **fields: object) -> str:
+    """The last line of a side-by-side bench: the medians of `ours` and `theirs` and their ratios (above 1: ours
+    is faster)."""
+    (ow, oc), (tw, tc) = med[ours], med[theirs]
+    head = " ".join([label, *(f"{k}={v}" for k, v in fields.items())])
+    return (f"{head} {ours}_s={ow:.2f} {theirs}_s={tw:.2f} ratio={tw / ow:.2f} {ours}_cpu_s={oc:.2f} "
+            f"{theirs}_cpu_s={tc:.2f} cpu_ratio={tc / oc:.2f} load={'/'.join(loads)}")
+
+
 def run_etl(spark, plan) -> float:
     """One run of a checked plan: compiled into its queries, started, to the end of its input."""
     from etl.runtime.runner import PipelineRun, RunOptions
