@@ -226,10 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     from etl.runtime.session import build_session
 
     spark = build_session("bench-filter", args.master, {"spark.ui.enabled": "false"}, ui=False)
-    rules = physical_plan(plan, session_target(spark)).node("f").choice("rules")
-    why = "; ".join(r.why for r in rules.rejected)
+    choice = physical_plan(plan, session_target(spark)).node("f").choice("rules")
+    why = "; ".join(r.why for r in choice.rejected)
     print("optimized runs in: " + ("the JVM (etl.compile.rules_jvm; ETL_RULES_JVM=off for Python workers)"
-                                   if rules.engine == "rules-jvm" else f"Python workers ({why})"), flush=True)
+                                   if choice.engine == "rules-jvm" else f"Python workers ({why})"), flush=True)
     variants: dict[str, Callable[[], float]] = {
         "scan": runner(spark, scan_plan, work, "scan"),
         "optimized": runner(spark, plan, work, "optimized"),
