@@ -86,7 +86,8 @@ public final class IsoInstants {
         return true;
     }
 
-    /** The instant's microseconds since the epoch, or NOT (date and time may be apart by a space, as Spark reads). */
+    /** The instant's microseconds since the epoch, or NOT (a space between date and time, which Spark also reads,
+     *  is left to Spark's parser). */
     static long micros(UTF8String s) {
         int n = s.numBytes();
         if (n < 20 || n > 32) return NOT;

@@ -98,12 +98,12 @@ public final class JsonParse {
                 types[j] = fields[i].dataType();
                 target[j++] = i;
             }
-            parser = new JacksonParser(new StructType(parsed), opts, false,
-                scala.collection.immutable.List$.MODULE$.empty());
+            StructType real = new StructType(parsed);
+            parser = new JacksonParser(real, opts, false, scala.collection.immutable.List$.MODULE$.empty());
             StructType quick = IsoInstants.quickSchema(parsed, opts, java.util.Set.of());
             quickParser = quick == null ? null : new JacksonParser(quick, opts, false,
                 scala.collection.immutable.List$.MODULE$.empty());
-            quickTs = IsoInstants.converted(quick, new StructType(parsed));
+            quickTs = IsoInstants.converted(quick, real);
             out = new GenericInternalRow(fields.length);
             create = new AbstractFunction2<JsonFactory, UTF8String, JsonParser>() {
                 @Override

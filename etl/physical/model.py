@@ -85,6 +85,10 @@ class PhysicalPlan:
     def node(self, node_id: str) -> NodePlan:
         return self._by_id[node_id]  # type: ignore[attr-defined]
 
+    def find(self, node_id: str) -> NodePlan | None:
+        """The node's plan; None: the plan has no such node."""
+        return self._by_id.get(node_id)  # type: ignore[attr-defined]
+
     def engine(self, node_id: str, aspect: str) -> str | None:
         return self.node(node_id).engine(aspect)
 

@@ -125,8 +125,8 @@ class PipelineRun:
     def _planned_sink(self, out: Any) -> Any:
         """The physical plan's node of a query output (a sink, or the dead-letter sink: its id is DEAD_LETTER);
         None: not planned."""
-        return next((n for n in self.compiler.ctx.physical_plan().nodes if n.node_id == out.id and n.kind == "sink"),
-                    None)
+        planned = self.compiler.ctx.physical_plan().find(out.id)
+        return planned if planned is not None and planned.kind == "sink" else None
 
     # ----------------------------------------------------------- per batch
     def _batch_fn(self, q: Query) -> Callable[[Any, int], None]:
