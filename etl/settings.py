@@ -145,7 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
             "smaller resident set and a faster start (the test suite sets it: hundreds of short-lived JVMs)", _switch),
     Setting("ETL_JVM_QUICK_JIT", "jvm_quick_jit", "on|off|auto", "auto",
             "the JVMs etl starts (the driver; a cluster's executors) compile hot code with their quick compiler only "
-            "(-XX:TieredStopAtLevel=1): a short run takes about 40% less CPU, a long one is slower; auto: on for "
+            "(-XX:TieredStopAtLevel=1, with the 240 MB code cache of both compilers): a short run takes about 40% less "
+            "CPU, a long one is slower; auto: on for "
             "`etl test`, off for `etl run` (the test suite sets on: hundreds of short runs)", _auto),
     Setting("ETL_JVM_CLASS_ARCHIVE", "jvm_class_archive", "on|off", "on",
             "the driver JVM maps a class-data archive of Spark's and etl's classes (the JDK's CDS) from the cache "

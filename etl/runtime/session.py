@@ -279,14 +279,22 @@ def local_heap(memory: str, profile: str | None) -> str:
     return heap_options(memory, not profile and settings.current().jvm_pretouch)
 
 
+QUICK_CODE_CACHE = "-XX:ReservedCodeCacheSize=240m"
+
+
 def jit_options(short: bool = False) -> str:
     """ETL_JVM_QUICK_JIT: the JVM's quick compiler (C1) only; auto: for a `short` session (`etl test`). Most of a
     short run's CPU is the JIT compiling Spark's start-up code with its optimizing compiler: `etl run
     pipelines/quickstart.yaml --once` (a JVM start, 400 rows, two micro-batches) measured 20.6 CPU-s with both
     compilers against 12.8 with C1 only (wall 12.4 s against 9.6 s, medians of 3 alternating runs); `etl test`
-    of the window and join examples 30.7 against 18.5 CPU-s (medians of 2). A long run loses C2's faster code."""
+    of the window and join examples 30.7 against 18.5 CPU-s (medians of 2). A long run loses C2's faster code.
+    The code cache keeps the size it has with both compilers (240 MB): with C1 only the JVM reserves 48 MB, which
+    Spark's classes and its generated code fill within a minute (`jcmd <pid> Compiler.codecache`: max_used 47.4
+    of 48 MB); the JVM then flushes compiled methods and compiles them again, its sweeper thread busy all along.
+    Measured on tests/sql/test_sql_spark.py and tests/spark/test_examples.py in one process (machine CPU, two
+    alternating runs each): 106.5 and 102.9 CPU-s with 48 MB, 93.7 and 91.3 with 240 MB."""
     quick = settings.current().jvm_quick_jit
-    return " -XX:TieredStopAtLevel=1" if (short if quick is None else quick) else ""
+    return f" -XX:TieredStopAtLevel=1 {QUICK_CODE_CACHE}" if (short if quick is None else quick) else ""
 
 
 def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> bool:

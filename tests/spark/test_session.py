@@ -93,16 +93,20 @@ def test_the_quick_jit_setting_reaches_the_jvm(spark, monkeypatch):
 
     # tests/conftest.py turns it on for the whole run: the shared session was started with it
     args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert "-XX:TieredStopAtLevel=1" in args
+    assert "-XX:TieredStopAtLevel=1" in args and "-XX:ReservedCodeCacheSize=240m" in args
+    # C1 alone would reserve 48 MB of code cache, which Spark's code fills (then flushed and compiled again)
+    size = spark._jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        spark._jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert size.getVMOption("ReservedCodeCacheSize").getValue() == str(240 * 1024 * 1024)
     monkeypatch.setenv("ETL_JVM_QUICK_JIT", "off")
     settings.reset()
     assert jit_options() == jit_options(short=True) == ""
     monkeypatch.setenv("ETL_JVM_QUICK_JIT", "on")
     settings.reset()
-    assert jit_options() == jit_options(short=True) == " -XX:TieredStopAtLevel=1"
+    assert jit_options() == jit_options(short=True) == " -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     monkeypatch.setenv("ETL_JVM_QUICK_JIT", "auto")  # the default: `etl test` (short) only
     settings.reset()
-    assert (jit_options(), jit_options(short=True)) == ("", " -XX:TieredStopAtLevel=1")
+    assert (jit_options(), jit_options(short=True)) == ("", " -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
     monkeypatch.setenv("ETL_JVM_QUICK_JIT", "sometimes")
     settings.reset()
     with pytest.raises(settings.SettingsError, match="ETL_JVM_QUICK_JIT"):
