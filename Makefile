@@ -6,7 +6,7 @@ ETL    := $(VENV)/bin/etl
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup setup-java setup-servers run test test-fast lint typecheck check goldens validate schema bench clean
+.PHONY: setup setup-java setup-servers run test test-fast lint typecheck check durations goldens validate schema bench clean
 
 setup: $(VENV)/.installed
 
@@ -27,9 +27,9 @@ setup-servers: setup
 	PYTHON=$(PY) scripts/setup-servers.sh
 
 # pytest-xdist workers of `make test` and `make test-fast` (tests/conftest.py keeps each family of test servers in
-# one worker); 1 runs the tests in this process
+# one worker; tests/scheduling.py hands out the longest work first); 1 runs the tests in this process
 WORKERS ?= 3
-XDIST   := $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup)
+XDIST   := $(if $(filter 1,$(WORKERS)),,-n $(WORKERS) --dist loadgroup --no-loadscope-reorder)
 
 run: setup
 	$(ETL) run pipelines/quickstart.yaml --once
@@ -53,6 +53,11 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 check: lint typecheck test-fast
+
+# the whole suite, writing each test's seconds to tests/durations.json (the order tests/scheduling.py hands out)
+durations: setup setup-java setup-servers
+	ETL_NO_SPARK=on $(PY) -m pytest -q $(XDIST) -m "not spark and not servers and not slow" --store-durations
+	$(PY) -m pytest -q $(XDIST) -m "spark or servers or slow" --store-durations
 
 # rewrite every golden file (explain texts) from the current output; review the diff before committing
 goldens: setup

@@ -13,7 +13,7 @@ import pytest
 
 # the server fixtures, registered once: a fixture imported into several test modules is a separate fixture in
 # each, and a session-scoped one then starts one server per module (all kept until the session ends)
-pytest_plugins = ["tests.servers.fixtures"]
+pytest_plugins = ["tests.servers.fixtures", "tests.scheduling"]
 
 ROOT = Path(__file__).resolve().parent.parent
 # the `etl run` processes the tests start (hundreds, most for seconds) grow their heap as needed instead of
