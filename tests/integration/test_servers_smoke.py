@@ -22,6 +22,7 @@ if str(REPO) not in sys.path:  # `tests.servers` importable under plain `pytest`
     sys.path.insert(0, str(REPO))
 
 from tests.servers import KafkaServer, MariaDBServer, RocketMQServer  # noqa: E402
+from tests.servers import spark_smoke  # noqa: E402
 from tests.servers._base import java_binary, java_lib_dir, port_open  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.timeout(600)]
@@ -239,18 +240,9 @@ def test_spark_connector_jars_link_against_pyspark() -> None:
 
 @pytest.mark.spark
 def test_spark_kafka_connector_and_jdbc(
-    kafka_server: KafkaServer, mariadb_server: MariaDBServer, tmp_path: Path
+    spark, kafka_server: KafkaServer, mariadb_server: MariaDBServer, tmp_path: Path
 ) -> None:
-    """Kafka batch/stream read+write and MariaDB JDBC through java/lib/spark,
-    in a child process (its own SparkSession with spark.jars)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.servers.spark_smoke",
-         "--kafka", kafka_server.bootstrap_servers,
-         "--jdbc-url", mariadb_server.jdbc_url,
-         "--jdbc-user", mariadb_server.user,
-         "--jdbc-password", mariadb_server.password,
-         "--checkpoint", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=540,
-    )
-    oks = [line for line in done.stdout.splitlines() if line.startswith("OK ")]
-    assert done.returncode == 0 and len(oks) == 4, done.stdout + done.stderr[-5000:]
+    """Kafka batch/stream read+write and MariaDB JDBC through java/lib/spark, in the test run's session (etl's
+    session puts those jars on spark.jars: etl.runtime.session.connector_jars)."""
+    spark_smoke.check_kafka(spark, kafka_server.bootstrap_servers, tmp_path)
+    spark_smoke.check_jdbc(spark, mariadb_server.jdbc_url, mariadb_server.user, mariadb_server.password)

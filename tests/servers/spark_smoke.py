@@ -1,6 +1,5 @@
-"""Spark round trips through the connector jars in java/lib/spark, run in a
-child process so its SparkSession (with ``spark.jars``) never clashes with the
-test run's shared session:
+"""Spark round trips through the connector jars in java/lib/spark. The suite calls check_kafka and check_jdbc
+with its own session (tests/integration/test_servers_smoke.py); by hand, in a SparkSession of their own:
 
     python -m tests.servers.spark_smoke --kafka 127.0.0.1:9092 \
         --jdbc-url 'jdbc:mysql://127.0.0.1:3306/etl_test?permitMysqlScheme' \
