@@ -11,7 +11,9 @@ once, after the run), to a temporary name; a later start finds it complete (the 
 header last: its magic number is the proof) and moves it in place. `build()` makes it at once (the test suite
 does, and `make setup-java`). The key covers what the JVM checks before it maps an archive (its own build, the
 class path's jars by name, size and time), so a new JDK, pyspark or etl jar gets a new archive: a stale one is
-never tried. The JVM's messages about the archive are off (a rejected archive is only a slower start).
+never tried, and the folder keeps the KEEP archives used last (each about 180 MB: one more for every new etl
+jar, pyspark or JDK; a start that maps one marks it used). The JVM's messages about the archive are off (a
+rejected archive is only a slower start).
 A cluster's executors start from their own class path: they start as before.
 """
 
@@ -37,6 +39,7 @@ from etl.diskcache import cache_root
 MAGIC = bytes.fromhex("a8ab0bf0")  # 0xf00baba8 little-endian: a dynamic archive whose header is written
 QUIET = "-Xlog:cds*=off"
 DUMPING_FOR_S = 600  # a newer marker: another JVM is writing the archive, this one does not
+KEEP = 3  # archives kept (the one just made among them): two checkouts or venvs used in turn keep theirs
 
 
 def _stat(path: Path) -> str:
@@ -74,6 +77,12 @@ def _folder() -> Path:
     return cache_root() / "jvm"
 
 
+def _complete(part: Path) -> bool:
+    """The JDK has written the archive's header (it does so last)."""
+    with open(part, "rb") as fh:
+        return fh.read(4) == MAGIC
+
+
 def _finish(folder: Path, name: str) -> Path | None:
     """The archive, moving a complete one written by an earlier JVM in place; unfinished leftovers older than
     DUMPING_FOR_S are removed."""
@@ -81,10 +90,10 @@ def _finish(folder: Path, name: str) -> Path | None:
     now = time.time()
     for part in () if final.exists() else folder.glob(f"{name}.*.part"):
         try:
-            with open(part, "rb") as fh:
-                complete = fh.read(4) == MAGIC
-            if complete:
+            if _complete(part):
                 os.replace(part, final)
+                os.utime(final)  # the newest: never among those pruned
+                _prune(folder)
             elif now - part.stat().st_mtime > DUMPING_FOR_S:
                 part.unlink()
         except OSError:
@@ -93,6 +102,27 @@ def _finish(folder: Path, name: str) -> Path | None:
         return None
     (folder / f"{name}.dumping").unlink(missing_ok=True)
     return final
+
+
+def _prune(folder: Path) -> None:
+    """Remove all but the KEEP archives used last (by modification time: a start that maps one touches it), and
+    any key's unfinished part or writer's marker older than DUMPING_FOR_S (a JVM killed while writing). A JVM
+    mapping a removed archive keeps its mapping."""
+    def age(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    archives = sorted(folder.glob("classes-*.jsa"), key=age, reverse=True)
+    old = [p for p in [*folder.glob("classes-*.part"), *folder.glob("classes-*.dumping")]
+           if time.time() - age(p) > DUMPING_FOR_S]
+    for path in archives[KEEP:] + old:
+        try:
+            if path.suffix != ".part" or not _complete(path):
+                path.unlink()
+        except OSError:  # gone already, or another user's
+            continue
 
 
 def options(extra_class_path: str) -> str:
@@ -108,6 +138,10 @@ def options(extra_class_path: str) -> str:
         folder.mkdir(parents=True, exist_ok=True)
         archive = _finish(folder, name)
         if archive is not None:
+            try:
+                os.utime(archive)  # used now (_prune keeps the archives used last)
+            except OSError:  # a read-only cache: mapped all the same
+                pass
             return f"-XX:SharedArchiveFile={archive} {QUIET}"
         marker = folder / f"{name}.dumping"
         if marker.exists() and time.time() - marker.stat().st_mtime < DUMPING_FOR_S:

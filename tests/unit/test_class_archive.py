@@ -72,3 +72,42 @@ def test_off_gives_no_option(cache, tmp_path, monkeypatch):
     settings.reset()
     assert class_archive.options("") == ""
     assert not cache.exists()
+
+
+def test_the_folder_keeps_the_archives_used_last_and_drops_dead_writers_leftovers(cache, tmp_path):
+    """Every new etl jar, pyspark or JDK makes a new archive (about 180 MB): the folder keeps KEEP of them, those
+    whose starts came last, and what killed writers of any key left behind."""
+    cache.mkdir(parents=True)
+    now = time.time()
+
+    def made(name: str, age_s: float, data: bytes = class_archive.MAGIC + b"\0" * 64):
+        path = cache / name
+        path.write_bytes(data)
+        os.utime(path, (now - age_s, now - age_s))
+        return path
+
+    used = [made(f"classes-old{i}.jsa", 1000 + i) for i in range(4)]  # old0 used last, old3 first
+    dead = [made("classes-gone.7-7.part", class_archive.DUMPING_FOR_S + 5, b"\0" * 68),
+            made("classes-gone.dumping", class_archive.DUMPING_FOR_S + 5, b"")]
+    live = [made("classes-busy.8-8.part", 5, b"\0" * 68), made("classes-busy.dumping", 5, b""),
+            made("classes-done.9-9.part", class_archive.DUMPING_FOR_S + 5)]  # complete: its key's next start moves it
+    os.utime(used[3])  # mapped by a start just now (options() marks it so)
+    jar = tmp_path / "etl.jar"
+    jar.write_bytes(b"x")
+    name = f"classes-{class_archive.key(str(jar))}"
+    made(f"{name}.1-1.part", 30)  # written at exit by the last JVM of this class path
+    assert class_archive.options(str(jar)) == f"-XX:SharedArchiveFile={cache}/{name}.jsa -Xlog:cds*=off"
+    assert sorted(p.name for p in cache.iterdir()) == sorted(
+        [f"{name}.jsa", used[3].name, used[0].name] + [p.name for p in live])
+    assert not any(p.exists() for p in dead)
+
+
+def test_a_start_that_maps_an_archive_marks_it_used(cache, tmp_path):
+    jar = tmp_path / "etl.jar"
+    jar.write_bytes(b"x")
+    archive = cache / f"classes-{class_archive.key(str(jar))}.jsa"
+    cache.mkdir(parents=True)
+    archive.write_bytes(class_archive.MAGIC)
+    os.utime(archive, (1000, 1000))
+    assert class_archive.options(str(jar)).startswith("-XX:SharedArchiveFile=")
+    assert archive.stat().st_mtime > time.time() - 60
