@@ -78,6 +78,17 @@ def test_kafka_produce_consume(kafka_server: KafkaServer) -> None:
     assert sorted(_consume(kafka_server.bootstrap_servers, topic, len(values))) == sorted(values)
 
 
+def test_kafka_keeps_messages_of_any_age(kafka_server: KafkaServer) -> None:
+    """The tests' events carry fixed dates, months old by the broker's clock: no time-based retention deletes them
+    (a run of the suite lost a topic's messages to the broker's 5-minute retention check)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": kafka_server.bootstrap_servers})
+    broker = ConfigResource(ConfigResource.Type.BROKER, "1")
+    config = admin.describe_configs([broker])[broker].result(timeout=30)
+    assert config["log.retention.ms"].value == "-1"
+
+
 def test_kafka_auto_created_topic(kafka_server: KafkaServer) -> None:
     topic = _name("auto")
     _produce(kafka_server.bootstrap_servers, topic, [b"hello"])

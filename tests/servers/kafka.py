@@ -100,6 +100,10 @@ class KafkaServer(Server):
             "num.network.threads": "2",
             "num.io.threads": "2",
             "log.flush.interval.messages": "9223372036854775807",
+            # tests send events of fixed dates (2026-01-01...): with the default retention (7 days by the messages'
+            # timestamps) the broker's check, every 5 minutes from 30 s after its start, deleted a topic's messages
+            # between a test's produce and its read
+            "log.retention.ms": "-1",
         }
         props.update(self.extra_properties)
         return props
