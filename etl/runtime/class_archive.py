@@ -12,7 +12,7 @@ header last: its magic number is the proof) and moves it in place. `build()` mak
 does, and `make setup-java`). The key covers what the JVM checks before it maps an archive (its own build, the
 class path's jars by name, size and time), so a new JDK, pyspark or etl jar gets a new archive: a stale one is
 never tried, and the folder keeps the KEEP archives used last (each about 180 MB: one more for every new etl
-jar, pyspark or JDK; a start that maps one marks it used). The JVM's messages about the archive are off (a
+jar, pyspark or JDK; a start that maps one marks it used, then removes the others). The JVM's messages about the archive are off (a
 rejected archive is only a slower start).
 A cluster's executors start from their own class path: they start as before.
 """
@@ -93,7 +93,6 @@ def _finish(folder: Path, name: str) -> Path | None:
             if _complete(part):
                 os.replace(part, final)
                 os.utime(final)  # the newest: never among those pruned
-                _prune(folder)
             elif now - part.stat().st_mtime > DUMPING_FOR_S:
                 part.unlink()
         except OSError:
@@ -139,9 +138,10 @@ def options(extra_class_path: str) -> str:
         archive = _finish(folder, name)
         if archive is not None:
             try:
-                os.utime(archive)  # used now (_prune keeps the archives used last)
+                os.utime(archive)  # used now: _prune keeps it
             except OSError:  # a read-only cache: mapped all the same
                 pass
+            _prune(folder)
             return f"-XX:SharedArchiveFile={archive} {QUIET}"
         marker = folder / f"{name}.dumping"
         if marker.exists() and time.time() - marker.stat().st_mtime < DUMPING_FOR_S:
@@ -202,6 +202,7 @@ def build(timeout_s: float = 300.0) -> Path | None:
             fcntl.flock(lock, fcntl.LOCK_EX)
         archive = _finish(folder, name)
         if archive is not None:
+            _prune(folder)
             return archive
         (folder / f"{name}.dumping").unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(prefix="etl-class-archive-") as work:
@@ -218,6 +219,8 @@ def build(timeout_s: float = 300.0) -> Path | None:
         while archive is None and time.monotonic() < deadline:  # the JVM writes it after the Python process ends
             time.sleep(0.5)
             archive = _finish(folder, name)
+        if archive is not None:
+            _prune(folder)
         return archive
 
 

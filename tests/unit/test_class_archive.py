@@ -102,12 +102,17 @@ def test_the_folder_keeps_the_archives_used_last_and_drops_dead_writers_leftover
     assert not any(p.exists() for p in dead)
 
 
-def test_a_start_that_maps_an_archive_marks_it_used(cache, tmp_path):
+def test_a_start_that_maps_an_archive_marks_it_used_and_removes_the_oldest(cache, tmp_path):
     jar = tmp_path / "etl.jar"
     jar.write_bytes(b"x")
     archive = cache / f"classes-{class_archive.key(str(jar))}.jsa"
     cache.mkdir(parents=True)
     archive.write_bytes(class_archive.MAGIC)
-    os.utime(archive, (1000, 1000))
-    assert class_archive.options(str(jar)).startswith("-XX:SharedArchiveFile=")
+    os.utime(archive, (1000, 1000))  # the oldest of the folder until this start
+    others = [cache / f"classes-other{i}.jsa" for i in range(4)]
+    for i, other in enumerate(others):
+        other.write_bytes(class_archive.MAGIC)
+        os.utime(other, (2000 - i, 2000 - i))
+    assert class_archive.options(str(jar)).startswith(f"-XX:SharedArchiveFile={archive} ")
     assert archive.stat().st_mtime > time.time() - 60
+    assert sorted(p.name for p in cache.glob("*.jsa")) == sorted([archive.name, others[0].name, others[1].name])
