@@ -30,17 +30,23 @@ def pytest_addoption(parser):
                      help=f"write each test's seconds (those of {STORE_MIN_SECONDS:g} s or more) to {DURATIONS}")
 
 
+def _split(nodeid: str) -> tuple[str, str | None]:
+    """The test's id and the group xdist's loadgroup workers appended to it (`<id>@<groups>`; an `@` inside a
+    parameter's brackets is not one), as xdist's scheduler splits it."""
+    at = nodeid.rfind("@")
+    return (nodeid[:at], nodeid[at + 1:]) if at > nodeid.rfind("]") else (nodeid, None)
+
+
 def unit(item: pytest.Item) -> str:
-    """The unit xdist's loadgroup scheduler hands out whole: the test's groups (as xdist joins them), or the
-    test itself."""
-    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                    for m in item.iter_markers("xdist_group")})
-    return "@" + "_".join(names) if names else base_id(item.nodeid)
+    """The unit xdist's loadgroup scheduler hands out whole: the test's group (its id's suffix, written by xdist's
+    worker before this plugin's hook runs), or the test itself."""
+    test, group = _split(item.nodeid)
+    return f"@{group}" if group else test
 
 
 def base_id(nodeid: str) -> str:
     """The test's id without the `@group` suffix xdist's workers append."""
-    return nodeid.split("@", 1)[0]
+    return _split(nodeid)[0]
 
 
 def load_durations(path: Path = DURATIONS) -> dict[str, float]:
@@ -60,7 +66,7 @@ def longest_first(items: list[pytest.Item], seconds: dict[str, float]) -> list[p
     return [item for u in order for item in units[u]]
 
 
-@pytest.hookimpl(trylast=True)  # after tests/conftest.py has put the server tests in their groups
+@pytest.hookimpl(trylast=True)  # after tests/conftest.py's groups, and xdist's worker has appended them to the ids
 def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):  # an xdist worker: every worker computes the same order
         items[:] = longest_first(items, load_durations())
@@ -74,7 +80,7 @@ class _Recorder:
         self.seconds[base_id(report.nodeid)] += report.duration
 
     def pytest_sessionfinish(self, session):
-        if session.testsfailed or hasattr(session.config, "workerinput"):
+        if session.testsfailed:
             return
         kept = load_durations()
         kept.update({k: round(v, 1) for k, v in self.seconds.items()})

@@ -12,8 +12,8 @@ header last: its magic number is the proof) and moves it in place. `build()` mak
 does, and `make setup-java`). The key covers what the JVM checks before it maps an archive (its own build, the
 class path's jars by name, size and time), so a new JDK, pyspark or etl jar gets a new archive: a stale one is
 never tried, and the folder keeps the KEEP archives used last (each about 180 MB: one more for every new etl
-jar, pyspark or JDK; a start that maps one marks it used, then removes the others). The JVM's messages about the archive are off (a
-rejected archive is only a slower start).
+jar, pyspark or JDK; a start that maps one marks it used; each start removes the others). The JVM's messages
+about the archive are off (a rejected archive is only a slower start).
 A cluster's executors start from their own class path: they start as before.
 """
 
@@ -84,17 +84,13 @@ def _complete(part: Path) -> bool:
 
 
 def _finish(folder: Path, name: str) -> Path | None:
-    """The archive, moving a complete one written by an earlier JVM in place; unfinished leftovers older than
-    DUMPING_FOR_S are removed."""
+    """The archive, moving a complete one written by an earlier JVM in place (unfinished ones: _prune)."""
     final = folder / f"{name}.jsa"
-    now = time.time()
     for part in () if final.exists() else folder.glob(f"{name}.*.part"):
         try:
             if _complete(part):
                 os.replace(part, final)
                 os.utime(final)  # the newest: never among those pruned
-            elif now - part.stat().st_mtime > DUMPING_FOR_S:
-                part.unlink()
         except OSError:
             continue
     if not final.exists():
@@ -141,7 +137,8 @@ def options(extra_class_path: str) -> str:
                 os.utime(archive)  # used now: _prune keeps it
             except OSError:  # a read-only cache: mapped all the same
                 pass
-            _prune(folder)
+        _prune(folder)
+        if archive is not None:
             return f"-XX:SharedArchiveFile={archive} {QUIET}"
         marker = folder / f"{name}.dumping"
         if marker.exists() and time.time() - marker.stat().st_mtime < DUMPING_FOR_S:
@@ -200,29 +197,30 @@ def build(timeout_s: float = 300.0) -> Path | None:
     with open(folder / "build.lock", "w") as lock:
         if fcntl is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
-        archive = _finish(folder, name)
-        if archive is not None:
-            _prune(folder)
-            return archive
-        (folder / f"{name}.dumping").unlink(missing_ok=True)
-        with tempfile.TemporaryDirectory(prefix="etl-class-archive-") as work:
-            Path(work, "p.yaml").write_text(WORKLOAD)
-            here = str(Path(__file__).resolve().parents[2])  # this etl, also when another one is installed
-            launch = f"import sys; sys.path.insert(0, {here!r}); from etl.cli import main; main()"
-            quick = "off" if settings.current().jvm_quick_jit is False else "on"
-            run = subprocess.run([sys.executable, "-c", launch, "run", "p.yaml", "--once", "--quiet",
-                                  "--set", f"ETL_JVM_QUICK_JIT={quick}", "--conf", "spark.ui.enabled=false"],
-                                 cwd=work, timeout=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL,
-                                 check=False)
-        deadline = time.monotonic() + (timeout_s if run.returncode == 0 else 0)
-        while archive is None and time.monotonic() < deadline:  # the JVM writes it after the Python process ends
-            time.sleep(0.5)
-            archive = _finish(folder, name)
-        if archive is not None:
-            _prune(folder)
+        archive = _finish(folder, name) or _write(folder, name, timeout_s)
+        _prune(folder)
         return archive
 
+
+def _write(folder: Path, name: str, timeout_s: float) -> Path | None:
+    """Run the small pipeline whose JVM writes the archive at exit; the archive once it is complete."""
+    (folder / f"{name}.dumping").unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="etl-class-archive-") as work:
+        Path(work, "p.yaml").write_text(WORKLOAD)
+        here = str(Path(__file__).resolve().parents[2])  # this etl, also when another one is installed
+        launch = f"import sys; sys.path.insert(0, {here!r}); from etl.cli import main; main()"
+        quick = "off" if settings.current().jvm_quick_jit is False else "on"
+        run = subprocess.run([sys.executable, "-c", launch, "run", "p.yaml", "--once", "--quiet",
+                              "--set", f"ETL_JVM_QUICK_JIT={quick}", "--conf", "spark.ui.enabled=false"],
+                             cwd=work, timeout=timeout_s, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL,
+                             check=False)
+    archive = None
+    deadline = time.monotonic() + (timeout_s if run.returncode == 0 else 0)
+    while archive is None and time.monotonic() < deadline:  # the JVM writes it after the Python process ends
+        time.sleep(0.5)
+        archive = _finish(folder, name)
+    return archive
 
 if __name__ == "__main__":
     made = build()
