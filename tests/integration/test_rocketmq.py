@@ -43,10 +43,31 @@ def _topic(prefix: str = "t") -> str:
 
 
 def produce(namesrv: str, topic: str, bodies: list[bytes], tags: list[str] | None = None,
-            keys: list[str] | None = None) -> None:
+            keys: list[str] | None = None, wait: bool = True) -> None:
+    """Sends; then (`wait`) waits until a consumer sees every message sent."""
+    before = visible_count(namesrv, topic) if wait else 0
     p = rmq.shared_producer(namesrv, "etl-test-producer")
     for i, b in enumerate(bodies):
         p.send(topic, b, keys=keys[i] if keys else f"k{i}", tags=tags[i] if tags else None)
+    if wait:
+        wait_visible(namesrv, topic, before + len(bodies))
+
+
+def visible_count(namesrv: str, topic: str) -> int:
+    """Messages a consumer sees in `topic`: the sum of its queues' max offsets (0 without a route)."""
+    c = rmq.shared_consumer(namesrv, "etl-test-reader", ("etl_msg_id",))
+    return sum(c.bounds(topic, q)[1] for q in rmq.topic_queues(namesrv, topic) or [])
+
+
+def wait_visible(namesrv: str, topic: str, count: int, timeout: float = 30.0) -> None:
+    """Waits until `topic` shows `count` messages to a consumer. The broker acknowledges a send once its
+    commit log holds the message, and indexes it in its queue (the queue's max offset) afterwards, on a
+    thread of its own: a test that reads right after writing would miss messages on a busy machine."""
+    deadline = time.monotonic() + timeout
+    while (seen := visible_count(namesrv, topic)) < count:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{topic}: {seen} of {count} messages visible after {timeout:.0f} s")
+        time.sleep(0.05)
 
 
 def read_topic(namesrv: str, topic: str, expr: str = "*") -> list[rmq.Message]:
@@ -127,8 +148,9 @@ def test_client_name_servers_stay_apart_and_bad_addresses_are_named(rocketmq_ser
     good = rmq.PullConsumer(ns, "etl-test-apart-good")
     bad = rmq.PullConsumer("127.0.0.1:1", "etl-test-apart-bad")
     try:
-        assert good.bounds(topic, rmq.Queue("broker-a", 0))[1] + sum(
-            good.bounds(topic, rmq.Queue("broker-a", i))[1] for i in (1, 2, 3)) == 1
+        queues = rmq.topic_queues(ns, topic) or []
+        assert [q.broker for q in queues] == ["broker-a"] * 4
+        assert sum(good.bounds(topic, q)[1] for q in queues) == 1
         with pytest.raises(rmq.Unavailable, match="broker broker-a .* not reachable"):
             bad.bounds(topic, rmq.Queue("broker-a", 0))
     finally:
@@ -256,6 +278,7 @@ def test_sink_writes_every_row_once_with_key_tag_and_dedup_id(spark, rocketmq_se
     topic = _topic("sink")
     p = plan(tmp_path, sink_yaml(ns, topic, 250))
     run_once(spark, p, tmp_path / "ck")
+    wait_visible(ns, topic, 250)
     msgs = read_topic(ns, topic)
     rows = [json.loads(m.body) for m in msgs]
     assert sorted(r["id"] for r in rows) == list(range(250))
@@ -299,6 +322,7 @@ def test_sink_replays_are_not_doubled(spark, rocketmq_server, tmp_path):
     replay = _sink({}, tmp_path, ns, topic)
     assert replay.write_batch(b1, 1).rows == 52
     assert replay.skipped == 20 and replay.sent == 32
+    wait_visible(ns, topic, 102)
     got = Counter((json.loads(m.body)["id"], m.properties["etl_msg_id"]) for m in read_topic(ns, topic))
     assert sorted(i for i, _ in got.elements()) == list(range(100)) + [100, 100]  # identical rows kept twice
     assert max(got.values()) == 1  # ... with distinct ids (#2)
@@ -367,7 +391,7 @@ def test_broker_outage_mid_run_loses_and_doubles_nothing(spark, rocketmq_server,
         nonlocal sent
         while not stop.is_set() and sent < 400:
             try:
-                produce(ns, src, [json.dumps({"id": sent, "name": "during"}).encode()])
+                produce(ns, src, [json.dumps({"id": sent, "name": "during"}).encode()], wait=False)
                 sent += 1
             except rmq.RocketMQError as e:  # the server is down: try again
                 errors.append(str(e))
@@ -453,6 +477,7 @@ def test_example_rocketmq_filter_rocketmq_end_to_end(spark, rocketmq_server, tmp
 
     ns = rocketmq_server.namesrv_addr
     before = {m.properties.get("etl_msg_id") for m in read_topic(ns, "security-alerts")}
+    count = visible_count(ns, "security-alerts")
     events = []
     for n in range(3):
         for i, (user, cmd, ip, _) in enumerate(COMMANDS):
@@ -465,6 +490,7 @@ def test_example_rocketmq_filter_rocketmq_end_to_end(spark, rocketmq_server, tmp
     run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none"))
     run.start()
     run.wait()
+    wait_visible(ns, "security-alerts", count + sum(1 for _, _, _, rules in COMMANDS if rules) * 3)
     alerts = [m for m in read_topic(ns, "security-alerts") if m.properties.get("etl_msg_id") not in before]
     got = {json.loads(m.body)["host"]: (m.keys, m.tags, set(json.loads(m.body)["matched_rules"])) for m in alerts}
     want = {e["host"]: (e["host"], "audit", rules) for e, (_, _, _, rules) in
