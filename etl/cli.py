@@ -21,6 +21,10 @@ app = typer.Typer(
 def _register() -> None:
     from etl.commands import drain, explain, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
 
+    for info in app.registered_commands:  # the command list shows a docstring's line breaks as they are
+        if info.short_help is None and info.callback is not None and info.callback.__doc__:
+            info.short_help = " ".join(info.callback.__doc__.split("\n\n")[0].split())
+
 
 def main() -> None:
     from etl.settings import SettingsError, current

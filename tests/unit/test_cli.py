@@ -136,6 +136,16 @@ def test_console_script_and_help():
     assert r.returncode == 1 and "E202" in r.stdout and "Traceback" not in r.stderr
 
 
+def test_command_list_shows_each_summary_on_one_line():
+    """The command list takes a docstring's first paragraph; its line breaks are the source's, not the screen's."""
+    out = runner.invoke(app, ["--help"], env={"COLUMNS": "300", "TERM": "dumb"}).stdout
+    for info in app.registered_commands:
+        summary = " ".join(info.callback.__doc__.split("\n\n")[0].split())
+        assert info.short_help == summary
+        assert summary in out, summary
+    assert "per query (batches, duration, dead letters, watermark" in out
+
+
 def test_var_values_are_yaml_scalars(tmp_path):
     from etl.commands import parse_vars
 
