@@ -34,40 +34,13 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from etl.connectors import rocketmq_client as rmq  # noqa: E402
+from tests.servers.examples import produce_rocketmq, visible_rocketmq, wait_visible_rocketmq  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 
 
 def _topic(prefix: str = "t") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-def produce(namesrv: str, topic: str, bodies: list[bytes], tags: list[str] | None = None,
-            keys: list[str] | None = None, wait: bool = True) -> None:
-    """Sends; then (`wait`) waits until a consumer sees every message sent."""
-    before = visible_count(namesrv, topic) if wait else 0
-    p = rmq.shared_producer(namesrv, "etl-test-producer")
-    for i, b in enumerate(bodies):
-        p.send(topic, b, keys=keys[i] if keys else f"k{i}", tags=tags[i] if tags else None)
-    if wait:
-        wait_visible(namesrv, topic, before + len(bodies))
-
-
-def visible_count(namesrv: str, topic: str) -> int:
-    """Messages a consumer sees in `topic`: the sum of its queues' max offsets (0 without a route)."""
-    c = rmq.shared_consumer(namesrv, "etl-test-reader", ("etl_msg_id",))
-    return sum(c.bounds(topic, q)[1] for q in rmq.topic_queues(namesrv, topic) or [])
-
-
-def wait_visible(namesrv: str, topic: str, count: int, timeout: float = 30.0) -> None:
-    """Waits until `topic` shows `count` messages to a consumer. The broker acknowledges a send once its
-    commit log holds the message, and indexes it in its queue (the queue's max offset) afterwards, on a
-    thread of its own: a test that reads right after writing would miss messages on a busy machine."""
-    deadline = time.monotonic() + timeout
-    while (seen := visible_count(namesrv, topic)) < count:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{topic}: {seen} of {count} messages visible after {timeout:.0f} s")
-        time.sleep(0.05)
 
 
 def read_topic(namesrv: str, topic: str, expr: str = "*") -> list[rmq.Message]:
@@ -144,7 +117,7 @@ def test_client_name_servers_stay_apart_and_bad_addresses_are_named(rocketmq_ser
     wrapper gives each name server its own, so a wrong address is not silently served by another."""
     ns = rocketmq_server.namesrv_addr
     topic = _topic("apart")
-    produce(ns, topic, [b"one"])
+    produce_rocketmq(ns, topic, [b"one"])
     good = rmq.PullConsumer(ns, "etl-test-apart-good")
     bad = rmq.PullConsumer("127.0.0.1:1", "etl-test-apart-bad")
     try:
@@ -187,7 +160,7 @@ def test_source_reads_the_topic_exactly_and_resumes(spark, rocketmq_server, tmp_
     topic = _topic("src")
     first = [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(300)]
     bad = [b"not json {", b"[1, 2]", b'{"id": "x"}']
-    produce(ns, topic, first + bad)
+    produce_rocketmq(ns, topic, first + bad)
     p = plan(tmp_path, source_yaml(ns, topic))
     rows: list[dict] = []
     r = run_once(spark, p, tmp_path / "ck", rows)
@@ -203,7 +176,7 @@ def test_source_reads_the_topic_exactly_and_resumes(spark, rocketmq_server, tmp_
 
     # more messages, same checkpoint (a restart): only the new ones, nothing doubled
     more = [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(300, 420)]
-    produce(ns, topic, more)
+    produce_rocketmq(ns, topic, more)
     rows.clear()
     run_once(spark, p, tmp_path / "ck", rows)
     assert sorted(x["id"] for x in rows) == list(range(300, 420))
@@ -213,7 +186,7 @@ def test_source_reads_the_topic_exactly_and_resumes(spark, rocketmq_server, tmp_
 def test_source_max_messages_per_trigger_splits_batches(spark, rocketmq_server, tmp_path):
     ns = rocketmq_server.namesrv_addr
     topic = _topic("limit")
-    produce(ns, topic, [json.dumps({"id": i, "name": "x"}).encode() for i in range(250)])
+    produce_rocketmq(ns, topic, [json.dumps({"id": i, "name": "x"}).encode() for i in range(250)])
     p = plan(tmp_path, source_yaml(ns, topic, "max_messages_per_trigger: 100"))
     rows: list[dict] = []
     r = run_once(spark, p, tmp_path / "ck", rows)
@@ -226,7 +199,7 @@ def test_source_text_raw_and_tag_filter(spark, rocketmq_server, tmp_path):
     topic = _topic("text")
     bodies = [f"line {i}".encode() for i in range(40)] + [b"bin\x00\xff"]
     tags = ["A" if i % 3 == 0 else "B" for i in range(41)]
-    produce(ns, topic, bodies, tags=tags)
+    produce_rocketmq(ns, topic, bodies, tags=tags)
     rows: list[dict] = []
     run_once(spark, plan(tmp_path / "t", source_yaml(ns, topic, "tags: A", fmt="text")), tmp_path / "ck1", rows)
     want = sorted(b.decode("utf-8", "replace") for b, t in zip(bodies, tags) if t == "A")
@@ -278,7 +251,7 @@ def test_sink_writes_every_row_once_with_key_tag_and_dedup_id(spark, rocketmq_se
     topic = _topic("sink")
     p = plan(tmp_path, sink_yaml(ns, topic, 250))
     run_once(spark, p, tmp_path / "ck")
-    wait_visible(ns, topic, 250)
+    wait_visible_rocketmq(ns, topic, 250)
     msgs = read_topic(ns, topic)
     rows = [json.loads(m.body) for m in msgs]
     assert sorted(r["id"] for r in rows) == list(range(250))
@@ -322,7 +295,7 @@ def test_sink_replays_are_not_doubled(spark, rocketmq_server, tmp_path):
     replay = _sink({}, tmp_path, ns, topic)
     assert replay.write_batch(b1, 1).rows == 52
     assert replay.skipped == 20 and replay.sent == 32
-    wait_visible(ns, topic, 102)
+    wait_visible_rocketmq(ns, topic, 102)
     got = Counter((json.loads(m.body)["id"], m.properties["etl_msg_id"]) for m in read_topic(ns, topic))
     assert sorted(i for i, _ in got.elements()) == list(range(100)) + [100, 100]  # identical rows kept twice
     assert max(got.values()) == 1  # ... with distinct ids (#2)
@@ -366,7 +339,7 @@ def test_broker_outage_mid_run_loses_and_doubles_nothing(spark, rocketmq_server,
         files += 1
 
     write_file()
-    produce(ns, src, [json.dumps({"id": i, "name": "before"}).encode() for i in range(50)])
+    produce_rocketmq(ns, src, [json.dumps({"id": i, "name": "before"}).encode() for i in range(50)])
     retry = "{max_attempts: 60, initial_backoff: 200ms, max_backoff: 2s}"
     p = plan(tmp_path, f"""
         name: rmq-outage
@@ -391,7 +364,7 @@ def test_broker_outage_mid_run_loses_and_doubles_nothing(spark, rocketmq_server,
         nonlocal sent
         while not stop.is_set() and sent < 400:
             try:
-                produce(ns, src, [json.dumps({"id": sent, "name": "during"}).encode()], wait=False)
+                produce_rocketmq(ns, src, [json.dumps({"id": sent, "name": "during"}).encode()], wait=False)
                 sent += 1
             except rmq.RocketMQError as e:  # the server is down: try again
                 errors.append(str(e))
@@ -477,20 +450,20 @@ def test_example_rocketmq_filter_rocketmq_end_to_end(spark, rocketmq_server, tmp
 
     ns = rocketmq_server.namesrv_addr
     before = {m.properties.get("etl_msg_id") for m in read_topic(ns, "security-alerts")}
-    count = visible_count(ns, "security-alerts")
+    count = visible_rocketmq(ns, "security-alerts")
     events = []
     for n in range(3):
         for i, (user, cmd, ip, _) in enumerate(COMMANDS):
             events.append({"ts": f"2026-03-01T12:{n:02d}:{i:02d}Z", "host": f"h{n}-{i}", "user": user, "cmd": cmd,
                            "parent": "bash", "src_ip": ip})
-    produce(ns, "host-commands", [json.dumps(e).encode() for e in events] + [b"garbage"])
+    produce_rocketmq(ns, "host-commands", [json.dumps(e).encode() for e in events] + [b"garbage"])
     checked = check_file(REPO / "pipelines" / "rocketmq_filter_rocketmq.yaml", environ={"ROCKETMQ_NAMESRV": ns},
                          programs=True)
     assert checked.plan is not None, "\n".join(d.render() for d in checked.report.sorted())
     run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none"))
     run.start()
     run.wait()
-    wait_visible(ns, "security-alerts", count + sum(1 for _, _, _, rules in COMMANDS if rules) * 3)
+    wait_visible_rocketmq(ns, "security-alerts", count + sum(1 for _, _, _, rules in COMMANDS if rules) * 3)
     alerts = [m for m in read_topic(ns, "security-alerts") if m.properties.get("etl_msg_id") not in before]
     got = {json.loads(m.body)["host"]: (m.keys, m.tags, set(json.loads(m.body)["matched_rules"])) for m in alerts}
     want = {e["host"]: (e["host"], "audit", rules) for e, (_, _, _, rules) in

@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from etl.connectors import rocketmq_client as rmq  # noqa: E402
 from tests.e2e.runs import kill_group, start  # noqa: E402
+from tests.servers.examples import produce_rocketmq  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -43,9 +43,7 @@ def test_sigkill_loop_reads_the_topic_exactly_once(rocketmq_server, tmp_path):
     rnd = random.Random(seed)
     ns = rocketmq_server.namesrv_addr
     topic = f"crash_{uuid.uuid4().hex[:10]}"
-    p = rmq.shared_producer(ns, "etl-test-producer")
-    for i in range(MESSAGES):
-        p.send(topic, json.dumps({"id": i, "name": f"n{i}"}).encode())
+    produce_rocketmq(ns, topic, [json.dumps({"id": i, "name": f"n{i}"}).encode() for i in range(MESSAGES)])
     (tmp_path / "pipeline.yaml").write_text(textwrap.dedent(f"""\
         name: rmq-crash
         sources:

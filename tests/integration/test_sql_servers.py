@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.servers.examples import produce_kafka, run_example, server_env  # noqa: E402
+from tests.servers.examples import produce_kafka, produce_rocketmq, run_example, server_env  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -77,8 +77,6 @@ def test_kafka_mysql_script(spark, kafka_server, mariadb_server, tmp_path):
 
 
 def test_rocketmq_es_script(spark, rocketmq_server, mariadb_server, opensearch_server, tmp_path):
-    from etl.connectors import rocketmq_client as rmq
-
     topic = f"sql_orders_{uuid.uuid4().hex[:8]}"
     index = f"sql-paid-orders-{uuid.uuid4().hex[:8]}"
     conn = mariadb_server.connect(autocommit=True)
@@ -88,11 +86,11 @@ def test_rocketmq_es_script(spark, rocketmq_server, mariadb_server, opensearch_s
         cur.executemany("INSERT INTO sql_customers VALUES (%s, %s, %s)",
                         [("u1", "Ada", "gold"), ("u2", "Linus", "silver"), ("u3", "Grace", None), ("u4", "Edsger", "bronze")])
     conn.close()
-    producer = rmq.shared_producer(rocketmq_server.namesrv_addr, "etl-test-producer")
     orders = [{"order_id": f"o{i}", "user_id": f"u{i % 5 + 1}", "amount": [5.0, 12.5, 40.0][i % 3],
                "item": ["book", "pen"][i % 2]} for i in range(16)]
-    for i, o in enumerate(orders):  # every fourth order is still pending: another tag, not read
-        producer.send(topic, json.dumps(o).encode(), keys=o["order_id"], tags="pending" if i % 4 == 3 else "paid")
+    # every fourth order is still pending: another tag, not read
+    produce_rocketmq(rocketmq_server.namesrv_addr, topic, [json.dumps(o).encode() for o in orders],
+                     tags=["pending" if i % 4 == 3 else "paid" for i in range(16)], keys=[o["order_id"] for o in orders])
     env = server_env(mariadb=mariadb_server, opensearch=opensearch_server, rocketmq=rocketmq_server)
     run = run_example(spark, "sql/rocketmq_es.sql", env, {"topic": topic, "index": index}, tmp_path / "ckpt")
     assert run.failure is None
