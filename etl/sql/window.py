@@ -140,6 +140,11 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     elif rel.event_time is not None and time_col.name != rel.event_time:
         raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
                         pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
+    elif rel.event_time is None:  # Flink: a window needs a time attribute (a watermarked or PROCTIME() column)
+        c = time_col.name
+        raise SqlSyntax(f"window time column '{c}' has no watermark", pos(b, time_col),
+                        f"declare `WATERMARK FOR {c} AS {c} - INTERVAL '5' SECOND` in its CREATE TABLE, "
+                        "or window on a PROCTIME() column", "E320")
     rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
     spec["inputs"] = [rel.id]
     keys: list[str] = []

@@ -129,6 +129,8 @@ def test_invalid_sql_script(name):
      "function 'shoot'", "did you mean 'shout'?"),
     ("query_syntax", "incomplete expression: an operand is missing", None),
     ("unterminated_string", "unterminated string", "close it on the same statement"),
+    ("window_without_watermark", "window time column 'ts' has no watermark",
+     "declare `WATERMARK FOR ts AS ts - INTERVAL '5' SECOND` in its CREATE TABLE, or window on a PROCTIME() column"),
 ])
 def test_messages_and_did_you_mean(name, message, hint):
     c = check_file(HERE / f"{name}.sql", environ={})
