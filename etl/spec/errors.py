@@ -156,7 +156,8 @@ def validate_model(model: type[M], data: Any, smap: SourceMap, report: Report, *
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        for err in _merge_alternatives([dict(e) for e in exc.errors(include_url=False)], data):
+        errors = _merge_alternatives([dict(e) for e in exc.errors(include_url=False)], data)
+        for err in _fold_condition_keys(model, errors):
             _report_error(model, err, data, smap, report, prefix, registry_kind)
         return None
 
@@ -185,6 +186,52 @@ def _merge_alternatives(errors: list[dict], data: Any) -> list[dict]:
     return out
 
 
+def _condition_keys() -> set[str]:
+    from etl.spec.rules import All, AnyOf, Not, Predicate
+
+    return {f.alias or n for m in (Predicate, All, AnyOf, Not) for n, f in m.model_fields.items()}
+
+
+def _fold_condition_keys(model: type[BaseModel], errors: list[dict]) -> list[dict]:
+    """A rule written without `when` ({id, field, regex}) gives 'when' missing and one unknown key per
+    condition key: fold those into one error that shows the rule as it should read."""
+    from etl.spec.rules import Rule
+
+    folded = {tuple(e["loc"][:-1]): e for e in errors if e["type"] == "missing" and e["loc"][-1] == "when"
+              and isinstance(e.get("input"), dict) and model_at(model, e["loc"][:-1]) is Rule}
+    if not folded:
+        return errors
+    keys = _condition_keys()
+    moved: dict[tuple, list[str]] = {}
+    for e in errors:
+        loc = tuple(e["loc"])
+        if e["type"] == "extra_forbidden" and loc[:-1] in folded and loc[-1] in keys:
+            moved.setdefault(loc[:-1], []).append(str(loc[-1]))
+    out = []
+    for e in errors:
+        loc = tuple(e["loc"])
+        if e["type"] == "extra_forbidden" and loc[:-1] in moved:
+            if loc[-1] in keys:
+                continue
+            e["operator"] = True  # beside a condition: most likely a misspelt operator
+        out.append(e)
+    for rule_loc, names in moved.items():
+        err = folded[rule_loc]
+        cond = ", ".join(f"{k}: {_flow(err['input'][k])}" for k in names)
+        err.update(type="condition_outside_when", loc=rule_loc + (names[0],),
+                   msg=f"the condition ({', '.join(names)}) goes under `when`", hint=f"write `when: {{{cond}}}`")
+    return out
+
+
+def _flow(v: Any) -> str:
+    """A value as YAML flow text: JSON (which YAML reads) unless a plain word reads back the same."""
+    import json
+
+    plain = isinstance(v, str) and re.fullmatch(r"[A-Za-z_][\w.-]*", v) \
+        and v.lower() not in ("true", "false", "yes", "no", "on", "off", "null")
+    return v if plain else json.dumps(v)
+
+
 def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap, report: Report,
                   prefix: tuple, registry_kind: str | None) -> None:
     from etl import registry
@@ -201,6 +248,10 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         hint = did_you_mean(str(key), allowed)
         if key == "input" and "inputs" in allowed:
             hint = "give either `input` or `inputs`, not both"
+        elif err.get("operator"):
+            from etl.spec.rules import ALL_OPS
+
+            hint = did_you_mean(str(key), list(ALL_OPS)) or "a condition's operator is one of: " + ", ".join(ALL_OPS)
         elif not hint and allowed:
             hint = "allowed keys: " + ", ".join(allowed)
         report.error("E100", f"unknown key '{key}' in {_where(full[:-1], root)}", smap.key(full), hint)
@@ -232,6 +283,9 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
                          smap.value(full), _hint_for(loc))
         else:
             report.error("E104", f"{msg} (in {_where(full, root)})", smap.value(full), _hint_for(loc))
+    elif etype == "condition_outside_when":
+        report.error("E101", f"missing required key 'when' in {_where(full[:-1], root)}: {err['msg']}",
+                     smap.key(full), err["hint"])
     elif etype == "invalid_rule_node":
         report.error("E104", f"{err['msg']} (in {_where(full, root)})", smap.value(full),
                      "write {field: name, regex: '...'} or all: [...], any: [...], not: {...}")

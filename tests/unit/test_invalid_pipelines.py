@@ -55,7 +55,9 @@ EXPECTED = {
     'regex_bad': [('E300', 12, 41)],
     'regex_bad_rule_file': [('E300', 6, 33, 'rules/bad_regex.yaml')],
     'route_labels': [('W206', 5, 5), ('E205', 12, 33), ('E205', 13, 33)],
-    'rule_file_invalid': [('E100', 2, 22, 'rules/invalid_rule.yaml'), ('E101', 3, 3, 'rules/invalid_rule.yaml')],
+    'rule_file_invalid': [('E100', 2, 22, 'rules/invalid_rule.yaml'), ('E101', 3, 3, 'rules/invalid_rule.yaml'),
+                          ('E101', 5, 14, 'rules/invalid_rule.yaml')],
+    'rule_condition_outside_when': [('E101', 9, 20), ('E101', 10, 22), ('E100', 10, 36)],
     'rule_file_missing': [('E006', 9, 9), ('E006', 10, 9)],
     'rule_file_template': [('E003', 5, 38, 'rules/templated.yaml')],
     'rule_node_invalid': [('E104', 10, 15)],
@@ -102,6 +104,12 @@ MESSAGES = [
     ("template_undefined", "E003", "did you mean 'topic'?"),
     ("rule_file_template", "E003", "did you mean 'host'?"),
     ("rule_file_invalid", "E100", "did you mean 'regex'?"),
+    ("rule_file_invalid", "E101", "missing required key 'when' in rule 'flat': the condition (field, contains) goes "
+     "under `when` | write `when: {field: cmd, contains: rm}`"),
+    ("rule_condition_outside_when", "E101", "missing required key 'when' in transform 'f' (rules.0): the condition "
+     "(field, regex) goes under `when` | write `when: {field: cmd, regex: \"history -c\"}`"),
+    ("rule_condition_outside_when", "E100", "unknown key 'equals' in transform 'f' (rules.1) | a condition's operator "
+     "is one of: regex, like, contains, starts_with, ends_with, eq, ne, in, gt"),
     ("duplicate_keys", "E001", "duplicate key 'count' (first defined at line 6)"),
     ("cycle", "E202", "b -> c -> a -> b"),
     ("bad_duration", "E102", "invalid duration '10 minutes' for 'size' in transform 'w'"),
