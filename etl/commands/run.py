@@ -17,6 +17,7 @@ import gc
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer
@@ -185,6 +186,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             sys.stderr.write("\netl: SIGUSR1: draining: finishing the current batch, then flushing every window\n")
         runner.request_drain()
 
+    resumed = any(Path(runner.checkpoint).glob("*/commits/[0-9]*"))  # a query committed a batch before
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
     try:
@@ -204,7 +206,11 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             except Exception as e:  # noqa: BLE001
                 return failed(unknown_failure(plan.graph, e).diagnostic(), e)
         if progress != "none":
-            typer.echo(redact(f"etl run: {plan.name}: {runner.progress.summary()}"), err=True)
+            summary = runner.progress.summary()
+            if resumed and not runner.progress.totals:
+                summary = (f"no new input since the last run (its checkpoint {runner.checkpoint} remembers what "
+                           "was read: remove it to read everything again)")
+            typer.echo(redact(f"etl run: {plan.name}: {summary}"), err=True)
         return 0
     finally:
         control.close()

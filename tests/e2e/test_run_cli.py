@@ -50,6 +50,13 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
     assert rows and {"status", "window_start", "window_end", "requests"} == set(rows[0])
     assert "status" in out and "requests" in out  # the console sink's table
     assert (tmp_path / ".etl" / "quickstart" / "checkpoint").is_dir()
+    # run again: nothing new to read, and the summary says why
+    p = etl("run", "pipelines/quickstart.yaml", "--once", "--progress", "plain", cwd=tmp_path)
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    checkpoint = tmp_path / ".etl" / "quickstart" / "checkpoint"
+    assert err.splitlines()[-1] == (f"etl run: quickstart: no new input since the last run (its checkpoint {checkpoint} "
+                                    "remembers what was read: remove it to read everything again)")
 
 
 PIPELINE = """\
