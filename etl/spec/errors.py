@@ -248,6 +248,8 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         hint = did_you_mean(str(key), allowed)
         if key == "input" and "inputs" in allowed:
             hint = "give either `input` or `inputs`, not both"
+        elif key == "url" and {"host", "port", "database"} <= set(allowed):
+            hint = _jdbc_hint(err.get("input"))
         elif err.get("operator"):
             from etl.spec.rules import ALL_OPS
 
@@ -301,6 +303,13 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         span = smap.key(full) if err.get("input") is None and full else smap.value(full)
         report.error("E102", f"invalid value {_short(err.get('input'))} for '{key}' in {_where(owner, root)}: {msg}",
                      span, _hint_for(loc))
+
+
+def _jdbc_hint(url: Any) -> str:
+    """What a JDBC url (jdbc:mysql://[user[:password]@]host[:port]/database) reads as here; never the password."""
+    m = re.fullmatch(r"jdbc:(?:mysql|mariadb)://(?:[^@/]*@)?([^:/?]+)(?::(\d+))?/([^?/]+).*", str(url or ""))
+    keys = f"host: {m[1]}, port: {m[2] or 3306}, database: {m[3]}" if m else "host, port, database"
+    return f"give {keys} (and user, password) instead of a JDBC url"
 
 
 def _is_scalar_field(model: type[BaseModel], loc: tuple) -> bool:

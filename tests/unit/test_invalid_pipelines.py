@@ -58,6 +58,7 @@ EXPECTED = {
     'rule_file_invalid': [('E100', 2, 22, 'rules/invalid_rule.yaml'), ('E101', 3, 3, 'rules/invalid_rule.yaml'),
                           ('E101', 5, 14, 'rules/invalid_rule.yaml')],
     'rule_condition_outside_when': [('E101', 9, 20), ('E101', 10, 22), ('E100', 10, 36)],
+    'mysql_jdbc_url': [('E100', 8, 5)],
     'rule_file_missing': [('E006', 9, 9), ('E006', 10, 9)],
     'rule_file_template': [('E003', 5, 38, 'rules/templated.yaml')],
     'rule_node_invalid': [('E104', 10, 15)],
@@ -108,6 +109,8 @@ MESSAGES = [
      "under `when` | write `when: {field: cmd, contains: rm}`"),
     ("rule_condition_outside_when", "E101", "missing required key 'when' in transform 'f' (rules.0): the condition "
      "(field, regex) goes under `when` | write `when: {field: cmd, regex: \"history -c\"}`"),
+    ("mysql_jdbc_url", "E100", "unknown key 'url' in sink 'db' | give host: db.internal, port: 3307, database: shop "
+     "(and user, password) instead of a JDBC url"),
     ("rule_condition_outside_when", "E100", "unknown key 'equals' in transform 'f' (rules.1) | a condition's operator "
      "is one of: regex, like, contains, starts_with, ends_with, eq, ne, in, gt"),
     ("duplicate_keys", "E001", "duplicate key 'count' (first defined at line 6)"),
@@ -158,3 +161,8 @@ def test_messages_and_hints(name, code, text):
     checked = _check(name)
     found = [f"{d.message} | {d.hint}" for d in checked.report.diagnostics if d.code == code]
     assert any(text in f for f in found), found
+
+
+def test_a_jdbc_url_hint_never_shows_its_password():
+    checked = _check("mysql_jdbc_url")
+    assert checked.report.diagnostics and not any("hunter2" in d.render() for d in checked.report.diagnostics)
