@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars
+from etl.commands import parse_vars, redact
 
 
 @app.command("to-yaml")
@@ -28,8 +28,6 @@ def to_yaml(
         typer.echo(f"etl to-yaml: not a SQL script: {path}", err=True)
         raise typer.Exit(2)
     checked = check_file(path, cli_vars=parse_vars(var))
-    doc = checked.document
-    redact = doc.redact if doc is not None else (lambda s: s)
     if checked.pipeline is None or checked.report.errors:
         for d in checked.report.sorted():
             typer.echo(redact(d.render()), err=True)

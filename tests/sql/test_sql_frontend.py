@@ -374,3 +374,13 @@ def test_stream_join_bound_one_sided_symmetric_and_empty(tmp_path):
     c = _check(tmp_path, JOIN_TABLES + q.format("c.ts BETWEEN i.ts + INTERVAL '2' MINUTE AND i.ts + INTERVAL '1' "
                                                 "MINUTE"))
     assert _codes(c) == [("E104", 6, 73)]
+
+
+def test_to_yaml_of_an_invalid_script_hides_a_url_password(tmp_path):
+    script = tmp_path / "job.sql"
+    script.write_text("CREATE TABLE db (id BIGINT) WITH (type = 'mysql', url = "
+                      "'jdbc:mysql://admin:hunter2@db:3306/shop', tableName = 't', userName = 'u');\n")
+    res = CliRunner().invoke(app, ["to-yaml", str(script)])
+    assert res.exit_code == 1
+    assert res.stderr.splitlines()[0] == f"{script}:1:57: E102 invalid JDBC url 'jdbc:mysql://admin:***@db:3306/shop'"
+    assert "hunter2" not in res.stdout + res.stderr
