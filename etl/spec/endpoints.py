@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 _HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?)*\Z")
 _IDENT = re.compile(r"[A-Za-z0-9_$]{1,64}\Z")
 _BAD_COLUMN = re.compile(r"[`\x00-\x1f\x7f]")
+# a MySQL JDBC url as Flink's connector takes it: host, port (optional), database; what follows `?` is not read
+JDBC_URL = re.compile(r"^jdbc:(?:mysql|mariadb)://([^:/?]+)(?::(\d+))?/([^?]+)")
 
 
 def host_problem(host: Any) -> str | None:

@@ -307,7 +307,9 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
 
 def _jdbc_hint(url: Any) -> str:
     """What a JDBC url (jdbc:mysql://[user[:password]@]host[:port]/database) reads as here; never the password."""
-    m = re.fullmatch(r"jdbc:(?:mysql|mariadb)://(?:[^@/]*@)?([^:/?]+)(?::(\d+))?/([^?/]+).*", str(url or ""))
+    from etl.spec.endpoints import JDBC_URL
+
+    m = JDBC_URL.match(re.sub(r"(?<=://)[^@/]*@", "", str(url or ""), count=1))  # credentials: not read, not shown
     keys = f"host: {m[1]}, port: {m[2] or 3306}, database: {m[3]}" if m else "host, port, database"
     return f"give {keys} (and user, password) instead of a JDBC url"
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from etl.diagnostics import Report, Span, did_you_mean
+from etl.spec.endpoints import JDBC_URL
 from etl.sql.ddl import Option, Table
 from etl.sql.sink_options import sink_settings
 
@@ -224,15 +225,12 @@ def _print(o: Opts, m: Mapped) -> None:
                        "INSERT INTO it instead")
 
 
-_URL = re.compile(r"^jdbc:(?:mysql|mariadb)://([^:/?]+)(?::(\d+))?/([^?]+)")
-
-
 def _mysql(o: Opts, m: Mapped) -> None:
     url = o.get("url")
     if url is None:
         o.require(m, "database", "url")
     else:
-        u = _URL.match(str(url.value))
+        u = JDBC_URL.match(str(url.value))
         if u is None:
             o.report.error("E102", f"invalid JDBC url '{url.value}'", url.value_span,
                            "write 'jdbc:mysql://host:3306/database'")
