@@ -84,17 +84,21 @@ def _complete(part: Path) -> bool:
 
 
 def _finish(folder: Path, name: str) -> Path | None:
-    """The archive, moving a complete one written by an earlier JVM in place (unfinished ones: _prune)."""
+    """The archive, marked used now (_prune keeps the archives used last), moving a complete one written by an
+    earlier JVM in place first (unfinished ones: _prune)."""
     final = folder / f"{name}.jsa"
     for part in () if final.exists() else folder.glob(f"{name}.*.part"):
         try:
             if _complete(part):
                 os.replace(part, final)
-                os.utime(final)  # the newest: never among those pruned
         except OSError:
             continue
     if not final.exists():
         return None
+    try:
+        os.utime(final)
+    except OSError:  # a read-only cache: used all the same
+        pass
     (folder / f"{name}.dumping").unlink(missing_ok=True)
     return final
 
@@ -132,11 +136,6 @@ def options(extra_class_path: str) -> str:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         archive = _finish(folder, name)
-        if archive is not None:
-            try:
-                os.utime(archive)  # used now: _prune keeps it
-            except OSError:  # a read-only cache: mapped all the same
-                pass
         _prune(folder)
         if archive is not None:
             return f"-XX:SharedArchiveFile={archive} {QUIET}"

@@ -116,3 +116,21 @@ def test_a_start_that_maps_an_archive_marks_it_used_and_removes_the_oldest(cache
     assert class_archive.options(str(jar)).startswith(f"-XX:SharedArchiveFile={archive} ")
     assert archive.stat().st_mtime > time.time() - 60
     assert sorted(p.name for p in cache.glob("*.jsa")) == sorted([archive.name, others[0].name, others[1].name])
+
+
+def test_build_that_finds_its_archive_marks_it_used_and_keeps_it(cache, tmp_path, monkeypatch):
+    from etl.compile import jvm
+
+    jar = tmp_path / "etl.jar"
+    jar.write_bytes(b"x")
+    monkeypatch.setattr(jvm, "jar", lambda: jar)
+    archive = cache / f"classes-{class_archive.key(str(jar))}.jsa"
+    cache.mkdir(parents=True)
+    archive.write_bytes(class_archive.MAGIC)
+    os.utime(archive, (1000, 1000))  # made long ago, the oldest of the folder
+    others = [cache / f"classes-other{i}.jsa" for i in range(4)]
+    for i, other in enumerate(others):
+        other.write_bytes(class_archive.MAGIC)
+        os.utime(other, (2000 - i, 2000 - i))
+    assert class_archive.build() == archive
+    assert sorted(p.name for p in cache.glob("*.jsa")) == sorted([archive.name, others[0].name, others[1].name])
