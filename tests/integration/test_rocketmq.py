@@ -456,6 +456,8 @@ def test_example_rocketmq_filter_rocketmq_end_to_end(spark, rocketmq_server, tmp
         for i, (user, cmd, ip, _) in enumerate(COMMANDS):
             events.append({"ts": f"2026-03-01T12:{n:02d}:{i:02d}Z", "host": f"h{n}-{i}", "user": user, "cmd": cmd,
                            "parent": "bash", "src_ip": ip})
+    want = {e["host"]: (e["host"], "audit", rules) for e, (_, _, _, rules) in
+            zip(events, [c for _ in range(3) for c in COMMANDS]) if rules}
     produce_rocketmq(ns, "host-commands", [json.dumps(e).encode() for e in events] + [b"garbage"])
     checked = check_file(REPO / "pipelines" / "rocketmq_filter_rocketmq.yaml", environ={"ROCKETMQ_NAMESRV": ns},
                          programs=True)
@@ -463,11 +465,9 @@ def test_example_rocketmq_filter_rocketmq_end_to_end(spark, rocketmq_server, tmp
     run = PipelineRun(checked.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none"))
     run.start()
     run.wait()
-    wait_visible_rocketmq(ns, "security-alerts", count + sum(1 for _, _, _, rules in COMMANDS if rules) * 3)
+    wait_visible_rocketmq(ns, "security-alerts", count + len(want))
     alerts = [m for m in read_topic(ns, "security-alerts") if m.properties.get("etl_msg_id") not in before]
     got = {json.loads(m.body)["host"]: (m.keys, m.tags, set(json.loads(m.body)["matched_rules"])) for m in alerts}
-    want = {e["host"]: (e["host"], "audit", rules) for e, (_, _, _, rules) in
-            zip(events, [c for _ in range(3) for c in COMMANDS]) if rules}
     assert len(alerts) == len(want) and got == want
     dead = [json.loads(line) for f in (tmp_path / "dead_letters").glob("part-*.jsonl")
             for line in f.read_text().splitlines()]
