@@ -78,6 +78,9 @@ def selection(scope: str) -> tuple[list[str], dict]:
     rules = corpus() / "rules"
     if not rules.is_dir():
         raise SystemExit(f"the SigmaHQ corpus is missing: expected {rules} ($ETL_SIGMA_CORPUS sets another copy)")
+    from etl.load.paths import allow_paths
+
+    allow_paths([rules])  # the pipelines this bench writes read the corpus where it is (etl's --allow-path)
     if scope == "process_creation":
         return [str(rules / "windows" / "process_creation")], {"product": "windows", "category": "process_creation"}
     return [str(rules)], {"product": "windows"}

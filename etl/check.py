@@ -50,7 +50,7 @@ def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = 
     """Check one pipeline file. Never raises: an internal bug becomes an E999 diagnostic.
 
     `programs=True` also compiles each filter's rules with the optimizer (explain, run).
-    `allow_paths`: folders besides the pipeline's own that `rule_files` may read (--allow-path;
+    `allow_paths`: folders besides the pipeline's own whose files it may read (--allow-path: etl.load.paths;
     remembered for the process, so that reloads of a running pipeline may read them too)."""
     from etl.load.rules import allow_paths as allow
 

@@ -113,6 +113,14 @@ SETTINGS: tuple[Setting, ...] = (
             "time one template may take to render", _number(float, 0.1, 600.0, "a number of seconds, 0.1 to 600")),
     Setting("ETL_TEMPLATE_MAX_MB", "template_max_mb", "MB (1-4096)", "64",
             "text one template may render", _number(float, 1.0, 4096.0, "a number of megabytes, 1 to 4096")),
+    Setting("ETL_MAX_FILE_MB", "max_file_mb", "MB (0.001-4096)", "32",
+            "size of a file etl reads itself (pipeline, rule, Sigma and function module files): a larger one is "
+            "refused (E005 at the entry naming it) before a byte is read",
+            _number(float, 0.001, 4096.0, "a number of megabytes, 0.001 to 4096")),
+    Setting("ETL_MAX_TABLE_MB", "max_table_mb", "MB (0.001-1048576)", "4096",
+            "size of a lookup table's files together (a static file source): a larger table is refused (E005 at "
+            "its `path`) before a byte is read",
+            _number(float, 0.001, 1048576.0, "a number of megabytes, 0.001 to 1048576")),
     Setting("ETL_REGEX_BUDGET_S", "regex_budget_s", "seconds (>= 0)", "1",
             "time a Python re search of a rule pattern may take (plus 1 µs per character) before the row is "
             "undecided; 0 turns the budget off", _number(float, 0.0, None, "a number of seconds >= 0")),
@@ -178,6 +186,8 @@ class Settings:
     log_level: str = ""
     template_timeout_s: float = 2.0
     template_max_mb: float = 64.0
+    max_file_mb: float = 32.0
+    max_table_mb: float = 4096.0
     regex_budget_s: float = 1.0
     cache_dir: str | None = None
     lookup_dir: str = ""

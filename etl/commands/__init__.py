@@ -6,6 +6,9 @@ from typing import Any
 
 import typer
 
+ALLOW_PATH_HELP = ("folder besides the pipeline's whose files it may read: rule_files, Sigma paths, function modules, "
+                   "lookup tables (repeatable)")
+
 
 def _install_log_redaction() -> None:
     from etl.load.secrets import install_log_redaction

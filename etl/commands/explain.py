@@ -8,15 +8,14 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars, redact
+from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 
 
 @app.command()
 def explain(
     path: str = typer.Argument(..., help="pipeline file"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
-                                                   "rule_files may read (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
     setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
     master: Optional[str] = typer.Option(None, "--master", help="Spark master the engines are chosen for "

@@ -24,7 +24,7 @@ import typer
 
 from etl import settings
 from etl.cli import app
-from etl.commands import parse_vars, redact
+from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 
 
 def _fail(lines: list[str], code: int = 1) -> None:
@@ -45,8 +45,7 @@ def run(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     progress: str = typer.Option("live", "--progress", help="live, plain or json (one JSON line per batch); on stderr"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
-                                                   "rule_files may read (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
     setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
     metrics_port: Optional[int] = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this "

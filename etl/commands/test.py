@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars, redact
+from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 
 
 @app.command()
@@ -18,8 +18,7 @@ def test(
     k: Optional[str] = typer.Option(None, "-k", help="only cases whose name contains this text"),
     master: str = typer.Option("local[2]", "--master", help="Spark master for the tests"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
-                                                   "rule_files may read (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
 ) -> None:
     """Replace sources by the given events, run into in-memory sinks, compare rows; print a diff on failure."""
     from etl.check import check_paths, pipeline_files

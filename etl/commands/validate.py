@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from etl.cli import app
-from etl.commands import parse_vars, redact
+from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 from etl.diagnostics import Diagnostic
 
 
@@ -27,8 +27,7 @@ def validate(
     format: str = typer.Option("text", "--format", help="text or json"),  # noqa: A002 - the option's name
     strict: bool = typer.Option(False, "--strict", help="treat warnings as errors"),
     var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help="folder besides the pipeline's that "
-                                                   "rule_files may read (repeatable)"),
+    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
     master: Optional[str] = typer.Option(None, "--master", help="the Spark master the pipeline will run on: a "
                                          "cluster's warns about local paths (W332)"),
 ) -> None:

@@ -77,7 +77,9 @@ def shipped(sig: Any, base_dir: str) -> Shipped:
         local = file.resolve().is_relative_to(Path(base_dir).resolve())
     except OSError:
         local = False
-    return Shipped(sig.ref, file.read_text(encoding="utf-8") if local else None, file.name)
+    from etl.load.paths import MODULES, read_text
+
+    return Shipped(sig.ref, read_text(str(file), MODULES) if local else None, file.name)
 
 
 class RowCall:

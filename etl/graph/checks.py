@@ -87,6 +87,27 @@ def check_path_text(graph: Graph, report: Report) -> None:
             report.error("E102", "a path cannot hold a NUL character", span, "remove the \\0 from the path")
 
 
+def check_lookup_tables(graph: Graph, report: Report) -> None:
+    """A lookup table's files (a static file source) go through the guard of every file a pipeline reads
+    (etl.load.paths: inside the allowed folders, regular files, ETL_MAX_TABLE_MB together): a refusal is at its
+    `path`. A table that does not exist yet is `etl run`'s to report; a URI (s3a://...) is not a local file."""
+    from etl.load.paths import LOOKUP_TABLES, PathError, PathMissing, resolve
+
+    for n in graph.of_kind("source"):
+        if n.type != "file" or is_placeholder(n.spec) or not n.spec.is_static() or "\0" in n.spec.path:
+            continue
+        path = n.spec.path[len("file://"):] if n.spec.path.startswith("file://") else n.spec.path
+        if "://" in path:
+            continue
+        try:
+            resolve(path, graph.base_dir, LOOKUP_TABLES)
+        except PathMissing:
+            continue
+        except PathError as e:
+            span = graph.smap.value(n.path + ("path",)) if graph.smap is not None else Span(graph.name)
+            report.error(e.code, e.message, span, e.hint)
+
+
 def check_sink_in_source(graph: Graph, report: Report) -> None:
     """A file sink (or the dead-letter sink) may not write inside a folder a streaming file source watches:
     its output would be read back as input, forever (E330 at the sink's path)."""
@@ -357,6 +378,7 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
 
     check_unused(graph, report)
     check_path_text(graph, report)
+    check_lookup_tables(graph, report)
     check_outputs(graph, report)
     check_sink_in_source(graph, report)
     check_endpoints(graph, report)

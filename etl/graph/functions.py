@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from etl.diagnostics import Report, Span, did_you_mean
+from etl.load.paths import module_reader
 from etl.spec.signature import Signature, SignatureError, read_signature, split_columns
 
 _NUMERIC = {"tinyint", "smallint", "int", "bigint", "float", "double"}
@@ -48,7 +49,7 @@ def resolve_functions(pipeline: Any, smap: Any, base_dir: str, report: Report) -
                          "choose another name (a Python function may not replace a built-in)")
             continue
         try:
-            sig = read_signature(spec, base_dir)
+            sig = read_signature(spec, base_dir, module_reader(base_dir))
         except SignatureError as e:
             report.error(e.code, e.message, at("callable"), e.hint)
             continue

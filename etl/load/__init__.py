@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -19,9 +18,6 @@ from etl.load.template import has_template, process_environ, render
 from etl.load.yamlmap import SourceMap, parse_yaml
 
 __all__ = ["Document", "SourceMap", "load_file", "load_text"]
-
-MAX_FILE_BYTES = 32 * 1024 * 1024
-
 
 @dataclass
 class Document:
@@ -145,28 +141,12 @@ def load_file(path: str | os.PathLike, report: Report, *, cli_vars: Mapping[str,
 
 
 def read_pipeline_text(file: str, report: Report) -> str | None:
-    """The text of a pipeline file (YAML or SQL): a regular file of at most MAX_FILE_BYTES of UTF-8 (a pipe or
-    device is refused, never waited on); None with an E005 otherwise."""
+    """The text of a pipeline file (YAML or SQL): a regular file of UTF-8 within ETL_MAX_FILE_MB (a pipe or
+    device is refused, never waited on: etl.load.paths.read_text); None with an E005 at its first line otherwise."""
+    from etl.load.paths import PIPELINES, PathError, read_text
+
     try:
-        st = os.stat(file)
-        if not stat.S_ISREG(st.st_mode):
-            what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a pipe, device or socket)"
-            report.error("E005", f"cannot read file: it is {what}", Span(file, 1, 1),
-                         "give the path of a pipeline file")
-            return None
-        size = st.st_size
-        if size > MAX_FILE_BYTES:
-            report.error("E005", f"file is too large ({size} bytes)", Span(file, 1, 1))
-            return None
-        with open(file, encoding="utf-8") as fh:
-            text = fh.read(MAX_FILE_BYTES + 1)  # a file that grows after the check is cut, not read forever
-        if len(text) > MAX_FILE_BYTES:
-            report.error("E005", "file is too large (over 32 MB)", Span(file, 1, 1))
-            return None
-    except UnicodeDecodeError as e:
-        report.error("E005", f"file is not UTF-8 text: {e.reason}", Span(file, 1, 1))
+        return read_text(file, PIPELINES)
+    except PathError as e:
+        report.error(e.code, e.message, Span(file, 1, 1), e.hint)
         return None
-    except OSError as e:
-        report.error("E005", f"cannot read file: {e.strerror or e}", Span(file, 1, 1))
-        return None
-    return text

@@ -1,10 +1,18 @@
-"""Which files a pipeline may read through `rule_files`, and how a glob is walked.
+"""Which files a pipeline may read, and how they are read: the one guard of every file a pipeline names.
 
-Paths resolve inside the pipeline file's folder tree, or a folder allowed with
---allow-path (`allow_paths`, process-wide so that the reloads of a running pipeline
-see it); only regular files outside /proc, /sys and /dev. A glob walks from its fixed
-leading folders (which must be allowed), visits each folder once (symlink loops end),
-follows symlinks only inside the allowed folders, and stops past MAX_GLOB_ENTRIES.
+Every reader of a file a pipeline names goes through `resolve` (a path or glob -> checked files) and
+`read_text` (a checked file -> its text): `rule_files`, `sigma.paths`, the modules of `functions:`,
+lookup tables (static file sources) and the pipeline and rule files themselves. Each kind of file is a
+`Reader` (what it is called in messages, which size cap it has, whether a folder names the files under it).
+
+Paths resolve inside the pipeline file's folder tree, or a folder allowed with --allow-path
+(`allow_paths`, process-wide so that the reloads of a running pipeline see it); only regular files
+outside /proc, /sys and /dev, no larger than the reader's cap (ETL_MAX_FILE_MB, lookup tables
+ETL_MAX_TABLE_MB), checked before a byte is read; a file is opened without blocking (a pipe swapped
+in after the check is refused, not waited on). A glob or folder walks from its fixed leading folders
+(which must be allowed), visits each folder once (symlink loops end), follows symlinks only inside the
+allowed folders, descends at most MAX_GLOB_DEPTH folders and stops past MAX_GLOB_ENTRIES entries.
+A refusal is a PathError (code, message, hint) that its caller reports at the entry that named the path.
 """
 
 from __future__ import annotations
@@ -12,57 +20,147 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
-__all__ = ["MAX_GLOB_ENTRIES", "RulePathError", "allow_paths", "resolve_rule_paths"]
+__all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PIPELINES", "PathError", "RULE_FILES",
+           "PathMissing", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader", "read_text", "resolve",
+           "resolve_rule_paths"]
 
 GLOB_CHARS = set("*?[")
-MAX_GLOB_ENTRIES = 5000  # folders and files one `rule_files` glob may visit
+MAX_GLOB_ENTRIES = 5000  # folders and files one glob or folder may visit
+MAX_GLOB_DEPTH = 32  # folders below its start a glob or folder walk descends
 _SYSTEM_TREES = ("/proc", "/sys", "/dev")
 _ALLOWED: list[str] = []  # folders allowed besides the pipeline's own (--allow-path), for this process
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A kind of file a pipeline names: `what` it is called, the settings field of its size cap in MB,
+    `suffixes` a folder names the files of (None: a folder is refused; (): every file under it, read as one
+    table whose files count together against the cap), and the `hint` of a path outside the allowed folders."""
+
+    what: str
+    cap: str = "max_file_mb"
+    suffixes: tuple[str, ...] | None = None
+    hint: str = "paths are relative to the pipeline file's folder"
+
+    def max_mb(self) -> float:
+        from etl import settings
+
+        return float(getattr(settings.current(), self.cap))
+
+    def max_bytes(self) -> int:
+        return int(self.max_mb() * _MB)
+
+    def cap_hint(self) -> str:
+        return f"ETL_{self.cap.upper()} sets the cap ({self.max_mb():g} MB)"
+
+
+_OUTSIDE = "; allow another folder with --allow-path DIR"
+RULE_FILES = Reader("rule file", hint="rule files are read inside the pipeline file's folder" + _OUTSIDE)
+SIGMA_FILES = Reader("Sigma file", suffixes=(".yml", ".yaml"),
+                     hint="Sigma files are read inside the pipeline file's folder" + _OUTSIDE)
+MODULES = Reader("function module", hint="a module beside the pipeline is read inside its folder" + _OUTSIDE)
+LOOKUP_TABLES = Reader("lookup file", cap="max_table_mb", suffixes=(),
+                       hint="lookup tables are read inside the pipeline file's folder" + _OUTSIDE)
+PIPELINES = Reader("file")  # a pipeline or rule file given to etl, read by load_file
 
 
 def allow_paths(paths: Iterable[str | os.PathLike]) -> None:
-    """Let `rule_files` read under these folders too (etl's --allow-path; process-wide, so that
-    the reloads of a running pipeline see them)."""
+    """Let a pipeline read under these folders too (etl's --allow-path; process-wide, so that the reloads of a
+    running pipeline see them)."""
     for p in paths:
         real = os.path.realpath(p)
         if real not in _ALLOWED:
             _ALLOWED.append(real)
 
 
+def roots(base_dir: str | os.PathLike) -> list[str]:
+    """The folders a pipeline in `base_dir` may read under."""
+    return [os.path.realpath(base_dir), *_ALLOWED]
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class RulePathError(ValueError):
-    """A `rule_files` entry that names something a pipeline may not read: (code, message, hint)."""
+def _system(real: str) -> bool:
+    return any(_inside(real, t) for t in _SYSTEM_TREES)
+
+
+class PathError(ValueError):
+    """A path a pipeline may not read, or that names nothing: (code, message, hint)."""
 
     def __init__(self, code: str, message: str, hint: str):
         super().__init__(message)
         self.code, self.message, self.hint = code, message, hint
 
 
-_HINT_OUTSIDE = "rule files are read inside the pipeline file's folder; allow another one with --allow-path DIR"
+RulePathError = PathError  # its name when it guarded rule_files only
 
 
-def _check_readable(path: str, pattern: str, roots: list[str]) -> str:
-    """The real path of a rule file, or RulePathError when the pipeline may not read it."""
-    real = os.path.realpath(path)
-    if any(_inside(real, t) for t in _SYSTEM_TREES):
-        raise RulePathError("E005", f"rule file {pattern!r} is a system file", _HINT_OUTSIDE)
-    if not any(_inside(real, r) for r in roots):
-        raise RulePathError("E005", f"rule file {pattern!r} is outside the pipeline's folder", _HINT_OUTSIDE)
+class PathMissing(PathError):
+    """A path that names nothing (E006): a lookup table may appear before `etl run`, a rule file may not."""
+
+
+def _kind(mode: int) -> str:
+    return "a folder" if stat.S_ISDIR(mode) else "not a regular file (a pipe, device or socket)"
+
+
+def _too_large(reader: Reader, label: str, size: int) -> PathError:
+    return PathError("E005", f"{reader.what} {label!r} is too large ({size} bytes; at most {reader.max_bytes()})",
+                     reader.cap_hint())
+
+
+def _stat(real: str, label: str, reader: Reader, roots_: list[str]) -> os.stat_result:
+    """The stat of an allowed path (symlinks resolved in `real`), or PathError."""
+    if _system(real):
+        raise PathError("E005", f"{reader.what} {label!r} is a system file", reader.hint)
+    if not any(_inside(real, r) for r in roots_):
+        raise PathError("E005", f"{reader.what} {label!r} is outside the pipeline's folder", reader.hint)
     try:
-        st = os.stat(real)
+        return os.stat(real)
     except OSError as e:
-        raise RulePathError("E006", f"rule file {pattern!r} does not exist"
-                            + ("" if e.errno == 2 else f" ({e.strerror})"), "paths are relative to the pipeline file's folder")
+        raise (PathMissing if e.errno == 2 else PathError)("E006", f"{reader.what} {label!r} does not exist"
+                        + ("" if e.errno == 2 else f" ({e.strerror})"), reader.hint.split(";")[0]) from None
+
+
+def check_file(path: str, label: str, roots_: list[str], reader: Reader) -> os.stat_result:
+    """The stat of a file the pipeline may read: allowed, regular, within the cap; PathError otherwise."""
+    st = _stat(os.path.realpath(path), label, reader, roots_)
     if not stat.S_ISREG(st.st_mode):
-        what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a pipe, device or socket)"
-        raise RulePathError("E005", f"rule file {pattern!r} is {what}", "name YAML files holding rules")
-    return real
+        raise PathError("E005", f"{reader.what} {label!r} is {_kind(st.st_mode)}", f"name a {reader.what}")
+    if st.st_size > reader.max_bytes():
+        raise _too_large(reader, label, st.st_size)
+    return st
+
+
+def read_text(path: str, reader: Reader, label: str | None = None) -> str:
+    """The UTF-8 text of a regular file of at most the reader's cap, opened without blocking (a pipe or device
+    is refused, never waited on; a file that grows after the check is cut at the cap, not read forever);
+    PathError (E005) otherwise. Where it may be is the caller's check (`resolve`)."""
+    label = path if label is None else label
+    cap = reader.max_bytes()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise PathError("E005", f"cannot read {reader.what} {label!r}: {e.strerror or e}", "check the file") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PathError("E005", f"{reader.what} {label!r} is {_kind(st.st_mode)}", f"name a {reader.what}")
+        if st.st_size > cap:
+            raise _too_large(reader, label, st.st_size)
+        data = fh.read(cap + 1)
+    if len(data) > cap:
+        raise _too_large(reader, label, len(data))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PathError("E005", f"{reader.what} {label!r} is not UTF-8 text: {e.reason}", "check the file") from None
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -96,33 +194,24 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-def _glob(pattern: str, base_dir: str, roots: list[str]) -> list[str]:
-    """Files a glob names: walked from its fixed leading folders, which must be allowed; symlinked
-    folders followed only inside the allowed folders and each folder visited once (no loop); at most
-    MAX_GLOB_ENTRIES entries visited."""
-    parts = Path(pattern).parts
-    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
-    start = Path(base_dir, *parts[:fixed]) if not Path(pattern).is_absolute() else Path(*parts[:fixed])
-    start_real = os.path.realpath(start)
-    if not any(_inside(start_real, r) for r in roots) or any(_inside(start_real, t) for t in _SYSTEM_TREES):
-        raise RulePathError("E005", f"rule file glob {pattern!r} reaches outside the pipeline's folder", _HINT_OUTSIDE)
-    rest = "/".join(parts[fixed:])
-    regex = _glob_regex(rest)
-    depth = None if "**" in rest else len(parts) - fixed
+def _walk(start: str, label: str, roots_: list[str], reader: Reader, match: Callable[[str, bool], str],
+          depth: int | None) -> list[str]:
+    """Files under folder `start` that `match(relative name, is a folder)` keeps ('file'; 'all': a folder whose
+    every file with the reader's suffixes is kept; '': skipped): each folder visited once (a symlink loop ends),
+    symlinks followed only inside the allowed folders, at most `depth` levels (and MAX_GLOB_DEPTH), at most
+    MAX_GLOB_ENTRIES entries visited. A pipe or device kept is returned (and refused by check_file), never skipped."""
     found: list[str] = []
     seen: set[tuple[int, int]] = set()
     visited = 0
+    limit = MAX_GLOB_DEPTH if depth is None else min(depth, MAX_GLOB_DEPTH)
 
-    def walk(folder: str, rel: str, level: int) -> None:
+    def walk(folder: str, rel: str, level: int, everything: bool) -> None:
         nonlocal visited
         try:
             st = os.stat(folder)
-        except OSError:
-            return
-        if (st.st_dev, st.st_ino) in seen:
-            return  # a symlink loop, or the same folder by two ways
-        seen.add((st.st_dev, st.st_ino))
-        try:
+            if (st.st_dev, st.st_ino) in seen:
+                return  # a symlink loop, or the same folder by two ways
+            seen.add((st.st_dev, st.st_ino))
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             return
@@ -131,37 +220,93 @@ def _glob(pattern: str, base_dir: str, roots: list[str]) -> list[str]:
                 continue  # as glob: hidden files only when named
             visited += 1
             if visited > MAX_GLOB_ENTRIES:
-                raise RulePathError("E006", f"rule file glob {pattern!r} visits more than {MAX_GLOB_ENTRIES} "
-                                    "files and folders", "name the rule files' folder more precisely")
+                raise PathError("E006", f"{reader.what} path {label!r} visits more than {MAX_GLOB_ENTRIES} files "
+                                "and folders", f"name the {reader.what}s' folder more precisely")
             name = rel + entry.name
-            real = os.path.realpath(entry.path) if entry.is_symlink() else None
-            if real is not None and not any(_inside(real, r) for r in roots):
+            if entry.is_symlink() and not any(_inside(os.path.realpath(entry.path), r) for r in roots_):
                 continue
             try:
                 is_dir = entry.is_dir()
             except OSError:
                 continue
+            keep = "all" if everything else match(name, is_dir)
             if is_dir:
-                if depth is None or level + 1 < depth:
-                    walk(entry.path, name + "/", level + 1)
-            elif regex.match(name):  # a pipe or device matched is reported (E005), not skipped
+                if keep == "all" or level + 1 < limit:
+                    if level + 1 >= MAX_GLOB_DEPTH:
+                        raise PathError("E006", f"{reader.what} path {label!r} goes deeper than {MAX_GLOB_DEPTH} "
+                                        "folders", f"name the {reader.what}s' folder more precisely")
+                    walk(entry.path, name + "/", level + 1, keep == "all")
+            elif keep == "file" or (keep == "all" and entry.name.endswith(reader.suffixes or ("",))):
                 found.append(entry.path)
 
-    if os.path.isdir(start_real):
-        walk(str(start), "", 0)
-    return sorted(found)
+    walk(start, "", 0, False)
+    return found
+
+
+def _glob(pattern: str, base_dir: str, roots_: list[str], reader: Reader) -> list[str]:
+    """Files a glob names, walked from its fixed leading folders, which must be allowed."""
+    parts = Path(pattern).parts
+    fixed = next(i for i, part in enumerate(parts) if GLOB_CHARS & set(part))
+    start = Path(base_dir, *parts[:fixed]) if not Path(pattern).is_absolute() else Path(*parts[:fixed])
+    start_real = os.path.realpath(start)
+    if not any(_inside(start_real, r) for r in roots_) or _system(start_real):
+        raise PathError("E005", f"{reader.what} glob {pattern!r} reaches outside the pipeline's folder", reader.hint)
+    rest = "/".join(parts[fixed:])
+    regex = _glob_regex(rest)
+    depth = None if "**" in rest else len(parts) - fixed
+    folders = reader.suffixes is not None
+
+    def match(name: str, is_dir: bool) -> str:
+        if not regex.match(name):
+            return ""
+        return "all" if is_dir and folders else "" if is_dir else "file"
+
+    return _walk(str(start), pattern, roots_, reader, match, depth) if os.path.isdir(start_real) else []
+
+
+def resolve(pattern: str, base_dir: str | os.PathLike, reader: Reader) -> list[str]:
+    """Files named by one path entry (sorted; a glob or folder may name several), each inside the pipeline's
+    folder tree or an --allow-path folder, regular and within the reader's cap (a table's files together);
+    PathError otherwise. A glob that matches nothing is [] (its caller says so)."""
+    roots_ = roots(base_dir)
+    if "\0" in pattern:
+        raise PathError("E006", f"a {reader.what} path holds a NUL character", "give a file path")
+    p = Path(pattern)
+    if GLOB_CHARS & set(pattern):
+        files = sorted(_glob(pattern, str(base_dir), roots_, reader))
+    else:
+        full = str(p if p.is_absolute() else Path(base_dir) / p)
+        real = os.path.realpath(full)
+        st = _stat(real, pattern, reader, roots_)
+        if stat.S_ISDIR(st.st_mode) and reader.suffixes is not None:
+            files = sorted(_walk(real, pattern, roots_, reader, lambda _n, _d: "all", None))
+        else:
+            files = [full]
+    total = sum(check_file(f, pattern if len(files) == 1 else os.path.relpath(f, base_dir), roots_, reader).st_size
+                for f in files)
+    if reader.suffixes == () and total > reader.max_bytes():  # a table: its files together
+        raise _too_large(reader, pattern, total)
+    return files
+
+
+def module_reader(base_dir: str | os.PathLike) -> Callable[[Path], str]:
+    """How etl.spec.signature reads a function's module: one beside the pipeline (its path under `base_dir`)
+    through `resolve` (inside the allowed folders, a regular file within the cap), an installed one as a regular
+    file within the cap; a refusal is a SignatureError with the guard's code, message and hint."""
+    def read(file: Path) -> str:
+        from etl.spec.signature import SignatureError
+
+        rel = os.path.relpath(file, base_dir)
+        try:
+            if not rel.startswith(".." + os.sep):
+                resolve(rel, base_dir, MODULES)
+            return read_text(str(file), MODULES, rel if not rel.startswith(".." + os.sep) else str(file))
+        except PathError as e:
+            raise SignatureError(e.code, e.message, e.hint) from None
+    return read
 
 
 def resolve_rule_paths(pattern: str, base_dir: str | os.PathLike) -> list[str]:
     """Files named by one `rule_files` entry (sorted), all inside the pipeline's folder tree or an
-    --allow-path folder, all regular files; RulePathError otherwise."""
-    roots = [os.path.realpath(base_dir), *_ALLOWED]
-    if "\0" in pattern:
-        raise RulePathError("E006", "a rule file path holds a NUL character", "give a file path")
-    p = Path(pattern)
-    if GLOB_CHARS & set(pattern):
-        files = _glob(pattern, str(base_dir), roots)
-        return [f for f in files if _check_readable(f, pattern, roots)]
-    full = str(p if p.is_absolute() else Path(base_dir) / p)
-    _check_readable(full, pattern, roots)
-    return [full]
+    --allow-path folder, all regular files within the cap; PathError otherwise."""
+    return resolve(pattern, base_dir, RULE_FILES)

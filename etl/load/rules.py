@@ -12,7 +12,6 @@ micro-batches; `rule_file_paths` says which files to watch.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -110,20 +109,15 @@ _CACHE_MAX = 256
 
 def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> tuple | None:
     """Same file content (and, for a templated file, same vars and environment) -> same result."""
+    from etl.load.paths import RULE_FILES, PathError, read_text
     from etl.load.template import has_template
 
-    from etl.load import MAX_FILE_BYTES
-
     try:
-        st = os.stat(file)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
-            return None  # load_file reports it, without reading
-        with open(file, "rb") as fh:
-            content = fh.read(MAX_FILE_BYTES + 1)
-    except OSError:
-        return None
+        content = read_text(file, RULE_FILES)
+    except PathError:
+        return None  # load_file reports it
     key: tuple = (_norm(file), file, hash(content))
-    if has_template(content.decode("utf-8", "replace")):
+    if has_template(content):
         from etl.load.template import process_environ
 
         env = process_environ() if environ is None else environ

@@ -1,7 +1,8 @@
 """Sigma rules of a filter (`sigma:`): files -> selection -> etl rules, each with its Sigma metadata.
 
 Files come from `sigma.paths` (files, folders read recursively for .yml/.yaml,
-globs; relative to the pipeline file's folder). Each rule document is read by
+globs; relative to the pipeline file's folder, through the guard of every file a pipeline reads:
+etl.load.paths). Each rule document is read by
 pySigma (etl.load.sigma_parse, cached by mtime), selected by `sigma.select`
 (logsource product/category/service, status, level) and mapped onto etl's
 rule language (etl.load.sigma_map), so the optimizer, Hyperscan, the JVM paths
@@ -21,7 +22,6 @@ Correlation rules among the files are resolved against the loaded rules
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -85,24 +85,19 @@ class SigmaStats:
                 + (f", {len(self.correlations)} correlation rules" if self.correlations else ""))
 
 
-def sigma_files(spec: Any, base_dir: str | os.PathLike) -> list[list[str]]:
-    """Per `paths` entry, the Sigma files it names (sorted)."""
+def sigma_files(spec: Any, base_dir: str | os.PathLike, refused: list | None = None) -> list[list[str]]:
+    """Per `paths` entry, the Sigma files it names (sorted), through the guard of every file a pipeline reads
+    (etl.load.paths); an entry it refuses names none, and goes to `refused` as (index, PathError)."""
+    from etl.load.paths import SIGMA_FILES, PathError, resolve
+
     out = []
-    for pattern in spec.paths:
-        p = Path(pattern)
-        full = p if p.is_absolute() else Path(base_dir) / p
-        if set("*?[") & set(pattern):
-            found = [f for f in glob.glob(str(full), recursive=True)]
-        else:
-            found = [str(full)] if full.exists() else []
-        files: list[str] = []
-        for f in found:
-            if os.path.isdir(f):
-                for root, _dirs, names in os.walk(f):
-                    files.extend(os.path.join(root, n) for n in names if n.endswith(_SUFFIXES))
-            elif os.path.isfile(f):
-                files.append(f)
-        out.append(sorted(files))
+    for k, pattern in enumerate(spec.paths):
+        try:
+            out.append(resolve(pattern, base_dir, SIGMA_FILES))
+        except PathError as e:
+            out.append([])
+            if refused is not None:
+                refused.append((k, e))
     return out
 
 
@@ -161,8 +156,12 @@ def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike
     stats = stats if stats is not None else SigmaStats()
     taken = taken if taken is not None else set()
     files: dict[str, None] = {}
-    for k, found in enumerate(sigma_files(spec, base_dir)):
-        if not found:
+    refused: list = []
+    found_per_entry = sigma_files(spec, base_dir, refused)
+    for k, e in refused:
+        report.error(e.code, e.message, span("sigma", "paths", k), e.hint)
+    for k, found in enumerate(found_per_entry):
+        if not found and all(k != r for r, _ in refused):
             report.error("E006", f"sigma path {spec.paths[k]!r} names no Sigma rule file (.yml)",
                          span("sigma", "paths", k), f"paths are relative to the pipeline file's folder ({base_dir})")
         for f in found:

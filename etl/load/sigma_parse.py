@@ -193,11 +193,12 @@ def _shifted(found: tuple[int, tuple], offset: int) -> tuple[int, tuple]:
 
 def parse_file(path: str) -> list[SigmaEntry]:
     """Every rule document of one Sigma file (an unreadable file is one entry with `error`)."""
+    from etl.load.paths import SIGMA_FILES, PathError, read_text
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        return [_broken(path, f"cannot read the file: {e}", 1, 1)]
+        text = read_text(path, SIGMA_FILES)
+    except PathError as e:
+        return [_broken(path, f"cannot read the file: {e.message}", 1, 1)]
     return parse_text(text, path)
 
 

@@ -3,7 +3,7 @@
 `locate(module, base_dir)` finds the module's file: `<base_dir>/<a>/<b>.py` (or a package's
 `__init__.py`) beside the pipeline, else an installed module through importlib's finders, which
 read the file system only (a dotted name is walked part by part, so no package `__init__` runs).
-`read_signature(spec, base_dir)` parses the file with `ast` and takes, in order:
+`read_signature(spec, base_dir, read)` parses the file with `ast` and takes, in order:
 
 1. what the pipeline declares (`kind`, `returns`, `args` of the `functions:` entry);
 2. a decorator `@udf(returns=..., args=[...])`, `@udtf(returns=...)`, `@udaf(returns=...)`
@@ -23,7 +23,7 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 DECORATORS = {"udf": "scalar", "udtf": "table", "udaf": "aggregate"}
 _PY_TYPES = {"str": "string", "int": "bigint", "float": "double", "bool": "boolean", "bytes": "binary",
@@ -95,7 +95,7 @@ def locate(module: str, base_dir: str) -> Path | None:
     parts = module.split(".")
     local = Path(base_dir, *parts)
     for cand in (local.with_suffix(".py"), local / "__init__.py"):
-        if cand.is_file():
+        if os.path.lexists(cand):  # whatever it is (a pipe, a symlink elsewhere): the reader's guard decides
             return cand
     try:
         spec = importlib.machinery.PathFinder.find_spec(parts[0])
@@ -111,11 +111,10 @@ def locate(module: str, base_dir: str) -> Path | None:
     return Path(spec.origin)
 
 
-def _tree(file: Path, module: str) -> ast.Module:
+def _tree(file: Path, module: str, read: Callable[[Path], str]) -> ast.Module:
+    text = read(file)
     try:
-        return ast.parse(file.read_text(encoding="utf-8"), str(file))
-    except (OSError, UnicodeDecodeError) as e:
-        raise SignatureError("E350", f"cannot read module '{module}' ({file}): {e}", "check the file") from None
+        return ast.parse(text, str(file))
     except SyntaxError as e:
         raise SignatureError("E350", f"module '{module}' does not parse ({file.name}:{e.lineno}): {e.msg}",
                              "fix the module's syntax") from None
@@ -206,14 +205,16 @@ def _decorator(fn: ast.FunctionDef) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def read_signature(spec: Any, base_dir: str) -> Signature:
-    """The signature of a `functions:` entry (etl.spec.functions.FunctionSpec); SignatureError when unknown."""
+def read_signature(spec: Any, base_dir: str, read: Callable[[Path], str]) -> Signature:
+    """The signature of a `functions:` entry (etl.spec.functions.FunctionSpec); SignatureError when unknown.
+    `read(file)` is the module's text, through the guard of the files a pipeline reads
+    (etl.load.paths.module_reader: SignatureError when it refuses the file)."""
     file = locate(spec.module, base_dir)
     if file is None:
         raise SignatureError("E350", f"function '{spec.name}': module '{spec.module}' not found beside the pipeline "
                              f"({'/'.join(spec.module.split('.'))}.py) nor installed",
                              "put the module next to the pipeline file, or install its package")
-    tree = _tree(file, spec.module)
+    tree = _tree(file, spec.module, read)
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     fn = defs.get(spec.attr)
     if fn is None:

@@ -60,6 +60,7 @@ class Builder:
     def add_function(self, f: ddl.Function) -> None:
         """CREATE FUNCTION f AS 'module:callable': a `functions:` entry; its signature is read from the module
         (etl.spec.signature; a module that cannot be read is reported by validation, at the string)."""
+        from etl.load.paths import module_reader
         from etl.spec.functions import FunctionSpec
         from etl.spec.signature import SignatureError, read_signature
 
@@ -70,7 +71,8 @@ class Builder:
         self.smap.put(("functions", i, "name"), f.span)
         self.smap.put(("functions", i, "callable"), f.target_span or f.span)
         try:
-            sig = read_signature(FunctionSpec.model_validate(entry), str(Path(self.script.file).parent))
+            base = str(Path(self.script.file).parent)
+            sig = read_signature(FunctionSpec.model_validate(entry), base, module_reader(base))
         except (SignatureError, ValueError):
             sig = None
         self.udfs[f.name.lower()] = sig

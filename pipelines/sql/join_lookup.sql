@@ -14,7 +14,7 @@ CREATE TABLE page_clicks (user_id VARCHAR, page VARCHAR, ts TIMESTAMP, pt AS PRO
 WITH (type = 'file', filePath = '../data/clicks.jsonl');
 
 CREATE TABLE users (user_id VARCHAR, name VARCHAR, tier VARCHAR, country VARCHAR, PRIMARY KEY (user_id) NOT ENFORCED)
-WITH (type = 'file', filePath = '../data/users.csv', format = 'csv', header = 'true');
+WITH (type = 'file', filePath = 'data/users.csv', format = 'csv', header = 'true');
 
 CREATE TABLE ctr (ad_id VARCHAR, user_id VARCHAR, ts TIMESTAMP, clicks_ts TIMESTAMP)
 WITH (type = 'file', filePath = '../../out/examples/sql/join');

@@ -34,7 +34,7 @@ sinks:
 def _check(tmp_path: Path, paths: str = str(RULES), mode: str = "alerts", slides: str = "", text: str = PIPELINE):
     p = tmp_path / "p.yaml"
     p.write_text(text.replace("PATHS", paths).replace("MODE", mode).replace(" SLIDES", slides))
-    return check_file(p)
+    return check_file(p, allow_paths=[RULES])  # the rules are read where they are (--allow-path)
 
 
 def _rendered(c) -> list[str]:
@@ -146,7 +146,7 @@ def test_bad_correlations_are_named_at_their_place_in_the_rule_file(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text(PIPELINE.replace("PATHS", f"'{RULES}/logons.yml', '{bad}'").replace("MODE", "alerts")
                  .replace(" SLIDES", "").replace("sigma: {", "sigma: {select: {service: security}, "))
-    c = check_file(p)
+    c = check_file(p, allow_paths=[RULES])
     assert _rendered(c) == [
         f"{bad}:6:11: W340 warning Sigma correlation rule 'Unknown Rule' skipped: referenced rule 'no_such_rule' "
         "is not among the filter's Sigma rules (a rule's `id` or `name`)",

@@ -10,20 +10,22 @@ from typing import Any
 from etl.check import check_file
 
 
-def checked(tmp_path: Path, yaml_text: str, name: str = "p.yaml") -> Any:
+def checked(tmp_path: Path, yaml_text: str, name: str = "p.yaml", allow_paths: tuple = ()) -> Any:
     f = tmp_path / name
     f.write_text(textwrap.dedent(yaml_text))
-    c = check_file(f, programs=True)
+    c = check_file(f, programs=True, allow_paths=allow_paths)
     assert c.plan is not None, "\n".join(d.render() for d in c.report.sorted())
     return c
 
 
-def run_events(spark: Any, tmp_path: Path, yaml_text: str, inputs: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """Feed `inputs` to the pipeline's sources; return every captured output (sinks and dead_letter)."""
+def run_events(spark: Any, tmp_path: Path, yaml_text: str, inputs: dict[str, list[dict]],
+               allow_paths: tuple = ()) -> dict[str, list[dict]]:
+    """Feed `inputs` to the pipeline's sources; return every captured output (sinks and dead_letter).
+    `allow_paths`: folders besides tmp_path the pipeline may read (--allow-path)."""
     from etl.runtime.testing import run_case
     from etl.spec import TestCase
 
-    c = checked(tmp_path, yaml_text)
+    c = checked(tmp_path, yaml_text, allow_paths=allow_paths)
     res = run_case(c.plan, TestCase(name="inline", inputs=inputs), spark)
     assert res.ok, res.message
     return res.captured

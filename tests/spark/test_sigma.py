@@ -59,7 +59,7 @@ ENCODED = {"rule": "encoded_powershell", "id": "0e6a6f11-0000-4000-8000-00000000
 @pytest.mark.parametrize("rules_jvm", ["on", "off"])
 def test_sigma_rules_tag_events_and_alerts_route_by_level(spark, tmp_path, monkeypatch, rules_jvm):
     monkeypatch.setenv("ETL_RULES_JVM", rules_jvm)
-    out = run_events(spark, tmp_path, PIPELINE, {"procs": EVENTS})
+    out = run_events(spark, tmp_path, PIPELINE, {"procs": EVENTS}, allow_paths=(RULES,))
     tagged = {r["host"]: r["matched_rules"] for r in out["tagged_out"]}
     assert tagged == {"h1": [WHOAMI], "h2": [ENCODED], "h3": [], "h4": []}
     alert_cols = {"rule", "rule_id", "rule_title", "rule_level", "rule_tags"}

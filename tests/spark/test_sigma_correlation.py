@@ -86,7 +86,8 @@ def _events() -> list[dict]:
 
 
 def _run(spark, tmp_path, slides: int) -> list[dict]:
-    out = run_events(spark, tmp_path, PIPELINE.replace("SLIDES", str(slides)), {"logs": _events()})
+    out = run_events(spark, tmp_path, PIPELINE.replace("SLIDES", str(slides)), {"logs": _events()},
+                     allow_paths=(RULES,))
     rows = [{k: canon(r[k]) for k in ("rule", "group", "window_start", "window_end", "value", "rules_seen")}
             for r in out["out"]]
     return sorted(rows, key=lambda r: (r["rule"], r["window_start"], sorted(r["group"].items(), key=str)))

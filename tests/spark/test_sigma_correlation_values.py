@@ -74,7 +74,7 @@ def _events() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def outputs(spark, tmp_path_factory):
-    return run_events(spark, tmp_path_factory.mktemp("values"), PIPELINE, {"logs": _events()})
+    return run_events(spark, tmp_path_factory.mktemp("values"), PIPELINE, {"logs": _events()}, allow_paths=(RULES,))
 
 
 def test_numeric_correlations_sum_average_and_percentiles_exactly(outputs):
