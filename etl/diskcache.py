@@ -22,10 +22,14 @@ is ever evicted automatically: delete the folder to reclaim the space.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import pickle
 import platform
+import shutil
+import stat
+import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -45,9 +49,52 @@ def cache_dir() -> Path | None:
 
 
 def cache_root() -> Path:
-    """cache_dir(), or a per-user folder under the temporary directory when the cache is off: for files other
-    parts of etl must keep somewhere (the prefilter's jar and literal sets, the Python launcher)."""
-    return cache_dir() or Path(tempfile.gettempdir()) / f"etl-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    """cache_dir(), or a private per-user folder under the temporary directory when the cache is off: for files
+    other parts of etl must keep somewhere (the prefilter's jar and literal sets, the Python launcher, the class
+    archive, log4j2's settings)."""
+    return cache_dir() or private_tmp("etl-cache")
+
+
+def private_tmp(name: str) -> Path:
+    """This user's private `<tmp>/<name>-<uid>` (private_dir)."""
+    return private_dir(Path(tempfile.gettempdir()) / f"{name}-{_uid()}")
+
+
+def _uid() -> int:
+    return os.getuid() if hasattr(os, "getuid") else 0
+
+
+_PRIVATE: dict[str, Path] = {}  # folder asked for -> the folder used, for this process
+
+
+def private_dir(path: Path) -> Path:
+    """`path` as a folder only this user may use, made 0700 when missing. An existing one that is a symlink,
+    belongs to another user or that others may write to (someone made it first in a shared /tmp to plant a
+    launcher or a symlink there) is never used: a fresh folder of mkdtemp beside it instead, removed when the
+    process exits (said once on stderr)."""
+    key = str(path)
+    got = _PRIVATE.get(key)
+    if got is not None:
+        return got
+    try:
+        path.mkdir(mode=0o700, parents=False)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return private_dir(path)
+    st = os.lstat(path)
+    why = ("is a symlink" if stat.S_ISLNK(st.st_mode) else "is not a folder" if not stat.S_ISDIR(st.st_mode)
+           else f"belongs to uid {st.st_uid}" if st.st_uid != _uid()
+           else f"may be written by others (mode {stat.S_IMODE(st.st_mode):o})" if st.st_mode & 0o022 else None)
+    if why is None:
+        _PRIVATE[key] = path
+        return path
+    own = Path(tempfile.mkdtemp(prefix=f"{path.name}-", dir=path.parent))
+    atexit.register(shutil.rmtree, own, ignore_errors=True)
+    sys.stderr.write(f"etl: {path} {why}: not used; this run keeps its files in {own}\n")
+    _PRIVATE[key] = own
+    return own
 
 
 def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:

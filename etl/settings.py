@@ -20,7 +20,6 @@ import dataclasses
 import difflib
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -34,10 +33,6 @@ _DEFAULT: Any = object()  # a parser's answer for an empty value: the default st
 
 class SettingsError(Exception):
     """An unknown ETL_* variable or an invalid value: one line for the user."""
-
-
-def _uid() -> int:
-    return os.getuid() if hasattr(os, "getuid") else 0
 
 
 def _number(kind: Callable[[str], Any], lo: float, hi: float | None, what: str) -> Callable[[str], Any]:
@@ -125,9 +120,12 @@ SETTINGS: tuple[Setting, ...] = (
             "time a Python re search of a rule pattern may take (plus 1 µs per character) before the row is "
             "undecided; 0 turns the budget off", _number(float, 0.0, None, "a number of seconds >= 0")),
     Setting("ETL_CACHE_DIR", "cache_dir", "folder or off", "$XDG_CACHE_HOME/etl, else ~/.cache/etl",
-            "on-disk cache of compiled rule programs, Hyperscan databases and etl's jar; off: no cache", _cache_dir),
+            "on-disk cache of compiled rule programs, Hyperscan databases and etl's jar; off: no cache (etl's jar, "
+            "class archive, Python launcher and log4j2 settings then go to <tmp>/etl-cache-<uid> when it is a private "
+            "folder: 0700, this user's, not a symlink; else to a fresh one for the run)", _cache_dir),
     Setting("ETL_LOOKUP_DIR", "lookup_dir", "folder", "<tmp>/etl-lookup-<uid>",
-            "where lookup tables are stored (RocksDB)", _text),
+            "where lookup tables are stored (RocksDB); the default is used only when it is a private folder (0700, "
+            "this user's, not a symlink: etl.diskcache.private_dir), else a fresh one for the run", _text),
     Setting("ETL_LOOKUP_CHUNK_ROWS", "lookup_chunk_rows", "rows (>= 1)", "4096",
             "rows per chunk of a stored lookup table", _number(int, 1, None, "a whole number >= 1")),
     Setting("ETL_LOOKUP_CACHE_MB", "lookup_cache_mb", "MB (>= 0)", "0",
@@ -190,7 +188,7 @@ class Settings:
     max_table_mb: float = 4096.0
     regex_budget_s: float = 1.0
     cache_dir: str | None = None
-    lookup_dir: str = ""
+    lookup_dir: str = ""  # "": the private <tmp>/etl-lookup-<uid> (etl.compile.lookups.store.default_base_dir)
     lookup_chunk_rows: int = 4096
     lookup_cache_mb: int = 0
     lookup_max_cache_mb: int = 2048
@@ -216,7 +214,6 @@ class Settings:
 def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
     xdg = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return {"cache_dir": os.path.join(xdg, "etl"),
-            "lookup_dir": os.path.join(tempfile.gettempdir(), f"etl-lookup-{_uid()}"),
             "java_lib": str(Path(__file__).resolve().parents[1] / "java" / "lib"),
             "spark_submit": "PYSPARK_GATEWAY_PORT" in environ,
             "java_home": environ.get("JAVA_HOME", "")}

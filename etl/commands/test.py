@@ -35,32 +35,36 @@ def test(
     runnable = [c for c in checked if c.plan is not None and c.plan.graph.pipeline.tests]
     results = []
     if runnable:
-        import os
+        import shutil
         import tempfile
 
+        from etl import settings
         from etl.commands.run import jvm_stderr_to
         from etl.runtime.session import build_session, stderr_to_file
         from etl.runtime.testing import run_tests
 
-        # Spark's lines about the queries each case stops, and the Python daemons' stderr, go to a log file
-        log = Path(tempfile.gettempdir()) / f"etl-test-{os.getpid()}.log"
-        from etl import settings
-
-        quiet = not settings.current().log_level
-        with jvm_stderr_to(log if quiet else None):
-            spark = build_session("etl-test", master, {"spark.sql.shuffle.partitions": "2",
-                                                       "spark.default.parallelism": "2"}, ui=False,
-                                  log_file=str(log), short=True)
-        if quiet:
-            stderr_to_file(spark, str(log))
-        for c in runnable:
-            for r in run_tests(c, spark, k):
-                results.append(r)
-                mark = typer.style("PASS", fg="green") if r.ok else typer.style("FAIL", fg="red")
-                typer.echo(redact(f"{mark} {c.file} :: {r.name} ({r.seconds:.1f}s)"))
-                if not r.ok:
-                    for line in r.message.splitlines():
-                        typer.echo(redact(f"    {line}"))
+        # Spark's lines about the queries each case stops, and the Python daemons' stderr, go to a log file in a
+        # folder of mkdtemp (0700, a name no one can plant a symlink at), removed when the cases are done
+        log_dir = tempfile.mkdtemp(prefix="etl-test-")
+        log = Path(log_dir) / "spark.log"
+        try:
+            quiet = not settings.current().log_level
+            with jvm_stderr_to(log if quiet else None):
+                spark = build_session("etl-test", master, {"spark.sql.shuffle.partitions": "2",
+                                                           "spark.default.parallelism": "2"}, ui=False,
+                                      log_file=str(log), short=True)
+            if quiet:
+                stderr_to_file(spark, str(log))
+            for c in runnable:
+                for r in run_tests(c, spark, k):
+                    results.append(r)
+                    mark = typer.style("PASS", fg="green") if r.ok else typer.style("FAIL", fg="red")
+                    typer.echo(redact(f"{mark} {c.file} :: {r.name} ({r.seconds:.1f}s)"))
+                    if not r.ok:
+                        for line in r.message.splitlines():
+                            typer.echo(redact(f"    {line}"))
+        finally:
+            shutil.rmtree(log_dir, ignore_errors=True)
     failed = [r for r in results if not r.ok]
     no_tests = [c.file for c in checked if c.plan is not None and not c.plan.graph.pipeline.tests]
     if junit:

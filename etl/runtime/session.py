@@ -11,11 +11,11 @@ etl's own jar (etl/compile/jvm.py) goes on the driver's class path.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import socket
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -190,20 +190,20 @@ def log4j_text(log_file: str | None = None) -> str:
 
 
 def _log4j_file(log_file: str | None = None) -> str:
+    """The log4j2 settings as a file the JVM reads: named by a SHA-256 of their text in etl's private cache folder
+    (etl.diskcache.cache_root: never a folder or file another user planted), written atomically once; a run with
+    the same settings reuses it (no new file per run)."""
+    from etl.diskcache import cache_root, write_atomically
+
     text = log4j_text(log_file)
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    path = os.path.join(tempfile.gettempdir(), f"etl-log4j2-{uid}-{abs(hash(text)) % 10**8}.properties")
+    path = cache_root() / "log4j2" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.properties"
     try:
-        with open(path) as fh:
-            if fh.read() == text:
-                return path
+        if path.read_text() == text:
+            return str(path)
     except OSError:
         pass
-    tmp = f"{path}.{os.getpid()}"
-    with open(tmp, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-    return path
+    write_atomically(path, text.encode())
+    return str(path)
 
 
 def connector_jars() -> list[str]:

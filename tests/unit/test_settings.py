@@ -7,7 +7,6 @@ import pickle
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_defaults():
     got = load({"HOME": "/h"})
     assert got == Settings(cache_dir=os.path.join(os.path.expanduser("~"), ".cache", "etl"),
-                           lookup_dir=os.path.join(tempfile.gettempdir(), f"etl-lookup-{os.getuid()}"),
                            java_lib=str(ROOT / "java" / "lib"))
     assert (got.log_level, got.template_timeout_s, got.template_max_mb, got.regex_budget_s) == ("", 2.0, 64.0, 1.0)
     assert (got.lookup_chunk_rows, got.lookup_cache_mb, got.lookup_max_cache_mb) == (4096, 0, 2048)

@@ -70,7 +70,10 @@ def cache_size_mb(requested: int, meta: dict, max_auto_mb: int = MAX_AUTO_CACHE_
 
 
 def default_base_dir() -> str:
-    return settings.current().lookup_dir
+    """ETL_LOOKUP_DIR, else this user's private <tmp>/etl-lookup-<uid> (never one another user made first)."""
+    from etl.diskcache import private_tmp
+
+    return settings.current().lookup_dir or str(private_tmp("etl-lookup"))
 
 
 @dataclass(frozen=True)
