@@ -17,6 +17,7 @@ A refusal is a PathError (code, message, hint) that its caller reports at the en
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-__all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PIPELINES", "PathError", "RULE_FILES",
-           "PathMissing", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader", "read_text", "resolve",
-           "resolve_rule_paths"]
+__all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PIPELINES", "PathError", "PathMissing",
+           "RULE_FILES", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader",
+           "read_text", "resolve", "resolve_rule_paths"]
 
 GLOB_CHARS = set("*?[")
 MAX_GLOB_ENTRIES = 5000  # folders and files one glob or folder may visit
@@ -34,18 +35,23 @@ MAX_GLOB_DEPTH = 32  # folders below its start a glob or folder walk descends
 _SYSTEM_TREES = ("/proc", "/sys", "/dev")
 _ALLOWED: list[str] = []  # folders allowed besides the pipeline's own (--allow-path), for this process
 _MB = 1024 * 1024
+_RELATIVE = "paths are relative to the pipeline file's folder"
 
 
 @dataclass(frozen=True)
 class Reader:
     """A kind of file a pipeline names: `what` it is called, the settings field of its size cap in MB,
     `suffixes` a folder names the files of (None: a folder is refused; (): every file under it, read as one
-    table whose files count together against the cap), and the `hint` of a path outside the allowed folders."""
+    table whose files count together against the cap)."""
 
     what: str
     cap: str = "max_file_mb"
     suffixes: tuple[str, ...] | None = None
-    hint: str = "paths are relative to the pipeline file's folder"
+
+    @property
+    def hint(self) -> str:
+        """The hint of a path outside the allowed folders."""
+        return f"{self.what}s are read inside the pipeline file's folder; allow another folder with --allow-path DIR"
 
     def max_mb(self) -> float:
         from etl import settings
@@ -59,13 +65,10 @@ class Reader:
         return f"ETL_{self.cap.upper()} sets the cap ({self.max_mb():g} MB)"
 
 
-_OUTSIDE = "; allow another folder with --allow-path DIR"
-RULE_FILES = Reader("rule file", hint="rule files are read inside the pipeline file's folder" + _OUTSIDE)
-SIGMA_FILES = Reader("Sigma file", suffixes=(".yml", ".yaml"),
-                     hint="Sigma files are read inside the pipeline file's folder" + _OUTSIDE)
-MODULES = Reader("function module", hint="a module beside the pipeline is read inside its folder" + _OUTSIDE)
-LOOKUP_TABLES = Reader("lookup file", cap="max_table_mb", suffixes=(),
-                       hint="lookup tables are read inside the pipeline file's folder" + _OUTSIDE)
+RULE_FILES = Reader("rule file")
+SIGMA_FILES = Reader("Sigma file", suffixes=(".yml", ".yaml"))
+MODULES = Reader("function module")
+LOOKUP_TABLES = Reader("lookup file", cap="max_table_mb", suffixes=())
 PIPELINES = Reader("file")  # a pipeline or rule file given to etl, read by load_file
 
 
@@ -124,8 +127,9 @@ def _stat(real: str, label: str, reader: Reader, roots_: list[str]) -> os.stat_r
     try:
         return os.stat(real)
     except OSError as e:
-        raise (PathMissing if e.errno == 2 else PathError)("E006", f"{reader.what} {label!r} does not exist"
-                        + ("" if e.errno == 2 else f" ({e.strerror})"), reader.hint.split(";")[0]) from None
+        if e.errno == errno.ENOENT:
+            raise PathMissing("E006", f"{reader.what} {label!r} does not exist", _RELATIVE) from None
+        raise PathError("E006", f"{reader.what} {label!r} cannot be read ({e.strerror})", _RELATIVE) from None
 
 
 def check_file(path: str, label: str, roots_: list[str], reader: Reader) -> os.stat_result:
@@ -272,17 +276,15 @@ def resolve(pattern: str, base_dir: str | os.PathLike, reader: Reader) -> list[s
     if "\0" in pattern:
         raise PathError("E006", f"a {reader.what} path holds a NUL character", "give a file path")
     p = Path(pattern)
-    if GLOB_CHARS & set(pattern):
+    expanded = bool(GLOB_CHARS & set(pattern))  # a glob or a folder: each file is named by its own path
+    if expanded:
         files = sorted(_glob(pattern, str(base_dir), roots_, reader))
     else:
         full = str(p if p.is_absolute() else Path(base_dir) / p)
-        real = os.path.realpath(full)
-        st = _stat(real, pattern, reader, roots_)
-        if stat.S_ISDIR(st.st_mode) and reader.suffixes is not None:
-            files = sorted(_walk(real, pattern, roots_, reader, lambda _n, _d: "all", None))
-        else:
-            files = [full]
-    total = sum(check_file(f, pattern if len(files) == 1 else os.path.relpath(f, base_dir), roots_, reader).st_size
+        st = _stat(os.path.realpath(full), pattern, reader, roots_)
+        expanded = stat.S_ISDIR(st.st_mode) and reader.suffixes is not None
+        files = sorted(_walk(full, pattern, roots_, reader, lambda _n, _d: "all", None)) if expanded else [full]
+    total = sum(check_file(f, os.path.relpath(f, base_dir) if expanded else pattern, roots_, reader).st_size
                 for f in files)
     if reader.suffixes == () and total > reader.max_bytes():  # a table: its files together
         raise _too_large(reader, pattern, total)

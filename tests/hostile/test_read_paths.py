@@ -111,7 +111,7 @@ def _case(case: str, base: Path, outside: Path, surface: str) -> str:
 
 CASES = {  # case -> (code, start of the message after "<what> '<entry>' ")
     "fifo": ("E005", "is not a regular file"),
-    "symlink_loop": ("E006", "does not exist (Too many levels of symbolic links)"),
+    "symlink_loop": ("E006", "cannot be read (Too many levels of symbolic links)"),
     "absolute": ("E005", "is outside the pipeline's folder"),
     "dotdot": ("E005", "is outside the pipeline's folder"),
     "symlink_out": ("E005", "is outside the pipeline's folder"),
