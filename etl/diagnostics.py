@@ -20,7 +20,7 @@ CODES: dict[str, str] = {
     "E003": "undefined template variable",
     "E004": "environment variable not set (and no default)",
     "E005": "file cannot be read (missing, not UTF-8, too large, not a regular file, outside the allowed folders)",
-    "E006": "rule file path or glob matches no file",
+    "E006": "a file a pipeline names (rule file, Sigma path, function module, lookup table) does not exist or cannot be reached (symlink loop), or its glob matches no file or walks too far (past 5,000 entries or 32 folders)",
     "E010": "SQL script syntax error (statement, column definition, WITH option, query)",
     "E011": "SQL statement or clause not supported",
     "E012": "unknown SQL function",
