@@ -181,3 +181,14 @@ def test_the_size_caps_are_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         ("E005", 7, 18, "rule file 'r.yaml' is too large (2035 bytes; at most 1048)",
          "ETL_MAX_FILE_MB sets the cap (0.001 MB)")]
     settings.reset()
+
+
+def test_a_walk_deeper_than_the_cap_is_an_error_at_its_entry(tmp_path: Path) -> None:
+    text, line, col = SURFACES["sigma"][:3]
+    base, _ = _tree(tmp_path, "sigma")
+    deep = base / "rules" / Path(*["d"] * paths.MAX_GLOB_DEPTH)
+    deep.mkdir(parents=True)
+    (base / "p.yaml").write_text(text.replace("ENTRY", "rules"))
+    c = check_file(base / "p.yaml")
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.errors] == [
+        ("E006", line, col, f"Sigma file path 'rules' goes deeper than {paths.MAX_GLOB_DEPTH} folders")]
