@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from etl import registry, settings
 from etl.compile import CompileContext, Compiler, Output, Query
+from etl.compile.deadletter import redacted_reasons
 from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
@@ -189,7 +190,7 @@ class PipelineRun:
                         failed_rows.append((batch.splits[o.id], dead))
                 else:
                     if o.is_dead_letter:
-                        frame = self._with_failed_rows(frame, failed_rows)
+                        frame = redacted_reasons(self._with_failed_rows(frame, failed_rows))
                     if frame is None:
                         written[o.id] = 0
                         continue
