@@ -45,7 +45,9 @@ def _fill(text: str, indent: str, more: str) -> list[str]:
     read from the environment: a secret never straddles two lines, and the lines are as wide as they are shown."""
     import textwrap
 
-    return textwrap.wrap(redact(text) or text, _WIDTH, initial_indent=indent, subsequent_indent=more, break_long_words=False,
+    if len(indent) + len(text) > _WIDTH:  # (a line that is not wrapped is redacted with the whole text)
+        text = redact(text) or text
+    return textwrap.wrap(text, _WIDTH, initial_indent=indent, subsequent_indent=more, break_long_words=False,
                          break_on_hyphens=False) or [indent.rstrip()]
 
 

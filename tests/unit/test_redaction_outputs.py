@@ -177,3 +177,22 @@ def test_tap_response_body_is_redacted(control):
     assert got["row"]["reason"] == ("p.yaml:9:10: derive 'd' column 'n': CAST_INVALID_INPUT: The value 'x***' of "
                                     "the type \"STRING\"")
     assert got["row"]["payload"] == '{"a": "***"}' and leaks(line) == []
+
+
+def test_a_failure_cause_is_redacted_before_it_is_cut(tmp_path):
+    from types import SimpleNamespace
+
+    from etl.diagnostics import Span
+    from etl.runtime.failure import redact_log, unknown_failure
+
+    secrets.register([PHRASE])
+    graph = SimpleNamespace(name="p", nodes={"s": SimpleNamespace(span=Span("p.yaml", 3, 5))})
+    cause = "x" * 490 + f" {PHRASE} and the rest"  # the cut at 500 falls inside the phrase
+    failure = unknown_failure(graph, RuntimeError(cause))
+    assert failure.diagnostic().message.endswith("x *** and t")  # 490 x, the mask, cut at 500 and leaks(failure.diagnostic().render()) == []
+    log = tmp_path / "etl-run.log"
+    log.write_text(f"WARN TaskSetManager: Lost task: The value '{PHRASE}' of the type \"STRING\"\n" * 3)
+    log.chmod(0o600)
+    redact_log(log)
+    assert log.read_text() == "WARN TaskSetManager: Lost task: The value '***' of the type \"STRING\"\n" * 3
+    assert log.stat().st_mode & 0o777 == 0o600

@@ -178,4 +178,4 @@ def test_java_replacements_mirror_redact():
     pairs = secrets.java_replacements()
     assert len(pairs) == 2 and pairs[1][0].startswith("(?imu)") and pairs[1][1] == "***"
     # the same text, flags apart, as the Python pattern: one definition
-    assert pairs[1][0].removeprefix("(?imu)") == secrets._pattern.pattern
+    assert pairs[1][0].removeprefix("(?imu)") == secrets._matcher.source
