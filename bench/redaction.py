@@ -47,7 +47,7 @@ def explain_one(f: Path, out: io.StringIO) -> None:
 
 
 class Recorded:
-    """The redaction (etl.load.secrets' matcher, which every output goes through), keeping the texts it gets."""
+    """The redaction (etl.secrets' matcher, which every output goes through), keeping the texts it gets."""
 
     def __init__(self, matcher: object):
         self.matcher, self.texts = matcher, []  # type: list[str]
@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args()
-    from etl.load import secrets
+    from etl import secrets
 
     with tempfile.TemporaryDirectory() as tmp:
         files = generate(Path(tmp), args.files)

@@ -37,14 +37,14 @@ def dead_frame(shared: Any, pipeline: str, stage: str) -> Any:
 
 def redacted_reasons(frame: Any) -> Any:
     """The dead-letter frame with values read from the environment (and URL passwords) hidden in its reasons,
-    by the patterns of etl.load.secrets.redact run in the JVM: a reason is Spark's message about the row, built on
+    by the patterns of etl.secrets.redact run in the JVM: a reason is Spark's message about the row, built on
     an executor (a cast error quotes the expression's literal). The one place every dead letter passes before its
     sink (etl.runtime.runner)."""
     if frame is None:
         return frame
     from pyspark.sql import functions as F
 
-    from etl.load.secrets import java_replacements
+    from etl.secrets import java_replacements
 
     reason = F.col("reason")
     for pattern, replacement in java_replacements():

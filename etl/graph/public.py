@@ -1,7 +1,7 @@
 """Names every output shows: the pipeline name and the component ids may not hold a value read from the environment.
 
 They are public: metrics labels, the run file, the checkpoint and log paths, query names, Spark's UI, explain.
-The redaction (etl.load.secrets) would show such a name as `***` in some outputs and cannot reach others (a
+The redaction (etl.secrets) would show such a name as `***` in some outputs and cannot reach others (a
 folder name on disk), so validate refuses it, at its position, without printing the value.
 """
 
@@ -11,7 +11,7 @@ from typing import Iterable
 
 from etl.diagnostics import Report
 from etl.graph.model import Graph
-from etl.load.secrets import MIN_TEXT
+from etl.secrets import MIN_TEXT
 
 HINT = ("the pipeline name and component ids are public (metrics labels, run file, checkpoint path, explain): "
         "write them literally or take them from vars (`{{ vars.NAME }}`, --var NAME=VALUE), not from env()")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.load.secrets import redact
+from etl.secrets import redact
 from etl.plan.delivery import changes_for
 from etl.plan.ir import Plan
 from etl.plan.transport import transport_lines

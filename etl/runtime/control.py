@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from etl.load.secrets import redact
+from etl.secrets import redact
 from etl.runtime.metrics import Metrics
 
 log = logging.getLogger("etl.control")
@@ -255,7 +255,7 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
 
 def redacted(body: bytes) -> bytes:
     """Every response body of the endpoint (metrics, status, taps, errors) passes here: values read from the
-    environment become *** (etl.load.secrets)."""
+    environment become *** (etl.secrets)."""
     text = body.decode("utf-8", "replace")
     return (redact(text) or text).encode()
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from etl.diagnostics import Diagnostic, Severity, Span
-from etl.load.secrets import redact
+from etl.secrets import redact
 
 RESUME = "the run resumes from its checkpoint: nothing committed is lost or written twice"
 UNREACHABLE = re.compile(r"Connection refused|ConnectException|UnknownHostException|No route to host|"
@@ -131,7 +131,7 @@ def write_log(path: Path, line: str, stack: str) -> bool:
 def redact_log(path: Path, block: int = 1 << 22) -> None:
     """The run's log at rest, redacted once the run ends: what the JVM wrote there (log4j's run-log appender, its
     stderr) never passed Python's redaction. Rewritten through a temporary file in blocks of whole lines."""
-    from etl.load.secrets import registered
+    from etl.secrets import registered
 
     if not registered():
         return

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from etl import registry, settings
 from etl.compile import CompileContext, Compiler, Output, Query
 from etl.compile.deadletter import redacted_reasons
-from etl.load.secrets import redact
+from etl.secrets import redact
 from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of

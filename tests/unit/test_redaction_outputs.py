@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from etl.cli import app
-from etl.load import secrets
+from etl import secrets
 
 from .helpers import codes, write
 

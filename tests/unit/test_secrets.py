@@ -1,4 +1,4 @@
-"""etl.load.secrets: what is hidden (by the README's rule), what is not, and where."""
+"""etl.secrets: what is hidden (by the README's rule), what is not, and where."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from etl.load import secrets
+from etl import secrets
 
 
 @pytest.fixture(autouse=True)
