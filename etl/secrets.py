@@ -2,7 +2,8 @@
 
 The loader registers every value a template read with `env()` (also when the file
 then fails to render or parse); every output passes its text through `redact`: the
-CLI's printers (validate, explain, run, test, tap, top, to-yaml), explain's line
+`etl` command's stdout and stderr (RedactingStream: whatever a command prints),
+the CLI's printers (validate, explain, run, test, tap, top, to-yaml), explain's line
 wrapping (before it wraps), the log record factory, the control endpoint's response
 bodies (/metrics, /status, /tap), the run file, and dead-letter reasons (`java_replacements`:
 the same patterns for Spark's regexp_replace).
@@ -32,7 +33,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 from urllib.parse import quote, quote_plus
 
 MASK = "***"
@@ -261,6 +262,35 @@ def redact(text: str | None) -> str | None:
         text = _URL_PASSWORD.sub(lambda m: m.group(1) + MASK + "@", text)
     matcher = _matcher
     return text if matcher is None else matcher.sub(text)
+
+
+class RedactingStream:
+    """A text stream whose writes pass `redact`: the `etl` command's stdout and stderr (etl.cli.main), so that
+    whatever a command prints (typer.echo, print, rich, a log handler on the console) is redacted, also in a
+    command that does not ask for it. Anything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: Any) -> Any:
+        return self._stream.write(redact(text) if isinstance(text, str) else text)
+
+    def writelines(self, lines: Iterable[Any]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def redact_console() -> None:
+    """Wrap sys.stdout and sys.stderr in RedactingStream (once)."""
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))
 
 
 _installed = False

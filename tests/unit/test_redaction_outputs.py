@@ -196,3 +196,29 @@ def test_a_failure_cause_is_redacted_before_it_is_cut(tmp_path):
     redact_log(log)
     assert log.read_text() == "WARN TaskSetManager: Lost task: The value '***' of the type \"STRING\"\n" * 3
     assert log.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_new_command_printing_a_secret_gets_the_redaction_for_free(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "leaky.py"
+    script.write_text(
+        "import logging, os, sys, typer\n"
+        "from etl import secrets\n"
+        "from etl.cli import app, main\n"
+        "SECRET = os.environ['LEAKY_SECRET']\n"
+        "@app.command()\n"
+        "def leak():\n"
+        "    print('print', SECRET)\n"
+        "    typer.echo('echo ' + SECRET.upper(), err=True)\n"
+        "    logging.basicConfig()\n"
+        "    logging.getLogger('x').warning('log %s', SECRET)\n"
+        "secrets.register([SECRET])\n"
+        "sys.argv = ['etl', 'leak']\n"
+        "main()\n")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "LEAKY_SECRET": GH})
+    assert p.returncode == 0, p.stderr
+    assert (p.stdout, p.stderr) == ("print ***\n", "echo ***\nWARNING:x:log ***\n")
