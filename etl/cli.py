@@ -27,8 +27,10 @@ def _register() -> None:
 
 
 def main() -> None:
+    from etl.secrets import redact_console
     from etl.settings import SettingsError, current
 
+    redact_console()  # whatever a command prints passes etl.secrets.redact
     _register()
     try:
         current()  # the environment's settings, read once (run/explain --set adds to them)

@@ -154,7 +154,7 @@ def spark():
 def _no_secrets_from_other_tests():
     """etl's registry of values read from the environment is process-wide (a CLI process runs one pipeline): a
     test starts with it empty, so a value an earlier test read (a user name like `root`) is not redacted here."""
-    from etl.load import secrets
+    from etl import secrets
 
     secrets.clear()
     yield

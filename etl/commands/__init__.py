@@ -11,9 +11,9 @@ ALLOW_PATH_HELP = ("folder besides the pipeline's whose files it may read: rule_
 
 
 def _install_log_redaction() -> None:
-    from etl.load.secrets import install_log_redaction
+    from etl.secrets import install_log_redaction
 
-    install_log_redaction()  # log records of every command pass etl.load.secrets.redact
+    install_log_redaction()  # log records of every command pass etl.secrets.redact
 
 
 _install_log_redaction()
@@ -21,7 +21,7 @@ _install_log_redaction()
 
 def redact(text: str) -> str:
     """Every CLI output passes here: values read from the environment become ***."""
-    from etl.load.secrets import redact as _redact
+    from etl.secrets import redact as _redact
 
     return _redact(text)
 

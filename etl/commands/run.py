@@ -132,7 +132,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             profile: str | None = None, drain: bool = False) -> int:
     from etl.compile.context import CompileError
     from etl.runtime.control import Control
-    from etl.runtime.failure import PythonLog, report, stack_of, unknown_failure
+    from etl.runtime.failure import PythonLog, redact_log, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
@@ -177,7 +177,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
 
     def failed(diag: Any, exc: BaseException) -> int:
         stack = exc.failure.stack if isinstance(exc, RunFailed) and exc.failure else stack_of(exc)
-        typer.echo(report(diag, log, stack, redact), err=True)
+        typer.echo(report(diag, log, stack), err=True)
         return 1
 
     def on_drain(signum: int, frame: Any) -> None:
@@ -220,6 +220,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
+        redact_log(log)  # what the JVM wrote there, now that it has stopped writing
         # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'
         # log callbacks could print half a Python traceback after etl's last line
         gc.collect()

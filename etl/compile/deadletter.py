@@ -35,6 +35,23 @@ def dead_frame(shared: Any, pipeline: str, stage: str) -> Any:
         f"CAST(`{PAYLOAD}` AS STRING) AS payload", "current_timestamp() AS time")
 
 
+def redacted_reasons(frame: Any) -> Any:
+    """The dead-letter frame with values read from the environment (and URL passwords) hidden in its reasons,
+    by the patterns of etl.secrets.redact run in the JVM: a reason is Spark's message about the row, built on
+    an executor (a cast error quotes the expression's literal). The one place every dead letter passes before its
+    sink (etl.runtime.runner)."""
+    if frame is None:
+        return frame
+    from pyspark.sql import functions as F
+
+    from etl.secrets import java_replacements
+
+    reason = F.col("reason")
+    for pattern, replacement in java_replacements():
+        reason = F.regexp_replace(reason, F.lit(pattern), F.lit(replacement))
+    return frame.withColumn("reason", reason)
+
+
 def ok_frame(shared: Any) -> Any:
     return shared.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
 

@@ -376,6 +376,9 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
     from etl.graph.columns import propagate_columns
 
+    from etl.graph.public import check_public_names
+
+    check_public_names(graph, report, getattr(doc, "secrets", ()))
     check_unused(graph, report)
     check_path_text(graph, report)
     check_lookup_tables(graph, report)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from etl.diagnostics import Report, Span
-from etl.load.secrets import redact
+from etl.secrets import redact
 from etl.load.template import has_template, process_environ, render
 from etl.load.yamlmap import SourceMap, parse_yaml
 
@@ -32,7 +32,7 @@ class Document:
         return Path(self.file).resolve().parent
 
     def redact(self, text: str) -> str:
-        """Hide every value that came from the environment (etl.load.secrets: all files, every form)."""
+        """Hide every value that came from the environment (etl.secrets: all files, every form)."""
         return redact(text) or text
 
 

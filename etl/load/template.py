@@ -5,7 +5,7 @@ reads an environment variable. Undefined names are reported at their line (jinja
 scoping decides what is defined: loop variables, macro arguments, `caller`, `set` targets).
 Plain substitutions are done here; anything else renders in etl.load.sandbox (immutable
 sandbox, bounded in time and memory). Every value read from the environment is registered
-with etl.load.secrets, which hides it in every output.
+with etl.secrets, which hides it in every output.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
 from jinja2.sandbox import SecurityError
 
 from etl.diagnostics import Diagnostic, Report, Span, did_you_mean
-from etl.load import secrets as secret_registry
+from etl import secrets as secret_registry
 from etl.load.sandbox import LimitExceeded, Timeout, bounded, limits, sandbox
 
 _MISSING = object()
@@ -266,7 +266,7 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
            environ: Mapping[str, str] | None = None) -> Rendered | None:
     """Render `text`; on problems add diagnostics to `report` and return None.
 
-    Every value read from the environment is registered with etl.load.secrets, also
+    Every value read from the environment is registered with etl.secrets, also
     when rendering fails, so that no output shows it."""
     if not has_template(text):
         return Rendered(text)

@@ -6,14 +6,7 @@ from typing import Any
 
 from etl.physical.model import PhysicalPlan, QueryPlan
 
-_WIDTH = 100
-
-
-def _fill(text: str, indent: str, more: str) -> list[str]:
-    import textwrap
-
-    return textwrap.wrap(text, _WIDTH, initial_indent=indent, subsequent_indent=more, break_long_words=False,
-                         break_on_hyphens=False) or [indent.rstrip()]
+from etl.plan.explain import _fill
 
 
 def _query(q: QueryPlan) -> list[str]:

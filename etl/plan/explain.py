@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from etl.secrets import redact
 from etl.plan.delivery import changes_for
 from etl.plan.ir import Plan
 from etl.plan.transport import transport_lines
@@ -24,7 +25,8 @@ def _cols(cols: Any) -> str:
 
 
 def _wrap(prefix: str, text: str, indent: str) -> list[str]:
-    """Wrap a comma-separated list at _WIDTH, continuation lines indented."""
+    """Wrap a comma-separated list at _WIDTH, continuation lines indented (secrets hidden before it wraps)."""
+    text = redact(text) or text
     out: list[str] = []
     line = prefix
     for i, part in enumerate(text.split(", ")):
@@ -39,9 +41,12 @@ def _wrap(prefix: str, text: str, indent: str) -> list[str]:
 
 
 def _fill(text: str, indent: str, more: str) -> list[str]:
-    """Wrap a detail line at _WIDTH on spaces (deterministic; long words are kept whole)."""
+    """Wrap a detail line at _WIDTH on spaces (deterministic; long words are kept whole), after hiding the values
+    read from the environment: a secret never straddles two lines, and the lines are as wide as they are shown."""
     import textwrap
 
+    if len(indent) + len(text) > _WIDTH:  # (a line that is not wrapped is redacted with the whole text)
+        text = redact(text) or text
     return textwrap.wrap(text, _WIDTH, initial_indent=indent, subsequent_indent=more, break_long_words=False,
                          break_on_hyphens=False) or [indent.rstrip()]
 

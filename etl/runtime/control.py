@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from etl.secrets import redact
 from etl.runtime.metrics import Metrics
 
 log = logging.getLogger("etl.control")
@@ -85,8 +86,8 @@ class Control:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"pipeline": self.pipeline, "address": self.address, "pid": os.getpid(),
-                                       "started": datetime.datetime.now(datetime.UTC).isoformat()}))
+            tmp.write_text(redact(json.dumps({"pipeline": self.pipeline, "address": self.address, "pid": os.getpid(),
+                                              "started": datetime.datetime.now(datetime.UTC).isoformat()})))
             os.replace(tmp, path)
             self._run_file = path
         except OSError as e:
@@ -111,6 +112,7 @@ class Control:
                     self._send(404, b"not found\n", "text/plain")
 
             def _send(self, code: int, body: bytes, ctype: str) -> None:
+                body = redacted(body)
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
@@ -188,6 +190,7 @@ class Control:
             body = json.dumps({"error": "unknown component" if unknown else "not tappable" if hidden else
                                "no component", "unknown": unknown, "hidden": hidden,
                                "components": sorted(self.components), "tappable": sorted(self.tappable)}).encode()
+            body = redacted(body)
             handler.send_response(404)
             handler.send_header("Content-Type", "application/json")
             handler.send_header("Content-Length", str(len(body)))
@@ -208,7 +211,7 @@ class Control:
                     line = json.dumps(item, default=_json_value) + "\n"
                 except queue.Empty:
                     line = "\n"
-                handler.wfile.write(line.encode())
+                handler.wfile.write(redacted(line.encode()))
                 handler.wfile.flush()
         except OSError:  # the client went away
             pass
@@ -248,6 +251,13 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
         for f in frames[1:]:
             out = out.unionByName(f, allowMissingColumns=True)
         return out
+
+
+def redacted(body: bytes) -> bytes:
+    """Every response body of the endpoint (metrics, status, taps, errors) passes here: values read from the
+    environment become *** (etl.secrets)."""
+    text = body.decode("utf-8", "replace")
+    return (redact(text) or text).encode()
 
 
 def _put(tap: Tap, item: dict[str, Any]) -> None:

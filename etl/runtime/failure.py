@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from etl.diagnostics import Diagnostic, Severity, Span
+from etl.secrets import redact
 
 RESUME = "the run resumes from its checkpoint: nothing committed is lost or written twice"
 UNREACHABLE = re.compile(r"Connection refused|ConnectException|UnknownHostException|No route to host|"
@@ -114,8 +115,8 @@ class PythonLog:
             self.handler.close()
 
 
-def write_log(path: Path, line: str, stack: str, redact: Any = lambda s: s) -> bool:
-    """Append a failure (its line, then its stacks) to the run's log; False when it cannot be written."""
+def write_log(path: Path, line: str, stack: str) -> bool:
+    """Append a failure (its line, then its stacks) to the run's log, redacted; False when it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as fh:
@@ -127,10 +128,29 @@ def write_log(path: Path, line: str, stack: str, redact: Any = lambda s: s) -> b
         return False
 
 
-def report(diag: Diagnostic, log: Path, stack: str, redact: Any = lambda s: s) -> str:
+def redact_log(path: Path, block: int = 1 << 22) -> None:
+    """The run's log at rest, redacted once the run ends: what the JVM wrote there (log4j's run-log appender, its
+    stderr) never passed Python's redaction. Rewritten through a temporary file in blocks of whole lines."""
+    from etl.secrets import registered
+
+    if not registered():
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as src, open(tmp, "w", encoding="utf-8") as dst:
+            while chunk := src.read(block):
+                chunk += src.readline()  # end the block at a line's end
+                dst.write(redact(chunk))
+        os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def report(diag: Diagnostic, log: Path, stack: str) -> str:
     """The console text of a failure that stops the run (its hint names the log file), after writing the log."""
     hint = diag.hint
-    if write_log(log, diag.render(), stack, redact):
+    if write_log(log, diag.render(), stack):
         hint = (f"{hint}; " if hint else "") + f"full stack in {shown(log)}"
     return redact(Diagnostic(diag.code, diag.message, diag.span, diag.severity, hint).render())
 
@@ -179,7 +199,7 @@ def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: 
 def unknown_failure(graph: Any, cause: str | BaseException, stack: str = "") -> Failure:
     """A failure etl has no component for: the pipeline, at its first line."""
     if isinstance(cause, BaseException):
-        cause = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:500]
+        cause = ((redact(str(cause)) or "").strip().splitlines() or [type(cause).__name__])[0][:500]  # (redacted, then cut)
     return Failure("E401", f"pipeline '{graph.name}'", cause, pipeline_span(graph),
                    f"the query stopped on an error etl does not handle (please report it with the log); {RESUME}",
                    stack)

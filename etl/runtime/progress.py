@@ -123,7 +123,7 @@ class Progress:
 
     # ------------------------------------------------------------- rendering
     def _render(self, rec: BatchRecord) -> None:
-        from etl.load.secrets import redact  # a component id or sink name may come from the environment
+        from etl.secrets import redact  # a component id or sink name may come from the environment
 
         if self.mode == "json":
             self.stream.write(redact(json.dumps(rec.to_json())) + "\n")
@@ -143,7 +143,7 @@ class Progress:
     def _table(self) -> Any:
         from rich.table import Table
 
-        from etl.load.secrets import redact
+        from etl.secrets import redact
 
         t = Table(title=redact(f"etl run {self.pipeline}"), title_justify="left")
         for c in ("query", "batch", "input rows", "rows/s", "written (total)", "dead letters", "watermark",

@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 from etl import registry, settings
 from etl.compile import CompileContext, Compiler, Output, Query
+from etl.compile.deadletter import redacted_reasons
+from etl.secrets import redact
 from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
@@ -189,7 +191,7 @@ class PipelineRun:
                         failed_rows.append((batch.splits[o.id], dead))
                 else:
                     if o.is_dead_letter:
-                        frame = self._with_failed_rows(frame, failed_rows)
+                        frame = redacted_reasons(self._with_failed_rows(frame, failed_rows))
                     if frame is None:
                         written[o.id] = 0
                         continue
@@ -418,6 +420,7 @@ def _explained(exc: Any) -> str:
         root = str(java.toString()) if java is not None and seen else ""
     except Exception:  # noqa: BLE001 - the JVM may be gone; the wrapper line is still worth printing
         root = ""
+    root = redact(root) or root  # before it is cut
     return f"{msg.rstrip(': ')} (root cause: {root.splitlines()[0][:500]})" if root else msg
 
 
