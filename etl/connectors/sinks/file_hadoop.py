@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, TypeVar
 
-from etl.compile.bounds import WORKER_ENDED
+from etl.connectors.api import WORKER_ENDED
 from etl.runtime.sink import TerminalError, TransientError
 
 T = TypeVar("T")
