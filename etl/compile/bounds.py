@@ -20,8 +20,9 @@ No call stops the stream; each bound makes its row a dead letter naming the func
   one that crashed). Journals are local files: on a cluster the
   retry must run on the same machine (the first retry of a task usually does), else the task fails again.
 
-Cost per call: a clock read and two 8-byte writes into the journal, about 1 µs (tests/unit/test_function_bounds.py
-names the measurement).
+Cost per call: a clock read, the task's id and two 8-byte writes into the journal; 300,000 calls of a function
+doing `s.upper()` through RowCall took 0.4-0.5 µs more per call than the same calls without the bounds (the
+function's own call and Arrow's conversion cost about 10 µs per row: README "Python functions").
 """
 
 from __future__ import annotations

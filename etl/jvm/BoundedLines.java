@@ -177,6 +177,15 @@ final class BoundedLines implements Closeable {
      */
     static int invalidUtf8(byte[] b, int n, boolean json) {
         int i = 0;
+        final long base = Platform.BYTE_ARRAY_OFFSET;
+        while (i + 16 <= n) {  // 16 ASCII bytes at a time (no backslash among them, for json)
+            long w = Platform.getLong(b, base + i);
+            long v = Platform.getLong(b, base + i + 8);
+            if (((w | v) & HIGH_BITS) != 0 || json && (zeroBytes(w ^ BACKSLASHES) | zeroBytes(v ^ BACKSLASHES)) != 0) {
+                break;
+            }
+            i += 16;
+        }
         while (i < n) {
             if (i + 8 <= n) {
                 long w = Platform.getLong(b, Platform.BYTE_ARRAY_OFFSET + i);
@@ -212,7 +221,8 @@ final class BoundedLines implements Closeable {
 
     /** Bytes to skip past the backslash at `i`, or -2 - i when it starts an escape of a lone surrogate. */
     private static int escape(byte[] b, int i, int n) {
-        if (i + 1 >= n || b[i + 1] != 'u') return 2;
+        if (i + 1 >= n) return 1;
+        if (b[i + 1] != 'u') return b[i + 1] < 0 ? 1 : 2;  // a non-ASCII byte after it: UTF-8's check reads it
         int u = hex4(b, i + 2, n);
         if (u < 0xD800 || u > 0xDFFF) return 2;
         if (u <= 0xDBFF && i + 7 < n && b[i + 6] == '\\' && b[i + 7] == 'u') {
@@ -234,7 +244,12 @@ final class BoundedLines implements Closeable {
     }
 
     private static boolean hasZeroByte(long w) {
-        return ((w - ONES) & ~w & HIGH_BITS) != 0;
+        return zeroBytes(w) != 0;
+    }
+
+    /** Non-zero when a byte of `w` is zero. */
+    private static long zeroBytes(long w) {
+        return (w - ONES) & ~w & HIGH_BITS;
     }
 
     /** The length of the longest prefix of b[0, n) that does not end inside a UTF-8 sequence. */
