@@ -134,16 +134,27 @@ class Timer:
 
 
 def timer(seconds: float) -> Timer | None:
-    """The process's timer (None: not the main thread, or no interval timers here)."""
+    """The process's timer (None: not a Spark task's worker, not its main thread, or no interval timers here)."""
+    from pyspark import TaskContext
+
     if "timer" not in _STATE:
         t = None
-        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        if (TaskContext.get() is not None and threading.current_thread() is threading.main_thread()
+                and hasattr(signal, "setitimer")):
             t = Timer(seconds)
         _STATE["timer"] = t
     found: Timer | None = _STATE["timer"]
     if found is not None:
         found.seconds = seconds
     return found
+
+
+def stop_timer() -> None:
+    """No more alarms in this process (tests: the timer of a fake task)."""
+    t = _STATE.pop("timer", None)
+    if t is not None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
 def journal(fn: str) -> "Journal":

@@ -46,7 +46,18 @@ def call(source: str = SOURCE, **limits) -> RowCall:
     return RowCall(Shipped("udfs:f", source, "udfs.py"), False, types("string"), "f", Limits(**limits))
 
 
-def test_a_call_past_its_budget_is_the_rows_error_and_the_next_call_runs() -> None:
+@pytest.fixture
+def in_a_task(monkeypatch):
+    """A Spark task's worker (pyspark's TaskContext set): the time budget applies; its timer stopped after."""
+    from pyspark import TaskContext
+
+    monkeypatch.setattr(TaskContext, "_taskContext", FakeTask(1, None, streaming=False))
+    monkeypatch.setitem(bounds._STATE, "memory", 0)  # never limit this process's memory (a JVM started later...)
+    yield
+    bounds.stop_timer()
+
+
+def test_a_call_past_its_budget_is_the_rows_error_and_the_next_call_runs(in_a_task) -> None:
     c = call(timeout_s=0.3)
     t = time.monotonic()
     assert c("hang") == (None, "did not return within 0.3 s (ETL_FUNCTION_TIMEOUT_S)")
@@ -54,7 +65,7 @@ def test_a_call_past_its_budget_is_the_rows_error_and_the_next_call_runs() -> No
     assert c("next") == ("NEXT", None)
 
 
-def test_a_module_that_loops_at_import_is_every_rows_error_once() -> None:
+def test_a_module_that_loops_at_import_is_every_rows_error_once(in_a_task) -> None:
     c = call("while True:\n    pass\n\ndef f(s):\n    return s\n", timeout_s=0.3)
     want = (None, "importing udfs:f did not return within 0.3 s (ETL_FUNCTION_TIMEOUT_S)")
     assert c("a") == want
@@ -106,8 +117,8 @@ def test_a_call_over_the_workers_memory_is_a_memory_error(tmp_path: Path) -> Non
 class FakeTask:
     """pyspark's TaskContext as a streaming batch's task sees it."""
 
-    def __init__(self, attempt: int, crashed: str | None = None):
-        self.attempt, self.crashed = attempt, crashed
+    def __init__(self, attempt: int, crashed: str | None = None, streaming: bool = True):
+        self.attempt, self.crashed, self.streaming = attempt, crashed, streaming
 
     def taskAttemptId(self) -> int:  # noqa: N802 - pyspark's name
         return self.attempt
@@ -116,6 +127,8 @@ class FakeTask:
         return 0
 
     def getLocalProperty(self, key: str) -> str | None:  # noqa: N802
+        if not self.streaming:
+            return None
         return {"sql.streaming.queryId": "q-1", "streaming.sql.batchId": "7", bounds.CRASHED_TASKS: self.crashed}[key]
 
 
