@@ -20,9 +20,10 @@ No call stops the stream; each bound makes its row a dead letter naming the func
   one that crashed). Journals are local files: on a cluster the
   retry must run on the same machine (the first retry of a task usually does), else the task fails again.
 
-Cost per call: a clock read, the task's id and two 8-byte writes into the journal; 300,000 calls of a function
-doing `s.upper()` through RowCall took 0.4-0.5 µs more per call than the same calls without the bounds (the
-function's own call and Arrow's conversion cost about 10 µs per row: README "Python functions").
+Cost per call: a clock read, the task's id and two 8-byte writes into the journal, about 0.5 µs, which RowCall
+pays back by keeping the loaded callable (it hashed the module's source on every call before): 300,000 calls of a
+function doing `s.upper()`, 7 alternating rounds, CPU medians: 0.89 µs a call before, 0.99 µs with the bounds (a
+row through a Python function costs about 10 µs in Spark: README "Python functions").
 """
 
 from __future__ import annotations
