@@ -119,6 +119,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_REGEX_BUDGET_S", "regex_budget_s", "seconds (>= 0)", "1",
             "time a Python re search of a rule pattern may take (plus 1 µs per character) before the row is "
             "undecided; 0 turns the budget off", _number(float, 0.0, None, "a number of seconds >= 0")),
+    Setting("ETL_MAX_RECORD_MB", "max_record_mb", "MB (1-1024)", "16",
+            "the largest record a source reads (a jsonl/text line, a kafka/rocketmq value) and the largest value a "
+            "Python function may return; a bigger one is a dead letter with its first 1,024 bytes and its size",
+            _number(int, 1, 1024, "a whole number of megabytes, 1 to 1024")),
+    Setting("ETL_FUNCTION_TIMEOUT_S", "function_timeout_s", "seconds (0.1-3600)", "30",
+            "time one call of a pipeline's Python function may take (its module's import too); a longer one is the "
+            "row's dead letter", _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
+    Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
+            "address space of a Python worker that runs a pipeline's functions (RLIMIT_AS); a call that needs more "
+            "is the row's dead letter (MemoryError)", _number(int, 256, 1048576, "a whole number of megabytes, 256 to 1048576")),
     Setting("ETL_CACHE_DIR", "cache_dir", "folder or off", "$XDG_CACHE_HOME/etl, else ~/.cache/etl",
             "on-disk cache of compiled rule programs, Hyperscan databases and etl's jar; off: no cache (etl's jar, "
             "class archive, Python launcher and log4j2 settings then go to <tmp>/etl-cache-<uid> when it is a private "
@@ -187,6 +197,9 @@ class Settings:
     max_file_mb: float = 32.0
     max_table_mb: float = 4096.0
     regex_budget_s: float = 1.0
+    max_record_mb: int = 16
+    function_timeout_s: float = 30.0
+    function_memory_mb: int = 2048
     cache_dir: str | None = None
     lookup_dir: str = ""  # "": the private <tmp>/etl-lookup-<uid> (etl.compile.lookups.store.default_base_dir)
     lookup_chunk_rows: int = 4096

@@ -19,6 +19,11 @@ window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs); 
 aggregate (etl.compile.transforms.aggregate) the same accumulator keeps each key's values, and the
 function runs on them after each micro-batch that changed the key.
 
+Every call is bounded (etl.compile.bounds): a time budget (ETL_FUNCTION_TIMEOUT_S, the module's import too), the
+worker's memory (ETL_FUNCTION_MEMORY_MB), the size of its value (ETL_MAX_RECORD_MB) and a value Arrow can encode (a
+str with a lone surrogate cannot); a call that crashes its worker is answered on the batch's retry from the dead
+worker's journal. Each is the row's dead letter naming the function, never a stopped stream.
+
 The callable's module travels with the function: a module beside the pipeline is shipped as its source
 (executed once per Python worker, under a name of its own, so two pipelines' `udfs.py` never clash);
 an installed module is imported by name on the executors.
@@ -32,9 +37,10 @@ import sys
 import types
 from dataclasses import dataclass, replace
 from pathlib import Path
+from time import monotonic
 from typing import Any, Callable
 
-from etl.compile import returns
+from etl.compile import bounds, returns
 
 _LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
 RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)
@@ -82,29 +88,119 @@ def shipped(sig: Any, base_dir: str) -> Shipped:
     return Shipped(sig.ref, read_text(str(file), MODULES) if local else None, file.name)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """A call's bounds, from the driver's settings (etl.compile.bounds)."""
+
+    timeout_s: float = 30.0
+    memory_mb: int = 2048
+    max_bytes: int = 16 * 1024 * 1024
+
+    @staticmethod
+    def current() -> "Limits":
+        from etl import settings
+
+        s = settings.current()
+        return Limits(s.function_timeout_s, s.function_memory_mb, s.max_record_mb * 1024 * 1024)
+
+
 class RowCall:
     """Calls the user's function on one row: (value, None), or (None, "<Error>: <message>") when it raises, or
     (None, what is wrong) when it returns a value of another type than its declared `dtype` (a pyspark DataType;
-    a table function: the struct of its columns), which the Arrow conversion would fail the task on."""
+    a table function: the struct of its columns), which the Arrow conversion would fail the task on, or a value
+    over the maximum size or not valid Unicode, or when it runs past a bound (etl.compile.bounds)."""
 
-    def __init__(self, fn: Shipped, table: bool, dtype: Any):
-        self.fn, self.table, self.dtype = fn, table, dtype
+    def __init__(self, fn: Shipped, table: bool, dtype: Any, name: str = "", limits: Limits | None = None):
+        self.fn, self.table, self.dtype, self.name = fn, table, dtype, name
+        self.limits = limits or Limits()
+        self._journal: bounds.Journal | None = None
+        self._timer: bounds.Timer | None = None
+        self._load_error: str | None = None
+        self._fn: Callable[..., Any] | None = None  # the loaded callable
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_journal": None, "_timer": None, "_load_error": None, "_fn": None}
+
+    def _start(self) -> bounds.Journal:
+        bounds.limit_memory(self.limits.memory_mb)
+        self._journal = journal = bounds.journal(self.name or self.fn.ref)
+        self._timer = bounds.timer(self.limits.timeout_s)
+        return journal
 
     def __call__(self, *args: Any) -> tuple[Any, str | None]:
-        f = self.fn.load()
+        journal = self._journal if self._journal is not None else self._start()
+        timer = self._timer
+        i = journal.begin()
+        cause = journal.crashed(i)
+        if cause is not None:  # this call ended a worker before (the batch's retry)
+            journal.end(i)
+            return None, (self._late(True) if cause else "its Python worker ended during this call (os._exit, a "
+                          "crash or a signal such as the OOM killer's); the call was not made again")
+        if self._load_error is not None:
+            journal.end(i)
+            return None, self._load_error
+        if timer is not None:
+            timer.on_kill = journal.overtime
+            timer.start = monotonic()
+            timer.active = True
         try:
+            try:
+                f = self._fn or self._load()
+            except bounds.Overtime:
+                self._load_error = f"importing {self.fn.ref} {self._late(False)}"
+                return None, self._load_error
+            except Exception as e:  # noqa: BLE001 - the module's error: every row's dead letter says it
+                self._load_error = f"importing {self.fn.ref} failed: {type(e).__name__}: {e}"
+                return None, self._load_error
             value = f(*args)
             if self.table:  # a generator runs here: its error belongs to this row too
                 value = list(value)
+        except bounds.Overtime:
+            return None, self._late(False)
+        except MemoryError as e:
+            return None, (f"MemoryError{f': {e}' if str(e) else ''} (more memory than its worker may have: "
+                          f"ETL_FUNCTION_MEMORY_MB={self.limits.memory_mb})")
         except Exception as e:  # noqa: BLE001 - the user's error on this row: the row's dead letter says it
             return None, f"{type(e).__name__}: {e}"
+        finally:
+            if timer is not None:
+                timer.active = False
+            journal.end(i)
         if self.table:
-            return _table_rows(self.dtype, value)
-        wrong = returns.mismatch(self.dtype, value)
+            return _table_rows(self.dtype, value, self.limits.max_bytes)
+        wrong = returns.mismatch(self.dtype, value) or _unwritable(value, self.limits.max_bytes)
         return (value, None) if wrong is None else (None, wrong)
 
+    def _load(self) -> Callable[..., Any]:
+        self._fn = self.fn.load()
+        return self._fn
 
-def _table_rows(dtype: Any, rows: list[Any]) -> tuple[Any, str | None]:
+    def _late(self, killed: bool) -> str:
+        t = f"{self.limits.timeout_s:g} s (ETL_FUNCTION_TIMEOUT_S)"
+        return (f"did not return within {t}, nor {bounds.GRACE_S:g} s after it was interrupted: its worker was ended"
+                if killed else f"did not return within {t}")
+
+
+def _unwritable(value: Any, max_bytes: int) -> str | None:
+    """What makes a str or bytes value impossible to pass on: over `max_bytes`, or a str that is not valid Unicode
+    (a lone surrogate, which UTF-8 cannot encode); None when nothing does."""
+    if isinstance(value, str):
+        if value.isascii():
+            size = len(value)
+        else:
+            try:
+                size = len(value.encode("utf-8"))
+            except UnicodeEncodeError as e:
+                return (f"returned a str that is not valid Unicode (a lone surrogate U+{ord(value[e.start]):04X} at "
+                        f"index {e.start}): UTF-8 cannot encode it")
+        if size > max_bytes:
+            return f"returned a str of {size} bytes, over the maximum record size of {max_bytes} bytes (ETL_MAX_RECORD_MB)"
+    elif isinstance(value, (bytes, bytearray)) and len(value) > max_bytes:
+        return f"returned {len(value)} bytes, over the maximum record size of {max_bytes} bytes (ETL_MAX_RECORD_MB)"
+    return None
+
+
+def _table_rows(dtype: Any, rows: list[Any], max_bytes: int) -> tuple[Any, str | None]:
     """A table function's rows as tuples, or what is wrong with the first row that is not one of its columns."""
     cols = f"({', '.join(f'{c.name} {c.dataType.simpleString()}' for c in dtype.fields)})"
     out = []
@@ -119,6 +215,9 @@ def _table_rows(dtype: Any, rows: list[Any]) -> tuple[Any, str | None]:
             if wrong is not None:
                 return None, (f"row {i} {returns.short(r)}: column '{c.name}' is {wrong} where its declared type "
                               f"is {c.dataType.simpleString()}")
+            wrong = _unwritable(v, max_bytes)
+            if wrong is not None:
+                return None, f"row {i}: column '{c.name}' {wrong}"
         out.append(row)
     return out, None
 
@@ -142,7 +241,7 @@ def register(spark: Any, graph: Any) -> None:
         out = spark_type(sig)
         inner = f"_etl_fn_{sig.name}"
         dtype = DataType.fromDDL(sig.returns)  # a table function: the struct of its columns
-        spark.udf.register(inner, F.udf(RowCall(fn, sig.kind == "table", dtype),
+        spark.udf.register(inner, F.udf(RowCall(fn, sig.kind == "table", dtype, sig.name, Limits.current()),
                                         f"struct<value: {out}, error: string>", useArrow=True))
         params = ", ".join(f"a{i} {t}" for i, t in enumerate(sig.args))
         call = f"{inner}({', '.join(f'a{i}' for i in range(len(sig.args)))})"

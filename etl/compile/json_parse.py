@@ -24,7 +24,9 @@ def json_struct(spark: Any, text: Any, schema: Any, corrupt: str, engine: str) -
         return Column(spark.sparkContext._jvm.etl.jvm.JsonParse.parsed(text._jc, schema.json(), corrupt))
     if engine != "from_json":
         raise ValueError(f"unknown json parser {engine!r} (one of {', '.join(ENGINES)})")
-    return F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": corrupt})
+    # strings of any length, as JsonParse.java: Spark's default is 20 MB, sources cap records (ETL_MAX_RECORD_MB)
+    return F.from_json(text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": corrupt,
+                                      "maxStringLen": str(2**31 - 1)})
 
 
 def json_parser(spark: Any, planned: str | None) -> str:

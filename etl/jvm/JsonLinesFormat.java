@@ -1,6 +1,8 @@
 package etl.jvm;
 
+import java.io.IOException;
 import java.io.Serializable;
+import java.io.UncheckedIOException;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -22,7 +24,6 @@ import org.apache.spark.sql.catalyst.json.JSONOptionsInRead;
 import org.apache.spark.sql.catalyst.json.JacksonParser;
 import org.apache.spark.sql.catalyst.util.BadRecordException;
 import org.apache.spark.sql.catalyst.util.PermissiveMode$;
-import org.apache.spark.sql.execution.datasources.HadoopFileLinesReader;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.json.JsonFileFormat;
 import org.apache.spark.sql.internal.SQLConf;
@@ -58,6 +59,10 @@ import scala.runtime.AbstractFunction2;
  * instant with its zone ({@code 2026-01-10T12:00:00.250Z}, {@code ...+05:30}): Spark's parser looks the zone up with
  * a regex for every value. Any other text, a malformed line, a timestampFormat or the legacy parser, or a pushed
  * filter on the column: the line is parsed again by Spark's parser with the real types, so the rows stay Spark's.
+ *
+ * <p>With the option {@code etlMaxRecordBytes} (etl's file source sets ETL_MAX_RECORD_MB), lines are read by
+ * {@link BoundedLines}: a longer line, a line that is not UTF-8 or holds a lone surrogate's escape is a row of nulls
+ * with its payload in the corrupt-record column and the reason in the column {@code etlRejectColumn} names.
  */
 public class JsonLinesFormat extends JsonFileFormat {
     private static final long serialVersionUID = 1L;
@@ -74,11 +79,14 @@ public class JsonLinesFormat extends JsonFileFormat {
             return super.buildReader(spark, dataSchema, partitionSchema, requiredSchema, filters, options, hadoopConf);
         }
         int c = (Integer) corrupt.get();
+        long max = BoundedLines.maxOption(options);
+        scala.Option<Object> rejectAt = BoundedLines.rejectColumn(options, requiredSchema);
+        int r = max > 0 && rejectAt.isDefined() ? (Integer) rejectAt.get() : -1;
         StructField[] fields = requiredSchema.fields();
-        StructField[] parsed = new StructField[fields.length - 1];
+        StructField[] parsed = new StructField[fields.length - (r >= 0 ? 2 : 1)];
         int[] target = new int[parsed.length];
         for (int i = 0, j = 0; i < fields.length; i++) {
-            if (i == c) continue;
+            if (i == c || i == r) continue;
             parsed[j] = fields[i];
             target[j++] = i;
         }
@@ -90,7 +98,7 @@ public class JsonLinesFormat extends JsonFileFormat {
             for (String ref : it.next().references()) filtered.add(ref);
         }
         StructType quick = IsoInstants.quickSchema(parsed, opts, filtered);
-        return new Reader(new StructType(parsed), quick, opts, filters, bc, target, c, fields.length);
+        return new Reader(new StructType(parsed), quick, opts, filters, bc, target, c, fields.length, max, r);
     }
 
     /** A file's rows (shipped to the tasks). */
@@ -104,9 +112,11 @@ public class JsonLinesFormat extends JsonFileFormat {
         final int[] target;  // where each parsed column goes in the required row
         final int corrupt;
         final int width;
+        final long max;  // bytes a line may have (0: Spark's line reader, unchecked)
+        final int reject;  // the reason column of rejected lines (-1: none)
 
         Reader(StructType parsed, StructType quick, JSONOptions opts, Seq<Filter> filters,
-               Broadcast<SerializableConfiguration> conf, int[] target, int corrupt, int width) {
+               Broadcast<SerializableConfiguration> conf, int[] target, int corrupt, int width, long max, int reject) {
             this.parsed = parsed;
             this.quick = quick;
             this.opts = opts;
@@ -115,22 +125,35 @@ public class JsonLinesFormat extends JsonFileFormat {
             this.target = target;
             this.corrupt = corrupt;
             this.width = width;
+            this.max = max;
+            this.reject = reject;
         }
 
         @Override
         public Iterator<InternalRow> apply(PartitionedFile file) {
             JacksonParser parser = new JacksonParser(parsed, opts, true, filters);
             JacksonParser quickParser = quick == null ? null : new JacksonParser(quick, opts, true, filters);
-            HadoopFileLinesReader lines = new HadoopFileLinesReader(file, opts.lineSeparatorInRead(), conf.value().value());
+            BoundedLines lines;
+            try {
+                lines = new BoundedLines(file, opts.lineSeparatorInRead(), conf.value().value(), max, true);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
             TaskContext tc = TaskContext.get();
-            if (tc != null) tc.addTaskCompletionListener((TaskCompletionListener) ctx -> lines.close());
+            if (tc != null) tc.addTaskCompletionListener((TaskCompletionListener) ctx -> {
+                try {
+                    lines.close();
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
             return new Rows(this, parser, quickParser, lines);
         }
     }
 
     /** The rows of a file's lines: one reused row, as FailureSafeParser's (each is copied before the next). */
     static final class Rows extends AbstractIterator<InternalRow> {
-        private final HadoopFileLinesReader lines;
+        private final BoundedLines lines;
         private final JacksonParser parser;
         private final JacksonParser quickParser;  // timestamps as strings (null: none converted here)
         private final int[] quickTs;  // the parsed columns converted here
@@ -142,19 +165,22 @@ public class JsonLinesFormat extends JsonFileFormat {
         private final int[] target;
         private final DataType[] types;
         private final int corrupt;
+        private final int reject;
         private final GenericInternalRow out;
         private Iterator<InternalRow> pending;
         private InternalRow[] partial;  // a bad line's partial rows (or none: one row of nulls)
         private int nextPartial;
         private UTF8String bad;
+        private UTF8String why;  // a rejected line's reason
 
-        Rows(Reader r, JacksonParser parser, JacksonParser quickParser, HadoopFileLinesReader lines) {
+        Rows(Reader r, JacksonParser parser, JacksonParser quickParser, BoundedLines lines) {
             this.lines = lines;
             this.parser = parser;
             this.quickParser = quickParser;
             quickTs = IsoInstants.converted(r.quick, r.parsed);
             this.target = r.target;
             this.corrupt = r.corrupt;
+            this.reject = r.reject;
             this.out = new GenericInternalRow(r.width);
             StructField[] f = r.parsed.fields();
             types = new DataType[f.length];
@@ -183,12 +209,24 @@ public class JsonLinesFormat extends JsonFileFormat {
                     if (nextPartial < Math.max(partial.length, 1)) return true;
                     partial = null;
                     bad = null;
+                    why = null;
                 }
                 if (pending != null && pending.hasNext()) return true;
                 if (nextQuick < quickRows.size()) return true;
-                if (!lines.hasNext()) return false;
-                Text line = lines.next();
+                try {
+                    if (!lines.next()) return false;
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+                Text line = lines.line();
                 pending = null;
+                if (lines.reason() != null) {  // not parsed: a row of nulls with its payload and reason
+                    partial = new InternalRow[0];
+                    nextPartial = 0;
+                    bad = UTF8String.fromBytes(java.util.Arrays.copyOf(line.getBytes(), line.getLength()));
+                    why = UTF8String.fromString(lines.reason());
+                    continue;
+                }
                 if (quickParser != null && gate.open()) {
                     boolean converted = quick(line);
                     gate.count(converted);
@@ -241,6 +279,7 @@ public class JsonLinesFormat extends JsonFileFormat {
             int[] t = target;
             for (int i = 0; i < t.length; i++) out.update(t[i], row == null ? null : row.get(i, types[i]));
             out.update(corrupt, bad);
+            if (reject >= 0) out.update(reject, why);
             return out;
         }
 

@@ -84,6 +84,7 @@ public final class JsonParse {
             java.util.Map<String, String> given = new java.util.HashMap<>();
             given.put("mode", "PERMISSIVE");
             given.put("columnNameOfCorruptRecord", spec.corrupt);
+            given.put("maxStringLen", String.valueOf(Integer.MAX_VALUE));  // sources cap values (ETL_MAX_RECORD_MB)
             scala.collection.immutable.Map<String, String> options =
                 scala.collection.immutable.Map$.MODULE$.from(scala.jdk.javaapi.CollectionConverters.asScala(given));
             JSONOptions opts = new JSONOptions(options, spec.timeZone, spec.corrupt);

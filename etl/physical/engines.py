@@ -376,6 +376,11 @@ ENGINES: tuple[Engine, ...] = (
            "converted without Spark's per-value zone lookup"),
     Engine("spark-json-reader", "reader", "etl.connectors.sources.file:build", _always,
            "Spark's json reader (PERMISSIVE, a corrupt-record column for malformed lines)"),
+    Engine("text-jvm", "lines", "etl.connectors.sources.file:build", _jsonl_jvm,
+           "TextLinesFormat.java: Spark's text source with each line checked (ETL_MAX_RECORD_MB, valid UTF-8) before "
+           "it is kept: a longer or invalid line is a dead letter"),
+    Engine("spark-text-reader", "lines", "etl.connectors.sources.file:build", _always,
+           "Spark's text source (no maximum line size, lines not checked)"),
     Engine("json-parse-jvm", "parser", "etl.compile.json_parse:json_struct", _json_parse_jvm,
            "JsonParse.java: from_json's parser and PERMISSIVE rules in the generated code, without the copy of every "
            "row from_json makes for the corrupt-record column; ISO-8601 timestamps with their zone converted "

@@ -60,6 +60,8 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         return (pick("window", s, target),)
     if node.kind == "source" and t == "file" and getattr(node.spec, "format", None) == "jsonl":
         return (pick("reader", s, target),)
+    if node.kind == "source" and t == "file" and getattr(node.spec, "format", None) == "text":
+        return (pick("lines", s, target),)
     if getattr(node.spec, "format", None) == "json" and (t == "parse" or node.kind == "source" and t in ("kafka", "rocketmq")):
         return (pick("parser", s, target),)  # kafka and rocketmq values, the parse transform
     if node.kind == "sink":

@@ -137,6 +137,7 @@ class PipelineRun:
         crash = settings.current().test_worker_crash  # CRASH_HOOK
 
         def run_batch(batch_df: Any, batch_id: int) -> None:
+            from etl.compile.bounds import CRASHED_TASKS, MAX_CRASHES, crashed_tasks
             from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
             from etl.compile.rules_jvm import demote
 
@@ -147,6 +148,7 @@ class PipelineRun:
                     raise StopRequested(f"etl: stopping; batch {batch_id} of {q.name} will be replayed on restart")
                 written: dict[str, int] = {}
                 guarded = self._guard_left.get(q.name, 0) > 0
+                crashed: set[int] = set()  # task attempts whose Python worker ended (etl.compile.bounds)
                 while True:
                     try:
                         with guarding(guarded):
@@ -163,10 +165,22 @@ class PipelineRun:
                             guarded = True
                             self._guard_left[q.name] = GUARDED_BATCHES + 1
                             continue
+                        # a Python function ended its worker: the batch again, guarded; the new worker answers
+                        # that call from the dead one's journal (etl.compile.bounds), one more call each time
+                        tids = crashed_tasks(e) - crashed
+                        if tids and len(crashed) < MAX_CRASHES:
+                            crashed |= tids
+                            batch_df.sparkSession.sparkContext.setLocalProperty(
+                                CRASHED_TASKS, ",".join(map(str, sorted(crashed))))
+                            guarded = True
+                            self._guard_left[q.name] = GUARDED_BATCHES + 1
+                            continue
                         if isinstance(e, SinkFailed):
                             self.failure = str(e)
                             self.failed = sink_failure(self.graph, e, stack_of(e))
                         raise
+                if crashed:
+                    batch_df.sparkSession.sparkContext.setLocalProperty(CRASHED_TASKS, None)
                 self._guard_left[q.name] = self._guard_left.get(q.name, 1) - 1
                 self.progress.sink_counts(q.name, batch_id, written, skipped)
                 self._last_done[q.name] = batch_id

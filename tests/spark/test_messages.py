@@ -47,3 +47,20 @@ def test_json_without_a_schema_names_the_source(spark):
     df = spark.createDataFrame([(b"{}",)], "value binary")
     with pytest.raises(CompileError, match="p.yaml:3:5: E405 kafka source 'k': format json needs a declared schema"):
         kafka.decode(df, ks, _Node(ks), "p")
+
+
+@pytest.mark.parametrize("parser", ["json-parse-jvm", "from_json"])
+def test_a_value_over_the_maximum_record_size_is_not_parsed(spark, parser, monkeypatch):
+    from etl import settings
+
+    monkeypatch.setenv("ETL_MAX_RECORD_MB", "1")
+    settings.reset()
+    ks = KafkaSource.model_validate({"id": "k", "type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topics": ["t"],
+                                     "format": "json", "schema": {"id": "bigint", "name": "string"}})
+    big = '{"id": 3, "name": "' + "é" * (512 * 1024) + '"}'  # 1 MB + 21 bytes, 524,309 characters
+    fits = '{"id": 4, "name": "' + "n" * (1024 * 1024 - 22) + '"}'  # 1 MB less a byte: parsed
+    df = spark.createDataFrame([(v.encode(),) for v in (big, fits)], "value binary")
+    got = _rows(kafka.decode(df, ks, _Node(ks), "p", parser))
+    assert got[0] == (None, None, f"record of {1024 * 1024 + 21} bytes is over the maximum record size of 1048576 "
+                                  "bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters", big[:1024])
+    assert got[1] == (4, "n" * (1024 * 1024 - 22), None, fits)

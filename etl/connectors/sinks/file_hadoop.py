@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, TypeVar
 
+from etl.connectors.api import WORKER_ENDED
 from etl.runtime.sink import TerminalError, TransientError
 
 T = TypeVar("T")
@@ -51,7 +52,8 @@ def hadoop_uri(path: str, resolve: Callable[[str], str]) -> str:
 
 def java_error(e: Any) -> Exception | None:
     """A py4j error of a Hadoop call or of a Spark write job as TransientError (an I/O error anywhere in its
-    causes) or TerminalError (missing, forbidden); None: not an I/O error."""
+    causes) or TerminalError (missing, forbidden); None: not an I/O error (a Python worker that ended is not one,
+    though its socket's error is)."""
     ex = e.java_exception
     while ex is not None:
         names = []
@@ -60,6 +62,8 @@ def java_error(e: Any) -> Exception | None:
             names.append(cls.getName())
             cls = cls.getSuperclass()
         msg = f"{names[0]}: {ex.getMessage()}"
+        if WORKER_ENDED in msg:  # a Python function ended its worker: the runner's retry (etl.compile.bounds)
+            return None
         if any(n in TERMINAL for n in names):
             return TerminalError(msg)
         if "java.io.IOException" in names:

@@ -5,6 +5,13 @@ line as payload (PERMISSIVE mode with a corrupt-record column). jsonl is read by
 etl/jvm/JsonLinesFormat.java where the session has etl's jar: Spark's own reader
 and parser with the same rows, without the copy Spark makes of every row when
 a corrupt-record column is asked for.
+
+Every line is checked before it is parsed (etl/jvm/BoundedLines.java, with etl's
+jar: jsonl, and text by TextLinesFormat.java): a line over ETL_MAX_RECORD_MB is a
+dead letter with its first 1,024 bytes and its size, never held whole in memory;
+a line that is not valid UTF-8 is one with its bytes in base64; a jsonl line
+with a lone surrogate's escape (`\ud800`) is one too. Spark's JSON parser takes
+strings up to the same size (its maxStringLen, 20 MB by default).
 """
 
 from __future__ import annotations
@@ -17,6 +24,20 @@ from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
 JSON_LINES = "etl.jvm.JsonLinesFormat"  # Spark's json source, its malformed-line check cheaper (etl/jvm)
+TEXT_LINES = "etl.jvm.TextLinesFormat"  # Spark's text source with each line checked (etl/jvm)
+REJECT = "_etl_reject"  # why BoundedLines.java rejected a line (NULL: it did not)
+
+
+def max_record_bytes() -> int:
+    from etl import settings
+
+    return settings.current().max_record_mb * 1024 * 1024
+
+
+def checked(reader: Any) -> Any:
+    """`reader` with etl's line checks (JsonLinesFormat, TextLinesFormat) and Spark's JSON strings as long."""
+    cap = str(max_record_bytes())
+    return reader.option("etlMaxRecordBytes", cap).option("etlRejectColumn", REJECT).option("maxStringLen", cap)
 
 
 def struct_of(node: Node, columns: dict[str, str]) -> Any:
@@ -74,23 +95,29 @@ def build(ctx: CompileContext, node: Node) -> Any:
     if spec.max_bytes_per_trigger:
         reader = reader.option("maxBytesPerTrigger", int(spec.max_bytes_per_trigger))
     if spec.format == "text":
-        df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
-        return _event_time(df, node)
+        if ctx.built_with(node, "lines") != "text-jvm":
+            df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
+            return _event_time(df, node)
+        df = checked(reader).schema(f"value string, {REJECT} string").format(TEXT_LINES).load(path)
+        shared = df.select(F.col("value").alias(spec.text_column), F.col(REJECT).alias(ERR), F.col("value").alias(PAYLOAD))
+        return from_shared(_event_time(shared, node), ctx.pipeline, node.id)
     if spec.format == "parquet":
         df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
         return _event_time(df, node)
     schema = struct_of(node, spec.schema_) if spec.schema_ else _infer(ctx, node, path)
     full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
-    reader = reader.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
-    if spec.format == "csv":
-        df = reader.options(header=str(spec.header).lower(), sep=spec.delimiter).csv(path)
-    else:
-        engine = ctx.built_with(node, "reader")
-        # JsonLinesFormat: Spark's reader, without its per-row copy for the check
-        df = reader.format(JSON_LINES).load(path) if engine == "jsonl-jvm" else reader.json(path)
+    reader = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
     label = "malformed json line" if spec.format == "jsonl" else "malformed csv line"
-    shared = df.select(*[F.col(f.name) for f in schema.fields],
-                       F.when(F.col(CORRUPT).isNotNull(), F.lit(label)).alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
+    err = F.when(F.col(CORRUPT).isNotNull(), F.lit(label))
+    if spec.format == "csv":
+        df = reader.schema(full).options(header=str(spec.header).lower(), sep=spec.delimiter).csv(path)
+    elif ctx.built_with(node, "reader") == "jsonl-jvm":  # JsonLinesFormat: Spark's reader, without its per-row copy
+        full = StructType(list(full.fields) + [StructField(REJECT, StringType(), True)])
+        df = checked(reader.schema(full)).format(JSON_LINES).load(path)
+        err = F.coalesce(F.col(REJECT), err)
+    else:
+        df = reader.schema(full).option("maxStringLen", str(max_record_bytes())).json(path)
+    shared = df.select(*[F.col(f.name) for f in schema.fields], err.alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
     shared = _event_time(shared, node)
     return from_shared(shared, ctx.pipeline, node.id)
 

@@ -5,6 +5,8 @@ plus the dead-letter columns ERR (why the row failed, NULL when it did not)
 and PAYLOAD (the original text): a value that is empty, not JSON, not an
 object, or does not fit the schema keeps its payload and gets a reason, which
 `etl.compile.deadletter.from_shared` then routes to the dead-letter sink.
+A value over ETL_MAX_RECORD_MB is not parsed: its dead letter keeps its first
+1,024 characters and its size.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from etl.connectors.sources.file import struct_of
 
 CORRUPT = "_etl_corrupt"
 DECODED = "_etl_json"
+SIZE = "_etl_size"
 
 
 def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: str,
@@ -29,6 +32,7 @@ def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: s
     from pyspark.sql.types import StringType, StructField, StructType
 
     from etl.connectors.api import json_parser, json_struct
+    from etl.connectors.sources.file import max_record_bytes
 
     if not spec.schema_:
         raise CompileError(f"{kind} source '{node.id}': format json needs a declared schema", node, "schema",
@@ -36,11 +40,17 @@ def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: s
     schema = struct_of(node, spec.schema_)
     full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
     spark = df.sparkSession
-    parsed = df.select(text.alias(PAYLOAD), json_struct(spark, text, full, CORRUPT, json_parser(spark, parser))
-                       .alias(DECODED))
-    j, payload = F.col(DECODED), F.col(PAYLOAD)
-    cases = ([(payload.isNull(), null)] if null is not None else []) + [(j.isNull(), empty)]
-    err = F.when(cases[0][0], F.lit(cases[0][1]))
+    cap = max_record_bytes()
+    size = F.octet_length(text)
+    big = size > F.lit(cap)
+    parsed = df.select(F.when(big, F.substring(text, 1, 1024)).otherwise(text).alias(PAYLOAD),
+                       json_struct(spark, F.when(~big | text.isNull(), text), full, CORRUPT, json_parser(spark, parser))
+                       .alias(DECODED), size.alias(SIZE))
+    j, payload, n = F.col(DECODED), F.col(PAYLOAD), F.col(SIZE)
+    over = F.concat(F.lit("record of "), n.cast("string"), F.lit(f" bytes is over the maximum record size of {cap} "
+                                                                  "bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters"))
+    cases = [(n > F.lit(cap), over)] + ([(payload.isNull(), null)] if null is not None else []) + [(j.isNull(), empty)]
+    err = F.when(cases[0][0], cases[0][1])
     for cond, reason in cases[1:]:
         err = err.when(cond, F.lit(reason))
     err = (err.when(j[CORRUPT].isNull(), F.lit(None).cast("string"))
