@@ -88,7 +88,8 @@ def test_broadcast_and_rocksdb_inner_and_left(spark, tmp_path, rocksdb_path):
 
 def test_refresh_while_running(spark, tmp_path, rocksdb_path):
     """Both stores pick up a changed table between micro-batches without a restart (the rocksdb store in the
-    JVM through the driver's refresher, in Python workers by themselves)."""
+    JVM through the driver's refresher, in Python workers by themselves); a file truncated or written in part
+    meanwhile leaves the last good table answering, and the query running."""
     from pyspark.sql import functions as F
 
     ls.drop_cached()
@@ -108,8 +109,16 @@ def test_refresh_while_running(spark, tmp_path, rocksdb_path):
     try:
         q.processAllAvailable()
         assert {r["_variant"]: r["tier"] for r in rows_of(spark.table(table))} == {"broadcast": 1, "rocksdb": 1}
-        write_csv(csv, [dict(r, tier=100 + (r["tier"] or 0)) if r["id"] == "u1" else r for r in TABLE])
         batches = [[{"user": "u1", "n": 0, "name": "x"}]]
+        for bad in ("", 'id,name,tier,score\n"u1","Ann",1'):  # truncated, then written in part: the old table answers
+            csv.write_text(bad)
+            time.sleep(1.2)
+            batches.append([{"user": "u1", "n": len(batches), "name": "x"}])
+            write_batches(path, batches)
+            q.processAllAvailable()
+            last = [r for r in rows_of(spark.table(table)) if r["n"] == len(batches) - 1]
+            assert {r["_variant"]: r["tier"] for r in last} == {"broadcast": 1, "rocksdb": 1}, bad
+        write_csv(csv, [dict(r, tier=100 + (r["tier"] or 0)) if r["id"] == "u1" else r for r in TABLE])
         deadline = time.time() + 90
         seen: dict = {}
         while time.time() < deadline and seen != {"broadcast": 101, "rocksdb": 101}:
