@@ -217,6 +217,9 @@ class Component(Model):
 class SourceBase(Component):
     KIND: ClassVar[str] = "source"
     STATIC: ClassVar[bool] = False  # always a static table (read whole for lookups), whatever its fields
+    # events arrive as they happen (a broker): event times are bounded by now + ETL_EVENT_TIME_HORIZON, not by the
+    # fixed horizon of replayed input (etl.compile.watermark)
+    LIVE: ClassVar[bool] = False
     schema_: dict[str, str] | None = Field(
         default=None,
         alias="schema",

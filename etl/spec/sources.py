@@ -103,6 +103,7 @@ class GeneratorSource(SourceBase):
 
 
 class _MessageSource(SourceBase):
+    LIVE: ClassVar[bool] = True  # events arrive as they happen: event times past now + ETL_EVENT_TIME_HORIZON fail
     format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
     value_column: str = Field(default="value", description="text/raw: column holding the message body")
 

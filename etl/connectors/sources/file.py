@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, with_event_time
+from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, as_shared, from_shared, with_event_time
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -73,12 +73,14 @@ def build(ctx: CompileContext, node: Node) -> Any:
         reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)
     if spec.max_bytes_per_trigger:
         reader = reader.option("maxBytesPerTrigger", int(spec.max_bytes_per_trigger))
-    if spec.format == "text":
-        df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
-        return _event_time(df, node)
-    if spec.format == "parquet":
-        df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
-        return _event_time(df, node)
+    if spec.format in ("text", "parquet"):
+        if spec.format == "text":
+            df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
+        else:
+            df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
+        if spec.event_time is None:
+            return df
+        return from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)  # the horizon's dead letters
     schema = struct_of(node, spec.schema_) if spec.schema_ else _infer(ctx, node, path)
     full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
     reader = reader.schema(full).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
