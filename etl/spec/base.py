@@ -235,6 +235,12 @@ class SourceBase(Component):
         """Spark can re-read the same data after a crash (offsets are checkpointed)."""
         return True
 
+    def files_read_once(self) -> str | None:
+        """The path (file, folder or glob) of files a streaming source reads once each, by name, when they appear:
+        the run watches them for renames, appends, truncation and recreation it will not handle
+        (etl.runtime.file_watch)."""
+        return None
+
     def declared_columns(self) -> dict[str, str] | None:
         """Columns this source produces, when known without running it."""
         return self.schema_

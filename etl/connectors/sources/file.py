@@ -62,6 +62,14 @@ def build(ctx: CompileContext, node: Node) -> Any:
     if not os.path.exists(path) and not any(ch in path for ch in "*?["):
         raise CompileError(f"source '{node.id}': {path} does not exist", node, "path",
                            "create the folder (new files are picked up as they appear)", code="E405")
+    if spec.tail:  # lines by file identity and offset (etl.connectors.sources.file_tail)
+        from etl.connectors.api import register_data_source
+        from etl.connectors.sources.file_tail import NAME, TailDataSource
+
+        register_data_source(ctx.spark, TailDataSource)
+        df = (ctx.spark.readStream.format(NAME).option("path", path).option("source", node.id)
+              .option("column", spec.text_column).load())
+        return df if spec.event_time is None else from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)
     reader = ctx.spark.readStream
     if os.path.isfile(path):  # a streaming file source reads folders: watch the file's folder for that name
         reader = reader.option("pathGlobFilter", _glob_escape(os.path.basename(path)))
