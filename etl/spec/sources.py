@@ -38,6 +38,10 @@ class FileSource(SourceBase):
     def files_read_once(self) -> str | None:
         return None if self.static or self.tail else self.path
 
+    def explain_lines(self) -> list[str]:
+        tail = ["tail: files followed by (device, inode) and byte offset"] if self.tail else []
+        return super().explain_lines() + tail
+
     @model_validator(mode="after")
     def _tail_reads_text(self) -> "FileSource":
         if self.tail and (self.format != "text" or self.static):

@@ -75,3 +75,20 @@ def test_a_file_renamed_between_the_offset_and_the_read_is_found_by_identity(tmp
     (tmp_path / "a.log").write_text("other\n")  # a new file under the old name is not read in its place
     (p,) = pieces({"files": {}}, end)
     assert read_piece(p, str(tmp_path), "line").column(0).to_pylist() == ["x", "y"]
+
+
+def test_tail_is_for_text_files_and_explain_says_how_it_reads(tmp_path):
+    from etl.check import check_file
+    from etl.plan.explain import explain_plan
+
+    (tmp_path / "in").mkdir()
+    p = tmp_path / "p.yaml"
+    p.write_text("name: t\nsources:\n  - {id: s, type: file, path: in, format: jsonl, schema: {a: string}, tail: true}\n"
+                 "sinks:\n  - {id: o, type: print, input: s}\n")
+    c = check_file(p)
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.sorted()] == [
+        ("E104", 3, 5, "tail: true follows text files (format: text, not static) (in source 's')")]
+    p.write_text(p.read_text().replace("format: jsonl, schema: {a: string}", "format: text"))
+    c = check_file(p)
+    assert c.plan is not None
+    assert "tail: files followed by (device, inode) and byte offset" in explain_plan(c.plan)
