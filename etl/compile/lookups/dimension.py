@@ -291,7 +291,7 @@ def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], value
     spark.dataSource.register(source_cls)
     ddl = ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in tschema)
     return (spark.read.format(source_cls.name()).schema(ddl)
-            .option("source", base64.b64encode(pickle.dumps(src)).decode()).load())
+            .option("source", base64.b64encode(pickle.dumps(src)).decode()).load()), src
 
 
 def _dimension_source() -> type:
@@ -322,7 +322,7 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     from pyspark.sql import functions as F
 
     spark = spark or events.sparkSession
-    table = _read_static(spark, dim, schema, tb_keys, values, spec.refresh)
+    table, src = _read_static(spark, dim, schema, tb_keys, values, spec.refresh)
     cols = [F.col(f"`{k}`").cast("string").alias(f"{LK}{i}") for i, k in enumerate(tb_keys)]
     cols += [F.col(f"`{c}`").alias(renamed[c]) for c in values]
     table = table.select(*cols).where(functools.reduce(lambda a, b: a & b,
@@ -335,7 +335,9 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     joined = events.join(F.broadcast(table), on=functools.reduce(lambda a, b: a & b, cond),
                          how="inner" if spec.how == "inner" else "left")
     out = joined.drop(*[f"{LK}{i}" for i in range(len(tb_keys))])
-    return LookupResult(out, "broadcast", None, None, renamed, engine="broadcast")
+    # a file table's refresh, read by the driver too: a bad version is warned about on its console, once
+    follow = (lambda: cached_table(src)) if spec.refresh and src.format != "snapshot" else None
+    return LookupResult(out, "broadcast", None, None, renamed, follow=follow, engine="broadcast")
 
 
 _TABLES: dict[str, tuple[str, float, Any]] = {}
