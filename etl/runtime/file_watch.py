@@ -30,7 +30,10 @@ def matching_files(path: str) -> dict[str, tuple[int, int, int]]:
     if any(ch in path for ch in "*?["):
         names = glob.glob(path)
     elif os.path.isdir(path):
-        names = [e.path for e in os.scandir(path) if not e.name.startswith((".", "_"))]
+        try:
+            names = [e.path for e in os.scandir(path) if not e.name.startswith((".", "_"))]
+        except OSError:  # the folder went (or cannot be listed): no files now
+            names = []
     else:
         names = [path]
     out = {}
