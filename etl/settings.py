@@ -83,6 +83,24 @@ def _names(text: str) -> Any:
     return frozenset(x.strip() for x in text.split(",") if x.strip())
 
 
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(text: str) -> Any:
+    """A duration (`500ms`, `30s`, `5m`, `1h`, `1d`) from 1 s to 3650 d, in seconds."""
+    t = text.strip().lower()
+    if t == "":
+        return _DEFAULT
+    unit = next((u for u in ("ms", "s", "m", "h", "d") if t.endswith(u)), None)
+    try:
+        value = float(t[:-len(unit)]) * _UNITS[unit] if unit else None
+    except ValueError:
+        value = None
+    if value is None or not 1 <= value <= 3650 * 86400:
+        raise ValueError("a duration from 1s to 3650d (500ms, 30s, 5m, 1h, 1d)")
+    return value
+
+
 def _cache_dir(text: str) -> str | None:
     return None if text.strip().lower() in _OFF + ("",) else text
 
@@ -143,6 +161,10 @@ SETTINGS: tuple[Setting, ...] = (
             _number(int, 0, None, "a whole number >= 0")),
     Setting("ETL_LOOKUP_MAX_CACHE_MB", "lookup_max_cache_mb", "MB (>= 1)", "2048",
             "upper bound of the automatic lookup cache size", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_EVENT_TIME_HORIZON", "event_time_horizon_s", "duration (1s-3650d)", "1d",
+            "how far ahead of the micro-batch's time an event time of a live source (kafka, rocketmq) may be; a row "
+            "past it is a dead letter ('event time beyond the horizon') and never moves the watermark (file and "
+            "generator input: event times from 9990-01-01 on)", _seconds),
     Setting("ETL_PREFILTER", "prefilter", "on|off", "on", "the JVM's literal prefilter of rule filters", _switch),
     Setting("ETL_RULES_JVM", "rules_jvm", "on|off", "on", "rule sets run in the JVM when they can", _switch),
     Setting("ETL_LOOKUP_JVM", "lookup_jvm", "on|off", "on", "lookups run in the JVM when they can", _switch),
@@ -205,6 +227,7 @@ class Settings:
     lookup_chunk_rows: int = 4096
     lookup_cache_mb: int = 0
     lookup_max_cache_mb: int = 2048
+    event_time_horizon_s: float = 86400.0
     prefilter: bool = True
     rules_jvm: bool = True
     lookup_jvm: bool = True

@@ -78,6 +78,14 @@ class SplitBuilt(Built):
     dead = property(lambda self: self._half("dead"), lambda self, v: self._set("dead", v))  # type: ignore[assignment]
 
 
+def as_shared(df: Any) -> Any:
+    """`df` as a stage's shared frame whose rows are all good so far (ERR and PAYLOAD NULL): a source that only
+    fails rows on their event time (etl.compile.watermark's horizon) splits it with `from_shared` too."""
+    from pyspark.sql import functions as F
+
+    return df.withColumns({ERR: F.lit(None).cast("string"), PAYLOAD: F.lit(None).cast("string")})
+
+
 def from_shared(shared: Any, pipeline: str, stage: str, on_error: str = "dead_letter") -> Built:
     """on_error: dead_letter (split), drop (good rows only), keep (every row, failed fields NULL)."""
     if on_error == "keep":

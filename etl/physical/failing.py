@@ -2,7 +2,7 @@
 
 A stage compiled over streaming frames splits its failed rows off (etl.compile.
 deadletter.from_shared) when its builder can fail on a row: a source parsing
-JSON or CSV, grok and parse with `on_error: dead_letter`, every guarded
+JSON or CSV or declaring an event time (the horizon), grok and parse with `on_error: dead_letter`, every guarded
 expression (derive columns, select expressions, filter `expr`, route
 conditions, window `having`; etl.compile.guard), rule programs that may leave
 a row undecided (Python `re` past its budget), and the state engine's late
@@ -25,6 +25,8 @@ GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|
 
 def _source_fails(node: Node) -> bool:
     spec = node.spec
+    if node.type in ("file", "kafka", "rocketmq") and spec.event_time is not None:
+        return True  # an event time beyond the horizon (etl.compile.watermark)
     if node.type == "file":
         return spec.format not in ("text", "parquet")
     if node.type in ("kafka", "rocketmq"):

@@ -30,6 +30,26 @@ class Drain:
         return any(n.type == "window" and choose_timers(n.spec, trigger) == "processing"
                    for n in self.run.graph.of_kind("transform"))
 
+    def _all_flushed(self) -> None:
+        """A drain that leaves windows in state (event times at or past the drain's watermark, which only an
+        `event_time` declared on a transform lets through: a source's are bounded by the horizon) is not recorded:
+        RunFailed naming the query's stateful component, exit 1."""
+        from etl.runtime.failure import Failure
+        from etl.runtime.runner import RunFailed
+
+        left = left_in_state(self.run)
+        if not left:
+            return
+        q, rows = left[0]
+        node = _stateful(self.run, q)
+        cause = (f"the drain left {rows} row(s) in the state of query '{q.name}' (windows, dedupe keys or join "
+                 f"buffers whose event time is at or past the drain's watermark, {files.SENTINEL_TIME[:10]} minus "
+                 f"the delay): they were not written")
+        failure = Failure("E401", f"{node.type} '{node.id}'", cause, node.span,
+                          "declare event_time on the source instead (event times beyond its horizon are dead "
+                          "letters there), or filter such events out before this component")
+        raise RunFailed(failure.diagnostic().message, failure)
+
     def step(self) -> bool:
         """Called while running (pass 0: was a drain asked for?) and when every query ended (passes 1, 2):
         True when queries were (re)started."""
@@ -58,7 +78,31 @@ class Drain:
             run._start_streams(True)
             return True
         if self.pass_ == 2:
+            self._all_flushed()
             files.mark_drained(ck, self.how)
             files.clear_request(ck)
             self.pass_ = 3
         return False
+
+
+# Spark's operators whose state the drain's watermark empties: windows (aggregations, sessions), dedupes, stream
+# joins. The state engine's (transformWithState) also holds continuous aggregates' keys, which no drain ends.
+FLUSHED_BY_WATERMARK = ("stateStoreSave", "sessionWindowStateStoreSaveExec", "dedupe", "dedupeWithinWatermark",
+                        "symmetricHashJoin")
+
+
+def left_in_state(run: Any) -> list[tuple[Any, int]]:
+    """(query, rows) of every query whose watermark-bound state still holds rows after its last batch."""
+    left = []
+    for q, s in zip(run.queries, run.streams):
+        rows = sum(int(op.get("numRowsTotal") or 0) for op in (s.lastProgress or {}).get("stateOperators", [])
+                   if op.get("operatorName") in FLUSHED_BY_WATERMARK)
+        if rows:
+            left.append((q, rows))
+    return left
+
+
+def _stateful(run: Any, q: Any) -> Any:
+    ids = [q.root] + list(q.nodes)
+    nodes = [run.graph.node(i) for i in ids if i in run.graph.nodes]
+    return next((n for n in nodes if n.type in files.STATEFUL), nodes[0])

@@ -24,6 +24,7 @@ from etl.secrets import redact
 from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
+from etl.runtime.file_watch import FileWatch
 from etl.runtime.progress import Progress, make_listener
 from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed
 
@@ -87,6 +88,9 @@ class PipelineRun:
         ctx = CompileContext(spark, self.graph, self.checkpoint,
                              plan=plan, trigger="available_now" if available_now else "continuous")
         self.compiler = Compiler(ctx, self.opts.sources)
+        # files read once by name: renames, appends, truncation and recreation it will not handle are warned about
+        self.watches = [FileWatch(n.id, ctx.resolve(p)) for n in self.graph.of_kind("source")
+                        if (p := n.spec.files_read_once()) and n.id not in (self.opts.sources or {})]
 
     # --------------------------------------------------------------- naming
     def query_name(self, q: Query) -> str:
@@ -184,6 +188,8 @@ class PipelineRun:
                 self._guard_left[q.name] = self._guard_left.get(q.name, 1) - 1
                 self.progress.sink_counts(q.name, batch_id, written, skipped)
                 self._last_done[q.name] = batch_id
+            for w in self.watches:
+                w.check()
 
         return run_batch
 
@@ -288,6 +294,8 @@ class PipelineRun:
             self._listener = make_listener(self.progress, names)
             self.spark.streams.addListener(self._listener)
         Path(self.checkpoint).mkdir(parents=True, exist_ok=True)
+        for w in self.watches:
+            w.check()  # the files as the first micro-batch will find them
         trigger = self.plan.graph.pipeline.trigger
         self._start_streams(self.opts.once or self.opts.drain or trigger.mode == "available_now")
 

@@ -217,6 +217,9 @@ class Component(Model):
 class SourceBase(Component):
     KIND: ClassVar[str] = "source"
     STATIC: ClassVar[bool] = False  # always a static table (read whole for lookups), whatever its fields
+    # events arrive as they happen (a broker): event times are bounded by now + ETL_EVENT_TIME_HORIZON, not by the
+    # fixed horizon of replayed input (etl.compile.watermark)
+    LIVE: ClassVar[bool] = False
     schema_: dict[str, str] | None = Field(
         default=None,
         alias="schema",
@@ -231,6 +234,12 @@ class SourceBase(Component):
     def is_replayable(self) -> bool:
         """Spark can re-read the same data after a crash (offsets are checkpointed)."""
         return True
+
+    def files_read_once(self) -> str | None:
+        """The path (file, folder or glob) of files a streaming source reads once each, by name, when they appear:
+        the run watches them for renames, appends, truncation and recreation it will not handle
+        (etl.runtime.file_watch)."""
+        return None
 
     def declared_columns(self) -> dict[str, str] | None:
         """Columns this source produces, when known without running it."""

@@ -27,9 +27,29 @@ class FileSource(SourceBase):
     max_bytes_per_trigger: Size | None = None
     text_column: str = Field(default="line", description="text: name of the column holding each line")
     static: bool = Field(default=False, description="read once as a table (for lookup joins)")
+    tail: bool = Field(default=False, description="text: follow the files by identity (device, inode) and offset, "
+                                                  "as tail -F: appended lines are read; renamed, truncated and "
+                                                  "recreated files are followed (README: what the file source "
+                                                  "guarantees)")
 
     def is_static(self) -> bool:
         return self.static
+
+    def files_read_once(self) -> str | None:
+        return None if self.static or self.tail else self.path
+
+    def explain_lines(self) -> list[str]:
+        tail = ["tail: files followed by (device, inode) and byte offset"] if self.tail else []
+        return super().explain_lines() + tail
+
+    @model_validator(mode="after")
+    def _tail_reads_text(self) -> "FileSource":
+        if self.tail and (self.format != "text" or self.static):
+            raise ValueError("tail: true follows text files (format: text, not static)")
+        if self.tail and (self.max_files_per_trigger or self.max_bytes_per_trigger):
+            raise ValueError("tail: true reads what was appended to every file: no max_files_per_trigger or "
+                             "max_bytes_per_trigger")
+        return self
 
     @model_validator(mode="after")
     def _parquet_needs_schema(self) -> "FileSource":
@@ -103,6 +123,7 @@ class GeneratorSource(SourceBase):
 
 
 class _MessageSource(SourceBase):
+    LIVE: ClassVar[bool] = True  # events arrive as they happen: event times past now + ETL_EVENT_TIME_HORIZON fail
     format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
     value_column: str = Field(default="value", description="text/raw: column holding the message body")
 

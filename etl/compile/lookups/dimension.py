@@ -152,31 +152,43 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
         from etl.compile.lookups.store import snapshot_dir
 
         fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
-    elif dim.format == "csv":
-        import pyarrow.csv as pcsv
-
-        from etl.compile.lookups.store import _files
-
-        first = _files(dim.path, (".csv", ".txt"))[0]
-        reader = pcsv.open_csv(first, read_options=pcsv.ReadOptions(autogenerate_column_names=not dim.header),
-                               parse_options=pcsv.ParseOptions(delimiter=dim.delimiter),
-                               convert_options=pcsv.ConvertOptions(column_types={k: pa.string() for k in keys}))
-        fields = list(reader.schema)
-    elif dim.format == "parquet":
-        import pyarrow.parquet as pq
-
-        fields = list(pq.read_schema(dim.path) if os.path.isfile(dim.path) else
-                      pq.ParquetDataset(dim.path).schema)
-    else:  # jsonl
-        import pyarrow.json as pjson
-
-        from etl.compile.lookups.store import _files
-
-        fields = list(pjson.read_json(_files(dim.path, (".json", ".jsonl"))[0]).schema)
+    else:
+        fields = _file_fields(dim, keys)
     out = []
     for f in fields:
         out.append(pa.field(f.name, pa.string() if f.name in keys else _normalize(f.type)))
     return pa.schema(out)
+
+
+def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
+    """The columns of a file table, read from its (first) file; TableUnreadable when it does not read as one."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pjson
+    import pyarrow.parquet as pq
+
+    from etl.compile.lookups.store import TableUnreadable, _files
+
+    suffixes = {"csv": (".csv", ".txt"), "jsonl": (".json", ".jsonl")}.get(dim.format, ("",))
+    try:
+        if dim.format == "parquet" and not os.path.isfile(dim.path):
+            return list(pq.ParquetDataset(dim.path).schema)
+        files = _files(dim.path, suffixes)
+        if not files:
+            raise TableUnreadable(dim.path, "the folder holds no table file")
+        first = files[0]
+        if os.path.getsize(first) == 0:
+            raise TableUnreadable(first, "the file is empty (0 bytes)")
+        if dim.format == "csv":
+            reader = pcsv.open_csv(first, read_options=pcsv.ReadOptions(autogenerate_column_names=not dim.header),
+                                   parse_options=pcsv.ParseOptions(delimiter=dim.delimiter),
+                                   convert_options=pcsv.ConvertOptions(column_types={k: pa.string() for k in keys}))
+            return list(reader.schema)
+        if dim.format == "parquet":
+            return list(pq.read_schema(first))
+        return list(pjson.read_json(first).schema)
+    except (pa.ArrowException, OSError, UnicodeError) as e:
+        raise TableUnreadable(dim.path, " ".join(str(e).split())[:300]) from None
 
 
 # ----------------------------------------------------------------- compile
@@ -279,7 +291,7 @@ def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], value
     spark.dataSource.register(source_cls)
     ddl = ", ".join(f"`{f.name}` {spark_type(f.type)}" for f in tschema)
     return (spark.read.format(source_cls.name()).schema(ddl)
-            .option("source", base64.b64encode(pickle.dumps(src)).decode()).load())
+            .option("source", base64.b64encode(pickle.dumps(src)).decode()).load()), src
 
 
 def _dimension_source() -> type:
@@ -310,7 +322,7 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     from pyspark.sql import functions as F
 
     spark = spark or events.sparkSession
-    table = _read_static(spark, dim, schema, tb_keys, values, spec.refresh)
+    table, src = _read_static(spark, dim, schema, tb_keys, values, spec.refresh)
     cols = [F.col(f"`{k}`").cast("string").alias(f"{LK}{i}") for i, k in enumerate(tb_keys)]
     cols += [F.col(f"`{c}`").alias(renamed[c]) for c in values]
     table = table.select(*cols).where(functools.reduce(lambda a, b: a & b,
@@ -323,22 +335,38 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     joined = events.join(F.broadcast(table), on=functools.reduce(lambda a, b: a & b, cond),
                          how="inner" if spec.how == "inner" else "left")
     out = joined.drop(*[f"{LK}{i}" for i in range(len(tb_keys))])
-    return LookupResult(out, "broadcast", None, None, renamed, engine="broadcast")
+    # a file table's refresh, read by the driver too: a bad version is warned about on its console, once
+    follow = (lambda: cached_table(src)) if spec.refresh and src.format != "snapshot" else None
+    return LookupResult(out, "broadcast", None, None, renamed, follow=follow, engine="broadcast")
 
 
 _TABLES: dict[str, tuple[str, float, Any]] = {}
 
 
 def cached_table(src: TableSource) -> Any:
-    """The table read by this worker, re-read when `src.refresh_s` passed and its files changed."""
-    from etl.compile.lookups.store import read_table
+    """The table read by this worker, re-read when `src.refresh_s` passed and its files changed. A new version
+    that does not read as a table leaves the last good one answering (this process's, else this host's)."""
+    from etl.compile.lookups.store import (TableUnreadable, keep_last_good, known_bad, read_table, recall_good,
+                                           remember_good)
 
     now = time.monotonic()
     hit = _TABLES.get(src.cache_key())
     if hit is not None and (src.refresh_s is None or now - hit[1] < src.refresh_s):
         return hit[2]
     version = source_version(src)
-    table = hit[2] if hit is not None and hit[0] == version else read_table(src)
+    if hit is not None and (hit[0] == version or known_bad(src, version)):
+        table = hit[2]
+    else:
+        try:
+            table = read_table(src)
+        except TableUnreadable as e:
+            table = hit[2] if hit is not None else recall_good(src) if src.refresh_s is not None else None
+            if table is None:
+                raise
+            keep_last_good(src, version, e)
+        else:
+            if src.refresh_s is not None and src.format != "snapshot":
+                remember_good(src, table)
     _TABLES[src.cache_key()] = (version, now, table)
     return table
 
@@ -408,12 +436,17 @@ class Refresher:
         return self
 
     def _loop(self) -> None:
+        from etl.compile.lookups.store import log
+
         while not self._stop.wait(self.interval):
             try:
                 self.action()
                 self.runs += 1
-            except Exception as e:  # noqa: BLE001 - the table stays at its last good version; recorded
-                self.errors.append(f"{type(e).__name__}: {e}")
+            except Exception as e:  # noqa: BLE001 - the table stays at its last good version; recorded, warned once
+                error = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+                if error not in self.errors:
+                    log.warning("lookup table refresh failed (the last good version keeps answering): %s", error)
+                    self.errors.append(error)
 
     def stop(self) -> None:
         self._stop.set()

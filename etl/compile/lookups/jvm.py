@@ -25,7 +25,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from etl.compile.lookups.store import TableSource, ensure_version, source_version, table_dir
+from etl.compile.lookups.store import (TableSource, TableUnreadable, ensure_version, keep_last_good, known_bad,
+                                       source_version, table_dir)
 
 log = logging.getLogger("etl.lookup")
 
@@ -45,9 +46,14 @@ class JvmTable:
     def follow(self, spark: Any) -> None:
         """Publish the source's current version when it changed (the driver's refresh step)."""
         version = source_version(self.src)
-        if version != self.version:
+        if version == self.version or known_bad(self.src, version):
+            return
+        try:
             publish(spark, self.src, version, self.handle)
-            self.version = version
+        except TableUnreadable as e:  # the loaded version keeps answering
+            keep_last_good(self.src, version, e)
+            return
+        self.version = version
 
 
 def _held(t: Any) -> bool:

@@ -125,14 +125,44 @@ def source_version(src: TableSource) -> str:
         return (Path(src.path) / "LATEST").read_text().strip()
     h = hashlib.sha1()
     for f in _files(src.path, (".csv", ".json", ".jsonl", ".parquet", ".txt", "")):
-        st = os.stat(f)
-        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns};".encode())
+        try:
+            st = os.stat(f)
+            h.update(f"{f}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns};".encode())
+        except OSError as e:  # gone or unreadable: a version of its own, which read_table reports
+            h.update(f"{f}:{e.strerror};".encode())
     h.update(repr((src.keys, src.values, str(src.schema))).encode())
     return h.hexdigest()[:16]
 
 
+class TableUnreadable(ValueError):
+    """A dimension table's files do not read as the table: empty, not parsable, without its columns, or changed
+    while they were read. At start a positioned E400 at the table's `path:`; on a refresh the last good version
+    keeps answering (`keep_last_good`)."""
+
+    def __init__(self, file: str, reason: str):
+        super().__init__(f"{file}: {reason}")
+        self.file, self.reason = file, reason
+
+
 def read_table(src: TableSource) -> Any:
-    """The table as Arrow: key columns as strings, value columns in `src.schema` types."""
+    """The table as Arrow: key columns as strings, value columns in `src.schema` types. Every reader of a file
+    table goes through here: a file that does not read as the table raises TableUnreadable."""
+    import pyarrow as pa
+
+    before = None if src.format == "snapshot" else source_version(src)
+    try:
+        table = _read(src)
+    except (pa.ArrowException, OSError, UnicodeError) as e:
+        raise TableUnreadable(getattr(e, "etl_file", src.path), " ".join(str(e).split())[:300]) from None
+    missing = [c for c in src.keys + src.values if c not in table.column_names]
+    if missing:
+        raise TableUnreadable(src.path, f"no column(s) {', '.join(missing)} (columns: {', '.join(table.column_names)})")
+    if before is not None and source_version(src) != before:
+        raise TableUnreadable(src.path, "changed while it was read")
+    return table
+
+
+def _read(src: TableSource) -> Any:
     import pyarrow as pa
     import pyarrow.csv as pcsv
     import pyarrow.json as pjson
@@ -141,28 +171,88 @@ def read_table(src: TableSource) -> Any:
     types = {f.name: f.type for f in src.schema} if src.schema is not None else {}
     for k in src.keys:
         types[k] = pa.string()
-    if src.format == "csv":
+
+    def each(suffixes: tuple[str, ...], read: Any) -> Any:
+        files = _files(src.path, suffixes)
+        if not files:
+            raise TableUnreadable(src.path, "the folder holds no table file")
         parts = []
-        for f in _files(src.path, (".csv", ".txt")):
+        for f in files:
+            try:
+                if os.path.getsize(f) == 0:
+                    raise TableUnreadable(f, "the file is empty (0 bytes)")
+                parts.append(read(f))
+            except (pa.ArrowException, OSError, UnicodeError) as e:
+                e.etl_file = f  # type: ignore[union-attr]
+                raise
+        return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+
+    if src.format == "csv":
+        def read_csv(f: str) -> Any:
             ro = pcsv.ReadOptions(block_size=64 << 20, autogenerate_column_names=not src.header)
-            parts.append(pcsv.read_csv(f, read_options=ro, parse_options=pcsv.ParseOptions(delimiter=src.delimiter),
-                                       convert_options=pcsv.ConvertOptions(column_types=types,
-                                                                           include_columns=list(src.keys + src.values),
-                                                                           strings_can_be_null=True,
-                                                                           quoted_strings_can_be_null=False)))
-        table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+            return pcsv.read_csv(f, read_options=ro, parse_options=pcsv.ParseOptions(delimiter=src.delimiter),
+                                 convert_options=pcsv.ConvertOptions(column_types=types,
+                                                                     include_columns=list(src.keys + src.values),
+                                                                     strings_can_be_null=True,
+                                                                     quoted_strings_can_be_null=False))
+
+        table = each((".csv", ".txt"), read_csv)
     elif src.format == "jsonl":
-        table = pa.concat_tables([pjson.read_json(f) for f in _files(src.path, (".json", ".jsonl"))])
+        table = each((".json", ".jsonl"), pjson.read_json)
     elif src.format in ("parquet", "snapshot"):
-        table = pq.read_table(snapshot_dir(src) if src.format == "snapshot" else src.path)
+        if src.format == "snapshot":
+            table = pq.read_table(snapshot_dir(src))
+        else:  # a folder is one dataset (its partition columns too)
+            table = each(("",), pq.read_table) if os.path.isfile(src.path) else pq.read_table(src.path)
     else:
         raise ValueError(f"cannot read a {src.format} table")
-    missing = [c for c in src.keys + src.values if c not in table.column_names]
-    if missing:
-        raise KeyError(f"table '{src.name}' has no column(s) {', '.join(missing)}")
+    if any(c not in table.column_names for c in src.keys + src.values):
+        return table  # read_table names the missing columns
     table = table.select(list(src.keys + src.values))
     target = pa.schema([pa.field(c, types.get(c, table.schema.field(c).type)) for c in table.column_names])
     return table.cast(target)
+
+
+_BAD: dict[tuple[str, str], str] = {}  # (table, version) -> why it did not read: warned once per process
+log = logging.getLogger("etl.lookup")
+
+
+def known_bad(src: TableSource, version: str) -> bool:
+    """`version` of the table failed to read in this process already (it is not read again)."""
+    return (src.cache_key(), version) in _BAD
+
+
+def keep_last_good(src: TableSource, version: str, err: TableUnreadable) -> None:
+    """A refresh found `version` unreadable: the last good version keeps answering; warned once per version."""
+    if (src.cache_key(), version) not in _BAD:
+        _BAD[(src.cache_key(), version)] = str(err)
+        log.warning("lookup table '%s': the new version of %s does not read as a table (%s): the last good version "
+                    "keeps answering until it does", src.name, err.file, err.reason)
+
+
+def last_good_file(src: TableSource) -> Path:
+    """This host's copy of the last table a Python worker read well (broadcast lookups with refresh)."""
+    return table_dir(src) / "last-good.parquet"
+
+
+def remember_good(src: TableSource, table: Any) -> None:
+    import pyarrow.parquet as pq
+
+    dest = last_good_file(src)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.parent / f".{dest.name}.{os.getpid()}-{threading.get_ident()}"
+    pq.write_table(table, str(tmp))
+    os.replace(tmp, dest)
+
+
+def recall_good(src: TableSource) -> Any:
+    """The last good table read on this host, or None."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(str(last_good_file(src)))
+    except FileNotFoundError:
+        return None
 
 
 def key_array(table: Any, keys: tuple[str, ...] | list[str]) -> Any:
@@ -458,13 +548,22 @@ def _prune(root: Path, keep: str, keep_count: int = 2) -> None:
 
 
 def store_for(src: TableSource) -> LookupStore:
-    """The current store of `src` in this process; refreshed every `src.refresh_s` without blocking."""
+    """The current store of `src` in this process; refreshed every `src.refresh_s` without blocking. A version
+    that does not read as a table is never swapped in (`keep_last_good`); a process opening the table while its
+    file is bad opens the last version built on this host."""
     now = time.monotonic()
     with _LOCK:
         cur = _CACHE.get(src.cache_key())
         if cur is None:
             version = source_version(src)
-            store = LookupStore(ensure_version(src, version), src.cache_mb, src.max_cache_mb)
+            try:
+                path = ensure_version(src, version)
+            except TableUnreadable as e:
+                path = last_built(src)
+                if path is None:
+                    raise
+                keep_last_good(src, version, e)
+            store = LookupStore(path, src.cache_mb, src.max_cache_mb)
             _CACHE[src.cache_key()] = _Cached(version, store, now)
             return store
         if src.refresh_s is None or now - cur.checked < src.refresh_s or (cur.pending and cur.pending.is_alive()):
@@ -472,18 +571,28 @@ def store_for(src: TableSource) -> LookupStore:
         cur.checked = now
         try:
             version = source_version(src)
-        except OSError:  # the source is being replaced: keep the current version
+        except OSError:  # a snapshot's LATEST being replaced: keep the current version
             return cur.store
-        if version == cur.version:
+        if version == cur.version or known_bad(src, version):
             return cur.store
         cur.pending = threading.Thread(target=_swap, args=(src, version), daemon=True, name=f"lookup-{src.name}")
         cur.pending.start()
         return cur.store
 
 
+def last_built(src: TableSource) -> Path | None:
+    """The newest complete store version of `src` on this host, or None."""
+    root = table_dir(src)
+    built = [p for p in root.iterdir() if (p / "meta.json").exists()] if root.is_dir() else []
+    return max(built, key=lambda p: p.stat().st_mtime) if built else None
+
+
 def _swap(src: TableSource, version: str) -> None:
     try:
         store = LookupStore(ensure_version(src, version), src.cache_mb, src.max_cache_mb)
+    except TableUnreadable as e:  # the previous version keeps answering
+        keep_last_good(src, version, e)
+        return
     except Exception:  # noqa: BLE001 - a failed refresh keeps the previous version; retried next interval
         logging.getLogger(__name__).exception("lookup table %s: refresh to version %s failed", src.name, version)
         return

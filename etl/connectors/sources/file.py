@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, from_shared, with_event_time
+from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, as_shared, from_shared, with_event_time
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -83,6 +83,14 @@ def build(ctx: CompileContext, node: Node) -> Any:
     if not os.path.exists(path) and not any(ch in path for ch in "*?["):
         raise CompileError(f"source '{node.id}': {path} does not exist", node, "path",
                            "create the folder (new files are picked up as they appear)", code="E405")
+    if spec.tail:  # lines by file identity and offset (etl.connectors.sources.file_tail)
+        from etl.connectors.api import register_data_source
+        from etl.connectors.sources.file_tail import NAME, TailDataSource
+
+        register_data_source(ctx.spark, TailDataSource)
+        df = (ctx.spark.readStream.format(NAME).option("path", path).option("source", node.id)
+              .option("column", spec.text_column).load())
+        return df if spec.event_time is None else from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)
     reader = ctx.spark.readStream
     if os.path.isfile(path):  # a streaming file source reads folders: watch the file's folder for that name
         reader = reader.option("pathGlobFilter", _glob_escape(os.path.basename(path)))
@@ -94,16 +102,18 @@ def build(ctx: CompileContext, node: Node) -> Any:
         reader = reader.option("maxFilesPerTrigger", spec.max_files_per_trigger)
     if spec.max_bytes_per_trigger:
         reader = reader.option("maxBytesPerTrigger", int(spec.max_bytes_per_trigger))
-    if spec.format == "text":
-        if ctx.built_with(node, "lines") != "text-jvm":
-            df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
-            return _event_time(df, node)
+    if spec.format == "text" and ctx.built_with(node, "lines") == "text-jvm":
         df = checked(reader).schema(f"value string, {REJECT} string").format(TEXT_LINES).load(path)
         shared = df.select(F.col("value").alias(spec.text_column), F.col(REJECT).alias(ERR), F.col("value").alias(PAYLOAD))
         return from_shared(_event_time(shared, node), ctx.pipeline, node.id)
-    if spec.format == "parquet":
-        df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
-        return _event_time(df, node)
+    if spec.format in ("text", "parquet"):
+        if spec.format == "text":
+            df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
+        else:
+            df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
+        if spec.event_time is None:
+            return df
+        return from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)  # the horizon's dead letters
     schema = struct_of(node, spec.schema_) if spec.schema_ else _infer(ctx, node, path)
     full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
     reader = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)

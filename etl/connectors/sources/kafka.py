@@ -31,7 +31,7 @@ import socket
 import time
 from typing import Any, NamedTuple
 
-from etl.connectors.api import CompileContext, CompileError, from_shared, with_event_time
+from etl.connectors.api import CompileContext, CompileError, as_shared, from_shared, with_event_time
 from etl.connectors.kafka_security import librdkafka_conf, spark_options, translate_options
 from etl.connectors.sources.messages import decode_json
 from etl.graph.model import Node
@@ -210,7 +210,9 @@ def build(ctx: CompileContext, node: Node) -> Any:
     out = decode(raw, spec, node, ctx.pipeline, parser)
     et = spec.event_time
     if spec.format != "json":
-        return with_event_time(out, node, et) if et is not None else out
+        if et is None:
+            return out
+        out = as_shared(out)  # the horizon's dead letters
     if et is not None:
         out = with_event_time(out, node, et)
     return from_shared(out, ctx.pipeline, node.id)

@@ -283,7 +283,7 @@ def check_reachable(node: Any) -> None:
 
 
 def build(ctx: Any, node: Any) -> Any:
-    from etl.connectors.api import from_shared, register_data_source, with_event_time
+    from etl.connectors.api import as_shared, from_shared, register_data_source, with_event_time
 
     spec = node.spec
     check_reachable(node)
@@ -292,5 +292,5 @@ def build(ctx: Any, node: Any) -> Any:
     parser = ctx.built_with(node, "parser") if spec.format == "json" else None
     out = decode(raw, spec, node, parser)
     if spec.event_time is not None:
-        out = with_event_time(out, node, spec.event_time)
-    return from_shared(out, ctx.pipeline, node.id) if spec.format == "json" else out
+        out = with_event_time(out if spec.format == "json" else as_shared(out), node, spec.event_time)
+    return from_shared(out, ctx.pipeline, node.id) if spec.format == "json" or spec.event_time else out
