@@ -21,7 +21,8 @@ CODES: dict[str, str] = {
     "E004": "environment variable not set (and no default)",
     "E005": "file cannot be read (missing, not UTF-8, too large, not a regular file, outside the allowed folders)",
     "E006": "rule file path or glob matches no file",
-    "E010": "SQL script syntax error (statement, column definition, WITH option, query)",
+    "E010": "SQL script syntax error (statement, column definition, WITH option, query), or an expression nested "
+            "deeper than etl's limit (32 levels)",
     "E011": "SQL statement or clause not supported",
     "E012": "unknown SQL function",
     "W013": "SQL WITH option that has no effect in etl",

@@ -63,11 +63,20 @@ def parse(text: str) -> Parsed:
         return Parsed(((stripped, text.find(stripped)),), stripped, "unknown", bare=True)
     if not stripped:
         return Parsed(error=SqlError("empty expression"))
-    import sqlglot
+    from sqlglot.dialects.spark import Spark
     from sqlglot.errors import SqlglotError
 
+    from etl.load import nesting
+    from etl.sql.dialect import too_deep
+
     try:
-        trees = [t for t in sqlglot.parse(stripped, read="spark") if t is not None]
+        tokens = Spark().tokenize(stripped)
+        deep = too_deep(tokens)
+        if deep is not None:
+            at = deep.start
+            line = stripped.count("\n", 0, at) + 1
+            return Parsed(error=SqlError(nesting.message("the expression is"), line, at - stripped.rfind("\n", 0, at)))
+        trees = [t for t in Spark().parser().parse(tokens, stripped) if t is not None]
         if len(trees) > 1:
             return Parsed(error=SqlError("expected one expression, found several statements"))
         tree = trees[0] if trees else None
@@ -82,12 +91,13 @@ def parse(text: str) -> Parsed:
     if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
         return Parsed(error=SqlError("expected an expression, not a statement"))
     cols: list[tuple[str, int]] = []
+    queried = {id(c) for q in tree.find_all(exp.Query) for c in q.find_all(exp.Column)}  # a subquery's own
     for c in tree.find_all(exp.Column):
         parts = c.parts
         if not parts:
             continue
         root = parts[0].name
-        if not root or isinstance(c.this, exp.Star) or c.find_ancestor(exp.Query) is not None:
+        if not root or isinstance(c.this, exp.Star) or id(c) in queried:
             continue
         cols.append((root, _offset(text, root)))
     name = None

@@ -25,13 +25,14 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 MULTI = ("*",)  # wildcards are tuples: a literal "*" of the text stays a str
 SINGLE = ("?",)
-_VERSION = b"sigma-entries-3"  # 3: correlation percentile, value_* types
+_VERSION = b"sigma-entries-4"  # 3: correlation percentile, value_* types; 4: double negations cancelled
 
 
 def _modifier_aliases() -> None:
@@ -212,6 +213,8 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
     from sigma.exceptions import SigmaError
     from sigma.rule import SigmaRule
 
+    from etl.load import nesting
+
     _modifier_aliases()
     try:
         docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
@@ -241,6 +244,11 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
             out.append(SigmaEntry(**meta, tree=None, correlation=corr, error=error, error_line=line,
                                   error_col=col))
             continue
+        deep = _conditions(d, doc_lines, offset, positions)
+        if deep is not None:
+            out.append(SigmaEntry(**meta, tree=None, error=nesting.message("its condition is"), error_line=deep[0],
+                                  error_col=deep[1]))
+            continue
         try:
             rule = SigmaRule.from_dict(d, collect_errors=False)
             _encoded_values_cased(rule)
@@ -253,6 +261,56 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
         tree = trees[0] if len(trees) == 1 else ("or", tuple(trees))
         out.append(SigmaEntry(**meta, tree=tree))
     return out
+
+
+_CONDITION_TOKEN = re.compile(r"[()]|[^\s()]+")
+
+
+def _conditions(d: dict, lines: list[str], offset: int, positions: tuple) -> tuple[int, int] | None:
+    """Each condition of a rule's detection without its double negations (`not not x` is `x`, in Sigma as in
+    its backends: so a chain of 5,000 `not` reads as 0 or 1); the (line, col) of the first one nested deeper than
+    etl's limit (etl.load.nesting), else None. pySigma parses and copies a condition recursively."""
+    from etl.load import nesting
+
+    det = d.get("detection")
+    if not isinstance(det, dict) or not isinstance(det.get("condition"), (str, list)):
+        return None
+    conds = det["condition"]
+    single = isinstance(conds, str)
+    out = []
+    for cond in [conds] if single else conds:
+        if not isinstance(cond, str):
+            out.append(cond)
+            continue
+        tokens = [(m.group(), m.start()) for m in _CONDITION_TOKEN.finditer(cond)]
+        text = list(cond)
+        i = 0
+        while i < len(tokens):
+            if tokens[i][0] == "not" and i + 1 < len(tokens) and tokens[i + 1][0] == "not":
+                for _, at in tokens[i:i + 2]:
+                    text[at:at + 3] = "   "
+                del tokens[i:i + 2]
+                i = max(i - 1, 0)
+                continue
+            i += 1
+        kinds = {"(": nesting.OPEN, ")": nesting.CLOSE, "not": nesting.UNARY, "and": nesting.SEP, "or": nesting.SEP}
+        deep = nesting.too_deep((kinds.get(t, nesting.OTHER), at) for t, at in tokens)
+        if deep is not None:
+            return _condition_position(cond, deep, lines, offset, positions)
+        out.append("".join(text))
+    det["condition"] = out[0] if single else out
+    return None
+
+
+def _condition_position(cond: str, at: int, lines: list[str], offset: int, positions: tuple) -> tuple[int, int]:
+    """(line, col) of offset `at` of a condition, when the condition is written on its key's line (else the key's)."""
+    key = next(((line, col) for (name, field), line, col in positions if name == "condition" and field is None),
+               None)
+    if key is None:
+        return offset + 1, 1
+    text = lines[key[0] - 1 - offset] if 0 <= key[0] - 1 - offset < len(lines) else ""
+    start = text.find(cond, key[1])
+    return (key[0], start + at + 1) if start >= 0 else key
 
 
 def _encoded_values_cased(rule: Any) -> None:

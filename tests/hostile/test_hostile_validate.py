@@ -139,3 +139,80 @@ def test_ten_thousand_components(etl, tmp_path, shape, expected):
     assert len(entry["errors"]) + len(entry["warnings"]) == sum(expected.values())
     _clean(explain)
     assert explain.returncode == (1 if any(c.startswith("E") for c in expected) else 0)
+
+
+# ---------------------------------------------------------------------- 10,000 terms, nesting limit (etl.load.nesting)
+
+SQL_HEAD = ("CREATE TABLE t (a VARCHAR, b INT) WITH (type = 'file', filePath = 'in', isJsonData = 'true');\n"
+            "CREATE TABLE o (a VARCHAR, b INT) WITH (type = 'file', filePath = 'out');\n"
+            "INSERT INTO o SELECT a, b FROM t WHERE ")  # the condition starts at 3:40
+
+
+def _timed(etl, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    import time
+
+    t = time.perf_counter()
+    p = etl(*args, cwd=cwd)
+    return p, time.perf_counter() - t
+
+
+@pytest.mark.parametrize("where,expected,rules", [
+    (" OR ".join(f"a = 'v{i}'" for i in range(10_000)), [], "rules: 10000"),  # one rule per OR branch
+    (" AND ".join(f"b <> {i}" for i in range(10_000)), [], "expr: b <> 0 AND b <> 1 AND"),  # a Spark condition
+    ("(" * 32 + "b = 1" + ")" * 32, [], "p0 b eq 1  [native]"),  # at the limit
+    ("lower(" * 31 + "a" + ")" * 31 + " = 'x'", [], "rules: 1"),
+    ("(" * 10_000 + "b = 1" + ")" * 10_000, ["E010 3:72"], None),  # the 33rd parenthesis
+    ("NOT " * 10_000 + "b = 1", ["E010 3:168"], None),  # the 33rd NOT
+    ("CASE WHEN b = 1 THEN " * 33 + "true" + " END" * 33, ["E010 3:712"], None),  # the 33rd CASE
+], ids=["or", "and", "paren-32", "call-31", "paren-10000", "not-10000", "case-33"])
+def test_sql_ten_thousand_terms_and_nesting(etl, tmp_path, where, expected, rules):
+    (tmp_path / "deep.sql").write_text(SQL_HEAD + where + ";\n")
+    for args in (("validate", "deep.sql"), ("explain", "deep.sql")):
+        p, seconds = _timed(etl, tmp_path, *args)
+        out = _clean(p)
+        assert sorted(_diags(out, "deep.sql")) == expected
+        assert p.returncode == (1 if expected else 0)
+        assert seconds < 30, seconds  # measured: 1-7 s each on a loaded 2-core machine
+        if rules is not None and args[0] == "explain":
+            assert rules in out
+    if expected:
+        assert "nested more than 32 levels deep" in out
+
+
+SIGMA_PIPELINE = """name: deep
+sources:
+  - {id: procs, type: file, path: in, format: jsonl, schema: {Image: string, CommandLine: string}}
+transforms:
+  - {id: alerts, type: filter, input: procs, mode: alerts, sigma: {paths: [rules]}}
+sinks:
+  - {id: out, type: print, input: alerts}
+"""
+
+
+@pytest.mark.parametrize("condition,expected,program", [
+    ("not " * 5_000 + "sel", [], "deep: p0"),  # double negations cancel
+    ("not " * 5_001 + "sel", [], "deep: not(p0)"),
+    (" or ".join(["sel", "sel2"] * 5_000), [], "deep: or(p0, p1)"),  # 10,000 terms, deduplicated
+    (" and ".join(f"s{i}" for i in range(10_000)), [], "10000 predicates"),
+    ("not (" * 16 + "sel" + ")" * 16, [], "deep: p0"),  # 32 levels: at the limit
+    ("not (" * 17 + "sel" + ")" * 17, ["W340 8:96"], None),  # the 33rd level: the 17th `not`
+    ("sel and (" * 10_000 + "sel2" + ")" * 10_000, ["W340 8:312"], None),
+], ids=["not-5000", "not-5001", "or-10000", "and-10000", "level-32", "level-33", "paren-10000"])
+def test_sigma_ten_thousand_terms_and_nesting(etl, tmp_path, condition, expected, program):
+    (tmp_path / "rules").mkdir()
+    many = "".join(f"    s{i}:\n        CommandLine|contains: 'c{i}'\n" for i in range(10_000)) \
+        if condition.startswith("s0 ") else ""
+    (tmp_path / "rules" / "deep.yml").write_text(
+        "title: deep\nlogsource: {product: windows}\ndetection:\n    sel:\n        Image|endswith: '\\whoami.exe'\n"
+        f"    sel2:\n        CommandLine|contains: x\n    condition: {condition}\n{many}")
+    (tmp_path / "deep.yaml").write_text(SIGMA_PIPELINE)
+    for args in (("validate", "deep.yaml"), ("explain", "deep.yaml")):
+        p, seconds = _timed(etl, tmp_path, *args)
+        out = _clean(p)
+        assert sorted(_diags(out, "rules/deep.yml")) == expected
+        assert p.returncode == 0, out[-2000:]
+        assert seconds < 30, seconds
+        if program is not None and args[0] == "explain":
+            assert program in out
+    if expected:
+        assert "its condition is nested more than 32 levels deep" in out
