@@ -216,3 +216,48 @@ def test_sigma_ten_thousand_terms_and_nesting(etl, tmp_path, condition, expected
             assert program in out
     if expected:
         assert "its condition is nested more than 32 levels deep" in out
+
+
+def _sigma_rule(tmp_path: Path, item: str) -> None:
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "deep.yml").write_text(
+        f"title: deep\nlogsource: {{product: windows}}\ndetection:\n    sel:\n{item}    condition: sel\n")
+    (tmp_path / "deep.yaml").write_text(SIGMA_PIPELINE)
+
+
+def test_sigma_bad_regex_positioned_and_quiet(etl, tmp_path):
+    """RE2 (pySigma's regex check) logged `E0000 ... re2.cc:242] Error parsing ...` on stderr."""
+    _sigma_rule(tmp_path, "        Image: x\n        CommandLine|re:\n          - 'ok'\n          - '(?<=x)a'\n")
+    for args in (("validate", "deep.yaml"), ("explain", "deep.yaml")):
+        out = _clean(etl(*args, cwd=tmp_path))
+        assert _diags(out, "rules/deep.yml") == ["W340 6:9"]  # the item holding the pattern
+        assert "re2.cc" not in out and "E0000" not in out and "absl" not in out, out
+        assert "Regular expression '(?<=x)a' is invalid: invalid perl operator: (?<=" in out
+
+
+@pytest.mark.parametrize("size,expected", [(2_000_000, ["W340 5:9"]), (48_000, [])], ids=["2MB", "48KB"])
+def test_sigma_expanded_value_cap(etl, tmp_path, size, expected):
+    """base64offset triples a value (4/3 as long each): 2 MB took two minutes to explain; the cap is on the
+    expanded value (etl.spec.rules.MAX_PATTERN_CHARS), a legal 48 KB value (3 x 64,000) explains in seconds."""
+    _sigma_rule(tmp_path, f"        CommandLine|base64offset|contains: '{'A' * size}'\n")
+    for args in (("validate", "deep.yaml"), ("explain", "deep.yaml")):
+        p, seconds = _timed(etl, tmp_path, *args)
+        out = _clean(p)
+        assert _diags(out, "rules/deep.yml") == expected
+        assert seconds < 30, seconds  # measured: 2.4 s (48 KB explain), 0.9 s (2 MB validate)
+    if expected:
+        assert "a pattern of 2,666,666 characters is longer than etl's limit of 65,536 (the value after its " \
+               "modifiers)" in out
+    else:
+        assert "sigma: 1 rules loaded" in out
+
+
+def test_rule_pattern_cap(etl, tmp_path):
+    (tmp_path / "long.yaml").write_text(
+        "name: y\nsources:\n  - {id: s, type: file, path: in, format: jsonl, schema: {a: string}}\ntransforms:\n"
+        f"  - id: f\n    type: filter\n    input: s\n    rules:\n      - {{id: r, when: {{field: a, contains: "
+        f"{'x' * 70_000}}}}}\nsinks:\n  - {{id: o, type: print, input: f}}\n")
+    out = _clean(etl("validate", "long.yaml", cwd=tmp_path))
+    assert _diags(out, "long.yaml") == ["E102 9:44"]
+    assert "for 'contains' in transform 'f' (rules.0.when): a pattern of 70,000 characters is longer than etl's " \
+           "limit of 65,536" in out
