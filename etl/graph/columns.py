@@ -29,6 +29,9 @@ from etl.graph.model import Columns, Graph, Node, is_placeholder
 
 Cols = dict[str, str]  # name -> spark type, in order
 INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, join keys, ...): see etl/compile
+# the boolean columns windows (emit early / late update: etl.spec.transforms.Emit.flag_columns), continuous
+# aggregates and top_n (etl.spec.continuous) add to their rows: a user column of that name was ambiguous at run
+FLAG_COLUMNS = ("_final", "_retract", "_update")
 
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
 
@@ -127,10 +130,14 @@ class ColumnPass:
                               f"{node.kind} '{node.id}': {err.message}", span, hint)
 
     def internal(self, node: Node, name: Any, span: Span) -> None:
-        """An output column may not take a name etl uses for its own columns (`_etl_...`): E102."""
+        """An output column may not take a name etl uses for its own columns (`_etl_...`, the flags): E102."""
         if isinstance(name, str) and name.lower().startswith(INTERNAL_PREFIX):
             self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: names starting "
                               f"with '{INTERNAL_PREFIX}' are etl's internal columns", span, "choose another name")
+        elif isinstance(name, str) and name.lower() in FLAG_COLUMNS:
+            self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: "
+                              f"{', '.join(FLAG_COLUMNS)} are the flag columns etl adds to the rows of windows and "
+                              "updates", span, "choose another name")
 
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"

@@ -65,6 +65,7 @@ EXPECTED = {
     'print_as_source': [('E203', 1, 41)],
     'query_syntax': [('E010', 8, 16)],
     'read_a_sink': [('E203', 6, 32)],
+    'reserved_flag_column': [('E102', 1, 28)],
     'right_join': [('E011', 6, 73)],
     'select_without_from': [('E010', 2, 24)],
     'template_undefined': [('E003', 3, 42)],
