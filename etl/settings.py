@@ -127,6 +127,10 @@ SETTINGS: tuple[Setting, ...] = (
             _number(int, 0, None, "a whole number >= 0")),
     Setting("ETL_LOOKUP_MAX_CACHE_MB", "lookup_max_cache_mb", "MB (>= 1)", "2048",
             "upper bound of the automatic lookup cache size", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_MAX_COLUMNS", "max_columns", "columns (>= 1)", "10000",
+            "columns a component's rows may have (a source's or a parse's schema, a derive's additions ...): more is "
+            "an E102 at validate, where the width comes in (a 50,000-column schema ran the driver out of memory "
+            "after 165 s)", _number(int, 1, None, "a whole number >= 1")),
     Setting("ETL_PREFILTER", "prefilter", "on|off", "on", "the JVM's literal prefilter of rule filters", _switch),
     Setting("ETL_RULES_JVM", "rules_jvm", "on|off", "on", "rule sets run in the JVM when they can", _switch),
     Setting("ETL_LOOKUP_JVM", "lookup_jvm", "on|off", "on", "lookups run in the JVM when they can", _switch),
@@ -184,6 +188,7 @@ class Settings:
     lookup_chunk_rows: int = 4096
     lookup_cache_mb: int = 0
     lookup_max_cache_mb: int = 2048
+    max_columns: int = 10_000
     prefilter: bool = True
     rules_jvm: bool = True
     lookup_jvm: bool = True

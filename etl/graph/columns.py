@@ -189,6 +189,19 @@ class ColumnPass:
         """The columns of another node (or route output) by reference."""
         return _dict(self.g.columns_of(ref))
 
+    def _width(self, node: Node, cols: Cols | None, ins: list) -> None:
+        """At most ETL_MAX_COLUMNS columns: E102 at the component whose output first goes past it (its schema)."""
+        from etl.settings import current
+
+        cap = current().max_columns
+        if cols is None or len(cols) <= cap or any(c is not None and len(c) > cap for _, c in ins):
+            return
+        has = self.smap is not None and self.smap.has(node.path + ("schema",))
+        self.report.error("E102", f"{node.kind} '{node.id}' has {len(cols):,} columns, more than etl takes "
+                          f"(ETL_MAX_COLUMNS={cap:,}: Spark plans every column of every row)",
+                          self.key_span(node, "schema") if has else node.span,
+                          "read fewer columns (a text or json column parsed later, in parts), or raise ETL_MAX_COLUMNS")
+
     # ------------------------------------------------------------------ walk
     def run(self) -> dict[str, Columns | None]:
         """Each node's columns from its spec's `output_columns` hook (etl.spec.base.Component), in order."""
@@ -201,6 +214,7 @@ class ColumnPass:
                 continue
             ins = [(e, _dict(self.g.columns_of(e.ref))) for e in node.inputs if e.role == "input"]
             cols = node.spec.output_columns(self, node, ins)
+            self._width(node, cols, ins)
             out[node.id] = _tuple(cols)
             for lab in node.outputs:
                 out[f"{node.id}.{lab}"] = _tuple(cols)
