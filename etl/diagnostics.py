@@ -44,7 +44,7 @@ CODES: dict[str, str] = {
     "E302": "grok pattern: unknown pattern name, bad field, bad regex",
     "E303": "duplicate rule id in a filter",
     "E310": "unknown column",
-    "E311": "Spark SQL expression does not parse",
+    "E311": "Spark SQL expression does not parse, or goes past etl's limits (nesting, depth)",
     "W312": "union inputs have different columns",
     "E320": "event-time window without event time (or its column is gone)",
     "E321": "stream-stream join or dedupe without event time and watermark",

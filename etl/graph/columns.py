@@ -93,9 +93,9 @@ class ColumnPass:
         p = parse(text)
         if p.error is not None:
             off = p.error.col - 1 + (len(text) - len(text.lstrip()) if p.error.line == 1 else 0)
-            self.report.error("E311", f"cannot parse Spark SQL in {where}: {p.error.message}",
-                              self.inner(node, keys, text, off, p.error.line),
-                              "write a Spark SQL expression, e.g. \"status >= 500 AND host LIKE 'web%'\"")
+            self.report.error("E311", f"{'' if p.error.hint else 'cannot parse '}Spark SQL in {where}: {p.error.message}",
+                              self.inner(node, keys, text, off, p.error.line), p.error.hint
+                              or "write a Spark SQL expression, e.g. \"status >= 500 AND host LIKE 'web%'\"")
             return None
         if cols is not None:
             for name, off in p.columns:

@@ -19,6 +19,7 @@ class SqlError:
     message: str
     line: int = 1  # 1-based, inside the expression text
     col: int = 1
+    hint: str | None = None  # set when it parses but goes past one of etl's limits (etl.load.nesting)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,8 @@ def parse(text: str) -> Parsed:
         if deep is not None:
             at = deep.start
             line = stripped.count("\n", 0, at) + 1
-            return Parsed(error=SqlError(nesting.message("the expression is"), line, at - stripped.rfind("\n", 0, at)))
+            return Parsed(error=SqlError(nesting.message("the expression is"), line, at - stripped.rfind("\n", 0, at),
+                                         nesting.HINT))
         trees = [t for t in Spark().parser().parse(tokens, stripped) if t is not None]
         if len(trees) > 1:
             return Parsed(error=SqlError("expected one expression, found several statements"))
@@ -87,6 +89,12 @@ def parse(text: str) -> Parsed:
         return Parsed(error=SqlError(f"cannot parse: {type(e).__name__}: {e}"))
     if tree is None:
         return Parsed(error=SqlError("empty expression"))
+    deep = nesting.depth(tree, lambda e: e.iter_expressions())  # type: ignore[attr-defined]
+    if deep > nesting.MAX_SPARK_DEPTH:
+        return Parsed(error=SqlError(f"the expression is {deep:,} operators deep (a chain of ANDs, ORs, + ... counts "
+                                     f"one per term), more than etl gives Spark ({nesting.MAX_SPARK_DEPTH}: its "
+                                     "planner recurses per level, a chain of 1,500 ANDs overflowed its stack)",
+                                     hint=nesting.SPARK_HINT))
     exp = _exp()
     if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
         return Parsed(error=SqlError("expected an expression, not a statement"))

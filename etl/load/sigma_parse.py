@@ -22,7 +22,6 @@ pipeline over the whole SigmaHQ corpus parses it once.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import pickle
@@ -41,32 +40,11 @@ def _modifier_aliases() -> None:
     from sigma.modifiers import modifier_mapping
     from sigma.policy import default_policy
 
+    from etl.load.sigma_guard import quiet_re2_engine
+
     modifier_mapping.setdefault("utf16le", modifier_mapping["wide"])
-    if not isinstance(default_policy.regex_engine, _quiet_re2_engine()):
-        default_policy.regex_engine = _quiet_re2_engine()()
-
-
-@functools.cache
-def _quiet_re2_engine() -> type:
-    from sigma.policy.regex_engine import RE2RegexEngine
-
-    class QuietRE2(RE2RegexEngine):
-        """pySigma's RE2 engine (its default, safe policy) without RE2's native log: a bad pattern wrote
-        `E0000 ... re2.cc:242] Error parsing ...` to the user's stderr. The error's text is decoded (RE2 gives
-        bytes), and the rule is skipped with a W340 at the item holding the pattern."""
-
-        def compile(self, pattern: str, flags: int = 0) -> Any:
-            prefix = "".join(v for k, v in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
-                             if int(flags) & int(k))
-            options = self._re2.Options()
-            options.log_errors = False
-            try:
-                return self._re2.compile(f"(?{prefix})" + pattern if prefix else pattern, options=options)
-            except self._re2.error as e:
-                why = e.args[0] if e.args else ""
-                raise self._re2.error(why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)) from None
-
-    return QuietRE2
+    if not isinstance(default_policy.regex_engine, quiet_re2_engine()):
+        default_policy.regex_engine = quiet_re2_engine()()
 
 
 @dataclass(frozen=True)
@@ -251,6 +229,7 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
     from sigma.rule import SigmaRule
 
     from etl.load import nesting
+    from etl.load.sigma_guard import conditions
 
     _modifier_aliases()
     try:
@@ -281,7 +260,7 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
             out.append(SigmaEntry(**meta, tree=None, correlation=corr, error=error, error_line=line,
                                   error_col=col))
             continue
-        deep = _conditions(d, doc_lines, offset, positions)
+        deep = conditions(d, doc_lines, offset, positions)
         if deep is not None:
             out.append(SigmaEntry(**meta, tree=None, error=nesting.message("its condition is"), error_line=deep[0],
                                   error_col=deep[1]))
@@ -298,56 +277,6 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
         tree = trees[0] if len(trees) == 1 else ("or", tuple(trees))
         out.append(SigmaEntry(**meta, tree=tree))
     return out
-
-
-_CONDITION_TOKEN = re.compile(r"[()]|[^\s()]+")
-
-
-def _conditions(d: dict, lines: list[str], offset: int, positions: tuple) -> tuple[int, int] | None:
-    """Each condition of a rule's detection without its double negations (`not not x` is `x`, in Sigma as in
-    its backends: so a chain of 5,000 `not` reads as 0 or 1); the (line, col) of the first one nested deeper than
-    etl's limit (etl.load.nesting), else None. pySigma parses and copies a condition recursively."""
-    from etl.load import nesting
-
-    det = d.get("detection")
-    if not isinstance(det, dict) or not isinstance(det.get("condition"), (str, list)):
-        return None
-    conds = det["condition"]
-    single = isinstance(conds, str)
-    out = []
-    for cond in [conds] if single else conds:
-        if not isinstance(cond, str):
-            out.append(cond)
-            continue
-        tokens = [(m.group(), m.start()) for m in _CONDITION_TOKEN.finditer(cond)]
-        text = list(cond)
-        i = 0
-        while i < len(tokens):
-            if tokens[i][0] == "not" and i + 1 < len(tokens) and tokens[i + 1][0] == "not":
-                for _, at in tokens[i:i + 2]:
-                    text[at:at + 3] = "   "
-                del tokens[i:i + 2]
-                i = max(i - 1, 0)
-                continue
-            i += 1
-        kinds = {"(": nesting.OPEN, ")": nesting.CLOSE, "not": nesting.UNARY, "and": nesting.SEP, "or": nesting.SEP}
-        deep = nesting.too_deep((kinds.get(t, nesting.OTHER), at) for t, at in tokens)
-        if deep is not None:
-            return _condition_position(cond, deep, lines, offset, positions)
-        out.append("".join(text))
-    det["condition"] = out[0] if single else out
-    return None
-
-
-def _condition_position(cond: str, at: int, lines: list[str], offset: int, positions: tuple) -> tuple[int, int]:
-    """(line, col) of offset `at` of a condition, when the condition is written on its key's line (else the key's)."""
-    key = next(((line, col) for (name, field), line, col in positions if name == "condition" and field is None),
-               None)
-    if key is None:
-        return offset + 1, 1
-    text = lines[key[0] - 1 - offset] if 0 <= key[0] - 1 - offset < len(lines) else ""
-    start = text.find(cond, key[1])
-    return (key[0], start + at + 1) if start >= 0 else key
 
 
 def _encoded_values_cased(rule: Any) -> None:

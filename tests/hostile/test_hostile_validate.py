@@ -158,14 +158,18 @@ def _timed(etl, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, flo
 
 @pytest.mark.parametrize("where,expected,rules", [
     (" OR ".join(f"a = 'v{i}'" for i in range(10_000)), [], "rules: 10000"),  # one rule per OR branch
-    (" AND ".join(f"b <> {i}" for i in range(10_000)), [], "expr: b <> 0 AND b <> 1 AND"),  # a Spark condition
+    (" AND ".join(f"b >= {i}" for i in range(10_000)), [], "filter program: 1 rule, 10000 predicates"),
+    (" AND ".join(f"b <> {i}" for i in range(10_000)), ["E311 3:40"], None),  # a Spark condition: 10,002 deep
+    (" AND ".join(f"b <> {i}" for i in range(498)), [], "expr: b <> 0 AND b <> 1 AND"),  # 500 deep: at the limit
     ("(" * 32 + "b = 1" + ")" * 32, [], "p0 b eq 1  [native]"),  # at the limit
     ("lower(" * 31 + "a" + ")" * 31 + " = 'x'", [], "rules: 1"),
     ("(" * 10_000 + "b = 1" + ")" * 10_000, ["E010 3:72"], None),  # the 33rd parenthesis
     ("NOT " * 10_000 + "b = 1", ["E010 3:168"], None),  # the 33rd NOT
     ("CASE WHEN b = 1 THEN " * 33 + "true" + " END" * 33, ["E010 3:712"], None),  # the 33rd CASE
-], ids=["or", "and", "paren-32", "call-31", "paren-10000", "not-10000", "case-33"])
+], ids=["or", "and", "and-expr-10000", "and-expr-498", "paren-32", "call-31", "paren-10000", "not-10000", "case-33"])
 def test_sql_ten_thousand_terms_and_nesting(etl, tmp_path, where, expected, rules):
+    """Rule-shaped conditions (rules: any length) and a Spark condition (at most etl.load.nesting.MAX_SPARK_DEPTH
+    operators deep: 1,500 ANDs overflowed Spark's stack at run), and the nesting limit (32 levels)."""
     (tmp_path / "deep.sql").write_text(SQL_HEAD + where + ";\n")
     for args in (("validate", "deep.sql"), ("explain", "deep.sql")):
         p, seconds = _timed(etl, tmp_path, *args)
@@ -176,7 +180,7 @@ def test_sql_ten_thousand_terms_and_nesting(etl, tmp_path, where, expected, rule
         if rules is not None and args[0] == "explain":
             assert rules in out
     if expected:
-        assert "nested more than 32 levels deep" in out
+        assert ("is 10,002 operators deep" if expected == ["E311 3:40"] else "nested more than 32 levels deep") in out
 
 
 SIGMA_PIPELINE = """name: deep
