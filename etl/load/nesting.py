@@ -12,7 +12,7 @@ error naming the limit, before any parser sees the text.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, TypeVar
+from typing import Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -45,17 +45,6 @@ def too_deep(tokens: Iterable[tuple[str, T]], limit: int = MAX_NESTING) -> T | N
             depth -= stack[-1]
             stack[-1] = 0
     return None
-
-
-def depth(tree: object, children: Callable[[object], Iterable[object]]) -> int:
-    """The depth of a tree (a chain of n binary operators is n + 1 deep), walked iteratively."""
-    deepest = 0
-    stack = [(tree, 1)]
-    while stack:
-        node, d = stack.pop()
-        deepest = max(deepest, d)
-        stack.extend((c, d + 1) for c in children(node))
-    return deepest
 
 
 def message(what: str, limit: int = MAX_NESTING) -> str:
