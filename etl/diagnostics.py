@@ -21,7 +21,8 @@ CODES: dict[str, str] = {
     "E004": "environment variable not set (and no default)",
     "E005": "file cannot be read (missing, not UTF-8, too large, not a regular file, outside the allowed folders)",
     "E006": "a file a pipeline names (rule file, Sigma path, function module, lookup table) does not exist or cannot be reached (symlink loop), or its glob matches no file or walks too far (past 5,000 entries or 32 folders)",
-    "E010": "SQL script syntax error (statement, column definition, WITH option, query)",
+    "E010": "SQL script syntax error (statement, column definition, WITH option, query), or an expression nested "
+            "deeper than etl's limit (32 levels)",
     "E011": "SQL statement or clause not supported",
     "E012": "unknown SQL function",
     "W013": "SQL WITH option that has no effect in etl",
@@ -43,7 +44,7 @@ CODES: dict[str, str] = {
     "E302": "grok pattern: unknown pattern name, bad field, bad regex",
     "E303": "duplicate rule id in a filter",
     "E310": "unknown column",
-    "E311": "Spark SQL expression does not parse",
+    "E311": "Spark SQL expression does not parse, or goes past etl's limits (nesting, depth)",
     "W312": "union inputs have different columns",
     "E320": "event-time window without event time (or its column is gone)",
     "E321": "stream-stream join or dedupe without event time and watermark",

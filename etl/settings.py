@@ -165,6 +165,10 @@ SETTINGS: tuple[Setting, ...] = (
             "how far ahead of the micro-batch's time an event time of a live source (kafka, rocketmq) may be; a row "
             "past it is a dead letter ('event time beyond the horizon') and never moves the watermark (file and "
             "generator input: event times from 9990-01-01 on)", _seconds),
+    Setting("ETL_MAX_COLUMNS", "max_columns", "columns (>= 1)", "10000",
+            "columns a component's rows may have (a source's or a parse's schema, a derive's additions ...): more is "
+            "an E102 at validate, where the width comes in (a 50,000-column schema ran the driver out of memory "
+            "after 165 s)", _number(int, 1, None, "a whole number >= 1")),
     Setting("ETL_PREFILTER", "prefilter", "on|off", "on", "the JVM's literal prefilter of rule filters", _switch),
     Setting("ETL_RULES_JVM", "rules_jvm", "on|off", "on", "rule sets run in the JVM when they can", _switch),
     Setting("ETL_LOOKUP_JVM", "lookup_jvm", "on|off", "on", "lookups run in the JVM when they can", _switch),
@@ -228,6 +232,7 @@ class Settings:
     lookup_cache_mb: int = 0
     lookup_max_cache_mb: int = 2048
     event_time_horizon_s: float = 86400.0
+    max_columns: int = 10_000
     prefilter: bool = True
     rules_jvm: bool = True
     lookup_jvm: bool = True

@@ -29,6 +29,9 @@ from etl.graph.model import Columns, Graph, Node, is_placeholder
 
 Cols = dict[str, str]  # name -> spark type, in order
 INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, join keys, ...): see etl/compile
+# the boolean columns windows (emit early / late update: etl.spec.transforms.Emit.flag_columns), continuous
+# aggregates and top_n (etl.spec.continuous) add to their rows: a user column of that name was ambiguous at run
+FLAG_COLUMNS = ("_final", "_retract", "_update")
 
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
 
@@ -90,9 +93,9 @@ class ColumnPass:
         p = parse(text)
         if p.error is not None:
             off = p.error.col - 1 + (len(text) - len(text.lstrip()) if p.error.line == 1 else 0)
-            self.report.error("E311", f"cannot parse Spark SQL in {where}: {p.error.message}",
-                              self.inner(node, keys, text, off, p.error.line),
-                              "write a Spark SQL expression, e.g. \"status >= 500 AND host LIKE 'web%'\"")
+            self.report.error("E311", f"{'' if p.error.hint else 'cannot parse '}Spark SQL in {where}: {p.error.message}",
+                              self.inner(node, keys, text, off, p.error.line), p.error.hint
+                              or "write a Spark SQL expression, e.g. \"status >= 500 AND host LIKE 'web%'\"")
             return None
         if cols is not None:
             for name, off in p.columns:
@@ -127,10 +130,14 @@ class ColumnPass:
                               f"{node.kind} '{node.id}': {err.message}", span, hint)
 
     def internal(self, node: Node, name: Any, span: Span) -> None:
-        """An output column may not take a name etl uses for its own columns (`_etl_...`): E102."""
+        """An output column may not take a name etl uses for its own columns (`_etl_...`, the flags): E102."""
         if isinstance(name, str) and name.lower().startswith(INTERNAL_PREFIX):
             self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: names starting "
                               f"with '{INTERNAL_PREFIX}' are etl's internal columns", span, "choose another name")
+        elif isinstance(name, str) and name.lower() in FLAG_COLUMNS:
+            self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: "
+                              f"{', '.join(FLAG_COLUMNS)} are the flag columns etl adds to the rows of windows and "
+                              "updates", span, "choose another name")
 
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
@@ -182,6 +189,19 @@ class ColumnPass:
         """The columns of another node (or route output) by reference."""
         return _dict(self.g.columns_of(ref))
 
+    def _width(self, node: Node, cols: Cols | None, ins: list) -> None:
+        """At most ETL_MAX_COLUMNS columns: E102 at the component whose output first goes past it (its schema)."""
+        from etl.settings import current
+
+        cap = current().max_columns
+        if cols is None or len(cols) <= cap or any(c is not None and len(c) > cap for _, c in ins):
+            return
+        has = self.smap is not None and self.smap.has(node.path + ("schema",))
+        self.report.error("E102", f"{node.kind} '{node.id}' has {len(cols):,} columns, more than etl takes "
+                          f"(ETL_MAX_COLUMNS={cap:,}: Spark plans every column of every row)",
+                          self.key_span(node, "schema") if has else node.span,
+                          "read fewer columns (a text or json column parsed later, in parts), or raise ETL_MAX_COLUMNS")
+
     # ------------------------------------------------------------------ walk
     def run(self) -> dict[str, Columns | None]:
         """Each node's columns from its spec's `output_columns` hook (etl.spec.base.Component), in order."""
@@ -194,6 +214,7 @@ class ColumnPass:
                 continue
             ins = [(e, _dict(self.g.columns_of(e.ref))) for e in node.inputs if e.role == "input"]
             cols = node.spec.output_columns(self, node, ins)
+            self._width(node, cols, ins)
             out[node.id] = _tuple(cols)
             for lab in node.outputs:
                 out[f"{node.id}.{lab}"] = _tuple(cols)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import deque
 from dataclasses import dataclass
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NESTS = re.compile(r"[(\[{~!-]|\b(?:NOT|CASE)\b", re.I)  # what may open a level (etl.load.nesting)
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,7 @@ class SqlError:
     message: str
     line: int = 1  # 1-based, inside the expression text
     col: int = 1
+    hint: str | None = None  # set when it parses but goes past one of etl's limits (etl.load.nesting)
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,22 @@ def parse(text: str) -> Parsed:
         return Parsed(((stripped, text.find(stripped)),), stripped, "unknown", bare=True)
     if not stripped:
         return Parsed(error=SqlError("empty expression"))
-    import sqlglot
+    from sqlglot.dialects.dialect import Dialect
     from sqlglot.errors import SqlglotError
 
+    from etl.load import nesting
+    from etl.sql.dialect import too_deep
+
     try:
-        trees = [t for t in sqlglot.parse(stripped, read="spark") if t is not None]
+        spark = Dialect.get_or_raise("spark")
+        tokens = spark.tokenize(stripped)
+        deep = too_deep(tokens) if len(_NESTS.findall(stripped)) > nesting.MAX_NESTING else None
+        if deep is not None:
+            at = deep.start
+            line = stripped.count("\n", 0, at) + 1
+            return Parsed(error=SqlError(nesting.message("the expression is"), line, at - stripped.rfind("\n", 0, at),
+                                         nesting.HINT))
+        trees = [t for t in spark.parser().parse(tokens, stripped) if t is not None]
         if len(trees) > 1:
             return Parsed(error=SqlError("expected one expression, found several statements"))
         tree = trees[0] if trees else None
@@ -79,15 +93,21 @@ def parse(text: str) -> Parsed:
     if tree is None:
         return Parsed(error=SqlError("empty expression"))
     exp = _exp()
+    deep, columns = _walk(tree)
+    if deep > nesting.MAX_SPARK_DEPTH:
+        return Parsed(error=SqlError(f"the expression is {deep:,} operators deep (a chain of ANDs, ORs, + ... counts "
+                                     f"one per term), more than etl gives Spark ({nesting.MAX_SPARK_DEPTH}: its "
+                                     "planner recurses per level, a chain of 1,500 ANDs overflowed its stack)",
+                                     hint=nesting.SPARK_HINT))
     if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
         return Parsed(error=SqlError("expected an expression, not a statement"))
     cols: list[tuple[str, int]] = []
-    for c in tree.find_all(exp.Column):
+    for c in columns:
         parts = c.parts
         if not parts:
             continue
         root = parts[0].name
-        if not root or isinstance(c.this, exp.Star) or c.find_ancestor(exp.Query) is not None:
+        if not root or isinstance(c.this, exp.Star):
             continue
         cols.append((root, _offset(text, root)))
     name = None
@@ -104,6 +124,22 @@ def parse(text: str) -> Parsed:
         name = tree.name
         bare = True
     return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body)
+
+
+def _walk(tree) -> tuple[int, list]:
+    """(the tree's depth, its columns outside subqueries, breadth first): one iterative walk (a chain of 10,000
+    ANDs is a tree 10,000 deep)."""
+    exp = _exp()
+    deepest, columns = 0, []
+    queue = deque([(tree, 1, False)])
+    while queue:
+        node, depth, queried = queue.popleft()
+        deepest = max(deepest, depth)
+        if isinstance(node, exp.Column) and not queried:
+            columns.append(node)
+        inner = queried or isinstance(node, exp.Query)
+        queue.extend((c, depth + 1, inner) for c in node.iter_expressions())
+    return deepest, columns
 
 
 def _offset(text: str, name: str) -> int:

@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from etl.spec.base import MAX_DURATION_S
+
 SUPPORTED = ("event_count", "value_count", "temporal", "temporal_ordered", "value_sum", "value_avg",
              "value_percentile", "value_median")
 NUMERIC = ("value_sum", "value_avg", "value_percentile", "value_median")  # over `field` read as a number
@@ -117,6 +119,21 @@ class Correlation:
                 + f"; value = {VALUE[self.kind].format(field=self.field, percentile=self.percentile)}; alert when "
                 f"{self.condition()}" + ("; generate: true (its rules' alerts leave the filter too)"
                                          if self.generate else ""))
+
+
+    def state_text(self, slides: int, watermark: str | None) -> str:
+        """What its windowed state holds and what bounds it (`etl explain`): a row per group and open window, dropped
+        once the watermark passes the window's end; nothing caps the number of groups."""
+        labels = ", ".join(label for label, _ in self.group)
+        held = {"value_count": f", each with its distinct {self.field} values",
+                "value_percentile": f", each with every {self.field} of its window",
+                "value_median": f", each with every {self.field} of its window"}.get(self.kind, "")
+        lag = f" + {watermark}" if watermark else ""
+        if not self.group:
+            return f"  state: one row per open window ({slides} per event){held}, dropped when the watermark passes its end"
+        return (f"  state: one row per {labels} value and open window ({slides} per event){held}, dropped when the "
+                f"watermark passes the window's end: the {labels} values of about {self.timespan}{lag} of events, "
+                "however many (nothing caps them)")
 
 
 def silent(correlations: Any) -> frozenset[str]:
@@ -243,6 +260,8 @@ def _unsupported(doc: CorrelationDoc, simple: bool, field: Any) -> tuple[str | N
                 ("condition", "percentile") if doc.percentile is not None else ("condition",))
     if not doc.rules:
         return "a correlation without `rules` is not supported", ("rules",)
+    if doc.seconds > MAX_DURATION_S:  # its windows could not be built at run (a window's size is a Duration)
+        return f"timespan {doc.timespan} is longer than etl's windows take (at most 365d)", ("timespan",)
     return None, ()
 
 

@@ -25,20 +25,26 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 MULTI = ("*",)  # wildcards are tuples: a literal "*" of the text stays a str
 SINGLE = ("?",)
-_VERSION = b"sigma-entries-3"  # 3: correlation percentile, value_* types
+_VERSION = b"sigma-entries-4"  # 3: correlation percentile, value_* types; 4: double negations cancelled
 
 
 def _modifier_aliases() -> None:
-    """`utf16le` is the specification's name of pySigma's `wide`."""
+    """`utf16le` is the specification's name of pySigma's `wide`; pySigma's regex checks go through QuietRE2."""
     from sigma.modifiers import modifier_mapping
+    from sigma.policy import default_policy
+
+    from etl.load.sigma_guard import quiet_re2_engine
 
     modifier_mapping.setdefault("utf16le", modifier_mapping["wide"])
+    if not isinstance(default_policy.regex_engine, quiet_re2_engine()):
+        default_policy.regex_engine = quiet_re2_engine()()
 
 
 @dataclass(frozen=True)
@@ -96,13 +102,23 @@ def _key_of(leaf: Any) -> tuple | None:
 def _value(field: str | None, v: Any, leaf: Any) -> tuple:
     from sigma import types as t
 
+    from etl.spec.rules import pattern_too_long
+
     if isinstance(v, t.SigmaExpansion):
         return ("or", tuple(_value(field, x, leaf) for x in v.values))
     if isinstance(v, t.SigmaString):  # SigmaCasedString too
-        return ("str", field, _strings(v.s), isinstance(v, t.SigmaCasedString))
+        parts = _strings(v.s)
+        why = pattern_too_long("".join(p for p in parts if isinstance(p, str)))
+        if why is not None:
+            return ("unsupported", f"{why} (the value after its modifiers)", _key_of(leaf))
+        return ("str", field, parts, isinstance(v, t.SigmaCasedString))
     if isinstance(v, t.SigmaRegularExpression):
         flags = "".join(sorted(t.SigmaRegularExpression.sigma_to_re_flag[f] for f in v.flags))
-        return ("re", field, str(v.regexp.to_plain()), flags)
+        regex = str(v.regexp.to_plain())
+        why = pattern_too_long(regex)
+        if why is not None:
+            return ("unsupported", why, _key_of(leaf))
+        return ("re", field, regex, flags)
     if isinstance(v, t.SigmaCIDRExpression):
         return ("cidr", field, str(v.network))
     if isinstance(v, t.SigmaCompareExpression):
@@ -213,6 +229,9 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
     from sigma.exceptions import SigmaError
     from sigma.rule import SigmaRule
 
+    from etl.load import nesting
+    from etl.load.sigma_guard import conditions
+
     _modifier_aliases()
     try:
         docs = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
@@ -242,12 +261,17 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
             out.append(SigmaEntry(**meta, tree=None, correlation=corr, error=error, error_line=line,
                                   error_col=col))
             continue
+        deep = conditions(d, doc_lines, offset, positions)
+        if deep is not None:
+            out.append(SigmaEntry(**meta, tree=None, error=nesting.message("its condition is"), error_line=deep[0],
+                                  error_col=deep[1]))
+            continue
         try:
             rule = SigmaRule.from_dict(d, collect_errors=False)
             _encoded_values_cased(rule)
             trees = [_tree(c.parse()) for c in rule.detection.parsed_condition]
         except (SigmaError, ValueError, TypeError, KeyError, AttributeError) as e:
-            line, col = _error_position(e, positions, title_line)
+            line, col = _error_position(e, positions, title_line, doc_lines, offset)
             out.append(SigmaEntry(**meta, tree=None, error=f"pySigma cannot read the rule: {e}",
                                   error_line=line, error_col=col))
             continue
@@ -282,9 +306,22 @@ def _s(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _error_position(e: Exception, positions: tuple, default: int) -> tuple[int, int]:
+def _error_position(e: Exception, positions: tuple, default: int, lines: list[str], offset: int) -> tuple[int, int]:
+    """Where pySigma's error points: the detection item of a bad regular expression (the first item at or above
+    the line holding the pattern), else the `detection:` line."""
     det = next((p for p in positions if p[0][1] is None), None)
+    bad = _BAD_REGEX.match(str(e))
+    if bad is not None:
+        pattern = bad.group(1)
+        written = {pattern, pattern.replace("'", "''"), pattern.replace("\\", "\\\\").replace('"', '\\"')}
+        at = next((offset + i + 1 for i, ln in enumerate(lines) if any(w in ln for w in written)), None)
+        items = [p for p in positions if p[0][1] is not None and at is not None and p[1] <= at]
+        if items:
+            return items[-1][1], items[-1][2]
     return (det[1] - 1, 1) if det is not None else (default, 1)  # the `detection:` line
+
+
+_BAD_REGEX = re.compile(r"Regular expression '(.*)' is invalid: ", re.S)
 
 
 # --------------------------------------------------------------------------- cache

@@ -87,7 +87,11 @@ def _correlations(plan: Plan, node: Any) -> list[str]:
     src = next((e.src for e in node.inputs if e.role == "input"), None)
     stats = getattr(plan.graph, "sigma", {}).get(src)
     corrs = stats.correlations if stats is not None else []
-    return [f"correlation rules: {len(corrs)} (of filter '{src}')"] + [c.explain(node.spec.slides) for c in corrs]
+    et = node.spec.event_time or next((s.spec.event_time for s in plan.graph.upstream_sources(node.id)
+                                       if getattr(s.spec, "event_time", None) is not None), None)
+    watermark = str(et.watermark) if et is not None else None
+    return [f"correlation rules: {len(corrs)} (of filter '{src}')"] + [
+        line for c in corrs for line in (c.explain(node.spec.slides), c.state_text(node.spec.slides, watermark))]
 
 
 def explain_plan(plan: Plan) -> str:

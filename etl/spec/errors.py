@@ -279,10 +279,12 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         report.error("E102", f"invalid value {_short(err.get('input'))} for '{loc[-1]}'", smap.value(full), hint)
     elif etype == "value_error" or etype == "assertion_error":
         msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        if _is_scalar_field(model, loc):  # a typed value (duration, size) that does not parse
+        if _is_scalar_field(model, loc):  # a typed value (duration, size) that does not parse, or is out of bounds
             head, _, tail = msg.partition(": ")
+            hint = (err.get("ctx") or {}).get("hint") or (
+                _hint_for(loc) if head.startswith(("invalid duration", "invalid size")) else None)
             report.error("E102", f"{head} for '{loc[-1]}' in {_where(full[:-1], root)}" + (f": {tail}" if tail else ""),
-                         smap.value(full), _hint_for(loc))
+                         smap.value(full), hint)
         else:
             report.error("E104", f"{msg} (in {_where(full, root)})", smap.value(full), _hint_for(loc))
     elif etype == "condition_outside_when":

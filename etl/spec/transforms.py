@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from etl.registry import component
 from etl.spec.aggregates import AGGREGATES, NAMES
@@ -191,6 +192,9 @@ class Emit(Model):
         return ("_final", "_retract") if self.early is not None else ()
 
 
+MAX_WINDOWS_PER_EVENT = 1000  # size / slide of a sliding window
+
+
 @component("transform", "window", builder=f"{_TR}.window:build")
 class WindowTransform(WindowHooks, TransformBase):
     type: Literal["window"]
@@ -211,6 +215,12 @@ class WindowTransform(WindowHooks, TransformBase):
         size = info.data.get("size")
         if slide is not None and size is not None and slide > size:
             raise ValueError(f"invalid slide {slide}: longer than the window `size` ({size})")
+        if slide is not None and size is not None and -(-size.millis // slide.millis) > MAX_WINDOWS_PER_EVENT:
+            n = -(-size.millis // slide.millis)
+            raise PydanticCustomError(  # E102 at the slide, with the hint
+                "value_error", f"invalid slide {slide}: each event would be in {n:,} windows (size {size} / slide "
+                f"{slide}), more than etl's limit of {MAX_WINDOWS_PER_EVENT:,} (Spark makes a copy of each row per "
+                "window)", {"hint": "use a longer slide or a shorter size"})
         return slide
 
     @model_validator(mode="after")

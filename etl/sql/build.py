@@ -221,8 +221,12 @@ def _metadata_key(c: ddl.Column, family: str, report: Report) -> str:
 def parse_expr(script: Script, tokens: list) -> exp.Expression:
     from sqlglot.errors import ParseError
 
-    from etl.sql.dialect import DIALECT
+    from etl.load import nesting
+    from etl.sql.dialect import DIALECT, too_deep
 
+    deep = too_deep(tokens)
+    if deep is not None:
+        raise SqlSyntax(nesting.message("the expression is"), script.at(deep), nesting.HINT)
     try:
         trees = DIALECT.parser().parse(tokens, script.text)
     except ParseError as e:

@@ -15,6 +15,8 @@ etl.sql.script and etl.sql.ddl; only queries and expressions go through the pars
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
@@ -56,3 +58,33 @@ class Etl(Spark):
 
 
 DIALECT = Etl()
+
+
+_OPEN = ("L_PAREN", "L_BRACKET", "L_BRACE", "CASE")
+_CLOSE = ("R_PAREN", "R_BRACKET", "R_BRACE", "END")
+_SEP = ("AND", "OR", "COMMA", "WHEN", "THEN", "ELSE", "SELECT", "FROM", "WHERE", "HAVING", "ON", "SEMICOLON")
+_OPERAND_END = ("VAR", "IDENTIFIER", "NUMBER", "STRING", "NULL", "TRUE", "FALSE", "STAR") + _CLOSE
+
+
+def too_deep(tokens: list) -> Any:
+    """The first sqlglot token that nests deeper than etl's limit (etl.load.nesting), or None."""
+    from etl.load import nesting as N
+
+    def kinds():
+        prev = None
+        for tok in tokens:
+            name = tok.token_type.name
+            if name in _OPEN:
+                kind = N.OPEN
+            elif name in _CLOSE:
+                kind = N.CLOSE
+            elif name in _SEP:
+                kind = N.SEP
+            elif name in ("NOT", "TILDE") or (name in ("DASH", "PLUS") and prev not in _OPERAND_END):
+                kind = N.UNARY
+            else:
+                kind = N.OTHER
+            prev = name
+            yield kind, tok
+
+    return N.too_deep(kinds())

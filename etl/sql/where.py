@@ -23,17 +23,25 @@ _DERIV: dict[type, str] = {exp.Lower: "lower", exp.Upper: "upper", exp.Trim: "tr
 
 
 def conjuncts(cond: exp.Expression) -> list[exp.Expression]:
-    cond = _unparen(cond)
-    if isinstance(cond, exp.And):
-        return conjuncts(cond.this) + conjuncts(cond.expression)
-    return [cond]
+    return _flat(cond, exp.And)
 
 
 def _disjuncts(cond: exp.Expression) -> list[exp.Expression]:
-    cond = _unparen(cond)
-    if isinstance(cond, exp.Or):
-        return _disjuncts(cond.this) + _disjuncts(cond.expression)
-    return [cond]
+    return _flat(cond, exp.Or)
+
+
+def _flat(cond: exp.Expression, kind: type) -> list[exp.Expression]:
+    """The operands of a chain of `kind` (AND or OR; through parentheses), left to right. Iterative: sqlglot
+    parses `a OR b OR c ...` into a left-deep tree as deep as the chain is long (10,000 terms)."""
+    out: list[exp.Expression] = []
+    stack = [cond]
+    while stack:
+        e = _unparen(stack.pop())
+        if isinstance(e, kind):
+            stack += (e.expression, e.this)
+        else:
+            out.append(e)
+    return out
 
 
 def _unparen(e: exp.Expression) -> exp.Expression:

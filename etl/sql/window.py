@@ -180,6 +180,8 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         b.note_expr(("transforms", i, "having"), [having])
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
+    for key, arg in zip({"TUMBLE": ("size",), "HOP": ("slide", "size"), "SESSION": ("gap",)}[fn], args):
+        b.smap.put(("transforms", i, key), pos(b, arg))  # a duration's error points at its INTERVAL
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
     flags: tuple[str, ...] = ()
     if emit:  # rows that replace earlier ones of their window: flagged (etl.spec.transforms.Emit.flag_columns)

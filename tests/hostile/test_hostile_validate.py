@@ -139,3 +139,129 @@ def test_ten_thousand_components(etl, tmp_path, shape, expected):
     assert len(entry["errors"]) + len(entry["warnings"]) == sum(expected.values())
     _clean(explain)
     assert explain.returncode == (1 if any(c.startswith("E") for c in expected) else 0)
+
+
+# ---------------------------------------------------------------------- 10,000 terms, nesting limit (etl.load.nesting)
+
+SQL_HEAD = ("CREATE TABLE t (a VARCHAR, b INT) WITH (type = 'file', filePath = 'in', isJsonData = 'true');\n"
+            "CREATE TABLE o (a VARCHAR, b INT) WITH (type = 'file', filePath = 'out');\n"
+            "INSERT INTO o SELECT a, b FROM t WHERE ")  # the condition starts at 3:40
+
+
+def _timed(etl, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    import time
+
+    t = time.perf_counter()
+    p = etl(*args, cwd=cwd)
+    return p, time.perf_counter() - t
+
+
+@pytest.mark.parametrize("where,expected,rules", [
+    (" OR ".join(f"a = 'v{i}'" for i in range(10_000)), [], "rules: 10000"),  # one rule per OR branch
+    (" AND ".join(f"b >= {i}" for i in range(10_000)), [], "filter program: 1 rule, 10000 predicates"),
+    (" AND ".join(f"b <> {i}" for i in range(10_000)), ["E311 3:40"], None),  # a Spark condition: 10,002 deep
+    (" AND ".join(f"b <> {i}" for i in range(498)), [], "expr: b <> 0 AND b <> 1 AND"),  # 500 deep: at the limit
+    ("(" * 32 + "b = 1" + ")" * 32, [], "p0 b eq 1  [native]"),  # at the limit
+    ("lower(" * 31 + "a" + ")" * 31 + " = 'x'", [], "rules: 1"),
+    ("(" * 10_000 + "b = 1" + ")" * 10_000, ["E010 3:72"], None),  # the 33rd parenthesis
+    ("NOT " * 10_000 + "b = 1", ["E010 3:168"], None),  # the 33rd NOT
+    ("CASE WHEN b = 1 THEN " * 33 + "true" + " END" * 33, ["E010 3:712"], None),  # the 33rd CASE
+], ids=["or", "and", "and-expr-10000", "and-expr-498", "paren-32", "call-31", "paren-10000", "not-10000", "case-33"])
+def test_sql_ten_thousand_terms_and_nesting(etl, tmp_path, where, expected, rules):
+    """Rule-shaped conditions (rules: any length) and a Spark condition (at most etl.load.nesting.MAX_SPARK_DEPTH
+    operators deep: 1,500 ANDs overflowed Spark's stack at run), and the nesting limit (32 levels)."""
+    (tmp_path / "deep.sql").write_text(SQL_HEAD + where + ";\n")
+    for args in (("validate", "deep.sql"), ("explain", "deep.sql")):
+        p, seconds = _timed(etl, tmp_path, *args)
+        out = _clean(p)
+        assert sorted(_diags(out, "deep.sql")) == expected
+        assert p.returncode == (1 if expected else 0)
+        assert seconds < 30, seconds  # measured: 1-7 s each on a loaded 2-core machine
+        if rules is not None and args[0] == "explain":
+            assert rules in out
+    if expected:
+        assert ("is 10,002 operators deep" if expected == ["E311 3:40"] else "nested more than 32 levels deep") in out
+
+
+SIGMA_PIPELINE = """name: deep
+sources:
+  - {id: procs, type: file, path: in, format: jsonl, schema: {Image: string, CommandLine: string}}
+transforms:
+  - {id: alerts, type: filter, input: procs, mode: alerts, sigma: {paths: [rules]}}
+sinks:
+  - {id: out, type: print, input: alerts}
+"""
+
+
+@pytest.mark.parametrize("condition,expected,program", [
+    ("not " * 5_000 + "sel", [], "deep: p0"),  # double negations cancel
+    ("not " * 5_001 + "sel", [], "deep: not(p0)"),
+    (" or ".join(["sel", "sel2"] * 5_000), [], "deep: or(p0, p1)"),  # 10,000 terms, deduplicated
+    (" and ".join(f"s{i}" for i in range(10_000)), [], "10000 predicates"),
+    ("not (" * 16 + "sel" + ")" * 16, [], "deep: p0"),  # 32 levels: at the limit
+    ("not (" * 17 + "sel" + ")" * 17, ["W340 8:96"], None),  # the 33rd level: the 17th `not`
+    ("sel and (" * 10_000 + "sel2" + ")" * 10_000, ["W340 8:312"], None),
+], ids=["not-5000", "not-5001", "or-10000", "and-10000", "level-32", "level-33", "paren-10000"])
+def test_sigma_ten_thousand_terms_and_nesting(etl, tmp_path, condition, expected, program):
+    (tmp_path / "rules").mkdir()
+    many = "".join(f"    s{i}:\n        CommandLine|contains: 'c{i}'\n" for i in range(10_000)) \
+        if condition.startswith("s0 ") else ""
+    (tmp_path / "rules" / "deep.yml").write_text(
+        "title: deep\nlogsource: {product: windows}\ndetection:\n    sel:\n        Image|endswith: '\\whoami.exe'\n"
+        f"    sel2:\n        CommandLine|contains: x\n    condition: {condition}\n{many}")
+    (tmp_path / "deep.yaml").write_text(SIGMA_PIPELINE)
+    for args in (("validate", "deep.yaml"), ("explain", "deep.yaml")):
+        p, seconds = _timed(etl, tmp_path, *args)
+        out = _clean(p)
+        assert sorted(_diags(out, "rules/deep.yml")) == expected
+        assert p.returncode == 0, out[-2000:]
+        assert seconds < 30, seconds
+        if program is not None and args[0] == "explain":
+            assert program in out
+    if expected:
+        assert "its condition is nested more than 32 levels deep" in out
+
+
+def _sigma_rule(tmp_path: Path, item: str) -> None:
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "deep.yml").write_text(
+        f"title: deep\nlogsource: {{product: windows}}\ndetection:\n    sel:\n{item}    condition: sel\n")
+    (tmp_path / "deep.yaml").write_text(SIGMA_PIPELINE)
+
+
+def test_sigma_bad_regex_positioned_and_quiet(etl, tmp_path):
+    """RE2 (pySigma's regex check) logged `E0000 ... re2.cc:242] Error parsing ...` on stderr."""
+    _sigma_rule(tmp_path, "        Image: x\n        CommandLine|re:\n          - 'ok'\n          - '(?<=x)a'\n")
+    for args in (("validate", "deep.yaml"), ("explain", "deep.yaml")):
+        out = _clean(etl(*args, cwd=tmp_path))
+        assert _diags(out, "rules/deep.yml") == ["W340 6:9"]  # the item holding the pattern
+        assert "re2.cc" not in out and "E0000" not in out and "absl" not in out, out
+        assert "Regular expression '(?<=x)a' is invalid: invalid perl operator: (?<=" in out
+
+
+@pytest.mark.parametrize("size,expected", [(2_000_000, ["W340 5:9"]), (48_000, [])], ids=["2MB", "48KB"])
+def test_sigma_expanded_value_cap(etl, tmp_path, size, expected):
+    """base64offset triples a value (4/3 as long each): 2 MB took two minutes to explain; the cap is on the
+    expanded value (etl.spec.rules.MAX_PATTERN_CHARS), a legal 48 KB value (3 x 64,000) explains in seconds."""
+    _sigma_rule(tmp_path, f"        CommandLine|base64offset|contains: '{'A' * size}'\n")
+    for args in (("validate", "deep.yaml"), ("explain", "deep.yaml")):
+        p, seconds = _timed(etl, tmp_path, *args)
+        out = _clean(p)
+        assert _diags(out, "rules/deep.yml") == expected
+        assert seconds < 30, seconds  # measured: 2.4 s (48 KB explain), 0.9 s (2 MB validate)
+    if expected:
+        assert "a pattern of 2,666,666 characters is longer than etl's limit of 65,536 (the value after its " \
+               "modifiers)" in out
+    else:
+        assert "sigma: 1 rules loaded" in out
+
+
+def test_rule_pattern_cap(etl, tmp_path):
+    (tmp_path / "long.yaml").write_text(
+        "name: y\nsources:\n  - {id: s, type: file, path: in, format: jsonl, schema: {a: string}}\ntransforms:\n"
+        f"  - id: f\n    type: filter\n    input: s\n    rules:\n      - {{id: r, when: {{field: a, contains: "
+        f"{'x' * 70_000}}}}}\nsinks:\n  - {{id: o, type: print, input: f}}\n")
+    out = _clean(etl("validate", "long.yaml", cwd=tmp_path))
+    assert _diags(out, "long.yaml") == ["E102 9:44"]
+    assert "for 'contains' in transform 'f' (rules.0.when): a pattern of 70,000 characters is longer than etl's " \
+           "limit of 65,536" in out

@@ -54,19 +54,35 @@ def test_the_four_correlations_validate_and_explain_their_windows(tmp_path):
         correlation rules: 6 (of filter 'alerts')
         correlations (event_count, level high): rules failed_logon; sliding 5m windows every 1m15s by
             User; value = count of alert rows; alert when value >= 3
+          state: one row per User value and open window (4 per event), dropped when the watermark passes
+            the window's end: the User values of about 5m + 10s of events, however many (nothing caps
+            them)
         correlations_1 (value_count, level high): rules failed_logon; sliding 5m windows every 1m15s by
             IpAddress; value = distinct values of User; alert when value > 2
+          state: one row per IpAddress value and open window (4 per event), each with its distinct User
+            values, dropped when the watermark passes the window's end: the IpAddress values of about 5m
+            + 10s of events, however many (nothing caps them)
         correlations_2 (temporal, level medium): rules failed_logon, successful_logon; sliding 5m
             windows every 1m15s by account (failed_logon: User, successful_logon: TargetUser); value =
             distinct rules seen; alert when value >= 2
+          state: one row per account value and open window (4 per event), dropped when the watermark
+            passes the window's end: the account values of about 5m + 10s of events, however many
+            (nothing caps them)
         correlations_3 (temporal_ordered, level critical): rules successful_logon -> new_service;
             sliding 10m windows every 2m30s by Computer; value = rules seen in order; alert when value
             >= 2
+          state: one row per Computer value and open window (4 per event), dropped when the watermark
+            passes the window's end: the Computer values of about 10m + 10s of events, however many
+            (nothing caps them)
         correlations_4 (temporal_ordered, level high): rules failed_logon -> successful_logon ->
             new_service; sliding 10m windows every 2m30s by Computer; value = rules seen in order; alert
             when value >= 2
+          state: one row per Computer value and open window (4 per event), dropped when the watermark
+            passes the window's end: the Computer values of about 10m + 10s of events, however many
+            (nothing caps them)
         correlations_5 (event_count, level low): rules new_service; sliding 10m windows every 2m30s;
             value = count of alert rows; alert when value <= 2
+          state: one row per open window (4 per event), dropped when the watermark passes its end
         columns: rule:string, rule_id:string, rule_title:string, rule_level:string,
           rule_tags:array<string>, correlation_type:string, group:map<string,string>,
           window_start:timestamp, window_end:timestamp, value:double, rules_seen:array<string>
@@ -130,6 +146,13 @@ correlation:
     timespan: 5m
     condition: {gte: 1}
 ---
+title: Too Long
+correlation:
+    type: event_count
+    rules: [failed_logon]
+    timespan: 400d
+    condition: {gte: 1}
+---
 title: Absent Field
 correlation:
     type: event_count
@@ -160,11 +183,13 @@ def test_bad_correlations_are_named_at_their_place_in_the_rule_file(tmp_path):
         "for rule 'successful_logon'",
         f"{bad}:44:13: W340 warning Sigma correlation rule 'Skipped Rule' skipped: referenced rule 'new_service' "
         "is not loaded: skipped by `select`",
-        f"{bad}:52:16: W341 warning Sigma correlation rule 'Absent Field' (sigma_correlation 'corr') reads "
+        f"{bad}:52:5: W340 warning Sigma correlation rule 'Too Long' skipped: timespan 400d is longer than etl's "
+        "windows take (at most 365d)",
+        f"{bad}:59:16: W341 warning Sigma correlation rule 'Absent Field' (sigma_correlation 'corr') reads "
         "'Workstation' that the events do not have: it is left out",
     ]
     stats = c.graph.sigma["alerts"]
-    assert (stats.loaded, stats.skipped, stats.unsupported) == (2, 1, 6)
+    assert (stats.loaded, stats.skipped, stats.unsupported) == (2, 1, 7)
     assert stats.correlations == []  # the one that resolved reads an absent column
 
 

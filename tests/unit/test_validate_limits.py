@@ -49,6 +49,11 @@ def test_exact_outcome(name):
                             "output would be read back as input"),
     ("internal_columns.yaml", "column name '_etl_err' of transform 'g' is reserved: names starting with '_etl_' are "
                               "etl's internal columns"),
+    ("internal_flag_columns.yaml", "column name '_final' of source 'logs' is reserved: _final, _retract, _update are "
+                                   "the flag columns etl adds to the rows of windows and updates"),
+    ("windows_per_event_365d_1ms.yaml", "invalid slide 1ms for 'slide' in transform 'w': each event would be in "
+                                        "31,536,000,000 windows (size 365d / slide 1ms), more than etl's limit of "
+                                        "1,000 (Spark makes a copy of each row per window)"),
 ])
 def test_messages(name, message):
     assert message in [d.message for d in _diags(name)]
@@ -153,3 +158,33 @@ sinks:
     e310 = [d for d in report.diagnostics if d.code == "E310"]
     assert len(e310) == n + 1
     assert [d.hint for d in e310 if "'lastcl'" in d.message] == ["did you mean 'lastcol'?"]
+
+
+@pytest.mark.parametrize("n,limit,expected", [
+    (10_001, None, ["E102 7:5"]),
+    (10_000, None, ["E102 9:5"]),  # the derive's column is the 10,001st
+    (9_999, None, []),
+    (50_000, "60000", []),
+    (3, "2", ["E102 7:5"]),
+])
+def test_schema_width_cap(tmp_path, monkeypatch, n, limit, expected):
+    """ETL_MAX_COLUMNS (10,000): a 50,000-column schema validated and ran the driver out of memory after 165 s;
+    the error is where the width comes in (the source's schema), not again downstream."""
+    from etl import settings
+
+    if limit is not None:
+        monkeypatch.setenv("ETL_MAX_COLUMNS", limit)
+    monkeypatch.setattr(settings, "_CURRENT", None)
+    cols = ", ".join(f"c{i}: string" for i in range(n))
+    path = tmp_path / "wide.yaml"
+    path.write_text(f"name: wide\nsources:\n  - id: k\n    type: file\n    path: in\n    format: jsonl\n"
+                    f"    schema: {{{cols}}}\ntransforms:\n  - {{id: d, type: derive, input: k, columns: {{x: c1}}}}\n"
+                    "sinks:\n  - {id: o, type: print, input: d}\n")
+    t = time.perf_counter()
+    report = check_file(path, environ={}).report
+    assert time.perf_counter() - t < 30
+    assert [f"{d.code} {d.span.line}:{d.span.col}" for d in report.sorted()] == expected
+    if expected:
+        cap, what = int(limit or 10_000), ("source 'k'", n) if n > int(limit or 10_000) else ("transform 'd'", n + 1)
+        assert report.sorted()[0].message == (f"{what[0]} has {what[1]:,} columns, more than etl takes "
+                                              f"(ETL_MAX_COLUMNS={cap:,}: Spark plans every column of every row)")
