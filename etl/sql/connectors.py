@@ -43,7 +43,11 @@ class Opts:
         self.table, self.family, self.role, self.report = table, family, role, report
         self.by: dict[str, Option] = {}
         for o in table.options:
-            self.by.setdefault(o.key.lower(), o)
+            first = self.by.setdefault(o.key.lower(), o)
+            if first is not o:  # keys are case-insensitive: the first one counts
+                report.error("E104", f"duplicate option '{o.key}' in WITH (...) of table '{table.name}'", o.key_span,
+                             f"it is given at line {first.key_span.line}, column {first.key_span.col} already: "
+                             "keep one")
         self.used: set[str] = {"type", "connector"}
         self.known: set[str] = {"type", "connector"}
 

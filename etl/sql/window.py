@@ -35,11 +35,11 @@ def seconds(b: Any, node: exp.Expression) -> float:
         if value is not None and " " in str(value).strip() and not unit:
             value, unit = str(value).split()[0], str(value).split()[1].upper()
         unit = unit[:-1] if unit.endswith("S") and unit[:-1] in _UNIT else unit
-        try:
-            if unit in _UNIT:
-                return float(value) * _UNIT[unit]
-        except (TypeError, ValueError):
-            pass
+        if unit in _UNIT and value is not None:
+            if not re.fullmatch(r"\d+(\.\d+)?", str(value).strip()):  # float() takes 'nan', 'inf', '1e9', '1_0'
+                raise SqlSyntax(f"interval value '{value}' is not a number of {unit.lower()}s", pos(b, node),
+                                "write digits, e.g. INTERVAL '5' SECOND (Flink's interval literal)", "E011")
+            return float(value) * _UNIT[unit]
     raise SqlSyntax("expected an interval such as INTERVAL '1' MINUTE", pos(b, node), code="E102")
 
 
@@ -159,6 +159,8 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         keys.append(g.name)
     if keys:
         spec["group_by"] = keys
+    if tvf is None:
+        _same_window(b, [body for _, body in items] + [cond], fn, time_col, args)
     aggs: list[dict] = []
     items = [(alias, _replace(b, body, aggs, alias, top=True)) for alias, body in items]
     items = [(alias or (body.name if isinstance(body, exp.Column) else None), body) for alias, body in items]
@@ -186,6 +188,22 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
     rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
     return qc.project(rel, items, base, out_names, pos(b, q))
+
+
+def _same_window(b: Any, nodes: list, fn: str, time_col: exp.Expression, args: list) -> None:
+    """Flink: TUMBLE_START(ts, INTERVAL '1' MINUTE) names the GROUP BY's window, with the same arguments."""
+    want = [time_col.name] + [seconds(b, a) for a in args]
+    for node in nodes:
+        for n in node.find_all(exp.Anonymous) if node is not None else ():
+            name = n.name.upper()
+            if name.split("_")[0] in _KIND and name.endswith(("_START", "_END", "_ROWTIME")):
+                got = [n.expressions[0].name if n.expressions and isinstance(n.expressions[0], exp.Column) else None]
+                got += [seconds(b, a) for a in n.expressions[1:]]
+                if name.split("_")[0] != fn or got != want:
+                    call = f"{fn}({', '.join([time_col.name] + [a.sql(dialect='spark') for a in args])})"
+                    raise SqlSyntax(f"{n.name} does not name the GROUP BY's window {call}", pos(b, n),
+                                    f"write {fn}_{name.split('_', 1)[1]} with the arguments of the GROUP BY's {fn}",
+                                    "E104")
 
 
 def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:
