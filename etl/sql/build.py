@@ -50,7 +50,7 @@ class Builder:
         self.tables: dict[str, ddl.Table] = {}
         self.settings: dict[str, Any] = {}
         self.keep_flags = True  # False while compiling an INSERT into a sink that upserts (etl.sql.aggregate)
-        self.functions = Functions(self._unknown_function)
+        self.functions = Functions(self._unknown_function, at=lambda n: pos(self, n))
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
         self.stmt_span = Span(script.file, 1, 1)

@@ -25,6 +25,8 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
+from etl.sql.functions import names as function_names
+
 WINDOW_FUNCS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
 
 
@@ -86,11 +88,15 @@ def _parse_unicode(self, token) -> exp.Expression:
     return self.expression(exp.Literal(this=value, is_string=True), token)
 
 
+def _plain(name: str):
+    return lambda args: exp.Anonymous(this=name, expressions=args)
+
+
 class Etl(Spark):
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "SESSION"}  # SESSION(ts, gap)
         STRING_ESCAPES = ["'"]  # Flink: '' is a quote, a backslash is itself
-        RAW_STRINGS: list = []
+        RAW_STRINGS = []  # type: ignore[var-annotated]  # Flink has no r'...' strings
         UNICODE_STRINGS = [("U&'", "'"), ("u&'", "'")]
         NESTED_COMMENTS = False
 
@@ -100,6 +106,8 @@ class Etl(Spark):
             **{name: _window_args(name) for name in WINDOW_FUNCS},
         }
         PRIMARY_PARSERS = {**Spark.Parser.PRIMARY_PARSERS, TokenType.UNICODE_STRING: _parse_unicode}
+        FUNCTIONS = {**Spark.Parser.FUNCTIONS,  # the peer's functions as plain calls: etl.sql.functions maps them
+                     **{name: _plain(name) for name in function_names() if name not in Spark.Parser.FUNCTION_PARSERS}}
 
 
 DIALECT = Etl()

@@ -192,12 +192,12 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
 
 def _same_window(b: Any, nodes: list, fn: str, time_col: exp.Expression, args: list) -> None:
     """Flink: TUMBLE_START(ts, INTERVAL '1' MINUTE) names the GROUP BY's window, with the same arguments."""
-    want = [time_col.name] + [seconds(b, a) for a in args]
+    want: list[Any] = [time_col.name] + [seconds(b, a) for a in args]
     for node in nodes:
         for n in node.find_all(exp.Anonymous) if node is not None else ():
             name = n.name.upper()
             if name.split("_")[0] in _KIND and name.endswith(("_START", "_END", "_ROWTIME")):
-                got = [n.expressions[0].name if n.expressions and isinstance(n.expressions[0], exp.Column) else None]
+                got: list[Any] = [n.expressions[0].name if n.expressions and isinstance(n.expressions[0], exp.Column) else None]
                 got += [seconds(b, a) for a in n.expressions[1:]]
                 if name.split("_")[0] != fn or got != want:
                     call = f"{fn}({', '.join([time_col.name] + [a.sql(dialect='spark') for a in args])})"
