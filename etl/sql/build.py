@@ -151,6 +151,13 @@ class Builder:
             self.smap.put((section, i, "schema", c.name), c.span, c.span)
         if role == "sink":
             return
+        wm_col = next((c for c in t.columns if t.watermark and c.name == t.watermark[0]), None)
+        if t.with_offset and m.type == "rocketmq" and wm_col is not None and wm_col.type == "timestamp":
+            # rsqldb's own form on its own source: its documented messages carry epoch milliseconds
+            self.report.warning("W015", f"rsqldb reads a number in TIMESTAMP column '{wm_col.name}' as epoch "
+                                "milliseconds, etl (Spark) as epoch seconds", wm_col.span,
+                                f"for epoch milliseconds declare `{wm_col.name} BIGINT` (etl reads a BIGINT time "
+                                "column as epoch milliseconds); text such as 2026-01-10 09:00:00 reads the same")
         rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
                   t.proctime, t, static=role == "dim" and m.type in ("file", "mysql"))
         meta = [c for c in t.columns if c.metadata is not None]
@@ -175,6 +182,11 @@ class Builder:
             self.add_transform({"id": sid, "type": "select", "inputs": [pid], "fields": fields}, t.span)
             rel = replace(rel, id=sid, cols=[c.name for c in t.columns])
         computed = [c for c in t.computed if not c.proctime]
+        if t.watermark is not None and any(c.name == t.watermark[0] for c in computed) and role != "sink":
+            # Flink: `ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts ...`: the time column exists after the derive
+            i = len(self.sources) - 1
+            et = self.sources[i].pop("event_time", None) or (rel.wm or {})
+            rel.wm = et or None
         if computed:
             cols: dict[str, str] = {}
             nodes = []

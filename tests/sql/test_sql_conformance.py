@@ -183,3 +183,42 @@ def test_week_is_iso_week_and_validates(tmp_path):
     c = _check(tmp_path, "INSERT INTO o SELECT CAST(WEEK(CAST(s AS DATE)) AS STRING) FROM t;\n")
     fields = next(s for s in c.pipeline.components() if s.id == "o_select").model_dump()["fields"]
     assert fields == ["CAST(WEEKOFYEAR(CAST(s AS DATE)) AS STRING) AS v"]
+
+
+EPOCH = r"""
+CREATE TABLE clicks (name VARCHAR, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (type = 'file', path = 'in');
+CREATE TABLE clicks_rsqldb (name VARCHAR, ms BIGINT, WATERMARK wk FOR ms AS withOffset(ms, 1000))
+WITH (type = 'file', path = 'in2');
+CREATE TABLE flink_out (w TIMESTAMP, who VARCHAR, n BIGINT) WITH (type = 'file', path = 'o1');
+CREATE TABLE rsqldb_out (w TIMESTAMP, n BIGINT) WITH (type = 'file', path = 'o2');
+INSERT INTO flink_out SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE), REGEXP_EXTRACT(name, '(\w+)-\d', 1) AS who,
+  COUNT(*) FROM clicks WHERE name REGEXP '^\w+-\d$' GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE),
+  REGEXP_EXTRACT(name, '(\w+)-\d', 1);
+INSERT INTO rsqldb_out SELECT TUMBLE_START(ms, INTERVAL '1' MINUTE), COUNT(*) FROM clicks_rsqldb
+  GROUP BY TUMBLE(ms, INTERVAL '1' MINUTE);
+"""
+
+
+@pytest.mark.spark
+def test_epoch_millisecond_event_time_and_backslashes_reach_spark(spark, tmp_path):
+    """Flink's `ts AS TO_TIMESTAMP_LTZ(ms, 3)` with a WATERMARK on it, and rsqldb's BIGINT `ms` with
+    withOffset: epoch milliseconds, so the events of a minute share its window (as seconds each was its own, in
+    year 58000); '\\w+-\\d' reaches the rules and Spark with its backslashes."""
+    from etl.runtime.testing import run_case
+    from etl.spec import TestCase
+
+    (tmp_path / "job.sql").write_text(EPOCH)
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    ms = [1768035601000, 1768035620000, 1768035650000, 1768035665000, 1768035780000]  # 09:00:01 ... 09:03:00
+    rows = [{"name": n, "ms": m} for n, m in zip(["ann-1", "bob-2", "ann-3", "ann-4", "zed-9"], ms)]
+    res = run_case(c.plan, TestCase(name="epoch", inputs={"clicks": rows, "clicks_rsqldb": rows}), spark)
+    assert res.ok, res.message
+    got = {k: sorted(tuple(str(x) for x in r.values()) for r in v) for k, v in res.captured.items()
+           if k != "dead_letter"}
+    assert got == {
+        "flink_out": [("2026-01-10 09:00:00+00:00", "ann", "2"), ("2026-01-10 09:00:00+00:00", "bob", "1"),
+                      ("2026-01-10 09:01:00+00:00", "ann", "1")],
+        "rsqldb_out": [("2026-01-10 09:00:00+00:00", "3"), ("2026-01-10 09:01:00+00:00", "1")],
+    }
