@@ -117,3 +117,12 @@ def test_an_event_time_temporal_join_is_refused_at_its_time_column(tmp_path):
     assert c.report.errors[0].message == ("FOR SYSTEM_TIME AS OF orders.ts: an event-time temporal join (the version "
                                           "valid at the row's time) is not supported")
     assert _codes(_check(tmp_path, orders + rates + out + join.format("pt"))) == []
+
+
+@pytest.mark.parametrize("written,delimiter", [("\\t", "\t"), ("\\u0001", "\x01"), ("|", "|"), ("\\\\", "\\")])
+def test_a_field_delimiter_is_unescaped_as_flinks_csv_format_does(tmp_path, written, delimiter):
+    # Flink csv.field-delimiter: "You can use backslash to specify special characters, e.g. '\t' represents
+    # the tab character": the literal keeps its backslash, the format reads the escape
+    c = _check(tmp_path, f"CREATE TABLE t (a VARCHAR, b INT) WITH (type = 'file', filePath = 'x.csv', "
+               f"isJsonData = 'false', fieldDelimiter = '{written}');\n" + OUT + "INSERT INTO o SELECT a FROM t;\n")
+    assert _spec(c, "t")["delimiter"] == delimiter
