@@ -152,8 +152,8 @@ class Builder:
         if role == "sink":
             return
         wm_col = next((c for c in t.columns if t.watermark and c.name == t.watermark[0]), None)
-        if t.with_offset and m.type == "rocketmq" and wm_col is not None and wm_col.type == "timestamp":
-            # rsqldb's own form on its own source: its documented messages carry epoch milliseconds
+        if m.type == "rocketmq" and wm_col is not None and wm_col.type == "timestamp":
+            # rsqldb's own source: its documented messages carry epoch milliseconds
             self.report.warning("W015", f"rsqldb reads a number in TIMESTAMP column '{wm_col.name}' as epoch "
                                 "milliseconds, etl (Spark) as epoch seconds", wm_col.span,
                                 f"for epoch milliseconds declare `{wm_col.name} BIGINT` (etl reads a BIGINT time "

@@ -126,3 +126,19 @@ def test_a_field_delimiter_is_unescaped_as_flinks_csv_format_does(tmp_path, writ
     c = _check(tmp_path, f"CREATE TABLE t (a VARCHAR, b INT) WITH (type = 'file', filePath = 'x.csv', "
                f"isJsonData = 'false', fieldDelimiter = '{written}');\n" + OUT + "INSERT INTO o SELECT a FROM t;\n")
     assert _spec(c, "t")["delimiter"] == delimiter
+
+
+def test_rsqldb_epoch_milliseconds_in_a_timestamp_column_are_named(tmp_path):
+    # rsqldb's documented event-time example: `ts timestamp` on RocketMQ, messages {"ts": 1674874800000}
+    mq = "WITH (type = 'rocketmq', topic = 't', namesrvAddr = 'h:9876', groupName = 'g');\n"
+    c = _check(tmp_path, "CREATE TABLE t (a VARCHAR,\n  ts TIMESTAMP, WATERMARK wk FOR ts AS withOffset(ts, 2000)) "
+               + mq + OUT + "INSERT INTO o SELECT a FROM t;\n")
+    assert _codes(c) == [("W015", 2, 3)]
+    d = c.report.warnings[0]
+    assert (d.message, d.hint) == (
+        "rsqldb reads a number in TIMESTAMP column 'ts' as epoch milliseconds, etl (Spark) as epoch seconds",
+        "for epoch milliseconds declare `ts BIGINT` (etl reads a BIGINT time column as epoch milliseconds); text "
+        "such as 2026-01-10 09:00:00 reads the same")
+    c = _check(tmp_path, "CREATE TABLE t (a VARCHAR,\n  ts BIGINT, WATERMARK wk FOR ts AS withOffset(ts, 2000)) "
+               + mq + OUT + "INSERT INTO o SELECT a FROM t;\n")
+    assert _codes(c) == []
