@@ -9,7 +9,7 @@ Additions:
 * `DESCRIPTOR(ts)` stays an anonymous function (the front-end reads its column);
 * Flink's lexical rules, not Spark's: in a string literal a backslash is an ordinary character
   (`'\S+'` is three characters) and `''` is one quote; `U&'\0041'` (`\XXXX`, `\+XXXXXX`, `UESCAPE '!'`)
-  is a Unicode string; `/* */` comments do not nest; no Spark raw strings (`r'...'`). Spark SQL generated
+  is a Unicode string; `/* */` comments do not nest; no Spark raw strings (`r'...'`) nor typed numbers (`10L`). Spark SQL generated
   from the tree escapes each literal for Spark's own rules, so the value reaching Spark is the same.
 
 Statement-level forms (CREATE TABLE with WATERMARK / METADATA / header columns,
@@ -93,12 +93,15 @@ def _plain(name: str):
 
 
 class Etl(Spark):
+    IDENTIFIERS_CAN_START_WITH_DIGIT = False  # Flink: `10L` is the number 10 named L
+
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "SESSION"}  # SESSION(ts, gap)
         STRING_ESCAPES = ["'"]  # Flink: '' is a quote, a backslash is itself
         RAW_STRINGS = []  # type: ignore[var-annotated]  # Flink has no r'...' strings
         UNICODE_STRINGS = [("U&'", "'"), ("u&'", "'")]
         NESTED_COMMENTS = False
+        NUMERIC_LITERALS: dict = {}  # Flink has no 10L / 1.5D / 2BD
 
     class Parser(Spark.Parser):  # type: ignore[valid-type,misc]  # a class attribute mypy cannot follow
         FUNCTION_PARSERS = {

@@ -142,3 +142,10 @@ def test_rsqldb_epoch_milliseconds_in_a_timestamp_column_are_named(tmp_path):
     c = _check(tmp_path, "CREATE TABLE t (a VARCHAR,\n  ts BIGINT, WATERMARK wk FOR ts AS withOffset(ts, 2000)) "
                + mq + OUT + "INSERT INTO o SELECT a FROM t;\n")
     assert _codes(c) == []
+
+
+def test_numbers_have_no_spark_type_suffix(tmp_path):
+    # Flink (Calcite) has no 10L / 1.5D literals: `10L` is the number 10 named L (Spark read a BIGINT 10)
+    c = _check(tmp_path, SRC + "CREATE TABLE o (a VARCHAR, n BIGINT) WITH (type = 'print');\n"
+               "INSERT INTO o SELECT a, 10L FROM t;\n")
+    assert _spec(c, "o_select")["fields"] == ["a", "10 AS n"]
