@@ -113,6 +113,13 @@ CASES: list[tuple[str, str, object]] = [
     ("TO_BASE64('etl')", "flink", "ZXRs"), ("FROM_BASE64('ZXRs')", "flink", "etl"),
     ("BITAND(3, 6)", "flink", 2), ("BITOR(3, 6)", "flink", 7), ("BITXOR(3, 6)", "flink", 5), ("BITNOT(3)", "flink", -4),
     ("RAND_INTEGER(1)", "flink", 0),
+    ("CAST(TO_TIMESTAMP('2017-09-15 00:00:00') AS STRING)", "flink", "2017-09-15 00:00:00"),
+    ("TO_TIMESTAMP('not a time')", "flink", None),
+    ("CAST(TO_TIMESTAMP('0915-2017', 'MMdd-yyyy') AS STRING)", "flink", "2017-09-15 00:00:00"),
+    # Flink parse_url examples; an invalid URL is NULL
+    ("PARSE_URL('http://facebook.com/path1/p.php?k1=v1&k2=v2#Ref1', 'HOST')", "flink", "facebook.com"),
+    ("PARSE_URL('http://facebook.com/path1/p.php?k1=v1&k2=v2#Ref1', 'QUERY', 'k1')", "flink", "v1"),
+    ("PARSE_URL('http://a b/%', 'HOST')", "flink", None),
 ]
 
 
