@@ -140,6 +140,9 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     elif rel.event_time is not None and time_col.name != rel.event_time:
         raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
                         pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
+    elif rel.event_time is None and _rsqldb_time(b, scope, time_col.name):
+        # rsqldb windows on a time column without WATERMARK (its documented event-time example): no lateness
+        spec["event_time"] = {"field": time_col.name, "watermark": "0s"}
     elif rel.event_time is None:  # Flink: a window needs a time attribute (a watermarked or PROCTIME() column)
         c = time_col.name
         raise SqlSyntax(f"window time column '{c}' has no watermark", pos(b, time_col),
@@ -173,7 +176,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     spec["aggregates"] = aggs
     if emit:
         spec["emit"] = emit_spec(b, emit)
-    if rel.wm and "time" not in spec:
+    if rel.wm and "time" not in spec and "event_time" not in spec:
         spec["event_time"] = rel.wm
     wid = b.new_id(f"{base}_window")
     spec["id"] = wid
@@ -188,6 +191,13 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
     rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
     return qc.project(rel, items, base, out_names, pos(b, q))
+
+
+def _rsqldb_time(b: Any, scope: Any, name: str) -> bool:
+    """Under SET 'sql.dialect' = 'rsqldb': is `name` a TIMESTAMP or BIGINT column declared by the table read?"""
+    tables = [r.table for r, _ in scope.entries.values() if r.table is not None]
+    return b.functions.dialect == "rsqldb" and len(tables) == 1 and \
+        tables[0].schema().get(name) in ("timestamp", "bigint")
 
 
 def _same_window(b: Any, nodes: list, fn: str, time_col: exp.Expression, args: list) -> None:

@@ -193,6 +193,13 @@ def test_week_is_iso_week_and_validates(tmp_path):
 
 
 EPOCH = r"""
+SET 'sql.dialect' = 'rsqldb';
+CREATE TABLE source_table (position VARCHAR, num INT, ts BIGINT) WITH (type = 'file', path = 'in3');
+CREATE TABLE positions (window_start TIMESTAMP, window_end TIMESTAMP, position VARCHAR, sum_num BIGINT)
+WITH (type = 'file', path = 'o3');
+INSERT INTO positions SELECT TUMBLE_START(ts, INTERVAL '5' SECOND) AS window_start,
+  TUMBLE_END(ts, INTERVAL '5' SECOND) AS window_end, position, sum(num) AS sum_num
+FROM source_table WHERE num > 5 GROUP BY TUMBLE(ts, INTERVAL '5' SECOND), position HAVING sum(num) < 20;
 CREATE TABLE clicks (name VARCHAR, ms BIGINT, ts AS TO_TIMESTAMP_LTZ(ms, 3),
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH (type = 'file', path = 'in');
 CREATE TABLE clicks_rsqldb (name VARCHAR, ms BIGINT, WATERMARK wk FOR ms AS withOffset(ms, 1000))
@@ -220,7 +227,14 @@ def test_epoch_millisecond_event_time_and_backslashes_reach_spark(spark, tmp_pat
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
     ms = [1768035601000, 1768035620000, 1768035650000, 1768035665000, 1768035780000]  # 09:00:01 ... 09:03:00
     rows = [{"name": n, "ms": m} for n, m in zip(["ann-1", "bob-2", "ann-3", "ann-4", "zed-9"], ms)]
-    res = run_case(c.plan, TestCase(name="epoch", inputs={"clicks": rows, "clicks_rsqldb": rows}), spark)
+    # rsqldb's documented event-time window (docs/sql_example.md): six messages, `ts` in epoch milliseconds and
+    # no WATERMARK; its output: [11:00:00, 11:00:05) shenzhen 13, shanghai 13 in Asia/Shanghai time, 03:00 UTC
+    # (the next window closes later)
+    doc = [("shenzhen", 6, 1674874800000), ("shanghai", 7, 1674874800000), ("shanghai", 6, 1674874803000),
+           ("shenzhen", 7, 1674874804000), ("shanghai", 6, 1674874806000), ("shenzhen", 6, 1674874807000)]
+    inputs = {"clicks": rows, "clicks_rsqldb": rows,
+              "source_table": [{"position": p, "num": n, "ts": t} for p, n, t in doc]}
+    res = run_case(c.plan, TestCase(name="epoch", inputs=inputs), spark)
     assert res.ok, res.message
     got = {k: sorted(tuple(str(x) for x in r.values()) for r in v) for k, v in res.captured.items()
            if k != "dead_letter"}
@@ -228,4 +242,6 @@ def test_epoch_millisecond_event_time_and_backslashes_reach_spark(spark, tmp_pat
         "flink_out": [("2026-01-10 09:00:00+00:00", "ann", "2"), ("2026-01-10 09:00:00+00:00", "bob", "1"),
                       ("2026-01-10 09:01:00+00:00", "ann", "1")],
         "rsqldb_out": [("2026-01-10 09:00:00+00:00", "3"), ("2026-01-10 09:01:00+00:00", "1")],
+        "positions": [("2023-01-28 03:00:00+00:00", "2023-01-28 03:00:05+00:00", "shanghai", "13"),
+                      ("2023-01-28 03:00:00+00:00", "2023-01-28 03:00:05+00:00", "shenzhen", "13")],
     }

@@ -149,3 +149,15 @@ def test_numbers_have_no_spark_type_suffix(tmp_path):
     c = _check(tmp_path, SRC + "CREATE TABLE o (a VARCHAR, n BIGINT) WITH (type = 'print');\n"
                "INSERT INTO o SELECT a, 10L FROM t;\n")
     assert _spec(c, "o_select")["fields"] == ["a", "10 AS n"]
+
+
+def test_rsqldb_event_time_window_without_a_watermark(tmp_path):
+    # rsqldb's documented event-time window: `ts timestamp` declared without WATERMARK, TUMBLE(ts, ...)
+    text = ("CREATE TABLE s (position VARCHAR, num INT, ts TIMESTAMP) WITH (type = 'file', filePath = 'x.jsonl');\n"
+            "CREATE TABLE o (p VARCHAR, n BIGINT) WITH (type = 'print');\n"
+            "INSERT INTO o SELECT position, SUM(num) FROM s WHERE num > 5 GROUP BY TUMBLE(ts, INTERVAL '5' SECOND), "
+            "position;\n")
+    c = _check(tmp_path, "SET 'sql.dialect' = 'rsqldb';\n" + text)
+    assert _spec(c, "o_window")["event_time"] == {"field": "ts", "watermark": "0ms"}
+    c = _check(tmp_path, text)  # Flink: a window needs a time attribute
+    assert _codes(c) == [("E320", 3, 78)]
