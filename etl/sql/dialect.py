@@ -101,7 +101,7 @@ class Etl(Spark):
         RAW_STRINGS = []  # type: ignore[var-annotated]  # Flink has no r'...' strings
         UNICODE_STRINGS = [("U&'", "'"), ("u&'", "'")]
         NESTED_COMMENTS = False
-        NUMERIC_LITERALS: dict = {}  # Flink has no 10L / 1.5D / 2BD
+        NUMERIC_LITERALS = {}  # type: ignore[var-annotated]  # Flink has no 10L / 1.5D / 2BD
 
     class Parser(Spark.Parser):  # type: ignore[valid-type,misc]  # a class attribute mypy cannot follow
         FUNCTION_PARSERS = {
