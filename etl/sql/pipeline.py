@@ -78,8 +78,9 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
                 else:
                     b.functions.dialect = str(o.value).lower()
             elif key not in SETTINGS:
+                known = [*SETTINGS, "sql.dialect"]
                 report.error("E100", f"unknown setting '{o.key}'", o.key_span,
-                             did_you_mean(key, SETTINGS) or "settings: " + ", ".join(SETTINGS))
+                             did_you_mean(key, known) or "settings: " + ", ".join(known))
             else:
                 b.settings[SETTINGS[key]] = (o.value, o)
         elif p.kind == "function":

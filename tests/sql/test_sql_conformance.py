@@ -184,6 +184,9 @@ def test_the_dialect_setting(tmp_path):
     c = _check(tmp_path, "INSERT INTO o SELECT CONCAT(s, s) FROM t;\n", "SET 'sql.dialect' = 'rsqdb';\n")
     assert [(d.code, d.span.line, d.span.col, d.hint) for d in c.report.sorted()] == \
         [("E102", 1, 21, "did you mean 'rsqldb'?")]
+    c = _check(tmp_path, "INSERT INTO o SELECT s FROM t;\n", "SET 'sql.dialct' = 'rsqldb';\n")
+    assert [(d.code, d.span.line, d.span.col, d.hint) for d in c.report.sorted()] == \
+        [("E100", 1, 5, "did you mean 'sql.dialect'?")]
 
 
 def test_week_is_iso_week_and_validates(tmp_path):
