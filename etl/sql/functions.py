@@ -193,6 +193,8 @@ class Functions:
 
     def translate(self, node: exp.Expression) -> exp.Expression:
         def fix(n: exp.Expression) -> exp.Expression:
+            if isinstance(n, (exp.Like, exp.ILike)):
+                return _flink_like(n)
             call = call_of(n)
             if call is None:
                 return n
@@ -230,6 +232,21 @@ class Functions:
         if row.spark.startswith("python:"):
             return RULES[row.spark.split(":", 1)[1]](n, args)
         return _fill(row.spark, args)
+
+
+def _flink_like(n: exp.Expression) -> exp.Expression:
+    """Flink's LIKE without ESCAPE has no escape character ('C:\\%' is C, colon, backslash, anything); Spark's and
+    the filter rules' escape with a backslash: a literal pattern gets its backslashes doubled, any other pattern
+    an ESCAPE character it cannot hold (U+0000). Done once per node (translate may see a node again)."""
+    if isinstance(n.parent, exp.Escape) or n.meta.get("flink_like"):
+        return n
+    n.meta["flink_like"] = True
+    pat = n.expression
+    if isinstance(pat, exp.Literal) and pat.is_string:
+        if "\\" in pat.this:
+            n.set("expression", exp.Literal.string(pat.this.replace("\\", "\\\\")))
+        return n
+    return exp.Escape(this=n, expression=exp.Literal.string("\x00"))
 
 
 def unknown_hint(name: str) -> str:

@@ -120,6 +120,9 @@ CASES: list[tuple[str, str, object]] = [
     ("PARSE_URL('http://facebook.com/path1/p.php?k1=v1&k2=v2#Ref1', 'HOST')", "flink", "facebook.com"),
     ("PARSE_URL('http://facebook.com/path1/p.php?k1=v1&k2=v2#Ref1', 'QUERY', 'k1')", "flink", "v1"),
     ("PARSE_URL('http://a b/%', 'HOST')", "flink", None),
+    # Flink's LIKE has no escape character unless ESCAPE names one (Spark's is a backslash)
+    (r"'C:\Windows\x' LIKE 'C:\Windows\%'", "flink", True), (r"'a_b' LIKE 'a\_b'", "flink", False),
+    (r"'a\b' LIKE concat('a\', '_')", "flink", True), ("'a%' LIKE 'a!%' ESCAPE '!'", "flink", True),
 ]
 
 

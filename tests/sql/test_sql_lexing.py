@@ -161,3 +161,8 @@ def test_rsqldb_event_time_window_without_a_watermark(tmp_path):
     assert _spec(c, "o_window")["event_time"] == {"field": "ts", "watermark": "0ms"}
     c = _check(tmp_path, text)  # Flink: a window needs a time attribute
     assert _codes(c) == [("E320", 3, 78)]
+
+
+def test_like_has_no_escape_character_as_in_flink(tmp_path):
+    c = _check(tmp_path, SRC + OUT + r"INSERT INTO o SELECT a FROM t WHERE a LIKE 'C:\Windows\%';" "\n")
+    assert [r["when"] for r in _spec(c, "o_where")["rules"]] == [{"field": "a", "like": "C:\\\\Windows\\\\%"}]
