@@ -26,6 +26,8 @@ CODES: dict[str, str] = {
     "E011": "SQL statement or clause not supported",
     "E012": "unknown SQL function",
     "W013": "SQL WITH option that has no effect in etl",
+    "W014": "SQL text with a bidirectional control character (Trojan Source) or a line separator other than a line feed",
+    "W015": "SQL construct whose meaning in etl differs from the peer's (the difference is named)",
     "E100": "unknown key",
     "E101": "missing required key",
     "E102": "invalid value (type, choice, duration, size, id, network)",

@@ -44,11 +44,13 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     from etl.load.template import has_template, render
     from etl.sql.build import Builder
     from etl.sql.pipeline import assemble
-    from etl.sql.script import Script, SqlSyntax, mark_lines, report_syntax, split, tokenize, unmark_lines
+    from etl.sql.script import (Script, SqlSyntax, invisible_characters, mark_lines, report_syntax, split, tokenize,
+                                unmark_lines)
 
     from etl.load.template import process_environ
 
     environ = process_environ() if environ is None else environ
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark is not part of the script (as in Flink)
     vars_: dict[str, Any] = {**script_vars(text), **dict(cli_vars or {})}
     secrets: set[str] = set()
     lines = None
@@ -58,6 +60,7 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
             return None
         (text, lines), secrets = unmark_lines(rendered.text), rendered.secrets
     script = Script(text, file, lines)
+    invisible_characters(script, report)
     try:
         statements = split(tokenize(script))
     except SqlSyntax as e:

@@ -50,7 +50,7 @@ class Builder:
         self.tables: dict[str, ddl.Table] = {}
         self.settings: dict[str, Any] = {}
         self.keep_flags = True  # False while compiling an INSERT into a sink that upserts (etl.sql.aggregate)
-        self.functions = Functions(self._unknown_function)
+        self.functions = Functions(self._unknown_function, at=lambda n: pos(self, n))
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
         self.stmt_span = Span(script.file, 1, 1)
@@ -153,6 +153,13 @@ class Builder:
             self.smap.put((section, i, "schema", c.name), c.span, c.span)
         if role == "sink":
             return
+        wm_col = next((c for c in t.columns if t.watermark and c.name == t.watermark[0]), None)
+        if m.type == "rocketmq" and wm_col is not None and wm_col.type == "timestamp":
+            # rsqldb's own source: its documented messages carry epoch milliseconds
+            self.report.warning("W015", f"rsqldb reads a number in TIMESTAMP column '{wm_col.name}' as epoch "
+                                "milliseconds, etl (Spark) as epoch seconds", wm_col.span,
+                                f"for epoch milliseconds declare `{wm_col.name} BIGINT` (etl reads a BIGINT time "
+                                "column as epoch milliseconds); text such as 2026-01-10 09:00:00 reads the same")
         rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
                   t.proctime, t, static=role == "dim" and m.type in ("file", "mysql"))
         meta = [c for c in t.columns if c.metadata is not None]
@@ -177,6 +184,11 @@ class Builder:
             self.add_transform({"id": sid, "type": "select", "inputs": [pid], "fields": fields}, t.span)
             rel = replace(rel, id=sid, cols=[c.name for c in t.columns])
         computed = [c for c in t.computed if not c.proctime]
+        if t.watermark is not None and any(c.name == t.watermark[0] for c in computed) and role != "sink":
+            # Flink: `ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts ...`: the time column exists after the derive
+            i = len(self.sources) - 1
+            et = self.sources[i].pop("event_time", None) or (rel.wm or {})
+            rel.wm = et or None
         if computed:
             cols: dict[str, str] = {}
             nodes = []

@@ -43,7 +43,11 @@ class Opts:
         self.table, self.family, self.role, self.report = table, family, role, report
         self.by: dict[str, Option] = {}
         for o in table.options:
-            self.by.setdefault(o.key.lower(), o)
+            first = self.by.setdefault(o.key.lower(), o)
+            if first is not o:  # keys are case-insensitive: the first one counts
+                report.error("E104", f"duplicate option '{o.key}' in WITH (...) of table '{table.name}'", o.key_span,
+                             f"it is given at line {first.key_span.line}, column {first.key_span.col} already: "
+                             "keep one")
         self.used: set[str] = {"type", "connector"}
         self.known: set[str] = {"type", "connector"}
 
@@ -83,6 +87,17 @@ def _ms(value: str) -> str:
     return f"{value}ms" if re.fullmatch(r"\d+", str(value).strip()) else value
 
 
+_JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f", "b": "\b", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
+
+
+def _delimiter(value: str) -> str:
+    """A delimiter option as Flink's csv format reads it (Java escapes: '\\t' is a tab, '\\u0001' is U+0001): a
+    SQL string literal keeps its backslashes (Flink's lexical rules), the format unescapes them."""
+    return re.sub(r"\\(u[0-9A-Fa-f]{4}|[tnrfb0\\'\"])",
+                  lambda m: chr(int(m.group(1)[1:], 16)) if m.group(1)[0] == "u" else _JAVA_ESCAPES[m.group(1)],
+                  str(value))
+
+
 def _csv_parse(t: Table, field_: str, delimiter: str) -> dict[str, Any]:
     """Delimited message bodies -> the declared (non-metadata) columns."""
     return {"type": "parse", "field": field_, "format": "csv", "schema": t.schema(), "delimiter": delimiter,
@@ -117,7 +132,7 @@ def _message_format(o: Opts, m: Mapped, value_col: str) -> None:
         o.put(m, "format", {"json": "json", "raw": "raw", "text": "text"}.get(str(fmt.value).lower(), fmt.value), fmt)
     if text:
         o.put(m, "format", "text", fmt or o.by.get("isjsondata"))
-        m.parse = _csv_parse(o.table, value_col, delim.value if delim is not None else ",")
+        m.parse = _csv_parse(o.table, value_col, _delimiter(delim.value) if delim is not None else ",")
     elif o.table.schema() and m.spec.get("format", "json") == "json":
         m.spec["schema"] = o.table.schema()
 
@@ -212,7 +227,7 @@ def _file(o: Opts, m: Mapped) -> None:
         if o.role != "sink":
             m.spec["header"] = False
             if delim is not None:
-                o.put(m, "delimiter", delim.value, delim)
+                o.put(m, "delimiter", _delimiter(delim.value), delim)
     elif fmt is not None:
         o.put(m, "format", {"json": "jsonl"}.get(str(fmt.value).lower(), str(fmt.value).lower()), fmt)
     if o.role != "sink" and o.table.schema():

@@ -60,6 +60,7 @@ class Table:
     primary_key: list[str] = field(default_factory=list)
     options: list[Option] = field(default_factory=list)
     with_span: Span | None = None
+    with_offset: bool = False  # the watermark is rsqldb's / Blink's withOffset(ts, ms)
 
     @property
     def proctime(self) -> str | None:
@@ -209,6 +210,7 @@ def _column_item(script: Script, table: Table, item: list) -> None:
     head = item[0].text.upper() if item[0].token_type.name not in ("STRING", "IDENTIFIER") else ""
     if head == "WATERMARK":
         table.watermark = _watermark(script, item)
+        table.with_offset = any(t.text.upper() == "WITHOFFSET" for t in item)
         return
     if head.startswith(("PRIMARY", "CONSTRAINT")):
         j = next((i for i, t in enumerate(item) if t.token_type.name == "L_PAREN"), None)

@@ -1,65 +1,165 @@
-"""rsqldb / Blink built-in functions that Spark spells differently, rewritten to Spark SQL.
+"""Flink / rsqldb built-in functions -> Spark SQL with the peer's meaning, from the table in etl/sql/functions.tsv.
 
-Functions Spark has under the same name and meaning (CONCAT, CONCAT_WS, SUBSTRING,
-REGEXP_EXTRACT, REGEXP_REPLACE, DATE_FORMAT, FROM_UNIXTIME, UNIX_TIMESTAMP,
-TO_TIMESTAMP, PARSE_URL, STR_TO_MAP, LOWER, UPPER, TRIM, CHAR_LENGTH, MD5, IF,
-COALESCE, ...) pass through unchanged. The table is in the README ("SQL scripts").
+A row is (name, arity, dialect, Spark SQL template, what NULL / out-of-range / empty / invalid arguments give);
+the template names the arguments `_1`, `_2`, ... (`_all`: every one), `etl_regex_ok(p)` is "p compiles as a Java
+regular expression" (TRUE for a literal, checked per row for a pattern read from the data: Flink gives NULL
+where Spark would stop the query), `python:<rule>` a rule of RULES below, `-` an unsupported function (E012
+with the row's note as hint). The parser reads every name of the table as a plain call (etl.sql.dialect), so
+sqlglot's own Spark mapping never drops an argument (DATE_FORMAT's third). Functions Spark has under the
+same name and meaning pass through; any other name is E012 with the closest one.
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 from sqlglot import exp
+
+from etl.diagnostics import Span
+
+DIALECTS = ("flink", "rsqldb")
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    arity: str  # a number, or "n"
+    dialect: str  # "*" or one of DIALECTS
+    spark: str  # template, python:<rule>, or "-"
+    note: str
+
+
+class FunctionError(Exception):
+    """A call the table refuses (unsupported, wrong arity, an argument that must be a literal)."""
+
+    def __init__(self, message: str, node: exp.Expression, hint: str | None, code: str = "E012"):
+        super().__init__(message)
+        self.message, self.node, self.hint, self.code = message, node, hint, code
+
+
+@functools.cache
+def table() -> tuple[Row, ...]:
+    rows = []
+    for line in (Path(__file__).parent / "functions.tsv").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, arity, dialect, spark, note = line.split("\t")
+            rows.append(Row(name, arity, dialect, spark, note))
+    return tuple(rows)
+
+
+@functools.cache
+def names() -> frozenset[str]:
+    return frozenset(r.name for r in table())
+
+
+def row_for(name: str, nargs: int, dialect: str) -> Row | None:
+    """The row for a call: the dialect's own row first, then the common one; None: no row of that arity."""
+    fits = [r for r in table() if r.name == name and r.arity in (str(nargs), "n")]
+    return next((r for r in fits if r.dialect == dialect), None) or next((r for r in fits if r.dialect == "*"), None)
+
+
+@functools.cache
+def _template(text: str) -> exp.Expression:
+    import sqlglot
+
+    return cast(exp.Expression, sqlglot.parse_one(text, dialect="spark"))
+
+
+def _fill(template: str, args: list[exp.Expression]) -> exp.Expression:
+    def sub(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Column) and not n.table and n.name.startswith("_") and n.name[1:].isdigit():
+            return args[int(n.name[1:]) - 1].copy()
+        return n
+
+    def regex_ok(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Anonymous) and n.name.lower() == "etl_groups":
+            p = n.expressions[0]
+            if isinstance(p, exp.Literal) and p.is_string:
+                return exp.Literal.number(len(_GROUP.findall(p.this)))
+            return _fn("size", _fn("regexp_extract_all", p, exp.Literal.string(_GROUP.pattern), exp.Literal.number(0)))
+        if isinstance(n, exp.Anonymous) and n.name.lower() == "etl_regex_ok":
+            p = n.expressions[0]
+            if isinstance(p, exp.Literal) and p.is_string:
+                return exp.true()
+            return exp.Paren(this=exp.Not(this=exp.Is(this=_fn(
+                "try_reflect", exp.Literal.string("java.util.regex.Pattern"), exp.Literal.string("compile"), p),
+                expression=exp.null())))
+        return n
+
+    tree = _template(template).copy()
+    for call in list(tree.find_all(exp.Func)):  # `_all`: every argument, in its place
+        items = call.args.get("expressions")
+        if items and any(isinstance(i, exp.Column) and i.name == "_all" for i in items):
+            call.set("expressions", [x for i in items for x in
+                                     ([a.copy() for a in args] if isinstance(i, exp.Column) and i.name == "_all"
+                                      else [i])])
+    from sqlglot.optimizer.simplify import simplify
+
+    return _fold(simplify(_fold(tree.transform(sub).transform(regex_ok))))  # the constants a literal leaves
+
+
+# a capturing group of a Java regex: `(` not escaped and not `(?`, or a named one `(?<name>` (a `(` inside a
+# character class counts too: such a pattern's groups are over-counted)
+_GROUP = re.compile(r"(?<!\\)\((?!\?)|(?<!\\)\(\?<[A-Za-z]")
+
+
+def _fold(tree: exp.Expression) -> exp.Expression:
+    """What sqlglot's simplify leaves of the constants: NOT TRUE, 'x' IS NULL, a OR FALSE, IF(FALSE, a, b)."""
+    def fix(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, exp.Not) and isinstance(n.this, exp.Boolean):
+            return exp.Boolean(this=not n.this.this)
+        if isinstance(n, exp.Is) and isinstance(n.this, exp.Literal) and isinstance(n.expression, exp.Null):
+            return exp.false()
+        if isinstance(n, exp.Or):
+            for a, b in ((n.this, n.expression), (n.expression, n.this)):
+                if isinstance(a, exp.Boolean):
+                    return a if a.this else b
+        if isinstance(n, exp.If) and isinstance(n.this, exp.Boolean):
+            return n.args["true"] if n.this.this else (n.args.get("false") or exp.null())
+        if isinstance(n, exp.Paren) and isinstance(n.this, (exp.Boolean, exp.Column, exp.Literal)):
+            return n.this
+        return n
+
+    return tree.transform(fix)
 
 
 def _fn(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _split_index(a: list) -> exp.Expression:  # SPLIT_INDEX(s, sep, i) is 0-based; split_part is 1-based
-    idx = a[2]
-    one = exp.Literal.number(int(idx.this) + 1) if isinstance(idx, exp.Literal) and not idx.is_string \
-        else exp.Add(this=idx, expression=exp.Literal.number(1))
-    return _fn("split_part", a[0], a[1], one)
+def _int_literal(e: exp.Expression) -> int | None:
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.lstrip("-").isdigit():
+        return int(e.this)
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and e.this.this.isdigit():
+        return -int(e.this.this)
+    return None
 
 
-def _keyvalue(a: list) -> exp.Expression:  # KEYVALUE(s, pair_sep, kv_sep, key)
-    return exp.Bracket(this=_fn("str_to_map", a[0], a[1], a[2]), expressions=[a[3]])
+def _to_date(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
+    """TO_DATE(100): days since 1970-01-01 (rsqldb); TO_DATE('2017-09-15'): the date (NULL when it does not read)."""
+    integral = _int_literal(a[0]) is not None or (isinstance(a[0], exp.Cast) and a[0].to.is_type(*exp.DataType.INTEGER_TYPES))
+    return _fn("date_from_unix_date", a[0]) if integral else _fn("try_to_date", a[0])
 
 
-def _rlike(pattern: str) -> Callable[[list], exp.Expression]:
-    return lambda a: exp.RegexpLike(this=a[0], expression=exp.Literal.string(pattern))
+def _epoch(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
+    """TO_TIMESTAMP_LTZ(epoch, 3): epoch milliseconds; (epoch, 0): seconds."""
+    precision = _int_literal(a[1])
+    if precision == 3:
+        return _fn("timestamp_millis", a[0])
+    if precision == 0:
+        return _fn("timestamp_seconds", a[0])
+    raise FunctionError("TO_TIMESTAMP_LTZ(epoch, precision) takes precision 0 (seconds) or 3 (milliseconds)", a[1],
+                        "write TO_TIMESTAMP_LTZ(ts, 3) for epoch milliseconds, TO_TIMESTAMP_LTZ(ts, 0) for seconds",
+                        "E011")
 
 
-def _binary(cls: type) -> Callable[[list], exp.Expression]:
-    return lambda a: exp.Paren(this=cls(this=a[0], expression=a[1]))
-
-
-REWRITES: dict[str, tuple[int, Callable[[list], exp.Expression]]] = {
-    "JSON_VALUE": (2, lambda a: _fn("get_json_object", a[0], a[1])),
-    "SPLIT_INDEX": (3, _split_index),
-    "KEYVALUE": (4, _keyvalue),
-    "NOW": (0, lambda a: _fn("current_timestamp")),
-    "PROCTIME": (0, lambda a: _fn("current_timestamp")),
-    "LOCALTIMESTAMP": (0, lambda a: _fn("current_timestamp")),
-    "IFNULL": (2, lambda a: _fn("coalesce", a[0], a[1])),
-    "TO_DATE": (1, lambda a: _fn("to_date", a[0])),
-    "HASH_CODE": (1, lambda a: _fn("hash", a[0])),  # a 32-bit hash, not Java's String.hashCode values
-    "TO_BASE64": (1, lambda a: _fn("base64", a[0])),
-    "IS_DIGITS": (1, _rlike("^[0-9]+$")),
-    "IS_ALPHA": (1, _rlike("^[A-Za-z]+$")),
-    "IS_DECIMAL": (1, _rlike("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)$")),
-    "BITAND": (2, _binary(exp.BitwiseAnd)),
-    "BITOR": (2, _binary(exp.BitwiseOr)),
-    "BITXOR": (2, _binary(exp.BitwiseXor)),
-    "BITNOT": (1, lambda a: exp.BitwiseNot(this=a[0])),
-    "RAND_INTEGER": (1, lambda a: exp.Cast(this=_fn("floor", exp.Mul(this=_fn("rand"), expression=a[0])),
-                                           to=exp.DataType.build("int"))),
+RULES: dict[str, Callable[[exp.Expression, list[exp.Expression]], exp.Expression]] = {
+    "to_date": _to_date, "epoch": _epoch,
 }
-
 
 _WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
 
@@ -70,25 +170,40 @@ def spark_functions() -> frozenset[str]:
     return frozenset((Path(__file__).parent / "spark_functions.txt").read_text().split())
 
 
-class Functions:
-    """Rewrites calls of rsqldb built-ins into Spark SQL; an unknown function is an error with a did-you-mean."""
+def call_of(n: exp.Expression) -> tuple[str, list[exp.Expression]] | None:
+    """(upper-case name, arguments) of a call the table may rewrite."""
+    if isinstance(n, exp.Anonymous):
+        return n.name.upper(), list(n.expressions)
+    if isinstance(n, exp.Substring):  # SUBSTRING(s FROM i FOR n) has a parser of its own
+        return "SUBSTRING", [a for a in (n.this, n.args.get("start"), n.args.get("length")) if a is not None]
+    if isinstance(n, exp.FromBase64):
+        return "FROM_BASE64", [n.this]
+    return None
 
-    def __init__(self, on_unknown: Callable[[exp.Anonymous], None] | None = None):
+
+class Functions:
+    """Rewrites calls of Flink / rsqldb built-ins into Spark SQL; an unknown function is an error with a
+    did-you-mean. `dialect`: flink (default) or rsqldb (SET 'sql.dialect' = 'rsqldb')."""
+
+    def __init__(self, on_unknown: Callable[[exp.Anonymous], None] | None = None, dialect: str = "flink",
+                 at: Callable[[exp.Expression], Span] | None = None):
         self.on_unknown = on_unknown
+        self.dialect = dialect
+        self.at = at  # where a node is in the script: a refused call is a SqlSyntax there (else a FunctionError)
 
     def translate(self, node: exp.Expression) -> exp.Expression:
         def fix(n: exp.Expression) -> exp.Expression:
-            if isinstance(n, exp.FromBase64):  # Blink's FROM_BASE64 gives text; Spark's unbase64 bytes
-                out = _fn("decode", _fn("unbase64", n.this), exp.Literal.string("UTF-8"))
+            if isinstance(n, (exp.Like, exp.ILike)):
+                return _flink_like(n)
+            call = call_of(n)
+            if call is None:
+                return n
+            name, args = call
+            if name in names():
+                out = self.rewrite(n, name, args)
                 out.meta.update(n.meta)
                 return out
             if isinstance(n, exp.Anonymous):
-                name = n.name.upper()
-                rule = REWRITES.get(name)
-                if rule is not None and len(n.expressions) == rule[0]:
-                    out = rule[1](list(n.expressions))
-                    out.meta.update(n.meta)
-                    return out
                 windowing = name in _WINDOWING or name.split("_")[0] in _WINDOWING[:4]
                 if not windowing and name.lower() not in spark_functions() and self.on_unknown is not None:
                     self.on_unknown(n)
@@ -96,9 +211,58 @@ class Functions:
 
         return node.transform(fix, copy=False)
 
+    def rewrite(self, n: exp.Expression, name: str, args: list[exp.Expression]) -> exp.Expression:
+        try:
+            return self._rewrite(n, name, args)
+        except FunctionError as e:
+            if self.at is None:
+                raise
+            from etl.sql.script import SqlSyntax
+
+            raise SqlSyntax(e.message, self.at(e.node), e.hint, e.code) from None
+
+    def _rewrite(self, n: exp.Expression, name: str, args: list[exp.Expression]) -> exp.Expression:
+        row = row_for(name, len(args), self.dialect)
+        if row is None:
+            arities = sorted({r.arity for r in table() if r.name == name})
+            raise FunctionError(f"{name} takes {' or '.join(arities)} argument{'s' if arities != ['1'] else ''}, "
+                                f"not {len(args)}", n, f"README, SQL scripts: {name}")
+        if row.spark == "-":
+            raise FunctionError(f"function {name} is not supported", n, row.note)
+        if row.spark.startswith("python:"):
+            return RULES[row.spark.split(":", 1)[1]](n, args)
+        return _fill(row.spark, args)
+
+
+def _flink_like(n: exp.Expression) -> exp.Expression:
+    """Flink's LIKE without ESCAPE has no escape character ('C:\\%' is C, colon, backslash, anything); Spark's and
+    the filter rules' escape with a backslash: a literal pattern gets its backslashes doubled, any other pattern
+    an ESCAPE character it cannot hold (U+0000). Done once per node (translate may see a node again)."""
+    if isinstance(n.parent, exp.Escape) or n.meta.get("flink_like"):
+        return n
+    n.meta["flink_like"] = True
+    pat = n.expression
+    if isinstance(pat, exp.Literal) and pat.is_string:
+        if "\\" in pat.this:
+            n.set("expression", exp.Literal.string(pat.this.replace("\\", "\\\\")))
+        return n
+    return exp.Escape(this=n, expression=exp.Literal.string("\x00"))
+
 
 def unknown_hint(name: str) -> str:
     from etl.diagnostics import did_you_mean
 
-    known = sorted(spark_functions() | {k.lower() for k in REWRITES})
+    known = sorted(spark_functions() | {k.lower() for k in names()})
     return did_you_mean(name.lower(), known) or "a Spark SQL built-in function or an rsqldb one (README: SQL scripts)"
+
+
+def readme_table() -> str:
+    """The README's table of the functions etl rewrites (generated from functions.tsv; a test keeps it current)."""
+    lines = ["| function | arguments | dialect | Spark SQL | NULL, out of range, empty, invalid |", "|---|---|---|---|---|"]
+    for r in table():
+        spark = {"-": "not supported (E012)", "python:to_date": "`date_from_unix_date(_1)` for an integer, else "
+                 "`try_to_date(_1)`", "python:epoch": "`timestamp_millis(_1)` / `timestamp_seconds(_1)`"}.get(
+            r.spark, f"`{r.spark}`")
+        cells = [f"`{r.name}`", r.arity, r.dialect if r.dialect != "*" else "", spark, r.note]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

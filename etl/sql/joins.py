@@ -44,6 +44,7 @@ class Joins:
             if how not in ("inner", "left"):
                 raise SqlSyntax(f"a dimension table join is JOIN or LEFT JOIN, not {side} JOIN", pos(self.b, j),
                                 code="E011")
+            self._processing_time(target.args["version"], scope)
             return self._lookup(j, target, left, scope, base, how, on)
         qc = self.b.queries
         if isinstance(target, exp.Subquery):
@@ -55,6 +56,23 @@ class Joins:
         else:
             raise SqlSyntax("unsupported JOIN target", pos(self.b, target), code="E011")
         return self._stream(j, left, right, alias, scope, base, how, on)
+
+    def _processing_time(self, version: exp.Expression, scope: Scope) -> None:
+        """`FOR SYSTEM_TIME AS OF` PROCTIME() or the probe side's PROCTIME() column: a lookup of the table's current
+        rows. An event-time AS OF (Flink: the version of the PRIMARY KEY table valid at the probe row's time) is
+        refused: a lookup would join every version of the row."""
+        at = version.expression
+        if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" and not at.expressions:
+            return
+        if isinstance(at, exp.Column):
+            entry = scope.entries.get((at.table or "").lower()) if at.table else \
+                next(iter(scope.entries.values()), None) if len(scope.entries) == 1 else None
+            if entry is not None and entry[0].proctime is not None and entry[0].proctime.lower() == at.name.lower():
+                return
+        raise SqlSyntax(f"FOR SYSTEM_TIME AS OF {at.sql(dialect='spark')}: an event-time temporal join (the version "
+                        "valid at the row's time) is not supported", pos(self.b, at),
+                        "join the table's current rows: FOR SYSTEM_TIME AS OF PROCTIME() (or the stream's "
+                        "`pt AS PROCTIME()` column)", "E011")
 
     def _sides(self, scope: Scope, col: exp.Column, left: set[str], right_alias: str) -> str:
         q = (col.table or "").lower()

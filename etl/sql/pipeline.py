@@ -69,9 +69,18 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             key = o.key.strip("'\"").lower()
             if key.startswith("vars.") and len(key) > 5:
                 continue  # a template variable (read before rendering, etl.sql.script_vars)
-            if key not in SETTINGS:
+            if key == "sql.dialect":  # the functions' meaning: Flink's (default) or rsqldb's (etl.sql.functions)
+                from etl.sql.functions import DIALECTS
+
+                if str(o.value).lower() not in DIALECTS:
+                    report.error("E102", f"unknown SQL dialect '{o.value}'", o.value_span,
+                                 did_you_mean(str(o.value).lower(), DIALECTS) or "dialects: " + ", ".join(DIALECTS))
+                else:
+                    b.functions.dialect = str(o.value).lower()
+            elif key not in SETTINGS:
+                known = [*SETTINGS, "sql.dialect"]
                 report.error("E100", f"unknown setting '{o.key}'", o.key_span,
-                             did_you_mean(key, SETTINGS) or "settings: " + ", ".join(SETTINGS))
+                             did_you_mean(key, known) or "settings: " + ", ".join(known))
             else:
                 b.settings[SETTINGS[key]] = (o.value, o)
         elif p.kind == "function":

@@ -70,16 +70,18 @@ def tokenize(script: Script) -> list:
 
 
 _CLOSE = {"'": "string", '"': "quoted name", "`": "quoted name"}
+_LINE_END = re.compile(r"[\r\n]")  # only these end a `--` comment (Flink's lexer; not U+2028 or U+0085)
 
 
 def _unclosed(text: str) -> tuple[str, int] | None:
-    """(what, offset of its opening) of a string, quoted name or /* comment that never closes."""
+    """(what, offset of its opening) of a string, quoted name or /* comment that never closes (Flink's rules:
+    a doubled quote is the quote, a backslash is an ordinary character, comments do not nest)."""
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
         if ch == "-" and text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j + 1
+            m = _LINE_END.search(text, i)
+            i = n if m is None else m.end()
         elif ch == "/" and text.startswith("/*", i):
             j = text.find("*/", i + 2)
             if j < 0:
@@ -90,9 +92,6 @@ def _unclosed(text: str) -> tuple[str, int] | None:
             while True:
                 if j >= n:
                     return _CLOSE[ch], i
-                if text[j] == "\\" and ch != "`":
-                    j += 2
-                    continue
                 if text[j] == ch:
                     if j + 1 < n and text[j + 1] == ch:  # doubled quote
                         j += 2
@@ -138,6 +137,29 @@ def _kind(toks: list) -> str:
     if words[0] == "SET":
         return "set"
     return "other"
+
+
+# Trojan Source (CVE-2021-42574): bidirectional controls reorder what an editor shows, so a comment or a
+# string can hide code; a line or paragraph separator looks like a line break but does not end a `--` comment.
+_BIDI = {"\u202a": "LRE", "\u202b": "RLE", "\u202c": "PDF", "\u202d": "LRO", "\u202e": "RLO", "\u2066": "LRI",
+         "\u2067": "RLI", "\u2068": "FSI", "\u2069": "PDI", "\u200e": "LRM", "\u200f": "RLM", "\u061c": "ALM"}
+_SEPARATORS = {"\u2028": "LINE SEPARATOR", "\u2029": "PARAGRAPH SEPARATOR", "\u0085": "NEXT LINE"}
+_INVISIBLE = re.compile("[" + "".join(_BIDI) + "".join(_SEPARATORS) + "]")
+
+
+def invisible_characters(script: Script, report: Report) -> None:
+    """W014 at each bidirectional control character and each line separator that is not a line feed."""
+    for m in _INVISIBLE.finditer(script.text):
+        ch = m.group()
+        code = f"U+{ord(ch):04X}"
+        if ch in _BIDI:
+            report.warning("W014", f"bidirectional control character {code} ({_BIDI[ch]}): the script may read "
+                           "differently from what an editor shows", script.span(m.start()),
+                           "remove it; write it in a string as U&'\\" + f"{ord(ch):04X}' if the data needs it")
+        else:
+            report.warning("W014", f"{code} ({_SEPARATORS[ch]}) is not a line break in SQL: inside a `--` comment "
+                           "the text after it, up to the next line feed, is comment too", script.span(m.start()),
+                           "use a plain line feed")
 
 
 def report_syntax(report: Report, e: SqlSyntax) -> None:

@@ -35,11 +35,11 @@ def seconds(b: Any, node: exp.Expression) -> float:
         if value is not None and " " in str(value).strip() and not unit:
             value, unit = str(value).split()[0], str(value).split()[1].upper()
         unit = unit[:-1] if unit.endswith("S") and unit[:-1] in _UNIT else unit
-        try:
-            if unit in _UNIT:
-                return float(value) * _UNIT[unit]
-        except (TypeError, ValueError):
-            pass
+        if unit in _UNIT and value is not None:
+            if not re.fullmatch(r"\d+(\.\d+)?", str(value).strip()):  # float() takes 'nan', 'inf', '1e9', '1_0'
+                raise SqlSyntax(f"interval value '{value}' is not a number of {unit.lower()}s", pos(b, node),
+                                "write digits, e.g. INTERVAL '5' SECOND (Flink's interval literal)", "E011")
+            return float(value) * _UNIT[unit]
     raise SqlSyntax("expected an interval such as INTERVAL '1' MINUTE", pos(b, node), code="E102")
 
 
@@ -140,6 +140,9 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     elif rel.event_time is not None and time_col.name != rel.event_time:
         raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
                         pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
+    elif rel.event_time is None and _rsqldb_time(b, scope, time_col.name):
+        # rsqldb windows on a time column without WATERMARK (its documented event-time example): no lateness
+        spec["event_time"] = {"field": time_col.name, "watermark": "0s"}
     elif rel.event_time is None:  # Flink: a window needs a time attribute (a watermarked or PROCTIME() column)
         c = time_col.name
         raise SqlSyntax(f"window time column '{c}' has no watermark", pos(b, time_col),
@@ -159,6 +162,8 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         keys.append(g.name)
     if keys:
         spec["group_by"] = keys
+    if tvf is None:
+        _same_window(b, [body for _, body in items] + [cond], fn, time_col, args)
     aggs: list[dict] = []
     items = [(alias, _replace(b, body, aggs, alias, top=True)) for alias, body in items]
     items = [(alias or (body.name if isinstance(body, exp.Column) else None), body) for alias, body in items]
@@ -171,7 +176,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     spec["aggregates"] = aggs
     if emit:
         spec["emit"] = emit_spec(b, emit)
-    if rel.wm and "time" not in spec:
+    if rel.wm and "time" not in spec and "event_time" not in spec:
         spec["event_time"] = rel.wm
     wid = b.new_id(f"{base}_window")
     spec["id"] = wid
@@ -188,6 +193,29 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
     rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
     return qc.project(rel, items, base, out_names, pos(b, q))
+
+
+def _rsqldb_time(b: Any, scope: Any, name: str) -> bool:
+    """Under SET 'sql.dialect' = 'rsqldb': is `name` a TIMESTAMP or BIGINT column declared by the table read?"""
+    tables = [r.table for r, _ in scope.entries.values() if r.table is not None]
+    return b.functions.dialect == "rsqldb" and len(tables) == 1 and \
+        tables[0].schema().get(name) in ("timestamp", "bigint")
+
+
+def _same_window(b: Any, nodes: list, fn: str, time_col: exp.Expression, args: list) -> None:
+    """Flink: TUMBLE_START(ts, INTERVAL '1' MINUTE) names the GROUP BY's window, with the same arguments."""
+    want: list[Any] = [time_col.name] + [seconds(b, a) for a in args]
+    for node in nodes:
+        for n in node.find_all(exp.Anonymous) if node is not None else ():
+            name = n.name.upper()
+            if name.split("_")[0] in _KIND and name.endswith(("_START", "_END", "_ROWTIME")):
+                got: list[Any] = [n.expressions[0].name if n.expressions and isinstance(n.expressions[0], exp.Column) else None]
+                got += [seconds(b, a) for a in n.expressions[1:]]
+                if name.split("_")[0] != fn or got != want:
+                    call = f"{fn}({', '.join([time_col.name] + [a.sql(dialect='spark') for a in args])})"
+                    raise SqlSyntax(f"{n.name} does not name the GROUP BY's window {call}", pos(b, n),
+                                    f"write {fn}_{name.split('_', 1)[1]} with the arguments of the GROUP BY's {fn}",
+                                    "E104")
 
 
 def _replace(b: Any, node: exp.Expression, aggs: list[dict], alias: str | None, top: bool) -> exp.Expression:

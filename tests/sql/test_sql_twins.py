@@ -38,7 +38,10 @@ def test_every_script_has_a_twin():
 def test_sql_and_yaml_explain_the_same(script: Path):
     sql, yaml = _checked(script), _checked(script.with_suffix(".yaml"))
     assert sql.report.errors == [] and yaml.report.errors == []
-    assert [d.code for d in sql.report.warnings] == [d.code for d in yaml.report.warnings]
+    # W015 names where a script means something else than in its peer (rsqldb, Flink): YAML has no peer
+    assert [d.code for d in sql.report.warnings if d.code != "W015"] == [d.code for d in yaml.report.warnings]
+    assert [(d.code, d.span.line, d.span.col) for d in sql.report.warnings if d.code == "W015"] == \
+        ([("W015", 8, 5)] if script.stem == "rsqldb_style" else [])
     assert explain_plan(sql.plan) == explain_plan(yaml.plan)
     assert _components(sql.pipeline) == _components(yaml.pipeline)
     assert sql.pipeline.name == yaml.pipeline.name
