@@ -71,9 +71,20 @@ class ColumnPass:
         if found is None and "." in name:  # nested field: a.b reads column a
             root = name.split(".", 1)[0]
             found = _find(cols, root)
+            if found is not None:
+                self.nested(found, cols[found], name.split("."), span, where)
         if found is None:
             self._unknown(root, cols, span, where)
         return found
+
+    def nested(self, column: str, typ: str, parts: list[str], span: Span, where: str) -> None:
+        """E310 for a nested path (`user.geo.contry`) that the column's declared type does not have."""
+        from etl.graph.fields import missing_field
+
+        miss = missing_field(column, typ, parts[1:])
+        if miss is not None:
+            self.report.error("E310", f"unknown field '{'.'.join(parts[:miss.index + 2])}' in {where}: "
+                              f"{miss.message}", span, miss.hint)
 
     def _unknown(self, name: str, cols: Cols, span: Span, where: str) -> None:
         hint = _suggest(name, cols) or ("known columns: " + ", ".join(list(cols)[:15])
@@ -98,11 +109,55 @@ class ColumnPass:
             for name, off in p.columns:
                 if _find(cols, name) is None:
                     self._unknown(name, cols, self.inner(node, keys, text, off), where)
+            for path, off in p.paths:
+                found = _find(cols, path[0])
+                if found is not None:
+                    self.nested(found, cols[found], list(path), self.inner(node, keys, text, max(off, 0)), where)
+        self.calls(node, keys, text, where)
         if self.g.functions and p.expr is not None:
             from etl.graph.functions import check_calls
 
             check_calls(self, node, keys, text, p.expr, cols, where)
         return p
+
+    def calls(self, node: Node, keys: tuple, text: str, where: str) -> None:
+        """E012 for each call of a function that is neither Spark's nor one of the pipeline's `functions`."""
+        from etl.graph.fields import unknown_calls
+        from etl.sql.functions import spark_functions
+
+        known = spark_functions()
+        mine = self.g.functions
+        declared = {f.name.lower() for f in getattr(self.g.pipeline, "functions", None) or () if f is not None}
+        if "(" not in text:
+            return
+        for name, off in unknown_calls(text, lambda n: n.lower() in known or n.lower() in mine
+                                       or n.lower() in declared):
+            hint = did_you_mean(name.lower(), sorted(known | set(mine))) or \
+                "a Spark SQL built-in function, or one of the pipeline's `functions`"
+            self.report.error("E012", f"unknown SQL function '{name}' in {where}",
+                              self.inner(node, keys, text, off), hint)
+
+    def rule_value(self, cols: Cols, found: str, pred: Any, span_of: Any, where: str) -> None:
+        """E102 for a rule value its field's type cannot take (`ge: five-hundred` on an int column: the comparison
+        would never match)."""
+        from etl.graph.fields import value_problem
+
+        if pred.op not in ("eq", "ne", "in", "gt", "ge", "lt", "le"):
+            return
+        typ = cols[found]
+        parts = pred.field.split(".")
+        if len(parts) > 1 and _find(cols, pred.field) is None:  # a nested field: its own declared type
+            typ = _nested_type(typ, parts[1:]) or "unknown"
+        values = list(enumerate(pred.value)) if pred.op == "in" else [(None, pred.value)]
+        for k, value in values:
+            why = value_problem(value, typ)
+            if why is None:
+                continue
+            key = "in" if pred.op == "in" else pred.op
+            self.report.error("E102", f"value {short_repr(value)} of {where} {why}: field '{pred.field}' is "
+                              f"{typ.lower()}", span_of(key) if k is None else span_of(key, k),
+                              f"compare {pred.field} with a {typ.lower()} value"
+                              + (" (a number, not text)" if why == "is not a number" else ""))
 
     def aggregate_function(self, node: Node, keys: tuple, name: str) -> Any:
         """The pipeline's aggregate function a window aggregate names (None: a built-in, or reported)."""
@@ -198,6 +253,19 @@ class ColumnPass:
             for lab in node.outputs:
                 out[f"{node.id}.{lab}"] = _tuple(cols)
         return out
+
+
+def _nested_type(typ: str, parts: list[str]) -> str | None:
+    """The declared type of the field `parts` inside a struct type (None: not known)."""
+    from etl.graph.types import struct_fields
+
+    for part in parts:
+        fields = struct_fields(typ)
+        found = _find(fields, part) if fields else None
+        if found is None or fields is None:
+            return None
+        typ = fields[found]
+    return typ
 
 
 def propagate_columns(graph: Graph, report: Report) -> dict[str, Columns | None]:
