@@ -63,19 +63,23 @@ class ColumnPass:
 
     # ------------------------------------------------------------------ checks
     def need(self, cols: Cols | None, name: Any, span: Span, where: str) -> str | None:
-        """Check that column `name` exists; return its canonical name (None when unknown/absent)."""
+        """Check that column `name` exists; return its name (None when unknown/absent). A name in a pipeline's
+        own keys (a rule's field, group_by, keys, on, an aggregate's field, event_time ...) matches as written,
+        as etl's engines read it; a Spark SQL expression (`ColumnPass.expr`) resolves case-insensitively, as Spark."""
         if cols is None or not isinstance(name, str):
             return None
-        root = name
-        found = _find(cols, root)
-        if found is None and "." in name:  # nested field: a.b reads column a
-            root = name.split(".", 1)[0]
-            found = _find(cols, root)
-            if found is not None:
-                self.nested(found, cols[found], name.split("."), span, where)
-        if found is None:
-            self._unknown(root, cols, span, where)
-        return found
+        root = name if name in cols or "." not in name else name.split(".", 1)[0]
+        if root in cols:
+            if root != name:  # nested field: a.b reads column a
+                self.nested(root, cols[root], name.split("."), span, where)
+            return root
+        other = _find(cols, root)
+        if other is not None:
+            self.report.error("E310", f"unknown column '{root}' in {where}", span,
+                              f"did you mean '{other}'? (column names in a pipeline's keys match as written)")
+            return None
+        self._unknown(root, cols, span, where)
+        return None
 
     def nested(self, column: str, typ: str, parts: list[str], span: Span, where: str) -> None:
         """E310 for a nested path (`user.geo.contry`) that the column's declared type does not have."""
@@ -182,10 +186,15 @@ class ColumnPass:
                               f"{node.kind} '{node.id}': {err.message}", span, hint)
 
     def internal(self, node: Node, name: Any, span: Span) -> None:
-        """An output column may not take a name etl uses for its own columns (`_etl_...`): E102."""
+        """An output column may not take a name etl uses for its own columns (`_etl_...`), nor one with a dot: E102."""
         if isinstance(name, str) and name.lower().startswith(INTERNAL_PREFIX):
             self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: names starting "
                               f"with '{INTERNAL_PREFIX}' are etl's internal columns", span, "choose another name")
+        elif isinstance(name, str) and ("." in name or "`" in name):
+            self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' has a "
+                              f"{'dot' if '.' in name else 'backtick'}: Spark reads `a.b` as field b of column a",
+                              span, "name it without dots (user_name), or declare the nesting: "
+                              "user: \"struct<name: string>\"")
 
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
