@@ -121,6 +121,10 @@ def _resolve(ref: str, dst: str, raw: dict, outputs: dict, span: Span, report: R
         report.error("E203", f"lookup table '{src}' must be a static source (file with `static: true`, or mysql)",
                      span, "set `static: true` on the file source")
         return None
+    problem = spec.lookup_table_problem() if role == "table" else None
+    if problem is not None:
+        report.error("E203", f"lookup table '{src}': {problem[0]}", span, problem[1])
+        return None
     if role == "input" and is_static:
         report.error("E203", f"'{src}' is a static table; use it as a lookup `table`, not as an input", span)
         return None

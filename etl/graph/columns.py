@@ -66,17 +66,32 @@ class ColumnPass:
 
     # ------------------------------------------------------------------ checks
     def need(self, cols: Cols | None, name: Any, span: Span, where: str) -> str | None:
-        """Check that column `name` exists; return its canonical name (None when unknown/absent)."""
+        """Check that column `name` exists; return its name (None when unknown/absent). A name in a pipeline's
+        own keys (a rule's field, group_by, keys, on, an aggregate's field, event_time ...) matches as written,
+        as etl's engines read it; a Spark SQL expression (`ColumnPass.expr`) resolves case-insensitively, as Spark."""
         if cols is None or not isinstance(name, str):
             return None
-        root = name
-        found = _find(cols, root)
-        if found is None and "." in name:  # nested field: a.b reads column a
-            root = name.split(".", 1)[0]
-            found = _find(cols, root)
-        if found is None:
-            self._unknown(root, cols, span, where)
-        return found
+        root = name if name in cols or "." not in name else name.split(".", 1)[0]
+        if root in cols:
+            if root != name:  # nested field: a.b reads column a
+                self.nested(root, cols[root], name.split("."), span, where)
+            return root
+        other = _find(cols, root)
+        if other is not None:
+            self.report.error("E310", f"unknown column '{root}' in {where}", span,
+                              f"did you mean '{other}'? (column names in a pipeline's keys match as written)")
+            return None
+        self._unknown(root, cols, span, where)
+        return None
+
+    def nested(self, column: str, typ: str, parts: list[str], span: Span, where: str) -> None:
+        """E310 for a nested path (`user.geo.contry`) that the column's declared type does not have."""
+        from etl.graph.fields import missing_field
+
+        miss = missing_field(column, typ, parts[1:])
+        if miss is not None:
+            self.report.error("E310", f"unknown field '{'.'.join(parts[:miss.index + 2])}' in {where}: "
+                              f"{miss.message}", span, miss.hint)
 
     def _unknown(self, name: str, cols: Cols, span: Span, where: str) -> None:
         hint = _suggest(name, cols) or ("known columns: " + ", ".join(list(cols)[:15])
@@ -101,11 +116,55 @@ class ColumnPass:
             for name, off in p.columns:
                 if _find(cols, name) is None:
                     self._unknown(name, cols, self.inner(node, keys, text, off), where)
+            for path, off in p.paths:
+                found = _find(cols, path[0])
+                if found is not None:
+                    self.nested(found, cols[found], list(path), self.inner(node, keys, text, max(off, 0)), where)
+        self.calls(node, keys, text, where)
         if self.g.functions and p.expr is not None:
             from etl.graph.functions import check_calls
 
             check_calls(self, node, keys, text, p.expr, cols, where)
         return p
+
+    def calls(self, node: Node, keys: tuple, text: str, where: str) -> None:
+        """E012 for each call of a function that is neither Spark's nor one of the pipeline's `functions`."""
+        from etl.graph.fields import unknown_calls
+        from etl.sql.functions import spark_functions
+
+        known = spark_functions()
+        mine = self.g.functions
+        declared = {f.name.lower() for f in getattr(self.g.pipeline, "functions", None) or () if f is not None}
+        if "(" not in text:
+            return
+        for name, off in unknown_calls(text, lambda n: n.lower() in known or n.lower() in mine
+                                       or n.lower() in declared):
+            hint = did_you_mean(name.lower(), sorted(known | set(mine))) or \
+                "a Spark SQL built-in function, or one of the pipeline's `functions`"
+            self.report.error("E012", f"unknown SQL function '{name}' in {where}",
+                              self.inner(node, keys, text, off), hint)
+
+    def rule_value(self, cols: Cols, found: str, pred: Any, span_of: Any, where: str) -> None:
+        """E102 for a rule value its field's type cannot take (`ge: five-hundred` on an int column: the comparison
+        would never match)."""
+        from etl.graph.fields import value_problem
+
+        if pred.op not in ("eq", "ne", "in", "gt", "ge", "lt", "le"):
+            return
+        typ = cols[found]
+        parts = pred.field.split(".")
+        if len(parts) > 1 and _find(cols, pred.field) is None:  # a nested field: its own declared type
+            typ = _nested_type(typ, parts[1:]) or "unknown"
+        values = list(enumerate(pred.value)) if pred.op == "in" else [(None, pred.value)]
+        for k, value in values:
+            why = value_problem(value, typ)
+            if why is None:
+                continue
+            key = "in" if pred.op == "in" else pred.op
+            self.report.error("E102", f"value {short_repr(value)} of {where} {why}: field '{pred.field}' is "
+                              f"{typ.lower()}", span_of(key) if k is None else span_of(key, k),
+                              f"compare {pred.field} with a {typ.lower()} value"
+                              + (" (a number, not text)" if why == "is not a number" else ""))
 
     def aggregate_function(self, node: Node, keys: tuple, name: str) -> Any:
         """The pipeline's aggregate function a window aggregate names (None: a built-in, or reported)."""
@@ -130,7 +189,8 @@ class ColumnPass:
                               f"{node.kind} '{node.id}': {err.message}", span, hint)
 
     def internal(self, node: Node, name: Any, span: Span) -> None:
-        """An output column may not take a name etl uses for its own columns (`_etl_...`, the flags): E102."""
+        """An output column may not take a name etl uses for its own columns (`_etl_...`, the flags), nor one with a
+        dot: E102."""
         if isinstance(name, str) and name.lower().startswith(INTERNAL_PREFIX):
             self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: names starting "
                               f"with '{INTERNAL_PREFIX}' are etl's internal columns", span, "choose another name")
@@ -138,6 +198,11 @@ class ColumnPass:
             self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' is reserved: "
                               f"{', '.join(FLAG_COLUMNS)} are the flag columns etl adds to the rows of windows and "
                               "updates", span, "choose another name")
+        elif isinstance(name, str) and ("." in name or "`" in name):
+            self.report.error("E102", f"column name '{name}' of {node.kind} '{node.id}' has a "
+                              f"{'dot' if '.' in name else 'backtick'}: Spark reads `a.b` as field b of column a",
+                              span, "name it without dots (user_name), or declare the nesting: "
+                              "user: \"struct<name: string>\"")
 
     def where(self, node: Node, field: str) -> str:
         return f"{node.kind} '{node.id}' ({field})"
@@ -219,6 +284,19 @@ class ColumnPass:
             for lab in node.outputs:
                 out[f"{node.id}.{lab}"] = _tuple(cols)
         return out
+
+
+def _nested_type(typ: str, parts: list[str]) -> str | None:
+    """The declared type of the field `parts` inside a struct type (None: not known)."""
+    from etl.graph.types import struct_fields
+
+    for part in parts:
+        fields = struct_fields(typ)
+        found = _find(fields, part) if fields else None
+        if found is None or fields is None:
+            return None
+        typ = fields[found]
+    return typ
 
 
 def propagate_columns(graph: Graph, report: Report) -> dict[str, Columns | None]:

@@ -36,6 +36,7 @@ class Parsed:
     error: SqlError | None = None
     expr: object = None  # the sqlglot expression (None for the fast path)
     names: tuple[str, ...] = ()  # a generator's output columns: `inline(rows) AS (a, b)`
+    paths: tuple[tuple[tuple[str, ...], int], ...] = ()  # nested references `a.b.c` (parts, offset of a or -1)
 
 
 def _exp():
@@ -102,6 +103,7 @@ def parse(text: str) -> Parsed:
     if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
         return Parsed(error=SqlError("expected an expression, not a statement"))
     cols: list[tuple[str, int]] = []
+    paths: list[tuple[tuple[str, ...], int]] = []
     for c in columns:
         parts = c.parts
         if not parts:
@@ -110,20 +112,28 @@ def parse(text: str) -> Parsed:
         if not root or isinstance(c.this, exp.Star):
             continue
         cols.append((root, _offset(text, root)))
+        if len(parts) > 1:
+            path = [p.name for p in parts]
+            up = c
+            while isinstance(up.parent, exp.Dot) and up.parent.this is up:
+                up = up.parent
+                path.append(up.expression.name)
+            paths.append((tuple(path), _offset(text, root)))
     name = None
     star = isinstance(tree, exp.Star)
     bare = False
     body = tree
     if isinstance(tree, exp.Aliases):  # a generator with several output columns
         names = tuple(a.name for a in tree.expressions)
-        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names)
+        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names,
+                      tuple(paths))
     if isinstance(tree, exp.Alias):
         name = tree.alias
         body = tree.this
     elif isinstance(tree, exp.Column) and len(tree.parts) == 1:
         name = tree.name
         bare = True
-    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body)
+    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
 
 
 def _walk(tree) -> tuple[int, list]:

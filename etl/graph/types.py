@@ -186,3 +186,31 @@ def parse_type(text: str) -> TypeError_ | None:
     except _Fail as f:
         return f.err
     return None
+
+
+def struct_fields(text: str) -> dict[str, str] | None:
+    """The fields of a struct type `struct<a: int, b: struct<...>>` as {name: type text}, in order; None when
+    `text` is not a valid struct type."""
+    if not isinstance(text, str) or parse_type(text) is not None:
+        return None
+    p = _Parser(text)
+    if p.word() != "struct":
+        return None
+    p.i += 1
+    p.take("<")
+    out: dict[str, str] = {}
+    while p.peek()[1] != ">":
+        kind, name, _ = p.peek()
+        p.i += 1
+        if kind == "quoted":
+            name = name[1:-1].replace("``", "`")
+        if p.peek()[1] == ":":
+            p.i += 1
+        start = p.peek()[2]
+        p.type_(1)
+        out[name] = text[start:p.peek()[2]].strip()
+        while p.peek()[1] not in (",", ">"):  # NOT NULL, COMMENT '...'
+            p.i += 1
+        if p.peek()[1] == ",":
+            p.i += 1
+    return out

@@ -167,6 +167,32 @@ def _positive(d: Duration) -> Duration:
 PositiveDuration = Annotated[Duration, AfterValidator(_positive)]
 
 
+class Instant(str):
+    """A point in time written in ISO 8601 ("2026-01-01T00:00:00Z"; no zone: UTC), kept as its text."""
+
+    @classmethod
+    def parse(cls, value: Any) -> "Instant":
+        from etl.spec.generated import parse_time
+
+        if isinstance(value, str):
+            try:
+                parse_time(value)
+                return cls(value)
+            except ValueError:
+                pass
+        raise ValueError(f"invalid time {short_repr(value, 40)}: expected ISO 8601, e.g. '2026-01-01T00:00:00Z'")
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
+        return {"type": "string", "format": "date-time", "description": "ISO 8601 time, e.g. 2026-01-01T00:00:00Z"}
+
+
 class EventTime(Model):
     """Which column carries event time, and how late events may arrive."""
 
@@ -244,6 +270,10 @@ class SourceBase(Component):
     def declared_columns(self) -> dict[str, str] | None:
         """Columns this source produces, when known without running it."""
         return self.schema_
+
+    def lookup_table_problem(self) -> tuple[str, str] | None:
+        """(why, hint) when this static source cannot be read as a lookup table; None when it can."""
+        return None
 
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         cx.check_types(node, self.schema_)

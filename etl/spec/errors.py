@@ -317,7 +317,7 @@ def _jdbc_hint(url: Any) -> str:
 
 
 def _is_scalar_field(model: type[BaseModel], loc: tuple) -> bool:
-    from etl.spec.base import Duration, Size
+    from etl.spec.base import Duration, Instant, Size
 
     if not loc or not isinstance(loc[-1], str):
         return False
@@ -325,7 +325,7 @@ def _is_scalar_field(model: type[BaseModel], loc: tuple) -> bool:
     if parent is None:
         return False
     ann = _field_for(parent, loc[-1])
-    return any(m in (Duration, Size) for m in _members(ann)) if ann is not None else False
+    return any(m in (Duration, Size, Instant) for m in _members(ann)) if ann is not None else False
 
 
 def _hint_for(loc: tuple) -> str | None:

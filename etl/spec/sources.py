@@ -7,7 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from etl.registry import component
-from etl.spec.base import MAX_INT64, MIN_INT64, Model, PositiveDuration, Size, SourceBase
+from etl.spec.base import MAX_INT64, MIN_INT64, Instant, Model, PositiveDuration, Size, SourceBase
 from etl.spec.endpoints import mysql_problems
 from etl.spec.transport import KafkaSecurity, MySQLTLS, kafka_options_clash
 
@@ -62,6 +62,11 @@ class FileSource(SourceBase):
             return {self.text_column: "string"}
         return self.schema_
 
+    def lookup_table_problem(self) -> tuple[str, str] | None:
+        if self.format == "text":
+            return "a text file cannot be a lookup table", "use format csv, jsonl or parquet"
+        return None
+
 
 Int64 = Annotated[int, Field(ge=MIN_INT64, le=MAX_INT64)]
 
@@ -102,8 +107,16 @@ class GeneratorSource(SourceBase):
     count: int | None = Field(default=None, ge=0, le=MAX_INT64, description="stop after this many events (unbounded if absent)")
     rate: float | None = Field(default=None, gt=0, description="events per second of event time")
     seed: int = 0
-    start_time: str = Field(default="2026-01-01T00:00:00Z", description="event time of the first event (ISO 8601)")
+    start_time: Instant = Field(default=Instant("2026-01-01T00:00:00Z"), description="event time of the first event (ISO 8601)")
     rows_per_batch: int = Field(default=100_000, ge=1, le=100_000_000, description="events per micro-batch at most")
+
+    def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
+        from etl.spec.generated import template_problems
+
+        for name, message, hint in template_problems(self.fields):
+            cx.report.error("E102", f"{message} in generator '{node.id}'", cx.span(node, "fields", name, "template"),
+                            hint)
+        return super().output_columns(cx, node, inputs)
 
     def declared_columns(self) -> dict[str, str]:
         out: dict[str, str] = {}

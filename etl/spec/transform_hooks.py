@@ -30,8 +30,10 @@ class FilterHooks:
                     absent.extend(_sigma_fields(cx, node, sr, cols))
                     continue
                 for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
-                    cx.need(cols, pred.field, sr.span_of(*ppath, "field"),
-                            f"rule '{sr.rule.id}' of filter '{node.id}'")
+                    where = f"rule '{sr.rule.id}' of filter '{node.id}'"
+                    found = cx.need(cols, pred.field, sr.span_of(*ppath, "field"), where)
+                    if found is not None:
+                        cx.rule_value(cols, found, pred, lambda *k, p=ppath, r=sr: r.span_of(*p, *k), where)
             if absent:  # such a Sigma rule never matches: it is left out of the filter
                 cx.graph.rules[node.id] = tuple(r for r in cx.graph.rules[node.id] if r.rule.id not in absent)
                 if cx.graph.sigma.get(node.id) is not None:

@@ -23,6 +23,9 @@ EXPECTED = {
     'dead_letter_bad': [('E103', 7, 9)],
     'dedupe_no_event_time': [('E321', 7, 5), ('E310', 7, 56)],
     'derive_unknown_column': [('E310', 11, 12)],
+    'unknown_function': [('E012', 11, 11), ('E012', 12, 11), ('E012', 14, 44)],
+    'rule_value_types': [('E102', 11, 46), ('E102', 13, 54), ('E102', 14, 42)],
+    'nested_field_typo': [('E310', 15, 32), ('E310', 21, 20), ('E310', 22, 12)],
     'duplicate_outputs': [('E104', 8, 5), ('E104', 13, 5)],
     'duplicate_id': [('E200', 5, 10)],
     'duplicate_keys': [('E001', 7, 5), ('E001', 13, 5)],
@@ -101,6 +104,17 @@ MESSAGES = [
     ("grok_unknown_pattern", "E302", "did you mean 'IPV4' or 'IPV6'?"),
     ("unknown_column_expr", "E310", "did you mean 'status'?"),
     ("derive_unknown_column", "E310", "did you mean 'bytes'?"),
+    ("unknown_function", "E012", "unknown SQL function 'to_timestmp' in transform 'd' (columns.t) | did you mean "
+     "'to_timestamp'?"),
+    ("unknown_function", "E012", "unknown SQL function 'week' in transform 'd' (columns.w) | did you mean 'weekday'?"),
+    ("rule_value_types", "E102", "value 'five-hundred' of rule 'five' of filter 'f' is not a number: field 'status' "
+     "is bigint | compare status with a bigint value (a number, not text)"),
+    ("rule_value_types", "E102", "value 'yesterday' of rule 'when' of filter 'f' is not a timestamp Spark can read "
+     "(e.g. '2024-05-01T12:00:00Z' or '2024-05-01'): field 'ts' is timestamp"),
+    ("nested_field_typo", "E310", "unknown field 'user.geo.contry' in rule 'fr' of filter 'f': no field 'contry' in "
+     "struct 'user.geo' | did you mean 'country'?"),
+    ("nested_field_typo", "E310", "unknown field 'bytes.kb' in transform 'd' (columns.kb): 'bytes' is int: it has no "
+     "field 'kb'"),
     ("window_unknown_columns", "E310", "did you mean 'avg_latency'?"),
     ("template_undefined", "E003", "did you mean 'topic'?"),
     ("rule_file_template", "E003", "did you mean 'host'?"),

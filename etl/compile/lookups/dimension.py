@@ -225,6 +225,8 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
     (broadcast, rocksdb-jvm, rocksdb-python; auto-at-start or None: by `spec.store` and the table's size, the
     rocksdb engine then picked by the planner for this session)."""
     ev_keys, tb_keys = list(spec.on.keys()), list(spec.on.values())
+    actual = {c.lower(): c for c in reversed(events.columns)}  # the events' names resolve case-insensitively
+    ev_keys = [actual.get(c.lower(), c) for c in ev_keys]
     missing = [c for c in ev_keys if c not in events.columns]
     if missing:
         raise LookupError_(f"lookup key column(s) {', '.join(missing)} missing from the events; columns: "

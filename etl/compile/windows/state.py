@@ -169,13 +169,15 @@ def accumulator_inputs(types: dict[str, str], aggregates: Any, why: str) -> tupl
         if a.fn == "count" and (a.field is None or a.field == "*"):
             aggs.append((a.fn, None, None))
             continue
-        t = types.get(a.field)
+        name = a.field if a.field in types else \
+            next((c for c in types if c.lower() == a.field.lower()), a.field)  # case-insensitive, as Spark
+        t = types.get(name)
         if t is None or t not in SIMPLE_TYPES:
             raise WindowError(f"aggregate {a.fn} over '{a.field}' ({t or 'nested field'}): {why}, aggregate fields "
                               "must be top-level numbers, strings, booleans or timestamps", "aggregates", code="E404")
-        if a.field not in fields:
-            fields.append(a.field)
-        aggs.append((a.fn, fields.index(a.field), a.n))
+        if name not in fields:
+            fields.append(name)
+        aggs.append((a.fn, fields.index(name), a.n))
     return fields, aggs
 
 

@@ -21,7 +21,6 @@ import math
 import string
 import time
 import zlib
-from datetime import datetime, timezone
 from typing import Any, Iterator
 
 import numpy as np
@@ -29,6 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+from etl.spec.generated import field_order, parse_time
 
 NAME = "etl_generator"
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -57,15 +58,6 @@ def uniform(seed: int, name: str, idx: np.ndarray) -> np.ndarray:
     return (hashes(seed, name, idx) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
 
 
-def parse_time(text: str) -> datetime:
-    t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def template_refs(template: str) -> list[str]:
-    return [f for _, f, _, _ in string.Formatter().parse(template) if f]
-
-
 def spec_options(spec: Any) -> dict[str, Any]:
     """The JSON handed to the data source (options are strings)."""
     return {
@@ -73,29 +65,6 @@ def spec_options(spec: Any) -> dict[str, Any]:
         "count": spec.count, "rate": spec.rate, "seed": spec.seed, "start_time": spec.start_time,
         "rows_per_batch": spec.rows_per_batch, "columns": spec.declared_columns(),
     }
-
-
-def field_order(fields: dict[str, dict]) -> list[str]:
-    """Fields in an order where a template comes after the fields it reads."""
-    done: list[str] = []
-    visiting: set[str] = set()
-
-    def visit(n: str) -> None:
-        if n in done:
-            return
-        if n in visiting:
-            raise ValueError(f"generator templates refer to each other in a cycle at '{n}'")
-        visiting.add(n)
-        for r in template_refs(fields[n].get("template", "")) if "template" in fields[n] else []:
-            if r not in fields:
-                raise ValueError(f"template of '{n}' refers to unknown field '{r}'")
-            visit(r)
-        visiting.discard(n)
-        done.append(n)
-
-    for n in fields:
-        visit(n)
-    return done
 
 
 def generate(opts: dict[str, Any], lo: int, hi: int, arrow_schema: pa.Schema | None = None) -> pa.RecordBatch:

@@ -1,0 +1,140 @@
+"""What `etl validate` accepts, `etl run` compiles: over the example pipelines and scripts, the valid fixtures and
+mutants of each (a function misspelt or swapped for one Spark lacks, a column's case changed, a field of a plain
+column read, a rule value of another type, an output column named like etl's own, ...), every file that validates
+becomes Spark queries without an error (E400 ANALYSIS errors such as UNRESOLVED_ROUTINE, AMBIGUOUS_REFERENCE,
+INVALID_EXTRACT_BASE_FIELD_TYPE). A mutant that validate rejects is fine: the property is the implication.
+
+Compiling builds each query's DataFrames (Spark analyses them as they are built) without starting a stream.
+"""
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from etl.check import check_file
+
+pytestmark = pytest.mark.spark
+ROOT = Path(__file__).resolve().parents[2]
+# compiling a server's source or sink asks the server: those files are left to the servers tests
+_SERVERS = re.compile(r"(type|connector)['\"]?\s*[:=]\s*['\"]?(kafka|rocketmq|mysql|jdbc|elasticsearch|opensearch)", re.I)
+_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
+_RULE_NUMBER = re.compile(r"\b(eq|ne|gt|ge|lt|le): (-?\d+(?:\.\d+)?)\b")
+_DERIVED = re.compile(r"^(\s+)([a-z][a-z0-9_]*): \"", re.M)
+INTERNAL = ("_final", "_update", "_etl_x", "window_start", "_corrupt_record")
+
+
+def _bases() -> list[Path]:
+    files = sorted((ROOT / "pipelines").glob("*.yaml")) + sorted((ROOT / "pipelines" / "sql").glob("*.sql")) \
+        + sorted((ROOT / "tests" / "fixtures" / "valid").glob("*.yaml"))
+    return [f for f in files if not _SERVERS.search(f.read_text())]
+
+
+def _nth(rx: re.Pattern, text: str, rnd: random.Random) -> re.Match | None:
+    found = list(rx.finditer(text))
+    return rnd.choice(found) if found else None
+
+
+def _swap(text: str, m: re.Match, group: int, new: str) -> str:
+    return text[:m.start(group)] + new + text[m.end(group):]
+
+
+def _closing(text: str, start: int) -> int | None:
+    """The offset of the parenthesis closing the one just before `start` (None: not on the same line)."""
+    depth = 1
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "\n":
+            return None
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return i
+    return None
+
+
+def mutants(text: str, columns: list[str], seed: int) -> list[tuple[str, str]]:
+    """Up to 11 (label, text) variants of a pipeline file, the same for the same seed."""
+    rnd = random.Random(seed)
+    out: list[tuple[str, str]] = []
+    for label in ("misspelt", "week", "upper", "coalesce", "case", "nested", "typo", "cast", "rule_text",
+                  "rule_bool", "internal"):
+        new = None
+        if label in ("misspelt", "week", "upper"):
+            m = _nth(_CALL, text, rnd)
+            if m is not None:
+                name = m.group(1)
+                new = _swap(text, m, 1, {"misspelt": name + "x", "week": "week", "upper": name.upper()}[label])
+        elif label == "coalesce":  # a call inside another: coalesce(f(...)), the closing parenthesis found
+            m = _nth(_CALL, text, rnd)
+            end = _closing(text, m.end()) if m is not None else None
+            if m is not None and end is not None:
+                new = text[:m.start()] + "coalesce(" + text[m.start():end + 1] + ")" + text[end + 1:]
+        elif label in ("case", "nested", "typo", "cast") and columns:
+            col = rnd.choice(columns)
+            ms = list(re.finditer(rf"(?<![\w.$'\"-]){re.escape(col)}(?![\w(])", text))
+            if ms:
+                m = rnd.choice(ms)
+                rep = {"case": col.upper() if col.upper() != col else col.lower(), "nested": col + ".x",
+                       "typo": col + "x", "cast": f"CAST({col} AS STRING)"}[label]
+                new = text[:m.start()] + rep + text[m.end():]
+        elif label in ("rule_text", "rule_bool"):
+            m = _nth(_RULE_NUMBER, text, rnd)
+            if m is not None:
+                new = _swap(text, m, 2, "abc" if label == "rule_text" else "true")
+        else:
+            m = _nth(_DERIVED, text, rnd)
+            if m is not None:
+                new = _swap(text, m, 2, rnd.choice(INTERNAL))
+        if new is not None and new != text:
+            out.append((label, new))
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Each base and its mutants, written beside a copy of the base's folder (its data and rule files)."""
+    root = tmp_path_factory.mktemp("mutants")
+    shutil.copytree(ROOT / "pipelines", root / "pipelines")
+    shutil.copytree(ROOT / "tests" / "fixtures" / "valid", root / "valid")
+    (root / "valid" / "data").mkdir(exist_ok=True)  # the fixtures' text source reads a file that may be empty
+    (root / "valid" / "data" / "access.log").write_text("")
+    (root / "valid" / "data" / "views").mkdir()
+    (root / "valid" / "data" / "ads.csv").write_text("id,advertiser,cpc\n1,a,0.5\n")
+    files = []
+    for i, base in enumerate(_bases()):
+        folder = root / ("valid" if base.parent.name == "valid" else
+                         "pipelines/sql" if base.parent.name == "sql" else "pipelines")
+        text = base.read_text()
+        checked = check_file(folder / base.name)
+        cols = sorted({c for cs in (checked.graph.columns.values() if checked.graph else ()) for c, _ in cs or ()
+                       if len(c) > 2}) if checked.graph is not None else []
+        files.append(folder / base.name)
+        for label, mutant in mutants(text, cols, seed=i):
+            path = folder / f"{base.stem}__{label}{base.suffix}"
+            path.write_text(mutant)
+            files.append(path)
+    return files
+
+
+def test_at_least_200_pipelines(corpus):
+    assert len(corpus) >= 200, len(corpus)
+
+
+def test_what_validates_compiles(spark, corpus, tmp_path):
+    from etl.compile import CompileContext, Compiler
+
+    accepted, failures = 0, []
+    for i, path in enumerate(corpus):
+        checked = check_file(path, programs=True)
+        if checked.plan is None:
+            continue
+        accepted += 1
+        try:
+            Compiler(CompileContext(spark, checked.plan.graph, str(tmp_path / f"ck{i}"))).queries()
+        except Exception as e:  # noqa: BLE001 - any failure to compile a validated file is the finding
+            failures.append(f"{path.relative_to(path.parents[1])}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+    assert not failures, "\n".join(failures)
+    assert accepted >= 100, accepted
