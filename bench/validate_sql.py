@@ -27,15 +27,26 @@ def _copies(n: int, work: Path) -> tuple[Path, Path]:
     for d in (sql_dir, yaml_dir):
         d.mkdir(parents=True)
     shutil.copytree(ROOT / "pipelines" / "data", work / "data")
+    for d in (sql_dir, yaml_dir):  # the Python functions and the data the scripts read beside them
+        for module in (ROOT / "pipelines" / "sql").glob("*.py"):
+            shutil.copy(module, d / module.name)
+        if (ROOT / "pipelines" / "sql" / "data").is_dir():
+            shutil.copytree(ROOT / "pipelines" / "sql" / "data", d / "data")
     for i in range(n):
         s = src[i % len(src)]
         for path, out_dir in ((s, sql_dir), (s.with_suffix(".yaml"), yaml_dir)):
             text = path.read_text()
             text = re.sub(r"(out/examples/sql/[\w/]+)", rf"\1_{i}", text)  # distinct outputs per copy
-            text = re.sub(r"'(orders|big-orders)'", rf"'\1_{i}'", text)  # distinct topics/indexes
-            text = re.sub(r"(topic: |index: |topics: \[)(orders|big-orders)", rf"\1\2_{i}", text)
-            text = re.sub(r"tableName = '(\w+)'", rf"tableName = '\1_{i}'", text)
-            text = re.sub(r"(\n    table: )(order_stats)", rf"\1\2_{i}", text)
+            text = re.sub(r"'(orders|big-orders|order_status|paid_orders)'", rf"'\1_{i}'", text)  # distinct topics/indexes
+            text = re.sub(r"(topic: |index: |topics: \[)(orders|big-orders|order_status)", rf"\1\2_{i}", text)
+            text = re.sub(r"(tableName = |'table-name' = )'(\w+)'", rf"\1'\2_{i}'", text)
+            text = re.sub(r"SET 'checkpoint' = '([^']+)'", rf"SET 'checkpoint' = '\1_{i}'", text)
+            text = re.sub(r"SET 'vars\.(topic|index)' = '([^']+)'", rf"SET 'vars.\1' = '\2_{i}'", text)
+            text = re.sub(r"(\n  (?:topic|index): )([\w-]+)", rf"\1\2_{i}", text)  # a YAML twin's vars
+            ids = set(re.findall(r"\bid: ([\w-]+)", text))  # a lookup's `table:` names a component: kept
+            text = re.sub(r"(\n    table: |\n *checkpoint: |\n    database: )([\w./-]+)",
+                          lambda m, i=i, ids=ids: m.group(0) if m.group(2) in ids else f"{m.group(1)}{m.group(2)}_{i}",
+                          text)
             name = f"{s.stem.replace('_', '-')}-{i}"
             if path.suffix == ".sql":
                 text = re.sub(r"SET 'pipeline.name' = '[^']*';", "", text)

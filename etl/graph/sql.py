@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LITERAL_WORDS = {"true", "false", "null"}  # a bare word that is a value, not a column
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NESTS = re.compile(r"[(\[{~!-]|\b(?:NOT|CASE)\b", re.I)  # what may open a level (etl.load.nesting)
 
@@ -63,7 +64,7 @@ def _error_of(e: Exception, text: str) -> SqlError:
 def parse(text: str) -> Parsed:
     """Parse one expression (a condition, a derived value, or `expr AS alias`)."""
     stripped = text.strip()
-    if _PLAIN_NAME.match(stripped):  # fast path: a bare column name
+    if _PLAIN_NAME.match(stripped) and stripped.lower() not in _LITERAL_WORDS:  # fast path: a bare column name
         return Parsed(((stripped, text.find(stripped)),), stripped, "unknown", bare=True)
     if not stripped:
         return Parsed(error=SqlError("empty expression"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable
 from typing import Any, Literal, Union
 
@@ -50,6 +52,11 @@ CORRELATION_COLUMNS = {**ALERT_COLUMNS, "correlation_type": "string", "group": "
                        "rules_seen": "array<string>"}
 
 
+# the columns etl/compile/transforms/sigma_correlation.py adds to the alerts it groups: an input column of one of
+# these names would be overwritten (a silently different answer), so validate refuses it
+_WORKING_COLUMNS = re.compile(r"_[gt]\d+|_field|_value|_values|_seen")
+
+
 class SigmaCorrelationHooks:
     """Columns and explain text of a `sigma_correlation` transform (its correlation rules come from the Sigma
     files of its input filter: `graph.sigma[filter id].correlations`)."""
@@ -67,6 +74,11 @@ class SigmaCorrelationHooks:
                             "give it the output of a filter with `sigma:` and `mode: alerts`")
         if self.event_time is not None:
             cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
+        for name in cols or ():
+            if _WORKING_COLUMNS.fullmatch(name.lower()):
+                cx.report.error("E102", f"column '{name}' of the alerts sigma_correlation '{node.id}' reads is a name "
+                                "it computes with (_g0.., _t0.., _field, _value, _values, _seen): its value would be "
+                                "replaced", edge.span or node.span, f"rename '{name}' upstream (a select's `rename`)")
         stats = cx.graph.sigma.get(edge.src)
         if stats is not None and cols is not None:
             stats.correlations = [c for c in stats.correlations if _columns_present(cx, node, c, cols)]

@@ -220,3 +220,14 @@ def test_correlations_of_a_filter_no_sigma_correlation_reads_are_named(tmp_path)
         for line, title in ((1, "Brute Force"), (16, "Password Spraying"), (29, "Logon After Failures"),
                             (46, "Service After Logon"), (59, "Failure Logon Service"),
                             (71, "Few Services"))]
+
+
+def test_an_alert_column_named_like_a_working_column_is_refused(tmp_path):
+    """sigma_correlation computes with _g0.., _t0.., _field ...: an input column of such a name would be replaced
+    (a silently different group or value), so validate refuses it at the input."""
+    text = PIPELINE.replace("ts: timestamp}", "ts: timestamp, _g0: string, _Field: string}")
+    c = _check(tmp_path, text=text)
+    assert [(d.code, d.span.line, d.span.col) for d in c.report.errors] == [("E102", 12, 48), ("E102", 12, 48)]
+    assert sorted(d.message for d in c.report.errors) == [
+        f"column '{name}' of the alerts sigma_correlation 'corr' reads is a name it computes with (_g0.., _t0.., "
+        "_field, _value, _values, _seen): its value would be replaced" for name in ("_Field", "_g0")]

@@ -214,3 +214,11 @@ def test_window_late_update_spec_positions(tmp_path):
     c = check(tmp_path, WINDOW.replace("EMIT", "emit: {early: 1s}").replace("FILTER", "true")
               .replace("as: users", "as: _final"))
     assert [d.code for d in c.report.sorted()] == ["E104"]
+
+
+def test_a_bare_literal_is_a_value_not_a_column(tmp_path):
+    c = run(tmp_path, """
+  - {id: last, type: derive, input: gen, columns: {t: "true", n: "null", f: "FALSE", h: "HOST"}}
+""")
+    assert c.ok, codes(c)
+    assert dict(c.graph.columns["last"])["t"] == "boolean"
