@@ -18,7 +18,7 @@ def batch(folder, offset: dict) -> tuple[dict, list[str]]:
     end = json.loads(json.dumps({"files": advance(offset["files"], matching_files(str(folder)), "logs")}))
     lines = []
     for p in pieces(offset, end):
-        lines += read_piece(p, str(folder), "line").column(0).to_pylist()
+        lines += read_piece(p, str(folder), "line", "_etl_reject", 1 << 24).column(0).to_pylist()
     return end, lines
 
 
@@ -74,7 +74,7 @@ def test_a_file_renamed_between_the_offset_and_the_read_is_found_by_identity(tmp
     os.rename(tmp_path / "a.log", tmp_path / "b.log")
     (tmp_path / "a.log").write_text("other\n")  # a new file under the old name is not read in its place
     (p,) = pieces({"files": {}}, end)
-    assert read_piece(p, str(tmp_path), "line").column(0).to_pylist() == ["x", "y"]
+    assert read_piece(p, str(tmp_path), "line", "_etl_reject", 1 << 24).column(0).to_pylist() == ["x", "y"]
 
 
 def test_tail_is_for_text_files_and_explain_says_how_it_reads(tmp_path):
@@ -92,3 +92,21 @@ def test_tail_is_for_text_files_and_explain_says_how_it_reads(tmp_path):
     c = check_file(p)
     assert c.plan is not None
     assert "tail: files followed by (device, inode) and byte offset" in explain_plan(c.plan)
+
+
+def test_each_line_passes_the_line_checks_of_every_line_source():
+    """As etl/jvm/BoundedLines.java: a line over the cap is its first bytes (no character cut) and the reason, an
+    invalid UTF-8 line its bytes in base64; a CR before the LF is dropped; an unfinished last line waits."""
+    from etl.connectors.sources.file_tail import checked_lines
+
+    long = "é" * 700  # 1,400 bytes
+    data = b"ok\r\n" + long.encode() + b"\n" + b"bad \xff byte\n" + b"\xed\xa0\x80\n" + b"half"
+    values, reasons = checked_lines(data, 1000)
+    assert values == ["ok", "é" * 512, "YmFkIP8gYnl0ZQ==", "7aCA"]
+    assert reasons == [
+        None,
+        "record of 1400 bytes is over the maximum record size of 1000 bytes (ETL_MAX_RECORD_MB); payload: its "
+        "first 1024 bytes",
+        "line is not valid UTF-8 (byte 0xFF at offset 4); payload: the line's 10 bytes in base64",
+        "line is not valid UTF-8 (byte 0xED at offset 0); payload: the line's 3 bytes in base64",
+    ]

@@ -89,8 +89,11 @@ def build(ctx: CompileContext, node: Node) -> Any:
 
         register_data_source(ctx.spark, TailDataSource)
         df = (ctx.spark.readStream.format(NAME).option("path", path).option("source", node.id)
-              .option("column", spec.text_column).load())
-        return df if spec.event_time is None else from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)
+              .option("column", spec.text_column).option("reject", REJECT)
+              .option("maxRecordBytes", str(max_record_bytes())).load())
+        line = F.col(f"`{spec.text_column}`")
+        shared = df.select(line, F.col(REJECT).alias(ERR), line.alias(PAYLOAD))  # as the text-jvm reader's
+        return from_shared(_event_time(shared, node), ctx.pipeline, node.id)
     reader = ctx.spark.readStream
     if os.path.isfile(path):  # a streaming file source reads folders: watch the file's folder for that name
         reader = reader.option("pathGlobFilter", _glob_escape(os.path.basename(path)))

@@ -14,12 +14,17 @@ written), so:
   generation);
 * a recreated file of the same name is a new identity: read from its start.
 
+Each line passes the checks every line source has (etl/jvm/BoundedLines.java, with the same reasons): a line
+over the maximum record size (ETL_MAX_RECORD_MB) or not valid UTF-8 is a dead letter (`reject` column) with its
+first 1,024 bytes, or its bytes in base64; never silently changed.
+
 Files that are gone are dropped from the offset. A batch replayed after a crash reads the same byte ranges
 (exactly-once as long as read lines are not rewritten in place).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
 import os
@@ -34,6 +39,7 @@ from etl.runtime.file_watch import matching_files
 NAME = "etl_file_tail"
 CHUNK = 1 << 16
 HEAD = 256
+KEPT = 1024  # bytes of an oversized line kept for its dead letter (BoundedLines.KEPT)
 log = logging.getLogger("etl.file")
 
 
@@ -99,7 +105,7 @@ def pieces(start: dict, end: dict) -> list[Piece]:
     return out
 
 
-def read_piece(p: Piece, watched: str, column: str) -> pa.RecordBatch:
+def read_piece(p: Piece, watched: str, column: str, reject: str, cap: int) -> pa.RecordBatch:
     """The lines of piece `p`, found by identity (the folder of `watched` when it was renamed meanwhile)."""
     data = _read_identity(p, p.path)
     if data is None:
@@ -116,9 +122,43 @@ def read_piece(p: Piece, watched: str, column: str) -> pa.RecordBatch:
         log.warning("file source: %s (device %d, inode %d) is gone before bytes %d-%d were read", p.path, p.dev,
                     p.ino, p.start, p.end)
         data = b""
-    text = data.decode("utf-8", errors="replace")
-    rows = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")[:-1]]
-    return pa.RecordBatch.from_arrays([pa.array(rows, pa.string())], names=[column])
+    values, reasons = checked_lines(data, cap)
+    return pa.RecordBatch.from_arrays([pa.array(values, pa.string()), pa.array(reasons, pa.string())],
+                                      names=[column, reject])
+
+
+def checked_lines(data: bytes, cap: int) -> tuple[list[str], list[str | None]]:
+    """The complete lines of `data` (a CR before the LF dropped) and, per line, why it is rejected (None: it is
+    not): over `cap` bytes, or not valid UTF-8; a rejected line's value is its payload."""
+    values: list[str] = []
+    reasons: list[str | None] = []
+    for raw in data.split(b"\n")[:-1]:
+        line = raw[:-1] if raw.endswith(b"\r") else raw
+        if len(line) > cap:
+            kept = _utf8_prefix(line[:KEPT])
+            values.append(kept.decode("utf-8", errors="replace"))
+            reasons.append(f"record of {len(line)} bytes is over the maximum record size of {cap} bytes "
+                           f"(ETL_MAX_RECORD_MB); payload: its first {len(kept)} bytes")
+            continue
+        try:
+            values.append(line.decode("utf-8"))
+            reasons.append(None)
+        except UnicodeDecodeError as e:
+            values.append(base64.b64encode(line).decode("ascii"))
+            reasons.append(f"line is not valid UTF-8 (byte 0x{line[e.start]:02X} at offset {e.start}); payload: the "
+                           f"line's {len(line)} bytes in base64")
+    return values, reasons
+
+
+def _utf8_prefix(b: bytes) -> bytes:
+    """`b` without a character cut at its end (at most 3 bytes fewer)."""
+    for cut in range(0, min(4, len(b) + 1)):
+        try:
+            (b[:len(b) - cut]).decode("utf-8")
+            return b[:len(b) - cut]
+        except UnicodeDecodeError:
+            continue
+    return b
 
 
 def _read_identity(p: Piece, name: str) -> bytes | None:
@@ -138,6 +178,8 @@ class TailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.path = options["path"]
         self.source = options["source"]
         self.column = options["column"]
+        self.reject = options["reject"]
+        self.cap = int(options["maxRecordBytes"])
         self.target: dict | None = None  # AvailableNow: the files' ends when the run started
         self.available_now = False
 
@@ -162,7 +204,7 @@ class TailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return pieces(start, end)
 
     def read(self, partition: Piece) -> Iterator[pa.RecordBatch]:
-        yield read_piece(partition, self.path, self.column)
+        yield read_piece(partition, self.path, self.column, self.reject, self.cap)
 
     def commit(self, end: dict) -> None:
         pass
@@ -174,7 +216,7 @@ class TailDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        return f"`{self.options['column']}` string"
+        return f"`{self.options['column']}` string, `{self.options['reject']}` string"
 
     def streamReader(self, schema: Any) -> TailStreamReader:
         return TailStreamReader(self.options)
