@@ -34,9 +34,12 @@ def drain(
         for d in checked.report.sorted():
             typer.echo(redact(d.render()), err=True)
         raise typer.Exit(1)
+    from etl.runtime.statedir import private
+
     ck = str(Path(checkpoint).resolve()) if checkpoint else checked.plan.checkpoint
     before = drain_files.drained(ck)
-    drain_files.request(ck)
+    with private():  # the request is the owner's only, as every file of the checkpoint
+        drain_files.request(ck)
     typer.echo(redact(f"etl drain: asked '{checked.plan.name}' to drain (checkpoint {ck})"), err=True)
     deadline = time.monotonic() + wait
     while wait > 0 and time.monotonic() < deadline:

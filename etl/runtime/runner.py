@@ -260,7 +260,7 @@ class PipelineRun:
         from etl.compile import drain as drain_files
 
         drain_files.refuse_drained(self.graph, self.checkpoint)
-        with drain_files.sentinels(self.checkpoint):
+        with drain_files.sentinels(self.checkpoint, self.drain.nonce):
             self.queries = self.compiler.queries()
         for q in self.queries:
             for o in q.outputs:
