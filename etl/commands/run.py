@@ -159,7 +159,8 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     try:  # before anything is written: a refused run leaves the running one's files alone
         statedir.lock(ck)
         statedir.claim(ck, plan.name)
-        statedir.close(log.parent)
+        if log.parent.exists():  # an older run's, maybe open (a new one is made 0700 by the umask)
+            statedir.close(log.parent)
     except (statedir.CheckpointInUse, statedir.ForeignCheckpoint, OSError) as e:
         typer.echo(redact(checkpoint_fault(plan.graph, e).diagnostic().render()), err=True)
         return 1
