@@ -190,6 +190,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         typer.echo(f"etl run: {plan.name}: Spark UI {web} (master {spark.sparkContext.master})", err=True)
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
+    control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
     stops = {"n": 0}
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -33,9 +33,10 @@ class Endpoint:
     address: str
     token: str | None = None
 
-    def open(self, path: str, timeout: float = 5.0) -> Any:
+    def open(self, path: str, timeout: float = 5.0, method: str = "GET") -> Any:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        return urlopen(Request(f"{self.address}{path}", headers=headers), timeout=timeout)
+        data = b"" if method == "POST" else None
+        return urlopen(Request(f"{self.address}{path}", data, headers, method=method), timeout=timeout)
 
     def get_json(self, path: str, timeout: float = 5.0) -> Any:
         with self.open(path, timeout) as r:
@@ -47,7 +48,7 @@ def resolve_address(command: str, path: str, address: str | None, checkpoint: st
     """The control endpoint of the running pipeline: --address (with --token-file), else the run file `etl run`
     wrote and the token file it names."""
     if address:
-        return Endpoint(address if "://" in address else f"http://{address}", _token(command, token_file))
+        return Endpoint(address if "://" in address else f"http://{address}", token(command, token_file))
     from etl.check import check_file
     from etl.runtime.control import run_file
 
@@ -57,19 +58,28 @@ def resolve_address(command: str, path: str, address: str | None, checkpoint: st
             typer.echo(redact(d.render()), err=True)
         raise typer.Exit(1)
     where = run_file(checkpoint or checked.plan.checkpoint)
-    try:
-        info = json.loads(where.read_text())
-        os.kill(int(info["pid"]), 0)
-    except (OSError, ValueError, KeyError):
+    info = live_run(where)
+    if info is None:
         typer.echo(redact(f"etl {command}: no running `etl run` of '{checked.plan.name}' on this host (no live "
                           f"run file {where})"), err=True)
         typer.echo("  hint: start it with `etl run`, pass --checkpoint if it runs with one, or --address HOST:PORT",
                    err=True)
         raise typer.Exit(1)
-    return Endpoint(str(info["address"]), _token(command, token_file or info.get("token_file")))
+    return Endpoint(str(info["address"]), token(command, token_file or info.get("token_file")))
 
 
-def _token(command: str, path: str | None) -> str | None:
+def live_run(where: Path) -> dict[str, Any] | None:
+    """The run file `where` of a running `etl run` (its process alive), else None."""
+    try:
+        info = json.loads(where.read_text())
+        os.kill(int(info["pid"]), 0)
+        str(info["address"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def token(command: str, path: str | None) -> str | None:
     if path is None:
         return None
     try:

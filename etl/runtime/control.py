@@ -8,7 +8,8 @@ address in a run file next to the checkpoint folder, where `etl tap` and
   serves the same text on a port of the user's choice (and nothing else);
 * `GET /status`: the pipeline, its components and queries (JSON);
 * `GET /tap?component=ID&limit=N&every=S[&dead=1]`: JSON lines, one per
-  sampled row, as long as the client stays connected.
+  sampled row, as long as the client stays connected;
+* `POST /drain`: drain the run (`etl drain`; etl/runtime/draining.py).
 
 Every request needs the run's token (`Authorization: Bearer TOKEN`; a random
 one per run, in the 0600 token file beside the run file, compared in constant
@@ -111,6 +112,7 @@ class Control:
         self.address: str | None = None
         self.token = secrets.token_urlsafe(32)
         self._token_file: Path | None = None
+        self.on_drain: Any = None  # called by POST /drain (the runner's request_drain)
 
     # ------------------------------------------------------------ lifecycle
     def start(self, checkpoint: str) -> None:
@@ -137,11 +139,16 @@ class Control:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_GET(self) -> None:
+            def _admitted(self) -> bool:
+                """The request carries the token and a loopback Host (else it is answered 401/403 here)."""
                 refused = control.refused(self.headers, host, self.server.server_address[1])
                 if refused:
                     self._send(refused, b"unauthorized\n" if refused == 401 else b"forbidden\n", "text/plain",
                                {"WWW-Authenticate": 'Bearer realm="etl"'} if refused == 401 else {})
+                return not refused
+
+            def do_GET(self) -> None:
+                if not self._admitted():
                     return
                 url = urlparse(self.path)
                 if url.path == "/metrics":
@@ -154,6 +161,15 @@ class Control:
                     except BadParameter as e:
                         self._send(400, json.dumps({"error": "bad parameter", "parameter": e.name,
                                                     "expected": e.expected}).encode(), "application/json")
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def do_POST(self) -> None:
+                if not self._admitted():
+                    return
+                if full and urlparse(self.path).path == "/drain" and control.on_drain is not None:
+                    control.on_drain()
+                    self._send(202, b'{"draining": true}', "application/json")
                 else:
                     self._send(404, b"not found\n", "text/plain")
 

@@ -21,7 +21,7 @@ class Drain:
     def __init__(self, run: Any, on: bool):
         self.run = run
         self.pass_ = 1 if on else 0  # 0: not draining, 1: what is available, 2: the sentinel's pass, 3: done
-        self.asked = False
+        self.asked: str | None = None  # who asked for a drain while running (SIGUSR1, etl drain)
         self.how = "etl run --drain"
         self.nonce = files.new_nonce()  # the sentinel this run writes carries it (etl/compile/drain.py)
         self._warned: set[str] = set()
@@ -44,8 +44,8 @@ class Drain:
                 self._warned = files.warn_strays(ck, self._warned)
             if not (self.asked or files.requested(ck)):
                 return False
-            self.how = "SIGUSR1" if self.asked else "etl drain"
-            self.asked = False
+            self.how = self.asked or "etl drain"
+            self.asked = None
             if self._processing_timers():
                 log.warning("etl: drain refused: a window with `emit.timers: processing` never ends on AvailableNow; "
                             "stop the run, set `timers: event` and run `etl run --drain`")

@@ -294,9 +294,9 @@ class PipelineRun:
     def request_stop(self) -> None:
         self._stopping = True
 
-    def request_drain(self) -> None:
+    def request_drain(self, how: str = "SIGUSR1") -> None:
         """Drain a running pipeline (SIGUSR1, `etl drain`): finish the batch in flight, then drain as `--drain`."""
-        self.drain.asked = True
+        self.drain.asked = how
 
     def _graceful_stop(self) -> None:
         for q, s in zip(self.queries, self.streams):

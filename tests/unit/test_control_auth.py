@@ -99,3 +99,38 @@ def test_a_metrics_port_out_of_range_is_a_usage_error(tmp_path, port, said):
     assert r.returncode == 2
     assert f"Invalid value for '--metrics-port': Input should be {said}" in r.stderr
     assert "Traceback" not in r.stderr and "OverflowError" not in r.stderr
+
+
+def test_etl_drain_asks_the_run_with_its_token_and_nothing_else_can(tmp_path):
+    """`etl drain` POSTs /drain with the token the run file names (no request file then); without the token the
+    run is not asked (401); with no run alive the request file is written for the next run."""
+    from typer.testing import CliRunner
+
+    from etl.cli import app
+    from etl.compile import drain
+
+    (tmp_path / "p.yaml").write_text("name: p\nsources: [{id: s, type: file, path: in, format: text}]\n"
+                                     "sinks: [{id: o, type: print, input: s}]\ncheckpoint: state/checkpoint\n")
+    ck = tmp_path / "state" / "checkpoint"
+    asked: list[str] = []
+    c = Control("p")
+    c.on_drain = lambda: asked.append("drain")
+    with statedir.private():
+        c.start(str(ck))
+    try:
+        assert get_post(c, "/drain", None) == 401 and get_post(c, "/drain", "x") == 401 and asked == []
+        r = CliRunner().invoke(app, ["drain", str(tmp_path / "p.yaml")])
+        assert r.exit_code == 0, r.output
+        assert asked == ["drain"] and not drain.requested(str(ck))
+        assert get_post(c, "/tap", c.token) == 404
+    finally:
+        c.close()
+    r = CliRunner().invoke(app, ["drain", str(tmp_path / "p.yaml")])  # no run alive: for the next one
+    assert r.exit_code == 0 and asked == ["drain"] and drain.requested(str(ck))
+
+
+def get_post(c: Control, path: str, token: str | None) -> int:
+    port = int(c.address.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.request("POST", path, body=b"", headers={"Authorization": f"Bearer {token}"} if token else {})
+    return conn.getresponse().status
