@@ -2,7 +2,7 @@
 checkpoint of a windowed pipeline (offsets, commits, metadata, a RocksDB state changelog), copied and damaged one
 part at a time, each run again through the real runtime on the shared session: E412 at the pipeline's
 `checkpoint:`, never "please report" (E401) nor "the server did not answer" (E407); a checkpoint on a full
-tmpfs: E411."""
+tmpfs: E411; a stray file in the checkpoint's `_etl_drain/` moves no watermark."""
 
 from __future__ import annotations
 
