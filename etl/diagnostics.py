@@ -71,6 +71,11 @@ CODES: dict[str, str] = {
     "E406": "generator field cannot be generated",
     "E407": "connector cannot reach its server, or its Java classes are missing (scripts/setup-java.sh)",
     "E408": "the checkpoint was drained (`etl run --drain`, `etl drain`): a stateful pipeline needs a new checkpoint",
+    "E410": "the checkpoint is in use by a running `etl run` (its pid named): one run per checkpoint",
+    "E411": "disk full (ENOSPC, or a quota) where the run writes: its checkpoint, sinks or dead letters",
+    "E412": "the checkpoint is damaged: an offsets, commits or metadata file, or a state changelog or snapshot, "
+            "truncated or garbled",
+    "E413": "the checkpoint belongs to another pipeline (`_etl_pipeline.json` in it names it)",
     "E999": "internal error (a bug in etl): please report it",
 }
 

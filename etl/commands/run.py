@@ -48,12 +48,15 @@ def run(
     allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
     setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
-    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", help="serve Prometheus metrics on this "
-                                               "port (GET /metrics)"),
+    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", min=1, max=65535,
+                                               help="serve Prometheus metrics on this port (GET /metrics; "
+                                               "the run's token as bearer credentials)"),
     profile: Optional[str] = typer.Option(None, "--profile", help="light: local[1], a 512 MB heap not pre-touched, "
                                           "bounded state stores (the whole run within 1 core and 1 GB)"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="address the metrics port listens on "
                                      "(0.0.0.0: every interface)"),
+    ui: bool = typer.Option(False, "--ui", help="Spark's web UI, on 127.0.0.1 (off by default: it has no "
+                            "authentication and shows query plans with their literal values)"),
 ) -> None:
     """Run a pipeline: continuous micro-batches (the pipeline's trigger) or --once; Ctrl-C stops cleanly.
 
@@ -85,7 +88,7 @@ def run(
         raise typer.BadParameter("give --once or --drain, not both", param_hint="--drain")
     code = execute(checked, once=once, master=master, conf=spark_conf, checkpoint=checkpoint,
                    progress="none" if quiet else progress, metrics_port=metrics_port, metrics_host=metrics_host,
-                   profile=profile, drain=drain)
+                   profile=profile, drain=drain, ui=ui)
     leave(code)
 
 
@@ -99,7 +102,7 @@ def jvm_stderr_to(log: Any) -> Iterator[None]:
         return
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(str(log), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     except OSError:
         yield
         return
@@ -129,16 +132,37 @@ def leave(code: int) -> None:
 
 def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
             progress: str, metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
-            profile: str | None = None, drain: bool = False) -> int:
+            profile: str | None = None, drain: bool = False, ui: bool = False) -> int:
+    from etl.runtime import statedir
+
+    with statedir.private():  # every file of the run (and of its JVM) 0600, every folder 0700
+        return _execute(checked, once=once, master=master, conf={**statedir.HADOOP_UMASK, **conf},
+                        checkpoint=checkpoint, progress=progress, metrics_port=metrics_port,
+                        metrics_host=metrics_host, profile=profile, drain=drain, ui=ui)
+
+
+def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
+             progress: str, metrics_port: int | None, metrics_host: str, profile: str | None, drain: bool,
+             ui: bool) -> int:
     from etl.compile.context import CompileError
+    from etl.runtime import statedir
     from etl.runtime.control import Control
-    from etl.runtime.failure import PythonLog, redact_log, report, stack_of, unknown_failure
+    from etl.runtime.failure import PythonLog, checkpoint_fault, redact_log, report, stack_of, unknown_failure
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
 
     plan = checked.plan
-    log = run_log(checkpoint or plan.checkpoint)
+    ck = str(Path(checkpoint).resolve()) if checkpoint else plan.checkpoint
+    log = run_log(ck)
+    try:  # before anything is written: a refused run leaves the running one's files alone
+        statedir.lock(ck)
+        statedir.claim(ck, plan.name)
+        if log.parent.exists():  # an older run's, maybe open (a new one is made 0700 by the umask)
+            statedir.close(log.parent)
+    except (statedir.CheckpointInUse, statedir.ForeignCheckpoint, OSError) as e:
+        typer.echo(redact(checkpoint_fault(plan.graph, e).diagnostic().render()), err=True)
+        return 1
     quiet_jvm = not settings.current().log_level and not under_spark_submit()
     control = Control(plan.name, metrics_port, metrics_host)  # metrics, etl tap, etl top: before the JVM starts
     try:
@@ -149,7 +173,7 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
         return 2
     try:
         with jvm_stderr_to(log if quiet_jvm else None):
-            spark = build_session(f"etl-{plan.name}", master, conf, log_file=str(log), profile=profile)
+            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=str(log), profile=profile)
     except ValueError as e:
         control.close()
         typer.echo(redact(f"etl run: {e}"), err=True)
@@ -160,11 +184,12 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    ui = spark.sparkContext.uiWebUrl
-    if ui and progress != "none":
-        typer.echo(f"etl run: {plan.name}: Spark UI {ui} (master {spark.sparkContext.master})", err=True)
+    web = spark.sparkContext.uiWebUrl
+    if web and progress != "none":
+        typer.echo(f"etl run: {plan.name}: Spark UI {web} (master {spark.sparkContext.master})", err=True)
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
+    control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
     stops = {"n": 0}
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -13,10 +13,12 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
-from urllib.request import urlopen
+from urllib.request import Request, urlopen
 
 import typer
 
@@ -24,11 +26,29 @@ from etl.cli import app
 from etl.commands import parse_vars, redact
 
 
+@dataclass
+class Endpoint:
+    """The control endpoint of a running pipeline and the run's token (None: not known, every answer is 401)."""
+
+    address: str
+    token: str | None = None
+
+    def open(self, path: str, timeout: float = 5.0, method: str = "GET") -> Any:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        data = b"" if method == "POST" else None
+        return urlopen(Request(f"{self.address}{path}", data, headers, method=method), timeout=timeout)
+
+    def get_json(self, path: str, timeout: float = 5.0) -> Any:
+        with self.open(path, timeout) as r:
+            return json.loads(r.read())
+
+
 def resolve_address(command: str, path: str, address: str | None, checkpoint: str | None,
-                    var: list[str] | None) -> str:
-    """The control address of the running pipeline: --address, else the run file `etl run` wrote."""
+                    var: list[str] | None, token_file: str | None = None) -> Endpoint:
+    """The control endpoint of the running pipeline: --address (with --token-file), else the run file `etl run`
+    wrote and the token file it names."""
     if address:
-        return address if "://" in address else f"http://{address}"
+        return Endpoint(address if "://" in address else f"http://{address}", token(command, token_file))
     from etl.check import check_file
     from etl.runtime.control import run_file
 
@@ -38,27 +58,51 @@ def resolve_address(command: str, path: str, address: str | None, checkpoint: st
             typer.echo(redact(d.render()), err=True)
         raise typer.Exit(1)
     where = run_file(checkpoint or checked.plan.checkpoint)
-    try:
-        info = json.loads(where.read_text())
-        os.kill(int(info["pid"]), 0)
-    except (OSError, ValueError, KeyError):
+    info = live_run(where)
+    if info is None:
         typer.echo(redact(f"etl {command}: no running `etl run` of '{checked.plan.name}' on this host (no live "
                           f"run file {where})"), err=True)
         typer.echo("  hint: start it with `etl run`, pass --checkpoint if it runs with one, or --address HOST:PORT",
                    err=True)
         raise typer.Exit(1)
-    return str(info["address"])
+    return Endpoint(str(info["address"]), token(command, token_file or info.get("token_file")))
 
 
-def get_json(url: str, timeout: float = 5.0) -> Any:
-    with urlopen(url, timeout=timeout) as r:
-        return json.loads(r.read())
+def live_run(where: Path) -> dict[str, Any] | None:
+    """The run file `where` of a running `etl run` (its process alive), else None."""
+    try:
+        info = json.loads(where.read_text())
+        os.kill(int(info["pid"]), 0)
+        str(info["address"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info if isinstance(info, dict) else None
 
 
-def tap_lines(address: str, components: list[str], limit: int, every: float, dead: bool) -> Iterator[dict[str, Any]]:
+def token(command: str, path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text().strip()
+    except OSError as e:
+        typer.echo(redact(f"etl {command}: cannot read the run's token file {path}: {e.strerror or e}"), err=True)
+        typer.echo("  hint: run etl as the user who started `etl run` (the file is readable by that user only)",
+                   err=True)
+        raise typer.Exit(1) from None
+
+
+def refused(command: str, e: HTTPError) -> None:
+    """A 401/403 of the control endpoint: one line, exit 1."""
+    why = "no valid token (--token-file: the run's control.token)" if e.code == 401 else "a Host it does not serve"
+    typer.echo(f"etl {command}: the run's control endpoint refused the request ({e.code}): {why}", err=True)
+    raise typer.Exit(1)
+
+
+def tap_lines(endpoint: Endpoint, components: list[str], limit: int, every: float,
+              dead: bool) -> Iterator[dict[str, Any]]:
     query = urlencode([("component", c) for c in components] + [("limit", limit), ("every", every),
                                                                  ("dead", int(dead))])
-    with urlopen(f"{address}/tap?{query}", timeout=30) as r:
+    with endpoint.open(f"/tap?{query}", timeout=30) as r:
         for raw in r:
             line = raw.strip()
             yield json.loads(line) if line else {}  # a blank line: the server's heartbeat
@@ -69,19 +113,22 @@ def tap(
     path: str = typer.Argument(..., help="pipeline file (of a running `etl run`)"),
     components: list[str] | None = typer.Argument(None, help="component ids (default: every source and "
                                                      "transform a micro-batch computes)"),
-    limit: int = typer.Option(5, "--limit", min=1, help="rows per component and sample"),
-    every: float = typer.Option(1.0, "--every", min=0.0, help="seconds between two samples of a component"),
+    limit: int = typer.Option(5, "--limit", min=1, max=10_000, help="rows per component and sample"),
+    every: float = typer.Option(1.0, "--every", min=0.0, max=86_400.0,
+                                help="seconds between two samples of a component"),
     dead_letters: bool = typer.Option(False, "--dead-letters", help="sample the components' dead letters instead"),
     output: str = typer.Option("json", "--format", help="json (one line per row) or table"),
     count: int = typer.Option(0, "--count", min=0, help="stop after this many rows (0: until the pipeline stops)"),
     address: str | None = typer.Option(None, "--address", help="control address of the run (HOST:PORT)"),
+    token_file: str | None = typer.Option(None, "--token-file", help="the run's token file (default: the one "
+                                          "its run file names; needed with --address)"),
     checkpoint: str | None = typer.Option(None, "--checkpoint", help="checkpoint folder the run uses"),
     var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
     """Print a sample of the rows flowing out of components of a running pipeline (its sinks are unaffected)."""
     if output not in ("json", "table"):
         raise typer.BadParameter("expected json or table", param_hint="--format")
-    addr = resolve_address("tap", path, address, checkpoint, var)
+    addr = resolve_address("tap", path, address, checkpoint, var, token_file)
     wanted = list(components or [])
     try:
         status = _wait_for_queries(addr)
@@ -109,7 +156,12 @@ def tap(
         if table:
             _table(table)
     except HTTPError as e:
+        if e.code in (401, 403):
+            refused("tap", e)
         body = json.loads(e.read() or b"{}")
+        if e.code == 400:
+            typer.echo(f"etl tap: the run refused {body.get('parameter')}: expected {body.get('expected')}", err=True)
+            raise typer.Exit(2)
         bad = body.get("unknown") or body.get("hidden") or []
         if body.get("unknown"):
             msg = f"unknown component {', '.join(map(repr, bad))}; components: {', '.join(body['components'])}"
@@ -125,11 +177,11 @@ def tap(
     sys.stdout.flush()
 
 
-def _wait_for_queries(addr: str, timeout: float = 120.0) -> dict[str, Any]:
+def _wait_for_queries(addr: Endpoint, timeout: float = 120.0) -> dict[str, Any]:
     """/status once the run has compiled its queries (a tap attached at start waits for them)."""
     deadline = time.monotonic() + timeout
     while True:
-        status = get_json(f"{addr}/status")
+        status = addr.get_json("/status")
         if status.get("queries") or time.monotonic() > deadline:
             return status
         time.sleep(0.2)

@@ -11,14 +11,13 @@ import datetime
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.error import URLError
-from urllib.request import urlopen
+from urllib.error import HTTPError, URLError
 
 import typer
 
 from etl.cli import app
 from etl.commands import redact
-from etl.commands.tap import get_json, resolve_address
+from etl.commands.tap import refused, resolve_address
 
 Sample = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -107,6 +106,8 @@ def top(
     iterations: int = typer.Option(0, "--iterations", min=0, help="stop after this many refreshes (0: until "
                                    "Ctrl-C or the pipeline stops)"),
     address: str | None = typer.Option(None, "--address", help="control address of the run (HOST:PORT)"),
+    token_file: str | None = typer.Option(None, "--token-file", help="the run's token file (default: the one "
+                                          "its run file names; needed with --address)"),
     checkpoint: str | None = typer.Option(None, "--checkpoint", help="checkpoint folder the run uses"),
     var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
@@ -115,9 +116,13 @@ def top(
     from rich.console import Console, Group
     from rich.live import Live
 
-    addr = resolve_address("top", path, address, checkpoint, var)
+    addr = resolve_address("top", path, address, checkpoint, var, token_file)
     try:
-        kinds = get_json(f"{addr}/status").get("components", {})
+        kinds = addr.get_json("/status").get("components", {})
+    except HTTPError as e:
+        if e.code in (401, 403):
+            refused("top", e)
+        kinds = {}  # an endpoint serving the metrics only
     except (URLError, ValueError, OSError):  # an endpoint serving the metrics only
         kinds = {}
     console = Console()
@@ -129,7 +134,13 @@ def top(
             while True:
                 t = time.monotonic()
                 try:
-                    text = urlopen(f"{addr}/metrics", timeout=5).read().decode()
+                    with addr.open("/metrics") as r:
+                        text = r.read().decode()
+                except HTTPError as e:
+                    if e.code in (401, 403):
+                        live.stop()
+                        refused("top", e)
+                    break
                 except (URLError, OSError):
                     break  # the pipeline stopped
                 now = parse(text)

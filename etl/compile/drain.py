@@ -11,6 +11,10 @@ The batch after it (Spark's no-data batch) has its watermark past every event: w
 sessions close and are written, stream-join buffers emit their unmatched outer rows, dedupe
 state is dropped, and the sinks commit as for any batch.
 
+Only etl's own sentinel counts: each run has a random nonce, the sentinel it writes carries it, and the
+watermarks keep only rows whose nonce hashes to the run's (the plan holds the hash, not the nonce). Any
+other file in `_etl_drain/` (a stray JSON file, a sentinel of an earlier run) is ignored with a warning.
+
 The file source is always part of the plan (a query's sources are fixed by its checkpoint),
 so a pipeline run continuously can be drained later from the same checkpoint.
 
@@ -23,8 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import json
+import logging
 import os
+import secrets
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Iterator
@@ -36,15 +43,25 @@ FLAG = "_etl_drain_flag"
 SENTINEL_TIME = "9999-01-01T00:00:00.000Z"
 STATEFUL = ("window", "sigma_correlation", "join", "dedupe")
 
-_dir: ContextVar[str | None] = ContextVar("etl_drain_dir", default=None)
+log = logging.getLogger("etl.run")
+_dir: ContextVar[tuple[str, str] | None] = ContextVar("etl_drain_dir", default=None)  # (folder, nonce's hash)
+
+
+def new_nonce() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def _hash(nonce: str) -> str:
+    return hashlib.sha256(nonce.encode()).hexdigest()
 
 
 @contextlib.contextmanager
-def sentinels(checkpoint: str) -> Iterator[None]:
-    """While compiling a run's plan: every watermark reads the drain folder of `checkpoint`."""
+def sentinels(checkpoint: str, nonce: str) -> Iterator[None]:
+    """While compiling a run's plan: every watermark reads the drain folder of `checkpoint`, the sentinel of the
+    run with `nonce` only."""
     d = Path(checkpoint) / SENTINEL_DIR
     d.mkdir(parents=True, exist_ok=True)
-    token = _dir.set(str(d))
+    token = _dir.set((str(d), _hash(nonce)))
     try:
         yield
     finally:
@@ -53,12 +70,14 @@ def sentinels(checkpoint: str) -> Iterator[None]:
 
 def watermarked(df: Any, column: str, delay: str) -> Any:
     """`df.withWatermark(column, delay)`, with the drain sentinel counted by the watermark and dropped after it."""
-    d = _dir.get()
-    if d is None or not df.isStreaming:
+    drain = _dir.get()
+    if drain is None or not df.isStreaming:
         return df.withWatermark(column, delay)
     from pyspark.sql import functions as F
 
-    sentinel = df.sparkSession.readStream.schema("t timestamp").json(d)
+    d, hashed = drain
+    sentinel = df.sparkSession.readStream.schema("t timestamp, nonce string").json(d)
+    sentinel = sentinel.where(F.sha2(F.col("nonce"), 256) == F.lit(hashed))  # this run's sentinel only
     sentinel = sentinel.select(F.col("t").alias(column), F.lit(True).alias(FLAG))
     out = df.unionByName(sentinel, allowMissingColumns=True).withWatermark(column, delay)
     # The filter is a barrier: it reads the event-time column and is not deterministic (`spark_partition_id() >= 0`,
@@ -69,17 +88,37 @@ def watermarked(df: Any, column: str, delay: str) -> Any:
     return out.where(keep).drop(FLAG)
 
 
-def write_sentinel(checkpoint: str) -> None:
+def sentinel_name(nonce: str) -> str:
+    return f"sentinel-{_hash(nonce)[:16]}.json"
+
+
+def write_sentinel(checkpoint: str, nonce: str) -> None:
     d = Path(checkpoint) / SENTINEL_DIR
     d.mkdir(parents=True, exist_ok=True)
     tmp = d / ".sentinel.json.tmp"  # the file source skips names starting with '.'
-    tmp.write_text(json.dumps({"t": SENTINEL_TIME}) + "\n")
-    os.replace(tmp, d / "sentinel.json")
+    tmp.write_text(json.dumps({"t": SENTINEL_TIME, "nonce": nonce}) + "\n")
+    os.replace(tmp, d / sentinel_name(nonce))
 
 
-def mark_drained(checkpoint: str, how: str) -> None:
+def warn_strays(checkpoint: str, warned: set[str]) -> set[str]:
+    """Warn (once per name in `warned`) of the files in the drain folder that no sentinel of this run wrote:
+    the watermarks ignore them. Returns the names warned of."""
+    try:
+        names = sorted(e.name for e in os.scandir(Path(checkpoint) / SENTINEL_DIR)
+                       if not e.name.startswith((".", "_")) and e.name not in warned)
+    except FileNotFoundError:
+        return warned
+    for name in names:
+        log.warning("etl: %s/%s/%s was not written by this run's drain: ignored (only `etl drain`, SIGUSR1 or "
+                    "--drain move the watermarks)", checkpoint, SENTINEL_DIR, name)
+    return warned | set(names)
+
+
+def mark_drained(checkpoint: str, how: str, nonce: str) -> None:
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     (Path(checkpoint) / MARK).write_text(json.dumps({"drained_at": now, "how": how}) + "\n")
+    with contextlib.suppress(FileNotFoundError):  # read and committed: a later run would warn of it
+        (Path(checkpoint) / SENTINEL_DIR / sentinel_name(nonce)).unlink()
 
 
 def drained(checkpoint: str) -> dict | None:

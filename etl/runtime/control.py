@@ -8,7 +8,15 @@ address in a run file next to the checkpoint folder, where `etl tap` and
   serves the same text on a port of the user's choice (and nothing else);
 * `GET /status`: the pipeline, its components and queries (JSON);
 * `GET /tap?component=ID&limit=N&every=S[&dead=1]`: JSON lines, one per
-  sampled row, as long as the client stays connected.
+  sampled row, as long as the client stays connected;
+* `POST /drain`: drain the run (`etl drain`; etl/runtime/draining.py).
+
+Every request needs the run's token (`Authorization: Bearer TOKEN`; a random
+one per run, in the 0600 token file beside the run file, compared in constant
+time): without it the answer is 401 and no data. On 127.0.0.1 the Host header
+must name 127.0.0.1, localhost or [::1] with the server's port (403 otherwise:
+a web page's script reaching the port through DNS rebinding sends its own).
+A malformed query parameter is a 400 answer naming it.
 
 Sampling happens only while a tap is attached: after a micro-batch has been
 written by every sink, `limit(N)` over the component's frame of that batch
@@ -20,10 +28,13 @@ changes.
 from __future__ import annotations
 
 import datetime
+import hmac
 import json
 import logging
+import math
 import os
 import queue
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +45,7 @@ from urllib.parse import parse_qs, urlparse
 
 from etl.secrets import redact
 from etl.runtime.metrics import Metrics
+from etl.runtime.statedir import write_private
 
 log = logging.getLogger("etl.control")
 HEARTBEAT = 1.0  # seconds between keep-alive lines of an idle tap (a closed client is noticed on write)
@@ -42,6 +54,31 @@ HEARTBEAT = 1.0  # seconds between keep-alive lines of an idle tap (a closed cli
 def run_file(checkpoint: str) -> Path:
     """Where a running pipeline records its control address: next to its checkpoint folder."""
     return Path(checkpoint).resolve().parent / "run.json"
+
+
+def token_file(checkpoint: str) -> Path:
+    """The run's control token (0600), beside its run file: `etl tap/top/drain` and Prometheus read it."""
+    return Path(checkpoint).resolve().parent / "control.token"
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+class BadParameter(ValueError):
+    def __init__(self, name: str, expected: str):
+        super().__init__(f"{name}: expected {expected}")
+        self.name, self.expected = name, expected
+
+
+def number(args: dict[str, list[str]], name: str, default: str, kind: type, least: float, most: float) -> Any:
+    """A query parameter as `kind` (int or float) within [least, most]; BadParameter otherwise."""
+    try:
+        value = kind(args.get(name, [default])[0])
+    except ValueError:
+        value = None
+    if value is None or not math.isfinite(value) or not least <= value <= most:
+        raise BadParameter(name, f"{'an integer' if kind is int else 'a number'} from {least:g} to {most:g}")
+    return value
 
 
 @dataclass
@@ -74,6 +111,9 @@ class Control:
         self._run_file: Path | None = None
         self.closed = threading.Event()
         self.address: str | None = None
+        self.token = secrets.token_urlsafe(32)
+        self._token_file: Path | None = None
+        self.on_drain: Any = None  # called by POST /drain (the runner's request_drain)
 
     # ------------------------------------------------------------ lifecycle
     def start(self, checkpoint: str) -> None:
@@ -82,13 +122,13 @@ class Control:
         self.address = f"http://127.0.0.1:{server.server_address[1]}"
         if self.metrics_port is not None:
             self._serve(self.metrics_host, self.metrics_port, full=False)
-        path = run_file(checkpoint)
+        path, token = run_file(checkpoint), token_file(checkpoint)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(redact(json.dumps({"pipeline": self.pipeline, "address": self.address, "pid": os.getpid(),
-                                              "started": datetime.datetime.now(datetime.UTC).isoformat()})))
-            os.replace(tmp, path)
+            write_private(token, self.token)
+            self._token_file = token
+            write_private(path, redact(json.dumps({"pipeline": self.pipeline, "address": self.address,
+                                                   "pid": os.getpid(), "token_file": str(token),
+                                                   "started": datetime.datetime.now(datetime.UTC).isoformat()})))
             self._run_file = path
         except OSError as e:
             log.warning("cannot write the run file %s (etl tap/top need --address): %s", path, e)
@@ -100,38 +140,75 @@ class Control:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def _admitted(self) -> bool:
+                """The request carries the token and a loopback Host (else it is answered 401/403 here)."""
+                refused = control.refused(self.headers, host, self.server.server_address[1])
+                if refused:
+                    self._send(refused, b"unauthorized\n" if refused == 401 else b"forbidden\n", "text/plain",
+                               {"WWW-Authenticate": 'Bearer realm="etl"'} if refused == 401 else {})
+                return not refused
+
             def do_GET(self) -> None:
+                if not self._admitted():
+                    return
                 url = urlparse(self.path)
                 if url.path == "/metrics":
                     self._send(200, control.metrics.text(), "text/plain; version=0.0.4; charset=utf-8")
                 elif full and url.path == "/status":
                     self._send(200, json.dumps(control.status()).encode(), "application/json")
                 elif full and url.path == "/tap":
-                    control._tap(self, parse_qs(url.query))
+                    try:
+                        control._tap(self, parse_qs(url.query))
+                    except BadParameter as e:
+                        self._send(400, json.dumps({"error": "bad parameter", "parameter": e.name,
+                                                    "expected": e.expected}).encode(), "application/json")
                 else:
                     self._send(404, b"not found\n", "text/plain")
 
-            def _send(self, code: int, body: bytes, ctype: str) -> None:
+            def do_POST(self) -> None:
+                if not self._admitted():
+                    return
+                if full and urlparse(self.path).path == "/drain" and control.on_drain is not None:
+                    control.on_drain()
+                    self._send(202, b'{"draining": true}', "application/json")
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
                 body = redacted(body)
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = Server((host, port), Handler)
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, name=f"etl-control-{port}", daemon=True).start()
         self._servers.append(server)
         return server
 
+    def refused(self, headers: Any, host: str, port: int) -> int:
+        """0 when a request may be answered: its Host header names this loopback server (any, on an address
+        other than loopback: scraped from other machines) and it carries the run's token; else 403 or 401."""
+        if host in ("127.0.0.1", "::1", "localhost") and headers.get("Host", "") not in \
+                {f"{h}:{port}" for h in LOOPBACK}:
+            return 403
+        given = headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        ok = scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.token.encode())
+        return 0 if ok else 401
+
     def close(self) -> None:
         self.closed.set()
-        if self._run_file is not None:
-            try:
-                self._run_file.unlink()
-            except OSError:
-                pass
+        for f in (self._run_file, self._token_file):
+            if f is not None:
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
         for s in self._servers:
             s.shutdown()
             s.server_close()
@@ -197,8 +274,9 @@ class Control:
             handler.end_headers()
             handler.wfile.write(body)
             return
-        tap = Tap(wanted, max(1, int(args.get("limit", ["5"])[0])), max(0.0, float(args.get("every", ["1"])[0])),
-                  dead=args.get("dead", ["0"])[0] in ("1", "true"))
+        limit = number(args, "limit", "5", int, 1, 10_000)  # (a tap's queue holds 10,000 rows)
+        every = number(args, "every", "1", float, 0, 86_400)
+        tap = Tap(wanted, limit, every, dead=args.get("dead", ["0"])[0] in ("1", "true"))
         handler.send_response(200)
         handler.send_header("Content-Type", "application/x-ndjson")
         handler.end_headers()
@@ -218,6 +296,12 @@ class Control:
         finally:
             with self._lock:
                 self.taps.remove(tap)
+
+
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request that failed is logged (debug), never a traceback on the run's console."""
+        log.debug("control request from %s failed", client_address, exc_info=True)
 
 
 def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:

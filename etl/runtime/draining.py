@@ -9,6 +9,7 @@ after their batch in flight.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from etl.compile import drain as files
@@ -20,8 +21,11 @@ class Drain:
     def __init__(self, run: Any, on: bool):
         self.run = run
         self.pass_ = 1 if on else 0  # 0: not draining, 1: what is available, 2: the sentinel's pass, 3: done
-        self.asked = False
+        self.asked: str | None = None  # who asked for a drain while running (SIGUSR1, etl drain)
         self.how = "etl run --drain"
+        self.nonce = files.new_nonce()  # the sentinel this run writes carries it (etl/compile/drain.py)
+        self._warned: set[str] = set()
+        self._looked = -1e9
 
     def _processing_timers(self) -> bool:
         from etl.compile.windows.native import choose_timers
@@ -55,10 +59,13 @@ class Drain:
         True when queries were (re)started."""
         run, ck = self.run, self.run.checkpoint
         if self.pass_ == 0:
+            if time.monotonic() - self._looked > 5:  # a stray file dropped while running: said, not read
+                self._looked = -1e9
+                self._warned = files.warn_strays(ck, self._warned)
             if not (self.asked or files.requested(ck)):
                 return False
-            self.how = "SIGUSR1" if self.asked else "etl drain"
-            self.asked = False
+            self.how = self.asked or "etl drain"
+            self.asked = None
             if self._processing_timers():
                 log.warning("etl: drain refused: a window with `emit.timers: processing` never ends on AvailableNow; "
                             "stop the run, set `timers: event` and run `etl run --drain`")
@@ -73,13 +80,14 @@ class Drain:
         if any(s.isActive for s in run.streams):
             return False
         if self.pass_ == 1:
-            files.write_sentinel(ck)
+            self._warned = files.warn_strays(ck, self._warned)
+            files.write_sentinel(ck, self.nonce)
             self.pass_ = 2
             run._start_streams(True)
             return True
         if self.pass_ == 2:
             self._all_flushed()
-            files.mark_drained(ck, self.how)
+            files.mark_drained(ck, self.how, self.nonce)
             files.clear_request(ck)
             self.pass_ = 3
         return False

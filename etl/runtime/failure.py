@@ -8,9 +8,13 @@ the Python traceback and the Java stack of the failure, and the lines Spark logs
 about the failed task and query (etl/runtime/session.py sends them there, not to
 the console, unless ETL_LOG_LEVEL asks for Spark's logs).
 
-Which component: a sink that gave up (SinkFailed) is the sink, at its position;
-a query whose error names a connection problem of its only server source is
-that source (E407); anything else is the pipeline, at its first line (E401).
+Which component: a full disk (E411) or a damaged checkpoint (E412) is named as
+such, whoever met it (a sink retrying its write, a query reading its state);
+a sink that gave up (SinkFailed) is the sink, at its position; a query whose
+error names a connection problem of its only server source is that source
+(E407); anything else is the pipeline, at its first line (E401). A checkpoint
+held by a running `etl run` (E410) or recorded by another pipeline (E413) is
+refused before the run starts (etl/runtime/statedir.py).
 """
 
 from __future__ import annotations
@@ -32,6 +36,19 @@ UNREACHABLE = re.compile(r"Connection refused|ConnectException|UnknownHostExcept
                          r"Communications link failure|TimeoutException|timed out|Failed to (get|fetch)|"
                          r"cannot reach|Can't connect", re.I)
 SERVER_SOURCES = ("kafka", "mysql", "rocketmq")
+DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|Disk quota exceeded|\[Errno 122\]")
+# what Spark says when a part of a query's checkpoint cannot be read back: a state store's error classes, or a
+# truncated or garbled file (JSON, a stream's end) met by the code reading offsets/commits (HDFSMetadataLog),
+# metadata (StreamMetadata) or a state store's changelog or snapshot
+STATE_ERROR = re.compile(r"CANNOT_LOAD_STATE_STORE|CANNOT_READ_STREAMING_STATE_FILE|CANNOT_READ_DELTA_FILE|"
+                         r"CANNOT_READ_SNAPSHOT_FILE|CANNOT_READ_CHECKPOINT|STATE_STORE_\w*CORRUPT\w*|"
+                         r"INVALID_LOG_VERSION|UnsupportedLogVersion|Log file was malformed")
+GARBLED = re.compile(r"Unexpected end-of-input|JsonParseException|JsonEOFException|ParserUtil\$ParseException|"
+                     r"Unexpected character|Unrecognized token")
+DAMAGE = re.compile(rf"{GARBLED.pattern}|EOFException|CHECKSUM")
+FIRST = re.compile(r"Current State: INITIALIZING|Current Committed Offsets: \{\}")
+READER = re.compile(r"HDFSMetadataLog|OffsetSeqLog|CommitLog|StreamMetadata|StateStoreChangelog|RocksDBFileManager|"
+                    r"HDFSBackedStateStore|StateSchemaCompatibilityChecker|OperatorStateMetadata")
 
 
 def log_file(checkpoint: str, now: datetime.datetime | None = None) -> Path:
@@ -170,11 +187,75 @@ def field_span(graph: Any, node: Any, field: str | None) -> Span:
     return node.span
 
 
+def checkpoint_span(graph: Any) -> Span:
+    """The pipeline's `checkpoint:` (its first line when it has none)."""
+    if graph.smap is not None and ("checkpoint",) in graph.smap.values:
+        return graph.smap.value(("checkpoint", "path"))
+    return pipeline_span(graph)
+
+
+def checkpoint_fault(graph: Any, err: BaseException) -> Failure:
+    """A checkpoint a run may not use (etl/runtime/statedir.py), found before it starts."""
+    from etl.runtime.statedir import CheckpointInUse, ForeignCheckpoint
+
+    span, what = checkpoint_span(graph), f"pipeline '{graph.name}'"
+    if isinstance(err, CheckpointInUse):
+        return Failure("E410", what, str(err), span, f"one run per checkpoint: stop that run first (kill -TERM "
+                       f"{err.pid or '<pid>'}), or give this one its own checkpoint (--checkpoint DIR)")
+    if isinstance(err, ForeignCheckpoint):
+        return Failure("E413", what, f"{err}, not to '{graph.name}'", span,
+                       "give each pipeline its own checkpoint (checkpoint: or --checkpoint DIR); resuming another "
+                       "pipeline's offsets and state would read wrong data")
+    return fault(graph, f"{type(err).__name__}: {err}", "") or Failure(
+        "E412", what, f"the checkpoint cannot be used: {err}", span,
+        "check the folder's owner and permissions (only the user running etl should read it)")
+
+
+def fault(graph: Any, cause: str, full: str, stack: str = "") -> Failure | None:
+    """A full disk (E411) or a damaged checkpoint (E412), whichever part of the run met it; None: neither."""
+    found = fault_line(f"{cause}\n{full}\n{stack}")
+    if found is None:
+        return None
+    code, line = found
+    where, what = checkpoint_span(graph), f"pipeline '{graph.name}'"
+    if code == "E411":
+        return Failure(code, what, f"disk full: {line}", where, f"free space (or raise the quota) where the "
+                       f"checkpoint, the sinks and the dead letters write (df -h), then run again: {RESUME}", stack)
+    return Failure(code, what, f"the checkpoint is damaged: {line}", where,
+                   "a file of the checkpoint is truncated or not what Spark wrote (the log names it): restore the "
+                   "checkpoint from a backup, or start over with a new one (--checkpoint DIR, or remove the folder: "
+                   "every source is read again)", stack)
+
+
+def fault_line(text: str) -> tuple[str, str] | None:
+    """("E411", the line saying the disk is full) or ("E412", the line saying the checkpoint cannot be read back);
+    a truncated file counts when the error comes from a checkpoint reader, garbled JSON also before the run's
+    first commit (Spark reads the offsets, commits and metadata back while the query has committed nothing yet;
+    its stack may not name the reader)."""
+    if found := DISK_FULL.search(text):
+        return "E411", _line(text, found)
+    found = STATE_ERROR.search(text) or (DAMAGE.search(text) if READER.search(text) else None) or \
+        (GARBLED.search(text) if FIRST.search(text) else None)
+    if found:
+        return "E412", _line(text, found)
+    return None
+
+
+def _line(text: str, found: re.Match[str]) -> str:
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    line = text[start:end if end >= 0 else None].strip()
+    return line.removeprefix("Caused by: ").lstrip(": ")[:300]  # (py4j puts ": " before the Java exception)
+
+
 def sink_failure(graph: Any, err: Any, stack: str) -> Failure:
     """A sink that gave up on a batch (etl.runtime.sink.SinkFailed)."""
     node = graph.nodes.get(getattr(err, "sink_id", None) or "")
     unreachable = getattr(err, "unreachable", False)
     cause = getattr(err, "cause", None) or str(err)
+    found = fault(graph, cause, str(err), stack)
+    if found is not None:
+        return found
     if node is None:
         return Failure("E401", f"pipeline '{graph.name}'", cause, pipeline_span(graph), RESUME, stack)
     what = f"{node.type} sink '{node.id}'"
@@ -187,6 +268,9 @@ def sink_failure(graph: Any, err: Any, stack: str) -> Failure:
 def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: str) -> Failure:
     """A query that failed with no sink to blame: its server source when the error says it cannot be reached,
     else the pipeline (a bug in etl or Spark, or a condition etl does not know)."""
+    found = fault(graph, cause, full, stack)
+    if found is not None:
+        return found
     servers = [graph.nodes[s] for s in sources if s in graph.nodes and graph.nodes[s].type in SERVER_SOURCES]
     if len(servers) == 1 and UNREACHABLE.search(full):
         node = servers[0]
@@ -198,6 +282,10 @@ def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: 
 
 def unknown_failure(graph: Any, cause: str | BaseException, stack: str = "") -> Failure:
     """A failure etl has no component for: the pipeline, at its first line."""
+    found = fault(graph, f"{type(cause).__name__}: {cause}" if isinstance(cause, OSError) else str(cause), "",
+                  stack)
+    if found is not None:
+        return found
     if isinstance(cause, BaseException):
         cause = ((redact(str(cause)) or "").strip().splitlines() or [type(cause).__name__])[0][:500]  # (redacted, then cut)
     return Failure("E401", f"pipeline '{graph.name}'", cause, pipeline_span(graph),

@@ -282,7 +282,7 @@ class PipelineRun:
         from etl.compile import drain as drain_files
 
         drain_files.refuse_drained(self.graph, self.checkpoint)
-        with drain_files.sentinels(self.checkpoint):
+        with drain_files.sentinels(self.checkpoint, self.drain.nonce):
             self.queries = self.compiler.queries()
         for q in self.queries:
             for o in q.outputs:
@@ -318,9 +318,9 @@ class PipelineRun:
     def request_stop(self) -> None:
         self._stopping = True
 
-    def request_drain(self) -> None:
+    def request_drain(self, how: str = "SIGUSR1") -> None:
         """Drain a running pipeline (SIGUSR1, `etl drain`): finish the batch in flight, then drain as `--drain`."""
-        self.drain.asked = True
+        self.drain.asked = how
 
     def _graceful_stop(self) -> None:
         for q, s in zip(self.queries, self.streams):

@@ -1,4 +1,5 @@
 """`etl drain PIPELINE`: a request file in the checkpoint (the running `etl run` drains when it appears)."""
+import hashlib
 import json
 from pathlib import Path
 
@@ -32,9 +33,26 @@ def test_drain_command_writes_request_and_waits(tmp_path):
 
 def test_drain_record(tmp_path):
     assert drain.drained(str(tmp_path)) is None
-    drain.mark_drained(str(tmp_path), "etl run --drain")
+    drain.write_sentinel(str(tmp_path), "n0nce")
+    name = drain.sentinel_name("n0nce")
+    assert name == f"sentinel-{hashlib.sha256(b'n0nce').hexdigest()[:16]}.json"
+    assert json.loads((tmp_path / drain.SENTINEL_DIR / name).read_text()) == {"t": drain.SENTINEL_TIME,
+                                                                              "nonce": "n0nce"}
+    assert [f.name for f in (tmp_path / drain.SENTINEL_DIR).iterdir()] == [name]
+    drain.mark_drained(str(tmp_path), "etl run --drain", "n0nce")
     rec = json.loads((Path(tmp_path) / drain.MARK).read_text())
     assert rec["how"] == "etl run --drain" and drain.drained(str(tmp_path)) == rec
-    drain.write_sentinel(str(tmp_path))
-    assert json.loads((tmp_path / drain.SENTINEL_DIR / "sentinel.json").read_text()) == {"t": drain.SENTINEL_TIME}
-    assert [f.name for f in (tmp_path / drain.SENTINEL_DIR).iterdir()] == ["sentinel.json"]
+    assert list((tmp_path / drain.SENTINEL_DIR).iterdir()) == []  # read and committed: removed
+
+
+def test_a_stray_file_in_the_drain_folder_is_named_once_and_ignored(tmp_path, caplog):
+    d = tmp_path / drain.SENTINEL_DIR
+    d.mkdir()
+    (d / "evil.json").write_text(json.dumps({"t": drain.SENTINEL_TIME}) + "\n")
+    (d / ".part.tmp").write_text("")  # the file source skips hidden names: so does the warning
+    with caplog.at_level("WARNING", logger="etl.run"):
+        warned = drain.warn_strays(str(tmp_path), set())
+        assert drain.warn_strays(str(tmp_path), warned) == {"evil.json"}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"etl: {tmp_path}/_etl_drain/evil.json was not written by this run's drain: ignored (only `etl drain`, "
+        "SIGUSR1 or --drain move the watermarks)"]

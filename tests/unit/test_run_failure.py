@@ -7,7 +7,7 @@ import textwrap
 
 from etl import settings
 from etl.check import check_file
-from etl.runtime.failure import log_file, query_failure, sink_failure
+from etl.runtime.failure import log_file, query_failure, sink_failure, unknown_failure
 from etl.runtime.runner import _clean
 from etl.runtime.session import QUIET_LOGGERS, log4j_text
 from etl.runtime.sink import SinkFailed
@@ -60,6 +60,32 @@ def test_a_sink_past_its_retries_is_e407_at_the_sink_and_a_terminal_error_e401(t
     refused = SinkFailed("file sink 'copy' (p.yaml:10:5): x", "copy", "write failed: denied (terminal error)")
     d = sink_failure(g, refused, "").diagnostic()
     assert (d.code, d.span.line, d.message) == ("E401", 10, "file sink 'copy': write failed: denied (terminal error)")
+
+
+def test_a_full_disk_is_e411_whoever_met_it_never_a_server_that_did_not_answer(tmp_path):
+    g = graph(tmp_path)  # (no checkpoint: in the pipeline file: its first line)
+    full = SinkFailed("file sink 'db' (p.yaml:9:5): x", "db", "write failed after 8 attempts (retry.max_attempts=8): "
+                      "java.io.IOException: No space left on device", unreachable=True)
+    d = sink_failure(g, full, "").diagnostic()
+    assert (d.code, d.span.line, d.span.col) == ("E411", 1, 1)
+    assert d.message == ("pipeline 'shop': disk full: write failed after 8 attempts (retry.max_attempts=8): "
+                         "java.io.IOException: No space left on device")
+    assert "server" not in d.hint and "please report" not in d.hint
+    d = unknown_failure(g, OSError(28, "No space left on device")).diagnostic()
+    assert (d.code, d.message) == ("E411", "pipeline 'shop': disk full: OSError: [Errno 28] No space left on device")
+
+
+def test_a_truncated_state_file_is_e412_but_a_servers_eof_is_not(tmp_path):
+    g = graph(tmp_path)
+    state = ("org.apache.spark.SparkException: [CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during "
+             "loading state.  SQLSTATE: 58030\nCaused by: java.io.EOFException: Stream ended prematurely")
+    d = query_failure(g, ["files"], "x", state, "").diagnostic()
+    assert (d.code, d.message) == ("E412", "pipeline 'shop': the checkpoint is damaged: org.apache.spark."
+                                           "SparkException: [CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error "
+                                           "occurred during loading state.  SQLSTATE: 58030")
+    eof = ("java.io.EOFException: Can not read response from server\nCurrent Committed Offsets: {}\n"
+           "Current State: ACTIVE")  # a first batch that lost its server: no checkpoint reader in it
+    assert query_failure(g, ["orders"], "x", eof, "").diagnostic().code == "E401"
 
 
 def test_the_cause_is_the_innermost_python_exception_of_a_traceback():

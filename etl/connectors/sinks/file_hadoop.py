@@ -52,10 +52,14 @@ def hadoop_uri(path: str, resolve: Callable[[str], str]) -> str:
 
 def java_error(e: Any) -> Exception | None:
     """A py4j error of a Hadoop call or of a Spark write job as TransientError (an I/O error anywhere in its
-    causes) or TerminalError (missing, forbidden); None: not an I/O error (a Python worker that ended is not one,
-    though its socket's error is)."""
+    causes) or TerminalError (missing, forbidden; a full disk or a damaged checkpoint met by the write job, as
+    etl.runtime.failure names them: retrying cannot help); None: not an I/O error (a Python worker that ended is
+    not one, though its socket's error is)."""
+    from etl.runtime.failure import fault_line
+
+    chain: list[tuple[list[str], str]] = []
     ex = e.java_exception
-    while ex is not None:
+    while ex is not None and len(chain) < 20:
         names = []
         cls = ex.getClass()
         while cls is not None:
@@ -64,11 +68,16 @@ def java_error(e: Any) -> Exception | None:
         msg = f"{names[0]}: {ex.getMessage()}"
         if WORKER_ENDED in msg:  # a Python function ended its worker: the runner's retry (etl.compile.bounds)
             return None
+        chain.append((names, msg))
+        ex = ex.getCause()
+    found = fault_line("\n".join(msg for _, msg in chain))
+    if found is not None:
+        return TerminalError(found[1])
+    for names, msg in chain:
         if any(n in TERMINAL for n in names):
             return TerminalError(msg)
         if "java.io.IOException" in names:
             return TransientError(msg)
-        ex = ex.getCause()
     return None
 
 
