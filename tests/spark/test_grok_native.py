@@ -101,6 +101,29 @@ def test_native_syslog_equals_spark_regexp(spark):
     assert sum(v is not None for v in want.values()) >= 9
 
 
+EVIL = "\u00e9" + "xyz" * 300  # non-ASCII: java.util.regex answers, and backtracks past its step budget
+GREEDY4 = "%{{GREEDYDATA{0}}}x%{{GREEDYDATA{1}}}y%{{GREEDYDATA}}z%{{GREEDYDATA}}!$"
+
+
+def test_three_answers_no_match_matched_without_captures_and_gave_up(spark):
+    """Grok.java's answers are told apart by the array alone: null (no match), one element per field (matched,
+    empty for a pattern without captures: `%{IPV4}` on 127.0.0.1 matches), one more (gave up); the Spark-only
+    path gives the same for the first two."""
+    rows = ["127.0.0.1", "INFO", "/opt/x", "- - -", EVIL, "axbyczd!"]
+    for pattern, want in [
+        ("%{IPV4}", {0: [], 1: None, 2: None, 3: None, 4: None, 5: None}),
+        ("%{LOGLEVEL}", {0: None, 1: [], 2: None, 3: None, 4: None, 5: None}),
+        ("^%{UNIXPATH}$", {0: None, 1: None, 2: [], 3: None, 4: None, 5: None}),
+        ("%{IPV4:ip}", {0: ["127.0.0.1"], 1: None, 2: None, 3: None, 4: None, 5: None}),
+    ]:
+        for native, program in [(True, True), (True, False), (False, True)]:
+            assert captures(spark, rows, pattern, native=native, program=program) == want, (pattern, native)
+    for pattern, fields in [(GREEDY4.format("", ""), 0), (GREEDY4.format(":a", ":b"), 2)]:
+        got = captures(spark, rows, pattern, native=True, program=False)
+        assert got[4] == [None] * (fields + 1)  # gave up: one element more than there are fields
+        assert got[5] == ["a", "b"][:fields] and got[3] is None
+
+
 def test_the_program_answers_every_well_formed_access_line(spark):
     from etl.compile.transforms import grok as gk
     from etl.grokvm import FALLBACK, Program, run

@@ -125,6 +125,20 @@ def test_grok_line_past_the_regex_step_budget_is_a_dead_letter(spark, tmp_path):
     assert dead == [("no", "no match for grok pattern"), (evil, GAVE_UP)]
 
 
+def test_grok_pattern_without_captures_filters_lines(spark, tmp_path):
+    # a pattern without named captures matches as in Logstash (it was a dead letter with the "gave up" reason):
+    # the line passes unchanged, and one that does not match is a dead letter saying so
+    out = run_events(spark, tmp_path, """
+        name: t-grok4
+        sources: [{id: src, type: file, path: in, format: text}]
+        transforms:
+          - {id: g, type: grok, input: src, field: line, pattern: '^%{IPV4}$'}
+        sinks: [{id: out, type: file, input: g, path: out}]
+    """, {"src": [{"line": "127.0.0.1"}, {"line": "10.0.0.256"}]})
+    assert out["out"] == [{"line": "127.0.0.1"}]
+    assert [(d["payload"], d["reason"]) for d in out["dead_letter"]] == [("10.0.0.256", "no match for grok pattern")]
+
+
 def test_parse_json_kv_csv_with_malformed_rows(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-parse

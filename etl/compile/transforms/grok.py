@@ -18,7 +18,10 @@ A line that does not match, and a field that does not convert, is a failure:
 dead letter (default), dropped, or kept with NULL fields (`on_error`). An empty
 capture is NULL (as with regexp_extract, an empty and a missing group look alike).
 So is a line on which java.util.regex runs past its step budget (it backtracks:
-etl/jvm/CountedText.java), with its own reason, GAVE_UP.
+etl/jvm/CountedText.java), with its own reason, GAVE_UP. The three answers of a line
+(etl/jvm/Grok.java) are told apart by the captures array alone: NULL (no match), one
+element per field (matched; a pattern without captures gives an empty array, and matches
+like any other), one element more (gave up).
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ def program_reason(g: Any) -> str | None:
 
 
 def with_captures(df: Any, line: Any, g: Any, name: str, engine: str = "grok-program") -> Any:
-    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match.
+    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match, one
+    element more than there are fields when the regex gave up (etl/jvm/Grok.java).
     `engine`: grok-program | java-regex (etl/jvm/Grok.java) | spark-regexp (`with_captures_sql`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
@@ -99,6 +103,8 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
     from etl.compile.deadletter import fence
 
     n = len(g.fields)
+    if n == 0:  # matched or not, nothing to cut (split would give one empty element)
+        return df.withColumn(name, fence(F.when(line.rlike(g.java_regex), F.array().cast("array<string>"))))
     search = "(?s)^.*?(?:" + g.java_regex + ").*$"
     replacement = MARK + SEP.join(f"${f.group}" for f in g.fields)
     special = F.contains(line, F.lit(SEP)) | F.contains(line, F.lit(MARK))
@@ -124,7 +130,8 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     groups = "_etl_groups"
     staged = with_captures(df, line, g, groups, ctx.built_with(node, "captures"))
     found = F.col(groups)
-    arr = F.when(F.size(found) != 0, found)  # empty: the regex gave up on the line (etl/jvm/Grok.java)
+    gave_up = F.size(found) == len(g.fields) + 1  # one element more: the regex gave up (etl/jvm/Grok.java)
+    arr = F.when(~gave_up, found)
 
     values: dict[str, Any] = {}
     raw: dict[str, Any] = {}
@@ -136,7 +143,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         values[name] = text if typ == "string" else text.try_cast(SPARK_TYPES[typ])
 
     err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
-        F.size(found) == 0, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
+        gave_up, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
     for name, typ in g.captures:
         if typ != "string":
             err = err.when(raw[name].isNotNull() & values[name].isNull(),
