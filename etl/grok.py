@@ -23,20 +23,22 @@ occurrence and a consumer takes the first non-null group (``GrokPattern.match``
 does). Only the first occurrence is a named group in ``python_regex``; later
 ones are named ``<field>__<n>`` (Python forbids duplicate names).
 
-The bundled pattern files are pygrok's (the classic Logstash set); they are
+The bundled pattern files are Logstash's two current libraries (etl/grok_patterns:
+``legacy``, the default, and ``ecs-v1``; scripts/grok_patterns.py extracts them
+from Maven Central's elasticsearch-grok, ``library_version()`` names it); they are
 read once per process. ``expand`` is cached.
 """
 from __future__ import annotations
 
 import difflib
 import functools
-import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from importlib.util import find_spec
+from pathlib import Path
 
-__all__ = ["GrokError", "GrokField", "GrokPattern", "expand", "pattern_names", "bundled_patterns"]
+__all__ = ["GrokError", "GrokField", "GrokPattern", "expand", "pattern_names", "bundled_patterns", "LIBRARIES",
+           "library_version"]
 
 FIELD_TYPES = ("string", "int", "float")
 MAX_REGEX_CHARS = 200_000  # an expanded pattern longer than this is refused: 20x the largest bundled one
@@ -47,11 +49,39 @@ _FIELD_RE = re.compile(r"[A-Za-z_@][A-Za-z0-9_@.\-]*\Z")
 _REF_RE = re.compile(r"%\{([^{}]*)\}")
 _QUANT_RE = re.compile(r"\{(\d*)(,(\d*))?\}")
 _GLOBAL_FLAGS_RE = re.compile(r"\(\?([aiLmsux]+)\)")
+# POSIX brackets on ASCII (Oniguruma's, and Onigmo's in Logstash, on ASCII characters)
 _POSIX = {
     "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
-    "space": r" \t\r\n\v\f", "xdigit": "0-9A-Fa-f", "punct": r"!-/:-@\[-`{-~", "word": r"\w",
-    "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e",
+    "space": r"\t-\r ", "xdigit": "0-9A-Fa-f", "punct": r"!-/:-@\[-`{-~", "word": r"0-9A-Za-z_",
+    "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e", "ascii": r"\x00-\x7f",
 }
+# ... and on any character, in java.util.regex: Unicode-aware like Logstash's (Joni, Ruby syntax), where a POSIX
+# bracket matches non-ASCII characters (while \w, \d, \s stay ASCII); xdigit is ASCII in both
+_GRAPH_JAVA = r"[^\p{IsWhite_Space}\p{Cc}\p{Cs}\p{Cn}]"
+_POSIX_JAVA = {
+    "alpha": r"\p{IsAlphabetic}", "digit": r"\p{IsDigit}", "alnum": r"\p{IsAlphabetic}\p{IsDigit}",
+    "upper": r"\p{IsUppercase}", "lower": r"\p{IsLowercase}", "space": r"\p{IsWhite_Space}",
+    "xdigit": "0-9A-Fa-f", "punct": r"\p{IsPunctuation}\$+<=>\^`|~", "word": r"\p{IsAlphabetic}\p{M}\p{IsDigit}\p{Pc}",
+    "blank": r"\p{Zs}\t", "cntrl": r"\p{Cc}", "print": _GRAPH_JAVA + r"\p{Zs}", "graph": _GRAPH_JAVA,
+    "ascii": r"\x00-\x7f",
+}
+_POSIX_RE = re.compile(r"\[:(\^?)([a-z]+):\]")
+
+
+@functools.cache
+def _posix(name: str, negated: bool) -> tuple[str, str]:
+    """Class items of POSIX bracket `name` (negated: ``[:^name:]``) for (the Python dialect, java.util.regex)."""
+    if not negated:
+        return _POSIX[name], _POSIX_JAVA[name]
+    inside = re.compile(f"[{_POSIX[name]}]")
+    out, k = [], 0
+    for c in range(128):  # the complement of the ASCII set, up to the last code point
+        if inside.match(chr(c)):
+            if k < c:
+                out.append(f"\\x{k:02x}-\\x{c - 1:02x}")
+            k = c + 1
+    out.append(f"\\x{k:02x}-\\U0010ffff")
+    return "".join(out), "[^" + _POSIX_JAVA[name] + "]"
 
 
 class GrokError(ValueError):
@@ -120,11 +150,14 @@ class GrokPattern:
 
 # --------------------------------------------------------------------------- patterns
 
-def _patterns_dir() -> str | None:
-    spec = find_spec("pygrok")  # locate without importing (pygrok imports `regex`)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return os.path.join(list(spec.submodule_search_locations)[0], "patterns")
+LIBRARIES = ("legacy", "ecs-v1")  # Logstash's two pattern sets (ecs_compatibility => disabled | v1)
+_LIBRARY_DIR = Path(__file__).resolve().parent / "grok_patterns"  # scripts/grok_patterns.py fills it
+
+
+@functools.cache
+def library_version() -> str:
+    """The artifact the bundled libraries come from, e.g. 'org.elasticsearch:elasticsearch-grok:8.17.0'."""
+    return (_LIBRARY_DIR / "VERSION").read_text(encoding="utf-8").strip()
 
 
 def parse_pattern_text(text: str) -> dict[str, str]:
@@ -141,20 +174,19 @@ def parse_pattern_text(text: str) -> dict[str, str]:
 
 
 @functools.cache
-def bundled_patterns() -> dict[str, str]:
-    """All bundled pattern definitions, NAME -> regex (read once per process)."""
-    d = _patterns_dir()
+def bundled_patterns(library: str = "legacy") -> dict[str, str]:
+    """The definitions of one bundled library (LIBRARIES), NAME -> regex (read once per process). As in
+    Logstash, the files are read in name order and a later definition of a name replaces an earlier one."""
+    if library not in LIBRARIES:
+        raise GrokError(f"grok: unknown pattern library {library!r} (legacy or ecs-v1)", library)
     out: dict[str, str] = {}
-    if d is None or not os.path.isdir(d):
-        return out
-    for fn in sorted(os.listdir(d)):
-        with open(os.path.join(d, fn), encoding="utf-8") as fh:
-            out.update(parse_pattern_text(fh.read()))
+    for f in sorted((_LIBRARY_DIR / library).iterdir()):
+        out.update(parse_pattern_text(f.read_text(encoding="utf-8")))
     return out
 
 
-def pattern_names(custom: dict[str, str] | None = None) -> list[str]:
-    names = set(bundled_patterns())
+def pattern_names(custom: dict[str, str] | None = None, library: str = "legacy") -> list[str]:
+    names = set(bundled_patterns(library))
     if custom:
         names.update(custom)
     return sorted(names)
@@ -304,13 +336,20 @@ class _Emitter:
         return i + 2
 
     def _char_class(self, body: str, i: int) -> int:
-        py = ["["]
-        java = ["["]
-        j = i + 1
-        if j < len(body) and body[j] == "^":
-            py.append("^")
-            java.append("^")
-            j += 1
+        neg, py, java, end = self._class_body(body, i + 1)
+        self.both("[" + "^" * neg + py + "]", "[" + "^" * neg + java + "]")
+        return end
+
+    def _class_body(self, body: str, j: int) -> tuple[bool, str, str, int]:
+        """The class whose body starts at `j` (after its '['): (negated, python items, java items, end).
+
+        As in Oniguruma, a class inside a class is a union (``[[[:alnum:]]_%]``: alphanumerics, '_' or '%'),
+        and a POSIX bracket is Unicode-aware in java.util.regex (``_POSIX_JAVA``) and exact on ASCII in the
+        Python dialect (``_POSIX``: read on ASCII lines only, by etl/grokvm)."""
+        py: list[str] = []
+        java: list[str] = []
+        neg = j < len(body) and body[j] == "^"
+        j += neg
         if j < len(body) and body[j] == "]":
             py.append("\\]")
             java.append("\\]")
@@ -328,22 +367,31 @@ class _Emitter:
                 j += 2
                 continue
             if c == "]":
-                py.append("]")
-                java.append("]")
-                self.both("".join(py), "".join(java))
-                return j + 1
+                return neg, "".join(py), "".join(java), j + 1
             if c == "[":
-                m = re.match(r"\[:(\^?)([a-z]+):\]", body[j:])
-                if m and m.group(2) in _POSIX and not m.group(1):
-                    py.append(_POSIX[m.group(2)])
-                    java.append(_POSIX[m.group(2)])
-                    j += m.end()
+                m = _POSIX_RE.match(body, j)
+                if m and m.group(2) in _POSIX:
+                    p, jv = _posix(m.group(2), bool(m.group(1)))
+                    py.append(p)
+                    java.append(jv)
+                    j = m.end()
                     continue
-                py.append("\\[")
-                java.append("\\[")
-                j += 1
+                if body.startswith("[:", j):  # '[:' not a POSIX bracket: literal, as in Oniguruma
+                    py.append("\\[")
+                    java.append("\\[")
+                    j += 1
+                    continue
+                ineg, ipy, ijava, j = self._class_body(body, j + 1)
+                if ineg:
+                    raise GrokError(f"grok: a negated class inside a class ('[^' after '[') is not supported in "
+                                    f"{self.ctx}", hint="write the negation on the outer class")
+                py.append(ipy)
+                java.append(ijava)
                 continue
-            if c in "&|~" and body.startswith(c + c, j):  # Java intersection / Python set-op warnings
+            if c == "&" and body.startswith("&&", j):
+                raise GrokError(f"grok: class intersection '&&' (Oniguruma) is not supported in {self.ctx}",
+                                hint="write the intersection out as one class")
+            if c in "|~" and body.startswith(c + c, j):  # Python set-op warnings
                 py.append(f"\\{c}\\{c}")
                 java.append(f"\\{c}\\{c}")
                 j += 2
@@ -408,8 +456,8 @@ class _Emitter:
 
 
 @functools.lru_cache(maxsize=1024)
-def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...]) -> GrokPattern:
-    defs = bundled_patterns()
+def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...], library: str) -> GrokPattern:
+    defs = bundled_patterns(library)
     if custom_items:
         defs = {**defs, **dict(custom_items)}
     em = _Emitter(defs, pattern)
@@ -429,10 +477,11 @@ def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...]) -> G
     return GrokPattern(pattern, py, java, tuple(em.fields), compiled)
 
 
-def expand(pattern: str, custom: dict[str, str] | None = None) -> GrokPattern:
-    """Expand a grok pattern; raise GrokError for unknown names or bad regexes."""
+def expand(pattern: str, custom: dict[str, str] | None = None, library: str = "legacy") -> GrokPattern:
+    """Expand a grok pattern with the definitions of `library` (LIBRARIES) and `custom` ones (which replace
+    bundled ones of the same name); raise GrokError for unknown names or bad regexes."""
     items = tuple(sorted(custom.items())) if custom else ()
     try:
-        return _expand_cached(pattern, items)
+        return _expand_cached(pattern, items, library)
     except RecursionError:
         raise GrokError(f"grok: pattern {pattern!r} nests too deeply") from None

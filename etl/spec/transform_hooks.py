@@ -158,7 +158,7 @@ class GrokHooks:
         cols = cx.first(inputs)
         found = cx.need(cols, self.field, cx.span(node, "field"), cx.where(node, "field"))
         try:
-            g = expand(self.pattern, self.custom_patterns or None)
+            g = expand(self.pattern, self.custom_patterns or None, self.patterns)
         except GrokError as e:
             hint = e.hint
             if e.suggestions:
@@ -195,8 +195,10 @@ class GrokHooks:
         return cx.span(node, "pattern")
 
     def explain_lines(self: Any) -> list[str]:
+        from etl.grok import library_version
+
         return [f"{self.field} =~ {self.pattern}" + ("" if self.keep_original else f" (drops {self.field})"),
-                f"on error: {self.on_error}"]
+                f"patterns: {self.patterns} ({library_version()})", f"on error: {self.on_error}"]
 
 
 class ParseHooks:

@@ -87,6 +87,8 @@ class GrokTransform(GrokHooks, TransformBase):
     field: str = Field(description="text column to parse")
     pattern: str = Field(description="grok pattern, e.g. '%{COMBINEDAPACHELOG}'")
     custom_patterns: dict[str, str] = Field(default_factory=dict, description="extra NAME -> regex definitions")
+    patterns: Literal["legacy", "ecs-v1"] = Field(
+        default="legacy", description="Logstash's pattern library: legacy (ecs_compatibility => disabled) or ecs-v1")
     keep_original: bool = Field(default=True, description="keep the parsed text column")
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
         default="dead_letter", description="what to do with a line that does not match")

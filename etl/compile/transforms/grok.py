@@ -45,7 +45,7 @@ def expand(node: Node) -> Any:
     from etl.grok import GrokError, expand as grok_expand
 
     try:
-        return grok_expand(node.spec.pattern, dict(node.spec.custom_patterns) or None)
+        return grok_expand(node.spec.pattern, dict(node.spec.custom_patterns) or None, node.spec.patterns)
     except GrokError as e:
         hint = f"did you mean {', '.join(e.suggestions)}?" if getattr(e, "suggestions", ()) else None
         raise CompileError(f"grok '{node.id}': {e}", node, "pattern", hint, code="E302") from None
