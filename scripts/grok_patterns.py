@@ -26,9 +26,18 @@ POM = ROOT / "java" / "pom.xml"
 OUT = ROOT / "etl" / "grok_patterns"
 LIBRARIES = ("legacy", "ecs-v1")
 ARTIFACT = "org.elasticsearch:elasticsearch-grok"
+# Where Elasticsearch's copy of ecs-v1 garbled Logstash's field references when it rewrote [a][b] as a.b, the
+# text Logstash's own file means (logstash-patterns-core, patterns/ecs-v1): (file, as in the jar, fixed, count)
+FIXUPS = (
+    ("ecs-v1/firewalls", r"\%{DATA:[@metadata.cisco.asa.hashcode1}", r"\[%{DATA:@metadata.cisco.asa.hashcode1}", 3),
+    ("ecs-v1/firewalls", "%{DATA:source.user.name?}", "%{DATA:source.user.name}", 1),
+    ("ecs-v1/firewalls", r"\\s*%{DATA:[cisco.asa.burst.object}", r"\[\s*%{DATA:cisco.asa.burst.object}", 1),
+    ("ecs-v1/httpd", "%{POSINT:apache.error.proxy.error.code?}", "%{POSINT:apache.error.proxy.error.code}", 1),
+)
 NOTICE = ("Grok pattern files of logstash-plugins/logstash-patterns-core (Apache License 2.0,\n"
           "https://github.com/logstash-plugins/logstash-patterns-core), as shipped in {artifact}:{version}\n"
-          "(Maven Central: patterns/legacy/*, patterns/ecs-v1/*), extracted unchanged by scripts/grok_patterns.py.\n")
+          "(Maven Central: patterns/legacy/*, patterns/ecs-v1/*), extracted by scripts/grok_patterns.py, which\n"
+          "restores 6 field references of ecs-v1 that Elasticsearch's copy garbled (its FIXUPS).\n")
 
 
 def version() -> str:
@@ -69,6 +78,11 @@ def expected(jar: Path) -> dict[str, bytes]:
     """Every file etl/grok_patterns should hold, relative path -> content."""
     v = version()
     out = files_in(jar)
+    for rel, old, new, count in FIXUPS:
+        text = out[rel].decode("utf-8")
+        if text.count(old) != count:
+            raise SystemExit(f"{rel}: expected {count} x {old!r}, found {text.count(old)} (a new version: review FIXUPS)")
+        out[rel] = text.replace(old, new).encode("utf-8")
     out["VERSION"] = f"{ARTIFACT}:{v}\n".encode()
     out["NOTICE"] = NOTICE.format(artifact=ARTIFACT, version=v).encode()
     return out

@@ -161,7 +161,7 @@ def test_unknown_pattern_name_suggests():
 
 
 @pytest.mark.parametrize("pattern,custom,fragment", [
-    ("%{INT:n:long}", None, "unknown type 'long'"),
+    ("%{INT:n:integer}", None, "unknown type 'integer'"),
     ("%{INT:a b}", None, "invalid field name"),
     ("%{A:x:y:z}", None, "too many"),
     ("%{LOOP}", {"LOOP": "a%{LOOP}"}, "recursive"),
