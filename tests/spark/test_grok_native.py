@@ -228,3 +228,41 @@ def test_program_and_regex_agree_on_long_runs(spark):
     programs, matched = program_against_regex(spark, lines, regexes)
     assert programs >= len(RUN_SETS) * (len(RUN_TEMPLATES) - 1)  # all but the backreference template get a program
     assert matched > len(lines) * len(regexes) // 4
+
+
+def test_logstash_spec_cases_through_the_jvm(spark):
+    """The cases of Logstash's own pattern tests (tests/fixtures/grok/logstash_spec_cases.yaml): every case's
+    pattern on every case's line, in the JVM (Grok.java, java.util.regex) gives the reference's groups
+    (Python re, which the fast conformance test checks against Logstash) on ASCII lines, and Logstash's answer
+    on the non-ASCII line where the Python reference cannot (POSIX brackets are Unicode there)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+    from ruamel.yaml import YAML
+
+    from etl.compile import jvm
+    from etl.compile.transforms import grok as gk
+
+    cases = YAML(typ="safe").load(ROOT / "tests" / "fixtures" / "grok" / "logstash_spec_cases.yaml")
+    lines = [c["line"] for c in cases]
+    pats = []
+    for c in cases:
+        p = c.get("grok") or ("^%{" + c["pattern"] + "}$" if c.get("exact") else "%{" + c["pattern"] + "}")
+        pats.append(expand(p, library=c.get("library", "legacy")))
+    df = spark.createDataFrame(list(enumerate(lines)), "i int, line string")
+    cols = [jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
+                            F.lit(bytearray(gk.spec_bytes(g, program=False)))).alias(f"c{k}")
+            for k, g in enumerate(pats)]  # java.util.regex (the programs' agreement with it: the tests above)
+    rows = {r.i: r for r in df.select("i", *cols).collect()}
+    compared = matched = 0
+    for k, g in enumerate(pats):
+        for i, line in enumerate(lines):
+            got = rows[i][f"c{k}"]
+            if not line.isascii():
+                continue
+            m = g.regex.search(line)
+            assert got == (None if m is None else [m.group(f.group) for f in g.fields]), (g.pattern, line)
+            compared += 1
+            matched += m is not None
+    assert compared == 45 * 43 and matched > 45  # 2 lines are not ASCII
+    k = next(k for k, c in enumerate(cases) if c.get("jvm"))
+    assert rows[k][f"c{k}"] == ["/opt/Čierný_Peter/.中"]  # Logstash's answer (core_spec.rb)
