@@ -37,3 +37,27 @@ def test_library_selection_changes_the_fields():
     assert [c for c, _ in expand("%{SYSLOGBASE}").captures] == ["timestamp", "facility", "priority", "logsource",
                                                                 "program", "pid"]
     assert [c for c, _ in expand("%{SYSLOGPROG}", library="ecs-v1").captures] == ["process.name", "process.pid"]
+
+
+def test_pipeline_default_library_and_per_transform_choice(tmp_path):
+    from etl.check import check_file
+
+    f = tmp_path / "p.yaml"
+    f.write_text("""
+name: gp
+grok_patterns: ecs-v1
+sources:
+  - {id: logs, type: file, path: data/logs, format: text}
+transforms:
+  - {id: a, type: grok, input: logs, field: line, pattern: "%{SYSLOGPROG}"}
+  - {id: b, type: grok, input: logs, field: line, pattern: "%{SYSLOGPROG}", patterns: legacy}
+sinks:
+  - {id: out, type: print, input: a}
+  - {id: out2, type: print, input: b}
+""")
+    c = check_file(f, environ={})
+    assert not c.report.errors
+    a, b = (n for n in c.pipeline.transforms if n.id in ("a", "b"))
+    assert (a.patterns, b.patterns) == ("ecs-v1", "legacy")
+    assert a.explain_lines()[1] == "patterns: ecs-v1 (org.elasticsearch:elasticsearch-grok:8.17.0)"
+    assert [c for c, _ in expand("%{SYSLOGPROG}", library=b.patterns).captures] == ["program", "pid"]
