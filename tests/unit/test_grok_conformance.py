@@ -12,7 +12,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from etl.grok import expand
-from etl.grokvm import Program, Unsupported, compile_program
+from etl.grokvm import Program
+from etl.grokvm.cache import program_bytes
 from tests.unit.test_grokvm import check_line
 
 CASES = YAML(typ="safe").load(Path(__file__).resolve().parents[1] / "fixtures" / "grok" / "logstash_spec_cases.yaml")
@@ -31,12 +32,9 @@ def _answer(case: dict) -> tuple[bool, dict | None]:
     line = case["line"]
     out = g.match(line, {"message": line})  # Logstash's spec helper: the line is the event's message
     if line.isascii():  # the matcher program, where it answers, gives re's groups (etl/grokvm)
-        try:
-            prog = Program.from_bytes(compile_program(g.python_regex).to_bytes())
-        except Unsupported:
-            prog = None
-        if prog is not None:
-            check_line(prog, re.compile(g.python_regex, re.DOTALL), line)
+        raw = program_bytes(g.python_regex)[0]  # compiled once per regex (and kept in etl's cache folder)
+        if raw is not None:
+            check_line(Program.from_bytes(raw), re.compile(g.python_regex, re.DOTALL), line)
     ok = out is not None and all(_has(out.get(k), v) for k, v in (case.get("include") or {}).items()) and all(
         out.get(k) is None for k in case.get("absent") or ())
     return out is not None, out if ok else None
