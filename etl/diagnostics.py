@@ -45,6 +45,7 @@ CODES: dict[str, str] = {
     "W301": "regex cannot run in Hyperscan: falls back to Python re (or a confirmed prefilter)",
     "E302": "grok pattern: unknown pattern name, bad field, bad regex",
     "E303": "duplicate rule id in a filter",
+    "W304": "grok capture replaces an input column of another type (Logstash leaves the column and drops the capture)",
     "E310": "unknown column",
     "E311": "Spark SQL expression does not parse, or goes past etl's limits (nesting, depth)",
     "W312": "union inputs have different columns",

@@ -3,7 +3,9 @@
 ``expand("%{COMBINEDAPACHELOG}")`` turns a Logstash-style grok pattern into one
 regular expression in two dialects:
 
-* ``python_regex``: for Python's ``re`` (named groups ``(?P<field>...)``);
+* ``python_regex``: for Python's ``re`` with ASCII (named groups ``(?P<field>...)``): ``\\w \\d \\s`` are
+  ASCII as in Logstash's Oniguruma and in java.util.regex; POSIX brackets too (``[[:alpha:]]`` is Unicode in
+  Logstash and in ``java_regex``: on non-ASCII text only the JVM's answer is Logstash's);
 * ``java_regex``: the same regex for ``java.util.regex`` (Spark's
   ``regexp_extract(col, pattern, n)``): every named group becomes a plain
   group, backreferences become numbered, literal braces and nested ``[`` in
@@ -23,35 +25,69 @@ occurrence and a consumer takes the first non-null group (``GrokPattern.match``
 does). Only the first occurrence is a named group in ``python_regex``; later
 ones are named ``<field>__<n>`` (Python forbids duplicate names).
 
-The bundled pattern files are pygrok's (the classic Logstash set); they are
+The bundled pattern files are Logstash's two current libraries (etl/grok_patterns:
+``legacy``, the default, and ``ecs-v1``; scripts/grok_patterns.py extracts them
+from Maven Central's elasticsearch-grok, ``library_version()`` names it); they are
 read once per process. ``expand`` is cached.
 """
 from __future__ import annotations
 
 import difflib
 import functools
-import os
 import re
 import warnings
 from dataclasses import dataclass, field
-from importlib.util import find_spec
+from pathlib import Path
 
-__all__ = ["GrokError", "GrokField", "GrokPattern", "expand", "pattern_names", "bundled_patterns"]
+__all__ = ["GrokError", "GrokField", "GrokPattern", "Leaf", "expand", "pattern_names", "bundled_patterns",
+           "LIBRARIES", "library_version", "columns_of", "convert", "SPARK_TYPES"]
 
-FIELD_TYPES = ("string", "int", "float")
+FIELD_TYPES = ("string", "int", "float", "long", "double")  # long, double: Elasticsearch's copy of ecs-v1 writes
+# them where Logstash's has int and float (etl reads them as bigint and double)
 MAX_REGEX_CHARS = 200_000  # an expanded pattern longer than this is refused: 20x the largest bundled one
 # (NETSCREENSESSIONLOG, 10,360); nested definitions that double at each level pass it in a few levels, and
 # Python compiles a regex of this size in about 0.3 s
 _NAME_RE = re.compile(r"[A-Za-z0-9_]+\Z")
 _FIELD_RE = re.compile(r"[A-Za-z_@][A-Za-z0-9_@.\-]*\Z")
+_REF_PART = r"[A-Za-z_@][A-Za-z0-9_@.\-]*"
+_FIELD_REF_RE = re.compile(rf"(?:\[{_REF_PART}\])+\Z")  # a Logstash field reference: [a][b]
+_INLINE_NAME = r"[A-Za-z_@\[][A-Za-z0-9_@.\-\[\]]*"  # (?<name>...) and (?<[a][b]>...)
 _REF_RE = re.compile(r"%\{([^{}]*)\}")
 _QUANT_RE = re.compile(r"\{(\d*)(,(\d*))?\}")
 _GLOBAL_FLAGS_RE = re.compile(r"\(\?([aiLmsux]+)\)")
+# POSIX brackets on ASCII (Oniguruma's, and Onigmo's in Logstash, on ASCII characters)
 _POSIX = {
     "alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
-    "space": r" \t\r\n\v\f", "xdigit": "0-9A-Fa-f", "punct": r"!-/:-@\[-`{-~", "word": r"\w",
-    "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e",
+    "space": r"\t-\r ", "xdigit": "0-9A-Fa-f", "punct": r"!-/:-@\[-`{-~", "word": r"0-9A-Za-z_",
+    "blank": r" \t", "cntrl": r"\x00-\x1f\x7f", "print": r"\x20-\x7e", "graph": r"\x21-\x7e", "ascii": r"\x00-\x7f",
 }
+# ... and on any character, in java.util.regex: Unicode-aware like Logstash's (Joni, Ruby syntax), where a POSIX
+# bracket matches non-ASCII characters (while \w, \d, \s stay ASCII); xdigit is ASCII in both
+_GRAPH_JAVA = r"[^\p{IsWhite_Space}\p{Cc}\p{Cs}\p{Cn}]"
+_POSIX_JAVA = {
+    "alpha": r"\p{IsAlphabetic}", "digit": r"\p{IsDigit}", "alnum": r"\p{IsAlphabetic}\p{IsDigit}",
+    "upper": r"\p{IsUppercase}", "lower": r"\p{IsLowercase}", "space": r"\p{IsWhite_Space}",
+    "xdigit": "0-9A-Fa-f", "punct": r"\p{IsPunctuation}\$+<=>\^`|~", "word": r"\p{IsAlphabetic}\p{M}\p{IsDigit}\p{Pc}",
+    "blank": r"\p{Zs}\t", "cntrl": r"\p{Cc}", "print": _GRAPH_JAVA + r"\p{Zs}", "graph": _GRAPH_JAVA,
+    "ascii": r"\x00-\x7f",
+}
+_POSIX_RE = re.compile(r"\[:(\^?)([a-z]+):\]")
+
+
+@functools.cache
+def _posix(name: str, negated: bool) -> tuple[str, str]:
+    """Class items of POSIX bracket `name` (negated: ``[:^name:]``) for (the Python dialect, java.util.regex)."""
+    if not negated:
+        return _POSIX[name], _POSIX_JAVA[name]
+    inside = re.compile(f"[{_POSIX[name]}]")
+    out, k = [], 0
+    for c in range(128):  # the complement of the ASCII set, up to the last code point
+        if inside.match(chr(c)):
+            if k < c:
+                out.append(f"\\x{k:02x}-\\x{c - 1:02x}")
+            k = c + 1
+    out.append(f"\\x{k:02x}-\\U0010ffff")
+    return "".join(out), "[^" + _POSIX_JAVA[name] + "]"
 
 
 class GrokError(ValueError):
@@ -71,9 +107,17 @@ class GrokError(ValueError):
 
 @dataclass(frozen=True)
 class GrokField:
-    name: str
-    type: str  # 'string' | 'int' | 'float'
+    name: str  # as written: 'client', 'a.b', '[a][b]'
+    type: str  # FIELD_TYPES
     group: int  # group number in java_regex (and python_regex)
+    path: tuple[str, ...] = field(default=(), compare=False)  # where the value goes: ('c',), ('a.b',), ('a', 'b')
+    alts: tuple[tuple[int, int], ...] = field(default=(), compare=False)  # (alternation, branch) of each group
+    # around the capture
+
+    def exclusive(self, other: "GrokField") -> bool:
+        """Can the two never both take part in one match? (they lie in different branches of one alternation)"""
+        mine = dict(self.alts)
+        return any(a in mine and mine[a] != b for a, b in other.alts)
 
 
 @dataclass(frozen=True)
@@ -96,35 +140,170 @@ class GrokPattern:
     def regex(self) -> re.Pattern:
         return self._compiled
 
-    def match(self, text: str) -> dict[str, object] | None:
-        """Search ``text``; return {field: value} with int/float converted, or None.
+    def outputs(self, columns: dict[str, str] | None = None, overwrite: tuple[str, ...] = ()) -> tuple["Leaf", ...]:
+        """Where each capture goes, as Logstash's grok sets fields (see ``Leaf``). `columns`: the input's
+        columns that stay (name -> Spark SQL type); `overwrite`: Logstash's option of that name."""
+        return _outputs(self.fields, tuple((columns or {}).items()), tuple(overwrite))
 
-        A value that does not convert becomes None (the caller decides whether
-        that is a dead letter)."""
+    def match(self, text: str, event: dict[str, object] | None = None,
+              overwrite: tuple[str, ...] = ()) -> dict[str, object] | None:
+        """Search ``text``; None when it does not match, else the output columns as the transform gives them
+        (``outputs``): {column: value}, a nested column as a dict (None when none of its fields has a value).
+        `event`: the input's columns that stay (their values; a string one captured again becomes a list).
+        A value that does not convert becomes None (the transform makes such a line a dead letter)."""
         m = self._compiled.search(text)
         if m is None:
             return None
-        out: dict[str, object] = {}
+        event = event or {}
+        values = []
         for f in self.fields:
-            if out.get(f.name) is not None:
-                continue
-            v = m.group(f.group)
-            if v is not None and f.type != "string":
-                try:
-                    v = int(v) if f.type == "int" else float(v)
-                except ValueError:
-                    v = None
-            out[f.name] = v
-        return out
+            v = m.group(f.group) or None  # an empty capture is no value (keep_empty_captures => false)
+            values.append(None if v is None else convert(v, f.type))
+        out: dict[str, object] = {}
+        types = {k: _py_type(v) for k, v in event.items()}
+        for leaf in self.outputs(types, overwrite):
+            got = [values[i] for i in leaf.indices if values[i] is not None]
+            old = event.get(leaf.path[0]) if leaf.mode == "append" or (
+                leaf.mode == "last" and types.get(leaf.path[0]) == leaf.spark_type) else None
+            if leaf.mode in ("first", "replace"):
+                v = got[0] if got else None
+            elif leaf.mode == "last":
+                v = got[-1] if got else old
+            else:
+                items = ([] if old is None else list(old) if isinstance(old, list) else [old]) + [
+                    str(x) if leaf.mode == "append" else x for x in got]
+                v = items or None
+            _put(out, leaf.path, v)
+        return _prune(out)
+
+
+def convert(value: str, typ: str) -> object:
+    """A captured text as `typ` (int, long: an integer; float, double: a number), None when it is not one."""
+    try:
+        return value if typ == "string" else int(value) if typ in ("int", "long") else float(value)
+    except ValueError:
+        return None
+
+
+SPARK_TYPES = {"string": "string", "int": "int", "float": "float", "long": "bigint", "double": "double"}
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One output value of a grok transform, as Logstash's grok sets a field (its `handle`): every capture
+    of the field with a value (non-empty), in the regex's order, goes to it:
+
+    * ``first``: the field is captured once, or only in different branches of one alternation (so at most one
+      capture takes part): its value;
+    * ``array``: captured more than once where several can take part: the list of values (Logstash's array;
+      a single value is a list of one here, the column's type being fixed);
+    * ``append``: the input has a string (or list) column of that name: the list of its value and the
+      captures' (as text);
+    * ``replace``: the input has a column of that name of another type: the captures replace it as ``first``
+      (Logstash appends only to a string or a list and drops such a capture; validate warns, W304);
+    * ``last``: the field is in `overwrite`: the last capture's value, else the input's (when the input's
+      column has the captures' type; else None).
+
+    A path of more than one name is a nested field ([a][b] or, in the ecs-v1 library, a.b): a struct column
+    (None when none of its fields has a value). Fields under [@metadata] are never output (Logstash's
+    @metadata is not part of the event)."""
+    path: tuple[str, ...]
+    type: str  # FIELD_TYPES: the captures' conversion
+    mode: str  # first | array | append | replace | last
+    indices: tuple[int, ...]  # positions in GrokPattern.fields (and in the captures array)
+    spark_type: str  # of the value: 'int', 'array<string>', ...
+
+
+@functools.lru_cache(maxsize=1024)
+def _outputs(fields: tuple[GrokField, ...], columns: tuple[tuple[str, str], ...],
+             overwrite: tuple[str, ...]) -> tuple[Leaf, ...]:
+    cols = dict(columns)
+    by_path: dict[tuple[str, ...], list[int]] = {}
+    for i, f in enumerate(fields):
+        if f.path[0] != "@metadata":
+            by_path.setdefault(f.path, []).append(i)
+    leaves = []
+    for path, idx in by_path.items():
+        fs = [fields[i] for i in idx]
+        typ = fs[0].type
+        if any(f.type != typ for f in fs):
+            raise GrokError(f"grok: field {fs[0].name!r} is captured as {typ} and as "
+                            f"{next(f.type for f in fs if f.type != typ)}", fs[0].name)
+        base = SPARK_TYPES[typ]
+        old = cols.get(path[0]) if len(path) == 1 else None
+        if len(path) > 1 and path[0] in cols:
+            raise GrokError(f"grok: nested field {fs[0].name!r} goes into column {path[0]!r}, which the input has",
+                            fs[0].name, hint="rename the input column, or capture into another field")
+        if fs[0].name in overwrite or ".".join(path) in overwrite:
+            leaves.append(Leaf(path, typ, "last", tuple(idx), base))
+        elif old is not None:
+            if old in ("string", "array<string>"):
+                leaves.append(Leaf(path, typ, "append", tuple(idx), "array<string>"))
+            else:
+                leaves.append(Leaf(path, typ, "replace", tuple(idx), base))
+        elif any(not a.exclusive(b) for k, a in enumerate(fs) for b in fs[k + 1:]):
+            leaves.append(Leaf(path, typ, "array", tuple(idx), f"array<{base}>"))
+        else:
+            leaves.append(Leaf(path, typ, "first", tuple(idx), base))
+    tops: dict[str, bool] = {}
+    for leaf in leaves:  # a field cannot be a value and hold fields at once
+        nested = len(leaf.path) > 1
+        if tops.setdefault(leaf.path[0], nested) != nested or any(
+                other.path[:len(leaf.path)] == leaf.path and other is not leaf for other in leaves):
+            raise GrokError(f"grok: field {'.'.join(leaf.path)!r} is captured both as a value and as an object",
+                            hint="capture the value into another field")
+    return tuple(leaves)
+
+
+def columns_of(leaves: tuple[Leaf, ...]) -> dict[str, str]:
+    """The output columns of `leaves`, in order: name -> Spark SQL type (a struct for nested fields)."""
+    tree: dict[str, object] = {}
+    for leaf in leaves:
+        _put(tree, leaf.path, leaf.spark_type)
+
+    def ddl(node: object) -> str:
+        if isinstance(node, dict):
+            return "struct<" + ",".join(f"{_quote(k)}:{ddl(v)}" for k, v in node.items()) + ">"
+        return str(node)
+
+    return {k: ddl(v) for k, v in tree.items()}
+
+
+def _quote(name: str) -> str:
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else "`" + name.replace("`", "``") + "`"
+
+
+def _put(tree: dict, path: tuple[str, ...], value: object) -> None:
+    for k in path[:-1]:
+        tree = tree.setdefault(k, {})
+    tree[path[-1]] = value
+
+
+def _prune(tree: dict) -> dict:
+    """Nested dicts whose values are all None become None (a struct column without a value)."""
+    out: dict[str, object] = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            v = _prune(v)
+            v = v if any(x is not None for x in v.values()) else None
+        out[k] = v
+    return out
+
+
+def _py_type(v: object) -> str:
+    return "string" if isinstance(v, str) or v is None else "array<string>" if isinstance(v, list) else "other"
 
 
 # --------------------------------------------------------------------------- patterns
 
-def _patterns_dir() -> str | None:
-    spec = find_spec("pygrok")  # locate without importing (pygrok imports `regex`)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return os.path.join(list(spec.submodule_search_locations)[0], "patterns")
+LIBRARIES = ("legacy", "ecs-v1")  # Logstash's two pattern sets (ecs_compatibility => disabled | v1)
+_LIBRARY_DIR = Path(__file__).resolve().parent / "grok_patterns"  # scripts/grok_patterns.py fills it
+
+
+@functools.cache
+def library_version() -> str:
+    """The artifact the bundled libraries come from, e.g. 'org.elasticsearch:elasticsearch-grok:8.17.0'."""
+    return (_LIBRARY_DIR / "VERSION").read_text(encoding="utf-8").strip()
 
 
 def parse_pattern_text(text: str) -> dict[str, str]:
@@ -141,20 +320,19 @@ def parse_pattern_text(text: str) -> dict[str, str]:
 
 
 @functools.cache
-def bundled_patterns() -> dict[str, str]:
-    """All bundled pattern definitions, NAME -> regex (read once per process)."""
-    d = _patterns_dir()
+def bundled_patterns(library: str = "legacy") -> dict[str, str]:
+    """The definitions of one bundled library (LIBRARIES), NAME -> regex (read once per process). As in
+    Logstash, the files are read in name order and a later definition of a name replaces an earlier one."""
+    if library not in LIBRARIES:
+        raise GrokError(f"grok: unknown pattern library {library!r} (legacy or ecs-v1)", library)
     out: dict[str, str] = {}
-    if d is None or not os.path.isdir(d):
-        return out
-    for fn in sorted(os.listdir(d)):
-        with open(os.path.join(d, fn), encoding="utf-8") as fh:
-            out.update(parse_pattern_text(fh.read()))
+    for f in sorted((_LIBRARY_DIR / library).iterdir()):
+        out.update(parse_pattern_text(f.read_text(encoding="utf-8")))
     return out
 
 
-def pattern_names(custom: dict[str, str] | None = None) -> list[str]:
-    names = set(bundled_patterns())
+def pattern_names(custom: dict[str, str] | None = None, library: str = "legacy") -> list[str]:
+    names = set(bundled_patterns(library))
     if custom:
         names.update(custom)
     return sorted(names)
@@ -184,6 +362,25 @@ class _Emitter:
         self.flags: list[str] = []
         self.stack: tuple[str, ...] = ()
         self.size = 0  # characters emitted so far (python dialect)
+        self.alts: list[list[int]] = [[0, 0]]  # per open group: [its id, the branch being emitted]
+        self.next_alt = 1
+        self.dotted: set[str] = set()  # definitions whose dotted field names are paths (bundled ecs-v1)
+        self.unnamed = False  # named_captures_only false: %{NAME} captures into NAME
+
+    def push(self) -> None:
+        self.alts.append([self.next_alt, 0])
+        self.next_alt += 1
+
+    def pop(self) -> None:
+        if len(self.alts) > 1:  # an unbalanced ')' is the regex compiler's to report
+            self.alts.pop()
+
+    def path_of(self, name: str) -> tuple[str, ...]:
+        if _FIELD_REF_RE.match(name):
+            return tuple(name[1:-1].split("]["))
+        if self.stack and self.stack[-1] in self.dotted:
+            return tuple(name.split("."))
+        return (name,)
 
     @property
     def ctx(self) -> str:
@@ -202,9 +399,12 @@ class _Emitter:
         self.java.append(s if j is None else j)
 
     def open_capture(self, name: str, typ: str) -> None:
+        if not (_FIELD_RE.match(name) or _FIELD_REF_RE.match(name)):
+            raise GrokError(f"grok: invalid field name {name!r} in {self.ctx} (letters, digits, '_', '@', '.', '-'; "
+                            f"or a field reference such as [a][b])", name)
         self.groups += 1
         n = self.groups
-        self.fields.append(GrokField(name, typ, n))
+        self.fields.append(GrokField(name, typ, n, self.path_of(name), tuple((a, b) for a, b in self.alts)))
         self.by_name.setdefault(name, []).append(n)
         base = re.sub(r"\W", "_", name)
         if base[0].isdigit():
@@ -218,6 +418,7 @@ class _Emitter:
         self.py_names[pyname] = n
         self.py_name_of[n] = pyname
         self.both(f"(?P<{pyname}>", "(")
+        self.push()
 
     def backref(self, name: str) -> None:
         groups = self.by_name.get(name)
@@ -269,6 +470,14 @@ class _Emitter:
             elif c == "}":
                 self.both("\\}")
                 i += 1
+            elif c == "|":
+                self.alts[-1][1] += 1
+                self.both(c)
+                i += 1
+            elif c == ")":
+                self.pop()
+                self.both(c)
+                i += 1
             elif c == "?" and body.startswith("?*", i) and i > 0 and body[i - 1] not in "(\\":
                 self.both("*")  # Oniguruma 'x?*' == 'x*'; Python and Java reject it
                 i += 2
@@ -304,13 +513,20 @@ class _Emitter:
         return i + 2
 
     def _char_class(self, body: str, i: int) -> int:
-        py = ["["]
-        java = ["["]
-        j = i + 1
-        if j < len(body) and body[j] == "^":
-            py.append("^")
-            java.append("^")
-            j += 1
+        neg, py, java, end = self._class_body(body, i + 1)
+        self.both("[" + "^" * neg + py + "]", "[" + "^" * neg + java + "]")
+        return end
+
+    def _class_body(self, body: str, j: int) -> tuple[bool, str, str, int]:
+        """The class whose body starts at `j` (after its '['): (negated, python items, java items, end).
+
+        As in Oniguruma, a class inside a class is a union (``[[[:alnum:]]_%]``: alphanumerics, '_' or '%'),
+        and a POSIX bracket is Unicode-aware in java.util.regex (``_POSIX_JAVA``) and exact on ASCII in the
+        Python dialect (``_POSIX``: read on ASCII lines only, by etl/grokvm)."""
+        py: list[str] = []
+        java: list[str] = []
+        neg = j < len(body) and body[j] == "^"
+        j += neg
         if j < len(body) and body[j] == "]":
             py.append("\\]")
             java.append("\\]")
@@ -328,22 +544,31 @@ class _Emitter:
                 j += 2
                 continue
             if c == "]":
-                py.append("]")
-                java.append("]")
-                self.both("".join(py), "".join(java))
-                return j + 1
+                return neg, "".join(py), "".join(java), j + 1
             if c == "[":
-                m = re.match(r"\[:(\^?)([a-z]+):\]", body[j:])
-                if m and m.group(2) in _POSIX and not m.group(1):
-                    py.append(_POSIX[m.group(2)])
-                    java.append(_POSIX[m.group(2)])
-                    j += m.end()
+                m = _POSIX_RE.match(body, j)
+                if m and m.group(2) in _POSIX:
+                    p, jv = _posix(m.group(2), bool(m.group(1)))
+                    py.append(p)
+                    java.append(jv)
+                    j = m.end()
                     continue
-                py.append("\\[")
-                java.append("\\[")
-                j += 1
+                if body.startswith("[:", j):  # '[:' not a POSIX bracket: literal, as in Oniguruma
+                    py.append("\\[")
+                    java.append("\\[")
+                    j += 1
+                    continue
+                ineg, ipy, ijava, j = self._class_body(body, j + 1)
+                if ineg:
+                    raise GrokError(f"grok: a negated class inside a class ('[^' after '[') is not supported in "
+                                    f"{self.ctx}", hint="write the negation on the outer class")
+                py.append(ipy)
+                java.append(ijava)
                 continue
-            if c in "&|~" and body.startswith(c + c, j):  # Java intersection / Python set-op warnings
+            if c == "&" and body.startswith("&&", j):
+                raise GrokError(f"grok: class intersection '&&' (Oniguruma) is not supported in {self.ctx}",
+                                hint="write the intersection out as one class")
+            if c in "|~" and body.startswith(c + c, j):  # Python set-op warnings
                 py.append(f"\\{c}\\{c}")
                 java.append(f"\\{c}\\{c}")
                 j += 2
@@ -356,8 +581,9 @@ class _Emitter:
     def _group(self, body: str, i: int) -> int:
         if not body.startswith("(?", i):
             self.both("(?:")  # plain groups do not capture (only named ones do)
+            self.push()
             return i + 1
-        m = re.compile(r"\(\?P?<([A-Za-z_][A-Za-z0-9_]*)>").match(body, i)
+        m = re.compile(rf"\(\?P?<({_INLINE_NAME})>").match(body, i)
         if m:
             self.open_capture(m.group(1), "string")
             return m.end()
@@ -377,6 +603,7 @@ class _Emitter:
         if body.startswith("(?P", i):
             raise GrokError(f"grok: unsupported group syntax at {body[i:i + 8]!r} in {self.ctx}")
         self.both("(?")
+        self.push()
         return i + 2
 
     def _reference(self, inner: str, stack: tuple[str, ...]) -> None:
@@ -394,25 +621,35 @@ class _Emitter:
             raise GrokError(f"grok: unknown pattern %{{{name}}}{hint}", name, sugg)
         if name in stack:
             raise GrokError(f"grok: recursive pattern definition: {' -> '.join(stack + (name,))}", name)
-        if fname is not None and not _FIELD_RE.match(fname):
-            raise GrokError(f"grok: invalid field name {fname!r} in %{{{inner}}} (letters, digits, '_')", name)
+        if fname is not None and not (_FIELD_RE.match(fname) or _FIELD_REF_RE.match(fname)):
+            raise GrokError(f"grok: invalid field name {fname!r} in %{{{inner}}} (letters, digits, '_', '@', '.', "
+                            f"'-'; or a field reference such as [a][b])", name)
         if ftype is not None and ftype not in FIELD_TYPES:
             sugg = tuple(difflib.get_close_matches(ftype, FIELD_TYPES, n=1, cutoff=0.3))
-            raise GrokError(f"grok: unknown type {ftype!r} in %{{{inner}}} (int, float or string)", ftype, sugg)
+            raise GrokError(f"grok: unknown type {ftype!r} in %{{{inner}}} (int, float, long, double or string)",
+                            ftype, sugg)
+        if fname is None and self.unnamed:
+            fname = name  # Logstash's named_captures_only => false: the pattern's name is the field's
         if fname is None:
             self.both("(?:")
+            self.push()
         else:
             self.open_capture(fname, ftype or "string")
         self.emit(self.defs[name], stack + (name,))
+        self.pop()
         self.both(")")
 
 
 @functools.lru_cache(maxsize=1024)
-def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...]) -> GrokPattern:
-    defs = bundled_patterns()
+def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...], library: str,
+                   named_captures_only: bool) -> GrokPattern:
+    defs = bundled_patterns(library)
     if custom_items:
         defs = {**defs, **dict(custom_items)}
     em = _Emitter(defs, pattern)
+    em.unnamed = not named_captures_only
+    if library == "ecs-v1":  # Elasticsearch's copy writes Logstash's [a][b] as a.b: a path in its definitions
+        em.dotted = set(bundled_patterns(library)) - {k for k, _ in custom_items}
     em.emit(pattern, ())
     flags = "".join(dict.fromkeys("".join(em.flags)))
     prefix = f"(?{flags})" if flags else ""
@@ -421,7 +658,7 @@ def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...]) -> G
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = re.compile(py)
+            compiled = re.compile(py, re.ASCII)  # \w \d \s \b: ASCII, as in Oniguruma (Ruby syntax) and Java
     except (re.error, OverflowError, RecursionError) as e:
         raise GrokError(f"grok: pattern {pattern!r} does not compile: {e}") from None
     if compiled.groups != em.groups:  # pragma: no cover - emitter invariant
@@ -429,10 +666,13 @@ def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...]) -> G
     return GrokPattern(pattern, py, java, tuple(em.fields), compiled)
 
 
-def expand(pattern: str, custom: dict[str, str] | None = None) -> GrokPattern:
-    """Expand a grok pattern; raise GrokError for unknown names or bad regexes."""
+def expand(pattern: str, custom: dict[str, str] | None = None, library: str = "legacy",
+           named_captures_only: bool = True) -> GrokPattern:
+    """Expand a grok pattern with the definitions of `library` (LIBRARIES) and `custom` ones (which replace
+    bundled ones of the same name); raise GrokError for unknown names or bad regexes. `named_captures_only`
+    False: ``%{NAME}`` captures into field NAME too (Logstash's option of that name)."""
     items = tuple(sorted(custom.items())) if custom else ()
     try:
-        return _expand_cached(pattern, items)
+        return _expand_cached(pattern, items, library, named_captures_only)
     except RecursionError:
         raise GrokError(f"grok: pattern {pattern!r} nests too deeply") from None

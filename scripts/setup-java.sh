@@ -4,6 +4,7 @@
 #   java/lib/kafka/       Kafka broker (KRaft) class path
 #   java/lib/rocketmq/    RocketMQ name server + broker class path
 #   java/lib/opensearch/  OpenSearch integ-test zip, unpacked in opensearch-<v>/
+#   java/lib/grok/        elasticsearch-grok jar: the grok pattern libraries (scripts/grok_patterns.py)
 # Idempotent: a folder is refreshed only when it is missing or when java/pom.xml,
 # java/settings.xml (or, for spark, the pyspark version) changed since it was
 # filled. Maven's cache is ~/.m2/repository (elsewhere: MAVEN_OPTS=-Dmaven.repo.local=DIR).
@@ -25,11 +26,11 @@ GROUPS_WANTED=()
 for arg in "$@"; do
   case "$arg" in
     --force) FORCE=1 ;;
-    spark|kafka|rocketmq|opensearch) GROUPS_WANTED+=("$arg") ;;
-    *) echo "usage: $0 [--force] [spark|kafka|rocketmq|opensearch ...]" >&2; exit 2 ;;
+    spark|kafka|rocketmq|opensearch|grok) GROUPS_WANTED+=("$arg") ;;
+    *) echo "usage: $0 [--force] [spark|kafka|rocketmq|opensearch|grok ...]" >&2; exit 2 ;;
   esac
 done
-[[ ${#GROUPS_WANTED[@]} -gt 0 ]] || GROUPS_WANTED=(spark kafka rocketmq opensearch)
+[[ ${#GROUPS_WANTED[@]} -gt 0 ]] || GROUPS_WANTED=(spark kafka rocketmq opensearch grok)
 
 command -v mvn >/dev/null || { echo "setup-java: mvn not found (apt-get install -y maven)" >&2; exit 1; }
 command -v java >/dev/null || { echo "setup-java: java not found (need Java 17)" >&2; exit 1; }

@@ -16,10 +16,16 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Grok in generated code: the captures of an expanded grok pattern on a line, as an array of strings.
  *
  * <p>The result is what a search with java.util.regex gives for the pattern compiled with DOTALL (the leftmost
- * match, its groups as the backtracking engine assigns them): element k is the text of group groups[k], null
- * when that group did not take part; the whole array is null when the line does not match, and empty when the
- * regex ran past its step budget on the line ({@link CountedText}: java.util.regex backtracks; the line goes to
- * dead letters with that reason). Callers read an empty capture like a missing one (etl/compile/transforms/grok.py).
+ * match, its groups as the backtracking engine assigns them): three answers, told apart by the array alone
+ * (etl/compile/transforms/grok.py reads them so):
+ * <ul>
+ * <li>matched: one element per group, element k the text of group groups[k], null when that group did not take
+ *     part (a pattern without captures that matches gives an empty array);</li>
+ * <li>no match: null;</li>
+ * <li>gave up: one element MORE than there are groups, all null, when the regex ran past its step budget on the
+ *     line ({@link CountedText}: java.util.regex backtracks; the line goes to dead letters with that reason).</li>
+ * </ul>
+ * Callers read an empty capture like a missing one.
  *
  * <p>A spec (the plan's binary literal; etl/compile/transforms/grok.py writes it): "EGS1", u32 length + the
  * regex (UTF-8), u16 count + that many u16 group numbers, u32 length + a matcher program of etl/grokvm (0:
@@ -30,7 +36,6 @@ public final class Grok {
     private static final ConcurrentHashMap<ByteBuffer, Spec> SPECS = new ConcurrentHashMap<>();
     private static final PerTask<byte[], Task> TASKS = new PerTask<>();
     private static final java.util.concurrent.atomic.LongAdder REGEX_LINES = new java.util.concurrent.atomic.LongAdder();
-    private static final GenericArrayData GAVE_UP = new GenericArrayData(new Object[0]);
 
     /** Lines of patterns with a program that the regex answered, since the JVM started (tests, diagnostics). */
     public static long regexLines() {
@@ -62,6 +67,7 @@ public final class Grok {
         final Pattern pattern;
         final int[] groups;
         final GrokProgram program;  // null: the regex does everything
+        final GenericArrayData gaveUp;  // groups.length + 1 nulls: "ran past the step budget"
 
         Spec(byte[] raw) {
             ByteBuffer b = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
@@ -75,6 +81,7 @@ public final class Grok {
             pattern = Pattern.compile(new String(rx, StandardCharsets.UTF_8), Pattern.DOTALL);
             groups = new int[b.getShort() & 0xFFFF];
             for (int k = 0; k < groups.length; k++) groups[k] = b.getShort() & 0xFFFF;
+            gaveUp = new GenericArrayData(new Object[groups.length + 1]);
             int plen = b.getInt();
             if (plen > 0) {
                 byte[] prog = new byte[plen];
@@ -130,7 +137,7 @@ public final class Grok {
                     return null;
                 }
             } catch (CountedText.Exhausted e) {
-                return GAVE_UP;
+                return spec.gaveUp;
             }
             Object[] out = new Object[groups.length];
             for (int k = 0; k < groups.length; k++) {

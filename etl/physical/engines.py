@@ -152,10 +152,10 @@ def _prefilter_udf(s: Subject, t: Target) -> str | None:
 
 # -------------------------------------------------------------------- grok
 @lru_cache(maxsize=64)
-def _grok(pattern: str, custom: tuple) -> Any:
+def _grok(pattern: str, custom: tuple, library: str, named_only: bool) -> Any:
     from etl.grok import expand
 
-    return expand(pattern, dict(custom) or None)
+    return expand(pattern, dict(custom) or None, library, named_only)
 
 
 def grok_of(node: Node) -> Any:
@@ -163,7 +163,8 @@ def grok_of(node: Node) -> Any:
     from etl.grok import GrokError
 
     try:
-        return _grok(node.spec.pattern, tuple(sorted(dict(node.spec.custom_patterns).items())))
+        return _grok(node.spec.pattern, tuple(sorted(dict(node.spec.custom_patterns).items())), node.spec.patterns,
+                     node.spec.named_captures_only)
     except GrokError as e:
         return str(e)
 

@@ -87,6 +87,9 @@ class Pipeline(Model):
     checkpoint: Checkpoint = Field(default_factory=Checkpoint)
     trigger: Trigger = Field(default_factory=Trigger)
     tests: list[TestCase] = Field(default_factory=list)
+    grok_patterns: Literal["legacy", "ecs-v1"] = Field(
+        default="legacy", description="the grok pattern library of every grok transform that names none "
+                                      "(Logstash's ecs_compatibility: legacy = disabled, ecs-v1 = v1)")
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +97,10 @@ class Pipeline(Model):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        lib = data.get("grok_patterns")
+        if lib is not None and isinstance(data.get("transforms"), list):  # the pipeline's default library
+            data["transforms"] = [{**t, "patterns": lib} if isinstance(t, dict) and t.get("type") == "grok"
+                                  and "patterns" not in t else t for t in data["transforms"]]
         dl = data.get("dead_letter")
         if isinstance(dl, dict) and "id" not in dl:
             data["dead_letter"] = {"id": "dead_letter", **dl}

@@ -155,12 +155,15 @@ class SelectHooks:
 
 class GrokHooks:
     def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
-        from etl.grok import GrokError, expand
+        from etl.grok import GrokError, columns_of, expand
 
         cols = cx.first(inputs)
         found = cx.need(cols, self.field, cx.span(node, "field"), cx.where(node, "field"))
         try:
-            g = expand(self.pattern, self.custom_patterns or None)
+            g = expand(self.pattern, self.custom_patterns or None, self.patterns, self.named_captures_only)
+            stay = {k: v for k, v in (cols or {}).items() if self.keep_original or k != found}
+            leaves = g.outputs(stay, tuple(self.overwrite))
+            out = columns_of(leaves)
         except GrokError as e:
             hint = e.hint
             if e.suggestions:
@@ -174,17 +177,21 @@ class GrokHooks:
                         "custom_patterns" if e.name else "custom_patterns values are regular expressions")
             cx.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint)
             return None
-        for name, _ in g.captures:
+        for name in out:
             cx.internal(node, name, self._capture_span(cx, node, name))
+        for leaf in leaves:
+            if leaf.mode == "replace":
+                cx.report.warning("W304", f"grok '{node.id}': capture '{leaf.path[0]}' replaces the input's "
+                                  f"{stay[leaf.path[0]]} column of that name (Logstash would keep the column and "
+                                  f"drop the capture)", self._capture_span(cx, node, leaf.path[0]),
+                                  "capture into another name, or list it in `overwrite` to say you mean it")
         if cols is None:
             return None
         if not self.keep_original and found is not None:
             cols.pop(found, None)
-        spark = {"string": "string", "int": "int", "float": "float"}
-        for name, _ in g.captures:  # as etl.compile.transforms.grok: a captured name leaves its place in the
+        for name in out:  # as etl.compile.transforms.grok: a captured name leaves its place in the
             cols.pop(name, None)  # input's columns and comes with the captures, in their order
-        for name, typ in g.captures:
-            cols[name] = spark[typ]
+        cols.update(out)
         return cols
 
     def _capture_span(self: Any, cx: Any, node: Any, name: str) -> Any:
@@ -197,8 +204,12 @@ class GrokHooks:
         return cx.span(node, "pattern")
 
     def explain_lines(self: Any) -> list[str]:
+        from etl.grok import library_version
+
         return [f"{self.field} =~ {self.pattern}" + ("" if self.keep_original else f" (drops {self.field})"),
-                f"on error: {self.on_error}"]
+                f"patterns: {self.patterns} ({library_version()})"
+                + (f", overwrite: {', '.join(self.overwrite)}" if self.overwrite else "")
+                + ("" if self.named_captures_only else ", named_captures_only: false"), f"on error: {self.on_error}"]
 
 
 class ParseHooks:

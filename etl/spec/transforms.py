@@ -88,6 +88,11 @@ class GrokTransform(GrokHooks, TransformBase):
     field: str = Field(description="text column to parse")
     pattern: str = Field(description="grok pattern, e.g. '%{COMBINEDAPACHELOG}'")
     custom_patterns: dict[str, str] = Field(default_factory=dict, description="extra NAME -> regex definitions")
+    patterns: Literal["legacy", "ecs-v1"] = Field(
+        default="legacy", description="Logstash's pattern library: legacy (ecs_compatibility => disabled) or ecs-v1")
+    overwrite: list[str] = Field(default_factory=list, description="captured fields that replace an input column "
+                                 "of the same name (Logstash's overwrite) instead of making it a list")
+    named_captures_only: bool = Field(default=True, description="false: %{NAME} without a field captures into NAME")
     keep_original: bool = Field(default=True, description="keep the parsed text column")
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
         default="dead_letter", description="what to do with a line that does not match")

@@ -101,6 +101,29 @@ def test_native_syslog_equals_spark_regexp(spark):
     assert sum(v is not None for v in want.values()) >= 9
 
 
+EVIL = "\u00e9" + "xyz" * 300  # non-ASCII: java.util.regex answers, and backtracks past its step budget
+GREEDY4 = "%{{GREEDYDATA{0}}}x%{{GREEDYDATA{1}}}y%{{GREEDYDATA}}z%{{GREEDYDATA}}!$"
+
+
+def test_three_answers_no_match_matched_without_captures_and_gave_up(spark):
+    """Grok.java's answers are told apart by the array alone: null (no match), one element per field (matched,
+    empty for a pattern without captures: `%{IPV4}` on 127.0.0.1 matches), one more (gave up); the Spark-only
+    path gives the same for the first two."""
+    rows = ["127.0.0.1", "INFO", "/opt/x", "- - -", EVIL, "axbyczd!"]
+    for pattern, want in [
+        ("%{IPV4}", {0: [], 1: None, 2: None, 3: None, 4: None, 5: None}),
+        ("%{LOGLEVEL}", {0: None, 1: [], 2: None, 3: None, 4: None, 5: None}),
+        ("^%{UNIXPATH}$", {0: None, 1: None, 2: [], 3: None, 4: None, 5: None}),
+        ("%{IPV4:ip}", {0: ["127.0.0.1"], 1: None, 2: None, 3: None, 4: None, 5: None}),
+    ]:
+        for native, program in [(True, True), (True, False), (False, True)]:
+            assert captures(spark, rows, pattern, native=native, program=program) == want, (pattern, native)
+    for pattern, fields in [(GREEDY4.format("", ""), 0), (GREEDY4.format(":a", ":b"), 2)]:
+        got = captures(spark, rows, pattern, native=True, program=False)
+        assert got[4] == [None] * (fields + 1)  # gave up: one element more than there are fields
+        assert got[5] == ["a", "b"][:fields] and got[3] is None
+
+
 def test_the_program_answers_every_well_formed_access_line(spark):
     from etl.compile.transforms import grok as gk
     from etl.grokvm import FALLBACK, Program, run
@@ -205,3 +228,41 @@ def test_program_and_regex_agree_on_long_runs(spark):
     programs, matched = program_against_regex(spark, lines, regexes)
     assert programs >= len(RUN_SETS) * (len(RUN_TEMPLATES) - 1)  # all but the backreference template get a program
     assert matched > len(lines) * len(regexes) // 4
+
+
+def test_logstash_spec_cases_through_the_jvm(spark):
+    """The cases of Logstash's own pattern tests (tests/fixtures/grok/logstash_spec_cases.yaml): every case's
+    pattern on every case's line, in the JVM (Grok.java, java.util.regex) gives the reference's groups
+    (Python re, which the fast conformance test checks against Logstash) on ASCII lines, and Logstash's answer
+    on the non-ASCII line where the Python reference cannot (POSIX brackets are Unicode there)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, StringType
+    from ruamel.yaml import YAML
+
+    from etl.compile import jvm
+    from etl.compile.transforms import grok as gk
+
+    cases = YAML(typ="safe").load(ROOT / "tests" / "fixtures" / "grok" / "logstash_spec_cases.yaml")
+    lines = [c["line"] for c in cases]
+    pats = []
+    for c in cases:
+        p = c.get("grok") or ("^%{" + c["pattern"] + "}$" if c.get("exact") else "%{" + c["pattern"] + "}")
+        pats.append(expand(p, library=c.get("library", "legacy")))
+    df = spark.createDataFrame(list(enumerate(lines)), "i int, line string")
+    cols = [jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
+                            F.lit(bytearray(gk.spec_bytes(g, program=False)))).alias(f"c{k}")
+            for k, g in enumerate(pats)]  # java.util.regex (the programs' agreement with it: the tests above)
+    rows = {r.i: r for r in df.select("i", *cols).collect()}
+    compared = matched = 0
+    for k, g in enumerate(pats):
+        for i, line in enumerate(lines):
+            got = rows[i][f"c{k}"]
+            if not line.isascii():
+                continue
+            m = g.regex.search(line)
+            assert got == (None if m is None else [m.group(f.group) for f in g.fields]), (g.pattern, line)
+            compared += 1
+            matched += m is not None
+    assert compared == 45 * 43 and matched > 45  # 2 lines are not ASCII
+    k = next(k for k, c in enumerate(cases) if c.get("jvm"))
+    assert rows[k][f"c{k}"] == ["/opt/Čierný_Peter/.中"]  # Logstash's answer (core_spec.rb)

@@ -125,6 +125,54 @@ def test_grok_line_past_the_regex_step_budget_is_a_dead_letter(spark, tmp_path):
     assert dead == [("no", "no match for grok pattern"), (evil, GAVE_UP)]
 
 
+def test_grok_pattern_without_captures_filters_lines(spark, tmp_path):
+    # a pattern without named captures matches as in Logstash (it was a dead letter with the "gave up" reason):
+    # the line passes unchanged, and one that does not match is a dead letter saying so
+    out = run_events(spark, tmp_path, """
+        name: t-grok4
+        sources: [{id: src, type: file, path: in, format: text}]
+        transforms:
+          - {id: g, type: grok, input: src, field: line, pattern: '^%{IPV4}$'}
+        sinks: [{id: out, type: file, input: g, path: out}]
+    """, {"src": [{"line": "127.0.0.1"}, {"line": "10.0.0.256"}]})
+    assert out["out"] == [{"line": "127.0.0.1"}]
+    assert [(d["payload"], d["reason"]) for d in out["dead_letter"]] == [("10.0.0.256", "no match for grok pattern")]
+
+
+def test_grok_fields_as_logstash_sets_them(spark, tmp_path):
+    # Logstash's handle(): a field captured where the input has a string column becomes a list (message), unless
+    # in overwrite (msg2); captured twice where both can take part: a list (w); in alternatives: one value (t);
+    # ecs-v1 names are nested fields (struct columns), [a][b] references too; named_captures_only: false captures
+    # %{INT} into INT (and %{SYSLOGPROG} into SYSLOGPROG); the reference (etl.grok.GrokPattern.match) gives the same rows
+    from etl.grok import expand
+
+    out = run_events(spark, tmp_path, r"""
+        name: t-grok5
+        sources: [{id: src, type: file, path: in, format: jsonl, schema: {message: string, msg2: string}}]
+        transforms:
+          - {id: g, type: grok, input: src, field: message, overwrite: [msg2], named_captures_only: false,
+             pattern: '^%{SYSLOGPROG} (?:%{WORD:t}|\[%{INT:t}\]) %{WORD:w} %{WORD:w} %{INT}:%{GREEDYDATA:message}:%{GREEDYDATA:msg2}$',
+             patterns: ecs-v1}
+          - {id: r, type: grok, input: src, field: message, pattern: '%{WORD:[a][b]} \[?%{NUMBER:[a][c]:long}'}
+        sinks: [{id: out, type: file, input: g, path: out}, {id: out2, type: file, input: r, path: out2}]
+    """, {"src": [{"message": "sshd[12] x a b 7:rest:tail", "msg2": "old"},
+                  {"message": "cron [3] a b 8::", "msg2": "old"}]})
+    got = sorted(out["out"], key=lambda r: r["INT"])
+    assert got == [
+        {"SYSLOGPROG": "sshd[12]", "process": {"name": "sshd", "pid": 12}, "t": "x", "w": ["a", "b"], "INT": "7",
+         "message": ["sshd[12] x a b 7:rest:tail", "rest"], "msg2": "tail"},
+        {"SYSLOGPROG": "cron", "process": {"name": "cron", "pid": None}, "t": "3", "w": ["a", "b"], "INT": "8",
+         "message": ["cron [3] a b 8::"], "msg2": "old"},
+    ]
+    g = expand(r"^%{SYSLOGPROG} (?:%{WORD:t}|\[%{INT:t}\]) %{WORD:w} %{WORD:w} %{INT}:%{GREEDYDATA:message}:"
+               r"%{GREEDYDATA:msg2}$", library="ecs-v1", named_captures_only=False)
+    assert [g.match(r["message"][0], {"message": r["message"][0], "msg2": "old"}, ("msg2",)) for r in got] == got
+    assert sorted(out["out2"], key=lambda r: r["message"]) == [
+        {"message": "cron [3] a b 8::", "msg2": "old", "a": {"b": "cron", "c": 3}},
+        {"message": "sshd[12] x a b 7:rest:tail", "msg2": "old", "a": {"b": "b", "c": 7}}]
+    assert out["dead_letter"] == []
+
+
 def test_parse_json_kv_csv_with_malformed_rows(spark, tmp_path):
     out = run_events(spark, tmp_path, """
         name: t-parse

@@ -71,7 +71,7 @@ def test_duplicate_field_names_across_alternatives():
     row = g.match("[Wed Oct 11 14:32:52 2000] [error] [client 127.0.0.1] client denied")
     assert row["timestamp"] == "Wed Oct 11 14:32:52 2000"
     assert row["loglevel"] == "error" and row["clientip"] == "127.0.0.1"
-    assert row["errormsg"] == "client denied"
+    assert row["message"] == "client denied"  # errormsg before logstash-patterns-core 4.2
     row = g.match("[Wed Oct 11 14:32:52 2000] [core:warn] [pid 12:tid 34] AH001: boom")
     assert row["timestamp"] == "Wed Oct 11 14:32:52 2000" and row["loglevel"] == "warn"
     assert row["module"] == "core" and row["message"] == "boom"
@@ -110,9 +110,24 @@ def test_literal_braces_are_escaped_for_java_and_quantifiers_kept():
 
 
 def test_java_character_class_escapes():
-    g = expand("%{X:x}", {"X": "[a[b&&c]+"})
-    assert g.java_regex == r"([a\[b\&\&c]+)"
-    assert g.match("a[b&c") == {"x": "a[b&c"}
+    g = expand("%{X:x}", {"X": r"[a\[b||c]+"})
+    assert g.java_regex == r"([a\[b\|\|c]+)"
+    assert g.match("a[b|c") == {"x": "a[b|c"}
+
+
+def test_nested_classes_are_unions_and_posix_brackets_unicode_in_java():
+    # logstash-patterns-core's ecs-v1 UNIXPATH: [[:alnum:]] inside a class is a union, as in Oniguruma
+    g = expand("^%{UNIXPATH:p}$", library="ecs-v1")
+    assert "[a-zA-Z0-9_%!$@:.,+~-]" in g.python_regex
+    assert r"[\p{IsAlphabetic}\p{IsDigit}_%!$@:.,+~-]" in g.java_regex  # Unicode-aware, as in Logstash
+    assert g.match("/opt/Cierny_Peter/.x") == {"p": "/opt/Cierny_Peter/.x"}
+    assert expand("%{X:x}", {"X": "[a[bc]]+"}).match("-cab-") == {"x": "cab"}
+    neg = expand("%{X:x}", {"X": "[[:^alpha:]]+"})
+    assert neg.match("ab12-c") == {"x": "12-"} and "[[^\\p{IsAlphabetic}]]" in neg.java_regex
+    with pytest.raises(GrokError, match="intersection"):
+        expand("%{X:x}", {"X": "[a[b&&c]]"})
+    with pytest.raises(GrokError, match="unterminated"):
+        expand("%{X:x}", {"X": "[a[b]+"})  # Oniguruma: the outer class is not closed
 
 
 def test_oniguruma_hex_and_mid_pattern_flags():
@@ -146,7 +161,7 @@ def test_unknown_pattern_name_suggests():
 
 
 @pytest.mark.parametrize("pattern,custom,fragment", [
-    ("%{INT:n:long}", None, "unknown type 'long'"),
+    ("%{INT:n:integer}", None, "unknown type 'integer'"),
     ("%{INT:a b}", None, "invalid field name"),
     ("%{A:x:y:z}", None, "too many"),
     ("%{LOOP}", {"LOOP": "a%{LOOP}"}, "recursive"),

@@ -33,6 +33,7 @@ EXPECTED = {
     'empty_lists': [('E102', 2, 10), ('E102', 3, 1)],
     'env_unset': [('E004', 5, 33)],
     'event_time_string': [('E322', 8, 25), ('E310', 14, 25), ('W312', 16, 35), ('W312', 16, 38)],
+    'grok_capture_clashes': [('W304', 9, 31), ('E302', 14, 14)],
     'grok_custom_bad': [('E302', 9, 14)],
     'grok_unknown_field': [('E310', 8, 12)],
     'grok_unknown_pattern': [('E302', 9, 17)],

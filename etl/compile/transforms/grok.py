@@ -18,7 +18,10 @@ A line that does not match, and a field that does not convert, is a failure:
 dead letter (default), dropped, or kept with NULL fields (`on_error`). An empty
 capture is NULL (as with regexp_extract, an empty and a missing group look alike).
 So is a line on which java.util.regex runs past its step budget (it backtracks:
-etl/jvm/CountedText.java), with its own reason, GAVE_UP.
+etl/jvm/CountedText.java), with its own reason, GAVE_UP. The three answers of a line
+(etl/jvm/Grok.java) are told apart by the captures array alone: NULL (no match), one
+element per field (matched; a pattern without captures gives an empty array, and matches
+like any other), one element more (gave up).
 """
 
 from __future__ import annotations
@@ -29,20 +32,21 @@ from typing import Any
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
 from etl.compile.deadletter import from_shared
 from etl.graph.model import Node
+from etl.grok import SPARK_TYPES
 
 SEP = "\u0001"
 MARK = "\u0002"
 # the dead-letter reason of a line on which java.util.regex ran past its step budget (etl/jvm/CountedText.java)
 GAVE_UP = ("grok pattern gave up: java.util.regex read more than 100000 + 100 x length characters of the line "
            "(catastrophic backtracking)")
-SPARK_TYPES = {"string": "string", "int": "int", "float": "float"}  # as etl.graph.columns says
 
 
 def expand(node: Node) -> Any:
     from etl.grok import GrokError, expand as grok_expand
 
     try:
-        return grok_expand(node.spec.pattern, dict(node.spec.custom_patterns) or None)
+        return grok_expand(node.spec.pattern, dict(node.spec.custom_patterns) or None, node.spec.patterns,
+                           node.spec.named_captures_only)
     except GrokError as e:
         hint = f"did you mean {', '.join(e.suggestions)}?" if getattr(e, "suggestions", ()) else None
         raise CompileError(f"grok '{node.id}': {e}", node, "pattern", hint, code="E302") from None
@@ -72,7 +76,8 @@ def program_reason(g: Any) -> str | None:
 
 
 def with_captures(df: Any, line: Any, g: Any, name: str, engine: str = "grok-program") -> Any:
-    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match.
+    """`df` plus column `name`: array<string> of every group (one per GrokField), NULL when no match, one
+    element more than there are fields when the regex gave up (etl/jvm/Grok.java).
     `engine`: grok-program | java-regex (etl/jvm/Grok.java) | spark-regexp (`with_captures_sql`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
@@ -99,6 +104,8 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
     from etl.compile.deadletter import fence
 
     n = len(g.fields)
+    if n == 0:  # matched or not, nothing to cut (split would give one empty element)
+        return df.withColumn(name, fence(F.when(line.rlike(g.java_regex), F.array().cast("array<string>"))))
     search = "(?s)^.*?(?:" + g.java_regex + ").*$"
     replacement = MARK + SEP.join(f"${f.group}" for f in g.fields)
     special = F.contains(line, F.lit(SEP)) | F.contains(line, F.lit(MARK))
@@ -114,6 +121,8 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     from pyspark.sql import functions as F
 
+    from etl.grok import GrokError, columns_of
+
     spec = node.spec
     df = inputs[0]
     if spec.field not in df.columns:
@@ -124,25 +133,55 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     groups = "_etl_groups"
     staged = with_captures(df, line, g, groups, ctx.built_with(node, "captures"))
     found = F.col(groups)
-    arr = F.when(F.size(found) != 0, found)  # empty: the regex gave up on the line (etl/jvm/Grok.java)
+    gave_up = F.size(found) == len(g.fields) + 1  # one element more: the regex gave up (etl/jvm/Grok.java)
+    arr = F.when(~gave_up, found)
 
-    values: dict[str, Any] = {}
-    raw: dict[str, Any] = {}
-    for name, typ in g.captures:
-        idx = [i for i, f in enumerate(g.fields) if f.name == name]
-        parts = [F.nullif(arr.getItem(i), F.lit("")) for i in idx]
-        text = parts[0] if len(parts) == 1 else F.coalesce(*parts)
-        raw[name] = text
-        values[name] = text if typ == "string" else text.try_cast(SPARK_TYPES[typ])
+    stay = {f.name: f.dataType.simpleString() for f in df.schema.fields
+            if spec.keep_original or f.name != spec.field}
+    try:  # validate reports these (etl/spec/transform_hooks.py)
+        leaves = g.outputs(stay, tuple(spec.overwrite))
+    except GrokError as e:
+        raise CompileError(f"grok '{node.id}': {e}", node, "pattern", e.hint, code="E302") from None
+    raw = [F.nullif(arr.getItem(i), F.lit("")) for i in range(len(g.fields))]  # empty: no value (Logstash)
+    conv = [r if f.type == "string" else r.try_cast(SPARK_TYPES[f.type]) for r, f in zip(raw, g.fields)]
+
+    tree: dict[str, Any] = {}
+    for leaf in leaves:
+        got = [conv[i] for i in leaf.indices]
+        old = F.col(leaf.path[0])
+        if leaf.mode in ("first", "replace"):
+            v = got[0] if len(got) == 1 else F.coalesce(*got)
+        elif leaf.mode == "last":
+            v = F.coalesce(*reversed(got), *([old] if stay.get(leaf.path[0]) == leaf.spark_type else []))
+        else:
+            if leaf.mode == "append":
+                got = [x.cast("string") for x in got]
+                start = F.array(old) if stay[leaf.path[0]] == "string" else F.coalesce(old, F.array())
+                items = F.concat(start, F.array(*got))
+            else:
+                items = F.array(*got)
+            items = F.filter(items, lambda x: x.isNotNull())
+            v = F.when(F.size(items) > 0, items)
+        node_ = tree
+        for k in leaf.path[:-1]:
+            node_ = node_.setdefault(k, {})
+        node_[leaf.path[-1]] = v
+
+    def column(value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        parts = {k: column(v) for k, v in value.items()}
+        return F.when(F.coalesce(*[p.isNotNull() for p in parts.values()], F.lit(False)),
+                      F.struct(*[p.alias(k) for k, p in parts.items()]))
 
     err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
-        F.size(found) == 0, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
-    for name, typ in g.captures:
-        if typ != "string":
-            err = err.when(raw[name].isNotNull() & values[name].isNull(),
-                           F.concat(F.lit(f"field '{name}': cannot convert '"), raw[name], F.lit(f"' to {typ}")))
-    names = {name for name, _ in g.captures}
-    keep = [F.col(c) for c in df.columns if c not in names and (spec.keep_original or c != spec.field)]
-    shared = staged.select(*keep, *[values[n].alias(n) for n, _ in g.captures],
+        gave_up, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
+    for f, r, c in zip(g.fields, raw, conv):
+        if f.type != "string":
+            err = err.when(r.isNotNull() & c.isNull(),
+                           F.concat(F.lit(f"field '{f.name}': cannot convert '"), r, F.lit(f"' to {f.type}")))
+    out = columns_of(leaves)
+    keep = [F.col(c) for c in df.columns if c not in out and c in stay]
+    shared = staged.select(*keep, *[column(tree[n]).alias(n) for n in out],
                            err.alias(ERR), F.when(err.isNotNull(), line).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)
