@@ -147,15 +147,22 @@ def control(tmp_path):
     c.close()
 
 
+def _authorized(control, path: str):
+    """A request of the control endpoint with the run's token (etl.runtime.control checks it on every request)."""
+    from urllib.request import Request
+
+    return Request(f"{control.address}{path}", headers={"Authorization": f"Bearer {control.token}"})
+
+
 def test_run_file_and_metrics_and_status_bodies_are_redacted(control, tmp_path):
     run_file = (tmp_path / "state" / "run.json").read_text()
     assert json.loads(run_file)["pipeline"] == "pipe-***" and leaks(run_file) == []
     from types import SimpleNamespace
 
     control.sink_result(f"out_{GH}", SimpleNamespace(rows=3, retries=0, seconds=0.1, skipped=False))
-    metrics = urlopen(f"{control.address}/metrics", timeout=5).read().decode()
+    metrics = urlopen(_authorized(control, "/metrics"), timeout=5).read().decode()
     assert 'etl_component_rows_out_total{component="out_***",pipeline="pipe-***"} 3.0' in metrics and leaks(metrics) == []
-    status = json.loads(urlopen(f"{control.address}/status", timeout=5).read())
+    status = json.loads(urlopen(_authorized(control, "/status"), timeout=5).read())
     assert status["pipeline"] == "pipe-***"
 
 
@@ -171,7 +178,7 @@ def test_tap_response_body_is_redacted(control):
         control.taps[0].rows.put(item)
 
     threading.Thread(target=feed, daemon=True).start()
-    with urlopen(f"{control.address}/tap?component=d&dead=1", timeout=10) as resp:
+    with urlopen(_authorized(control, "/tap?component=d&dead=1"), timeout=10) as resp:
         line = resp.readline().decode()
     got = json.loads(line)
     assert got["row"]["reason"] == ("p.yaml:9:10: derive 'd' column 'n': CAST_INVALID_INPUT: The value 'x***' of "
