@@ -3,6 +3,7 @@ package etl.jvm;
 import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 
@@ -14,9 +15,11 @@ import org.apache.hadoop.io.compress.CompressionCodec;
 import org.apache.hadoop.io.compress.CompressionCodecFactory;
 import org.apache.hadoop.io.compress.SplittableCompressionCodec;
 import org.apache.hadoop.util.LineReader;
+import org.apache.spark.TaskContext;
 import org.apache.spark.sql.execution.datasources.HadoopFileLinesReader;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.unsafe.Platform;
+import org.apache.spark.util.TaskCompletionListener;
 
 /**
  * A file split's lines with a maximum size, each checked before anyone parses it (the jsonl and text file sources).
@@ -52,6 +55,26 @@ final class BoundedLines implements Closeable {
     private Text line = new Text();
     private final Text payload = new Text();
     private String reason;
+
+    /** The lines of `file` for a Spark task: closed when the task completes (an I/O error unchecked). */
+    static BoundedLines forTask(PartitionedFile file, scala.Option<byte[]> separator, Configuration conf, long max,
+                                boolean json) {
+        BoundedLines lines;
+        try {
+            lines = new BoundedLines(file, separator, conf, max, json);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        TaskContext tc = TaskContext.get();
+        if (tc != null) tc.addTaskCompletionListener((TaskCompletionListener) ctx -> {
+            try {
+                lines.close();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        return lines;
+    }
 
     BoundedLines(PartitionedFile file, scala.Option<byte[]> separator, Configuration conf, long max, boolean json)
             throws IOException {

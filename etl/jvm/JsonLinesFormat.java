@@ -13,7 +13,6 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.io.Text;
-import org.apache.spark.TaskContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -34,7 +33,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.util.SerializableConfiguration;
 import org.apache.spark.util.SerializableConfiguration$;
-import org.apache.spark.util.TaskCompletionListener;
 import scala.Function1;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
@@ -133,20 +131,7 @@ public class JsonLinesFormat extends JsonFileFormat {
         public Iterator<InternalRow> apply(PartitionedFile file) {
             JacksonParser parser = new JacksonParser(parsed, opts, true, filters);
             JacksonParser quickParser = quick == null ? null : new JacksonParser(quick, opts, true, filters);
-            BoundedLines lines;
-            try {
-                lines = new BoundedLines(file, opts.lineSeparatorInRead(), conf.value().value(), max, true);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            TaskContext tc = TaskContext.get();
-            if (tc != null) tc.addTaskCompletionListener((TaskCompletionListener) ctx -> {
-                try {
-                    lines.close();
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
+            BoundedLines lines = BoundedLines.forTask(file, opts.lineSeparatorInRead(), conf.value().value(), max, true);
             return new Rows(this, parser, quickParser, lines);
         }
     }

@@ -7,7 +7,6 @@ import java.util.NoSuchElementException;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.io.Text;
-import org.apache.spark.TaskContext;
 import org.apache.spark.broadcast.Broadcast;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -20,7 +19,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.util.SerializableConfiguration;
 import org.apache.spark.util.SerializableConfiguration$;
-import org.apache.spark.util.TaskCompletionListener;
 import scala.Function1;
 import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
@@ -80,20 +78,7 @@ public class TextLinesFormat extends TextFileFormat {
 
         @Override
         public Iterator<InternalRow> apply(PartitionedFile file) {
-            BoundedLines lines;
-            try {
-                lines = new BoundedLines(file, separator, conf.value().value(), max, false);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-            TaskContext tc = TaskContext.get();
-            if (tc != null) tc.addTaskCompletionListener((TaskCompletionListener) ctx -> {
-                try {
-                    lines.close();
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
+            BoundedLines lines = BoundedLines.forTask(file, separator, conf.value().value(), max, false);
             GenericInternalRow out = new GenericInternalRow(width);
             return new AbstractIterator<InternalRow>() {
                 private boolean ready;

@@ -34,7 +34,18 @@ _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
 _DURATION_PART = r"(\d+(\.\d+)?)\s*(ms|s|m|h|d)"
 
 
-class Duration(float):
+class _Written:
+    """A value written as text in a pipeline (a duration, a size, a time): validated by the class's `parse`,
+    serialized as its text."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)  # type: ignore[attr-defined]
+        )
+
+
+class Duration(_Written, float):
     """A time span in seconds, written as "500ms", "10s", "5m", "1h", "1d" (or a number of seconds)."""
 
     @classmethod
@@ -87,12 +98,6 @@ class Duration(float):
     __repr__ = __str__
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(
-            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)
-        )
-
-    @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
         return {
             "anyOf": [
@@ -107,7 +112,7 @@ _SIZE_UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?\s*$", re.IGNORECASE)
 
 
-class Size(int):
+class Size(_Written, int):
     """A byte count, written as "64MB", "512KiB", "1GB" (or a number of bytes)."""
 
     @classmethod
@@ -142,12 +147,6 @@ class Size(int):
     __repr__ = __str__
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(
-            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)
-        )
-
-    @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
         return {
             "anyOf": [
@@ -167,7 +166,7 @@ def _positive(d: Duration) -> Duration:
 PositiveDuration = Annotated[Duration, AfterValidator(_positive)]
 
 
-class Instant(str):
+class Instant(_Written, str):
     """A point in time written in ISO 8601 ("2026-01-01T00:00:00Z"; no zone: UTC), kept as its text."""
 
     @classmethod
@@ -181,12 +180,6 @@ class Instant(str):
             except ValueError:
                 pass
         raise ValueError(f"invalid time {short_repr(value, 40)}: expected ISO 8601, e.g. '2026-01-01T00:00:00Z'")
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(
-            cls.parse, serialization=core_schema.plain_serializer_function_ser_schema(str)
-        )
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
