@@ -161,9 +161,12 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    ui = spark.sparkContext.uiWebUrl
-    if ui and progress != "none":
-        typer.echo(f"etl run: {plan.name}: Spark UI {ui} (master {spark.sparkContext.master})", err=True)
+    if progress != "none":  # the first line: which etl and which Spark run it (and where to watch it)
+        from etl import DISTRIBUTION, version
+
+        ui = spark.sparkContext.uiWebUrl
+        typer.echo(f"etl run: {plan.name}: {DISTRIBUTION} {version()} on Spark {spark.version}"
+                   + (f", Spark UI {ui}" if ui else "") + f" (master {spark.sparkContext.master})", err=True)
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     stops = {"n": 0}
