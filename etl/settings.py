@@ -36,7 +36,8 @@ class SettingsError(Exception):
     """An unknown ETL_* variable or an invalid value: one line for the user."""
 
 
-def _uid() -> int:
+def uid() -> int:
+    """This user's id (0 where there is none): etl's private temporary folders are per user."""
     return os.getuid() if hasattr(os, "getuid") else 0
 
 
@@ -206,7 +207,7 @@ class Settings:
 def _defaults(environ: Mapping[str, str]) -> dict[str, Any]:
     xdg = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return {"cache_dir": os.path.join(xdg, "etl"),
-            "lookup_dir": os.path.join(tempfile.gettempdir(), f"etl-lookup-{_uid()}"),
+            "lookup_dir": os.path.join(tempfile.gettempdir(), f"etl-lookup-{uid()}"),
             "java_lib": str(Path(__file__).resolve().parents[1] / "java" / "lib"),
             "spark_submit": "PYSPARK_GATEWAY_PORT" in environ,
             "java_home": environ.get("JAVA_HOME", "")}

@@ -45,6 +45,9 @@ LAUNCH_DEFAULTS: dict[str, str] = {
     # Off, the driver's work per micro-batch and per compile takes a fraction of the round trips (bench/sinks.py).
     # A static setting: under spark-submit (a JVM already running) it stays as submitted.
     "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # Spark SQL's warehouse (managed tables: etl keeps none) is made when the catalog is first used, by default
+    # as spark-warehouse/ in the current folder: etl's private temporary folder instead (the driver's disk)
+    "spark.sql.warehouse.dir": Path(tempfile.gettempdir(), f"etl-warehouse-{settings.uid()}").as_uri(),
 }
 if hasattr(socket, "AF_UNIX"):
     # JVM <-> Python workers over Unix domain sockets instead of TCP on localhost: every task that runs Python
@@ -191,8 +194,7 @@ def log4j_text(log_file: str | None = None) -> str:
 
 def _log4j_file(log_file: str | None = None) -> str:
     text = log4j_text(log_file)
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    path = os.path.join(tempfile.gettempdir(), f"etl-log4j2-{uid}-{abs(hash(text)) % 10**8}.properties")
+    path = os.path.join(tempfile.gettempdir(), f"etl-log4j2-{settings.uid()}-{abs(hash(text)) % 10**8}.properties")
     try:
         with open(path) as fh:
             if fh.read() == text:

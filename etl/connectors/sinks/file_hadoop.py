@@ -179,6 +179,9 @@ class HadoopFiles:
         self.call(write)
         self.rename(tmp, rel)
 
+    def length(self, rel: str) -> int:
+        return int(self.call(lambda: self.fs.getFileStatus(self.path(rel)).getLen()))
+
     def read_text(self, rel: str) -> str:
         def read() -> str:
             stream = self.fs.open(self.path(rel))
@@ -302,10 +305,21 @@ class Publisher:
     def commit(self, batch_id: int, rows: int) -> None:
         """Write the manifest (the commit point), then publish. A batch without rows publishes nothing."""
         stage = self.staging(batch_id)
-        parts = self.files.names(stage) if rows else []
+        parts = [p for p in self.files.names(stage) if not self._no_rows(stage, p)] if rows else []
         lines = [f"{p} part-{self.batch_name(batch_id)}-{n:05d}.{self.ext}" for n, p in enumerate(parts)]
         self.files.write_text(f"{stage}/{MANIFEST}", "".join(x + "\n" for x in lines))
         self.finish(batch_id, lines)
+
+    def _no_rows(self, stage: str, part: str) -> bool:
+        """Spark's writer leaves a file for its partition 0 even when that partition has no rows (an empty job
+        still writes one: parquet's schema); beside other parts it holds none: empty, or csv's header alone. It
+        is not published (it goes with the staging folder). A parquet part is published as written."""
+        if not part.startswith("part-00000-") or self.ext == "parquet":
+            return False
+        size = self.files.length(f"{stage}/{part}")
+        if size == 0 or self.ext != "csv":
+            return size == 0
+        return size <= 65536 and self.files.read_text(f"{stage}/{part}").count("\n") <= 1  # a row ends a line too
 
     def finish(self, batch_id: int, lines: list[str] | None = None) -> None:
         """Steps 2 and 3: every part not yet renamed, then the published manifest; idempotent. `lines`: the
