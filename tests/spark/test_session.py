@@ -22,21 +22,6 @@ def test_python_workers_are_reached_over_unix_domain_sockets(spark):
     assert sorted(r.id for r in got) == [0, 2, 4, 6, 8]
 
 
-def test_the_sql_warehouse_is_in_etl_s_temporary_folder_not_the_current_one(spark):
-    """Spark makes its warehouse folder when the catalog is first used: by default spark-warehouse/ in the
-    current folder, left behind by every run."""
-    import os
-    import tempfile
-    from pathlib import Path
-
-    from urllib.parse import urlparse
-
-    want = Path(tempfile.gettempdir(), f"etl-warehouse-{os.getuid()}")
-    located = [spark.conf.get("spark.sql.warehouse.dir"), spark.catalog.getDatabase("default").locationUri]
-    assert [(urlparse(u).scheme, Path(urlparse(u).path)) for u in located] == [("file", want)] * 2
-    assert want.is_dir()
-
-
 def test_python_workers_and_data_source_planners_import_the_installed_pyspark(spark):
     """With pip's pyspark, Spark's pyspark.zip duplicates the installed package (minus its bytecode): the
     launcher keeps it off the path of every Python process Spark starts -- UDF workers and the planner and
