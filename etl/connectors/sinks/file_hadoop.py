@@ -182,6 +182,19 @@ class HadoopFiles:
     def length(self, rel: str) -> int:
         return int(self.call(lambda: self.fs.getFileStatus(self.path(rel)).getLen()))
 
+    def parquet_rows(self, rel: str) -> int:
+        """The rows of a parquet file, from its footer."""
+        def read() -> int:
+            parquet = self._jvm.org.apache.parquet.hadoop
+            reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromPath(self.path(rel),
+                                                                                          self.fs.getConf()))
+            try:
+                return int(reader.getRecordCount())
+            finally:
+                reader.close()
+
+        return self.call(read)
+
     def read_text(self, rel: str) -> str:
         def read() -> str:
             stream = self.fs.open(self.path(rel))
@@ -312,10 +325,12 @@ class Publisher:
 
     def _no_rows(self, stage: str, part: str) -> bool:
         """Spark's writer leaves a file for its partition 0 even when that partition has no rows (an empty job
-        still writes one: parquet's schema); beside other parts it holds none: empty, or csv's header alone. It
-        is not published (it goes with the staging folder). A parquet part is published as written."""
-        if not part.startswith("part-00000-") or self.ext == "parquet":
+        still writes one: parquet's schema); beside other parts it holds none: empty, csv's header alone, or a
+        parquet footer of 0 rows. It is not published (it goes with the staging folder)."""
+        if not part.startswith("part-00000-"):
             return False
+        if self.ext == "parquet":
+            return self.files.parquet_rows(f"{stage}/{part}") == 0
         size = self.files.length(f"{stage}/{part}")
         if size == 0 or self.ext != "csv":
             return size == 0
