@@ -1,11 +1,12 @@
 """Benchmark: the SigmaHQ Windows process-creation rules over M events in Spark -- etl's Sigma filter (tag mode)
 vs the same rules as one Spark SQL tagging expression from pySigma's Databricks backend vs a scan.
 
-    .venv/bin/python bench/sigma.py --events 1000000 [--scope process_creation|windows] [--repeat 3]
+    .venv/bin/python bench/sigma.py --events 1000000 [--scope process_creation|windows] [--repeat 3] [--corpus DIR]
 
-Rules: `<repo>/../shared/sigma/rules` ($ETL_SIGMA_CORPUS for a copy elsewhere); scope process_creation is
-rules/windows/process_creation (selected by logsource windows/process_creation), scope windows every rule
-of rules/ whose logsource product is windows. Events: M reproducible Sysmon process-creation events
+Rules: `--corpus DIR` names a copy of SigmaHQ/sigma, the folder holding `rules/` (default $ETL_SIGMA_CORPUS,
+else `<repo>/../shared/sigma`; the repository carries 150 rules only, tests/fixtures/sigma_corpus); scope
+process_creation is rules/windows/process_creation (selected by logsource windows/process_creation), scope
+windows every rule of rules/ whose logsource product is windows. Events: M reproducible Sysmon process-creation events
 (bench/_sigma_gen.py), 1 % of them built to match one of the rules (from pySigma's parsed detection, by
 tests/sigma_rules/pysigma_oracle.py), as jsonl files kept under $TMPDIR/etl-bench-sigma.
 
@@ -70,14 +71,15 @@ json.dump(out, sys.stdout)
 """
 
 
-def corpus() -> Path:
-    return Path(os.environ.get("ETL_SIGMA_CORPUS") or ROOT.parent / "shared" / "sigma")
+def default_corpus() -> str:
+    return os.environ.get("ETL_SIGMA_CORPUS") or str(ROOT.parent / "shared" / "sigma")
 
 
-def selection(scope: str) -> tuple[list[str], dict]:
-    rules = corpus() / "rules"
+def selection(scope: str, corpus: str) -> tuple[list[str], dict]:
+    rules = Path(corpus) / "rules"
     if not rules.is_dir():
-        raise SystemExit(f"the SigmaHQ corpus is missing: expected {rules} ($ETL_SIGMA_CORPUS sets another copy)")
+        raise SystemExit(f"the SigmaHQ corpus is missing: expected {rules} (--corpus DIR names a copy of "
+                         "SigmaHQ's rule repository; the 150 test rules in tests/fixtures are too few to measure)")
     from etl.load.paths import allow_paths
 
     allow_paths([rules])  # the pipelines this bench writes read the corpus where it is (etl's --allow-path)
@@ -193,7 +195,7 @@ def tag_expression(conds: list[tuple[str, str]]) -> Any:
 def sql_child(args: Any, n: int) -> None:
     """--spark-sql-child N: time the Databricks backend's tagging expression of the first N rules in this
     process's own SparkSession (a failing expression may leave the JVM out of memory); prints one JSON line."""
-    paths, select = selection(args.scope)
+    paths, select = selection(args.scope, args.corpus)
     chosen = selected_files(paths, select)
     data = events_dir(args.events, args.seed, args.files, args.scope, [f for f, _ in chosen], False)
     sql = databricks_sql([f for f, _ in chosen], dbx_python(args.dbx_python))
@@ -218,7 +220,7 @@ def spark_sql(args: Any, total: int) -> tuple[dict | None, str | None]:
     while n >= 1:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--spark-sql-child", str(n), "--events",
                str(args.events), "--scope", args.scope, "--repeat", str(args.repeat), "--seed", str(args.seed),
-               "--files", str(args.files), "--master", args.master]
+               "--files", str(args.files), "--master", args.master, "--corpus", args.corpus]
         cmd += ["--dbx-python", args.dbx_python] if args.dbx_python else []
         # its own process group: on a timeout the child's JVM goes too
         child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -244,6 +246,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--scope", choices=["process_creation", "windows"], default="process_creation")
+    ap.add_argument("--corpus", default=default_corpus(), help="a copy of SigmaHQ/sigma (the folder holding rules/)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--files", type=int, default=8)
@@ -257,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.spark_sql_child:
         return sql_child(args, args.spark_sql_child)
 
-    paths, select = selection(args.scope)
+    paths, select = selection(args.scope, args.corpus)
     t = time.perf_counter()
     chosen = selected_files(paths, select)
     print(f"rules: {len(chosen)} loaded by etl ({time.perf_counter() - t:.1f} s)", flush=True)

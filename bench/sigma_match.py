@@ -2,7 +2,7 @@
 outside Spark, on one thread: CPU microseconds per event and a digest of the matched ids.
 
     .venv/bin/python bench/sigma_match.py [--events 200000] [--scope process_creation|windows] [--passes 5]
-        [--ids FILE] [--jvm-opt=-XX:StartFlightRecording=filename=x.jfr]
+        [--corpus DIR] [--ids FILE] [--jvm-opt=-XX:StartFlightRecording=filename=x.jfr]
 
 Needs bench/sigma.py's events (run it once with the same --scope). The program file is the one etl's compile
 path writes for the bench's pipeline (etl.compile.rules_jvm_multi.plan_of); each event's row holds the
@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--scope", choices=["process_creation", "windows"], default="process_creation")
+    ap.add_argument("--corpus", default=_bench().default_corpus(), help="a copy of SigmaHQ/sigma (holding rules/)")
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--ids", help="write each event's ids here")
     ap.add_argument("--jvm-opt", action="append", default=[])
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     from etl.compile import jvm
     from etl.compile.rules_jvm_multi import plan_of
 
-    paths, select = bench.selection(args.scope)
+    paths, select = bench.selection(args.scope, args.corpus)
     chosen = bench.selected_files(paths, select)
     data = bench.events_dir(1_000_000, 7, 8, args.scope, [f for f, _ in chosen], False)
     work = Path(tempfile.mkdtemp(prefix="etl-sigma-match-"))

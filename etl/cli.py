@@ -13,13 +13,26 @@ app = typer.Typer(
     name="etl",
     help="Declarative streaming ETL on PySpark: validate, explain, run and test YAML pipelines.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from etl import DISTRIBUTION, version
+
+        typer.echo(f"{DISTRIBUTION} {version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="Print etl's version and exit.")) -> None:
+    pass  # the app's options before a command: --version (and typer's --install-completion, --show-completion)
+
+
 def _register() -> None:
-    from etl.commands import drain, explain, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
+    from etl.commands import drain, explain, init, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
 
     for info in app.registered_commands:  # the command list shows a docstring's line breaks as they are
         if info.short_help is None and info.callback is not None and info.callback.__doc__:

@@ -184,9 +184,12 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
             stderr_to_file(spark, str(log))
         except OSError:
             pass
-    web = spark.sparkContext.uiWebUrl
-    if web and progress != "none":
-        typer.echo(f"etl run: {plan.name}: Spark UI {web} (master {spark.sparkContext.master})", err=True)
+    if progress != "none":  # the first line: which etl and which Spark run it (and where to watch it)
+        from etl import DISTRIBUTION, version
+
+        ui = spark.sparkContext.uiWebUrl
+        typer.echo(f"etl run: {plan.name}: {DISTRIBUTION} {version()} on Spark {spark.version}"
+                   + (f", Spark UI {ui}" if ui else "") + f" (master {spark.sparkContext.master})", err=True)
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from etl import settings
+from etl.diskcache import private_tmp
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -327,6 +328,9 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     if not joined:
         builder = builder.master(master or "local[*]")
         launch = dict(LAUNCH_DEFAULTS)
+        # Spark SQL's warehouse (managed tables: etl keeps none) is made when the catalog is first used, by default
+        # as spark-warehouse/ in the current folder: this user's private temporary folder instead (the driver's)
+        launch["spark.sql.warehouse.dir"] = private_tmp("etl-warehouse").as_uri()
         if local:
             launch.update(LOCAL_DEFAULTS)
         if not ui:

@@ -55,6 +55,12 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
     out, err = p.communicate(timeout=600)
     assert p.returncode == 0, err[-3000:]
     checkpoint = tmp_path / ".etl" / "quickstart" / "checkpoint"
+    from importlib.metadata import version
+
+    installed = subprocess.run([sys.executable, "-m", "etl", "--version"], cwd=tmp_path, capture_output=True,
+                               text=True, timeout=60).stdout.split()  # this process's cwd may hold other metadata
+    assert installed[0] == "etl-streams" and err.splitlines()[0] == (
+        f"etl run: quickstart: etl-streams {installed[1]} on Spark {version('pyspark')} (master local[*])")
     assert err.splitlines()[-1] == (f"etl run: quickstart: no new input since the last run (its checkpoint {checkpoint} "
                                     "remembers what was read: remove it to read everything again)")
 

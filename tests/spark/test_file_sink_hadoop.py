@@ -92,6 +92,28 @@ def test_an_empty_batch_publishes_no_part(spark, tmp_path):
     assert _parts(tmp_path / "out") == [] and _published(tmp_path / "out") == {"q-00000003-0": []}
 
 
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_an_empty_partition_publishes_no_part(spark, tmp_path, fmt):
+    """Spark's writer writes a file for partition 0 even when it has no rows (the others' empty partitions
+    write none): that part is not published (and goes with the staging folder)."""
+    spec = FileSinkSpec(id="out", type="file", path="out", format=fmt)
+    rows = spark.createDataFrame(spark.sparkContext.parallelize([(1, "a"), (2, "b")], 4), "id bigint, name string")
+    assert rows.rdd.glom().map(len).collect() == [0, 1, 0, 1]
+    assert FileSink(spec, _ctx(tmp_path)).write_batch(rows, 0).rows == 2
+    out = tmp_path / "out"
+    names = [f"part-q-00000000-0-0000{n}.{fmt}" for n in (0, 1)]
+    assert _parts(out) == names and not (out / "_staging").exists()
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        assert [pq.read_table(out / n).to_pylist() for n in names] == [[{"id": 1, "name": "a"}],
+                                                                       [{"id": 2, "name": "b"}]]
+    else:
+        assert [(out / n).read_text() for n in names] == (['{"id":1,"name":"a"}\n', '{"id":2,"name":"b"}\n']
+                                                          if fmt == "jsonl" else ["id,name\n1,a\n", "id,name\n2,b\n"])
+    assert [ln.split(" ")[1] for ln in (out / "_etl_batches" / "q-00000000-0").read_text().splitlines()] == names
+
+
 class Killed(BaseException):
     """The driver dies (not an Exception: nothing catches it on the way out)."""
 

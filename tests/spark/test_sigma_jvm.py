@@ -1,4 +1,4 @@
-"""The SigmaHQ corpus rules of tests/sigma_rules/test_corpus.py (every 8th process-creation rule, an event each
+"""The SigmaHQ corpus rules of tests/sigma_rules/test_corpus.py (150 process-creation rules, an event each
 rule matches and a near miss, checked with pySigma's own reading) decided by the JVM rule path over several
 fields (etl/optimize/jvmmulti.py): all rules at once, exactly as the reference interpreter decides them, on the
 events as generated, upper-cased, and with the characters Python matches caselessly with k, s and i."""

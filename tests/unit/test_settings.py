@@ -131,6 +131,21 @@ def test_the_readme_table_is_current():
     assert [ln.split("`")[1] for ln in settings.markdown().splitlines()[2:]] == [s.name for s in settings.SETTINGS]
 
 
+def test_the_table_s_defaults_are_the_defaults():
+    """Each default the table names, read by its setting's own parser, is what a run without the variable gets
+    (ETL_COMPONENT_COUNTS' said off while etl counted); the others are named here with the value they stand for."""
+    got = load({"HOME": "/h", "XDG_CACHE_HOME": "/x"})
+    descriptive = {"ETL_LOG_LEVEL": "", "ETL_CACHE_DIR": "/x/etl",
+                   "ETL_LOOKUP_DIR": "",  # "": the private <tmp>/etl-lookup-<uid>, made where it is used
+                   "ETL_JAVA_LIB": str(ROOT / "java" / "lib"), "ETL_ROCKETMQ_LOG_DIR": None,
+                   "ETL_FORCE_ENGINES": frozenset(), "ETL_TEST_PARTITION_PAUSE": None, "ETL_TEST_WORKER_CRASH": None}
+    for s in settings.SETTINGS:
+        want = descriptive[s.name] if s.name in descriptive else s.parse(s.default)
+        have = getattr(got, s.field)
+        assert have == want, f"{s.name}: the table says {s.default!r}, a run has {have!r}"
+    assert got.component_counts is False
+
+
 def test_every_etl_variable_etl_reads_is_a_setting():
     """No module of etl reads the environment except etl/settings.py (and the templates' env() source); every
     ETL_* name etl's code mentions is a setting (or the worker pool's, which Spark sets)."""

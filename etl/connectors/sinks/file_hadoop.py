@@ -192,6 +192,22 @@ class HadoopFiles:
         self.call(write)
         self.rename(tmp, rel)
 
+    def length(self, rel: str) -> int:
+        return int(self.call(lambda: self.fs.getFileStatus(self.path(rel)).getLen()))
+
+    def parquet_rows(self, rel: str) -> int:
+        """The rows of a parquet file, from its footer."""
+        def read() -> int:
+            parquet = self._jvm.org.apache.parquet.hadoop
+            reader = parquet.ParquetFileReader.open(parquet.util.HadoopInputFile.fromPath(self.path(rel),
+                                                                                          self.fs.getConf()))
+            try:
+                return int(reader.getRecordCount())
+            finally:
+                reader.close()
+
+        return self.call(read)
+
     def read_text(self, rel: str) -> str:
         def read() -> str:
             stream = self.fs.open(self.path(rel))
@@ -315,10 +331,23 @@ class Publisher:
     def commit(self, batch_id: int, rows: int) -> None:
         """Write the manifest (the commit point), then publish. A batch without rows publishes nothing."""
         stage = self.staging(batch_id)
-        parts = self.files.names(stage) if rows else []
+        parts = [p for p in self.files.names(stage) if not self._no_rows(stage, p)] if rows else []
         lines = [f"{p} part-{self.batch_name(batch_id)}-{n:05d}.{self.ext}" for n, p in enumerate(parts)]
         self.files.write_text(f"{stage}/{MANIFEST}", "".join(x + "\n" for x in lines))
         self.finish(batch_id, lines)
+
+    def _no_rows(self, stage: str, part: str) -> bool:
+        """Spark's writer leaves a file for its partition 0 even when that partition has no rows (an empty job
+        still writes one: parquet's schema); beside other parts it holds none: empty, csv's header alone, or a
+        parquet footer of 0 rows. It is not published (it goes with the staging folder)."""
+        if not part.startswith("part-00000-"):
+            return False
+        if self.ext == "parquet":
+            return self.files.parquet_rows(f"{stage}/{part}") == 0
+        size = self.files.length(f"{stage}/{part}")
+        if size == 0 or self.ext != "csv":
+            return size == 0
+        return size <= 65536 and self.files.read_text(f"{stage}/{part}").count("\n") <= 1  # a row ends a line too
 
     def finish(self, batch_id: int, lines: list[str] | None = None) -> None:
         """Steps 2 and 3: every part not yet renamed, then the published manifest; idempotent. `lines`: the
