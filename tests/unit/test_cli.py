@@ -161,3 +161,24 @@ def test_var_values_are_yaml_scalars(tmp_path):
         """)
     assert run("validate", "--var", "rows=5", p).exit_code == 0
     assert run("validate", "--var", "rows=-5", p).exit_code == 1
+
+
+def test_run_as_a_script_etl_s_modules_do_not_stand_for_the_standard_library(tmp_path):
+    """spark-submit runs etl/__main__.py as a script, which puts etl/ first on sys.path: etl/secrets.py then stood
+    for the standard library's `secrets` (the control endpoint's token: AttributeError, every submitted run)."""
+    import subprocess
+    import sys
+
+    script = ROOT / "etl" / "__main__.py"
+    code = ("import runpy, sys\n"
+            f"sys.path[0] = {str(script.parent)!r}\n"
+            "sys.argv = ['__main__.py', '--version']\n"
+            "try:\n"
+            f"    runpy.run_path({str(script)!r}, run_name='__main__')\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "import secrets\n"
+            "print('token', len(secrets.token_urlsafe(8)) > 0)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.splitlines()[-1] == "token True"
