@@ -2,7 +2,8 @@
 
 A stage compiled over streaming frames splits its failed rows off (etl.compile.
 deadletter.from_shared) when its builder can fail on a row: a source parsing
-JSON or CSV or declaring an event time (the horizon), grok and parse with `on_error: dead_letter`, every guarded
+JSON or CSV, reading text lines it checks (etl/jvm/BoundedLines.java, the tail mode) or declaring an event time
+(the horizon), grok and parse with `on_error: dead_letter`, every guarded
 expression (derive columns, select expressions, filter `expr`, route
 conditions, window `having`; etl.compile.guard), rule programs that may leave
 a row undecided (Python `re` past its budget), and the state engine's late
@@ -23,12 +24,14 @@ GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|
                        r"\s*\(", re.IGNORECASE)
 
 
-def _source_fails(node: Node) -> bool:
+def _source_fails(node: Node, engines: dict[str, str]) -> bool:
     spec = node.spec
     if node.type in ("file", "kafka", "rocketmq") and spec.event_time is not None:
         return True  # an event time beyond the horizon (etl.compile.watermark)
+    if node.type == "file" and spec.format == "text":  # a line over the record size, or not UTF-8
+        return bool(getattr(spec, "tail", False)) or engines.get("lines") == "text-jvm"
     if node.type == "file":
-        return spec.format not in ("text", "parquet")
+        return spec.format != "parquet"
     if node.type in ("kafka", "rocketmq"):
         return getattr(spec, "format", None) == "json"
     return False
@@ -40,7 +43,7 @@ def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) ->
     s = node.spec
     t = node.type
     if node.kind == "source":
-        return _source_fails(node)
+        return _source_fails(node, engines)
     if t in ("grok", "parse"):
         return s.on_error == "dead_letter"
     if t == "filter":

@@ -222,6 +222,9 @@ class Functions:
             raise SqlSyntax(e.message, self.at(e.node), e.hint, e.code) from None
 
     def _rewrite(self, n: exp.Expression, name: str, args: list[exp.Expression]) -> exp.Expression:
+        star = next((a for a in args if isinstance(a, exp.Star)), None)
+        if star is not None:  # Flink reads * only in COUNT(*); Spark would pass every column as an argument
+            raise FunctionError(f"{name} takes values, not *", n, f"name the column: {name}(col)")
         row = row_for(name, len(args), self.dialect)
         if row is None:
             arities = sorted({r.arity for r in table() if r.name == name})

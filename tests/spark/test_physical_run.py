@@ -76,7 +76,12 @@ def test_a_forced_target_is_what_runs(spark, tmp_path, monkeypatch):
     comp = Compiler(ctx)
     queries = comp.queries()
     assert [q.name for q in queries] == ["access"]
-    comp.evaluate(queries[0], spark.createDataFrame([("1.2.3.4 GET /x 200",)], "line string"))
+    from etl.dead_letters import ERR, PAYLOAD
+
+    assert queries[0].root_shared  # the text source checks its lines (BoundedLines): its frame carries the split
+    line = "1.2.3.4 GET /x 200"
+    comp.evaluate(queries[0], spark.createDataFrame([(line, None, line)],
+                                                    f"line string, {ERR} string, {PAYLOAD} string"))
     assert ctx.physical_plan().engine("attacks", "rules") == "rules-python"
     assert ctx.executed[("attacks", "rules")] == "rules-python"
     assert ctx.executed[("attacks", "prefilter")] == "no-prefilter"

@@ -166,3 +166,11 @@ def test_rsqldb_event_time_window_without_a_watermark(tmp_path):
 def test_like_has_no_escape_character_as_in_flink(tmp_path):
     c = _check(tmp_path, SRC + OUT + r"INSERT INTO o SELECT a FROM t WHERE a LIKE 'C:\Windows\%';" "\n")
     assert [r["when"] for r in _spec(c, "o_where")["rules"]] == [{"field": "a", "like": "C:\\\\Windows\\\\%"}]
+
+
+def test_a_star_is_no_argument_of_a_translated_function(tmp_path):
+    """Flink reads * only in COUNT(*); WEEK(*) became weekofyear(*), which Spark expands into every column
+    (found by tests/spark/test_validate_implies_compile.py: WRONG_NUM_ARGS at run)."""
+    c = _check(tmp_path, SRC + OUT + "INSERT INTO o SELECT CAST(WEEK(*) AS VARCHAR) FROM t;\n")
+    assert _codes(c) == [("E012", 3, 27)]
+    assert c.report.errors[0].message == "WEEK takes values, not *"
