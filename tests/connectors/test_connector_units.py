@@ -98,3 +98,30 @@ def test_connector_jars_on_the_session_and_a_clear_error_when_missing(spark):
     require_class(spark, "org.apache.spark.sql.kafka010.KafkaSourceProvider", "kafka source 'k'")
     with pytest.raises(MissingConnector, match=r"kafka source 'k' needs Java classes .* scripts/setup-java.sh"):
         require_class(spark, "org.example.NotThere", "kafka source 'k'")
+
+
+def test_kafka_sink_marker_topic_without_an_answer_is_retried(monkeypatch, tmp_path):
+    """The marker topic's creation had no answer in time (the broker down mid-run: the future's TimeoutError):
+    a TransientError the sink's retry policy repeats, not an error that stops the query (the outage contract
+    test met it on a busy CI machine)."""
+    import confluent_kafka.admin
+
+    from etl.connectors.sinks.kafka import KafkaSink
+    from etl.runtime.sink import SinkContext, TransientError
+    from etl.spec.sinks import KafkaSink as KafkaSpec
+
+    class Silent:
+        def __init__(self, conf):
+            pass
+
+        def create_topics(self, topics, operation_timeout):
+            class Never:
+                def result(self, timeout):
+                    raise TimeoutError()
+            return {t.topic: Never() for t in topics}
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", Silent)
+    spec = KafkaSpec(id="ko", type="kafka", input="k", bootstrap_servers="127.0.0.1:1", topic="o")
+    sink = KafkaSink(spec, SinkContext(pipeline="p", sink_id="ko", scope="q", state_dir=str(tmp_path)))
+    with pytest.raises(TransientError, match=r"cannot create the marker topic .*: no answer from 127.0.0.1:1 "):
+        sink._ensure_marker_topic()

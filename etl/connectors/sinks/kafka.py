@@ -196,6 +196,9 @@ class KafkaSink(ServerSink):
                                 "defaults", self.label, self.marker_topic, e)
                 else:
                     raise self._err(f"cannot create the marker topic {self.marker_topic}", e) from e
+        except TimeoutError as e:  # the call's future had no answer in time (the broker is down): retried
+            raise TransientError(f"cannot create the marker topic {self.marker_topic}: no answer from "
+                                 f"{self.spec.bootstrap_servers} within {OP_TIMEOUT:.0f}s") from e
         self._topic_ready = True
 
     def _scan_markers(self) -> int:
