@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from etl.graph.names import find as _find
 from etl.graph.types import struct_fields
 
 _INTEGRAL = {"tinyint": (-2**7, 2**7 - 1), "byte": (-2**7, 2**7 - 1), "smallint": (-2**15, 2**15 - 1),
@@ -42,13 +43,6 @@ class Miss:
     index: int
     message: str
     hint: str
-
-
-def _find(fields: dict[str, str], name: str) -> str | None:
-    if name in fields:
-        return name
-    low = name.lower()
-    return next((f for f in fields if f.lower() == low), None)
 
 
 def missing_field(column: str, typ: str, parts: list[str]) -> Miss | None:
