@@ -6,7 +6,7 @@ ETL    := $(VENV)/bin/etl
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup setup-java setup-servers run test test-fast lint typecheck check durations goldens validate schema bench clean
+.PHONY: setup setup-java jar setup-servers run test test-fast lint typecheck check durations goldens validate schema bench clean
 
 setup: $(VENV)/.installed
 
@@ -16,11 +16,23 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[connectors,test,dev]'
 	touch $@
 
-# Java artifacts (Spark Kafka connector, JDBC driver, Kafka/RocketMQ/OpenSearch servers) via Maven
-setup-java: setup
+# Java artifacts (Spark Kafka connector, JDBC driver, Kafka/RocketMQ/OpenSearch servers) via Maven, and etl's jar
+setup-java: setup jar
 	PYTHON=$(PY) scripts/setup-java.sh
 	# the driver JVM's class archive (etl.runtime.class_archive): every later JVM start takes about half the CPU
 	-$(PY) -m etl.runtime.class_archive
+
+# etl's jar: java/etl-jvm (Maven) compiles etl/jvm/*.java against the venv's pyspark jars, runs its JUnit tests and
+# packages target/etl-jvm.jar, copied to etl/jvm/etl-jvm.jar where the wheel takes it and runs find it
+# (etl.physical.jar); rebuilt when a source, a JUnit test or a pom changed
+JAR     := etl/jvm/etl-jvm.jar
+PYSPARK  = $(shell $(PY) -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__), pyspark.__version__)')
+jar: $(JAR)
+
+$(JAR): $(VENV)/.installed $(wildcard etl/jvm/*.java) $(shell find java/etl-jvm/src -type f 2>/dev/null) java/pom.xml java/etl-jvm/pom.xml
+	mvn -B -q -Dstyle.color=never -s java/settings.xml -f java/pom.xml verify \
+	    -Dpyspark.jars=$(word 1,$(PYSPARK))/jars -Dpyspark.version=$(word 2,$(PYSPARK))
+	cp java/etl-jvm/target/etl-jvm.jar $@
 
 # MariaDB server (Debian package) for the integration tests
 setup-servers: setup

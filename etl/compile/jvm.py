@@ -2,10 +2,14 @@
 
 Some work is cheapest in the JVM, next to the rows: the rule filters' literal
 prefilter (etl/jvm/LiteralPrefilter.java) and lookups of large dimension tables
-(etl/jvm/LookupTables.java). Their sources ship with etl and are compiled with
-`javac` against pyspark's jars on first use, into one jar in the on-disk cache
-($ETL_CACHE_DIR, else ~/.cache/etl: `jars/etl-jvm-<hash>.jar`, named by the
-sources, the pyspark version and the JDK, so a change of any gives a new jar).
+(etl/jvm/LookupTables.java). The jar is the packaged one (etl/jvm/etl-jvm.jar,
+built by Maven and shipped in the wheel: etl.physical.jar) when it was built
+from the installed sources against the installed pyspark: a run then needs only
+a Java runtime. Otherwise (the development path: a checkout whose sources
+changed) the sources are compiled with `javac` against pyspark's jars on first
+use, into one jar in the on-disk cache ($ETL_CACHE_DIR, else ~/.cache/etl:
+`jars/etl-jvm-<hash>.jar`, named by the sources, the pyspark version and the
+JDK, so a change of any gives a new jar).
 
 A session etl starts itself (`etl run`, `etl test`, local or on a cluster) has
 the jar on the driver's class path and in `spark.jars` (executors). Plans then
@@ -63,17 +67,25 @@ def _java_version(javac: str) -> str:
 
 
 def jar() -> Path | None:
-    """The jar of etl/jvm/*.java (compiled once per sources, pyspark and JDK), or None without a JDK."""
+    """The jar of etl/jvm/*.java: the packaged one when it is theirs, else compiled once per sources, pyspark and
+    JDK; None without either."""
+    from etl.physical.jar import packaged
+
     with _LOCK:
         if "jar" in _JAR:
             return _JAR["jar"]
+        shipped, why_not = packaged()
+        if shipped is not None:
+            _JAR["jar"] = shipped
+            return shipped
+        log.info("compiling etl/jvm/*.java with javac (the development path): %s", why_not)
         try:
             _JAR["jar"] = _build()
         except Exception as e:  # noqa: BLE001 - no JDK, a read-only cache ...: callers keep their other path
             detail = getattr(e, "stderr", b"") or b""
             if isinstance(detail, bytes):
                 detail = detail.decode(errors="replace")
-            _WHY.append(f"{e} {detail[:800]}".strip())
+            _WHY.append(f"{why_not}; {e} {detail[:800]}".strip())
             log.warning("etl's JVM functions are unavailable (rule prefilter, JVM lookups): %s", _WHY[0])
             _JAR["jar"] = None
         return _JAR["jar"]

@@ -147,7 +147,7 @@ def _prefilter_udf(s: Subject, t: Target) -> str | None:
         return why
     if t.jvm:
         return "the static call is cheaper where the jar is on the class path"
-    return None if t.jdk else "no JDK to build etl's jar for ADD JAR"
+    return None if t.jdk else "no etl jar for ADD JAR (no packaged jar of these sources, no JDK to build one)"
 
 
 # -------------------------------------------------------------------- grok

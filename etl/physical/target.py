@@ -21,7 +21,8 @@ class Target:
     master: str = "local[*]"
     jvm: bool = True  # etl's jar (etl/jvm/*.java) is on the session's class path
     jvm_why: str = ""  # why not, when it is not
-    jdk: bool = True  # javac and jar on PATH: etl's jar can be built (and added to a session without it)
+    jvm_how: str = ""  # where the jar comes from when it is there: "" (not said), "packaged", or javac's reason
+    jdk: bool = True  # etl's jar can be had (packaged, or javac and jar on PATH), and added to a session without it
     rules_jvm: bool = True  # ETL_RULES_JVM: rule sets may run in the JVM (RuleMatch)
     prefilter: bool = True  # ETL_PREFILTER: the literal prefilter of rule filters
     grok_program: bool = True  # ETL_GROK_PROGRAM: grok's matcher program (etl/grokvm) before java.util.regex
@@ -36,7 +37,8 @@ class Target:
 
     def text(self) -> str:
         on = lambda b: "on" if b else "off"  # noqa: E731
-        jar = "yes" if self.jvm else f"no ({self.jvm_why or 'not on the class path'})"
+        jar = (f"yes ({self.jvm_how})" if self.jvm_how else "yes") if self.jvm else \
+            f"no ({self.jvm_why or 'not on the class path'})"
         return (f"master {self.master}, etl jar {jar}, rules_jvm {on(self.rules_jvm)}, "
                 f"prefilter {on(self.prefilter)}, grok_program {on(self.grok_program)}, "
                 f"lookup_jvm {on(self.lookup_jvm)}" + (f", forced {', '.join(sorted(self.force))}" if self.force else ""))
@@ -45,11 +47,17 @@ class Target:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-def predicted_jvm() -> tuple[bool, str]:
-    """Will a session etl starts have its jar? Yes when a JDK (javac, jar) is on PATH (etl.compile.jvm builds it)."""
+def predicted_jvm() -> tuple[bool, str, str]:
+    """Will a session etl starts have its jar, why not, and whence: yes with the packaged jar of these sources
+    (etl.physical.jar), else when a JDK (javac, jar) is on PATH (etl.compile.jvm builds it: the development path)."""
+    from etl.physical.jar import packaged
+
+    shipped, why_not = packaged()
+    if shipped is not None:
+        return True, "", "packaged"
     if shutil.which("javac") is None or shutil.which("jar") is None:
-        return False, "javac/jar not found (install a JDK)"
-    return True, ""
+        return False, f"{why_not}, and javac/jar not found (install a JDK)", ""
+    return True, "", f"built with javac, the development path: {why_not}"
 
 
 def planner_settings(environ: Mapping[str, str] | None = None, *, master: str | None = None,
@@ -60,8 +68,9 @@ def planner_settings(environ: Mapping[str, str] | None = None, *, master: str | 
     from etl import settings
 
     snap = settings.current() if environ is None else settings.load(environ)
-    jdk, why = predicted_jvm()
+    jdk, why, how = predicted_jvm()
     if jvm is None:
         jvm, jvm_why = jdk, why
-    return Target(master=master or "local[*]", jvm=jvm, jvm_why="" if jvm else jvm_why, jdk=jdk,
+    return Target(master=master or "local[*]", jvm=jvm, jvm_why="" if jvm else jvm_why, jvm_how=how if jvm else "",
+                  jdk=jdk,
                   force=snap.force_engines, **{k: getattr(snap, k) for k in SWITCHES})
