@@ -72,6 +72,32 @@ def test_the_target_says_whence_the_jar_comes(monkeypatch):
                                "jar (etl-jvm.jar: `make jar` builds it)), rules_jvm on")
 
 
+def test_a_run_takes_the_packaged_jar_and_javac_only_without_it(monkeypatch):
+    from etl.compile import jvm
+
+    def javac() -> Path:
+        raise AssertionError("javac ran")
+
+    monkeypatch.setattr(jvm, "_JAR", {})
+    monkeypatch.setattr(jvm, "_WHY", [])
+    monkeypatch.setattr(packaged_jar, "packaged", lambda: (Path("/x/etl-jvm.jar"), ""))
+    monkeypatch.setattr(jvm, "_build", javac)
+    assert jvm.jar() == Path("/x/etl-jvm.jar")
+    assert jvm.launch_conf({}) == {"spark.driver.extraClassPath": "/x/etl-jvm.jar"}
+    why = "the packaged jar was built from other sources (RuleMatch.java differ)"
+    monkeypatch.setattr(jvm, "_JAR", {})
+    monkeypatch.setattr(packaged_jar, "packaged", lambda: (None, why))
+    monkeypatch.setattr(jvm, "_build", lambda: Path("/cache/jars/etl-jvm-0123.jar"))
+    assert jvm.jar() == Path("/cache/jars/etl-jvm-0123.jar")  # the development path
+    monkeypatch.setattr(jvm, "_JAR", {})
+    def no_jdk() -> Path:
+        raise RuntimeError("javac/jar not found (install a JDK)")
+
+    monkeypatch.setattr(jvm, "_build", no_jdk)
+    assert jvm.jar() is None
+    assert jvm.unavailable_reason() == f"{why}; javac/jar not found (install a JDK)"
+
+
 def test_the_junit_fixtures_are_the_current_pythons():
     spec = importlib.util.spec_from_file_location("jvm_fixtures", ROOT / "scripts" / "jvm_fixtures.py")
     assert spec is not None and spec.loader is not None
