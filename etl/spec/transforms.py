@@ -265,7 +265,7 @@ class WindowTransform(WindowHooks, TransformBase):
         if self.offset is not None and period is not None and self.offset.millis >= period.millis:
             same = Duration(self.offset.millis % period.millis / 1000)
             raise ValueError(f"`offset` {self.offset} is not shorter than the {name} ({period}): it gives the "
-                             f"windows of offset {same}")
+                             "windows of " + (f"offset {same}" if same.millis else "no offset"))
         seen = {"window_start", "window_end", *self.emit.flag_columns()}
         for a in self.aggregates:
             if a.as_.lower() in seen:

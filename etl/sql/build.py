@@ -326,9 +326,12 @@ def read_statement(script: Script, stmt: Statement) -> Parsed:
             raise SqlSyntax("INSERT INTO needs a query", c.where())
         query = _query(script, rest, c)
         return Parsed(stmt, "insert", name=name.text, span=script.at(name), cols=cols, query=query, emit=emit)
+    if stmt.kind == "select":  # a bare query: its rows go to the console (etl.sql.pipeline)
+        return Parsed(stmt, "select", name=None, span=script.at(stmt.first), query=_query(script, stmt.tokens, c))
     first = stmt.first
     raise SqlSyntax(f"unsupported statement starting with '{first.text}'", script.at(first),
-                    "statements: CREATE TABLE, CREATE VIEW, INSERT INTO, CREATE FUNCTION, SET", "E011")
+                    "statements: CREATE TABLE, CREATE VIEW, INSERT INTO, CREATE FUNCTION, SET, SELECT, EXPLAIN, "
+                    "statement sets", "E011")
 
 
 def _query(script: Script, tokens: list, c: Any) -> exp.Expression:

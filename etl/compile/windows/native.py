@@ -239,7 +239,8 @@ def window_column(spec: Any, et: str = ET_COL) -> Any:
     if spec.kind == "session":
         return F.session_window(F.col(f"`{et}`"), _interval(spec.gap))
     slide = {"sliding": spec.slide, "cumulating": spec.step}.get(spec.kind)
-    start = _interval(spec.offset) if spec.offset else None
+    every = (slide or spec.size).millis
+    start = _interval((spec.offset.millis % every) / 1000) if spec.offset and spec.offset.millis % every else None
     return F.window(F.col(f"`{et}`"), _interval(spec.size), _interval(slide) if slide else None, start)
 
 
