@@ -75,9 +75,11 @@ def compile_grouping_sets(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: st
             if not isinstance(k, exp.Column):
                 raise SqlSyntax("a grouping set's key is a column: compute the expression in a view first", pos(b, k),
                                 code="E011")
+    types = {c.lower(): t for r, _ in scope.entries.values() if r.table is not None
+             for c, t in r.table.schema().items()}
     rels = []
     for s in sets:
-        missing = names - {k.name.lower() for k in s}
+        missing = {n: types.get(n) for n in names - {k.name.lower() for k in s}}
         one = q.copy()
         one.set("group", exp.Group(expressions=[k.copy() for k in s]))
         one.set("expressions", [_nulls(e, missing) for e in one.expressions])
@@ -87,14 +89,16 @@ def compile_grouping_sets(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: st
     return replace(rels[0], id=uid, table=None, static=False)
 
 
-def _nulls(item: exp.Expression, missing: set[str]) -> exp.Expression:
-    """The SELECT item with the grouping keys a set does not hold as NULL (outside aggregates), keeping its name."""
+def _nulls(item: exp.Expression, missing: dict[str, str | None]) -> exp.Expression:
+    """The SELECT item with the grouping keys a set does not hold as NULL of the key's type (outside aggregates),
+    keeping its name."""
     body = item.this if isinstance(item, exp.Alias) else item
     name = item.alias if isinstance(item, exp.Alias) else (body.name if isinstance(body, exp.Column) else None)
 
     def fix(n: exp.Expression) -> exp.Expression:
         if isinstance(n, exp.Column) and n.name.lower() in missing and n.find_ancestor(exp.AggFunc) is None:
-            return exp.Null()
+            t = missing[n.name.lower()]
+            return exp.Cast(this=exp.Null(), to=exp.DataType.build(t, dialect="spark")) if t else exp.Null()
         return n
 
     new = cast(exp.Expression, body.transform(fix))

@@ -4,12 +4,12 @@
 -- SETS of a window aggregation, and window Top-N and deduplication straight over a TVF's rows.
 -- Each query's rows are the documented ones (pipelines/sql/window_tvf.tests.yaml).
 CREATE TABLE Bid (
-  bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier_id STRING,
+  bidtime TIMESTAMP(3), price DOUBLE, item STRING, supplier_id STRING,
   WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
 ) WITH (type = 'file', filePath = '../data/bids.jsonl');
 
 CREATE TABLE BidTopN (
-  bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier_id STRING,
+  bidtime TIMESTAMP(3), price DOUBLE, item STRING, supplier_id STRING,
   WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
 ) WITH (type = 'file', filePath = '../data/bids_topn.jsonl');
 

@@ -151,7 +151,8 @@ def test_cube_and_rollup_are_their_grouping_sets(tmp_path):
     windows = [t for t in cube.pipeline.transforms if t.type == "window"]
     assert [w.group_by for w in windows] == [["supplier_id", "item"], ["supplier_id"], ["item"], []]
     selects = [t.fields for t in cube.pipeline.transforms if t.type == "select"]
-    assert selects[-1] == ["window_start", "window_end", "NULL AS item", "NULL AS supplier_id", "price"]
+    assert selects[-1] == ["window_start", "window_end", "CAST(NULL AS STRING) AS item",
+                            "CAST(NULL AS STRING) AS supplier_id", "price"]
     (union,) = [t for t in cube.pipeline.transforms if t.type == "union"]
     assert len(union.inputs) == 4 and cube.pipeline.sinks[0].inputs == [union.id]
     rollup = _check(tmp_path, SETS + q.format("ROLLUP (supplier_id, item)"))
