@@ -180,7 +180,8 @@ def fill_columns(b: Builder, p: Any, rel: Any, declared: list[str], base: str) -
     listed = {c.lower(): c for c in p.cols}
     unknown = [c for c in p.cols if c.lower() not in {d.lower() for d in declared}]
     if unknown:
-        raise SqlSyntax(f"column '{unknown[0]}' is not a column of table '{p.name}'", p.span,
+        raise SqlSyntax(f"column '{unknown[0]}' is not a column of table '{p.name}'",
+                        p.col_spans.get(unknown[0].lower(), p.span),
                         did_you_mean(unknown[0], declared) or "columns: " + ", ".join(declared), "E310")
     missing = [d for d in declared if d.lower() not in listed]
     if not missing and [c.lower() for c in p.cols] == [d.lower() for d in declared]:

@@ -48,7 +48,7 @@ EXPECTED = {
     'having_without_group_by': [('E010', 5, 60)],
     'hop_one_interval': [('E010', 5, 81)],
     'hop_windows_per_event': [('E102', 5, 81)],
-    'insert_column_list_unknown': [('E310', 4, 13)],
+    'insert_column_list_unknown': [('E310', 4, 23)],
     'insert_columns_mismatch': [('E104', 5, 43)],
     'join_keys_differ': [('E011', 8, 6)],
     'join_unknown_alias': [('E201', 8, 19)],
