@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "W013": "SQL WITH option that has no effect in etl",
     "W014": "SQL text with a bidirectional control character (Trojan Source) or a line separator other than a line feed",
     "W015": "SQL construct whose meaning in etl differs from the peer's (the difference is named)",
+    "W016": "SQL INSERT INTO a column list that leaves out columns of the table: they are NULL in every row",
     "E100": "unknown key",
     "E101": "missing required key",
     "E102": "invalid value (type, choice, duration, size, id, network)",

@@ -10,6 +10,7 @@ import functools
 import re
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LITERAL_WORDS = {"true", "false", "null"}  # a bare word that is a value, not a column
@@ -203,6 +204,11 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         return "double" if any(ch in node.this for ch in ".eE") else "int"
     if isinstance(node, exp.Boolean) or name in _BOOL:
         return "boolean"
+    if isinstance(node, exp.Struct):
+        return _struct_type(node, cols, fns)
+    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.right, exp.Interval):
+        left = _type_of(node.left, cols, fns)  # a timestamp plus or minus an interval is a timestamp
+        return left if left in ("timestamp", "timestamp_ntz") else "unknown"
     if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
         left, right = _type_of(node.left, cols, fns), _type_of(node.right, cols, fns)
         if left == right and left in ("int", "bigint", "double"):
@@ -256,6 +262,26 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
     if isinstance(node, exp.If):
         return _type_of(node.args.get("true"), cols, fns) if node.args.get("true") is not None else "unknown"
     return "unknown"
+
+
+def _struct_type(node: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str:
+    """struct(a, b AS c): struct<a:t,c:u> as Spark writes it, when every field's name and type are known."""
+    exp = _exp()
+    fields = []
+    for e in node.expressions:
+        if isinstance(e, exp.PropertyEQ):
+            name, value = e.this.name, e.expression
+        elif isinstance(e, exp.Alias):
+            name, value = e.alias, e.this
+        elif isinstance(e, exp.Column):
+            name, value = e.name, e
+        else:
+            return "unknown"
+        t = _type_of(value, cols, fns)
+        if not name or t == "unknown":
+            return "unknown"
+        fields.append(f"{name}:{t}")
+    return f"struct<{','.join(fields)}>" if fields else "unknown"
 
 
 def _split_map(t: str) -> str:

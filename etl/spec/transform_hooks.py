@@ -305,7 +305,9 @@ class WindowHooks:
 
     def explain_lines(self: Any) -> list[str]:
         shape = {"tumbling": f"size {self.size}", "sliding": f"size {self.size} slide {self.slide}",
-                 "session": f"gap {self.gap}"}[self.kind]
+                 "cumulating": f"size {self.size} step {self.step}", "session": f"gap {self.gap}"}[self.kind]
+        if self.offset is not None:
+            shape += f" offset {self.offset}"
         et = self.event_time
         tm = f"{self.time} time" + (f" {et.field} (watermark {et.watermark})" if et else "")
         out = [f"{self.kind} {shape}, {tm}"]

@@ -197,15 +197,30 @@ class Emit(Model):
         return ("_final", "_retract") if self.early is not None else ()
 
 
-MAX_WINDOWS_PER_EVENT = 1000  # size / slide of a sliding window
+MAX_WINDOWS_PER_EVENT = 1000  # size / slide of a sliding window, size / step of a cumulating one
+
+
+def _per_event(key: str, every: Duration | None, size: Duration | None) -> None:
+    if every is not None and size is not None and -(-size.millis // every.millis) > MAX_WINDOWS_PER_EVENT:
+        n = -(-size.millis // every.millis)
+        raise PydanticCustomError(  # E102 at the slide, with the hint
+            "value_error", f"invalid {key} {every}: each event would be in {n:,} windows (size {size} / {key} "
+            f"{every}), more than etl's limit of {MAX_WINDOWS_PER_EVENT:,} (Spark makes a copy of each row per "
+            "window)", {"hint": f"use a longer {key} or a shorter size"})
 
 
 @component("transform", "window", builder=f"{_TR}.window:build")
 class WindowTransform(WindowHooks, TransformBase):
     type: Literal["window"]
-    kind: Literal["tumbling", "sliding", "session"]
-    size: PositiveDuration | None = Field(default=None, description="tumbling/sliding window length")
+    kind: Literal["tumbling", "sliding", "cumulating", "session"]
+    size: PositiveDuration | None = Field(default=None, description="tumbling/sliding window length; cumulating: "
+                                          "the longest window")
     slide: PositiveDuration | None = Field(default=None, description="sliding: step between window starts")
+    step: PositiveDuration | None = Field(default=None, description="cumulating: windows [start, start + step), "
+                                          "[start, start + 2 step), ... up to size, for each start a multiple of size")
+    offset: Duration | None = Field(default=None, description="tumbling/sliding/cumulating: window starts are "
+                                    "shifted by this from multiples of the size (sliding: the slide) since "
+                                    "1970-01-01 UTC; shorter than it")
     gap: PositiveDuration | None = Field(default=None, description="session: inactivity gap that closes a session")
     time: Literal["event", "processing"] = "event"
     event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
@@ -220,22 +235,37 @@ class WindowTransform(WindowHooks, TransformBase):
         size = info.data.get("size")
         if slide is not None and size is not None and slide > size:
             raise ValueError(f"invalid slide {slide}: longer than the window `size` ({size})")
-        if slide is not None and size is not None and -(-size.millis // slide.millis) > MAX_WINDOWS_PER_EVENT:
-            n = -(-size.millis // slide.millis)
-            raise PydanticCustomError(  # E102 at the slide, with the hint
-                "value_error", f"invalid slide {slide}: each event would be in {n:,} windows (size {size} / slide "
-                f"{slide}), more than etl's limit of {MAX_WINDOWS_PER_EVENT:,} (Spark makes a copy of each row per "
-                "window)", {"hint": "use a longer slide or a shorter size"})
+        _per_event("slide", slide, size)
         return slide
+
+    @field_validator("step")
+    @classmethod
+    def _step_divides_size(cls, step: Duration | None, info: ValidationInfo) -> Duration | None:
+        size = info.data.get("size")
+        if step is not None and size is not None and size.millis % step.millis:
+            raise ValueError(f"invalid step {step}: the size ({size}) is not a whole number of steps")
+        _per_event("step", step, size)
+        return step
 
     @model_validator(mode="after")
     def _shape(self) -> "WindowTransform":
-        if self.kind in ("tumbling", "sliding") and self.size is None:
+        if self.kind in ("tumbling", "sliding", "cumulating") and self.size is None:
             raise ValueError(f"a {self.kind} window needs `size`")
         if self.kind == "sliding" and self.slide is None:
             raise ValueError("a sliding window needs `slide`")
         if self.kind == "session" and self.gap is None:
             raise ValueError("a session window needs `gap`")
+        if self.kind == "cumulating" and self.step is None:
+            raise ValueError("a cumulating window needs `step`")
+        if self.step is not None and self.kind != "cumulating":
+            raise ValueError(f"`step` applies to a cumulating window, not a {self.kind} one")
+        if self.offset is not None and self.kind == "session":
+            raise ValueError("`offset` applies to a tumbling, sliding or cumulating window, not a session one")
+        period, name = (self.slide, "slide") if self.kind == "sliding" else (self.size, "size")
+        if self.offset is not None and period is not None and self.offset.millis >= period.millis:
+            same = Duration(self.offset.millis % period.millis / 1000)
+            raise ValueError(f"`offset` {self.offset} is not shorter than the {name} ({period}): it gives the "
+                             "windows of " + (f"offset {same}" if same.millis else "no offset"))
         seen = {"window_start", "window_end", *self.emit.flag_columns()}
         for a in self.aggregates:
             if a.as_.lower() in seen:

@@ -46,6 +46,7 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     from etl.sql.pipeline import assemble
     from etl.sql.script import (Script, SqlSyntax, invisible_characters, mark_lines, report_syntax, split, tokenize,
                                 unmark_lines)
+    from etl.sql.statements import unwrap
 
     from etl.load.template import process_environ
 
@@ -66,6 +67,7 @@ def load_sql_text(text: str, file: str, report: Report, *, cli_vars: Mapping[str
     except SqlSyntax as e:
         report_syntax(report, e)
         return None
+    statements = unwrap(script, statements, report)
     b = Builder(script, report)
     before = len(report.errors)
     data = assemble(b, statements)

@@ -309,9 +309,12 @@ def read_statement(script: Script, stmt: Statement) -> Parsed:
             c.take()
         name = c.name("a table name")
         cols = None
+        col_spans: dict[str, Any] = {}
         if c.is_("("):
             c.take()
-            cols = [t.text for t in c.until_close() if t.token_type.name != "COMMA"]
+            listed = [t for t in c.until_close() if t.token_type.name != "COMMA"]
+            cols = [t.text for t in listed]
+            col_spans = {t.text.lower(): script.at(t) for t in listed}
         rest = stmt.tokens[c.i:]
         emit = None
         depth = 0
@@ -325,10 +328,14 @@ def read_statement(script: Script, stmt: Statement) -> Parsed:
         if not rest:
             raise SqlSyntax("INSERT INTO needs a query", c.where())
         query = _query(script, rest, c)
-        return Parsed(stmt, "insert", name=name.text, span=script.at(name), cols=cols, query=query, emit=emit)
+        return Parsed(stmt, "insert", name=name.text, span=script.at(name), cols=cols, query=query, emit=emit,
+                      col_spans=col_spans)
+    if stmt.kind == "select":  # a bare query: its rows go to the console (etl.sql.pipeline)
+        return Parsed(stmt, "select", name=None, span=script.at(stmt.first), query=_query(script, stmt.tokens, c))
     first = stmt.first
     raise SqlSyntax(f"unsupported statement starting with '{first.text}'", script.at(first),
-                    "statements: CREATE TABLE, CREATE VIEW, INSERT INTO, CREATE FUNCTION, SET", "E011")
+                    "statements: CREATE TABLE, CREATE VIEW, INSERT INTO, CREATE FUNCTION, SET, SELECT, EXPLAIN, "
+                    "statement sets", "E011")
 
 
 def _query(script: Script, tokens: list, c: Any) -> exp.Expression:

@@ -110,7 +110,14 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     inner.set("expressions", [e for e in inner.expressions if e.alias != rn])
     if not inner.expressions:
         inner.set("expressions", [exp.Star()])
-    rel = qc.compile(inner, base)
+    from etl.sql.window_rows import time_of, tvf_of, window_rows
+
+    src = tvf_of(inner)
+    rel = window_rows(qc, inner, src, keys, base) if src is not None else qc.compile(inner, base)
+    tie = time_of(src) if src is not None else None
+    if tie is not None and tie in (rel.cols or []) and all(o.this.name != tie for o in orders
+                                                          if isinstance(o.this, exp.Column)):
+        orders = [*orders, exp.Ordered(this=exp.column(tie))]  # equal rows: the earlier first (Flink: by arrival)
     from etl.sql.aggregate import no_updates
 
     no_updates(b, rel, item, "ROW_NUMBER()")

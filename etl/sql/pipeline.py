@@ -86,7 +86,7 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
         elif p.kind == "function":
             b.add_function(p.function)
     for p in parsed:
-        if p.kind in ("view", "insert"):
+        if p.kind in ("view", "insert", "select"):
             _compile(b, p)
     _drop_unfed_sinks(b)
     return _document(b)
@@ -117,7 +117,13 @@ def _compile(b: Builder, p: Any) -> None:
                 raise SqlSyntax(f"'{p.name}' is already declared", p.span, code="E200")
             rel = b.queries.compile(p.query, p.name, p.cols)
             rel = b.rename_last(rel, start, p.name)
+            if p.stmt.explain:
+                _rollback(b, start, ids, p)
+                return
             b.rels[p.name.lower()] = rel
+            return
+        if p.kind == "select":  # a bare query: its rows to the console (Flink's SQL client shows them)
+            _to_console(b, p, start, ids)
             return
         key = p.name.lower()
         if key in b.broken:
@@ -127,15 +133,21 @@ def _compile(b: Builder, p: Any) -> None:
             raise SqlSyntax(f"unknown table '{p.name}' in INSERT INTO", p.span,
                             did_you_mean(p.name, known) or "declare it with CREATE TABLE ... WITH (...)", "E201")
         target = b.tables[key]
-        names = p.cols or [c.name for c in target.columns if c.metadata is None] or None
+        declared = [c.name for c in target.columns if c.metadata is None]
+        names = p.cols or declared or None
         i = b.sink_index[key]
         from etl.sql.aggregate import keyed
 
         b.keep_flags = not keyed(b.sinks[i])
         try:
             rel = b.queries.compile(p.query, target.name, names, p.emit)
+            if p.cols and declared:
+                rel = fill_columns(b, p, rel, declared, target.name)
         finally:
             b.keep_flags = True
+        if p.stmt.explain:
+            _rollback(b, start, ids, p)
+            return
         b.sinks[i]["inputs"].append(rel.id)
         b.smap.put(("sinks", i, "inputs", len(b.sinks[i]["inputs"]) - 1), p.span)
         b.smap.put(("sinks", i, "inputs"), p.span)
@@ -146,6 +158,46 @@ def _compile(b: Builder, p: Any) -> None:
         if e.message.startswith("unknown table or view") and e.message.split("'")[1].lower() in b.broken:
             return
         report.error(e.code, e.message, e.span, e.hint)
+
+
+def _to_console(b: Builder, p: Any, start: int, ids: set) -> None:
+    sid = b.new_id("select")
+    rel = b.queries.compile(p.query, sid)
+    if p.stmt.explain:
+        _rollback(b, start, ids, p)
+        return
+    i = len(b.sinks)
+    b.sinks.append({"id": sid, "type": "print", "inputs": [rel.id]})
+    for path in (("sinks", i), ("sinks", i, "id"), ("sinks", i, "inputs"), ("sinks", i, "inputs", 0)):
+        b.smap.put(path, p.span)
+
+
+def fill_columns(b: Builder, p: Any, rel: Any, declared: list[str], base: str) -> Any:
+    """INSERT INTO t (c1, c2) ...: the query's columns under those names, in t's order, t's other columns NULL
+    (Flink's meaning), with a W016 naming them."""
+    from etl.sql.query import _q
+
+    listed = {c.lower(): c for c in p.cols}
+    unknown = [c for c in p.cols if c.lower() not in {d.lower() for d in declared}]
+    if unknown:
+        raise SqlSyntax(f"column '{unknown[0]}' is not a column of table '{p.name}'",
+                        p.col_spans.get(unknown[0].lower(), p.span),
+                        did_you_mean(unknown[0], declared) or "columns: " + ", ".join(declared), "E310")
+    missing = [d for d in declared if d.lower() not in listed]
+    if not missing and [c.lower() for c in p.cols] == [d.lower() for d in declared]:
+        return rel
+    if missing:
+        b.report.warning("W016", f"INSERT INTO {p.name} lists {len(p.cols)} of its {len(declared)} columns: "
+                         f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} NULL in every row, as in "
+                         "Flink", p.span, "list every column of the table to write them all")
+    types = b.tables[p.name.lower()].schema()
+    fields = [_q(listed[d.lower()]) if d.lower() in listed else f"CAST(NULL AS {types[d]}) AS {_q(d)}"
+              for d in declared]
+    sid = b.new_id(f"{base}_columns")
+    b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields + list(rel.flags)}, p.span)
+    from dataclasses import replace
+
+    return replace(rel, id=sid, cols=list(declared), table=None, static=False)
 
 
 def _rollback(b: Builder, start: int, ids: set, p: Any) -> None:

@@ -104,6 +104,7 @@ class QueryCompiler:
         scope = Scope()
         where = q.args.get("where")
         where = where.this if where is not None else None
+        _no_window_join(self.b, frm.this, q.args.get("joins") or [])
         if rn_item is not None:
             (rel, where), tvf = compile_dedupe(self, q, frm.this, rn_item, scope, base), None
         else:
@@ -322,6 +323,25 @@ class QueryCompiler:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
                             self.b.stmt_span)
 
+
+
+def _no_window_join(b: Any, left: exp.Expression, joins: list) -> None:
+    """Flink's window join (both sides a window table function's rows, joined on window_start and window_end):
+    E011 at the JOIN, naming what to write instead."""
+    from etl.sql.window_rows import tvf_of
+
+    for j in joins:
+        sides = [left, j.this]
+        if any(isinstance(s, exp.Subquery) and tvf_of(s.this) is not None or tvf_of_table(s) for s in sides):
+            raise SqlSyntax("a window join (the rows of window table functions joined on window_start and "
+                            "window_end) is not supported", pos(b, j), "join the tables with a time bound first "
+                            "(ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '5' MINUTE AND a.ts + INTERVAL '5' MINUTE)"
+                            ", then window the joined rows in the next query", "E011")
+
+
+def tvf_of_table(src: exp.Expression) -> bool:
+    """Is `src` a FROM item `TABLE(TUMBLE(...))`?"""
+    return isinstance(src, exp.Table) and isinstance(src.this, exp.Anonymous) and src.this.name.upper() == "TABLE"
 
 
 def _is_star(e: exp.Expression) -> bool:

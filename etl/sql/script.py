@@ -45,8 +45,9 @@ class Script:
 
 @dataclass
 class Statement:
-    kind: str  # table, view, insert, function, set, other
+    kind: str  # table, view, insert, function, set, select (a bare query), other
     tokens: list  # without the closing `;`
+    explain: bool = False  # EXPLAIN <statement>: checked, not part of the pipeline (etl.sql.statements)
 
     @property
     def first(self) -> Any:
@@ -63,10 +64,29 @@ def tokenize(script: Script) -> list:
         what, at = unclosed
         raise SqlSyntax(f"unterminated {what}", script.span(at), "close it on the same statement")
     try:
-        return DIALECT.tokenize(script.text)
+        return _commands(script, DIALECT.tokenize(script.text))
     except TokenError as e:
         msg = str(e).splitlines()[0] if str(e) else "cannot read the script"
         raise SqlSyntax(f"cannot read the script: {msg}", Span(script.file, 1, 1)) from None
+
+
+def _commands(script: Script, tokens: list) -> list:
+    """sqlglot reads the rest of an EXPLAIN or EXECUTE statement as one string: tokens again (etl.sql.statements
+    reads them), each at its offset in the script."""
+    from etl.sql.dialect import DIALECT
+
+    out: list = []
+    for i, tok in enumerate(tokens):
+        prev = tokens[i - 1] if i else None
+        if prev is not None and prev.text.upper() in ("EXPLAIN", "EXECUTE") and tok.token_type.name == "STRING" \
+                and script.text[prev.end + 1:tok.end + 1].strip() == tok.text.strip():
+            base = prev.end + 1
+            for sub in DIALECT.tokenize(script.text[base:tok.end + 1]):
+                sub.start, sub.end = sub.start + base, sub.end + base
+                out.append(sub)
+            continue
+        out.append(tok)
+    return out
 
 
 _CLOSE = {"'": "string", '"': "quoted name", "`": "quoted name"}

@@ -20,8 +20,9 @@ from sqlglot import exp
 from etl.sql.query import Rel, pos
 from etl.sql.script import SqlSyntax
 
+_ARGS = {"TUMBLE": ("size",), "HOP": ("slide", "size"), "CUMULATE": ("step", "size"), "SESSION": ("gap",)}
 _UNIT = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
-_KIND = {"TUMBLE": "tumbling", "HOP": "sliding", "SESSION": "session"}
+_KIND = {"TUMBLE": "tumbling", "HOP": "sliding", "CUMULATE": "cumulating", "SESSION": "session"}
 _AGG = {"Sum": "sum", "Avg": "avg", "Min": "min", "Max": "max", "ApproxDistinct": "approx_count_distinct",
         "ArrayAgg": "collect_list", "ArrayUniqueAgg": "collect_set", "First": "first", "Last": "last",
         "FirstValue": "first", "LastValue": "last"}
@@ -102,6 +103,10 @@ def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, li
                         pos(b, group[0]) if group else b.stmt_span,
                         "group by TUMBLE(ts, INTERVAL '1' MINUTE) and the keys", "E011")
     call = calls[0]
+    if call.name.upper() == "CUMULATE":
+        raise SqlSyntax("CUMULATE is a window table function only", pos(b, call),
+                        "FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)) ... GROUP BY window_start, "
+                        "window_end", "E011")
     if not call.expressions:
         raise SqlSyntax(f"{call.name} needs a time column and an interval", pos(b, call))
     return call.expressions[0], call.name.upper(), call.expressions[1:]
@@ -110,6 +115,11 @@ def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, li
 def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
                    tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
+    from etl.sql.grouping import compile_grouping_sets, grouping_sets
+
+    sets = grouping_sets(q.args.get("group"))
+    if sets is not None:
+        return compile_grouping_sets(qc, q, rel, scope, base, out_names, tvf, emit, sets)
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
     if tvf is None and not any(isinstance(g, exp.Anonymous) and g.name.upper() in _KIND for g in group):
         from etl.sql.aggregate import compile_aggregate
@@ -118,36 +128,13 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     from etl.sql.aggregate import derive_inputs, no_updates
 
     no_updates(b, rel, q.args.get("group") or tvf or q, "a window")
-    time_col, fn, args = _window_call(b, group, tvf)
-    time_col = qc.resolve(time_col, scope)
-    spec: dict[str, Any] = {"id": None, "type": "window", "inputs": [rel.id], "kind": _KIND.get(fn, fn.lower())}
-    if fn == "CUMULATE":
-        raise SqlSyntax("CUMULATE windows are not supported", pos(b, tvf), code="E011")
-    need = {"TUMBLE": 1, "HOP": 2, "SESSION": 1}[fn]
-    if len(args) != need:
-        raise SqlSyntax(f"{fn} takes the time column and {need} interval{'s' if need > 1 else ''}",
-                        pos(b, args[-1] if args else time_col), code="E010")
-    if fn == "TUMBLE":
-        spec["size"] = _dur(seconds(b, args[0]))
-    elif fn == "HOP":
-        spec["slide"], spec["size"] = _dur(seconds(b, args[0])), _dur(seconds(b, args[1]))
-    else:
-        spec["gap"] = _dur(seconds(b, args[0]))
-    if not isinstance(time_col, exp.Column):
-        raise SqlSyntax("the window's time is a column", pos(b, time_col))
-    if rel.proctime is not None and time_col.name == rel.proctime:
-        spec["time"] = "processing"
-    elif rel.event_time is not None and time_col.name != rel.event_time:
-        raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
-                        pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
-    elif rel.event_time is None and _rsqldb_time(b, scope, time_col.name):
-        # rsqldb windows on a time column without WATERMARK (its documented event-time example): no lateness
-        spec["event_time"] = {"field": time_col.name, "watermark": "0s"}
-    elif rel.event_time is None:  # Flink: a window needs a time attribute (a watermarked or PROCTIME() column)
-        c = time_col.name
-        raise SqlSyntax(f"window time column '{c}' has no watermark", pos(b, time_col),
-                        f"declare `WATERMARK FOR {c} AS {c} - INTERVAL '5' SECOND` in its CREATE TABLE, "
-                        "or window on a PROCTIME() column", "E320")
+    if tvf is not None and not group and not any(is_aggregate(b, n) for e in q.expressions for n in e.walk()):
+        raise SqlSyntax(f"the rows of a window table function ({tvf.name.upper()}) alone are not a query in "
+                        "Flink: aggregate them (GROUP BY window_start, window_end), rank them (window Top-N) or "
+                        "deduplicate them (window deduplication)", pos(b, tvf),
+                        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY "
+                        "price DESC) AS rownum FROM TABLE(...)) WHERE rownum <= 3", "E011")
+    spec, fn, args, time_col = frame(qc, rel, scope, group, tvf)
     rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
     spec["inputs"] = [rel.id]
     keys: list[str] = []
@@ -185,7 +172,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         b.note_expr(("transforms", i, "having"), [having])
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
-    for key, arg in zip({"TUMBLE": ("size",), "HOP": ("slide", "size"), "SESSION": ("gap",)}[fn], args):
+    for key, arg in zip(_ARGS[fn] + ("offset",), args):
         b.smap.put(("transforms", i, key), pos(b, arg))  # a duration's error points at its INTERVAL
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
     flags: tuple[str, ...] = ()
@@ -193,6 +180,60 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
     rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
     return qc.project(rel, items, base, out_names, pos(b, q))
+
+
+def frame(qc: Any, rel: Rel, scope: Any, group: list, tvf: Any) -> tuple[dict, str, list, exp.Expression]:
+    """(the window spec: kind, size ..., time; the window function's name, its intervals, its time column)."""
+    b = qc.b
+    time_col, fn, args = _window_call(b, group, tvf)
+    time_col = qc.resolve(time_col, scope)
+    spec: dict[str, Any] = {"id": None, "type": "window", "inputs": [rel.id], "kind": _KIND.get(fn, fn.lower())}
+    shape(b, spec, fn, args, tvf, time_col)
+    if not isinstance(time_col, exp.Column):
+        raise SqlSyntax("the window's time is a column", pos(b, time_col))
+    if rel.proctime is not None and time_col.name == rel.proctime:
+        spec["time"] = "processing"
+    elif rel.event_time is not None and time_col.name != rel.event_time:
+        raise SqlSyntax(f"window time column '{time_col.name}' is not the watermarked column '{rel.event_time}'",
+                        pos(b, time_col), f"declare WATERMARK FOR {time_col.name} in its table", "E320")
+    elif rel.event_time is None and _rsqldb_time(b, scope, time_col.name):
+        # rsqldb windows on a time column without WATERMARK (its documented event-time example): no lateness
+        spec["event_time"] = {"field": time_col.name, "watermark": "0s"}
+    elif rel.event_time is None:  # Flink: a window needs a time attribute (a watermarked or PROCTIME() column)
+        c = time_col.name
+        raise SqlSyntax(f"window time column '{c}' has no watermark", pos(b, time_col),
+                        f"declare `WATERMARK FOR {c} AS {c} - INTERVAL '5' SECOND` in its CREATE TABLE, "
+                        "or window on a PROCTIME() column", "E320")
+    return spec, fn, args, time_col
+
+
+def shape(b: Any, spec: dict, fn: str, args: list, tvf: Any, time_col: exp.Expression) -> None:
+    """The window's size / slide / step / gap and offset from a TUMBLE / HOP / CUMULATE / SESSION call's intervals.
+    A window table function takes an offset last (Flink: window starts shifted by it, negative too; only its
+    remainder by the size, HOP's slide, matters, so etl keeps that)."""
+    need = _ARGS[fn]
+    if not (len(args) == len(need) or (tvf is not None and fn != "SESSION" and len(args) == len(need) + 1)):
+        more = " [, offset]" if tvf is not None and fn != "SESSION" else ""
+        raise SqlSyntax(f"{fn} takes the time column, then {', '.join(need)}{more}",
+                        pos(b, args[-1] if args else time_col), code="E010")
+    for key, arg in zip(need, args):
+        spec[key] = _dur(seconds(b, arg))
+    if len(args) > len(need):
+        every = seconds(b, args[1] if fn == "CUMULATE" else args[0])
+        offset = _signed_seconds(b, args[-1]) % every if every else 0.0
+        if offset:
+            spec["offset"] = _dur(offset)
+
+
+def _signed_seconds(b: Any, node: exp.Expression) -> float:
+    """An offset's seconds: `INTERVAL '-1' MINUTE` and `-INTERVAL '1' MINUTE` are negative."""
+    if isinstance(node, exp.Neg):
+        return -_signed_seconds(b, node.this)
+    if isinstance(node, exp.Interval) and isinstance(node.this, exp.Literal) and str(node.this.this).startswith("-"):
+        copy = node.copy()
+        copy.this.set("this", str(node.this.this)[1:])
+        return -seconds(b, copy)
+    return seconds(b, node)
 
 
 def _rsqldb_time(b: Any, scope: Any, name: str) -> bool:

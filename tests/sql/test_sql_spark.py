@@ -72,7 +72,7 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.parametrize("name", ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "lateral", "topn", "topn_continuous", "window",
-                                  "window_late"])
+                                  "window_late", "window_tvf"])
 def test_example_scripts_pass_their_tests(spark, name):
     from etl.runtime.testing import run_tests
 
@@ -226,3 +226,34 @@ def test_continuous_aggregate_over_expressions(spark, tmp_path):
     res = run_case(c.plan, TestCase(name="expressions", inputs={"src": rows}), spark)
     assert res.ok, res.message
     assert sorted(tuple(r.values()) for r in res.captured["o"]) == [("a", 14.0, 2, False), ("b", 9.0, 1, False)]
+
+
+STATEMENTS = """\
+CREATE TABLE src (id VARCHAR, customer VARCHAR, amount DOUBLE) WITH (type = 'file', path = 'in');
+CREATE TABLE o (id VARCHAR, customer VARCHAR, amount DOUBLE) WITH (type = 'file', path = 'o');
+CREATE TABLE big (id VARCHAR, amount DOUBLE) WITH (type = 'file', path = 'big');
+BEGIN STATEMENT SET;
+INSERT INTO o (amount, id) SELECT amount, id FROM src;
+INSERT INTO big SELECT id, amount FROM src WHERE amount > 10;
+END;
+EXPLAIN PLAN FOR INSERT INTO big SELECT id, amount FROM src;
+SELECT upper(customer) AS who FROM src;
+"""
+
+
+@pytest.mark.spark
+def test_statements_on_spark(spark, tmp_path):
+    """A statement set's INSERTs, one with a column list (customer NULL), an EXPLAIN that writes nothing and a bare
+    SELECT on the console: the rows each sink gets."""
+    from etl.runtime.testing import run_case
+    from etl.spec import TestCase
+
+    (tmp_path / "job.sql").write_text(STATEMENTS)
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    assert [(d.code, d.span.line) for d in c.report.sorted()] == [("W016", 5), ("W015", 8)]
+    rows = [{"id": "x", "customer": "ann", "amount": 5.0}, {"id": "y", "customer": "bob", "amount": 20.0}]
+    res = run_case(c.plan, TestCase(name="statements", inputs={"src": rows}), spark)
+    assert res.ok, res.message
+    got = {k: sorted(tuple(r.values()) for r in v) for k, v in res.captured.items() if k != "dead_letter"}
+    assert got == {"o": [("x", None, 5.0), ("y", None, 20.0)], "big": [("y", 20.0)], "select": [("ANN",), ("BOB",)]}

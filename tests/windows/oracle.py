@@ -67,10 +67,15 @@ def aggregate(fn: str, field_name: str | None, n: int | None, events: list[dict]
     raise ValueError(fn)
 
 
-def _windows(kind: str, size: int, slide: int, t: int) -> list[tuple[int, int]]:
+def _windows(kind: str, size: int, slide: int, t: int, offset: int = 0, step: int = 0) -> list[tuple[int, int]]:
+    """Flink's assigners: window starts at offset + k * slide; a cumulating window's start at offset + k * size,
+    its ends every step after it, up to the size."""
+    if kind == "cumulating":
+        start = t - (t - offset) % size
+        return [(start, end) for end in range(start + step, start + size + 1, step) if end > t]
     slide = slide if kind == "sliding" else size
     out = []
-    start = t - t % slide
+    start = t - (t - offset) % slide
     while start + size > t:
         if start <= t:
             out.append((start, start + size))
@@ -130,7 +135,8 @@ def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, 
         for e in batch:
             g = tuple(e.get(k) for k in keys)
             t = e[ts]
-            wins = [(t, t + gap)] if kind == "session" else _windows(kind, size, slide, t)
+            wins = [(t, t + gap)] if kind == "session" else _windows(kind, size, slide, t, ms(spec.offset),
+                                                                      ms(spec.step))
             if any(end <= late_wm for _, end in wins):
                 res.late.append(e)
             if kind == "session":

@@ -46,6 +46,8 @@ SHAPES = {
     "tumbling": {"kind": "tumbling", "size": "10s"},
     "sliding": {"kind": "sliding", "size": "10s", "slide": "5s"},
     "session": {"kind": "session", "gap": "3s"},
+    # Flink's CUMULATE with an offset longer than its step (etl.sql.window: its windows [7s, 12s), [7s, 17s), ...)
+    "cumulating": {"kind": "cumulating", "size": "10s", "step": "5s", "offset": "7s"},
 }
 KINDS = list(SHAPES)
 BATCHES = make_batches()

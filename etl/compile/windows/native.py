@@ -231,12 +231,25 @@ def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str |
 
 
 def window_column(spec: Any, et: str = ET_COL) -> Any:
+    """Spark's window of each row. A cumulating window (size S, step T, offset O) is the sliding window of size S
+    and slide T starting at s, read as [c, s + S) where c = s + pmod(O - s, S) is the start of the cumulation it
+    ends (Flink's CUMULATE); a row before c is not in it (cumulating_rows drops that pair)."""
     from pyspark.sql import functions as F
 
     if spec.kind == "session":
         return F.session_window(F.col(f"`{et}`"), _interval(spec.gap))
-    slide = _interval(spec.slide) if spec.kind == "sliding" else None
-    return F.window(F.col(f"`{et}`"), _interval(spec.size), slide)
+    slide = {"sliding": spec.slide, "cumulating": spec.step}.get(spec.kind)
+    every = (slide or spec.size).millis
+    start = _interval((spec.offset.millis % every) / 1000) if spec.offset and spec.offset.millis % every else None
+    return F.window(F.col(f"`{et}`"), _interval(spec.size), _interval(slide) if slide else None, start)
+
+
+def cumulation_start(spec: Any, start: Any) -> Any:
+    """The start (epoch ms) of the cumulation whose window is the sliding window starting at `start` (a column)."""
+    from pyspark.sql import functions as F
+
+    s = F.unix_millis(start)
+    return s + F.pmod(F.lit((spec.offset.millis if spec.offset else 0)) - s, F.lit(spec.size.millis))
 
 
 def _native(df: Any, spec: Any, et: str) -> WindowResult:
@@ -244,8 +257,15 @@ def _native(df: Any, spec: Any, et: str) -> WindowResult:
 
     groups = [F.col(f"`{g}`") for g in spec.group_by]
     aggs = [agg_column(a, df, et) for a in spec.aggregates]
-    out = df.groupBy(window_column(spec, et).alias(WIN_COL), *groups).agg(*aggs)
-    out = out.select(*groups, F.col(f"{WIN_COL}.start").alias("window_start"),
+    start = F.col(f"{WIN_COL}.start")
+    if spec.kind == "cumulating":  # each row's windows, then only those of its own cumulation
+        df = df.withColumn(WIN_COL, window_column(spec, et))
+        df = df.where(F.unix_millis(F.col(f"`{et}`")) >= cumulation_start(spec, start))
+        out = df.groupBy(F.col(WIN_COL), *groups).agg(*aggs)
+        start = F.timestamp_millis(cumulation_start(spec, start))
+    else:
+        out = df.groupBy(window_column(spec, et).alias(WIN_COL), *groups).agg(*aggs)
+    out = out.select(*groups, start.alias("window_start"),
                      F.col(f"{WIN_COL}.end").alias("window_end"), *[F.col(f"`{a.as_}`") for a in spec.aggregates])
     if spec.having:
         out = out.where(F.coalesce(F.expr(spec.having), F.lit(False)))

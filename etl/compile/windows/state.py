@@ -42,6 +42,7 @@ class Config:
     every_ms: int | None = None  # at most one update row per key this often
     timers: str = "event"  # event | processing (etl/compile/windows/processor.py)
     python: tuple[tuple[str, Any], ...] = ()  # aggregate functions of the pipeline: (fn, etl.compile.functions.Shipped)
+    offset_ms: int = 0  # window starts are offset + k * slide (a cumulating window's slide: its step)
 
 
 class AggregateFailed(Exception):
@@ -113,9 +114,15 @@ def result(cfg: Config, acc: list) -> list:
 
 
 def windows_of(cfg: Config, ms: int) -> list[tuple[int, int]]:
+    """The windows of an event at `ms`: starts at offset + k * slide (a cumulating window: one start per size,
+    ends every step after it up to the size), as Flink's window assigners."""
     if cfg.kind == "session":
         return [(ms, ms + cfg.gap_ms)]
-    last = ms - (ms % cfg.slide_ms)
+    if cfg.kind == "cumulating":
+        start = ms - (ms - cfg.offset_ms) % cfg.size_ms
+        first = ms - (ms - cfg.offset_ms) % cfg.slide_ms + cfg.slide_ms
+        return [(start, end) for end in range(first, start + cfg.size_ms + 1, cfg.slide_ms)]
+    last = ms - (ms - cfg.offset_ms) % cfg.slide_ms
     out = []
     start = last
     while start > ms - cfg.size_ms:
@@ -208,10 +215,10 @@ def state_aggregate(df: Any, spec: Any, et: str = ET_COL, *, stage: str, payload
     fields, aggs = accumulator_inputs(types, spec.aggregates, "with early emission, late dead letters or Python aggregates")
     schema = output_schema(df, spec, et)
     keys = tuple(spec.group_by) or (ALL_KEY,)
-    cfg = Config(spec.kind, _ms(spec.size), _ms(spec.slide or spec.size), _ms(spec.gap), early_ms, dead_letter,
-                 tuple(aggs), keys, tuple(a.as_ for a in spec.aggregates), update, _ms(emit.allowed_lateness),
-                 _ms(emit.every) or None, timers if early_ms is not None else "event",
-                 tuple(sorted((python or {}).items())))
+    cfg = Config(spec.kind, _ms(spec.size), _ms(spec.slide or spec.step or spec.size), _ms(spec.gap), early_ms,
+                 dead_letter, tuple(aggs), keys, tuple(a.as_ for a in spec.aggregates), update,
+                 _ms(emit.allowed_lateness), _ms(emit.every) or None, timers if early_ms is not None else "event",
+                 tuple(sorted((python or {}).items())), _ms(spec.offset))
 
     cols = [F.col(f"`{g}`") for g in spec.group_by] or [F.lit(0).alias(ALL_KEY)]
     cols.append(F.unix_millis(F.col(f"`{et}`")).alias(MS_COL))
