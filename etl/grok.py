@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["GrokError", "GrokField", "GrokPattern", "Leaf", "expand", "pattern_names", "bundled_patterns",
-           "LIBRARIES", "library_version", "columns_of", "convert", "SPARK_TYPES"]
+           "LIBRARIES", "library_version", "columns_of", "under", "convert", "SPARK_TYPES"]
 
 FIELD_TYPES = ("string", "int", "float", "long", "double")  # long, double: Elasticsearch's copy of ecs-v1 writes
 # them where Logstash's has int and float (etl reads them as bigint and double)
@@ -146,18 +146,20 @@ class GrokPattern:
         return _outputs(self.fields, tuple((columns or {}).items()), tuple(overwrite))
 
     def match(self, text: str, event: dict[str, object] | None = None,
-              overwrite: tuple[str, ...] = ()) -> dict[str, object] | None:
+              overwrite: tuple[str, ...] = (), keep_empty: bool = False) -> dict[str, object] | None:
         """Search ``text``; None when it does not match, else the output columns as the transform gives them
         (``outputs``): {column: value}, a nested column as a dict (None when none of its fields has a value).
         `event`: the input's columns that stay (their values; a string one captured again becomes a list).
-        A value that does not convert becomes None (the transform makes such a line a dead letter)."""
+        A value that does not convert becomes None (the transform makes such a line a dead letter).
+        `keep_empty`: Logstash's keep_empty_captures (an empty capture of a string field is '')."""
         m = self._compiled.search(text)
         if m is None:
             return None
         event = event or {}
         values = []
         for f in self.fields:
-            v = m.group(f.group) or None  # an empty capture is no value (keep_empty_captures => false)
+            v = m.group(f.group)  # an empty capture is no value (keep_empty_captures => false)
+            v = v if v or (v == "" and keep_empty and f.type == "string") else None
             values.append(None if v is None else convert(v, f.type))
         out: dict[str, object] = {}
         types = {k: _py_type(v) for k, v in event.items()}
@@ -267,6 +269,13 @@ def columns_of(leaves: tuple[Leaf, ...]) -> dict[str, str]:
         return str(node)
 
     return {k: ddl(v) for k, v in tree.items()}
+
+
+def under(leaves: tuple[Leaf, ...], target: str) -> tuple[Leaf, ...]:
+    """`leaves` moved into column `target` (Logstash's target: every capture a field of one struct)."""
+    from dataclasses import replace
+
+    return tuple(replace(leaf, path=(target, *leaf.path)) for leaf in leaves)
 
 
 def _quote(name: str) -> str:

@@ -162,8 +162,11 @@ class GrokHooks:
         try:
             g = expand(self.pattern, self.custom_patterns or None, self.patterns, self.named_captures_only)
             stay = {k: v for k, v in (cols or {}).items() if self.keep_original or k != found}
-            leaves = g.outputs(stay, tuple(self.overwrite))
+            leaves = g.outputs({} if self.target else stay, tuple(self.overwrite))
             out = columns_of(leaves)
+            if self.target is not None and not out:
+                raise GrokError("grok: the pattern captures no field to put into the target", hint=(
+                    "name a capture: %{IP:client}; to test whether a line matches, use REGEXP / rlike"))
         except GrokError as e:
             hint = e.hint
             if e.suggestions:
@@ -177,6 +180,8 @@ class GrokHooks:
                         "custom_patterns" if e.name else "custom_patterns values are regular expressions")
             cx.report.error("E302", f"grok pattern of '{node.id}': {msg}", span, hint)
             return None
+        if self.target is not None:
+            return self._target_columns(cx, node, cols, found, leaves)
         for name in out:
             cx.internal(node, name, self._capture_span(cx, node, name))
         for leaf in leaves:
@@ -194,6 +199,23 @@ class GrokHooks:
         cols.update(out)
         return cols
 
+    def _target_columns(self: Any, cx: Any, node: Any, cols: Cols | None, found: str | None,
+                        leaves: tuple) -> Cols | None:
+        """`target`: the captures are the fields of one new struct column (etl.grok.columns_of's types)."""
+        cx.internal(node, self.target, cx.span(node, "target"))
+        if cols is None:
+            return None
+        if cx.find(cols, self.target) is not None:
+            cx.report.error("E102", f"grok '{node.id}': target '{self.target}' is a column of its input",
+                            cx.span(node, "target"), "name a new column: the captures go into a new struct")
+            return None
+        if not self.keep_original and found is not None:
+            cols.pop(found, None)
+        from etl.grok import columns_of, under
+
+        cols[self.target] = columns_of(under(leaves, self.target))[self.target]
+        return cols
+
     def _capture_span(self: Any, cx: Any, node: Any, name: str) -> Any:
         """Where grok capture `name` is written: in the pattern, else in the custom pattern defining it."""
         for keys, text in [(("pattern",), self.pattern)] + [(("custom_patterns", k), v)
@@ -209,7 +231,10 @@ class GrokHooks:
         return [f"{self.field} =~ {self.pattern}" + ("" if self.keep_original else f" (drops {self.field})"),
                 f"patterns: {self.patterns} ({library_version()})"
                 + (f", overwrite: {', '.join(self.overwrite)}" if self.overwrite else "")
-                + ("" if self.named_captures_only else ", named_captures_only: false"), f"on error: {self.on_error}"]
+                + ("" if self.named_captures_only else ", named_captures_only: false")
+                + (", keep_empty_captures: true" if self.keep_empty_captures else ""),
+                *([f"target: {self.target} (NULL when the line does not match)"] if self.target else []),
+                f"on error: {self.on_error}"]
 
 
 class ParseHooks:

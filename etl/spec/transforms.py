@@ -94,8 +94,21 @@ class GrokTransform(GrokHooks, TransformBase):
                                  "of the same name (Logstash's overwrite) instead of making it a list")
     named_captures_only: bool = Field(default=True, description="false: %{NAME} without a field captures into NAME")
     keep_original: bool = Field(default=True, description="keep the parsed text column")
+    target: str | None = Field(default=None, min_length=1, description="one struct column of this name holds the "
+                               "captures (Logstash's target); a line that does not match gives NULL there and goes "
+                               "on (SQL's GROK(field, pattern))")
+    keep_empty_captures: bool = Field(default=False, description="an empty capture is '' (Logstash's "
+                                      "keep_empty_captures); false: no value")
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
-        default="dead_letter", description="what to do with a line that does not match")
+        default="dead_letter", description="what to do with a line that does not match (with `target`: a value "
+                                           "that does not convert, a line the regex gave up on)")
+
+    @model_validator(mode="after")
+    def _target_alone(self) -> "GrokTransform":
+        if self.target is not None and self.overwrite:
+            raise ValueError("`overwrite` names input columns a capture replaces: with `target` the captures go "
+                             "into a new struct column")
+        return self
 
 
 class KvOptions(Model):

@@ -33,6 +33,7 @@ class Rel:
     wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
     flags: tuple[str, ...] = ()  # flag columns of updates (etl.sql.aggregate), hidden from `*` and INSERT's mapping
     window: tuple[str, ...] = ()  # names of a window's start/end columns here (TopN per window: etl.sql.topn)
+    hidden: tuple[str, ...] = ()  # columns the query reads but does not pass on (GROK's structs: etl.sql.grok)
 
 
 @dataclass
@@ -117,6 +118,9 @@ class QueryCompiler:
 
             no_updates(self.b, rel, joins[0], "a JOIN")
             rel = self.b.joins.join(joins[0], rel, scope, base)
+        from etl.sql.grok import grok_calls
+
+        rel = grok_calls(self, q, rel, scope, base)
         if where is not None:
             rel = self._where(where, rel, scope, base)
         group = q.args.get("group")
@@ -305,7 +309,7 @@ class QueryCompiler:
             names = list(out_names)
         keep = self.b.keep_flags or out_names is None  # an INSERT into a sink upserting by key drops them
         if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)) \
-                and (keep or not rel.flags):
+                and (keep or not rel.flags) and not rel.hidden:
             return rel  # nothing to change: no node
         if keep:
             fields += rel.flags
@@ -316,7 +320,7 @@ class QueryCompiler:
             self.b.note_expr(("transforms", i, "fields", k), exprs)
         et = rel.event_time if rel.event_time in names else None
         return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False,
-                       flags=rel.flags if keep else (), window=tuple(names[i] for i in window))
+                       flags=rel.flags if keep else (), window=tuple(names[i] for i in window), hidden=())
 
     def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
