@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["GrokError", "GrokField", "GrokPattern", "Leaf", "expand", "pattern_names", "bundled_patterns",
-           "LIBRARIES", "library_version", "columns_of", "under", "convert", "SPARK_TYPES"]
+           "LIBRARIES", "library_version", "columns_of", "under", "combine", "markers", "convert", "SPARK_TYPES"]
 
 FIELD_TYPES = ("string", "int", "float", "long", "double")  # long, double: Elasticsearch's copy of ecs-v1 writes
 # them where Logstash's has int and float (etl reads them as bigint and double)
@@ -153,7 +153,8 @@ class GrokPattern:
         A value that does not convert becomes None (the transform makes such a line a dead letter).
         `keep_empty`: Logstash's keep_empty_captures (an empty capture of a string field is '')."""
         m = self._compiled.search(text)
-        if m is None:
+        marks = markers(self)
+        if m is None or (marks and all(m.group(self.fields[i].group) is None for i in marks)):
             return None
         event = event or {}
         values = []
@@ -673,6 +674,30 @@ def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...], libr
     if compiled.groups != em.groups:  # pragma: no cover - emitter invariant
         raise GrokError(f"grok: internal group count mismatch for {pattern!r}")
     return GrokPattern(pattern, py, java, tuple(em.fields), compiled)
+
+
+MATCHED = "[@metadata][_etl_matched{}]"  # combine's marker captures (never output: @metadata)
+
+
+def combine(patterns: str | list[str] | tuple[str, ...], break_on_match: bool = True) -> str:
+    """Logstash's several patterns for one field as one pattern. `break_on_match` true: the first pattern (in
+    order) that matches anywhere in the line gives the fields, as Logstash searches each in turn
+    (``^(?:[\\s\\S]*?(?:p1)|[\\s\\S]*?(?:p2))``: branch 1 tries every start before branch 2 is tried); false:
+    every pattern searched on its own from the line's start (an atomic lookahead each, optional), each one that
+    matches adding its fields, with an empty marker capture (MATCHED) per pattern: a line matches when one of
+    them took part (``GrokPattern.match``, the transform's build). One pattern is itself."""
+    items = [patterns] if isinstance(patterns, str) else list(patterns)
+    if len(items) == 1:
+        return items[0]
+    if break_on_match:
+        return "^(?:" + "|".join(f"[\\s\\S]*?(?:{p})" for p in items) + ")"
+    return "^" + "".join(f"(?:(?=[\\s\\S]*?(?:{p})(?<{MATCHED.format(k)}>))|)" for k, p in enumerate(items, 1))
+
+
+def markers(g: "GrokPattern") -> tuple[int, ...]:
+    """Positions in g.fields of combine's marker captures (empty: a line matches when the regex does)."""
+    prefix = MATCHED.split("{")[0]
+    return tuple(i for i, f in enumerate(g.fields) if f.name.startswith(prefix))
 
 
 def expand(pattern: str, custom: dict[str, str] | None = None, library: str = "legacy",

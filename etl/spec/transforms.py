@@ -86,7 +86,11 @@ class GrokTransform(GrokHooks, TransformBase):
 
     type: Literal["grok"]
     field: str = Field(description="text column to parse")
-    pattern: str = Field(description="grok pattern, e.g. '%{COMBINEDAPACHELOG}'")
+    pattern: str | list[str] = Field(description="grok pattern, e.g. '%{COMBINEDAPACHELOG}'; a list: several "
+                                     "patterns tried in order (see break_on_match)")
+    break_on_match: bool = Field(default=True, description="several patterns: true, the first one that matches "
+                                 "gives the fields; false, every one that matches adds its fields (Logstash's "
+                                 "break_on_match)")
     custom_patterns: dict[str, str] = Field(default_factory=dict, description="extra NAME -> regex definitions")
     patterns: Literal["legacy", "ecs-v1"] = Field(
         default="legacy", description="Logstash's pattern library: legacy (ecs_compatibility => disabled) or ecs-v1")
@@ -102,6 +106,13 @@ class GrokTransform(GrokHooks, TransformBase):
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
         default="dead_letter", description="what to do with a line that does not match (with `target`: a value "
                                            "that does not convert, a line the regex gave up on)")
+
+    @field_validator("pattern")
+    @classmethod
+    def _some_pattern(cls, v: str | list[str]) -> str | list[str]:
+        if isinstance(v, list) and not v:
+            raise ValueError("give at least one pattern")
+        return v
 
     @model_validator(mode="after")
     def _target_alone(self) -> "GrokTransform":

@@ -28,6 +28,7 @@ like any other), one element more (gave up).
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -47,7 +48,7 @@ def expand(node: Node) -> Any:
     from etl.grok import GrokError, expand as grok_expand
 
     try:
-        return grok_expand(node.spec.pattern, dict(node.spec.custom_patterns) or None, node.spec.patterns,
+        return grok_expand(node.spec.regex_source(), dict(node.spec.custom_patterns) or None, node.spec.patterns,
                            node.spec.named_captures_only)
     except GrokError as e:
         hint = f"did you mean {', '.join(e.suggestions)}?" if getattr(e, "suggestions", ()) else None
@@ -123,7 +124,7 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     from pyspark.sql import functions as F
 
-    from etl.grok import GrokError, columns_of, under
+    from etl.grok import GrokError, columns_of, markers, under
 
     spec = node.spec
     df = inputs[0]
@@ -133,10 +134,20 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     g = expand(node)
     line = F.col(spec.field)
     groups = "_etl_groups"
-    staged = with_captures(df, line, g, groups, ctx.built_with(node, "captures"))
+    engine = ctx.built_with(node, "captures")
+    if engine == "spark-regexp" and (spec.keep_empty_captures or markers(g)):
+        key = "keep_empty_captures" if spec.keep_empty_captures else "break_on_match"
+        raise CompileError(f"grok '{node.id}': {key} needs etl's jar (Grok.java): Spark's regexp functions give '' "
+                           "for a group that did not take part", node, key, "build etl's jar (README: etl's JVM code)",
+                           code="E302")
+    staged = with_captures(df, line, g, groups, engine)
     found = F.col(groups)
     gave_up = F.size(found) == len(g.fields) + 1  # one element more: the regex gave up (etl/jvm/Grok.java)
-    arr = F.when(~gave_up, found)
+    hits = [found.getItem(i).isNotNull() for i in markers(g)]  # several patterns, break_on_match false:
+    if hits:  # the line matches when one of them did (etl.grok.combine)
+        arr = F.when(~gave_up & functools.reduce(lambda a, b: a | b, hits), found)
+    else:
+        arr = F.when(~gave_up, found)
 
     stay = {f.name: f.dataType.simpleString() for f in df.schema.fields
             if spec.keep_original or f.name != spec.field}
