@@ -250,6 +250,9 @@ class QueryCompiler:
         def fix(n: exp.Expression) -> exp.Expression:
             if isinstance(n, exp.Column) and n.table:
                 q = n.table.lower()
+                field = _struct_field(n, scope)
+                if field is not None:
+                    return field
                 if q not in scope.entries:
                     raise SqlSyntax(f"unknown table or alias '{n.table}'", pos(self.b, n),
                                     did_you_mean(n.table, list(scope.entries)) or None, "E201")
@@ -326,6 +329,24 @@ class QueryCompiler:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
                             self.b.stmt_span)
 
+
+
+def _struct_field(n: exp.Column, scope: Scope) -> exp.Expression | None:
+    """`g.client` (or `v.g.client`) where g is no alias but a column of the query's input: the struct's field
+    (a GROK(...) of a view, a ROW column), as Flink reads it."""
+    db = n.args.get("db")
+    if isinstance(n.this, exp.Star) or n.args.get("catalog") or (
+            n.table.lower() in scope.entries and db is None):
+        return None
+    entries = [scope.entries[db.name.lower()]] if db is not None and db.name.lower() in scope.entries else \
+        [] if db is not None else list(scope.entries.values())
+    for rel, rename in entries:
+        name = next((c for c in rel.cols or [] if c.lower() == n.table.lower()), None)
+        if name is not None:
+            col = exp.column(rename.get(name, name))
+            col.this.meta.update(n.args["table"].meta)
+            return exp.Dot(this=col, expression=n.this)
+    return None
 
 
 def _is_star(e: exp.Expression) -> bool:

@@ -106,3 +106,24 @@ def test_errors_at_their_position(tmp_path):
                "%{INT:n:int}')) AS t(c);\n")
     assert _codes(c) == [("E104", 3, 50)]
     assert "GROK gives 2 columns (client, n): name them AS t(client, n)" in c.report.diagnostics[0].message
+
+
+def test_a_view_of_grok_and_a_group_by_its_field(tmp_path):
+    """A view's GROK struct is read as Flink reads a ROW column (`g.w`, `v.g.w`); a GROUP BY key may be a field."""
+    head = ("CREATE TABLE logs (msg VARCHAR, ts TIMESTAMP(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+            "WITH (type = 'file', path = 'in', format = 'json');\n"
+            "CREATE TABLE out (w VARCHAR, n INT) WITH (type = 'file', path = 'out');\n"
+            "CREATE TABLE counts (w VARCHAR, c BIGINT) WITH (type = 'file', path = 'counts');\n"
+            "CREATE VIEW v AS SELECT GROK(msg, '%{WORD:w} %{INT:n:int}') AS g, ts FROM logs;\n")
+    c = _check(tmp_path, "INSERT INTO out SELECT g.w, v.g.n FROM v WHERE g.n > 2;\n"
+               "INSERT INTO counts SELECT GROK(msg, '%{WORD:w}').w, COUNT(*) FROM logs\n"
+               "GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE), GROK(msg, '%{WORD:w}').w;\n", head)
+    assert c.report.diagnostics == []
+    by_id = {t["id"]: t for t in _transforms(c)}
+    assert by_id["v"]["fields"] == ["_grok1 AS g", "ts"]
+    assert by_id["out_where"]["expr"] == "g.n > 2"
+    assert by_id["out_select"]["fields"] == ["g.w AS w", "g.n AS n"]
+    assert by_id["counts_derive"]["columns"] == {"_key0": "_grok1.w"}
+    c = _check(tmp_path, "INSERT INTO out SELECT g.x, 1 FROM v;\n", head)
+    assert _codes(c) == [("W204", 3, 14), ("E310", 5, 24)]  # counts: nothing writes into it
+    assert c.report.diagnostics[1].hint == "its fields: w, n"
