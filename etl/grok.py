@@ -180,10 +180,20 @@ class GrokPattern:
         return _prune(out)
 
 
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
+_BITS = {"int": 31, "long": 63}
+
+
 def convert(value: str, typ: str) -> object:
-    """A captured text as `typ` (int, long: an integer; float, double: a number), None when it is not one."""
+    """A captured text as `typ` (int, long: an integer of 32 / 64 bits; float, double: a number), None when it is
+    not one (as Spark's try_cast: an integer past its type's range, `1_000` are none)."""
+    if typ in _BITS:
+        if not _INTEGER.match(value):
+            return None
+        n = int(value)
+        return n if -2 ** _BITS[typ] <= n < 2 ** _BITS[typ] else None
     try:
-        return value if typ == "string" else int(value) if typ in ("int", "long") else float(value)
+        return value if typ == "string" else float(value)
     except ValueError:
         return None
 
