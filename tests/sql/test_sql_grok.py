@@ -127,3 +127,10 @@ def test_a_view_of_grok_and_a_group_by_its_field(tmp_path):
     c = _check(tmp_path, "INSERT INTO out SELECT g.x, 1 FROM v;\n", head)
     assert _codes(c) == [("W204", 3, 14), ("E310", 5, 24)]  # counts: nothing writes into it
     assert c.report.diagnostics[1].hint == "its fields: w, n"
+
+
+def test_an_unnamed_grok_column_is_named_as_flink_names_it(tmp_path):
+    c = _check(tmp_path, "CREATE VIEW v AS SELECT host, GROK(msg, '%{IP:client}') FROM logs;\n"
+               "INSERT INTO out SELECT `EXPR$1`.client, 1 FROM v;\n")
+    assert c.report.diagnostics == []
+    assert {t["id"]: t for t in _transforms(c)}["v"]["fields"] == ["host", "_grok1 AS `EXPR$1`"]
