@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["GrokError", "GrokField", "GrokPattern", "Leaf", "expand", "pattern_names", "bundled_patterns",
-           "LIBRARIES", "library_version", "columns_of", "convert", "SPARK_TYPES"]
+           "LIBRARIES", "library_version", "columns_of", "under", "combine", "markers", "convert", "SPARK_TYPES"]
 
 FIELD_TYPES = ("string", "int", "float", "long", "double")  # long, double: Elasticsearch's copy of ecs-v1 writes
 # them where Logstash's has int and float (etl reads them as bigint and double)
@@ -146,18 +146,21 @@ class GrokPattern:
         return _outputs(self.fields, tuple((columns or {}).items()), tuple(overwrite))
 
     def match(self, text: str, event: dict[str, object] | None = None,
-              overwrite: tuple[str, ...] = ()) -> dict[str, object] | None:
+              overwrite: tuple[str, ...] = (), keep_empty: bool = False) -> dict[str, object] | None:
         """Search ``text``; None when it does not match, else the output columns as the transform gives them
         (``outputs``): {column: value}, a nested column as a dict (None when none of its fields has a value).
         `event`: the input's columns that stay (their values; a string one captured again becomes a list).
-        A value that does not convert becomes None (the transform makes such a line a dead letter)."""
+        A value that does not convert becomes None (the transform makes such a line a dead letter).
+        `keep_empty`: Logstash's keep_empty_captures (an empty capture of a string field is '')."""
         m = self._compiled.search(text)
-        if m is None:
+        marks = markers(self)
+        if m is None or (marks and all(m.group(self.fields[i].group) is None for i in marks)):
             return None
         event = event or {}
         values = []
         for f in self.fields:
-            v = m.group(f.group) or None  # an empty capture is no value (keep_empty_captures => false)
+            v = m.group(f.group)  # an empty capture is no value (keep_empty_captures => false)
+            v = v if v or (v == "" and keep_empty and f.type == "string") else None
             values.append(None if v is None else convert(v, f.type))
         out: dict[str, object] = {}
         types = {k: _py_type(v) for k, v in event.items()}
@@ -177,10 +180,20 @@ class GrokPattern:
         return _prune(out)
 
 
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*\Z")
+_BITS = {"int": 31, "long": 63}
+
+
 def convert(value: str, typ: str) -> object:
-    """A captured text as `typ` (int, long: an integer; float, double: a number), None when it is not one."""
+    """A captured text as `typ` (int, long: an integer of 32 / 64 bits; float, double: a number), None when it is
+    not one (as Spark's try_cast: an integer past its type's range, `1_000` are none)."""
+    if typ in _BITS:
+        if not _INTEGER.match(value):
+            return None
+        n = int(value)
+        return n if -2 ** _BITS[typ] <= n < 2 ** _BITS[typ] else None
     try:
-        return value if typ == "string" else int(value) if typ in ("int", "long") else float(value)
+        return value if typ == "string" else float(value)
     except ValueError:
         return None
 
@@ -267,6 +280,13 @@ def columns_of(leaves: tuple[Leaf, ...]) -> dict[str, str]:
         return str(node)
 
     return {k: ddl(v) for k, v in tree.items()}
+
+
+def under(leaves: tuple[Leaf, ...], target: str) -> tuple[Leaf, ...]:
+    """`leaves` moved into column `target` (Logstash's target: every capture a field of one struct)."""
+    from dataclasses import replace
+
+    return tuple(replace(leaf, path=(target, *leaf.path)) for leaf in leaves)
 
 
 def _quote(name: str) -> str:
@@ -664,6 +684,30 @@ def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...], libr
     if compiled.groups != em.groups:  # pragma: no cover - emitter invariant
         raise GrokError(f"grok: internal group count mismatch for {pattern!r}")
     return GrokPattern(pattern, py, java, tuple(em.fields), compiled)
+
+
+MATCHED = "[@metadata][_etl_matched{}]"  # combine's marker captures (never output: @metadata)
+
+
+def combine(patterns: str | list[str] | tuple[str, ...], break_on_match: bool = True) -> str:
+    """Logstash's several patterns for one field as one pattern. `break_on_match` true: the first pattern (in
+    order) that matches anywhere in the line gives the fields, as Logstash searches each in turn
+    (``^(?:[\\s\\S]*?(?:p1)|[\\s\\S]*?(?:p2))``: branch 1 tries every start before branch 2 is tried); false:
+    every pattern searched on its own from the line's start (an atomic lookahead each, optional), each one that
+    matches adding its fields, with an empty marker capture (MATCHED) per pattern: a line matches when one of
+    them took part (``GrokPattern.match``, the transform's build). One pattern is itself."""
+    items = [patterns] if isinstance(patterns, str) else list(patterns)
+    if len(items) == 1:
+        return items[0]
+    if break_on_match:
+        return "^(?:" + "|".join(f"[\\s\\S]*?(?:{p})" for p in items) + ")"
+    return "^" + "".join(f"(?:(?=[\\s\\S]*?(?:{p})(?<{MATCHED.format(k)}>))|)" for k, p in enumerate(items, 1))
+
+
+def markers(g: "GrokPattern") -> tuple[int, ...]:
+    """Positions in g.fields of combine's marker captures (empty: a line matches when the regex does)."""
+    prefix = MATCHED.split("{")[0]
+    return tuple(i for i, f in enumerate(g.fields) if f.name.startswith(prefix))
 
 
 def expand(pattern: str, custom: dict[str, str] | None = None, library: str = "legacy",

@@ -163,7 +163,7 @@ def grok_of(node: Node) -> Any:
     from etl.grok import GrokError
 
     try:
-        return _grok(node.spec.pattern, tuple(sorted(dict(node.spec.custom_patterns).items())), node.spec.patterns,
+        return _grok(node.spec.regex_source(), tuple(sorted(dict(node.spec.custom_patterns).items())), node.spec.patterns,
                      node.spec.named_captures_only)
     except GrokError as e:
         return str(e)

@@ -27,7 +27,8 @@ from etl.sql.smap import SqlSourceMap
 
 SETTINGS = {"pipeline.name": "name", "name": "name", "description": "description", "checkpoint": "checkpoint",
             "trigger.mode": "trigger.mode", "trigger.interval": "trigger.interval",
-            "table.exec.emit.allow-lateness": "allow-lateness"}  # EMIT ... AFTER WATERMARK (etl.sql.window)
+            "table.exec.emit.allow-lateness": "allow-lateness",  # EMIT ... AFTER WATERMARK (etl.sql.window)
+            "grok.patterns": "grok_patterns"}  # GROK's library (etl.sql.grok)
 
 
 class Skip(Exception):
@@ -121,6 +122,8 @@ class Builder:
             first = first or at
             for col in n.find_all(exp.Column):
                 names.setdefault(col.name.lower(), pos(self, col))
+            for dot in n.find_all(exp.Dot):  # a struct's field: GROK(...).client
+                names.setdefault(dot.name.lower(), pos(self, dot.expression))
             for call in n.find_all(exp.Anonymous):  # calls of the script's functions (checked by validation)
                 if call.name.lower() in self.udfs:
                     names.setdefault(call.name.lower(), pos(self, call))

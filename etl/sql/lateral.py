@@ -50,6 +50,10 @@ def lateral(b: Any, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
     udtf = b.udf(call.name, "table") if isinstance(call, exp.Anonymous) else None
     if udtf is not None:
         return _python(b, lat, call, left, scope, base, names, outer, udtf)
+    if fname == "GROK":
+        from etl.sql.grok import lateral as grok_lateral
+
+        return grok_lateral(b, lat, call, left, scope, base, names, outer)
     if fname == "STRING_SPLIT" and len(call.expressions) == 2:
         s, sep = (qc.resolve(a, scope) for a in call.expressions)
         parts = exp.Anonymous(this="split", expressions=[s, _quoted_sep(sep)])
@@ -70,7 +74,7 @@ def lateral(b: Any, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
                 for k in keys]
     else:
         raise SqlSyntax(f"table function '{call.sql()[:40]}' is not supported: STRING_SPLIT, GENERATE_SERIES, "
-                        "JSON_TUPLE and the script's Python table functions (CREATE FUNCTION) are", pos(b, call),
+                        "JSON_TUPLE, GROK and the script's Python table functions (CREATE FUNCTION) are", pos(b, call),
                         code="E011")
     if len(names) != len(cols):
         raise SqlSyntax(f"name the table function's {len(cols)} column{'s' if len(cols) > 1 else ''}: "

@@ -212,8 +212,9 @@ def _rollback(b: Builder, start: int, ids: set, p: Any) -> None:
                 b.smap.quiet.add(b.smap.values[("transforms", i)])
     del b.transforms[start:]
     b.ids = ids
-    for path in [k for k in b.smap.values if k[:1] == ("transforms",) and k[1] >= start]:
-        del b.smap.values[path]
+    for table in (b.smap.values, b.smap.literals):
+        for path in [k for k in table if k[:1] == ("transforms",) and k[1] >= start]:
+            del table[path]
     if p.kind == "view":
         b.broken.add(p.name.lower())
 
@@ -223,7 +224,7 @@ def _document(b: Builder) -> dict[str, Any]:
     data: dict[str, Any] = {"name": name[0]}
     if name[1] is not None:
         b.smap.put(("name",), name[1].value_span, name[1].key_span)
-    for key in ("description", "checkpoint"):
+    for key in ("description", "checkpoint", "grok_patterns"):
         if key in b.settings:
             value, o = b.settings[key]
             data[key] = value

@@ -33,6 +33,7 @@ class Rel:
     wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
     flags: tuple[str, ...] = ()  # flag columns of updates (etl.sql.aggregate), hidden from `*` and INSERT's mapping
     window: tuple[str, ...] = ()  # names of a window's start/end columns here (TopN per window: etl.sql.topn)
+    hidden: tuple[str, ...] = ()  # columns the query reads but does not pass on (GROK's structs: etl.sql.grok)
 
 
 @dataclass
@@ -118,6 +119,9 @@ class QueryCompiler:
 
             no_updates(self.b, rel, joins[0], "a JOIN")
             rel = self.b.joins.join(joins[0], rel, scope, base)
+        from etl.sql.grok import grok_calls
+
+        rel = grok_calls(self, q, rel, scope, base)
         if where is not None:
             rel = self._where(where, rel, scope, base)
         group = q.args.get("group")
@@ -247,6 +251,9 @@ class QueryCompiler:
         def fix(n: exp.Expression) -> exp.Expression:
             if isinstance(n, exp.Column) and n.table:
                 q = n.table.lower()
+                field = _struct_field(n, scope)
+                if field is not None:
+                    return field
                 if q not in scope.entries:
                     raise SqlSyntax(f"unknown table or alias '{n.table}'", pos(self.b, n),
                                     did_you_mean(n.table, list(scope.entries)) or None, "E201")
@@ -306,7 +313,7 @@ class QueryCompiler:
             names = list(out_names)
         keep = self.b.keep_flags or out_names is None  # an INSERT into a sink upserting by key drops them
         if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)) \
-                and (keep or not rel.flags):
+                and (keep or not rel.flags) and not rel.hidden:
             return rel  # nothing to change: no node
         if keep:
             fields += rel.flags
@@ -317,7 +324,7 @@ class QueryCompiler:
             self.b.note_expr(("transforms", i, "fields", k), exprs)
         et = rel.event_time if rel.event_time in names else None
         return replace(rel, id=sid, cols=names, event_time=et, table=None, static=False,
-                       flags=rel.flags if keep else (), window=tuple(names[i] for i in window))
+                       flags=rel.flags if keep else (), window=tuple(names[i] for i in window), hidden=())
 
     def _rename(self, rel: Rel, out_names: list[str], base: str) -> Rel:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
@@ -342,6 +349,24 @@ def _no_window_join(b: Any, left: exp.Expression, joins: list) -> None:
 def tvf_of_table(src: exp.Expression) -> bool:
     """Is `src` a FROM item `TABLE(TUMBLE(...))`?"""
     return isinstance(src, exp.Table) and isinstance(src.this, exp.Anonymous) and src.this.name.upper() == "TABLE"
+
+
+def _struct_field(n: exp.Column, scope: Scope) -> exp.Expression | None:
+    """`g.client` (or `v.g.client`) where g is no alias but a column of the query's input: the struct's field
+    (a GROK(...) of a view, a ROW column), as Flink reads it."""
+    db = n.args.get("db")
+    if isinstance(n.this, exp.Star) or n.args.get("catalog") or (
+            n.table.lower() in scope.entries and db is None):
+        return None
+    entries = [scope.entries[db.name.lower()]] if db is not None and db.name.lower() in scope.entries else \
+        [] if db is not None else list(scope.entries.values())
+    for rel, rename in entries:
+        name = next((c for c in rel.cols or [] if c.lower() == n.table.lower()), None)
+        if name is not None:
+            col = exp.column(rename.get(name, name))
+            col.this.meta.update(n.args["table"].meta)
+            return exp.Dot(this=col, expression=n.this)
+    return None
 
 
 def _is_star(e: exp.Expression) -> bool:

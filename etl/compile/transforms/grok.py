@@ -15,8 +15,10 @@ themselves, control characters rare in text, take a slower exact path: one
 with DOTALL. `:int`/`:float` fields are converted with try_cast.
 
 A line that does not match, and a field that does not convert, is a failure:
-dead letter (default), dropped, or kept with NULL fields (`on_error`). An empty
-capture is NULL (as with regexp_extract, an empty and a missing group look alike).
+dead letter (default), dropped, or kept with NULL fields (`on_error`); with `target`
+(SQL's GROK) the captures are the fields of one struct column, NULL for a line that
+does not match, which is no failure. An empty capture is NULL, unless
+`keep_empty_captures` (string fields: ''); a group that did not take part is NULL.
 So is a line on which java.util.regex runs past its step budget (it backtracks:
 etl/jvm/CountedText.java), with its own reason, GAVE_UP. The three answers of a line
 (etl/jvm/Grok.java) are told apart by the captures array alone: NULL (no match), one
@@ -26,6 +28,7 @@ like any other), one element more (gave up).
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import Any
 
@@ -45,7 +48,7 @@ def expand(node: Node) -> Any:
     from etl.grok import GrokError, expand as grok_expand
 
     try:
-        return grok_expand(node.spec.pattern, dict(node.spec.custom_patterns) or None, node.spec.patterns,
+        return grok_expand(node.spec.regex_source(), dict(node.spec.custom_patterns) or None, node.spec.patterns,
                            node.spec.named_captures_only)
     except GrokError as e:
         hint = f"did you mean {', '.join(e.suggestions)}?" if getattr(e, "suggestions", ()) else None
@@ -121,7 +124,7 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     from pyspark.sql import functions as F
 
-    from etl.grok import GrokError, columns_of
+    from etl.grok import GrokError, columns_of, markers, under
 
     spec = node.spec
     df = inputs[0]
@@ -131,18 +134,33 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     g = expand(node)
     line = F.col(spec.field)
     groups = "_etl_groups"
-    staged = with_captures(df, line, g, groups, ctx.built_with(node, "captures"))
+    engine = ctx.built_with(node, "captures")
+    if engine == "spark-regexp" and (spec.keep_empty_captures or markers(g)):
+        key = "keep_empty_captures" if spec.keep_empty_captures else "break_on_match"
+        raise CompileError(f"grok '{node.id}': {key} needs etl's jar (Grok.java): Spark's regexp functions give '' "
+                           "for a group that did not take part", node, key, "build etl's jar (README: etl's JVM code)",
+                           code="E302")
+    staged = with_captures(df, line, g, groups, engine)
     found = F.col(groups)
     gave_up = F.size(found) == len(g.fields) + 1  # one element more: the regex gave up (etl/jvm/Grok.java)
-    arr = F.when(~gave_up, found)
+    hits = [found.getItem(i).isNotNull() for i in markers(g)]  # several patterns, break_on_match false:
+    if hits:  # the line matches when one of them did (etl.grok.combine)
+        arr = F.when(~gave_up & functools.reduce(lambda a, b: a | b, hits), found)
+    else:
+        arr = F.when(~gave_up, found)
 
     stay = {f.name: f.dataType.simpleString() for f in df.schema.fields
             if spec.keep_original or f.name != spec.field}
     try:  # validate reports these (etl/spec/transform_hooks.py)
-        leaves = g.outputs(stay, tuple(spec.overwrite))
+        leaves = g.outputs({} if spec.target else stay, tuple(spec.overwrite))
     except GrokError as e:
         raise CompileError(f"grok '{node.id}': {e}", node, "pattern", e.hint, code="E302") from None
-    raw = [F.nullif(arr.getItem(i), F.lit("")) for i in range(len(g.fields))]  # empty: no value (Logstash)
+    if spec.target:  # every capture a field of one struct column; the input's columns are not touched
+        leaves = under(leaves, spec.target)
+        stay = {k: v for k, v in stay.items() if k != spec.target}
+    # an empty capture is no value (Logstash), unless keep_empty_captures (then '' for a string field)
+    raw = [arr.getItem(i) if spec.keep_empty_captures and f.type == "string" else F.nullif(arr.getItem(i), F.lit(""))
+           for i, f in enumerate(g.fields)]
     conv = [r if f.type == "string" else r.try_cast(SPARK_TYPES[f.type]) for r, f in zip(raw, g.fields)]
 
     tree: dict[str, Any] = {}
@@ -167,21 +185,25 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
             node_ = node_.setdefault(k, {})
         node_[leaf.path[-1]] = v
 
-    def column(value: Any) -> Any:
+    def column(value: Any, top: bool = False) -> Any:
         if not isinstance(value, dict):
             return value
         parts = {k: column(v) for k, v in value.items()}
-        return F.when(F.coalesce(*[p.isNotNull() for p in parts.values()], F.lit(False)),
-                      F.struct(*[p.alias(k) for k, p in parts.items()]))
+        whole = F.struct(*[p.alias(k) for k, p in parts.items()])
+        if top:  # the target: a struct when the line matched (its fields may all be NULL), else NULL
+            return F.when(arr.isNotNull(), whole)
+        return F.when(F.coalesce(*[p.isNotNull() for p in parts.values()], F.lit(False)), whole)
 
-    err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
-        gave_up, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
+    err = F.when(gave_up, F.lit(GAVE_UP))
+    if not spec.target:  # with a target, a NULL line or one that does not match gives a NULL target
+        err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
+            gave_up, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
     for f, r, c in zip(g.fields, raw, conv):
         if f.type != "string":
             err = err.when(r.isNotNull() & c.isNull(),
                            F.concat(F.lit(f"field '{f.name}': cannot convert '"), r, F.lit(f"' to {f.type}")))
     out = columns_of(leaves)
     keep = [F.col(c) for c in df.columns if c not in out and c in stay]
-    shared = staged.select(*keep, *[column(tree[n]).alias(n) for n in out],
+    shared = staged.select(*keep, *[column(tree[n], top=n == spec.target).alias(n) for n in out],
                            err.alias(ERR), F.when(err.isNotNull(), line).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)
