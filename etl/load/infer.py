@@ -70,7 +70,7 @@ def infer_columns(path: str, base_dir: str, fmt: str, header: bool = True, delim
     if _REMOTE.match(path):
         return Sample(None, skipped=f"{path.split(':', 1)[0]}:// files are not read at validate")
     try:
-        files = [f for f in resolve(path, base_dir, SAMPLES) if not os.path.basename(f).startswith("_")]
+        files = [f for f in resolve(path, base_dir, SAMPLES) if not _hidden(os.path.relpath(f, base_dir))]
     except PathError as e:
         return Sample(None, skipped=e.message)
     if not files:
@@ -92,6 +92,11 @@ def infer_columns(path: str, base_dir: str, fmt: str, header: bool = True, delim
         texts.append(lines[:max_lines])
     columns = _json(texts) if fmt == "jsonl" else _csv(texts, header, delimiter)
     return Sample(columns, len(texts), sum(len(t) for t in texts), cut)
+
+
+def _hidden(rel: str) -> bool:
+    """Spark's file listing leaves out names starting with _ or . (a sink's _spark_metadata, _SUCCESS)."""
+    return any(part.startswith(("_", ".")) for part in rel.split(os.sep) if part not in (".", ".."))
 
 
 # ---------------------------------------------------------------------------------------------- shared type algebra
@@ -390,7 +395,9 @@ def _safe_header(row: list[str]) -> list[str]:
 
 
 def _rows(lines: Iterable[str], delimiter: str) -> Iterable[list[str]]:
-    return csv.reader(lines, delimiter=delimiter, quotechar='"', escapechar="\\", strict=False)
+    """Each line's fields on its own (Spark's csv reader without multiLine: a quote left open ends with its line)."""
+    for line in lines:
+        yield next(csv.reader([line], delimiter=delimiter, quotechar='"', escapechar="\\", strict=False), [])
 
 
 def _csv(files: list[list[bytes]], header: bool, delimiter: str) -> dict[str, str]:
