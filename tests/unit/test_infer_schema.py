@@ -99,6 +99,8 @@ def _pipeline(tmp_path: Path, source: str, use: str = "x") -> Path:
     (("a.jsonl", b'{"a": 1, "A": 2}\n'), "{id: s, type: file, path: data}", "columns 'A' and 'a' differ only in case"),
     (("a.jsonl", b'{"_etl_x": 1}\n'), "{id: s, type: file, path: data}", "column '_etl_x' is named like etl's own columns"),
     (("a.jsonl", b"5\nnot json\n"), "{id: s, type: file, path: data}", "the sample has no rows"),
+    (("a.jsonl", b'{"a": 1}\n{\'b\': 2}\n'), "{id: s, type: file, path: data}",
+     "a sampled line is JSON with single quotes, which Spark reads and etl's sample does not"),
     (None, "{id: s, type: file, path: /etc/passwd}", "data file '/etc/passwd' is outside the pipeline's folder"),
 ])
 def test_no_columns_inferred_is_one_warning_at_the_path(tmp_path, data, source, why):
