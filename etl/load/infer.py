@@ -155,7 +155,16 @@ def _int(text: str) -> _Num:
 
 
 _DOUBLE = _Num(DOUBLE)
-_DECODER = json.JSONDecoder(parse_int=_int, parse_float=lambda _s: _DOUBLE, parse_constant=lambda _s: _DOUBLE)
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):  # Spark's inference keeps both fields: a struct with two columns of one name
+        raise _Unread(f"a sampled object has the key {next(k for k in out if [p[0] for p in pairs].count(k) > 1)!r} "
+                      "twice")
+    return out
+
+
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=lambda _s: _DOUBLE, parse_constant=lambda _s: _DOUBLE,
+                            object_pairs_hook=_object)
 _WS = " \t\n\r"
 
 

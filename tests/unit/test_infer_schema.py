@@ -97,6 +97,8 @@ def _pipeline(tmp_path: Path, source: str, use: str = "x") -> Path:
     (("a.jsonl.gz", b"\x1f\x8b"), "{id: s, type: file, path: data}", "data/a.jsonl.gz is compressed"),
     (("a.jsonl", b'{"user.name": 1}\n'), "{id: s, type: file, path: data}", "column 'user.name' has a dot"),
     (("a.jsonl", b'{"a": 1, "A": 2}\n'), "{id: s, type: file, path: data}", "columns 'A' and 'a' differ only in case"),
+    (("a.jsonl", b'{"a": 1, "b": {"c": 1, "c": 2}}\n'), "{id: s, type: file, path: data}",
+     "a sampled object has the key 'c' twice"),
     (("a.jsonl", b'{"_etl_x": 1}\n'), "{id: s, type: file, path: data}", "column '_etl_x' is named like etl's own columns"),
     (("a.jsonl", b"5\nnot json\n"), "{id: s, type: file, path: data}", "the sample has no rows"),
     (("a.jsonl", b'{"a": 1}\n{\'b\': 2}\n'), "{id: s, type: file, path: data}",
