@@ -21,7 +21,6 @@ files, a head read without blocking).
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -78,6 +77,8 @@ def infer_columns(path: str, base_dir: str, fmt: str, header: bool = True, delim
     max_files, max_lines, kb = limits()
     cut = len(files) > max_files
     texts: list[list[bytes]] = []
+    if fmt == "csv":  # Spark's header is the first line of its first partition: the largest file's (a stable sort)
+        files[:max_files] = sorted(files[:max_files], key=lambda f: -os.path.getsize(f))
     for f in files[:max_files]:
         if f.endswith((".gz", ".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".xz")):
             return Sample(None, skipped=f"{os.path.relpath(f, base_dir)} is compressed")
@@ -417,9 +418,30 @@ def _safe_header(row: list[str]) -> list[str]:
 
 
 def _rows(lines: Iterable[str], delimiter: str) -> Iterable[list[str]]:
-    """Each line's fields on its own (Spark's csv reader without multiLine: a quote left open ends with its line)."""
+    """Each line's fields on its own, as Spark's csv reader splits them without multiLine: a field opening with a
+    quote runs to its closing quote (a backslash escapes a quote or itself inside), then to the delimiter; a quote
+    left open ends with its line; outside quotes every character, a backslash too, is the field's own."""
     for line in lines:
-        yield next(csv.reader([line], delimiter=delimiter, quotechar='"', escapechar="\\", strict=False), [])
+        out, i, n = [], 0, len(line)
+        while True:
+            buf: list[str] = []
+            if i < n and line[i] == '"':
+                i += 1
+                while i < n:
+                    c = line[i]
+                    if c == "\\" and i + 1 < n and line[i + 1] in '"\\':
+                        c, i = line[i + 1], i + 1
+                    elif c == '"':
+                        i += 1
+                        break
+                    buf.append(c)
+                    i += 1
+            j = line.find(delimiter, i)
+            out.append("".join(buf) + line[i:j if j >= 0 else n])
+            if j < 0:
+                break
+            i = j + 1
+        yield out
 
 
 def _csv(files: list[list[bytes]], header: bool, delimiter: str) -> dict[str, str]:

@@ -128,3 +128,17 @@ def test_explain_says_how_the_columns_were_inferred(tmp_path):
     text = explain_plan(checked.plan)
     assert "  s (file)\n    schema inferred from 1 file, 3 lines (all of them); etl run reads the files with these " \
         "columns\n    columns: host:string, x:double\n" in text
+
+
+def test_csv_header_is_the_largest_files_first_line(tmp_path):
+    """As Spark: the header is the first line of its first partition, the largest file's; the other file's header
+    line is a row (checked against spark.read.csv: p and q are strings, r an int)."""
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n")
+    (tmp_path / "b.csv").write_text("p,q,r\n1,2,3\n4,5,6\n7,8,9\n")
+    assert infer_columns(".", str(tmp_path), "csv").columns == {"p": "string", "q": "string", "r": "int"}
+
+
+def test_csv_backslash_outside_quotes_is_the_fields_own(tmp_path):
+    """As Spark's reader (checked: b = 'x\\', c an int): the backslash escapes only inside quotes."""
+    (tmp_path / "a.csv").write_text('a,b,c\n1,x\\,2\n3,"y\\"z",4\n')
+    assert infer_columns("a.csv", str(tmp_path), "csv").columns == {"a": "int", "b": "string", "c": "int"}
