@@ -4,7 +4,9 @@ column read, a rule value of another type, an output column named like etl's own
 becomes Spark queries without an error (E400 ANALYSIS errors such as UNRESOLVED_ROUTINE, AMBIGUOUS_REFERENCE,
 INVALID_EXTRACT_BASE_FIELD_TYPE). A mutant that validate rejects is fine: the property is the implication.
 
-Compiling builds each query's DataFrames (Spark analyses them as they are built) without starting a stream.
+Compiling builds each query's DataFrames (Spark analyses them as they are built) without starting a stream. A
+representative part RUNS too (`etl run --once` on clean data: no E400/E401): the pipeline whose file sources have
+inferred columns (etl.load.infer) and each of its mutants that validates.
 """
 from __future__ import annotations
 
