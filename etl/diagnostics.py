@@ -50,6 +50,9 @@ CODES: dict[str, str] = {
     "E310": "unknown column",
     "E311": "Spark SQL expression does not parse, or goes past etl's limits (nesting, depth)",
     "W312": "union inputs have different columns",
+    "W313": "a jsonl/csv file source without `schema` whose columns validate cannot infer (a remote path, no file "
+            "yet, a compressed or unreadable file, a column name etl cannot check): the column checks after it are "
+            "skipped",
     "E320": "event-time window without event time (or its column is gone)",
     "E321": "stream-stream join or dedupe without event time and watermark",
     "E322": "event-time column is not a timestamp",

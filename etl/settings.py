@@ -169,6 +169,14 @@ SETTINGS: tuple[Setting, ...] = (
             "columns a component's rows may have (a source's or a parse's schema, a derive's additions ...): more is "
             "an E102 at validate, where the width comes in (a 50,000-column schema ran the driver out of memory "
             "after 165 s)", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_INFER_FILES", "infer_files", "files (>= 1)", "16",
+            "files of a jsonl/csv file source without a `schema` that validate (and run) reads to infer its columns "
+            "(etl.load.infer; the first ones by name)", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_INFER_LINES", "infer_lines", "lines (>= 1)", "1000",
+            "lines of each of those files read to infer the columns", _number(int, 1, None, "a whole number >= 1")),
+    Setting("ETL_INFER_KB", "infer_kb", "KB (>= 1)", "1024",
+            "bytes of each of those files read to infer the columns (a line cut at the bound is left out)",
+            _number(int, 1, None, "a whole number >= 1")),
     Setting("ETL_PREFILTER", "prefilter", "on|off", "on", "the JVM's literal prefilter of rule filters", _switch),
     Setting("ETL_RULES_JVM", "rules_jvm", "on|off", "on", "rule sets run in the JVM when they can", _switch),
     Setting("ETL_LOOKUP_JVM", "lookup_jvm", "on|off", "on", "lookups run in the JVM when they can", _switch),
@@ -233,6 +241,9 @@ class Settings:
     lookup_max_cache_mb: int = 2048
     event_time_horizon_s: float = 86400.0
     max_columns: int = 10_000
+    infer_files: int = 16
+    infer_lines: int = 1000
+    infer_kb: int = 1024
     prefilter: bool = True
     rules_jvm: bool = True
     lookup_jvm: bool = True

@@ -216,6 +216,24 @@ class ColumnPass:
                                   "not a timestamp", self.span(node, *keys),
                                   "declare it as timestamp in the schema, or derive one: to_timestamp(col)")
 
+    def inferred_columns(self, node: Node) -> Cols | None:
+        """The columns of a jsonl/csv file source without `schema`, inferred from a sample of its files as Spark
+        infers them (etl.load.infer), kept in `graph.inferred` for explain and run; None, with W313 at its `path`
+        saying which checks are skipped, when no sample gives columns etl can check."""
+        from etl.load.infer import infer_columns
+
+        spec = node.spec
+        sample = infer_columns(spec.path, self.g.base_dir, spec.format, spec.header, spec.delimiter)
+        why = sample.skipped or ("the sample has no rows" if not sample.columns else _unchecked(sample.columns))
+        if why:
+            self.report.warning("W313", f"columns of file source '{node.id}' not inferred: {why}; the column checks "
+                                "of the components it feeds are skipped", self.span(node, "path"),
+                                "declare `schema: {column: type}` to have them checked (etl run infers the columns "
+                                "when it starts)")
+            return None
+        self.g.inferred[node.id] = sample
+        return dict(sample.columns or {})
+
     # ------------------------------------------------------------------ what a component's hook may use
     @property
     def graph(self) -> Graph:
@@ -284,6 +302,21 @@ class ColumnPass:
             for lab in node.outputs:
                 out[f"{node.id}.{lab}"] = _tuple(cols)
         return out
+
+
+def _unchecked(cols: Cols) -> str:
+    """Why etl cannot check inferred columns (a name with a dot or backtick, one of its own, two names differing
+    only in case: Spark's reference is ambiguous), or ''."""
+    seen: dict[str, str] = {}
+    for name in cols:
+        if "." in name or "`" in name:
+            return f"column {name!r} has a {'dot' if '.' in name else 'backtick'}"
+        if name.lower().startswith(INTERNAL_PREFIX) or name.lower() in FLAG_COLUMNS:
+            return f"column {name!r} is named like etl's own columns"
+        if name.lower() in seen:
+            return f"columns {seen[name.lower()]!r} and {name!r} differ only in case"
+        seen[name.lower()] = name
+    return ""
 
 
 def _nested_type(typ: str, parts: list[str]) -> str | None:

@@ -81,6 +81,7 @@ class Graph:
     vars: dict[str, Any] = field(default_factory=dict)  # template vars (rule files are rendered with them)
     sigma: dict[str, Any] = field(default_factory=dict)  # filter id -> etl.load.sigma.SigmaStats (explain)
     functions: dict[str, Any] = field(default_factory=dict)  # lower name -> etl.spec.signature.Signature
+    inferred: dict[str, Any] = field(default_factory=dict)  # schemaless file source id -> etl.load.infer.Sample
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]

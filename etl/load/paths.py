@@ -1,8 +1,9 @@
 """Which files a pipeline may read, and how they are read: the one guard of every file a pipeline names.
 
 Every reader of a file a pipeline names goes through `resolve` (a path or glob -> checked files) and
-`read_text` (a checked file -> its text): `rule_files`, `sigma.paths`, the modules of `functions:`,
-lookup tables (static file sources) and the pipeline and rule files themselves. Each kind of file is a
+`read_text` (a checked file -> its text) or `read_head` (its first bytes): `rule_files`, `sigma.paths`, the
+modules of `functions:`, lookup tables (static file sources), the sample of a schemaless file source's files
+(etl.load.infer: heads only, so not capped) and the pipeline and rule files themselves. Each kind of file is a
 `Reader` (what it is called in messages, which size cap it has, whether a folder names the files under it).
 
 Paths resolve inside the pipeline file's folder tree, or a folder allowed with --allow-path
@@ -26,8 +27,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 __all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PIPELINES", "PathError", "PathMissing",
-           "RULE_FILES", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader",
-           "read_text", "resolve", "resolve_rule_paths"]
+           "RULE_FILES", "SAMPLES", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader",
+           "read_head", "read_text", "resolve", "resolve_rule_paths"]
 
 GLOB_CHARS = set("*?[")
 MAX_GLOB_ENTRIES = 5000  # folders and files one glob or folder may visit
@@ -47,6 +48,7 @@ class Reader:
     what: str
     cap: str = "max_file_mb"
     suffixes: tuple[str, ...] | None = None
+    head: bool = False  # only a file's head is read (read_head): a larger file is not refused
 
     @property
     def hint(self) -> str:
@@ -70,6 +72,7 @@ SIGMA_FILES = Reader("Sigma file", suffixes=(".yml", ".yaml"))
 MODULES = Reader("function module")
 LOOKUP_TABLES = Reader("lookup file", cap="max_table_mb", suffixes=())
 PIPELINES = Reader("file")  # a pipeline or rule file given to etl, read by load_file
+SAMPLES = Reader("data file", suffixes=("",), head=True)  # a schemaless file source's sample (etl.load.infer)
 
 
 def allow_paths(paths: Iterable[str | os.PathLike]) -> None:
@@ -137,7 +140,7 @@ def check_file(path: str, label: str, roots_: list[str], reader: Reader) -> os.s
     st = _stat(os.path.realpath(path), label, reader, roots_)
     if not stat.S_ISREG(st.st_mode):
         raise PathError("E005", f"{reader.what} {label!r} is {_kind(st.st_mode)}", f"name a {reader.what}")
-    if st.st_size > reader.max_bytes():
+    if st.st_size > reader.max_bytes() and not reader.head:
         raise _too_large(reader, label, st.st_size)
     return st
 
@@ -165,6 +168,21 @@ def read_text(path: str, reader: Reader, label: str | None = None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise PathError("E005", f"{reader.what} {label!r} is not UTF-8 text: {e.reason}", "check the file") from None
+
+
+def read_head(path: str, reader: Reader, limit: int) -> tuple[bytes, bool]:
+    """The first `limit` bytes of a regular file, opened without blocking (a pipe or device is refused, never
+    waited on), and whether that is the whole file; PathError (E005) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise PathError("E005", f"cannot read {reader.what} {path!r}: {e.strerror or e}", "check the file") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PathError("E005", f"{reader.what} {path!r} is {_kind(os.fstat(fd).st_mode)}",
+                            f"name a {reader.what}")
+        data = fh.read(limit + 1)
+    return data[:limit], len(data) <= limit
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:

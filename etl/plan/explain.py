@@ -57,6 +57,16 @@ def _details(node: Any) -> list[str]:
     return hook() if hook is not None else []
 
 
+def _sampled(g: Any, node: Any) -> list[str]:
+    """How a schemaless file source's columns were inferred (etl.load.infer): run reads it with them."""
+    sample = getattr(g, "inferred", {}).get(node.id)
+    if sample is None:
+        return []
+    from etl.load.infer import limits
+
+    return [sample.text(limits()) + "; etl run reads the files with these columns"]
+
+
 def _rules(plan: Plan, node: Any) -> list[str]:
     rules = plan.graph.rules.get(node.id, ())
     if not rules and node.id not in getattr(plan.graph, "sigma", {}):
@@ -119,7 +129,7 @@ def explain_plan(plan: Plan) -> str:
         for node in nodes:
             ins = ", ".join(e.ref if e.role == "input" else f"table={e.ref}" for e in node.inputs)
             lines.append(f"  {node.id} ({node.type})" + (f" <- {ins}" if ins else ""))
-            for d in _details(node) + transport_lines(node.spec):
+            for d in _details(node) + transport_lines(node.spec) + _sampled(g, node):
                 lines.extend(_fill(d, "    ", "        "))
             if node.type == "filter":
                 lines.extend("    " + r for r in _rules(plan, node))

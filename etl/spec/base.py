@@ -268,6 +268,10 @@ class SourceBase(Component):
         """(why, hint) when this static source cannot be read as a lookup table; None when it can."""
         return None
 
+    def sampled_columns(self, cx: Any, node: Any) -> dict[str, str] | None:
+        """Columns inferred from a sample of the data when none are declared (cx.inferred_columns), or None."""
+        return None
+
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         cx.check_types(node, self.schema_)
         for name in self.schema_ or {}:
@@ -276,7 +280,7 @@ class SourceBase(Component):
             if cx.smap is not None and cx.smap.has(node.path + (key,)):
                 cx.internal(node, getattr(self, key, None), cx.span(node, key))
         cols = self.declared_columns()
-        cols = dict(cols) if cols is not None else None
+        cols = dict(cols) if cols is not None else self.sampled_columns(cx, node)
         if self.event_time is not None:
             cx.event_time_field(node, ("event_time", "field"), self.event_time.field, cols)
         return cols

@@ -62,6 +62,11 @@ class FileSource(SourceBase):
             return {self.text_column: "string"}
         return self.schema_
 
+    def sampled_columns(self, cx: Any, node: Any) -> dict[str, str] | None:
+        if self.format in ("jsonl", "csv") and not self.static:  # a stream's columns, as Spark infers them at run
+            return cx.inferred_columns(node)
+        return None
+
     def lookup_table_problem(self) -> tuple[str, str] | None:
         if self.format == "text":
             return "a text file cannot be a lookup table", "use format csv, jsonl or parquet"

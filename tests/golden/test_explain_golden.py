@@ -20,6 +20,8 @@ CASES = {
     "all_transforms": "tests/fixtures/valid/all_transforms.yaml",
     "rules_and_grok": "tests/fixtures/valid/rules_and_grok.yaml",
     "unknown_columns": "tests/fixtures/valid/unknown_columns.yaml",
+    # file sources without a schema: their columns inferred from the data (etl.load.infer), the sample named
+    "inferred_schema": "tests/fixtures/valid/inferred_schema.yaml",
     "kafka_window_mysql": "pipelines/kafka_window_mysql.yaml",
     "kafka_grok_opensearch": "pipelines/kafka_grok_opensearch.yaml",
     "rocketmq_filter_rocketmq": "pipelines/rocketmq_filter_rocketmq.yaml",

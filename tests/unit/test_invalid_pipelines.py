@@ -38,6 +38,8 @@ EXPECTED = {
     'grok_unknown_field': [('E310', 8, 12)],
     'grok_unknown_pattern': [('E302', 9, 17)],
     'input_and_inputs': [('E100', 7, 5)],
+    'inferred_columns': [('E322', 4, 77), ('W313', 6, 36), ('W313', 7, 35), ('E310', 13, 34), ('E102', 14, 46),
+                         ('E310', 15, 33), ('E310', 16, 60)],
     'join_no_event_time': [('E321', 13, 22)],
     'join_one_input': [('E104', 8, 5)],
     'join_bounds_condition': [('W206', 6, 5), ('E102', 6, 70), ('W206', 7, 5), ('E102', 7, 71), ('E310', 8, 89),
@@ -105,6 +107,13 @@ MESSAGES = [
     ("grok_unknown_pattern", "E302", "did you mean 'IPV4' or 'IPV6'?"),
     ("unknown_column_expr", "E310", "did you mean 'status'?"),
     ("derive_unknown_column", "E310", "did you mean 'bytes'?"),
+    ("inferred_columns", "E310", "unknown column 'nmae' in rule 'typo' of filter 'f' | did you mean 'name'?"),
+    ("inferred_columns", "E310", "unknown column 'prise' in transform 'd' (columns.total) | did you mean 'price'?"),
+    ("inferred_columns", "E102", "value 'five-hundred' of rule 'text' of filter 'f' is not a number: field 'status' "
+     "is bigint"),
+    ("inferred_columns", "W313", "columns of file source 'remote' not inferred: s3a:// files are not read at validate;"
+     " the column checks of the components it feeds are skipped | declare `schema: {column: type}`"),
+    ("inferred_columns", "W313", "columns of file source 'later' not inferred: no file matches data/later/*.jsonl yet"),
     ("unknown_function", "E012", "unknown SQL function 'to_timestmp' in transform 'd' (columns.t) | did you mean "
      "'to_timestamp'?"),
     ("unknown_function", "E012", "unknown SQL function 'week' in transform 'd' (columns.w) | did you mean 'weekday'?"),

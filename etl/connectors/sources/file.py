@@ -1,5 +1,9 @@
 """file source: jsonl, csv, text lines or parquet files in a folder watched for new files.
 
+A jsonl/csv source without `schema` is read with the columns validate inferred from a sample of its files
+(etl.load.infer, kept in the graph, shown by etl explain); where validate could read no sample (a remote path,
+no file yet) Spark infers them from every file when the run starts.
+
 Malformed jsonl/csv lines are not dropped: they go to dead letters with the
 line as payload (PERMISSIVE mode with a corrupt-record column). jsonl is read by
 etl/jvm/JsonLinesFormat.java where the session has etl's jar: Spark's own reader
@@ -54,6 +58,7 @@ def struct_of(node: Node, columns: dict[str, str]) -> Any:
 
 
 def _infer(ctx: CompileContext, node: Node, path: str) -> Any:
+    """Spark's inference over every file (where validate could not read a sample: a remote path, no file yet)."""
     spec = node.spec
     reader = ctx.spark.read
     try:
@@ -117,7 +122,9 @@ def build(ctx: CompileContext, node: Node) -> Any:
         if spec.event_time is None:
             return df
         return from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)  # the horizon's dead letters
-    schema = struct_of(node, spec.schema_) if spec.schema_ else _infer(ctx, node, path)
+    sampled = ctx.graph.inferred.get(node.id)  # the columns validate inferred (etl.load.infer): run reads those
+    columns = spec.schema_ or (sampled.columns if sampled is not None else None)
+    schema = struct_of(node, columns) if columns else _infer(ctx, node, path)
     full = StructType(list(schema.fields) + [StructField(CORRUPT, StringType(), True)])
     reader = reader.option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
     label = "malformed json line" if spec.format == "jsonl" else "malformed csv line"
