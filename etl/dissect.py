@@ -19,6 +19,7 @@ integer and `float` into a double; a value that does not convert is a failure.
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Iterable
@@ -152,6 +153,20 @@ class Dissection:
                 out[f.index] = text[start:pos]
                 left = pos + len(f.next)
         return out
+
+
+def spec_bytes(d: Dissection) -> bytes:
+    """The pattern as etl/jvm/Dissect.java reads it (its docstring has the layout)."""
+    lead = d.lead.encode("utf-8")
+    out = [b"EDS1", struct.pack("<HI", len(d.fields), len(lead)), lead]
+    for f in d.fields:
+        out.append(struct.pack("<B", f.index > 0 and d.fields[f.index - 1].greedy))
+        if f.next is None:
+            out.append(struct.pack("<i", -1))
+        else:
+            nxt = f.next.encode("utf-8")
+            out.append(struct.pack("<i", len(nxt)) + nxt)
+    return b"".join(out)
 
 
 def parse(pattern: str) -> Dissection:

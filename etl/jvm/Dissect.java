@@ -5,6 +5,7 @@ import java.math.BigInteger;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Base64;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -26,6 +27,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * fields, u32 length + the text before the first field, then per field: u8 1 when the field before it has the
  * `->` suffix (repeats of the delimiter before this field are skipped), i32 length + the delimiter after it (-1:
  * the last field), all little endian, delimiters in UTF-8.
+ *
+ * <p>{@link #json} is the same scan for SQL scripts' DISSECT (Spark's reflect(): Java strings in and out): the values
+ * as a JSON array of strings (etl/sql/dissect.py reads it with from_json), the spec in base64.
  */
 public final class Dissect {
     private static final ConcurrentHashMap<ByteBuffer, Spec> SPECS = new ConcurrentHashMap<>();
@@ -38,6 +42,39 @@ public final class Dissect {
 
     public static ArrayData values(UTF8String line, byte[] spec) {
         return SPECS.computeIfAbsent(ByteBuffer.wrap(spec), k -> new Spec(spec)).values(line);
+    }
+
+    private static final ConcurrentHashMap<String, Spec> SQL_SPECS = new ConcurrentHashMap<>();
+
+    /** The values of {@link #values} as a JSON array of strings (null: no match), for reflect() in Spark SQL. */
+    public static String json(String line, String spec) {
+        if (line == null) {
+            return null;
+        }
+        ArrayData found = SQL_SPECS.computeIfAbsent(spec, k -> new Spec(Base64.getDecoder().decode(k)))
+                .values(UTF8String.fromString(line));
+        if (found == null) {
+            return null;
+        }
+        StringBuilder out = new StringBuilder(line.length() + 8 * found.numElements());
+        out.append('[');
+        for (int k = 0; k < found.numElements(); k++) {
+            if (k > 0) out.append(',');
+            String v = found.getUTF8String(k).toString();
+            out.append('"');
+            for (int i = 0; i < v.length(); i++) {
+                char c = v.charAt(i);
+                if (c == '"' || c == '\\') {
+                    out.append('\\').append(c);
+                } else if (c < 0x20) {
+                    out.append(String.format("\\u%04x", (int) c));
+                } else {
+                    out.append(c);
+                }
+            }
+            out.append('"');
+        }
+        return out.append(']').toString();
     }
 
     /** convert_datatype int: Logstash's BigDecimal(text).toBigInteger() (truncated) as text, null when the text is

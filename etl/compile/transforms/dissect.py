@@ -17,13 +17,12 @@ kept, a failed mapping sets nothing, as in Logstash).
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
 from etl.compile.deadletter import fence, from_shared
 from etl.dissect import (CONVERSIONS, Dissection, DissectError, field_path, other_value, outputs, parse_mappings,
-                          sets)
+                          sets, spec_bytes)
 from etl.graph.model import Node
 
 
@@ -37,21 +36,6 @@ def dissections(node: Node, columns: dict[str, str]) -> list[tuple[str, Dissecti
     except DissectError as e:
         raise CompileError(f"dissect '{node.id}': {e.message}", node, "mapping", e.hint, code="E305") from None
     return out
-
-
-def spec_bytes(d: Dissection) -> bytes:
-    """The pattern as etl/jvm/Dissect.java reads it (its docstring has the layout)."""
-    lead = d.lead.encode("utf-8")
-    out = [b"EDS1", struct.pack("<HI", len(d.fields), len(lead)), lead]
-    for f in d.fields:
-        greedy = f.index > 0 and d.fields[f.index - 1].greedy
-        out.append(struct.pack("<B", greedy))
-        if f.next is None:
-            out.append(struct.pack("<i", -1))
-        else:
-            nxt = f.next.encode("utf-8")
-            out.append(struct.pack("<i", len(nxt)) + nxt)
-    return b"".join(out)
 
 
 def values(spark: Any, line: Any, d: Dissection, engine: str) -> Any:
