@@ -223,7 +223,7 @@ def outputs(mappings: list[tuple[str, Dissection]], columns: dict[str, str], con
     indirect fields last). `columns`: the input's. DissectError for what cannot be set in a Spark row."""
     from etl.grok import columns_of
 
-    have = {(k,): v for k, v in columns.items()}
+    have: dict[tuple[str, ...], str] = {(k,): v for k, v in columns.items()}
     written: dict[tuple[str, ...], str] = {}
     indirect = False
 
@@ -260,7 +260,7 @@ def outputs(mappings: list[tuple[str, Dissection]], columns: dict[str, str], con
             raise DissectError(f"convert_datatype names '{name}', which no mapping sets", None,
                                "convert fields of the dissection (indirect fields' values stay text)", key=name)
         written[path] = CONVERSIONS[to]
-    cols = columns_of(tuple(_Out(p, t) for p, t in written.items() if p[0] != "@metadata"))  # type: ignore[arg-type]
+    cols = columns_of(tuple(_Out(p, t) for p, t in written.items() if p[0] != "@metadata"))  # type: ignore[misc]
     if indirect:
         if indirect_field in cols:
             raise DissectError(f"indirect_field '{indirect_field}' is also a field of the dissection", None,
@@ -330,19 +330,19 @@ def apply(mappings: Iterable[tuple[str, Dissection]], event: dict[str, object],
                 sep = f.join if append_separator is None else append_separator
                 _put(ev, f.path, v if old is None else f"{old}{sep}{v}")
             else:
-                key = _get(ev, f.path)
-                key = other_value(d, values, f) if key is None else str(key)
+                found = _get(ev, f.path)
+                key = other_value(d, values, f) if found is None else str(found)
                 if key:
                     pairs.pop(key, None)
                     pairs[key] = v
     for name, to in (convert_datatype or {}).items():
         path = field_path(name)
-        v = _get(ev, path)
-        if v is None:
+        text = _get(ev, path)
+        if text is None:
             continue
-        got = convert(str(v), to)
+        got = convert(str(text), to)
         if got is None:
-            return Result(ev, pairs, f"field '{name}': cannot convert '{v}' to {to}")
+            return Result(ev, pairs, f"field '{name}': cannot convert '{text}' to {to}")
         _put(ev, path, got)
     return Result(ev, pairs, None)
 
