@@ -59,8 +59,8 @@ GROK = '[{id: parsed, type: grok, input: logs, field: line, pattern: "%{COMBINED
 # the same layout for dissect (its fields: the grok's but rawrequest), the line dropped as the grok drops it
 DISSECT_PATTERN = ('%{clientip} %{ident} %{auth} [%{timestamp}] "%{verb} %{request} HTTP/%{httpversion}" %{response} '
                    '%{bytes} "%{referrer}" "%{agent}"')
-DISSECT = ("[{id: cut, type: dissect, input: logs, mapping: {line: '" + DISSECT_PATTERN + "'}}, "
-           "{id: parsed, type: select, input: cut, drop: [line]}]")
+DISSECT = ("[{id: parsed, type: dissect, input: logs, mapping: {line: '" + DISSECT_PATTERN + "'}, "
+           "remove_field: [line]}]")
 # no matching at all, but rows of the grok's shape: the line cut at its first 10 spaces into 11 string columns
 SHAPE_FIELDS = ["clientip", "ident", "auth", "timestamp", "zone", "verb", "request", "httpversion", "response",
                 "bytes", "rest"]

@@ -33,6 +33,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 public final class Dissect {
     private static final ConcurrentHashMap<ByteBuffer, Spec> SPECS = new ConcurrentHashMap<>();
+    private static final PerTask<byte[], Spec> TASKS = new PerTask<>();  // the spec literal's object -> its Spec
     // java.math.BigDecimal(String)'s numbers in ASCII digits (etl/dissect.py: _NUMBER_RE)
     private static final Pattern NUMBER = Pattern.compile("[+-]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE]([+-]?[0-9]+))?");
     private static final long MAX_EXPONENT = 999_999_999L;
@@ -41,7 +42,11 @@ public final class Dissect {
     }
 
     public static ArrayData values(UTF8String line, byte[] spec) {
-        return SPECS.computeIfAbsent(ByteBuffer.wrap(spec), k -> new Spec(spec)).values(line);
+        return TASKS.get(spec, Dissect::spec).values(line);
+    }
+
+    private static Spec spec(byte[] spec) {
+        return SPECS.computeIfAbsent(ByteBuffer.wrap(spec), k -> new Spec(spec));
     }
 
     private static final ConcurrentHashMap<String, Spec> SQL_SPECS = new ConcurrentHashMap<>();

@@ -352,7 +352,7 @@ ENGINES: tuple[Engine, ...] = (
     Engine("dissect-jvm", "dissect", "etl.compile.transforms.dissect:values", _java_regex,
            "Dissect.java: each line scanned for the pattern's delimiters in generated code"),
     Engine("dissect-python", "dissect", "etl.compile.transforms.dissect:values", _always,
-           "etl.dissect's reference scan in a pandas UDF"),
+           "etl.dissect's reference scan in a Python UDF (Arrow)"),
     Engine("broadcast", "store", "etl.compile.lookups.dimension:_broadcast", _broadcast,
            "broadcast hash join against the table"),
     Engine("rocksdb-jvm", "store", "etl.compile.lookups.jvm:jvm_lookup", _rocksdb_jvm,

@@ -34,6 +34,9 @@ class DissectHooks:
         for name in out:  # as etl.compile.transforms.dissect: a set field leaves its place in the input's columns
             cols.pop(name, None)  # and comes with the dissection's, in their order
         cols.update(out)
+        for k, name in enumerate(self.remove_field):
+            if cx.need(cols, name, cx.span(node, "remove_field", k), cx.where(node, "remove_field")) is not None:
+                cols.pop(name, None)
         return cols
 
     def _report(self: Any, cx: Any, node: Any, e: Any) -> None:
@@ -66,4 +69,6 @@ class DissectHooks:
             opts.append("convert_datatype: " + ", ".join(f"{k} {v}" for k, v in self.convert_datatype.items()))
         if self.append_separator is not None:
             opts.append(f"append_separator: {self.append_separator!r}")
+        if self.remove_field:
+            opts.append("remove_field: " + ", ".join(self.remove_field))
         return lines + opts + [f"on error: {self.on_error}"]

@@ -112,6 +112,8 @@ class DissectTransform(DissectHooks, TransformBase):
         default=None, description="joins appended values (Elasticsearch's option); default: the delimiter before "
         "each appended field, or a space (Logstash)")
     indirect_field: str = Field(default="indirect", description="map column of the indirect fields (%{&key})")
+    remove_field: list[str] = Field(default_factory=list, description="columns left out of the output (Logstash's "
+                                    "common option; e.g. the dissected line)")
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
         default="dead_letter", description="what to do with a line that does not match")
 

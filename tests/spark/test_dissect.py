@@ -51,12 +51,24 @@ def through_jvm(spark, cases: list[Case], engine: str = "dissect-jvm") -> list[d
 def test_logstash_cases_through_the_jvm(spark):
     cases = [({"message": c[1]}, c[2], c[3].get("convert_datatype", {}), c[3].get("append_separator"))
              for c in CASES]
+    cases.append(({"message": '"%{field1}" "%{+field1}" "%{description}"', "description": "%{f3} %{&field1}"},
+                  '"a" "b" "x y"', {}, None))  # a later mapping cuts a field an earlier one set
     got = through_jvm(spark, cases)
     want = [expected(c) for c in cases]
     assert got == want
+    # the appended value joined by the delimiter before it (`" "`); the indirect key is field1's value
+    assert want[-1] == {"field1": 'a" "b', "description": "x y", "f3": "x", "indirect": {'a" "b': "y"}}
     assert sum("_err" in w for w in want) == 5  # failures among them: each with the reference's reason
     assert got[CASES.index(next(c for c in CASES if c[0] == "indirect field"))] == {
         "key": "hello", "indirect": {"hello": "world"}}
+
+
+def test_without_the_jar_the_reference_scans_in_a_python_udf(spark):
+    names = ("multibyte delimiters", "indirect field", "conversions")  # each scan and conversion is a Python UDF
+    cases = [({"message": c[1]}, c[2], c[3].get("convert_datatype", {}), c[3].get("append_separator"))
+             for c in CASES if c[0] in names]
+    assert len(cases) == len(names)
+    assert through_jvm(spark, cases, engine="dissect-python") == [expected(c) for c in cases]
 
 
 # ------------------------------------------------------------------------------------------ generated

@@ -42,6 +42,8 @@ def _render(tmp_path, body: str, tail: str = TAIL) -> list[str]:
     ('    mapping: {line: "%{a} %{user.name}"}\n',
      "p.yaml:8:27: E102 column name 'user.name' of transform 'parsed' has a dot: Spark reads `a.b` as field b of "
      "column a"),
+    ('    mapping: {line: "%{a} %{b}"}\n    remove_field: [line, c]\n',
+     "p.yaml:9:26: E310 unknown column 'c' in transform 'parsed' (remove_field)"),
     ('    mapping: {line: "%{?k}=%{&k} %{indirect}"}\n',
      "p.yaml:5:5: E305 dissect 'parsed': indirect_field 'indirect' is also a field of the dissection"),
 ])
@@ -58,6 +60,13 @@ def test_the_outputs_are_known_columns(tmp_path):
     got = _render(tmp_path, body, "sinks:\n  - {id: out, type: print, input: f}\n")
     assert [g.split("\n")[0] for g in got] == [
         "p.yaml:10:102: E310 unknown column 'level' in transform 'f' (expr)"]
+
+
+def test_removed_fields_are_gone(tmp_path):
+    body = ('    mapping: {line: "%{a} %{b}"}\n    remove_field: [line, a]\n'
+            '  - {id: f, type: filter, input: parsed, expr: "b = \'x\' OR a = \'y\'"}\n')
+    got = _render(tmp_path, body, "sinks:\n  - {id: out, type: print, input: f}\n")
+    assert [g.split("\n")[0] for g in got] == ["p.yaml:10:60: E310 unknown column 'a' in transform 'f' (expr)"]
 
 
 def test_a_valid_dissect_has_no_diagnostic(tmp_path):

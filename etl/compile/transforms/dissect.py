@@ -2,7 +2,7 @@
 
 Each mapping's line is scanned once (etl/jvm/Dissect.java, one static call in
 Spark's generated code: `dissect-jvm`; without etl's jar, etl.dissect's
-reference in a pandas UDF: `dissect-python`) into an array of the pattern's
+reference in a Python UDF: `dissect-python`) into an array of the pattern's
 values, NULL when it does not match. The fields are then set from that array
 as Logstash sets them (etl.dissect.apply is the reference): normal fields,
 then appended ones in order of their `/n` (joined by the delimiter before each,
@@ -52,14 +52,10 @@ def values(spark: Any, line: Any, d: Dissection, engine: str) -> Any:
 
 
 def _python_values(d: Dissection) -> Any:
-    import pandas as pd
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    def scan(lines: pd.Series) -> pd.Series:
-        return lines.map(lambda s: None if s is None else d.values(s))
-
-    return F.pandas_udf(scan, ArrayType(StringType()))  # type: ignore[call-overload]
+    return F.udf(lambda s: None if s is None else d.values(s), ArrayType(StringType()), useArrow=True)
 
 
 def converted(spark: Any, value: Any, to: str, engine: str) -> Any:
@@ -75,10 +71,7 @@ def converted(spark: Any, value: Any, to: str, engine: str) -> Any:
 
     from etl.dissect import convert
 
-    def conv(items: Any) -> Any:
-        return items.map(lambda s: None if s is None else convert(s, to))
-
-    return F.pandas_udf(conv, CONVERSIONS[to])(value)  # type: ignore[call-overload]
+    return F.udf(lambda s: None if s is None else convert(s, to), CONVERSIONS[to], useArrow=True)(value)
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
@@ -89,8 +82,9 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     mappings = dissections(node, {f.name: f.dataType.simpleString() for f in df.schema.fields})
     staged, out, err, payload = dissected(df, mappings, dict(spec.convert_datatype), spec.append_separator,
                                           spec.indirect_field, ctx.built_with(node, "dissect"))
-    keep = [F.col(c) for c in df.columns if c not in out]
-    shared = staged.select(*keep, *[c.alias(n) for n, c in out.items()], err.alias(ERR),
+    gone = set(spec.remove_field)
+    keep = [F.col(c) for c in df.columns if c not in out and c not in gone]
+    shared = staged.select(*keep, *[c.alias(n) for n, c in out.items() if n not in gone], err.alias(ERR),
                            F.when(err.isNotNull(), payload).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)
 
