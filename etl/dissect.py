@@ -27,8 +27,8 @@ from typing import Iterable
 # Logstash's Dissector: DELIMITER_FIELD_PATTERN, FINAL_DELIMITER_PATTERN; Field: SUFFIX_REGEX, SUFFIX_ONLY_REGEX
 _FIELD_RE = re.compile(r"(.*?)%\{([^}]*?)}", re.DOTALL)
 _FINAL_RE = re.compile(r"[^}]+\Z")
-_SUFFIX = r"(/\d{1,2}|->|/\d{1,2}->|->/\d{1,2})?"
-_SUFFIX_RE = re.compile(rf"(.+?){_SUFFIX}\Z", re.DOTALL)
+_SUFFIX = r"(/[0-9]{1,2}|->|/[0-9]{1,2}->|->/[0-9]{1,2})?"  # Java's \d and `.`: ASCII digits, no line break
+_SUFFIX_RE = re.compile(rf"(.+?){_SUFFIX}\Z")
 _SUFFIX_ONLY_RE = re.compile(rf"{_SUFFIX}\Z")
 _REF_PART = r"[^\[\]]+"
 _FIELD_REF_RE = re.compile(rf"(?:\[{_REF_PART}\])+\Z")  # a Logstash field reference: [a][b]
@@ -93,7 +93,7 @@ def _field(index: int, text: str, prev: str | None, nxt: str | None, offset: int
 
     def make(kind: str, name: str, suffix: str) -> DissectField:
         ordinal = _ORDINAL[kind]
-        if kind == "append" and (n := re.search(r"\d+", suffix)):
+        if kind == "append" and (n := re.search(r"[0-9]+", suffix)):
             ordinal += int(n.group())
         return DissectField(index, kind, name, prev, nxt, "->" in suffix, ordinal, offset)
 
