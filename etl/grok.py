@@ -263,13 +263,14 @@ def columns_of(leaves: tuple[Leaf, ...]) -> dict[str, str]:
 
     def ddl(node: object) -> str:
         if isinstance(node, dict):
-            return "struct<" + ",".join(f"{_quote(k)}:{ddl(v)}" for k, v in node.items()) + ">"
+            return "struct<" + ",".join(f"{quote(k)}:{ddl(v)}" for k, v in node.items()) + ">"
         return str(node)
 
     return {k: ddl(v) for k, v in tree.items()}
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """A field name as Spark SQL's DDL writes it (backquoted unless it is a plain identifier)."""
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else "`" + name.replace("`", "``") + "`"
 
 

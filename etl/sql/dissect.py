@@ -16,6 +16,7 @@ import base64
 from sqlglot import exp
 
 from etl.dissect import DissectError, outputs, parse, sets, spec_bytes
+from etl.grok import quote as _quote
 
 SOURCE = "\x00"  # the value's name in etl.dissect.apply (no field can have it)
 
@@ -30,7 +31,7 @@ def translate(call: exp.Expression, args: list[exp.Expression]) -> exp.Expressio
                             "write the pattern in the call: DISSECT(line, '%{ts} %{level} %{msg}')", "E011")
     try:
         d = parse(pattern.this)
-        outputs([(SOURCE, d)], {SOURCE: "string"}, {}, "indirect")
+        types = outputs([(SOURCE, d)], {SOURCE: "string"}, {}, "indirect")
         if any(f.kind == "indirect" for f in d.fields):
             raise DissectError("indirect fields (%{&key}) are the dissect transform's: a struct's fields are fixed",
                                next(f.offset for f in d.fields if f.kind == "indirect"),
@@ -64,6 +65,7 @@ def translate(call: exp.Expression, args: list[exp.Expression]) -> exp.Expressio
                             "name the fields to keep: %{name}", "E305")
     body = struct(tree)
     spec = base64.b64encode(spec_bytes(d)).decode("ascii")
-    template = (f"transform(array(from_json(reflect('etl.jvm.Dissect', 'json', _1, '{spec}'), 'array<string>')), "
-                f"_v -> IF(_v IS NULL, NULL, {body}))[0]")
+    ddl = "STRUCT<" + ", ".join(f"{_quote(k)}: {v}" for k, v in types.items()) + ">"  # its type for
+    template = (f"CAST(transform(array(from_json(reflect('etl.jvm.Dissect', 'json', _1, '{spec}'), "  # validate
+                f"'array<string>')), _v -> IF(_v IS NULL, NULL, {body}))[0] AS {ddl})")
     return _fill(template, [args[0]])

@@ -91,3 +91,13 @@ def test_sql_and_yaml_spellings_give_the_same_rows(spark, tmp_path):
         {"line": LINES[4], "d": {"ts": "Jan 1 00:00:00", "host": "h", "prog": "p", "pid": "9",
                                  "msg": "it's \"quoted\" \\ and ☃"}},
     ], key=json.dumps)
+
+
+def test_the_struct_type_is_known_to_validate(tmp_path):
+    f = tmp_path / "job.sql"
+    f.write_text("CREATE TABLE t (s VARCHAR) WITH (type = 'file', filePath = 'x.jsonl');\n"
+                 "CREATE TABLE o (v ROW<a VARCHAR, p ROW<n VARCHAR>>) WITH (type = 'print');\n"
+                 "INSERT INTO o SELECT DISSECT(s, '%{a} %{+a} [%{[p][n]}]') AS v FROM t;\n")
+    c = check_file(f, environ={})
+    assert dict(c.graph.columns_of("o_select") or {})["v"] == "struct<a: string, p: struct<n: string>>"
+    assert [(d.code, d.span.line, d.message) for d in c.report.sorted()] == []
