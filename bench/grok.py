@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""grok throughput: etl's JVM grok vs the same grok in a Python UDF vs a plain text scan.
+"""grok throughput: etl's JVM grok vs dissect vs the same grok in a Python UDF vs a plain text scan.
 
     .venv/bin/python bench/grok.py                 # 1,000,000 lines, local[2]
     .venv/bin/python bench/grok.py --lines 200000 --repeat 2
+    .venv/bin/python bench/grok.py --variants etl,dissect      # grok and dissect side by side
 
 All variants are the same etl streaming query (--once): a text file source, then
 (etl) the grok transform: %{COMBINEDAPACHELOG} expanded once, run in the JVM by one static call
@@ -13,6 +14,9 @@ All variants are the same etl streaming query (--once): a text file source, then
 (python_udf) the same grok with pygrok in mapInPandas (one Grok per partition);
 (python_re) the same expanded regex (GrokPattern.python_regex) with Python `re` in mapInPandas,
     a stronger Python baseline than pygrok, reported on the line before the last;
+(dissect) the same lines cut by the dissect transform (etl/jvm/Dissect.java) into the grok's fields, on the
+    layout's delimiters: `%{clientip} %{ident} %{auth} [%{timestamp}] "%{verb} %{request} HTTP/%{httpversion}"
+    %{response} %{bytes} "%{referrer}" "%{agent}"`, reported with its ratio to the grok (etl);
 (scan) no parsing at all: the lines themselves;
 (shape) no matching either, but rows of the grok's shape: `split(line, ' ', 11)` into 11 string columns (about
     the grok's 11 values and bytes), reported on an information line: what any grok pays for its output rows;
@@ -20,7 +24,7 @@ then the same file sink (jsonl, one file per micro-batch, atomic rename). Throug
 megabytes (10^6 bytes) per second of the run (query start to the last commit), the median of
 --repeat runs (the variants take turns within each round), after a warm-up run of each variant on 50,000 lines (JIT, codegen, Python workers). The last line is machine-readable:
 
-    grok lines=N mb=M etl_mb_s=X python_udf_mb_s=Y scan_mb_s=Z
+    grok lines=N mb=M scan_mb_s=Z ... etl_mb_s=X dissect_mb_s=D ... (one per variant run)
 """
 
 from __future__ import annotations
@@ -52,6 +56,11 @@ PIPELINE = """\
     checkpoint: {checkpoint}
 """
 GROK = '[{id: parsed, type: grok, input: logs, field: line, pattern: "%{COMBINEDAPACHELOG}", keep_original: false}]'
+# the same layout for dissect (its fields: the grok's but rawrequest), the line dropped as the grok drops it
+DISSECT_PATTERN = ('%{clientip} %{ident} %{auth} [%{timestamp}] "%{verb} %{request} HTTP/%{httpversion}" %{response} '
+                   '%{bytes} "%{referrer}" "%{agent}"')
+DISSECT = ("[{id: parsed, type: dissect, input: logs, mapping: {line: '" + DISSECT_PATTERN + "'}, "
+           "remove_field: [line]}]")
 # no matching at all, but rows of the grok's shape: the line cut at its first 10 spaces into 11 string columns
 SHAPE_FIELDS = ["clientip", "ident", "auth", "timestamp", "zone", "verb", "request", "httpversion", "response",
                 "bytes", "rest"]
@@ -179,7 +188,8 @@ def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str 
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(work / f"ckpt-{variant}", ignore_errors=True)
     text = PIPELINE.format(variant=variant, input=input_dir, output=out, checkpoint=work / f"ckpt-{variant}", format=fmt,
-                           transforms=GROK if variant.startswith("etl") else SHAPE if variant == "shape" else "[]",
+                           transforms=GROK if variant.startswith("etl") else SHAPE if variant == "shape"
+                           else DISSECT if variant == "dissect" else "[]",
                            last="logs" if variant == "scan" or variant in ("python_udf", "python_re") else "parsed")
     p = work / f"{variant}.yaml"
     p.write_text(textwrap.dedent(text))
@@ -200,6 +210,7 @@ def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str 
 
 
 CPU: dict[str, float] = {}
+VARIANTS = ("scan", "shape", "etl", "dissect", "etl_regex", "python_udf", "python_re")
 
 
 def main() -> None:
@@ -209,7 +220,9 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"], help="file sink format")
     ap.add_argument("--data", default=str(ROOT / "bench" / "data" / "access"), help="cached input folder")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     args = ap.parse_args()
+    variants = tuple(v for v in VARIANTS if v in args.variants.split(","))
 
     from etl.runtime.session import build_session
 
@@ -219,7 +232,6 @@ def main() -> None:
     make_data(warm / "input", 50_000)
     spark = build_session("etl-bench-grok", args.master, {"spark.ui.enabled": "false"}, ui=False)
     work = Path(tempfile.mkdtemp(prefix="etl-bench-"))
-    variants = ("scan", "shape", "etl", "etl_regex", "python_udf", "python_re")
     try:
         for v in variants:  # JIT, codegen and Python workers warm up on a small input
             run_variant(spark, v, warm / "input", warm, args.format)
@@ -242,21 +254,21 @@ def main() -> None:
     rate = {v: mb / statistics.median(times[v]) for v in variants}
     cores = os.cpu_count() or 1
     by_cpu = {v: mb / (statistics.median(cpus[v]) / cores) for v in variants}
-    print(f"cores={cores} master={args.master} format={args.format} load={os.getloadavg()[0]:.1f} "
-          f"etl/python_udf={rate['etl'] / rate['python_udf']:.2f}x etl/scan={rate['etl'] / rate['scan']:.2f}")
+    print(f"cores={cores} master={args.master} format={args.format} load={os.getloadavg()[0]:.1f}")
     print("cpu-time based (MB per CPU-second x cores; less sensitive to other load): "
-          + " ".join(f"{v}={by_cpu[v]:.1f}" for v in variants)
-          + f" etl/python_udf={by_cpu['etl'] / by_cpu['python_udf']:.2f}x etl/scan={by_cpu['etl'] / by_cpu['scan']:.2f}")
-    print(f"python_re (the same expanded regex with Python re, in mapInPandas): {rate['python_re']:.1f} MB/s, "
-          f"etl/python_re={rate['etl'] / rate['python_re']:.2f}x")
-    print(f"shape (no matching: the line cut at its first 10 spaces by split() into 11 columns, rows of the grok's "
-          f"shape): {rate['shape']:.1f} MB/s, shape/scan={rate['shape'] / rate['scan']:.2f} "
-          f"etl/shape={rate['etl'] / rate['shape']:.2f}")
-    print(f"etl_regex (ETL_GROK_PROGRAM=off: java.util.regex on every line): {rate['etl_regex']:.1f} MB/s, "
-          f"etl/etl_regex={rate['etl'] / rate['etl_regex']:.2f}x")
-    print(f"grok lines={args.lines} mb={mb:.1f} etl_mb_s={rate['etl']:.1f} "
-          f"python_udf_mb_s={rate['python_udf']:.1f} scan_mb_s={rate['scan']:.1f}")
-
+          + " ".join(f"{v}={by_cpu[v]:.1f}" for v in variants))
+    if "dissect" in rate and "etl" in rate:
+        print(f"dissect (the same layout, Dissect.java): {rate['dissect']:.1f} MB/s, grok (etl) {rate['etl']:.1f} MB/s, "
+              f"dissect/grok={rate['dissect'] / rate['etl']:.2f}x (cpu-time: "
+              f"{by_cpu['dissect'] / by_cpu['etl']:.2f}x)")
+    for other, say in (("python_udf", ""), ("scan", ""), ("python_re", "the same expanded regex with Python re, in "
+                       "mapInPandas"), ("shape", "no matching: the line cut at its first 10 spaces by split() into 11 "
+                       "columns, rows of the grok's shape"), ("etl_regex", "ETL_GROK_PROGRAM=off: java.util.regex on "
+                       "every line")):
+        if other in rate and "etl" in rate:
+            print(f"{other}{f' ({say})' if say else ''}: {rate[other]:.1f} MB/s, etl/{other}="
+                  f"{rate['etl'] / rate[other]:.2f}x")
+    print(f"grok lines={args.lines} mb={mb:.1f} " + " ".join(f"{v}_mb_s={rate[v]:.1f}" for v in variants))
 
 if __name__ == "__main__":
     main()

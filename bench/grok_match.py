@@ -11,12 +11,14 @@ medians of --repeat runs after a warm-up of each):
   read     octet_length(line): reading the cached lines, the floor under the others (O(1) per line: length()
            would count the characters, about 0.35 s of 2 cores per 1M lines, and hide as much matching);
   program  size(captures) with %{COMBINEDAPACHELOG}'s matcher program (etl/grokvm), as `etl run` runs it;
-  regex    the same with java.util.regex on every line (ETL_GROK_PROGRAM=off).
+  regex    the same with java.util.regex on every line (ETL_GROK_PROGRAM=off);
+  dissect  size(values) of etl/jvm/Dissect.java on the same layout (bench/grok.py's DISSECT_PATTERN), as the dissect
+           transform scans it.
 
 Every line must match (checked once, before the runs). Figures: the run's seconds, then nanoseconds per line and MB/s
 per core of the variant minus `read`. The last line is machine-readable:
 
-    grok_match lines=N program_ns_per_line=A regex_ns_per_line=B program_mb_s_per_core=C
+    grok_match lines=N program_ns_per_line=A regex_ns_per_line=B dissect_ns_per_line=D program_mb_s_per_core=C
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from grok import make_data  # noqa: E402  (bench/grok.py: the same generated lines, cached on disk)
+from grok import DISSECT_PATTERN, make_data  # noqa: E402  (bench/grok.py: the same generated lines, cached on disk)
 
 
 def task_slots(master: str) -> int:
@@ -77,10 +79,18 @@ def main() -> None:
             return jvm.static_call(spark, "etl.jvm.Grok", "captures", ArrayType(StringType()), F.col("line"),
                                    F.lit(spec))
 
+        from etl.dissect import parse, spec_bytes
+
+        d = parse(DISSECT_PATTERN)
+
+        def dissect():
+            return jvm.static_call(spark, "etl.jvm.Dissect", "values", ArrayType(StringType()), F.col("line"),
+                                   F.lit(bytearray(spec_bytes(d))))
+
         columns = {"read": lambda: F.octet_length("line"), "program": lambda: F.size(captures(True)),
-                   "regex": lambda: F.size(captures(False))}
-        want = len(g.fields) * args.lines
-        for v in ("program", "regex"):  # every line matches (and JIT and codegen warm up)
+                   "regex": lambda: F.size(captures(False)), "dissect": lambda: F.size(dissect())}
+        for v in ("program", "regex", "dissect"):  # every line matches (and JIT and codegen warm up)
+            want = (len(d.fields) if v == "dissect" else len(g.fields)) * args.lines
             got = lines.select(F.sum(columns[v]())).collect()[0][0]
             if got != want:
                 raise SystemExit(f"{v}: {got} captures, expected {want} (a line did not match)")
@@ -99,14 +109,16 @@ def main() -> None:
     finally:
         spark.stop()
     med = {v: statistics.median(t) for v, t in times.items()}
-    net = {v: max(med[v] - med["read"], 1e-9) for v in ("program", "regex")}
+    net = {v: max(med[v] - med["read"], 1e-9) for v in ("program", "regex", "dissect")}
     ns = {v: net[v] * cores / args.lines * 1e9 for v in net}
     mb_core = size / 1e6 / (net["program"] * cores)
     print(f"cores={cores} read={med['read']:.3f} s program={med['program']:.3f} s regex={med['regex']:.3f} s; "
           f"net of read, per line and core: program {ns['program']:.0f} ns, regex {ns['regex']:.0f} ns "
           f"(program/regex {ns['regex'] / ns['program']:.2f}x)")
+    print(f"dissect={med['dissect']:.3f} s: net of read, per line and core {ns['dissect']:.0f} ns, "
+          f"grok program/dissect {ns['program'] / ns['dissect']:.2f}x")
     print(f"grok_match lines={args.lines} program_ns_per_line={ns['program']:.0f} regex_ns_per_line={ns['regex']:.0f} "
-          f"program_mb_s_per_core={mb_core:.1f}")
+          f"dissect_ns_per_line={ns['dissect']:.0f} program_mb_s_per_core={mb_core:.1f}")
 
 
 if __name__ == "__main__":

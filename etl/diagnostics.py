@@ -47,6 +47,8 @@ CODES: dict[str, str] = {
     "E302": "grok pattern: unknown pattern name, bad field, bad regex",
     "E303": "duplicate rule id in a filter",
     "W304": "grok capture replaces an input column of another type (Logstash leaves the column and drops the capture)",
+    "E305": "dissect pattern or mapping: a field Logstash refuses, fields without a delimiter between them, a "
+            "field a Spark row cannot hold",
     "E310": "unknown column",
     "E311": "Spark SQL expression does not parse, or goes past etl's limits (nesting, depth)",
     "W312": "union inputs have different columns",

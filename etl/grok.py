@@ -276,7 +276,7 @@ def columns_of(leaves: tuple[Leaf, ...]) -> dict[str, str]:
 
     def ddl(node: object) -> str:
         if isinstance(node, dict):
-            return "struct<" + ",".join(f"{_quote(k)}:{ddl(v)}" for k, v in node.items()) + ">"
+            return "struct<" + ",".join(f"{quote(k)}:{ddl(v)}" for k, v in node.items()) + ">"
         return str(node)
 
     return {k: ddl(v) for k, v in tree.items()}
@@ -289,7 +289,8 @@ def under(leaves: tuple[Leaf, ...], target: str) -> tuple[Leaf, ...]:
     return tuple(replace(leaf, path=(target, *leaf.path)) for leaf in leaves)
 
 
-def _quote(name: str) -> str:
+def quote(name: str) -> str:
+    """A field name as Spark SQL's DDL writes it (backquoted unless it is a plain identifier)."""
     return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else "`" + name.replace("`", "``") + "`"
 
 

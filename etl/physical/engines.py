@@ -183,7 +183,7 @@ def _grok_program(s: Subject, t: Target) -> str | None:
     return None if prog is not None else f"no matcher program: {why}"
 
 
-def _java_regex(s: Subject, t: Target) -> str | None:
+def _java_regex(s: Subject, t: Target) -> str | None:  # and dissect-jvm
     return _jar(t)
 
 
@@ -349,6 +349,10 @@ ENGINES: tuple[Engine, ...] = (
            "Grok.java: one java.util.regex search per line"),
     Engine("spark-regexp", "captures", "etl.compile.transforms.grok:with_captures_sql", _always,
            "regexp_replace + split in Spark SQL"),
+    Engine("dissect-jvm", "dissect", "etl.compile.transforms.dissect:values", _java_regex,
+           "Dissect.java: each line scanned for the pattern's delimiters in generated code"),
+    Engine("dissect-python", "dissect", "etl.compile.transforms.dissect:values", _always,
+           "etl.dissect's reference scan in a Python UDF (Arrow)"),
     Engine("broadcast", "store", "etl.compile.lookups.dimension:_broadcast", _broadcast,
            "broadcast hash join against the table"),
     Engine("rocksdb-jvm", "store", "etl.compile.lookups.jvm:jvm_lookup", _rocksdb_jvm,

@@ -3,7 +3,7 @@
 A stage compiled over streaming frames splits its failed rows off (etl.compile.
 deadletter.from_shared) when its builder can fail on a row: a source parsing
 JSON or CSV, reading text lines it checks (etl/jvm/BoundedLines.java, the tail mode) or declaring an event time
-(the horizon), grok and parse with `on_error: dead_letter`, every guarded
+(the horizon), grok, dissect and parse with `on_error: dead_letter`, every guarded
 expression (derive columns, select expressions, filter `expr`, route
 conditions, window `having`; etl.compile.guard), rule programs that may leave
 a row undecided (Python `re` past its budget), and the state engine's late
@@ -44,7 +44,7 @@ def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) ->
     t = node.type
     if node.kind == "source":
         return _source_fails(node, engines)
-    if t in ("grok", "parse"):
+    if t in ("grok", "dissect", "parse"):
         return s.on_error == "dead_letter"
     if t == "filter":
         if s.expr is not None:

@@ -49,6 +49,8 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
         return (pick("rules", s, target), pick("prefilter", s, target))
     if t == "grok":
         return (pick("captures", s, target),)
+    if t == "dissect":
+        return (pick("dissect", s, target),)
     if t == "lookup":
         from etl.physical.engines import lookup_store
 

@@ -1,4 +1,4 @@
-"""Transform specs: filter, derive, select, grok, parse, union, route, window, sigma_correlation, join, lookup,
+"""Transform specs: filter, derive, select, grok, dissect, parse, union, route, window, sigma_correlation, join, lookup,
 dedupe."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from etl.registry import component
 from etl.spec.aggregates import AGGREGATES, NAMES
+from etl.spec.dissect_hooks import DissectHooks
 from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDuration, TransformBase
 from etl.spec.rules import Rule
 from etl.spec.sigma import SigmaCorrelationHooks, SigmaSpec
@@ -120,6 +121,25 @@ class GrokTransform(GrokHooks, TransformBase):
             raise ValueError("`overwrite` names input columns a capture replaces: with `target` the captures go "
                              "into a new struct column")
         return self
+
+
+@component("transform", "dissect", builder=f"{_TR}.dissect:build")
+class DissectTransform(DissectHooks, TransformBase):
+    """Parse text fields with Logstash's dissect patterns (%{a} %{+a} %{?skip} %{&key} %{pad->})."""
+
+    type: Literal["dissect"]
+    mapping: dict[str, str] = Field(min_length=1, description="text column -> dissect pattern, applied in order (a "
+                                    "later one may dissect a field an earlier one sets)")
+    convert_datatype: dict[str, Literal["int", "float"]] = Field(
+        default_factory=dict, description="field -> int (64-bit integer) or float (double), after every mapping")
+    append_separator: str | None = Field(
+        default=None, description="joins appended values (Elasticsearch's option); default: the delimiter before "
+        "each appended field, or a space (Logstash)")
+    indirect_field: str = Field(default="indirect", description="map column of the indirect fields (%{&key})")
+    remove_field: list[str] = Field(default_factory=list, description="columns left out of the output (Logstash's "
+                                    "common option; e.g. the dissected line)")
+    on_error: Literal["dead_letter", "drop", "keep"] = Field(
+        default="dead_letter", description="what to do with a line that does not match")
 
 
 class KvOptions(Model):

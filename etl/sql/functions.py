@@ -157,8 +157,15 @@ def _epoch(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
                         "E011")
 
 
+def _dissect(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
+    from etl.sql.dissect import translate
+
+    return translate(call, a)
+
+
 RULES: dict[str, Callable[[exp.Expression, list[exp.Expression]], exp.Expression]] = {
     "to_date": _to_date, "epoch": _epoch,
+    "dissect": _dissect,
 }
 
 _WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
@@ -264,7 +271,8 @@ def readme_table() -> str:
     lines = ["| function | arguments | dialect | Spark SQL | NULL, out of range, empty, invalid |", "|---|---|---|---|---|"]
     for r in table():
         spark = {"-": "not supported (E012)", "python:to_date": "`date_from_unix_date(_1)` for an integer, else "
-                 "`try_to_date(_1)`", "python:epoch": "`timestamp_millis(_1)` / `timestamp_seconds(_1)`"}.get(
+                 "`try_to_date(_1)`", "python:epoch": "`timestamp_millis(_1)` / `timestamp_seconds(_1)`",
+                 "python:dissect": "etl/jvm/Dissect.java's scan via `reflect`, a `named_struct` of the fields"}.get(
             r.spark, f"`{r.spark}`")
         cells = [f"`{r.name}`", r.arity, r.dialect if r.dialect != "*" else "", spark, r.note]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

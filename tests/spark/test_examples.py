@@ -11,7 +11,7 @@ from etl.runtime.testing import run_tests
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "pipelines").glob("example_*.yaml")) + [ROOT / "pipelines" / "quickstart.yaml"]
-RUNNABLE_TRANSFORMS = ("filter", "derive", "select", "grok", "parse", "union", "route", "dedupe", "window",
+RUNNABLE_TRANSFORMS = ("filter", "derive", "select", "grok", "dissect", "parse", "union", "route", "dedupe", "window",
                       "sigma_correlation")
 
 

@@ -122,6 +122,9 @@ CASES: list[tuple[str, str, object]] = [
     ("PARSE_URL('http://a b/%', 'HOST')", "flink", None),
     # Flink's LIKE has no escape character unless ESCAPE names one (Spark's is a backslash)
     (r"'C:\Windows\x' LIKE 'C:\Windows\%'", "flink", True), (r"'a_b' LIKE 'a\_b'", "flink", False),
+    # Logstash's dissect (tests/sql/test_sql_dissect.py has more): a struct of the fields; no match: NULL
+    ("DISSECT('Mar 16 00:01:25 evita', '%{ts} %{+ts} %{+ts} %{host}')", "flink", ("Mar 16 00:01:25", "evita")),
+    ("DISSECT('x', '%{a} %{b}')", "flink", None),
     (r"'a\b' LIKE concat('a\', '_')", "flink", True), ("'a%' LIKE 'a!%' ESCAPE '!'", "flink", True),
 ]
 
