@@ -144,6 +144,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_FUNCTION_TIMEOUT_S", "function_timeout_s", "seconds (0.1-3600)", "30",
             "time one call of a pipeline's Python function may take (its module's import too); a longer one is the "
             "row's dead letter", _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
+    Setting("ETL_STOP_GRACE_S", "stop_grace_s", "seconds (0-3600)", "5",
+            "after SIGTERM or Ctrl-C, how long the batch in flight has to finish; past it (a Python function call "
+            "that never returns, a slow sink) its jobs are cancelled and it is not committed: the next run "
+            "processes it again", _number(float, 0.0, 3600.0, "a number of seconds, 0 to 3600")),
     Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
             "address space of a Python worker that runs a pipeline's functions (RLIMIT_AS); a call that needs more "
             "is the row's dead letter (MemoryError)", _number(int, 256, 1048576, "a whole number of megabytes, 256 to 1048576")),
@@ -226,6 +230,7 @@ class Settings:
     max_record_mb: int = 16
     function_timeout_s: float = 30.0
     function_memory_mb: int = 2048
+    stop_grace_s: float = 5.0
     cache_dir: str | None = None
     lookup_dir: str = ""  # "": the private <tmp>/etl-lookup-<uid> (etl.compile.lookups.store.default_base_dir)
     lookup_chunk_rows: int = 4096

@@ -147,7 +147,8 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.compile.context import CompileError
     from etl.runtime import statedir
     from etl.runtime.control import Control
-    from etl.runtime.failure import PythonLog, checkpoint_fault, redact_log, report, stack_of, unknown_failure
+    from etl.runtime.failure import (PythonLog, checkpoint_fault, redact_log, report, stack_of, stop_cancelled,
+                                     unknown_failure)
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
@@ -193,10 +194,11 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
-    stops = {"n": 0}
+    stops = {"n": 0, "how": "SIGTERM"}
 
     def on_signal(signum: int, frame: Any) -> None:
         stops["n"] += 1
+        stops["how"] = signal.Signals(signum).name
         if stops["n"] > 1:  # second Ctrl-C: leave now (the checkpoint still makes the next run correct)
             os._exit(130)
         if progress != "none":
@@ -232,6 +234,11 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
                 return failed(e.failure.diagnostic() if e.failure else unknown_failure(plan.graph, e).diagnostic(), e)
             except Exception as e:  # noqa: BLE001
                 return failed(unknown_failure(plan.graph, e).diagnostic(), e)
+            if runner.cancelled:  # a batch past ETL_STOP_GRACE_S after the stop: one line each, exit 1
+                for c in runner.cancelled:
+                    typer.echo(report(stop_cancelled(plan.graph, c, settings.current().stop_grace_s,
+                                                     str(stops["how"])).diagnostic(), log, ""), err=True)
+                return 1
         if progress != "none":
             summary = runner.progress.summary()
             if resumed and not runner.progress.totals:

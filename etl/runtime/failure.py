@@ -178,6 +178,22 @@ def pipeline_span(graph: Any) -> Span:
     return Span("<pipeline>")
 
 
+def stop_cancelled(graph: Any, cancelled: Any, grace_s: float, how: str) -> Failure:
+    """A batch a stop (`how`: SIGTERM, SIGINT) cancelled past ETL_STOP_GRACE_S (etl.runtime.runner.Cancelled): at
+    the Python function whose call was running (its def in its module), else at the query's first component."""
+    node = graph.nodes.get(cancelled.root)
+    span = node.span if node is not None else pipeline_span(graph)
+    fns = [graph.functions[f.lower()] for f in cancelled.functions if f.lower() in graph.functions]
+    if fns:
+        span = Span(shown(Path(fns[0].file)), fns[0].line, 1)
+    running = (f"a call of python function {', '.join(repr(f.name) for f in fns)} was running, "
+               if fns else "")
+    return Failure("E414", f"query '{cancelled.query}'",
+                   f"{how}: batch {cancelled.batch} did not finish within {grace_s:g} s (ETL_STOP_GRACE_S): "
+                   f"{running}its jobs were cancelled and it is not committed", span,
+                   f"run again: it processes batch {cancelled.batch} again ({RESUME})")
+
+
 def field_span(graph: Any, node: Any, field: str | None) -> Span:
     if field and graph.smap is not None:
         try:

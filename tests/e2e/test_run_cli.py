@@ -156,3 +156,60 @@ def test_a_rule_set_past_its_step_budget_is_one_warning_not_a_lost_job(tmp_path,
         assert "Lost task" in spark_lines[1] and "etl-rule-budget[" in spark_lines[1]
     else:
         assert spark_lines == [] and "ERROR" not in err, err[-3000:]
+
+
+HUNG_FUNCTIONS = """\
+import os
+import time
+
+
+def hang(s: str) -> str:
+    open(os.environ["HANG_MARK"], "w").close()
+    time.sleep(3600)
+    return s
+"""
+
+HUNG_PIPELINE = """\
+    name: hung
+    functions:
+      - {name: hang, callable: "fns:hang"}
+    sources:
+      - {id: src, type: file, path: input, format: jsonl, schema: {name: string}}
+    transforms:
+      - {id: d, type: derive, input: src, columns: {h: "hang(name)"}}
+    sinks:
+      - {id: out, type: file, input: d, path: output}
+    checkpoint: state
+"""
+
+
+def test_sigterm_ends_a_hung_function_call_after_the_stop_grace(tmp_path):
+    # a call that never returns (its own budget: an hour) holds the batch: SIGTERM gives it ETL_STOP_GRACE_S,
+    # then cancels its jobs (the Python worker is ended with them); the batch is not committed
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "a.jsonl").write_text('{"name": "a"}\n{"name": "b"}\n')
+    (tmp_path / "fns.py").write_text(HUNG_FUNCTIONS)
+    (tmp_path / "p.yaml").write_text(textwrap.dedent(HUNG_PIPELINE))
+    mark = tmp_path / "called"
+    env = {**os.environ, "HANG_MARK": str(mark), "ETL_FUNCTION_TIMEOUT_S": "3600", "ETL_STOP_GRACE_S": "1"}
+    p = etl("run", "p.yaml", "--progress", "plain", cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 300
+    while not mark.exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1][-3000:]
+        time.sleep(0.1)
+    t = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    elapsed = time.monotonic() - t
+    assert p.returncode == 1, err[-3000:]
+    assert elapsed < 10, elapsed  # measured: 3.7 s (1 s of grace, the cancellation, Spark's stop)
+    lines = err.splitlines()
+    line = ("fns.py:5:1: E414 query 'src': SIGTERM: batch 0 did not finish within 1 s (ETL_STOP_GRACE_S): a call of "
+            "python function 'hang' was running, its jobs were cancelled and it is not committed")
+    assert line in lines, err[-3000:]
+    e414 = lines.index(line)
+    assert lines[e414 + 1].startswith("    hint: run again: it processes batch 0 again (the run resumes from its "
+                                      "checkpoint: nothing committed is lost or written twice); full stack in logs/")
+    assert "Traceback" not in err
+    assert not list((tmp_path / "output").glob("part-*"))  # nothing published
+    assert not (tmp_path / "state" / "src" / "commits" / "0").exists()  # Spark's commit log: batch 0 not done

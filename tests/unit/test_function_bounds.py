@@ -152,6 +152,9 @@ def test_a_call_that_ended_its_worker_is_answered_from_its_journal(tmp_path: Pat
     assert done.returncode == 3 and done.stdout.splitlines() == ["('A', None)", "('B', None)"], done.stderr
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(bounds, "_STATE", {})
+    # what the driver reads after a stop cancelled a batch: which function's call was running in it
+    assert (bounds.running_calls("q-1", 7), bounds.running_calls("q-1", 8), bounds.running_calls("q-2", 7)) == (
+        ("f",), (), ())
     c = call()
     c("warm")
     # the retry of another task attempt than the one that crashed (Spark killed that worker): nothing to answer
@@ -189,3 +192,36 @@ def test_the_task_attempts_whose_worker_crashed(text: str, tids: set[int]) -> No
             raise ValueError("batch failed") from inner
     except ValueError as e:
         assert bounds.crashed_tasks(e) == tids
+
+
+STOPPED = """\
+name: hung
+functions:
+  - {name: Hang, callable: "fns:hang"}
+sources:
+  - {id: src, type: file, path: input, format: jsonl, schema: {name: string}}
+transforms:
+  - {id: d, type: derive, input: src, columns: {h: "Hang(name)"}}
+sinks:
+  - {id: out, type: file, input: d, path: output}
+"""
+
+
+def test_a_batch_a_stop_cancelled_is_one_line_at_the_function_whose_call_ran(tmp_path: Path, monkeypatch) -> None:
+    from etl.check import check_file
+    from etl.runtime.failure import stop_cancelled
+    from etl.runtime.runner import Cancelled
+
+    (tmp_path / "fns.py").write_text("import time\n\n\ndef hang(s: str) -> str:\n    time.sleep(3600)\n    return s\n")
+    (tmp_path / "p.yaml").write_text(STOPPED)
+    monkeypatch.chdir(tmp_path)
+    graph = check_file("p.yaml").graph
+    assert stop_cancelled(graph, Cancelled("src", "src", 4, ("Hang",)), 5, "SIGTERM").diagnostic().render() == (
+        "fns.py:4:1: E414 query 'src': SIGTERM: batch 4 did not finish within 5 s (ETL_STOP_GRACE_S): a call of "
+        "python function 'Hang' was running, its jobs were cancelled and it is not committed\n"
+        "    hint: run again: it processes batch 4 again (the run resumes from its checkpoint: nothing committed is "
+        "lost or written twice)")
+    # no journal says (a cluster's executors): the query's source
+    assert stop_cancelled(graph, Cancelled("src", "src", 4, ()), 0.5, "SIGINT").diagnostic().render().splitlines()[0] == (
+        "p.yaml:5:5: E414 query 'src': SIGINT: batch 4 did not finish within 0.5 s (ETL_STOP_GRACE_S): its jobs were "
+        "cancelled and it is not committed")
