@@ -53,6 +53,7 @@ def in_a_task(monkeypatch):
 
     monkeypatch.setattr(TaskContext, "_taskContext", FakeTask(1, None, streaming=False))
     monkeypatch.setitem(bounds._STATE, "memory", 0)  # never limit this process's memory (a JVM started later...)
+    bounds._STATE.pop("timer", None)  # a call outside a task before (None: no timer) is not this task's
     yield
     bounds.stop_timer()
 
@@ -225,3 +226,36 @@ def test_a_batch_a_stop_cancelled_is_one_line_at_the_function_whose_call_ran(tmp
     assert stop_cancelled(graph, Cancelled("src", "src", 4, ()), 0.5, "SIGINT").diagnostic().render().splitlines()[0] == (
         "p.yaml:5:5: E414 query 'src': SIGINT: batch 4 did not finish within 0.5 s (ETL_STOP_GRACE_S): its jobs were "
         "cancelled and it is not committed")
+
+
+AGGREGATE = textwrap.dedent('''\
+    def spread(v):
+        if v.iloc[0] == -1:
+            while True:
+                pass
+        if v.iloc[0] == -2:
+            raise ValueError("a negative value")
+        if v.iloc[0] == -3:
+            return "wide"
+        return float(v.max() - v.min())
+''')
+
+
+def test_an_aggregate_function_is_bounded_as_a_scalar_one(in_a_task) -> None:
+    # the window's state engine calls it through the same RowCall: its time budget, its errors, its declared type
+    from pyspark.sql.types import DoubleType
+
+    from etl.compile.windows.state import AggregateFailed, PythonAggregate
+
+    agg = PythonAggregate("spread", RowCall(Shipped("aggs:spread", AGGREGATE, "aggs.py"), False, DoubleType(),
+                                            "spread", Limits(timeout_s=0.3)))
+    assert agg.result([3, 10, 4]) == 7.0
+    for values, error in (([-1, 5], "did not return within 0.3 s (ETL_FUNCTION_TIMEOUT_S)"),
+                          ([-2], "ValueError: a negative value"),
+                          ([-3], "returned a str ('wide') where its declared type is double")):
+        t = time.monotonic()
+        with pytest.raises(AggregateFailed) as e:
+            agg.result(values)
+        assert str(e.value) == f"python function 'spread' failed: {error}"
+        assert time.monotonic() - t < 2
+    assert agg.result([1, 2]) == 1.0  # the next window's call runs
