@@ -138,7 +138,7 @@ SETTINGS: tuple[Setting, ...] = (
             "time a Python re search of a rule pattern may take (plus 1 µs per character) before the row is "
             "undecided; 0 turns the budget off", _number(float, 0.0, None, "a number of seconds >= 0")),
     Setting("ETL_MAX_RECORD_MB", "max_record_mb", "MB (1-1024)", "16",
-            "the largest record a source reads (a jsonl/text line, a kafka/rocketmq value) and the largest value a "
+            "the largest record a source reads (a line, a csv or parquet row, a kafka/rocketmq value) and the largest value a "
             "Python function may return; a bigger one is a dead letter with its first 1,024 bytes and its size",
             _number(int, 1, 1024, "a whole number of megabytes, 1 to 1024")),
     Setting("ETL_FUNCTION_TIMEOUT_S", "function_timeout_s", "seconds (0.1-3600)", "30",
