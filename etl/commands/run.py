@@ -147,9 +147,9 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.compile.context import CompileError
     from etl.runtime import statedir
     from etl.runtime.control import Control
-    from etl.runtime.failure import (PythonLog, checkpoint_fault, redact_log, report, stack_of, stop_cancelled,
-                                     unknown_failure)
+    from etl.runtime.failure import PythonLog, checkpoint_fault, report, stack_of, stop_cancelled, unknown_failure
     from etl.runtime.failure import log_file as run_log
+    from etl.runtime.runlog import RunLog
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
 
@@ -172,17 +172,19 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         control.close()
         typer.echo(redact(f"etl run: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}"), err=True)
         return 2
+    runlog = RunLog(log)  # what the JVM writes to the log passes the redaction first (a FIFO etl reads)
     try:
-        with jvm_stderr_to(log if quiet_jvm else None):
-            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=str(log), profile=profile)
+        with jvm_stderr_to(Path(runlog.target) if quiet_jvm else None):
+            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=runlog.target, profile=profile)
     except ValueError as e:
         control.close()
+        runlog.close()
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
     if quiet_jvm:
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
-            stderr_to_file(spark, str(log))
+            stderr_to_file(spark, runlog.target)
         except OSError:
             pass
     if progress != "none":  # the first line: which etl and which Spark run it (and where to watch it)
@@ -255,7 +257,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
-        redact_log(log)  # what the JVM wrote there, now that it has stopped writing
+        runlog.close()  # what the JVM wrote until now is in the log, redacted
         # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'
         # log callbacks could print half a Python traceback after etl's last line
         gc.collect()

@@ -104,6 +104,13 @@ def stack_of(exc: BaseException) -> str:
     return py + (f"\nJava stack:\n{java}\n" if java else "")
 
 
+class Redacting(logging.Formatter):
+    """A log record's text with env() values and URL passwords hidden (etl.secrets.redact)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 class PythonLog:
     """While a run lasts, py4j's errors (an exception in foreachBatch, seen from its callback server; dropped by
     py4j's own NullHandler otherwise) go to the run's log file."""
@@ -117,7 +124,7 @@ class PythonLog:
         except OSError:
             return
         self.handler = logging.FileHandler(path, delay=True, encoding="utf-8")
-        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self.handler.setLevel(logging.ERROR)
 
     def __enter__(self) -> "PythonLog":
@@ -146,8 +153,9 @@ def write_log(path: Path, line: str, stack: str) -> bool:
 
 
 def redact_log(path: Path, block: int = 1 << 22) -> None:
-    """The run's log at rest, redacted once the run ends: what the JVM wrote there (log4j's run-log appender, its
-    stderr) never passed Python's redaction. Rewritten through a temporary file in blocks of whole lines."""
+    """The run's log at rest, redacted once the run ends, where the JVM wrote it itself (no FIFO could be made for
+    etl.runtime.runlog): log4j's run-log appender and its stderr never passed Python's redaction. Rewritten through a
+    temporary file in blocks of whole lines."""
     from etl.secrets import registered
 
     if not registered():
