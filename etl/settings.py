@@ -166,7 +166,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_LOOKUP_MAX_CACHE_MB", "lookup_max_cache_mb", "MB (>= 1)", "2048",
             "upper bound of the automatic lookup cache size", _number(int, 1, None, "a whole number >= 1")),
     Setting("ETL_EVENT_TIME_HORIZON", "event_time_horizon_s", "duration (1s-3650d)", "1d",
-            "how far ahead of the micro-batch's time an event time of a live source (kafka, rocketmq) may be; a row "
+            "how far ahead of the micro-batch's time an event time from a live source (kafka, rocketmq), declared on it or "
+            "on a transform, may be; a row "
             "past it is a dead letter ('event time beyond the horizon') and never moves the watermark (file and "
             "generator input: event times from 9990-01-01 on)", _seconds),
     Setting("ETL_MAX_COLUMNS", "max_columns", "columns (>= 1)", "10000",

@@ -58,8 +58,21 @@ def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) ->
     return False
 
 
+def declared_event_times(node: Node) -> list[tuple[int, Any]]:
+    """The event times a transform declares itself (a window's, dedupe's, sigma_correlation's `event_time`, a join's
+    `left_time` and `right_time`), with the index of the input each bounds (etl.compile.watermark.bound_declared)."""
+    if node.kind != "transform":
+        return []
+    s = node.spec
+    times = [(0, getattr(s, "event_time", None)), (0, getattr(s, "left_time", None)), (1, getattr(s, "right_time", None))]
+    return [(i, et) for i, et in times if et is not None]
+
+
 def dead_stream(node: Node, graph: Graph) -> bool:
-    """A window grouping by an expression: the rows on which it throws get a query of their own."""
+    """A window grouping by an expression: the rows on which it throws get a query of their own; so do the rows of a
+    transform's input whose declared event time lies beyond the horizon."""
+    if declared_event_times(node):
+        return True
     if node.type != "window":
         return False
     ins = graph.input_columns(node.id)

@@ -40,7 +40,7 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
     session = [x for x in loaded.read_text().splitlines() if " org.apache.spark.sql.classic.SparkSession " in x]
     assert session and session[0].endswith("source: shared objects file (top)"), session
     progress = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
-    assert {r["query"] for r in progress} == {"access", "per_minute"}  # dead letters of grok, and the window
+    assert {r["query"] for r in progress} == {"access", "per_minute", "per_minute-dead_letters"}  # dead letters of grok; the window; the rows beyond its event time's horizon
     assert sum(r["input_rows"] for r in progress if r["query"] == "per_minute") == 400
     assert sum(r["written"].get("counts", 0) for r in progress) > 0
     assert all({"batch", "input_rows_per_s", "dead_letters", "watermark", "state_rows", "duration_ms"} <= r.keys()
