@@ -83,6 +83,8 @@ CODES: dict[str, str] = {
     "E412": "the checkpoint is damaged: an offsets, commits or metadata file, or a state changelog or snapshot, "
             "truncated or garbled",
     "E413": "the checkpoint belongs to another pipeline (`_etl_pipeline.json` in it names it)",
+    "E414": "a stop (SIGTERM, Ctrl-C) cancelled the batch in flight, which did not finish within ETL_STOP_GRACE_S: "
+            "it is not committed (the next run processes it again)",
     "E999": "internal error (a bug in etl): please report it",
 }
 

@@ -138,12 +138,16 @@ SETTINGS: tuple[Setting, ...] = (
             "time a Python re search of a rule pattern may take (plus 1 µs per character) before the row is "
             "undecided; 0 turns the budget off", _number(float, 0.0, None, "a number of seconds >= 0")),
     Setting("ETL_MAX_RECORD_MB", "max_record_mb", "MB (1-1024)", "16",
-            "the largest record a source reads (a jsonl/text line, a kafka/rocketmq value) and the largest value a "
+            "the largest record a source reads (a line, a csv or parquet row, a kafka/rocketmq value) and the largest value a "
             "Python function may return; a bigger one is a dead letter with its first 1,024 bytes and its size",
             _number(int, 1, 1024, "a whole number of megabytes, 1 to 1024")),
     Setting("ETL_FUNCTION_TIMEOUT_S", "function_timeout_s", "seconds (0.1-3600)", "30",
             "time one call of a pipeline's Python function may take (its module's import too); a longer one is the "
             "row's dead letter", _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
+    Setting("ETL_STOP_GRACE_S", "stop_grace_s", "seconds (0-3600)", "5",
+            "after SIGTERM or Ctrl-C, how long the batch in flight has to finish; past it (a Python function call "
+            "that never returns, a slow sink) its jobs are cancelled and it is not committed: the next run "
+            "processes it again", _number(float, 0.0, 3600.0, "a number of seconds, 0 to 3600")),
     Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
             "address space of a Python worker that runs a pipeline's functions (RLIMIT_AS); a call that needs more "
             "is the row's dead letter (MemoryError)", _number(int, 256, 1048576, "a whole number of megabytes, 256 to 1048576")),
@@ -162,7 +166,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_LOOKUP_MAX_CACHE_MB", "lookup_max_cache_mb", "MB (>= 1)", "2048",
             "upper bound of the automatic lookup cache size", _number(int, 1, None, "a whole number >= 1")),
     Setting("ETL_EVENT_TIME_HORIZON", "event_time_horizon_s", "duration (1s-3650d)", "1d",
-            "how far ahead of the micro-batch's time an event time of a live source (kafka, rocketmq) may be; a row "
+            "how far ahead of the micro-batch's time an event time from a live source (kafka, rocketmq), declared on it or "
+            "on a transform, may be; a row "
             "past it is a dead letter ('event time beyond the horizon') and never moves the watermark (file and "
             "generator input: event times from 9990-01-01 on)", _seconds),
     Setting("ETL_MAX_COLUMNS", "max_columns", "columns (>= 1)", "10000",
@@ -234,6 +239,7 @@ class Settings:
     max_record_mb: int = 16
     function_timeout_s: float = 30.0
     function_memory_mb: int = 2048
+    stop_grace_s: float = 5.0
     cache_dir: str | None = None
     lookup_dir: str = ""  # "": the private <tmp>/etl-lookup-<uid> (etl.compile.lookups.store.default_base_dir)
     lookup_chunk_rows: int = 4096

@@ -147,8 +147,9 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.compile.context import CompileError
     from etl.runtime import statedir
     from etl.runtime.control import Control
-    from etl.runtime.failure import PythonLog, checkpoint_fault, redact_log, report, stack_of, unknown_failure
+    from etl.runtime.failure import PythonLog, checkpoint_fault, report, stack_of, stop_cancelled, unknown_failure
     from etl.runtime.failure import log_file as run_log
+    from etl.runtime.runlog import RunLog
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
 
@@ -171,17 +172,19 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         control.close()
         typer.echo(redact(f"etl run: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}"), err=True)
         return 2
+    runlog = RunLog(log)  # what the JVM writes to the log passes the redaction first (a FIFO etl reads)
     try:
-        with jvm_stderr_to(log if quiet_jvm else None):
-            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=str(log), profile=profile)
+        with jvm_stderr_to(Path(runlog.target) if quiet_jvm else None):
+            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=runlog.target, profile=profile)
     except ValueError as e:
         control.close()
+        runlog.close()
         typer.echo(redact(f"etl run: {e}"), err=True)
         return 2
     if quiet_jvm:
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
-            stderr_to_file(spark, str(log))
+            stderr_to_file(spark, runlog.target)
         except OSError:
             pass
     if progress != "none":  # the first line: which etl and which Spark run it (and where to watch it)
@@ -193,10 +196,11 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
-    stops = {"n": 0}
+    stops = {"n": 0, "how": "SIGTERM"}
 
     def on_signal(signum: int, frame: Any) -> None:
         stops["n"] += 1
+        stops["how"] = signal.Signals(signum).name
         if stops["n"] > 1:  # second Ctrl-C: leave now (the checkpoint still makes the next run correct)
             os._exit(130)
         if progress != "none":
@@ -232,6 +236,11 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
                 return failed(e.failure.diagnostic() if e.failure else unknown_failure(plan.graph, e).diagnostic(), e)
             except Exception as e:  # noqa: BLE001
                 return failed(unknown_failure(plan.graph, e).diagnostic(), e)
+            if runner.cancelled:  # a batch past ETL_STOP_GRACE_S after the stop: one line each, exit 1
+                for c in runner.cancelled:
+                    typer.echo(report(stop_cancelled(plan.graph, c, settings.current().stop_grace_s,
+                                                     str(stops["how"])).diagnostic(), log, ""), err=True)
+                return 1
         if progress != "none":
             summary = runner.progress.summary()
             if resumed and not runner.progress.totals:
@@ -248,7 +257,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
-        redact_log(log)  # what the JVM wrote there, now that it has stopped writing
+        runlog.close()  # what the JVM wrote until now is in the log, redacted
         # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'
         # log callbacks could print half a Python traceback after etl's last line
         gc.collect()

@@ -27,6 +27,7 @@ from etl.compile import counts
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import guarding
+from etl.compile.watermark import bound_declared
 from etl.graph.model import Node
 from etl.physical.grouping import STATEFUL, chain, is_root, root_of, streamed
 
@@ -108,7 +109,10 @@ class Compiler:
         if node_id not in self._stream:
             node = self.graph.node(node_id)
             inputs = [self.stream(e.src).output(e.label) for e in node.inputs if e.role == "input"]
+            inputs, beyond = bound_declared(self.graph, self.ctx.pipeline, node, inputs)  # a transform's event time
             built = self._call(node, inputs)
+            if beyond is not None:  # (a query of their own: etl.physical.failing.dead_stream)
+                built.dead_stream = beyond if built.dead_stream is None else built.dead_stream.unionByName(beyond)
             if node.kind == "transform" and self.claims.get(node_id, ("", False))[1]:
                 built = counts.observe_stream(built, node_id)
             self._stream[node_id] = built

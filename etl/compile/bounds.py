@@ -263,3 +263,20 @@ def _dead_calls(folder: Path, ident: dict[str, Any], crashed: set[int]) -> dict[
         if head.pop("t", None) in crashed and head == ident and running % 2 == 1:
             out[(running - 1) // 2] = cause
     return out
+
+
+def running_calls(query_id: str, batch: int) -> tuple[str, ...]:
+    """The functions whose call was running in a task of batch `batch` of the streaming query `query_id`, as the
+    journals of this machine say (the driver asks after a stop cancelled the batch: its workers were ended in a
+    call, or are being ended)."""
+    names: set[str] = set()
+    for path in journal_dir().glob("*.journal"):
+        try:
+            data = path.read_bytes()
+            head = json.loads(data[HEADER:].split(b"\n", 1)[0])
+        except (OSError, ValueError):
+            continue
+        if len(data) >= HEADER and _SLOT.unpack_from(data, 0)[0] % 2 == 1 and head.get("q") == query_id \
+                and str(head.get("b")) == str(batch):
+            names.add(str(head.get("f")))
+    return tuple(sorted(names))

@@ -52,6 +52,42 @@ def redacted_reasons(frame: Any) -> Any:
     return frame.withColumn("reason", reason)
 
 
+OVER = "bytes is over the maximum record size of {cap} bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters"
+
+
+def within_record_size(shared: Any, cap: int, columns: list[str] | None = None) -> Any:
+    """`shared` (a stage's frame with ERR and PAYLOAD) with each row over `cap` bytes failed: its reason `record of N
+    bytes is over the maximum record size of M bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters` and
+    its payload those characters of its record (a single value: the value, in base64 when binary; else the values
+    as JSON). The record: `columns` (a message's value), else the whole row; its size is its string and binary
+    values' bytes and its malformed text's (PAYLOAD: a reader's corrupt record) together. The
+    record-size guard of every source whose reader does not bound lines itself (etl/jvm/BoundedLines.java): csv and
+    parquet files, Spark's text and json readers, kafka and rocketmq values (etl.connectors.sources.messages)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, StringType
+
+    fields = [f for f in shared.schema.fields if f.name not in (ERR, PAYLOAD) and (columns is None or f.name in columns)]
+    measured = [f for f in fields if isinstance(f.dataType, (StringType, BinaryType))]
+    if not measured:
+        return shared
+    # one SQL sum: 6 % of a bare json read's CPU (bench/json_read.py --size-guard; with Column calls coalesce and
+    # greatest: 10 %)
+    names = [f.name.replace("`", "``") for f in measured] + [PAYLOAD]
+    size = F.expr(" + ".join(f"nvl(octet_length(`{c}`), 0L)" for c in names))  # (bigint: 2 GB values add up)
+    if len(fields) == 1:
+        value = F.col(f"`{fields[0].name}`")
+        if isinstance(fields[0].dataType, BinaryType):  # its first 768 bytes: 1,024 characters of base64 (unchunked)
+            text = F.translate(F.base64(F.substring(value, 1, 768)), "\r\n", "")
+        else:
+            text = value
+    else:
+        text = F.to_json(F.struct(*[F.col(f"`{f.name}`") for f in fields]))
+    big = size > F.lit(cap)
+    reason = F.concat(F.lit("record of "), size.cast("string"), F.lit(" " + OVER.format(cap=cap)))
+    return shared.withColumns({ERR: F.when(big, reason).otherwise(F.col(ERR)),
+                               PAYLOAD: F.when(big, F.substring(text, 1, 1024)).otherwise(F.col(PAYLOAD))})
+
+
 def ok_frame(shared: Any) -> Any:
     return shared.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
 

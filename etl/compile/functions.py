@@ -14,8 +14,8 @@ Each scalar function `f(a T1, ...) -> R` is two functions on the session:
 A table function `t` is the same with R = array<struct<its columns>> (all the rows it yields for the
 input row); a select explodes it: `inline(t(x)) AS (a, b)` (SQL: LATERAL TABLE(t(x)) AS T(a, b)).
 An aggregate function runs in windows on the state engine (etl.compile.windows.state), whose
-accumulator keeps the window's values in the state store and calls it on a pandas Series when the
-window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs); in a continuous
+accumulator keeps the window's values in the state store and calls it (through RowCall, bounded as
+a scalar function) on a pandas Series when the window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs); in a continuous
 aggregate (etl.compile.transforms.aggregate) the same accumulator keeps each key's values, and the
 function runs on them after each micro-batch that changed the key.
 
@@ -35,7 +35,7 @@ import hashlib
 import importlib
 import sys
 import types
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
 from typing import Any, Callable
@@ -53,7 +53,6 @@ class Shipped:
     ref: str  # module:callable
     source: str | None  # the module's source (a module beside the pipeline), None: import by name
     filename: str
-    dtype: Any = None  # an aggregate function's declared return type (a pyspark DataType) its value must be
 
     def load(self) -> Callable[..., Any]:
         key = (self.ref, hashlib.sha1((self.source or "").encode()).hexdigest())
@@ -250,14 +249,19 @@ def register(spark: Any, graph: Any) -> None:
                   f"raise_error(concat(\"{RAISED}{sig.name}' failed: \", r.error)) END FROM (SELECT {call} AS r))")
 
 
-def aggregate_functions(graph: Any, aggregates: Any) -> dict[str, Shipped]:
+def aggregate_functions(graph: Any, aggregates: Any) -> dict[str, RowCall]:
     """The pipeline's aggregate functions that `aggregates` (a window's or a continuous aggregate's) call, as the
-    state engine's executors load them."""
+    state engine's executors call them: on the group's values as a pandas Series, each call bounded as a scalar
+    function's (RowCall: time, memory, crash journal, the value's type and size)."""
     from pyspark.sql.types import DataType
 
-    fns = graph.functions
-    return {a.fn: replace(shipped(fns[a.fn.lower()], graph.base_dir), dtype=DataType.fromDDL(fns[a.fn.lower()].returns))
-            for a in aggregates if a.fn.lower() in fns and fns[a.fn.lower()].kind == "aggregate"}
+    out: dict[str, RowCall] = {}
+    for a in aggregates:
+        sig = graph.functions.get(a.fn.lower())
+        if sig is not None and sig.kind == "aggregate":
+            out[a.fn] = RowCall(shipped(sig, graph.base_dir), False, DataType.fromDDL(sig.returns), sig.name,
+                                Limits.current())
+    return out
 
 
 def _series(fn: Shipped) -> Callable[[Any], Any]:

@@ -1,6 +1,6 @@
 """Event time columns and watermarks.
 
-A source's event time is bounded by a horizon (a shared frame's rows, see etl.compile.deadletter): a row whose
+A source's event time, and one a transform declares itself (bound_declared), is bounded by a horizon (a shared frame's rows, see etl.compile.deadletter): a row whose
 event time lies beyond it is a dead letter ("event time beyond the horizon") and its event time is NULL before the
 watermark, which therefore never moves past the horizon. Live sources (a spec's LIVE: kafka, rocketmq): the
 micro-batch's time plus ETL_EVENT_TIME_HORIZON (1d). Other input (files, replayed at any pace, any dates):
@@ -43,6 +43,28 @@ def with_event_time(df: Any, node: Node, et: Any) -> Any:
     from etl.compile.drain import watermarked
 
     return watermarked(df, et.field, et.watermark.spark())
+
+
+def bound_declared(graph: Any, pipeline: str, node: Node, inputs: list[Any]) -> tuple[list[Any], Any]:
+    """A transform's streaming inputs without the rows whose event time, as the transform declares it (etl.physical.
+    failing.declared_event_times), lies beyond the horizon -- live when a source upstream is -- and those rows as
+    the transform's dead letters (one streaming frame, None: nothing declared): the same bound as a source's, so
+    they never move its watermark."""
+    from etl.compile.deadletter import as_shared, dead_frame, ok_frame
+    from etl.physical.failing import declared_event_times
+
+    out, dead = list(inputs), None
+    live = any(getattr(s.spec, "LIVE", False) for s in graph.upstream_sources(node.id))
+    for i, et in declared_event_times(node):
+        df = out[i] if i < len(out) else None
+        t = dict(df.dtypes).get(et.field) if df is not None and df.isStreaming else None
+        if t not in NUMERIC + ("timestamp", "timestamp_ntz"):  # (a missing or mistyped column: with_event_time's E320)
+            continue
+        shared = _bounded(as_shared(df), et.field, t in NUMERIC, live)
+        out[i] = ok_frame(shared)
+        failed = dead_frame(shared, pipeline, node.id)
+        dead = failed if dead is None else dead.unionByName(failed)
+    return out, dead
 
 
 def horizon(live: bool) -> tuple[Any, str]:

@@ -14,15 +14,15 @@ from typing import Any
 from etl.compile import jvm
 from etl.compile.bounds import WORKER_ENDED
 from etl.compile.context import CompileContext, CompileError
-from etl.compile.deadletter import as_shared, from_shared
+from etl.compile.deadletter import OVER, as_shared, from_shared, within_record_size
 from etl.compile.json_parse import json_parser, json_struct
 from etl.compile.watermark import with_event_time
 from etl.dead_letters import ERR, PAYLOAD
 from etl.runtime.session import MissingConnector, require_class
 
-__all__ = ["ERR", "PAYLOAD", "CompileContext", "CompileError", "MissingConnector", "WORKER_ENDED", "as_shared",
+__all__ = ["ERR", "OVER", "PAYLOAD", "CompileContext", "CompileError", "MissingConnector", "WORKER_ENDED", "as_shared",
            "from_shared", "json_parser", "json_struct", "jvm",
-           "register_data_source", "require_class", "with_event_time"]
+           "register_data_source", "require_class", "with_event_time", "within_record_size"]
 
 _registered: set[tuple[int, str]] = set()  # (SparkSession, data source) pairs already registered
 

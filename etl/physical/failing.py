@@ -2,8 +2,8 @@
 
 A stage compiled over streaming frames splits its failed rows off (etl.compile.
 deadletter.from_shared) when its builder can fail on a row: a source parsing
-JSON or CSV, reading text lines it checks (etl/jvm/BoundedLines.java, the tail mode) or declaring an event time
-(the horizon), grok, dissect and parse with `on_error: dead_letter`, every guarded
+JSON or CSV, reading records it bounds in size (every file, kafka and rocketmq source: etl/jvm/BoundedLines.java,
+the tail mode, etl.compile.deadletter.within_record_size) or declaring an event time (the horizon), grok, dissect and parse with `on_error: dead_letter`, every guarded
 expression (derive columns, select expressions, filter `expr`, route
 conditions, window `having`; etl.compile.guard), rule programs that may leave
 a row undecided (Python `re` past its budget), and the state engine's late
@@ -25,16 +25,9 @@ GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|
 
 
 def _source_fails(node: Node, engines: dict[str, str]) -> bool:
-    spec = node.spec
-    if node.type in ("file", "kafka", "rocketmq") and spec.event_time is not None:
-        return True  # an event time beyond the horizon (etl.compile.watermark)
-    if node.type == "file" and spec.format == "text":  # a line over the record size, or not UTF-8
-        return bool(getattr(spec, "tail", False)) or engines.get("lines") == "text-jvm"
-    if node.type == "file":
-        return spec.format != "parquet"
-    if node.type in ("kafka", "rocketmq"):
-        return getattr(spec, "format", None) == "json"
-    return False
+    # a record over ETL_MAX_RECORD_MB (every format: etl/jvm/BoundedLines.java, etl.compile.deadletter's
+    # within_record_size), a line that is not UTF-8, malformed json or csv, an event time beyond the horizon
+    return node.type in ("file", "kafka", "rocketmq")
 
 
 def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) -> bool:
@@ -65,8 +58,21 @@ def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) ->
     return False
 
 
+def declared_event_times(node: Node) -> list[tuple[int, Any]]:
+    """The event times a transform declares itself (a window's, dedupe's, sigma_correlation's `event_time`, a join's
+    `left_time` and `right_time`), with the index of the input each bounds (etl.compile.watermark.bound_declared)."""
+    if node.kind != "transform":
+        return []
+    s = node.spec
+    times = [(0, getattr(s, "event_time", None)), (0, getattr(s, "left_time", None)), (1, getattr(s, "right_time", None))]
+    return [(i, et) for i, et in times if et is not None]
+
+
 def dead_stream(node: Node, graph: Graph) -> bool:
-    """A window grouping by an expression: the rows on which it throws get a query of their own."""
+    """A window grouping by an expression: the rows on which it throws get a query of their own; so do the rows of a
+    transform's input whose declared event time lies beyond the horizon."""
+    if declared_event_times(node):
+        return True
     if node.type != "window":
         return False
     ins = graph.input_columns(node.id)

@@ -104,6 +104,13 @@ def stack_of(exc: BaseException) -> str:
     return py + (f"\nJava stack:\n{java}\n" if java else "")
 
 
+class Redacting(logging.Formatter):
+    """A log record's text with env() values and URL passwords hidden (etl.secrets.redact)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 class PythonLog:
     """While a run lasts, py4j's errors (an exception in foreachBatch, seen from its callback server; dropped by
     py4j's own NullHandler otherwise) go to the run's log file."""
@@ -117,7 +124,7 @@ class PythonLog:
         except OSError:
             return
         self.handler = logging.FileHandler(path, delay=True, encoding="utf-8")
-        self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self.handler.setLevel(logging.ERROR)
 
     def __enter__(self) -> "PythonLog":
@@ -146,8 +153,9 @@ def write_log(path: Path, line: str, stack: str) -> bool:
 
 
 def redact_log(path: Path, block: int = 1 << 22) -> None:
-    """The run's log at rest, redacted once the run ends: what the JVM wrote there (log4j's run-log appender, its
-    stderr) never passed Python's redaction. Rewritten through a temporary file in blocks of whole lines."""
+    """The run's log at rest, redacted once the run ends, where the JVM wrote it itself (no FIFO could be made for
+    etl.runtime.runlog): log4j's run-log appender and its stderr never passed Python's redaction. Rewritten through a
+    temporary file in blocks of whole lines."""
     from etl.secrets import registered
 
     if not registered():
@@ -176,6 +184,22 @@ def pipeline_span(graph: Any) -> Span:
     for n in graph.nodes.values():
         return Span(n.span.file, 1, 1)
     return Span("<pipeline>")
+
+
+def stop_cancelled(graph: Any, cancelled: Any, grace_s: float, how: str) -> Failure:
+    """A batch a stop (`how`: SIGTERM, SIGINT) cancelled past ETL_STOP_GRACE_S (etl.runtime.runner.Cancelled): at
+    the Python function whose call was running (its def in its module), else at the query's first component."""
+    node = graph.nodes.get(cancelled.root)
+    span = node.span if node is not None else pipeline_span(graph)
+    fns = [graph.functions[f.lower()] for f in cancelled.functions if f.lower() in graph.functions]
+    if fns:
+        span = Span(shown(Path(fns[0].file)), fns[0].line, 1)
+    running = (f"a call of python function {', '.join(repr(f.name) for f in fns)} was running, "
+               if fns else "")
+    return Failure("E414", f"query '{cancelled.query}'",
+                   f"{how}: batch {cancelled.batch} did not finish within {grace_s:g} s (ETL_STOP_GRACE_S): "
+                   f"{running}its jobs were cancelled and it is not committed", span,
+                   f"run again: it processes batch {cancelled.batch} again ({RESUME})")
 
 
 def field_span(graph: Any, node: Any, field: str | None) -> Span:

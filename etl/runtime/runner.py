@@ -33,6 +33,16 @@ log = logging.getLogger("etl.run")
 SinkFactory = Callable[[Output, Any, SinkContext], AbstractSink]
 
 
+@dataclass(frozen=True)
+class Cancelled:
+    """A query's batch a stop cancelled (past ETL_STOP_GRACE_S): it is not committed."""
+
+    query: str
+    root: str  # the query's first component
+    batch: int
+    functions: tuple[str, ...]  # the pipeline's Python functions whose calls were running (as their journals say)
+
+
 class StopRequested(RuntimeError):
     """Raised in foreachBatch when a batch starts after a stop was requested (it is replayed later)."""
 
@@ -83,6 +93,9 @@ class PipelineRun:
         self._locks: dict[str, threading.Lock] = {}
         self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
         self._last_done: dict[str, int] = {}
+        self._in_flight: dict[str, int] = {}  # query -> the batch its foreachBatch is running
+        self.cancelled: list[Cancelled] = []  # batches a stop cancelled past ETL_STOP_GRACE_S (not committed)
+        self._cancelling: set[str] = set()  # queries whose batch's jobs _cancel is cancelling
         self._listener: Any = None
         available_now = self.opts.once or self.opts.drain or plan.graph.pipeline.trigger.mode == "available_now"
         ctx = CompileContext(spark, self.graph, self.checkpoint,
@@ -146,6 +159,7 @@ class PipelineRun:
             from etl.compile.rules_jvm import demote
 
             with lock:
+                self._in_flight[q.name] = batch_id
                 if crash is not None:
                     _crash_in_worker(batch_df, crash)
                 if self._stopping:
@@ -159,6 +173,8 @@ class PipelineRun:
                             skipped = self._write_batch(q, sinks, batch_df, batch_id, written)
                         break
                     except Exception as e:
+                        if q.name in self._cancelling:  # a stop cancelled the batch's jobs (_cancel): not retried
+                            raise
                         # a rule pattern ran past its step budget: the batch again, its rule set on the Python
                         # path (sinks that committed the batch skip it; the others write it now)
                         if demote(e):
@@ -323,10 +339,18 @@ class PipelineRun:
         self.drain.asked = how
 
     def _graceful_stop(self) -> None:
+        """Each query's batch in flight is written by every sink, within ETL_STOP_GRACE_S of the stop for all of
+        them; the batches still running then (a Python function call that never returns, a sink stuck) have their
+        Spark jobs cancelled -- their tasks' Python workers are ended (spark.python.task.killTimeout) -- and are not
+        committed: the next run processes them again."""
+        grace = time.monotonic() + settings.current().stop_grace_s
+        busy: list[tuple[Query, Any]] = []
         for q, s in zip(self.queries, self.streams):
             lock = self._locks.setdefault(q.name, threading.Lock())
-            with lock:  # waits for the batch in flight to be written by every sink
-                self._stopping = True
+            if not lock.acquire(timeout=max(0.0, grace - time.monotonic())):
+                busy.append((q, s))
+                continue
+            lock.release()
             done = self._last_done.get(q.name)
             deadline = time.monotonic() + 5
             while done is not None and s.isActive and time.monotonic() < deadline:
@@ -338,6 +362,25 @@ class PipelineRun:
                 s.stop()
             except Exception as e:  # noqa: BLE001 - a query failing while it stops is reported below
                 log.debug("stop of %s: %s", q.name, e)
+        if busy:
+            self._cancel(busy)
+
+    def _cancel(self, busy: list[tuple[Query, Any]]) -> None:
+        """Cancel the jobs of the batches in flight of `busy` queries and stop them; records each batch that did not
+        finish, with the Python functions whose calls were running (etl.compile.bounds' journals, this machine's)."""
+        from etl.compile.bounds import running_calls
+
+        batches = {q.name: self._in_flight.get(q.name, -1) for q, _ in busy}
+        self._cancelling.update(batches)
+        self.spark.sparkContext.cancelAllJobs()  # (a stopping run's: the batches past the grace are all there are)
+        for q, s in busy:
+            try:
+                s.stop()  # returns once foreachBatch has raised on its cancelled job
+            except Exception as e:  # noqa: BLE001 - the query ends on the cancellation it was asked for
+                log.debug("stop of %s: %s", q.name, e)
+            if self._last_done.get(q.name) != batches[q.name]:  # (it may have finished meanwhile)
+                self.cancelled.append(Cancelled(q.name, q.root, batches[q.name],
+                                                running_calls(str(s.id), batches[q.name])))
 
     def wait(self, poll: float = 0.25) -> None:
         """Until every query ends (AvailableNow) or a stop is requested; raises RunFailed on failure."""

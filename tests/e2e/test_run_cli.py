@@ -40,7 +40,7 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
     session = [x for x in loaded.read_text().splitlines() if " org.apache.spark.sql.classic.SparkSession " in x]
     assert session and session[0].endswith("source: shared objects file (top)"), session
     progress = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
-    assert {r["query"] for r in progress} == {"access", "per_minute"}  # dead letters of grok, and the window
+    assert {r["query"] for r in progress} == {"access", "per_minute", "per_minute-dead_letters"}  # dead letters of grok; the window; the rows beyond its event time's horizon
     assert sum(r["input_rows"] for r in progress if r["query"] == "per_minute") == 400
     assert sum(r["written"].get("counts", 0) for r in progress) > 0
     assert all({"batch", "input_rows_per_s", "dead_letters", "watermark", "state_rows", "duration_ms"} <= r.keys()
@@ -156,3 +156,91 @@ def test_a_rule_set_past_its_step_budget_is_one_warning_not_a_lost_job(tmp_path,
         assert "Lost task" in spark_lines[1] and "etl-rule-budget[" in spark_lines[1]
     else:
         assert spark_lines == [] and "ERROR" not in err, err[-3000:]
+
+
+HUNG_FUNCTIONS = """\
+import os
+import sys
+import time
+
+
+def hang(s: str) -> str:
+    if os.environ.get("API_TOKEN"):  # a Python worker's stderr goes to the run's log (through the JVM's)
+        sys.stderr.write(f"worker sees {os.environ['API_TOKEN']}\\n")
+        sys.stderr.flush()
+    open(os.environ["HANG_MARK"], "w").close()
+    time.sleep(3600)
+    return s
+"""
+
+HUNG_PIPELINE = """\
+    name: hung
+    functions:
+      - {name: hang, callable: "fns:hang"}
+    sources:
+      - {id: src, type: file, path: input, format: jsonl, schema: {name: string}}
+    transforms:
+      - {id: d, type: derive, input: src, columns: {h: "hang(name)"}}
+    sinks:
+      - {id: out, type: file, input: d, path: output}
+    checkpoint: state
+"""
+
+
+def test_sigterm_ends_a_hung_function_call_after_the_stop_grace(tmp_path):
+    # a call that never returns (its own budget: an hour) holds the batch: SIGTERM gives it ETL_STOP_GRACE_S,
+    # then cancels its jobs (the Python worker is ended with them); the batch is not committed
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "a.jsonl").write_text('{"name": "a"}\n{"name": "b"}\n')
+    (tmp_path / "fns.py").write_text(HUNG_FUNCTIONS)
+    (tmp_path / "p.yaml").write_text(textwrap.dedent(HUNG_PIPELINE))
+    mark = tmp_path / "called"
+    env = {**os.environ, "HANG_MARK": str(mark), "ETL_FUNCTION_TIMEOUT_S": "3600", "ETL_STOP_GRACE_S": "1"}
+    p = etl("run", "p.yaml", "--progress", "plain", cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 300
+    while not mark.exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1][-3000:]
+        time.sleep(0.1)
+    t = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    elapsed = time.monotonic() - t
+    assert p.returncode == 1, err[-3000:]
+    assert elapsed < 10, elapsed  # measured: 3.7 s (1 s of grace, the cancellation, Spark's stop)
+    lines = err.splitlines()
+    line = ("fns.py:6:1: E414 query 'src': SIGTERM: batch 0 did not finish within 1 s (ETL_STOP_GRACE_S): a call of "
+            "python function 'hang' was running, its jobs were cancelled and it is not committed")
+    assert line in lines, err[-3000:]
+    e414 = lines.index(line)
+    assert lines[e414 + 1].startswith("    hint: run again: it processes batch 0 again (the run resumes from its "
+                                      "checkpoint: nothing committed is lost or written twice); full stack in logs/")
+    assert "Traceback" not in err
+    assert not list((tmp_path / "output").glob("part-*"))  # nothing published
+    assert not (tmp_path / "state" / "src" / "commits" / "0").exists()  # Spark's commit log: batch 0 not done
+
+
+def test_a_run_killed_by_sigkill_leaves_no_secret_in_its_log(tmp_path):
+    # the run's log is redacted as it is written (etl.runtime.runlog): what a Python worker printed with an env()
+    # value is in it, masked, while the run hangs; SIGKILL leaves no chance to rewrite it afterwards
+    token = "tok-5f2c9a71e3"
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "a.jsonl").write_text('{"name": "a"}\n')
+    (tmp_path / "fns.py").write_text(HUNG_FUNCTIONS)
+    (tmp_path / "p.yaml").write_text(textwrap.dedent(HUNG_PIPELINE).replace(
+        'columns: {h: "hang(name)"}', """columns: {h: "hang(name)", t: "'{{ env('API_TOKEN') }}'"}"""))
+    mark = tmp_path / "called"
+    env = {**os.environ, "HANG_MARK": str(mark), "API_TOKEN": token, "ETL_FUNCTION_TIMEOUT_S": "3600"}
+    p = etl("run", "p.yaml", "--progress", "plain", cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 300
+    while not mark.exists():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1][-3000:]
+        time.sleep(0.1)
+    logs = tmp_path / "logs"
+    said = []
+    while not said and time.monotonic() < deadline:
+        said = [ln for f in logs.glob("etl-run-*.log") for ln in f.read_text().splitlines() if "worker sees" in ln]
+        time.sleep(0.1)
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    assert said == ["worker sees ***"], said
+    assert [f.name for f in logs.iterdir() if f.is_file() and token.encode() in f.read_bytes()] == []  # (not the FIFO)

@@ -53,6 +53,7 @@ def in_a_task(monkeypatch):
 
     monkeypatch.setattr(TaskContext, "_taskContext", FakeTask(1, None, streaming=False))
     monkeypatch.setitem(bounds._STATE, "memory", 0)  # never limit this process's memory (a JVM started later...)
+    bounds._STATE.pop("timer", None)  # a call outside a task before (None: no timer) is not this task's
     yield
     bounds.stop_timer()
 
@@ -152,6 +153,9 @@ def test_a_call_that_ended_its_worker_is_answered_from_its_journal(tmp_path: Pat
     assert done.returncode == 3 and done.stdout.splitlines() == ["('A', None)", "('B', None)"], done.stderr
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(bounds, "_STATE", {})
+    # what the driver reads after a stop cancelled a batch: which function's call was running in it
+    assert (bounds.running_calls("q-1", 7), bounds.running_calls("q-1", 8), bounds.running_calls("q-2", 7)) == (
+        ("f",), (), ())
     c = call()
     c("warm")
     # the retry of another task attempt than the one that crashed (Spark killed that worker): nothing to answer
@@ -189,3 +193,69 @@ def test_the_task_attempts_whose_worker_crashed(text: str, tids: set[int]) -> No
             raise ValueError("batch failed") from inner
     except ValueError as e:
         assert bounds.crashed_tasks(e) == tids
+
+
+STOPPED = """\
+name: hung
+functions:
+  - {name: Hang, callable: "fns:hang"}
+sources:
+  - {id: src, type: file, path: input, format: jsonl, schema: {name: string}}
+transforms:
+  - {id: d, type: derive, input: src, columns: {h: "Hang(name)"}}
+sinks:
+  - {id: out, type: file, input: d, path: output}
+"""
+
+
+def test_a_batch_a_stop_cancelled_is_one_line_at_the_function_whose_call_ran(tmp_path: Path, monkeypatch) -> None:
+    from etl.check import check_file
+    from etl.runtime.failure import stop_cancelled
+    from etl.runtime.runner import Cancelled
+
+    (tmp_path / "fns.py").write_text("import time\n\n\ndef hang(s: str) -> str:\n    time.sleep(3600)\n    return s\n")
+    (tmp_path / "p.yaml").write_text(STOPPED)
+    monkeypatch.chdir(tmp_path)
+    graph = check_file("p.yaml").graph
+    assert stop_cancelled(graph, Cancelled("src", "src", 4, ("Hang",)), 5, "SIGTERM").diagnostic().render() == (
+        "fns.py:4:1: E414 query 'src': SIGTERM: batch 4 did not finish within 5 s (ETL_STOP_GRACE_S): a call of "
+        "python function 'Hang' was running, its jobs were cancelled and it is not committed\n"
+        "    hint: run again: it processes batch 4 again (the run resumes from its checkpoint: nothing committed is "
+        "lost or written twice)")
+    # no journal says (a cluster's executors): the query's source
+    assert stop_cancelled(graph, Cancelled("src", "src", 4, ()), 0.5, "SIGINT").diagnostic().render().splitlines()[0] == (
+        "p.yaml:5:5: E414 query 'src': SIGINT: batch 4 did not finish within 0.5 s (ETL_STOP_GRACE_S): its jobs were "
+        "cancelled and it is not committed")
+
+
+AGGREGATE = textwrap.dedent('''\
+    def spread(v):
+        if v.iloc[0] == -1:
+            while True:
+                pass
+        if v.iloc[0] == -2:
+            raise ValueError("a negative value")
+        if v.iloc[0] == -3:
+            return "wide"
+        return float(v.max() - v.min())
+''')
+
+
+def test_an_aggregate_function_is_bounded_as_a_scalar_one(in_a_task) -> None:
+    # the window's state engine calls it through the same RowCall: its time budget, its errors, its declared type
+    from pyspark.sql.types import DoubleType
+
+    from etl.compile.windows.state import AggregateFailed, PythonAggregate
+
+    agg = PythonAggregate("spread", RowCall(Shipped("aggs:spread", AGGREGATE, "aggs.py"), False, DoubleType(),
+                                            "spread", Limits(timeout_s=0.3)))
+    assert agg.result([3, 10, 4]) == 7.0
+    for values, error in (([-1, 5], "did not return within 0.3 s (ETL_FUNCTION_TIMEOUT_S)"),
+                          ([-2], "ValueError: a negative value"),
+                          ([-3], "returned a str ('wide') where its declared type is double")):
+        t = time.monotonic()
+        with pytest.raises(AggregateFailed) as e:
+            agg.result(values)
+        assert str(e.value) == f"python function 'spread' failed: {error}"
+        assert time.monotonic() - t < 2
+    assert agg.result([1, 2]) == 1.0  # the next window's call runs

@@ -229,3 +229,30 @@ def test_a_new_command_printing_a_secret_gets_the_redaction_for_free(tmp_path):
                        env={**os.environ, "LEAKY_SECRET": GH})
     assert p.returncode == 0, p.stderr
     assert (p.stdout, p.stderr) == ("print ***\n", "echo ***\nWARNING:x:log ***\n")
+
+
+def test_the_run_log_is_redacted_as_it_is_written(tmp_path):
+    # etl.runtime.runlog: the JVM (here another process) writes into the log's FIFO; each line reaches the file
+    # redacted while the run goes on, so a kill at any moment leaves no secret on disk
+    import subprocess
+    import sys
+    import time
+
+    from etl.runtime.runlog import RunLog
+
+    secrets.register([PHRASE])
+    log = tmp_path / "logs" / "etl-run-1.log"
+    runlog = RunLog(log)
+    assert runlog.target == str(tmp_path / "logs" / ".etl-run-1.log.pipe")
+    writer = ("import sys, time\nout = open(sys.argv[1], 'w')\nout.write('INFO one: ' + sys.argv[2] + '\\n')\n"
+              "out.flush()\nout.write('INFO two: '); out.flush(); time.sleep(0.3); out.write('half ' + sys.argv[2] + '\\n')\n")
+    subprocess.run([sys.executable, "-c", writer, runlog.target, PHRASE], check=True, timeout=60)
+    deadline = time.monotonic() + 10
+    while log.read_text().count("\n") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert log.read_text() == "INFO one: ***\nINFO two: half ***\n"  # before close: on disk as written
+    with open(runlog.target, "w") as last:  # a write without its line end, at the end
+        last.write(f"tail {PHRASE}")
+    runlog.close()
+    assert log.read_text() == "INFO one: ***\nINFO two: half ***\ntail ***"
+    assert [p.name for p in log.parent.iterdir()] == ["etl-run-1.log"]  # the FIFO is gone

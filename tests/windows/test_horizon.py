@@ -78,11 +78,34 @@ sinks:
 """
 
 
-def test_a_drain_that_leaves_windows_in_state_says_which_and_fails(spark, tmp_path):
-    """An event time declared on a transform is not bounded by the horizon: a window at 9999-12-31 outlives the
-    drain's watermark; the drain writes the others, then fails at the window instead of recording the drain."""
+def test_an_event_time_declared_on_a_transform_is_bounded_too(spark, tmp_path):
+    """The window's own event time: the event dated 9999-12-31 is the window's dead letter (its input row as payload),
+    never in its state, and the drain writes every window and is recorded."""
+    c = checked(tmp_path, TRANSFORM_TIME)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "0.jsonl").write_text('{"k": "a", "t": "2026-01-01T00:00:01Z"}\n'
+                                             '{"k": "far", "t": "9999-12-31T00:00:00Z"}\n')
+    rows: dict[str, list[dict]] = defaultdict(list)
+    r = PipelineRun(c.plan, spark, RunOptions(drain=True, checkpoint=str(tmp_path / "ck"), progress="none",
+                                              sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows[o.id])))
+    r.start()
+    r.wait()
+    assert [q.name for q in r.queries] == ["ev", "counts-dead_letters", "counts"]  # as etl explain says
+    assert [(w["k"], w["n"]) for w in rows["out"]] == [("a", 1)]
+    assert [(d["stage"], d["reason"], json.loads(d["payload"])) for d in rows["dead_letter"]] == [
+        ("counts", "event time beyond the horizon: ts is after 9990-01-01T00:00:00Z",
+         {"k": "far", "t": "9999-12-31T00:00:00Z", "ts": "9999-12-31T00:00:00.000Z"})]
+    assert (tmp_path / "ck" / "_etl_drained.json").exists()
+
+
+def test_a_drain_that_leaves_windows_in_state_says_which_and_fails(spark, tmp_path, monkeypatch):
+    """The drain's check that it emptied the state: with a horizon past the drain sentinel's watermark (a window's
+    state at 9999-12-31 outlives the drain), the drain writes the others, then fails at the window instead of
+    recording the drain."""
+    from etl.compile import watermark
     from etl.runtime.runner import RunFailed
 
+    monkeypatch.setattr(watermark, "BOUNDED_HORIZON", "9999-12-31T23:59:59Z")
     c = checked(tmp_path, TRANSFORM_TIME)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "0.jsonl").write_text('{"k": "a", "t": "2026-01-01T00:00:01Z"}\n'

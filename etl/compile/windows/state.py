@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from etl.compile import returns
 from etl.compile.windows.native import (ERR, ET_COL, FINAL, PAYLOAD, RETRACT, WindowError, WindowResult, key_columns,
                                        output_schema)
 from etl.spec.aggregates import AGGREGATES
@@ -41,7 +40,7 @@ class Config:
     lateness_ms: int = 0  # allowed_lateness
     every_ms: int | None = None  # at most one update row per key this often
     timers: str = "event"  # event | processing (etl/compile/windows/processor.py)
-    python: tuple[tuple[str, Any], ...] = ()  # aggregate functions of the pipeline: (fn, etl.compile.functions.Shipped)
+    python: tuple[tuple[str, Any], ...] = ()  # aggregate functions of the pipeline: (fn, etl.compile.functions.RowCall)
     offset_ms: int = 0  # window starts are offset + k * slide (a cumulating window's slide: its step)
 
 
@@ -51,7 +50,9 @@ class AggregateFailed(Exception):
 
 class PythonAggregate:
     """A pipeline's aggregate function in the state engine: the window's values are its accumulator (kept in the
-    state store with the window), the function runs on them as a pandas Series when the window's row is made."""
+    state store with the window), the function runs on them as a pandas Series when the window's row is made,
+    through etl.compile.functions.RowCall: bounded as a scalar function's call (time, memory, a crash of its worker,
+    the value's declared type and size), each bound the window's dead letter naming the function."""
 
     def __init__(self, name: str, fn: Any):
         self.name, self.fn = name, fn
@@ -74,14 +75,9 @@ class PythonAggregate:
 
         if not acc:
             return None
-        f = self.fn.load()
-        try:
-            value = f(pd.Series(acc))
-        except Exception as e:  # noqa: BLE001 - the user's error on this window: its dead letter says it
-            raise AggregateFailed(f"python function '{self.name}' failed: {type(e).__name__}: {e}") from None
-        wrong = returns.mismatch(self.fn.dtype, value) if self.fn.dtype is not None else None
-        if wrong is not None:  # the row could not be written (Arrow would fail the task): a dead letter too
-            raise AggregateFailed(f"python function '{self.name}' failed: {wrong}")
+        value, error = self.fn(pd.Series(acc))
+        if error is not None:  # it raised, ran past a bound, or returned a value no row can hold: a dead letter
+            raise AggregateFailed(f"python function '{self.name}' failed: {error}")
         return value
 
 

@@ -12,7 +12,9 @@ a corrupt-record column is asked for.
 
 Every line is checked before it is parsed (etl/jvm/BoundedLines.java, with etl's
 jar: jsonl, and text by TextLinesFormat.java): a line over ETL_MAX_RECORD_MB is a
-dead letter with its first 1,024 bytes and its size, never held whole in memory;
+dead letter with its first 1,024 bytes and its size, never held whole in memory
+(csv and parquet rows, and Spark's own text and json readers' lines: after they are
+read, by etl.compile.deadletter.within_record_size);
 a line that is not valid UTF-8 is one with its bytes in base64; a jsonl line
 with a lone surrogate's escape (`\ud800`) is one too. Spark's JSON parser takes
 strings up to the same size (its maxStringLen, 20 MB by default).
@@ -23,7 +25,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.connectors.api import ERR, PAYLOAD, CompileContext, CompileError, as_shared, from_shared, with_event_time
+from etl.connectors.api import (ERR, PAYLOAD, CompileContext, CompileError, as_shared, from_shared, with_event_time,
+                                within_record_size)
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -119,9 +122,8 @@ def build(ctx: CompileContext, node: Node) -> Any:
             df = reader.format("text").load(path).withColumnRenamed("value", spec.text_column)
         else:
             df = reader.schema(struct_of(node, spec.schema_)).parquet(path)
-        if spec.event_time is None:
-            return df
-        return from_shared(_event_time(as_shared(df), node), ctx.pipeline, node.id)  # the horizon's dead letters
+        shared = within_record_size(as_shared(df), max_record_bytes())  # (and the horizon's dead letters)
+        return from_shared(_event_time(shared, node), ctx.pipeline, node.id)
     sampled = ctx.graph.inferred.get(node.id)  # the columns validate inferred (etl.load.infer): run reads those
     columns = spec.schema_ or (sampled.columns if sampled is not None else None)
     schema = struct_of(node, columns) if columns else _infer(ctx, node, path)
@@ -138,6 +140,8 @@ def build(ctx: CompileContext, node: Node) -> Any:
     else:
         df = reader.schema(full).option("maxStringLen", str(max_record_bytes())).json(path)
     shared = df.select(*[F.col(f.name) for f in schema.fields], err.alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
+    if spec.format == "csv" or REJECT not in df.columns:  # (etl/jvm/BoundedLines.java checked jsonl-jvm's lines)
+        shared = within_record_size(shared, max_record_bytes())
     shared = _event_time(shared, node)
     return from_shared(shared, ctx.pipeline, node.id)
 

@@ -31,9 +31,9 @@ import socket
 import time
 from typing import Any, NamedTuple
 
-from etl.connectors.api import CompileContext, CompileError, as_shared, from_shared, with_event_time
+from etl.connectors.api import CompileContext, CompileError, from_shared, with_event_time
 from etl.connectors.kafka_security import librdkafka_conf, spark_options, translate_options
-from etl.connectors.sources.messages import decode_json
+from etl.connectors.sources.messages import bounded_value, decode_json
 from etl.graph.model import Node
 
 PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -189,8 +189,9 @@ def decode(df: Any, spec: Any, node: Node, pipeline: str, parser: str | None = N
 
     if spec.format != "json":
         value = F.col("value") if spec.format == "raw" else F.col("value").cast("string")
-        return df.select(F.col("key").cast("string").alias("key"), value.alias(spec.value_column),
-                         F.col("topic"), F.col("timestamp"), _headers(F.col("headers")).alias("headers"))
+        return bounded_value(df.select(F.col("key").cast("string").alias("key"), value.alias(spec.value_column),
+                                       F.col("topic"), F.col("timestamp"), _headers(F.col("headers")).alias("headers")),
+                             spec.value_column)
     return decode_json(df, F.col("value").cast("string"), spec, node, "kafka", empty="empty message value",
                        null="null message value (tombstone)", parser=parser)
 
@@ -209,10 +210,6 @@ def build(ctx: CompileContext, node: Node) -> Any:
     parser = ctx.built_with(node, "parser") if spec.format == "json" else None
     out = decode(raw, spec, node, ctx.pipeline, parser)
     et = spec.event_time
-    if spec.format != "json":
-        if et is None:
-            return out
-        out = as_shared(out)  # the horizon's dead letters
     if et is not None:
         out = with_event_time(out, node, et)
     return from_shared(out, ctx.pipeline, node.id)

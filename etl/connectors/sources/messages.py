@@ -6,19 +6,30 @@ and PAYLOAD (the original text): a value that is empty, not JSON, not an
 object, or does not fit the schema keeps its payload and gets a reason, which
 `etl.compile.deadletter.from_shared` then routes to the dead-letter sink.
 A value over ETL_MAX_RECORD_MB is not parsed: its dead letter keeps its first
-1,024 characters and its size.
+1,024 characters and its size. ``bounded_value`` is the same bound on a `text`
+or `raw` value (etl.compile.deadletter.within_record_size).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from etl.connectors.api import ERR, PAYLOAD, CompileError
+from etl.connectors.api import ERR, OVER, PAYLOAD, CompileError
 from etl.connectors.sources.file import struct_of
 
 CORRUPT = "_etl_corrupt"
 DECODED = "_etl_json"
 SIZE = "_etl_size"
+
+
+def bounded_value(df: Any, value: str) -> Any:
+    """`df` (a `text` or `raw` message's columns) as a shared frame whose rows with a `value` over ETL_MAX_RECORD_MB are
+    dead letters: `record of N bytes is over the maximum record size ...; payload: its first 1024 characters` (of
+    the text, or of the bytes in base64)."""
+    from etl.connectors.api import as_shared, within_record_size
+    from etl.connectors.sources.file import max_record_bytes
+
+    return within_record_size(as_shared(df), max_record_bytes(), [value])
 
 
 def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: str,
@@ -47,8 +58,7 @@ def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: s
                        json_struct(spark, F.when(~big | text.isNull(), text), full, CORRUPT, json_parser(spark, parser))
                        .alias(DECODED), size.alias(SIZE))
     j, payload, n = F.col(DECODED), F.col(PAYLOAD), F.col(SIZE)
-    over = F.concat(F.lit("record of "), n.cast("string"), F.lit(f" bytes is over the maximum record size of {cap} "
-                                                                  "bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters"))
+    over = F.concat(F.lit("record of "), n.cast("string"), F.lit(" " + OVER.format(cap=cap)))
     cases = [(n > F.lit(cap), over)] + ([(payload.isNull(), null)] if null is not None else []) + [(j.isNull(), empty)]
     err = F.when(cases[0][0], cases[0][1])
     for cond, reason in cases[1:]:

@@ -258,11 +258,12 @@ def decode(df: Any, spec: Any, node: Any, parser: str | None = None) -> Any:
     physical plan's json parser)."""
     from pyspark.sql import functions as F
 
-    from etl.connectors.sources.messages import decode_json
+    from etl.connectors.sources.messages import bounded_value, decode_json
 
     if spec.format != "json":
         value = F.col("body") if spec.format == "raw" else F.col("body").cast("string")
-        return df.select("key", value.alias(spec.value_column), "topic", "timestamp", "tags")
+        return bounded_value(df.select("key", value.alias(spec.value_column), "topic", "timestamp", "tags"),
+                             spec.value_column)
     return decode_json(df, F.col("body").cast("string"), spec, node, "rocketmq", empty="empty message body",
                        parser=parser)
 
@@ -283,7 +284,7 @@ def check_reachable(node: Any) -> None:
 
 
 def build(ctx: Any, node: Any) -> Any:
-    from etl.connectors.api import as_shared, from_shared, register_data_source, with_event_time
+    from etl.connectors.api import from_shared, register_data_source, with_event_time
 
     spec = node.spec
     check_reachable(node)
@@ -292,5 +293,5 @@ def build(ctx: Any, node: Any) -> Any:
     parser = ctx.built_with(node, "parser") if spec.format == "json" else None
     out = decode(raw, spec, node, parser)
     if spec.event_time is not None:
-        out = with_event_time(out if spec.format == "json" else as_shared(out), node, spec.event_time)
-    return from_shared(out, ctx.pipeline, node.id) if spec.format == "json" or spec.event_time else out
+        out = with_event_time(out, node, spec.event_time)
+    return from_shared(out, ctx.pipeline, node.id)

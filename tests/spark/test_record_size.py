@@ -1,0 +1,95 @@
+"""The record-size guard of the sources whose reader does not bound lines itself (etl.compile.deadletter's
+within_record_size): a csv or parquet row, a kafka/rocketmq `text` or `raw` value over ETL_MAX_RECORD_MB is a dead
+letter of its source with its size and first 1,024 characters; a record of exactly the maximum passes, and the
+batch's other rows are written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from etl import settings
+from etl.compile.context import ERR, PAYLOAD
+from etl.connectors.sources import kafka, rocketmq
+from etl.spec.sources import KafkaSource, RocketMQSource
+from tests.spark.helpers import checked
+from tests.spark.test_physical_run import run_once
+
+pytestmark = pytest.mark.spark
+CAP = 1024 * 1024
+OVER = (f"record of {CAP + 1} bytes is over the maximum record size of {CAP} bytes (ETL_MAX_RECORD_MB); payload: "
+        "its first 1024 characters")
+BIG = "é" * (CAP // 2) + "x"  # 1 MB + 1 byte, 524,289 characters
+FITS = "n" * CAP  # exactly the maximum: passes
+
+PIPELINE = """\
+name: sizes
+sources:
+  - {id: rows, type: file, path: csv_in, format: csv, header: true, schema: {id: int, name: string}}
+  - {id: cols, type: file, path: pq_in, format: parquet, schema: {id: int, name: string}}
+sinks:
+  - {id: csv_out, type: file, input: rows, path: csv_out}
+  - {id: pq_out, type: file, input: cols, path: pq_out}
+checkpoint: state
+"""
+
+
+@pytest.fixture
+def one_mb(monkeypatch):
+    monkeypatch.setenv("ETL_MAX_RECORD_MB", "1")
+    settings.reset()
+    yield
+    settings.reset()
+
+
+def lines(folder: Path) -> list[dict]:
+    return [json.loads(x) for f in sorted(folder.glob("part-*")) for x in f.read_text().splitlines()]
+
+
+def test_a_csv_or_parquet_row_over_the_maximum_is_its_sources_dead_letter(spark, tmp_path, one_mb):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [(1, "a"), (2, BIG), (3, FITS)]
+    (tmp_path / "csv_in").mkdir()
+    (tmp_path / "csv_in" / "a.csv").write_text("id,name\n" + "".join(f"{i},{s}\n" for i, s in rows))
+    (tmp_path / "pq_in").mkdir()
+    pq.write_table(pa.table({"id": pa.array([i for i, _ in rows], pa.int32()), "name": [s for _, s in rows]}),
+                   tmp_path / "pq_in" / "a.parquet")
+    c = checked(tmp_path, PIPELINE)
+    run_once(spark, c.plan, tmp_path / "state")
+    for out in ("csv_out", "pq_out"):
+        assert sorted((r["id"], r["name"]) for r in lines(tmp_path / out)) == [(1, "a"), (3, FITS)]
+    dead = sorted((d["stage"], d["reason"], d["payload"]) for d in lines(tmp_path / "dead_letters"))
+    payload = ('{"id":2,"name":"' + BIG)[:1024]
+    assert dead == [("cols", OVER, payload), ("rows", OVER, payload)]
+
+
+def _rows(df, column):
+    return [(r[column], r[ERR], r[PAYLOAD]) for r in df.collect()]
+
+
+def test_a_text_or_raw_message_value_over_the_maximum_is_a_dead_letter(spark, one_mb):
+    common = {"format": "text", "value_column": "line"}
+    ks = KafkaSource.model_validate({"id": "k", "type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topics": ["t"],
+                                     **common})
+    rs = RocketMQSource.model_validate({"id": "r", "type": "rocketmq", "namesrv": "127.0.0.1:1", "topic": "t",
+                                        "group": "g", **common})
+    df = spark.createDataFrame([(b"k", v.encode(), "t", None, None) for v in ("a", BIG, FITS)],
+                               "key binary, value binary, topic string, timestamp timestamp, "
+                               "headers array<struct<key: string, value: binary>>")
+    want = [("a", None, None), (None, OVER, BIG[:1024]), (FITS, None, None)]
+    got = _rows(kafka.decode(df, ks, None, "p"), "line")
+    assert [(v if e is None else None, e, p) for v, e, p in got] == want
+    body = df.select("key", df.value.alias("body"), "topic", "timestamp", df.topic.alias("tags"))
+    got = _rows(rocketmq.decode(body, rs, None), "line")
+    assert [(v if e is None else None, e, p) for v, e, p in got] == want
+    # raw: the bytes; the dead letter's payload is their base64
+    raw = KafkaSource.model_validate({**ks.model_dump(by_alias=True), "format": "raw"})
+    got = _rows(kafka.decode(df, raw, None, "p"), "line")
+    import base64
+
+    assert [(v if e is None else None, e, p) for v, e, p in got] == [
+        (b"a", None, None), (None, OVER, base64.b64encode(BIG.encode()).decode()[:1024]), (FITS.encode(), None, None)]
