@@ -328,15 +328,17 @@ def library_version() -> str:
 
 
 def parse_pattern_text(text: str) -> dict[str, str]:
-    """Parse a grok pattern file (``NAME regex`` per line, ``#`` comments)."""
+    """Parse a grok pattern file (``NAME regex`` per line, ``#`` comments). As Logstash's loader (jls-grok:
+    ``line.gsub(/^\\s*/, "").split(/\\s+/, 2)``, then chomp), the regex keeps its trailing blanks: legacy
+    REDISLOG ends with a space."""
     out: dict[str, str] = {}
     for line in text.splitlines():
-        line = line.strip()
+        line = line.lstrip()
         if not line or line.startswith("#"):
             continue
-        name, _, body = line.partition(" ")
+        name, _, body = re.sub(r"\s+", " ", line, count=1).partition(" ")
         if body.strip():
-            out[name] = body.strip()
+            out[name] = body
     return out
 
 

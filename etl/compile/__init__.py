@@ -28,6 +28,7 @@ from etl.compile.context import Built, CompileContext, CompileError, as_built, n
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import guarding
 from etl.compile.watermark import bound_declared
+from etl.compile.unions import union_by_name
 from etl.graph.model import Node
 from etl.physical.grouping import STATEFUL, chain, is_root, root_of, streamed
 
@@ -158,10 +159,7 @@ class Compiler:
                 continue
             if qp.kind == "union":  # inputs from several roots: the sink gets its own query over their union
                 sink = self.graph.node(qp.root)
-                frames = [self.stream(e.src).output(e.label) for e in sink.inputs if e.role == "input"]
-                stream = frames[0]
-                for f in frames[1:]:
-                    stream = stream.unionByName(f, allowMissingColumns=True)
+                stream = union_by_name([self.stream(e.src).output(e.label) for e in sink.inputs if e.role == "input"])
                 queries.append(Query(qp.name, qp.root, stream, outputs, counted=self._counted(qp.name)))
             else:
                 groups.setdefault(qp.root, []).extend(outputs)
@@ -265,10 +263,7 @@ class Compiler:
             if not parts:
                 frames[o.id] = None
                 continue
-            frame = parts[0]
-            for p in parts[1:]:
-                frame = frame.unionByName(p, allowMissingColumns=True)
-            frames[o.id] = frame
+            frames[o.id] = union_by_name(parts)
         return Batch(frames, cached, splits, built, observed)
 
 

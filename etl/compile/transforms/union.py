@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from etl.compile.context import CompileContext
+from etl.compile.unions import union_by_name
 from etl.graph.model import Node
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    df = inputs[0]
-    for other in inputs[1:]:
-        df = df.unionByName(other, allowMissingColumns=True)
-    return df
+    return union_by_name(inputs)
