@@ -1,0 +1,95 @@
+"""Spark's function catalogue (etl/sql/spark_functions.tsv, written by scripts/spark_functions.py) is current for
+the installed pyspark, and says what Spark says of the calls it describes (tests/spark/test_spark_catalog.py asks
+Spark again for a sample)."""
+
+from __future__ import annotations
+
+import ast
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from etl.sql.catalog import catalogue, lookup, pyspark_version, type_class
+from etl.sql.functions import spark_functions
+
+# names pyspark.sql.functions passes to the JVM's functions object that are no SQL function of SHOW FUNCTIONS
+# (column helpers, sort orders, camelCase or _distinct variants of SQL syntax, ...)
+JVM_ONLY = {"asc", "asc_nulls_first", "asc_nulls_last", "bitwise_not", "call_function", "call_udf", "col",
+            "count_distinct", "desc", "desc_nulls_first", "desc_nulls_last", "expr", "listagg_distinct", "lit",
+            "product", "string_agg_distinct", "sum_distinct", "timestamp_add", "timestamp_diff", "unwrap_udt"}
+
+
+def _pyspark_sql_names() -> set[str]:
+    """The SQL function names pyspark.sql.functions' wrappers call (read from its source: no JVM)."""
+    import pyspark.sql.functions.builtin as builtin
+
+    names = set()
+    for node in ast.walk(ast.parse(Path(builtin.__file__).read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id.startswith("_invoke_function") and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+    return names
+
+
+def test_written_from_the_installed_pyspark():
+    assert pyspark_version() == metadata.version("pyspark"), \
+        "run .venv/bin/python scripts/spark_functions.py after a pyspark upgrade"
+
+
+def test_every_sql_function_of_pyspark_is_in_the_catalogue():
+    names = _pyspark_sql_names()
+    assert len(names) > 400
+    assert names - set(catalogue()) == JVM_ONLY
+    assert not JVM_ONLY & set(catalogue())
+
+
+def test_one_source_of_names():
+    assert spark_functions() == frozenset(catalogue())
+    assert len(catalogue()) > 550
+    assert not (Path(__file__).parents[2] / "etl" / "sql" / "spark_functions.txt").exists()
+
+
+@pytest.mark.parametrize("name,arity,takes,refuses", [
+    ("substring", "2,3", [2, 3], [0, 1, 4]),
+    ("coalesce", "1+", [1, 2, 9], [0]),
+    ("concat", "0+", [0, 1, 5], []),
+    ("named_struct", "2n", [2, 4], [0, 1, 3]),
+    ("if", "3", [3], [2, 4]),
+    ("current_date", "0", [0], [1]),
+    ("count", "1+", [1, 3], [0]),
+    ("greatest", "2+", [2, 7], [1]),
+])
+def test_arities(name, arity, takes, refuses):
+    fn = lookup(name)
+    assert fn is not None and fn.arity == arity
+    assert [n for n in takes + refuses if fn.takes(n)] == takes
+
+
+def test_arity_texts():
+    assert lookup("substring").arity_text() == "2 or 3 arguments"
+    assert lookup("upper").arity_text() == "1 argument"
+    assert lookup("coalesce").arity_text() == "1 or more arguments"
+    assert lookup("map").arity_text() == "an even number of arguments (2 or more)"
+
+
+def test_argument_classes_and_results():
+    upper, date_add, abs_, year = lookup("upper"), lookup("date_add"), lookup("abs"), lookup("year")
+    assert upper.refuses(0, "array<string>") and upper.refuses(0, "map<string,int>")
+    assert not upper.refuses(0, "int") and not upper.refuses(0, "string") and not upper.refuses(0, "variant")
+    assert date_add.refuses(1, "bigint") and date_add.refuses(1, "double") and not date_add.refuses(1, "smallint")
+    assert date_add.cast_of_text(1) == "int" and upper.cast_of_text(0) is None
+    assert abs_.refuses(0, "boolean") and abs_.refuses(0, "date") and not abs_.refuses(0, "decimal(10,2)")
+    assert year.refuses(0, "int") and year.cast_of_text(0) == "date"
+    assert (upper.returns, year.returns, lookup("length").returns, lookup("to_date").returns) == \
+        ("string", "int", "int", "date")
+    assert lookup("coalesce").returns == "$1"
+    assert lookup("explode").group == "generator" and lookup("sum").group == "agg" \
+        and lookup("row_number").group == "window" and lookup("range").group == "table"
+
+
+def test_type_classes():
+    assert [type_class(t) for t in ("varchar(10)", "SMALLINT", "decimal(38, 2)", "array<struct<a:int>>",
+                                    "timestamp_ntz", "interval day", "unknown")] == ["s", "i", "n", "a", "t", None,
+                                                                                     None]
