@@ -15,6 +15,9 @@ from typing import Any
 
 from etl.sql.catalog import spark_calls
 
+# the Spark function each of etl's aggregates (etl.spec.aggregates) whose input types Spark checks runs as
+AGGREGATES_IN_SPARK = {"sum": "try_sum", "avg": "try_avg"}
+
 def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | None, where: str) -> int:
     """Report the calls of Spark functions in `text` that Spark refuses; the number of wrong numbers of arguments
     (the only check without `cols`: on an expression sqlglot cannot parse, it says what is wrong more precisely)."""

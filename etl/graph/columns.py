@@ -176,6 +176,19 @@ class ColumnPass:
 
         return aggregate_function(self, node, keys, name)
 
+    def aggregate_input(self, node: Node, i: int, fn: str, typ: str) -> None:
+        """E102 for aggregate `i` of a window or a continuous aggregate over a column of a type the Spark function
+        behind it refuses (sum over an array: try_sum's DATATYPE_MISMATCH at run)."""
+        from etl.graph.calls import AGGREGATES_IN_SPARK
+        from etl.sql.catalog import lookup
+
+        spark = lookup(AGGREGATES_IN_SPARK.get(fn, ""))
+        if spark is not None and typ != "unknown" and spark.refuses(0, typ):
+            self.report.error("E102", f"aggregate {fn} of {node.kind} '{node.id}' reads a column of {typ}: Spark's "
+                              f"{spark.name} takes {spark.taken_text(0)}", self.span(node, "aggregates", i, "field"),
+                              f"{fn} a number column (text is cast to a number), or use another aggregate of this "
+                              "one (count, collect_list, max, ...)")
+
     def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
         """Declared column types must be Spark SQL types (E102 on the bad token, with did-you-mean)."""
         from etl.graph.types import KEYWORDS, parse_type

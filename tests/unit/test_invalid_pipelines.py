@@ -90,6 +90,7 @@ EXPECTED = {
     'unknown_types': [('E103', 4, 11), ('E103', 9, 11), ('E103', 14, 11)],
     'window_no_event_time': [('E320', 12, 11)],
     'window_shape': [('E104', 13, 18)],
+    'window_aggregate_type': [('E102', 17, 26)],
     'window_unknown_columns': [('E310', 13, 16), ('E310', 15, 26), ('E310', 17, 25)],
     'yaml_syntax': [('E001', 5, 12)],
 }
@@ -119,6 +120,8 @@ MESSAGES = [
     ("spark_call_signatures", "E102", "argument 2 of date_add is bigint: Spark takes string, int there (transform 'd' "
      "(columns.later)) | convert it, e.g. CAST(... AS int)"),
     ("spark_call_signatures", "E012", "coalesce takes 1 or more arguments, got 0 in transform 'f' (expr)"),
+    ("window_aggregate_type", "E102", "aggregate sum of transform 'w' reads a column of array<string>: Spark's try_sum "
+     "takes string, int, bigint, double, decimal, timestamp | sum a number column"),
     ("spark_call_signatures", "E012", "lower takes 1 argument, got 2 in transform 'f' (expr)"),
     ("spark_call_signatures", "E102", "value 'close' of rule 'near' of filter 'f' is not a number: field 'dist' is "
      "int"),
