@@ -11,9 +11,12 @@ with the argument types told by etl.graph.sql.guess_type; an unknown type is nev
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from etl.sql.catalog import spark_calls
+
+_LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
 # the Spark function each of etl's aggregates (etl.spec.aggregates) whose input types Spark checks runs as
 AGGREGATES_IN_SPARK = {"sum": "try_sum", "avg": "try_avg"}
@@ -22,10 +25,12 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
     """Report the calls of Spark functions in `text` that Spark refuses; the number of wrong numbers of arguments
     (the only check without `cols`: on an expression sqlglot cannot parse, it says what is wrong more precisely)."""
     from etl.graph.fields import value_problem
+    from etl.graph.sql import parse
     from etl.sql.catalog import lookup
 
     mine = cx.graph.functions
     wrong = 0
+    bound = {n.lower() for group in _LAMBDA.findall(text) for n in re.findall(r"\w+", group)} if "->" in text else set()
     for call in spark_calls(text):
         fn = lookup(call.name)
         if fn is None or call.syntax or call.name.lower() in mine:
@@ -40,6 +45,8 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
         if cols is None:
             continue
         for i, (arg, off) in enumerate(call.args):
+            if bound and any(c.lower() in bound for c, _ in parse(arg).columns):
+                continue  # a lambda's variable (x -> upper(x)), not the column of that name
             typ = cx.guess_type(arg, cols)
             if typ == "unknown":
                 continue

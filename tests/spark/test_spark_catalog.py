@@ -67,6 +67,7 @@ CALLS = [
     ("upper(bytes)", True), ("date_add(ts, bytes)", False), ("date_add(ts, '3')", True), ("coalesce()", False),
     ("element_at(tags, 1)", True), ("size(element_at(tags, 1))", False), ("year(bytes)", False),
     ("levenshtein(host, 'web')", True), ("concat_ws('-', tags, host)", True), ("abs(host)", True),
+    ("transform(tags, tags -> upper(tags))", True),
 ]
 
 

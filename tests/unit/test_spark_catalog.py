@@ -93,3 +93,28 @@ def test_type_classes():
     assert [type_class(t) for t in ("varchar(10)", "SMALLINT", "decimal(38, 2)", "array<struct<a:int>>",
                                     "timestamp_ntz", "interval day", "unknown")] == ["s", "i", "n", "a", "t", None,
                                                                                      None]
+
+
+def test_a_lambda_variable_is_not_the_column_of_its_name(tmp_path):
+    from etl.check import check_file
+
+    (tmp_path / "p.yaml").write_text("""name: l
+sources:
+  - id: s
+    type: file
+    path: ./in
+    format: jsonl
+    schema: {x: "array<string>", tags: "array<string>", m: "map<string,int>"}
+transforms:
+  - id: d
+    type: derive
+    input: s
+    columns:
+      a: "transform(tags, x -> upper(x))"
+      b: "map_filter(m, (k, tags) -> length(tags) > 1)"
+      c: "upper(x)"
+sinks:
+  - {id: out, type: print, input: d}
+""")
+    checked = check_file(tmp_path / "p.yaml")
+    assert [(d.code, d.span.line, d.span.col) for d in checked.report.diagnostics] == [("E102", 15, 17)]
