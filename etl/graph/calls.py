@@ -14,19 +14,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from etl.sql.catalog import spark_calls
+from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
 
 _LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
 # the Spark function each of etl's aggregates (etl.spec.aggregates) whose input types Spark checks runs as
 AGGREGATES_IN_SPARK = {"sum": "try_sum", "avg": "try_avg"}
 
+
 def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | None, where: str) -> int:
     """Report the calls of Spark functions in `text` that Spark refuses; the number of wrong numbers of arguments
     (the only check without `cols`: on an expression sqlglot cannot parse, it says what is wrong more precisely)."""
     from etl.graph.fields import value_problem
     from etl.graph.sql import parse
-    from etl.sql.catalog import lookup
 
     mine = cx.graph.functions
     wrong = 0
@@ -67,8 +67,6 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
 
 
 def _first_taken(fn: Any, i: int) -> str:
-    from etl.sql.catalog import CLASS_NAMES
-
     cell, _, cast = fn.position(i).partition("=")
     if cast:
         return cast
