@@ -97,6 +97,15 @@ sinks:
             frame.selectExpr(text)
 
 
+def test_common_calls_analyse(spark):
+    """The calls tests/unit/test_spark_catalog.py::test_common_calls_validate sees validate take, Spark takes."""
+    from tests.unit.test_spark_catalog import COMMON
+
+    frame = spark.createDataFrame([], "s string, b bigint, d double, ts timestamp, tags array<string>, "
+                                      "m map<string,string>")
+    assert len(frame.selectExpr(*COMMON).columns) == len(COMMON)
+
+
 def test_text_cast_to_a_number_fails_the_query(spark):
     """date_add(ts, 'x') passes Spark's analysis (text is cast to int) and fails the query under ANSI: validate's
     E102."""

@@ -19,6 +19,55 @@ JVM_ONLY = {"asc", "asc_nulls_first", "asc_nulls_last", "bitwise_not", "call_fun
             "count_distinct", "desc", "desc_nulls_first", "desc_nulls_last", "expr", "listagg_distinct", "lit",
             "product", "string_agg_distinct", "sum_distinct", "timestamp_add", "timestamp_diff", "unwrap_udt"}
 
+# calls pipelines make, over s string, b bigint, d double, ts timestamp, tags array<string>, m map<string,string>:
+# validate takes each, and so does Spark's analysis (tests/spark/test_spark_catalog.py)
+COMMON = [
+    "date_format(ts, 'yyyy')", "to_timestamp(s, 'yyyy')", "from_unixtime(b)", "unix_timestamp()",
+    "regexp_extract(s, 'p', 1)", "split(s, ',')", "size(split(s, ','))", "concat(s, s)", "if(b > 1, 'a', 'b')",
+    "nvl(s, 'x')", "round(d, 2)", "cast(s as int)", "current_timestamp()", "date_trunc('hour', ts)", "hour(ts)",
+    "get_json_object(s, '$.a')", "from_json(s, 'a int')", "element_at(m, 'k')", "map_keys(m)",
+    "array_contains(tags, 'x')", "lower(trim(s))", "md5(s)", "sha2(s, 256)", "hash(s, b)", "xxhash64(s)",
+    "substr(s, 1, 3)", "instr(s, 'a')", "locate('a', s)", "lpad(s, 5, '0')", "format_number(b, 2)",
+    "datediff(ts, ts)", "months_between(ts, ts)", "to_date(ts)", "date_add(to_date(ts), 1)", "timestamp_millis(b)",
+    "unix_millis(ts)", "try_cast(s AS int)", "ifnull(s, 'x')", "greatest(b, 1)", "coalesce(b, 0)", "length(s) + 1",
+    "abs(b)", "parse_url(s, 'HOST')", "url_decode(s)", "regexp_replace(s, 'a', 'b')", "rlike(s, 'a')",
+    "date_add(ts, 1)", "array_join(tags, ',')", "concat_ws(',', tags)", "transform(tags, x -> upper(x))",
+    "filter(tags, x -> x != '')", "struct(s, b)", "named_struct('a', s)", "map('a', s)", "array(s, s)",
+    "sequence(1, b)", "slice(tags, 1, 2)", "to_json(struct(s))", "nullif(s, '')", "left(s, 2)", "right(s, 2)",
+    "replace(s, 'a')", "position('a', s)", "trim(BOTH 'x' FROM s)", "substring(s FROM 2)", "extract(year FROM ts)",
+    "ceil(d)", "floor(d)", "pow(d, 2)", "log(d)", "bround(d, 1)", "pmod(b, 3)", "rand()", "uuid()", "base64(s)",
+    "unbase64(s)", "decode(s, 'utf-8')", "encode(s, 'utf-8')", "char_length(s)", "initcap(s)", "reverse(s)",
+    "repeat(s, 2)", "ascii(s)", "make_date(2024, 1, 1)", "weekofyear(ts)", "dayofweek(ts)", "last_day(ts)",
+    "next_day(ts, 'Mon')", "bit_length(s)", "crc32(s)", "format_string('%s', s)", "printf('%s', s)", "sentences(s)",
+    "soundex(s)", "split_part(s, ',', 1)", "startswith(s, 'a')", "endswith(s, 'a')", "contains(s, 'a')",
+    "try_divide(b, 2)", "try_add(b, 1)", "isnull(s)", "isnotnull(s)", "nanvl(d, 0)", "typeof(s)",
+    "date_diff(ts, ts)", "dateadd(ts, 1)", "ilike(s, 'a')", "like(s, 'a')", "luhn_check(s)", "cardinality(tags)",
+    "array_size(tags)", "array_distinct(tags)", "array_sort(tags)", "sort_array(tags)", "flatten(array(tags))",
+    "map_values(m)", "map_contains_key(m, 'a')", "str_to_map(s)", "try_element_at(tags, 1)", "get(tags, 0)",
+    "tags[0]", "m['a']", "variant_get(parse_json(s), '$.a', 'int')", "try_parse_json(s)", "is_valid_utf8(s)",
+    "current_date()", "now()", "e()", "pi()",
+]
+
+
+def common_pipeline(exprs: list[str]) -> str:
+    body = "\n".join(f'      c{i}: "{e}"' for i, e in enumerate(exprs))
+    return f"""name: common
+sources:
+  - id: s0
+    type: file
+    path: ./in
+    format: jsonl
+    schema: {{s: string, b: bigint, d: double, ts: timestamp, tags: "array<string>", m: "map<string,string>"}}
+transforms:
+  - id: d
+    type: derive
+    input: s0
+    columns:
+{body}
+sinks:
+  - {{id: out, type: print, input: d}}
+"""
+
 
 def _pyspark_sql_names() -> set[str]:
     """The SQL function names pyspark.sql.functions' wrappers call (read from its source: no JVM)."""
@@ -118,3 +167,12 @@ sinks:
 """)
     checked = check_file(tmp_path / "p.yaml")
     assert [(d.code, d.span.line, d.span.col) for d in checked.report.diagnostics] == [("E102", 15, 17)]
+
+
+def test_common_calls_validate(tmp_path):
+    from etl.check import check_file
+
+    (tmp_path / "p.yaml").write_text(common_pipeline(COMMON))
+    checked = check_file(tmp_path / "p.yaml")
+    assert not checked.report.diagnostics, [d.render() for d in checked.report.diagnostics]
+    assert len(COMMON) == 129
