@@ -24,7 +24,7 @@ CODES: dict[str, str] = {
     "E010": "SQL script syntax error (statement, column definition, WITH option, query), or an expression nested "
             "deeper than etl's limit (32 levels)",
     "E011": "SQL statement or clause not supported",
-    "E012": "unknown SQL function",
+    "E012": "unknown SQL function, or a Spark function called with a number of arguments it does not take",
     "W013": "SQL WITH option that has no effect in etl",
     "W014": "SQL text with a bidirectional control character (Trojan Source) or a line separator other than a line feed",
     "W015": "SQL construct whose meaning in etl differs from the peer's (the difference is named)",

@@ -99,14 +99,17 @@ class ColumnPass:
         self.report.error("E310", f"unknown column '{name}' in {where}", span, hint)
 
     def expr(self, node: Node, keys: tuple, text: Any, cols: Cols | None, where: str):
-        """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column, E352/E353 per bad
-        call of a pipeline function."""
+        """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column, E012/E102 per bad
+        call of a Spark function (etl.graph.calls), E352/E353 per bad call of a pipeline function."""
+        from etl.graph.calls import check_spark_calls
         from etl.graph.sql import parse
 
         if not isinstance(text, str):
             return None
         p = parse(text)
         if p.error is not None:
+            if check_spark_calls(self, node, keys, text, None, where):  # sqlglot's own count, said precisely
+                return None
             off = p.error.col - 1 + (len(text) - len(text.lstrip()) if p.error.line == 1 else 0)
             self.report.error("E311", f"{'' if p.error.hint else 'cannot parse '}Spark SQL in {where}: {p.error.message}",
                               self.inner(node, keys, text, off, p.error.line), p.error.hint
@@ -121,6 +124,7 @@ class ColumnPass:
                 if found is not None:
                     self.nested(found, cols[found], list(path), self.inner(node, keys, text, max(off, 0)), where)
         self.calls(node, keys, text, where)
+        check_spark_calls(self, node, keys, text, cols, where)
         if self.g.functions and p.expr is not None:
             from etl.graph.functions import check_calls
 
@@ -171,6 +175,19 @@ class ColumnPass:
         from etl.graph.functions import aggregate_function
 
         return aggregate_function(self, node, keys, name)
+
+    def aggregate_input(self, node: Node, i: int, fn: str, typ: str) -> None:
+        """E102 for aggregate `i` of a window or a continuous aggregate over a column of a type the Spark function
+        behind it refuses (sum over an array: try_sum's DATATYPE_MISMATCH at run)."""
+        from etl.graph.calls import AGGREGATES_IN_SPARK
+        from etl.sql.catalog import lookup
+
+        spark = lookup(AGGREGATES_IN_SPARK.get(fn, ""))
+        if spark is not None and typ != "unknown" and spark.refuses(0, typ):
+            self.report.error("E102", f"aggregate {fn} of {node.kind} '{node.id}' reads a column of {typ}: Spark's "
+                              f"{spark.name} takes {spark.taken_text(0)}", self.span(node, "aggregates", i, "field"),
+                              f"{fn} a number column (text is cast to a number), or use another aggregate of this "
+                              "one (count, collect_list, max, ...)")
 
     def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
         """Declared column types must be Spark SQL types (E102 on the bad token, with did-you-mean)."""

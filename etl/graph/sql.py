@@ -229,6 +229,9 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
             return fns[fname]
     elif isinstance(node, exp.Func):
         fname = node.sql_name().lower() if hasattr(node, "sql_name") else name.lower()
+    told = _catalogued_type(node, fname, cols, fns) if fname else None
+    if told is not None:
+        return told
     if fname in _STRING_FUNCS or isinstance(node, (exp.Lower, exp.Upper, exp.Trim, exp.Substring,
                                                    exp.RegexpExtract, exp.TimeToStr)):
         return "string"
@@ -282,6 +285,26 @@ def _struct_type(node: Any, cols: dict[str, str], fns: dict[str, str] | None) ->
             return "unknown"
         fields.append(f"{name}:{t}")
     return f"struct<{','.join(fields)}>" if fields else "unknown"
+
+
+def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
+    """The result type Spark's catalogue gives a call of `fname` (etl.sql.catalog): one type, or its first
+    argument's; None when it depends on more."""
+    from etl.sql.catalog import lookup
+
+    fn = lookup(fname)
+    if fn is None or not fn.returns:
+        return None
+    if not fn.returns.startswith("$"):
+        return fn.returns
+    if fn.returns != "$1":
+        return None
+    exp = _exp()
+    first = node.expressions[0] if isinstance(node, exp.Anonymous) and node.expressions else node.this
+    if not isinstance(first, exp.Expression):
+        return None
+    typ = _type_of(first, cols, fns)
+    return None if typ == "unknown" else typ
 
 
 def _split_map(t: str) -> str:

@@ -134,4 +134,5 @@ def checked_aggregates(cx: Any, node: Any, cols: dict[str, str] | None,
             src = cx.need(cols, agg.field, cx.span(node, "aggregates", i, "field"),
                           cx.where(node, f"aggregates[{i}].field"))
         in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
+        cx.aggregate_input(node, i, agg.fn, in_type)
         yield i, agg, in_type, cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn)

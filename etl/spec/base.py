@@ -199,7 +199,8 @@ class Component(Model):
     `output_columns(cx, node, inputs)`: the node's columns (name -> Spark type, in order) from its inputs'
     (`inputs`: [(edge, columns or None)]), or None when unknown; it checks every column the component
     reads and reports through `cx`, the column pass (etl.graph.columns.ColumnPass: need, expr, internal,
-    span, key_span, inner, check_types, event_time_field, where, first, find, guess_type, report, graph).
+    span, key_span, inner, check_types, event_time_field, aggregate_input, where, first, find, guess_type, report,
+    graph).
     `explain_lines()`: what the component does, one short line each, for `etl explain`."""
 
     KIND: ClassVar[str] = ""

@@ -245,10 +245,29 @@ def parse_expr(script: Script, tokens: list) -> exp.Expression:
     try:
         trees = DIALECT.parser().parse(tokens, script.text)
     except ParseError as e:
-        raise parse_error(script, e) from None
+        raise wrong_arity(script, tokens) or parse_error(script, e) from None
     if len(trees) != 1 or trees[0] is None:
         raise SqlSyntax("expected one expression", script.at(tokens[0]))
     return cast(exp.Expression, trees[0])
+
+
+def wrong_arity(script: Script, tokens: list) -> SqlSyntax | None:
+    """E012 for a call of a Spark function with a number of arguments Spark does not take, in an expression sqlglot
+    cannot parse (sqlglot refuses some of those calls with a vaguer message); a Flink/rsqldb function etl rewrites
+    has its own count (etl.sql.functions)."""
+    from etl.sql.catalog import lookup, spark_calls
+    from etl.sql.functions import names
+
+    if not tokens:
+        return None
+    base = tokens[0].start
+    for call in spark_calls(script.text[base:tokens[-1].end + 1]):
+        fn = lookup(call.name)
+        if fn is None or call.syntax or call.name.upper() in names() or fn.takes(len(call.args)):
+            continue
+        return SqlSyntax(f"{fn.name} takes {fn.arity_text()}, got {len(call.args)}", script.span(base + call.offset),
+                         f"Spark refuses the call (WRONG_NUM_ARGS); see DESCRIBE FUNCTION {fn.name}", "E012")
+    return None
 
 
 def parse_error(script: Script, e: Exception) -> SqlSyntax:

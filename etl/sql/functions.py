@@ -173,8 +173,10 @@ _WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
 
 @functools.cache
 def spark_functions() -> frozenset[str]:
-    """Spark's built-in SQL functions (etl/sql/spark_functions.txt, written by scripts/spark_functions.py)."""
-    return frozenset((Path(__file__).parent / "spark_functions.txt").read_text().split())
+    """Spark's built-in SQL functions (the names of etl.sql.catalog, written by scripts/spark_functions.py)."""
+    from etl.sql.catalog import catalogue
+
+    return frozenset(catalogue())
 
 
 def call_of(n: exp.Expression) -> tuple[str, list[exp.Expression]] | None:

@@ -1,6 +1,7 @@
 """What `etl validate` accepts, `etl run` compiles: over the example pipelines and scripts, the valid fixtures and
-mutants of each (a function misspelt or swapped for one Spark lacks, a column's case changed, a field of a plain
-column read, a rule value of another type, an output column named like etl's own, ...), every file that validates
+mutants of each (a function misspelt or swapped for one Spark lacks, a call given one argument more, none, or a
+first argument of another type, a column's case changed, a field of a plain column read, a rule value of another
+type, an output column named like etl's own, ...), every file that validates
 becomes Spark queries without an error (E400 ANALYSIS errors such as UNRESOLVED_ROUTINE, AMBIGUOUS_REFERENCE,
 INVALID_EXTRACT_BASE_FIELD_TYPE). A mutant that validate rejects is fine: the property is the implication.
 
@@ -27,6 +28,9 @@ _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(")
 _RULE_NUMBER = re.compile(r"\b(eq|ne|gt|ge|lt|le): (-?\d+(?:\.\d+)?)\b")
 _DERIVED = re.compile(r"^(\s+)([a-z][a-z0-9_]*): \"", re.M)
 INTERNAL = ("_final", "_update", "_etl_x", "window_start", "_corrupt_record")
+# an argument of another type: each one some Spark functions refuse (DATATYPE_MISMATCH)
+TYPED = ("TRUE", "CAST(NULL AS DATE)", "CAST(NULL AS ARRAY<STRING>)", "CAST(NULL AS BINARY)", "CAST(NULL AS TIMESTAMP)",
+         "CAST(NULL AS BIGINT)")
 
 
 def _bases() -> list[Path]:
@@ -57,14 +61,35 @@ def _closing(text: str, start: int) -> int | None:
     return None
 
 
+def _first_argument_end(text: str, start: int, end: int) -> int:
+    """The offset just after a call's first argument (`start`: just after its opening parenthesis, `end`: its
+    closing one)."""
+    depth = 0
+    for i in range(start, end):
+        depth += (text[i] == "(") - (text[i] == ")")
+        if text[i] == "," and depth == 0:
+            return i
+    return end
+
+
 def mutants(text: str, columns: list[str], seed: int) -> list[tuple[str, str]]:
-    """Up to 11 (label, text) variants of a pipeline file, the same for the same seed."""
+    """Up to 14 (label, text) variants of a pipeline file, the same for the same seed."""
     rnd = random.Random(seed)
     out: list[tuple[str, str]] = []
     for label in ("misspelt", "week", "upper", "coalesce", "case", "nested", "typo", "cast", "rule_text",
-                  "rule_bool", "internal"):
+                  "rule_bool", "internal", "more_args", "no_args", "arg_type"):
         new = None
-        if label in ("misspelt", "week", "upper"):
+        if label in ("more_args", "no_args", "arg_type"):  # a call with another number of arguments, or type
+            m = _nth(_CALL, text, rnd)
+            end = _closing(text, m.end()) if m is not None else None
+            if m is not None and end is not None:
+                if label == "more_args":
+                    new = text[:end] + (", 1" if text[m.end():end].strip() else "1") + text[end:]
+                elif label == "no_args":
+                    new = text[:m.end()] + text[end:]
+                else:
+                    new = text[:m.end()] + rnd.choice(TYPED) + text[_first_argument_end(text, m.end(), end):]
+        elif label in ("misspelt", "week", "upper"):
             m = _nth(_CALL, text, rnd)
             if m is not None:
                 name = m.group(1)

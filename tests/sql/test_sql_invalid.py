@@ -82,6 +82,8 @@ EXPECTED = {
     'topn_order_by_expression': [('E011', 7, 68)],
     'topn_over_updates': [('E011', 6, 13)],
     'topn_rank_above': [('E011', 7, 104)],
+    'spark_call_arity': [('E012', 4, 34)],
+    'spark_call_signatures': [('E102', 4, 40), ('E012', 4, 64)],
     'tumble_too_many_intervals': [('E010', 4, 137)],
     'tvf_alone': [('E011', 4, 80)],
     'unknown_column_aggregate': [('E310', 5, 73)],
@@ -138,6 +140,11 @@ def test_invalid_sql_script(name):
     ("unknown_setting", "unknown setting 'pipeline.nam'", "did you mean 'pipeline.name'?"),
     ("lookup_unknown_column", "unknown column 'nam' in dimension table 'dim'", "did you mean 'name'?"),
     ("unknown_function", "unknown function 'JSON_VALU'", "did you mean 'json_value'?"),
+    ("spark_call_arity", "substring_index takes 3 arguments, got 2",
+     "Spark refuses the call (WRONG_NUM_ARGS); see DESCRIBE FUNCTION substring_index"),
+    ("spark_call_signatures", "argument 1 of upper is array<string>: Spark takes string, int, bigint, double, decimal, "
+     "boolean, date, timestamp, binary there (transform 'out_select' (fields[1]))", "convert it, e.g. CAST(... AS "
+     "string)"),
     ("function_callable_missing", "function 'shout': module 'fixture_functions' (fixture_functions.py) has no "
      "function 'shoot'", "did you mean 'shout'?"),
     ("query_syntax", "incomplete expression: an operand is missing", None),

@@ -72,6 +72,8 @@ EXPECTED = {
     'select_unknown_columns': [('E310', 10, 20), ('E310', 11, 14), ('E310', 12, 15)],
     'shared_output': [('E330', 6, 5), ('E330', 8, 3)],
     'sink_key_expr': [('E311', 10, 26), ('E310', 11, 19)],
+    'spark_call_signatures': [('E012', 13, 14), ('E102', 14, 26), ('E102', 15, 20), ('E102', 16, 28), ('E012', 22, 12),
+                              ('E012', 22, 34), ('E102', 24, 44)],
     'sliding_no_slide': [('E104', 8, 5)],
     'sql_parse_error': [('E311', 10, 20)],
     'static_as_input': [('W204', 3, 5), ('E203', 10, 35)],
@@ -90,6 +92,7 @@ EXPECTED = {
     'unknown_types': [('E103', 4, 11), ('E103', 9, 11), ('E103', 14, 11)],
     'window_no_event_time': [('E320', 12, 11)],
     'window_shape': [('E104', 13, 18)],
+    'window_aggregate_type': [('E102', 17, 26)],
     'window_unknown_columns': [('E310', 13, 16), ('E310', 15, 26), ('E310', 17, 25)],
     'yaml_syntax': [('E001', 5, 12)],
 }
@@ -117,6 +120,20 @@ MESSAGES = [
     ("unknown_function", "E012", "unknown SQL function 'to_timestmp' in transform 'd' (columns.t) | did you mean "
      "'to_timestamp'?"),
     ("unknown_function", "E012", "unknown SQL function 'week' in transform 'd' (columns.w) | did you mean 'weekday'?"),
+    ("spark_call_signatures", "E012", "substring takes 2 or 3 arguments, got 4 in transform 'd' (columns.part)"),
+    ("spark_call_signatures", "E102", "argument 2 of date_add, 'x', is not a number: Spark casts it to int and fails "
+     "the query on it (ANSI mode)"),
+    ("spark_call_signatures", "E102", "argument 1 of upper is array<string>: Spark takes string, int, bigint, double, "
+     "decimal, boolean, date, timestamp, binary there (transform 'd' (columns.loud)) | convert it, e.g. CAST(... AS "
+     "string)"),
+    ("spark_call_signatures", "E102", "argument 2 of date_add is bigint: Spark takes string, int there (transform 'd' "
+     "(columns.later)) | convert it, e.g. CAST(... AS int)"),
+    ("spark_call_signatures", "E012", "coalesce takes 1 or more arguments, got 0 in transform 'f' (expr)"),
+    ("window_aggregate_type", "E102", "aggregate sum of transform 'w' reads a column of array<string>: Spark's try_sum "
+     "takes string, int, bigint, double, decimal, timestamp | sum a number column"),
+    ("spark_call_signatures", "E012", "lower takes 1 argument, got 2 in transform 'f' (expr)"),
+    ("spark_call_signatures", "E102", "value 'close' of rule 'near' of filter 'f' is not a number: field 'dist' is "
+     "int"),
     ("rule_value_types", "E102", "value 'five-hundred' of rule 'five' of filter 'f' is not a number: field 'status' "
      "is bigint | compare status with a bigint value (a number, not text)"),
     ("rule_value_types", "E102", "value 'yesterday' of rule 'when' of filter 'f' is not a timestamp Spark can read "

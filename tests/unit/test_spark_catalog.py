@@ -1,0 +1,178 @@
+"""Spark's function catalogue (etl/sql/spark_functions.tsv, written by scripts/spark_functions.py) is current for
+the installed pyspark, and says what Spark says of the calls it describes (tests/spark/test_spark_catalog.py asks
+Spark again for a sample)."""
+
+from __future__ import annotations
+
+import ast
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from etl.sql.catalog import catalogue, lookup, pyspark_version, type_class
+from etl.sql.functions import spark_functions
+
+# names pyspark.sql.functions passes to the JVM's functions object that are no SQL function of SHOW FUNCTIONS
+# (column helpers, sort orders, camelCase or _distinct variants of SQL syntax, ...)
+JVM_ONLY = {"asc", "asc_nulls_first", "asc_nulls_last", "bitwise_not", "call_function", "call_udf", "col",
+            "count_distinct", "desc", "desc_nulls_first", "desc_nulls_last", "expr", "listagg_distinct", "lit",
+            "product", "string_agg_distinct", "sum_distinct", "timestamp_add", "timestamp_diff", "unwrap_udt"}
+
+# calls pipelines make, over s string, b bigint, d double, ts timestamp, tags array<string>, m map<string,string>:
+# validate takes each, and so does Spark's analysis (tests/spark/test_spark_catalog.py)
+COMMON = [
+    "date_format(ts, 'yyyy')", "to_timestamp(s, 'yyyy')", "from_unixtime(b)", "unix_timestamp()",
+    "regexp_extract(s, 'p', 1)", "split(s, ',')", "size(split(s, ','))", "concat(s, s)", "if(b > 1, 'a', 'b')",
+    "nvl(s, 'x')", "round(d, 2)", "cast(s as int)", "current_timestamp()", "date_trunc('hour', ts)", "hour(ts)",
+    "get_json_object(s, '$.a')", "from_json(s, 'a int')", "element_at(m, 'k')", "map_keys(m)",
+    "array_contains(tags, 'x')", "lower(trim(s))", "md5(s)", "sha2(s, 256)", "hash(s, b)", "xxhash64(s)",
+    "substr(s, 1, 3)", "instr(s, 'a')", "locate('a', s)", "lpad(s, 5, '0')", "format_number(b, 2)",
+    "datediff(ts, ts)", "months_between(ts, ts)", "to_date(ts)", "date_add(to_date(ts), 1)", "timestamp_millis(b)",
+    "unix_millis(ts)", "try_cast(s AS int)", "ifnull(s, 'x')", "greatest(b, 1)", "coalesce(b, 0)", "length(s) + 1",
+    "abs(b)", "parse_url(s, 'HOST')", "url_decode(s)", "regexp_replace(s, 'a', 'b')", "rlike(s, 'a')",
+    "date_add(ts, 1)", "array_join(tags, ',')", "concat_ws(',', tags)", "transform(tags, x -> upper(x))",
+    "filter(tags, x -> x != '')", "struct(s, b)", "named_struct('a', s)", "map('a', s)", "array(s, s)",
+    "sequence(1, b)", "slice(tags, 1, 2)", "to_json(struct(s))", "nullif(s, '')", "left(s, 2)", "right(s, 2)",
+    "replace(s, 'a')", "position('a', s)", "trim(BOTH 'x' FROM s)", "substring(s FROM 2)", "extract(year FROM ts)",
+    "ceil(d)", "floor(d)", "pow(d, 2)", "log(d)", "bround(d, 1)", "pmod(b, 3)", "rand()", "uuid()", "base64(s)",
+    "unbase64(s)", "decode(s, 'utf-8')", "encode(s, 'utf-8')", "char_length(s)", "initcap(s)", "reverse(s)",
+    "repeat(s, 2)", "ascii(s)", "make_date(2024, 1, 1)", "weekofyear(ts)", "dayofweek(ts)", "last_day(ts)",
+    "next_day(ts, 'Mon')", "bit_length(s)", "crc32(s)", "format_string('%s', s)", "printf('%s', s)", "sentences(s)",
+    "soundex(s)", "split_part(s, ',', 1)", "startswith(s, 'a')", "endswith(s, 'a')", "contains(s, 'a')",
+    "try_divide(b, 2)", "try_add(b, 1)", "isnull(s)", "isnotnull(s)", "nanvl(d, 0)", "typeof(s)",
+    "date_diff(ts, ts)", "dateadd(ts, 1)", "ilike(s, 'a')", "like(s, 'a')", "luhn_check(s)", "cardinality(tags)",
+    "array_size(tags)", "array_distinct(tags)", "array_sort(tags)", "sort_array(tags)", "flatten(array(tags))",
+    "map_values(m)", "map_contains_key(m, 'a')", "str_to_map(s)", "try_element_at(tags, 1)", "get(tags, 0)",
+    "tags[0]", "m['a']", "variant_get(parse_json(s), '$.a', 'int')", "try_parse_json(s)", "is_valid_utf8(s)",
+    "current_date()", "now()", "e()", "pi()",
+]
+
+
+def common_pipeline(exprs: list[str]) -> str:
+    body = "\n".join(f'      c{i}: "{e}"' for i, e in enumerate(exprs))
+    return f"""name: common
+sources:
+  - id: s0
+    type: file
+    path: ./in
+    format: jsonl
+    schema: {{s: string, b: bigint, d: double, ts: timestamp, tags: "array<string>", m: "map<string,string>"}}
+transforms:
+  - id: d
+    type: derive
+    input: s0
+    columns:
+{body}
+sinks:
+  - {{id: out, type: print, input: d}}
+"""
+
+
+def _pyspark_sql_names() -> set[str]:
+    """The SQL function names pyspark.sql.functions' wrappers call (read from its source: no JVM)."""
+    import pyspark.sql.functions.builtin as builtin
+
+    names = set()
+    for node in ast.walk(ast.parse(Path(builtin.__file__).read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id.startswith("_invoke_function") and node.args and \
+                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+    return names
+
+
+def test_written_from_the_installed_pyspark():
+    assert pyspark_version() == metadata.version("pyspark"), \
+        "run .venv/bin/python scripts/spark_functions.py after a pyspark upgrade"
+
+
+def test_every_sql_function_of_pyspark_is_in_the_catalogue():
+    names = _pyspark_sql_names()
+    assert len(names) > 400
+    assert names - set(catalogue()) == JVM_ONLY
+    assert not JVM_ONLY & set(catalogue())
+
+
+def test_one_source_of_names():
+    assert spark_functions() == frozenset(catalogue())
+    assert len(catalogue()) > 550
+    assert not (Path(__file__).parents[2] / "etl" / "sql" / "spark_functions.txt").exists()
+
+
+@pytest.mark.parametrize("name,arity,takes,refuses", [
+    ("substring", "2,3", [2, 3], [0, 1, 4]),
+    ("coalesce", "1+", [1, 2, 9], [0]),
+    ("concat", "0+", [0, 1, 5], []),
+    ("named_struct", "2n", [2, 4], [0, 1, 3]),
+    ("if", "3", [3], [2, 4]),
+    ("current_date", "0", [0], [1]),
+    ("count", "1+", [1, 3], [0]),
+    ("greatest", "2+", [2, 7], [1]),
+])
+def test_arities(name, arity, takes, refuses):
+    fn = lookup(name)
+    assert fn is not None and fn.arity == arity
+    assert [n for n in takes + refuses if fn.takes(n)] == takes
+
+
+def test_arity_texts():
+    assert lookup("substring").arity_text() == "2 or 3 arguments"
+    assert lookup("upper").arity_text() == "1 argument"
+    assert lookup("coalesce").arity_text() == "1 or more arguments"
+    assert lookup("map").arity_text() == "an even number of arguments (2 or more)"
+
+
+def test_argument_classes_and_results():
+    upper, date_add, abs_, year = lookup("upper"), lookup("date_add"), lookup("abs"), lookup("year")
+    assert upper.refuses(0, "array<string>") and upper.refuses(0, "map<string,int>")
+    assert not upper.refuses(0, "int") and not upper.refuses(0, "string") and not upper.refuses(0, "variant")
+    assert date_add.refuses(1, "bigint") and date_add.refuses(1, "double") and not date_add.refuses(1, "smallint")
+    assert date_add.cast_of_text(1) == "int" and upper.cast_of_text(0) is None
+    assert abs_.refuses(0, "boolean") and abs_.refuses(0, "date") and not abs_.refuses(0, "decimal(10,2)")
+    assert year.refuses(0, "int") and year.cast_of_text(0) == "date"
+    assert (upper.returns, year.returns, lookup("length").returns, lookup("to_date").returns) == \
+        ("string", "int", "int", "date")
+    assert lookup("coalesce").returns == "$1"
+    assert lookup("explode").group == "generator" and lookup("sum").group == "agg" \
+        and lookup("row_number").group == "window" and lookup("range").group == "table"
+
+
+def test_type_classes():
+    assert [type_class(t) for t in ("varchar(10)", "SMALLINT", "decimal(38, 2)", "array<struct<a:int>>",
+                                    "timestamp_ntz", "interval day", "unknown")] == ["s", "i", "n", "a", "t", None,
+                                                                                     None]
+
+
+def test_a_lambda_variable_is_not_the_column_of_its_name(tmp_path):
+    from etl.check import check_file
+
+    (tmp_path / "p.yaml").write_text("""name: l
+sources:
+  - id: s
+    type: file
+    path: ./in
+    format: jsonl
+    schema: {x: "array<string>", tags: "array<string>", m: "map<string,int>"}
+transforms:
+  - id: d
+    type: derive
+    input: s
+    columns:
+      a: "transform(tags, x -> upper(x))"
+      b: "map_filter(m, (k, tags) -> length(tags) > 1)"
+      c: "upper(x)"
+sinks:
+  - {id: out, type: print, input: d}
+""")
+    checked = check_file(tmp_path / "p.yaml")
+    assert [(d.code, d.span.line, d.span.col) for d in checked.report.diagnostics] == [("E102", 15, 17)]
+
+
+def test_common_calls_validate(tmp_path):
+    from etl.check import check_file
+
+    (tmp_path / "p.yaml").write_text(common_pipeline(COMMON))
+    checked = check_file(tmp_path / "p.yaml")
+    assert not checked.report.diagnostics, [d.render() for d in checked.report.diagnostics]
+    assert len(COMMON) == 129
