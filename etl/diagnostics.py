@@ -76,7 +76,8 @@ CODES: dict[str, str] = {
     "E404": "aggregate the window's state engine cannot compute (a nested or complex-typed field, with `emit.early` or `late`)",
     "E405": "file source cannot be read or needs a schema",
     "E406": "generator field cannot be generated",
-    "E407": "connector cannot reach its server, or its Java classes are missing (scripts/setup-java.sh)",
+    "E407": "connector cannot reach its server, or its Java classes are missing (Ivy could not fetch them, or "
+            "scripts/setup-java.sh)",
     "E408": "the checkpoint was drained (`etl run --drain`, `etl drain`): a stateful pipeline needs a new checkpoint",
     "E410": "the checkpoint is in use by a running `etl run` (its pid named): one run per checkpoint",
     "E411": "disk full (ENOSPC, or a quota) where the run writes: its checkpoint, sinks or dead letters",

@@ -209,6 +209,9 @@ SETTINGS: tuple[Setting, ...] = (
             "(etl.runtime.class_archive)", _switch),
     Setting("ETL_JAVA_LIB", "java_lib", "folder", "java/lib of the checkout",
             "the Java artifacts scripts/setup-java.sh fills (connector jars under spark/)", _text),
+    Setting("ETL_IVY_DIR", "ivy_dir", "folder", "ivy/ in the cache folder",
+            "where Spark's Ivy keeps the connector jars `etl run` fetches from Maven Central (spark.jars.packages) "
+            "when ETL_JAVA_LIB has none: fetched once, then used offline", _text),
     Setting("ETL_ROCKETMQ_LOG_DIR", "rocketmq_log_dir", "folder", "(the client's own)",
             "log folder of the RocketMQ C++ client", _text),
     Setting("ETL_NO_SPARK", "no_spark", "on|off", "off",
@@ -260,6 +263,7 @@ class Settings:
     jvm_quick_jit: bool | None = None  # None: auto
     jvm_class_archive: bool = True
     java_lib: str = ""
+    ivy_dir: str = ""  # "": <cache folder>/ivy (etl.runtime.session.ivy_dir)
     rocketmq_log_dir: str | None = None
     no_spark: bool = False
     force_engines: frozenset[str] = frozenset()

@@ -151,6 +151,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.runtime.failure import log_file as run_log
     from etl.runtime.runlog import RunLog
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
+    from etl.runtime import packages
     from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
 
     plan = checked.plan
@@ -175,7 +176,13 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     runlog = RunLog(log)  # what the JVM writes to the log passes the redaction first (a FIFO etl reads)
     try:
         with jvm_stderr_to(Path(runlog.target) if quiet_jvm else None):
-            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=runlog.target, profile=profile)
+            spark = build_session(f"etl-{plan.name}", master, conf, ui=ui, log_file=runlog.target, profile=profile,
+                                  packages=packages.needed(plan.graph))
+    except packages.JarsUnavailable as e:  # Ivy could not fetch the connectors' jars: at the first that needs them
+        control.close()
+        runlog.close()
+        typer.echo(redact(packages.jars_fault(plan.graph, e).diagnostic().render()), err=True)
+        return 1
     except ValueError as e:
         control.close()
         runlog.close()

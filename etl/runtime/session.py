@@ -6,6 +6,7 @@ log4j (WARN, ERROR for chatty loggers), few shuffle partitions on local masters,
 Python workers reached over Unix domain sockets.
 The connector jars of java/lib/spark (Spark's Kafka connector, MariaDB JDBC;
 filled by scripts/setup-java.sh) go on `spark.jars` whenever they are present;
+else the pipeline's `packages` are fetched by Ivy (etl.runtime.packages);
 etl's own jar (etl/compile/jvm.py) goes on the driver's class path.
 """
 
@@ -17,10 +18,12 @@ import shlex
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from etl import settings
 from etl.diskcache import private_tmp
+from etl.runtime.packages import check_launch
+from etl.runtime.packages import launch_conf as packages_conf
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -310,10 +313,12 @@ def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> 
 
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
                   ui: bool = True, log_file: str | None = None, profile: str | None = None,
-                  short: bool = False) -> Any:
+                  short: bool = False, packages: Sequence[str] = ()) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where
     Spark's log lines go besides the console (those about failed tasks and queries only there). `profile`: a
-    set of defaults of PROFILES (light). `short`: a session for a short run (`etl test`: see jit_options)."""
+    set of defaults of PROFILES (light). `short`: a session for a short run (`etl test`: see jit_options).
+    `packages`: Maven coordinates of the connector jars the pipeline needs, fetched when java/lib has none
+    (etl.runtime.packages; JarsUnavailable when they cannot be)."""
     if settings.current().no_spark:
         raise SparkForbidden("ETL_NO_SPARK is on: this process may not start Spark (the fast tests set it)")
     from pyspark import SparkContext
@@ -325,6 +330,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     joined = existing is not None or under_spark_submit()
     local = master is None or master.startswith("local")
     prepare_environment(local=local and not joined)
+    fetch: dict[str, str] = {}  # spark.jars.packages and its Ivy settings, when this process fetches jars
     if not joined:
         builder = builder.master(master or "local[*]")
         launch = dict(LAUNCH_DEFAULTS)
@@ -359,7 +365,10 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
                                                    conf.get("spark.driver.extraClassPath", "")))
         if archive:  # before the user's own options (theirs win)
             launch["spark.driver.extraJavaOptions"] = f"{archive} {launch['spark.driver.extraJavaOptions']}"
-        jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + connector_jars()
+        local_jars = connector_jars()
+        jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + local_jars
+        fetch = packages_conf(packages, conf, bool(local_jars))
+        launch.update(fetch)
         if own and not local:
             jars.append(str(jvm.jar()))
         if jars:
@@ -368,7 +377,11 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
             builder = builder.config(k, v)
     elif master is not None:
         builder = builder.master(master)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except RuntimeError:  # pyspark's JAVA_GATEWAY_EXITED: the launcher exited (Ivy could not fetch `packages`?)
+        check_launch(fetch)
+        raise
     if joined:
         submitted = spark.sparkContext.getConf()
         for k, v in SQL_DEFAULTS.items():

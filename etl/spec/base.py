@@ -204,6 +204,9 @@ class Component(Model):
     `explain_lines()`: what the component does, one short line each, for `etl explain`."""
 
     KIND: ClassVar[str] = ""
+    # Maven coordinates (group:artifact:version) of the JVM jars its builder needs on Spark's classpath: when
+    # java/lib has no connector jars, `etl run` has Spark's Ivy fetch them (spark.jars.packages, etl.runtime.session)
+    JARS: ClassVar[tuple[str, ...]] = ()
     id: Identifier = Field(description="unique id, referenced by other components' inputs")
     type: str
     description: str | None = None

@@ -12,6 +12,11 @@ from etl.spec.endpoints import mysql_problems
 from etl.spec.transport import KafkaSecurity, MySQLTLS, kafka_options_clash
 
 _SRC = "etl.connectors.sources"
+# the versions of java/pom.xml's `spark` profile (tests/unit/test_jars.py compares): Spark's Kafka connector (4.2.0,
+# the newest on Maven Central, runs on pyspark 4.3.0) with the token provider the pom pins, MariaDB Connector/J
+KAFKA_JARS = ("org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+              "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0")
+MYSQL_JARS = ("org.mariadb.jdbc:mariadb-java-client:3.5.11",)
 
 
 @component("source", "file", builder=f"{_SRC}.file:build")
@@ -153,6 +158,7 @@ class _MessageSource(SourceBase):
 
 @component("source", "kafka", builder=f"{_SRC}.kafka:build")
 class KafkaSource(_MessageSource):
+    JARS: ClassVar[tuple[str, ...]] = KAFKA_JARS
     type: Literal["kafka"]
     bootstrap_servers: str
     topics: list[str] | None = None
@@ -198,6 +204,7 @@ class MySQLSource(SourceBase):
     """A MySQL/MariaDB table, read as a dimension table for lookup joins."""
 
     STATIC: ClassVar[bool] = True
+    JARS: ClassVar[tuple[str, ...]] = MYSQL_JARS  # JDBC (else the Python client: etl.connectors.sources.mysql)
     type: Literal["mysql"]
     host: str = "127.0.0.1"
     port: int = 3306

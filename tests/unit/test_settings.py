@@ -137,6 +137,7 @@ def test_the_table_s_defaults_are_the_defaults():
     got = load({"HOME": "/h", "XDG_CACHE_HOME": "/x"})
     descriptive = {"ETL_LOG_LEVEL": "", "ETL_CACHE_DIR": "/x/etl",
                    "ETL_LOOKUP_DIR": "",  # "": the private <tmp>/etl-lookup-<uid>, made where it is used
+                   "ETL_IVY_DIR": "",  # "": <cache folder>/ivy (etl.runtime.packages.ivy_dir)
                    "ETL_JAVA_LIB": str(ROOT / "java" / "lib"), "ETL_ROCKETMQ_LOG_DIR": None,
                    "ETL_FORCE_ENGINES": frozenset(), "ETL_TEST_PARTITION_PAUSE": None, "ETL_TEST_WORKER_CRASH": None}
     for s in settings.SETTINGS:
