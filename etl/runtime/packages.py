@@ -55,9 +55,11 @@ def launch_conf(packages: Iterable[str], conf: Mapping[str, str], local_jars: bo
 
 
 def fetched(coordinate: str, ivy: Path) -> bool:
-    """Ivy resolved `coordinate` into the cache (spark-submit copies each jar to <ivy>/jars/<group>_<artifact>-<v>)."""
-    group, artifact, version = coordinate.split(":")
-    return (ivy / "jars" / f"{group}_{artifact}-{version}.jar").is_file()
+    """Ivy resolved `coordinate` into the cache (spark-submit copies each jar to <ivy>/jars/<group>_<artifact>-<v>),
+    at any version: Ivy's conflict manager takes the latest one asked for (the kafka connector 4.2.0 asks for its
+    token provider 4.2.0, which evicts the 4.0.0 java/pom.xml pins)."""
+    group, artifact, _ = coordinate.split(":")
+    return any((ivy / "jars").glob(f"{group}_{artifact}-*.jar"))
 
 
 def check_launch(launch: Mapping[str, str]) -> None:
