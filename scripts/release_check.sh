@@ -6,11 +6,13 @@
 #   3. a PATH with a Java runtime but no javac/jar (JAVA_HOME unset): etl must not need a JDK
 #   4. `etl --version` (the wheel's version), `etl init` of the filter template, `etl explain` (the target line must
 #      say the packaged jar), `etl run --once` of it, its output checked against the template's data
-#   5. kafka -> filter -> file against the test broker (scripts/release_kafka.py starts and stops it)
+#   5. kafka -> filter -> file against the test broker (scripts/release_kafka.py starts and stops it), without
+#      ETL_JAVA_LIB: the wheel fetches Spark's Kafka connector with spark.jars.packages (Ivy: ~/.m2, then Maven
+#      Central) into an empty ETL_IVY_DIR, which must then hold it
 #   6. nothing was compiled: etl's cache folder holds no javac-built jar
 # Every step fails the check loudly (set -e, a message naming the step); each step's seconds are printed.
-# Needs `make setup setup-java` (the checkout's venv and java/lib: the broker's class path and the Spark Kafka
-# connector, given to the installed etl with ETL_JAVA_LIB). KEEP=1 keeps the temporary folder.
+# Needs `make setup setup-java` (the checkout's venv and java/lib: the broker's class path; the Spark Kafka
+# connector, given to the installed etl with ETL_JAVA_LIB in step 4). KEEP=1 keeps the temporary folder.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,8 +90,11 @@ PY
 done_step "etl run --once of the filter template"
 
 # 5. kafka -> filter -> file
-"$PY" "$ROOT/scripts/release_kafka.py" --etl "$TMP/venv/bin/etl" --workdir "$TMP/kafka" || fail "kafka -> filter -> file"
-done_step "kafka -> filter -> file"
+(unset ETL_JAVA_LIB; ETL_IVY_DIR="$TMP/ivy" "$PY" "$ROOT/scripts/release_kafka.py" --etl "$TMP/venv/bin/etl" \
+    --workdir "$TMP/kafka") || fail "kafka -> filter -> file"
+compgen -G "$TMP/ivy/jars/org.apache.spark_spark-sql-kafka-0-10_2.13-*.jar" >/dev/null \
+    || fail "the Kafka connector was not fetched with spark.jars.packages into ETL_IVY_DIR"
+done_step "kafka -> filter -> file (the Kafka connector fetched by Ivy: $(ls "$TMP/ivy/jars" | tr '\n' ' '))"
 
 # 6. no javac was needed
 if compgen -G "$ETL_CACHE_DIR/jars/etl-jvm-*.jar" >/dev/null; then fail "etl compiled its jar: $(ls "$ETL_CACHE_DIR"/jars)"; fi
