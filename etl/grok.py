@@ -72,6 +72,12 @@ _POSIX_JAVA = {
     "ascii": r"\x00-\x7f",
 }
 _POSIX_RE = re.compile(r"\[:(\^?)([a-z]+):\]")
+# \b and \B as Logstash reads them (Onigmo: Unicode word characters: Alphabetic, marks, decimal digits, connector
+# punctuation, join controls), whatever the JVM's own \b (Java 17: letters, digits, _; 19 and later: ASCII); the
+# literal U+1F130 (a word character already) makes java.util.regex look behind by code point, not by UTF-16 unit
+_WORD_JAVA = "[" + _POSIX_JAVA["word"] + "\\u200C\\u200D\U0001F130]"
+_BOUNDS_JAVA = {"b": "(?:(?<=W)(?!W)|(?<!W)(?=W))".replace("W", _WORD_JAVA),
+                "B": "(?:(?<=W)(?=W)|(?<!W)(?!W))".replace("W", _WORD_JAVA)}
 
 
 @functools.cache
@@ -127,6 +133,7 @@ class GrokPattern:
     java_regex: str
     fields: tuple[GrokField, ...]
     _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    _pieces: tuple[str, ...] = field(repr=False, compare=False, default=())  # the reference's regex, in pieces
 
     @property
     def captures(self) -> tuple[tuple[str, str], ...]:
@@ -138,7 +145,21 @@ class GrokPattern:
 
     @property
     def regex(self) -> re.Pattern:
+        """The reference's regex on ASCII text (``match`` reads other text with ``_unicode``)."""
         return self._compiled
+
+    def search(self, text: str) -> re.Match | None:
+        """The reference's search: Logstash's match of the regex on `text` (its groups: ``fields``' groups)."""
+        return (self._compiled if text.isascii() else self._unicode).search(text)
+
+    @functools.cached_property
+    def _unicode(self) -> re.Pattern:
+        """The reference's regex for non-ASCII text: its word boundaries are Unicode's (``_UNICODE_BOUNDS``)."""
+        w = _word_class()
+        source = "".join(_UNICODE_BOUNDS[p].replace("W", w) if p in _UNICODE_BOUNDS else p for p in self._pieces)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return re.compile(source, _REFERENCE_FLAGS)
 
     def outputs(self, columns: dict[str, str] | None = None, overwrite: tuple[str, ...] = ()) -> tuple["Leaf", ...]:
         """Where each capture goes, as Logstash's grok sets fields (see ``Leaf``). `columns`: the input's
@@ -152,7 +173,7 @@ class GrokPattern:
         `event`: the input's columns that stay (their values; a string one captured again becomes a list).
         A value that does not convert becomes None (the transform makes such a line a dead letter).
         `keep_empty`: Logstash's keep_empty_captures (an empty capture of a string field is '')."""
-        m = self._compiled.search(text)
+        m = self.search(text)
         marks = markers(self)
         if m is None or (marks and all(m.group(self.fields[i].group) is None for i in marks)):
             return None
@@ -376,6 +397,7 @@ class _Emitter:
         self.top = top
         self.py: list[str] = []
         self.java: list[str] = []
+        self.ref: list[str] = []  # the reference's regex (GrokPattern.match): Logstash's meaning on any text
         self.fields: list[GrokField] = []
         self.py_names: dict[str, int] = {}  # python group name -> group number
         self.py_name_of: dict[int, str] = {}  # group number -> python group name
@@ -410,7 +432,7 @@ class _Emitter:
         """Where an error is: the definition being expanded, or the user's pattern."""
         return f"definition of {self.stack[-1]}" if self.stack else repr(self.top)
 
-    def both(self, s: str, j: str | None = None) -> None:
+    def both(self, s: str, j: str | None = None, r: str | None = None) -> None:
         self.size += len(s)
         if self.size > MAX_REGEX_CHARS:  # stop as soon as the cap is passed: expansion stays fast
             top = self.stack[0] if self.stack else None
@@ -420,6 +442,7 @@ class _Emitter:
                                  "define the repeated part once, or write the regex directly")
         self.py.append(s)
         self.java.append(s if j is None else j)
+        self.ref.append(s if r is None else r)
 
     def open_capture(self, name: str, typ: str) -> None:
         if not (_FIELD_RE.match(name) or _FIELD_REF_RE.match(name)):
@@ -501,6 +524,9 @@ class _Emitter:
                 self.pop()
                 self.both(c)
                 i += 1
+            elif c == "^":  # Ruby's: at the start, and after a \n that does not end the text
+                self.both(c, "(?:\\A|^)", "(?:\\A|(?<=\\n)(?!\\Z))")  # Java's multi-line ^ fails on ''
+                i += 1
             elif c == "?" and body.startswith("?*", i) and i > 0 and body[i - 1] not in "(\\":
                 self.both("*")  # Oniguruma 'x?*' == 'x*'; Python and Java reject it
                 i += 2
@@ -528,6 +554,12 @@ class _Emitter:
             return end + 1
         if nxt == "z":  # absolute end of input: Python spells it \Z
             self.both("\\Z", "\\z")
+            return i + 2
+        if nxt == "Z":  # Ruby's and Java's (UNIX_LINES) \Z: at the end, or before a \n that ends the text
+            self.both("\\Z", "\\Z", "(?=\\n?\\Z)")
+            return i + 2
+        if nxt in "bB":  # the reference's piece stays \b (read as Unicode's on non-ASCII text: _UNICODE_BOUNDS)
+            self.both(body[i:i + 2], _BOUNDS_JAVA[nxt])
             return i + 2
         if nxt in "hH":  # Oniguruma hex digit (Java's \h is horizontal space)
             self.both("[0-9a-fA-F]" if nxt == "h" else "[^0-9a-fA-F]")
@@ -681,12 +713,40 @@ def _expand_cached(pattern: str, custom_items: tuple[tuple[str, str], ...], libr
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compiled = re.compile(py, re.ASCII)  # \w \d \s \b: ASCII, as in Oniguruma (Ruby syntax) and Java
+            compiled = re.compile(prefix + "".join(em.ref), _REFERENCE_FLAGS)
     except (re.error, OverflowError, RecursionError) as e:
         raise GrokError(f"grok: pattern {pattern!r} does not compile: {e}") from None
     if compiled.groups != em.groups:  # pragma: no cover - emitter invariant
         raise GrokError(f"grok: internal group count mismatch for {pattern!r}")
-    return GrokPattern(pattern, py, java, tuple(em.fields), compiled)
+    return GrokPattern(pattern, py, java, tuple(em.fields), compiled, (prefix, *em.ref))
+
+
+# The reference's flags: Logstash compiles grok with Regexp::MULTILINE ('.' takes a \n; Ruby's ^ $ are always line
+# anchors: ^ is spelled out by the emitter, $ is Python's multi-line one, before any \n and at the end); \w \d \s
+# are ASCII (Onigmo's Ruby syntax, as in java.util.regex) and so is \b on ASCII text, where it is Unicode's.
+_REFERENCE_FLAGS = re.ASCII | re.DOTALL | re.MULTILINE
+# ... and on non-ASCII text \b is Unicode's (Onigmo: a word character is Alphabetic, a mark, a decimal digit, a
+# connector punctuation or a join control), spelled with lookarounds over that class (W: _word_class())
+_UNICODE_BOUNDS = {"\\b": "(?:(?<=W)(?!W)|(?<!W)(?=W))", "\\B": "(?:(?<=W)(?=W)|(?<!W)(?!W))"}  # as _BOUNDS_JAVA
+
+
+@functools.lru_cache(maxsize=1)
+def _word_class() -> str:
+    """Onigmo's Unicode word characters as one Python class: L, Nl, M, Nd, Pc, U+200C-U+200D and the symbols of
+    Other_Alphabetic (circled and squared letters), from this Python's Unicode data."""
+    import unicodedata
+
+    extra = [(0x200C, 0x200D), (0x24B6, 0x24E9), (0x1F130, 0x1F149), (0x1F150, 0x1F169), (0x1F170, 0x1F189)]
+    keep = {cp for a, b in extra for cp in range(a, b + 1)}
+    runs: list[list[int]] = []
+    for cp in range(0x110000):
+        cat = unicodedata.category(chr(cp))
+        if cat[0] in "LM" or cat in ("Nd", "Nl", "Pc") or cp in keep:
+            if runs and runs[-1][1] == cp - 1:
+                runs[-1][1] = cp
+            else:
+                runs.append([cp, cp])
+    return "[" + "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in runs) + "]"
 
 
 MATCHED = "[@metadata][_etl_matched{}]"  # combine's marker captures (never output: @metadata)

@@ -4,8 +4,8 @@ that writes what the jar reads at run time, with the answers of the Python refer
     rules.json    rule programs (etl.optimize.jvmprogram for one field, etl.optimize.jvmmulti for several), events,
                   and the ids of the rules each event matches (etl.optimize.reference.matched_rules)
     grok.json     grok specs as etl/jvm/Grok.java reads them (etl.compile.transforms.grok.spec_bytes, with and
-                  without the matcher program), lines, and their captures by Python's re with the engines' flags
-                  (ASCII, DOTALL: etl/compile/transforms/grok.py)
+                  without the matcher program), lines, and their captures by the reference (etl.grok's
+                  GrokPattern.search: Logstash's meaning, multi-line messages and Unicode word boundaries included)
     keyhash.json  keys and their 64-bit hashes (etl.compile.keyhash: the lookup store's order)
 
     python scripts/jvm_fixtures.py          rewrite them (review the diff)
@@ -60,7 +60,8 @@ GROK = [
     ("%{SYSLOGTIMESTAMP:ts} %{SYSLOGHOST:host} %{DATA:program}(?:\\[%{POSINT:pid}\\])?: %{GREEDYDATA:message}",
      ["Jan  1 00:00:01 web1 sshd[42]: Accepted password for bob", "Feb 28 12:34:56 db cron: job done",
       "Feb 28 12:34:56 db cron: multi\nline", "Mar 3 1:2:3 h p: m"]),
-    ("%{WORD:a}(?:-%{WORD:b})?", ["x-y", "x", "-", "x-\u00e9t\u00e9"]),
+    ("%{WORD:a}(?:-%{WORD:b})?", ["x-y", "x", "-", "x-\u00e9t\u00e9", "20\u00e99 x"]),
+    ("^%{WORD:a}$", ["x", "x y\nz", "x\n", ""]),
 ]
 
 KEYS = ["", "a", "abcdefg", "abcdefgh", "abcdefghi", "user-0001", "\u00e9t\u00e9", "k\x1fv", "x" * 40]
@@ -95,18 +96,15 @@ def rules_fixture() -> dict[str, Any]:
 
 
 def grok_fixture() -> dict[str, Any]:
-    import re
-
     from etl.compile.transforms.grok import spec_bytes
     from etl.grok import expand
 
     out = []
     for pattern, lines in GROK:
         g = expand(pattern)
-        rx = re.compile(g.python_regex, re.ASCII | re.DOTALL)
         cases = []
         for line in lines:
-            m = rx.search(line)
+            m = g.search(line)
             cases.append({"line": line, "captures": None if m is None else [m.group(f.group) for f in g.fields]})
         out.append({"pattern": pattern, "fields": [f.name for f in g.fields],
                     "spec": spec_bytes(g, program=False).hex(), "spec_with_program": spec_bytes(g).hex(),

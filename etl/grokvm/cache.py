@@ -15,7 +15,9 @@ from pathlib import Path
 
 @functools.lru_cache(maxsize=64)
 def program_bytes(python_regex: str) -> tuple[bytes | None, str | None]:
-    """The program of `python_regex` read with DOTALL (as etl/jvm/Grok.java compiles its regex)."""
+    """The program of `python_regex` read with DOTALL, for lines without a newline: etl/jvm/Grok.java compiles
+    its regex as Logstash reads grok (multi-line: ^ $ are line anchors, \\Z ends before a last \\n), and a line
+    with a \\n is the regex's (a program's fallback byte); on other lines the two meanings are the same."""
     from etl import diskcache
 
     from . import Unsupported, compile_program
@@ -25,7 +27,9 @@ def program_bytes(python_regex: str) -> tuple[bytes | None, str | None]:
     if cached is not None:
         return (cached[1:], None) if cached[:1] == b"P" else (None, cached[1:].decode())
     try:
-        body: bytes | None = compile_program(python_regex, dotall=True).to_bytes()
+        prog = compile_program(python_regex, dotall=True)
+        prog.fallback |= 1 << ord("\n")
+        body: bytes | None = prog.to_bytes()
         why = None
     except Unsupported as e:
         body, why = None, str(e) or type(e).__name__

@@ -15,7 +15,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * Grok in generated code: the captures of an expanded grok pattern on a line, as an array of strings.
  *
- * <p>The result is what a search with java.util.regex gives for the pattern compiled with DOTALL (the leftmost
+ * <p>The result is what a search with java.util.regex gives for the pattern compiled with {@link #FLAGS} (the leftmost
  * match, its groups as the backtracking engine assigns them): three answers, told apart by the array alone
  * (etl/compile/transforms/grok.py reads them so):
  * <ul>
@@ -30,9 +30,13 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>A spec (the plan's binary literal; etl/compile/transforms/grok.py writes it): "EGS1", u32 length + the
  * regex (UTF-8), u16 count + that many u16 group numbers, u32 length + a matcher program of etl/grokvm (0:
  * none), all little endian. When there is a program and the line is ASCII, the program's walker answers first
+ * (a line with a '\n' is among its fallback bytes: the program reads the regex without MULTILINE)
  * (GrokProgram: exact, or "not sure"); the regex answers otherwise.
  */
 public final class Grok {
+    /** Logstash's reading of grok (Ruby's Regexp::MULTILINE): '.' takes a newline, ^ and $ are line anchors, and
+     *  only '\n' ends a line (etl/compile/transforms/grok.py's spark-regexp engine spells them (?smd)). */
+    static final int FLAGS = Pattern.DOTALL | Pattern.MULTILINE | Pattern.UNIX_LINES;
     private static final ConcurrentHashMap<ByteBuffer, Spec> SPECS = new ConcurrentHashMap<>();
     private static final PerTask<byte[], Task> TASKS = new PerTask<>();
     private static final java.util.concurrent.atomic.LongAdder REGEX_LINES = new java.util.concurrent.atomic.LongAdder();
@@ -78,7 +82,7 @@ public final class Grok {
             }
             byte[] rx = new byte[b.getInt()];
             b.get(rx);
-            pattern = Pattern.compile(new String(rx, StandardCharsets.UTF_8), Pattern.DOTALL);
+            pattern = Pattern.compile(new String(rx, StandardCharsets.UTF_8), FLAGS);
             groups = new int[b.getShort() & 0xFFFF];
             for (int k = 0; k < groups.length; k++) groups[k] = b.getShort() & 0xFFFF;
             gaveUp = new GenericArrayData(new Object[groups.length + 1]);

@@ -12,6 +12,8 @@ APACHE = ('127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HT
 
 def _java_as_python(java: str) -> str:
     """Undo the Java-only spellings so Python can run the java_regex and compare groups."""
+    for k, bound in grok._BOUNDS_JAVA.items():  # Logstash's \b spelled out (Unicode on any Java)
+        java = java.replace(bound, "\\" + k)
     return re.sub(r"\(\?:\\(\d+)\)", r"(?:\\\1)", java.replace("\\z", "\\Z"))
 
 

@@ -19,13 +19,9 @@ CASES: dict[str, dict[str, dict]] = YAML(typ="safe").load(
 
 # Where etl's answer is not Logstash's on purpose (README, grok: "Differences from Logstash"): (library, name) ->
 # the reason. The test asserts that the answer does differ, so a fix shows here.
-_DOT = ("Logstash compiles grok with Regexp::MULTILINE (jls-grok): '.' takes a newline, and Ruby's ^ $ are line "
-        "anchors; etl's '.' stops at a newline and ^ $ anchor the whole text: a multi-line message's (.*) differs")
 _INT32 = ("the thread id 140169587934976 is past 32 bits: Logstash's :int is Ruby's to_i (any integer), etl's :int "
           "is a Spark INT, so the line is a dead letter (a value that does not convert; :long takes it)")
 DIFFERS: dict[tuple[str, str], str] = {
-    ("legacy", "JAVALOGMESSAGE"): _DOT,
-    ("legacy", "CATALINALOG"): _DOT,
     ("ecs-v1", "EXIM_INTERFACE"): "the port '+.5' is not an integer: Logstash's :int is Ruby's to_i (0), etl makes "
                                   "the line a dead letter (a value that does not convert)",
     ("ecs-v1", "HTTPD24_ERRORLOG"): _INT32,
@@ -79,3 +75,34 @@ def test_pattern_case(library, name):
     else:
         assert got == case["fields"], case["line"]
         assert miss is None, (case["miss"], miss)
+
+
+# Multi-line messages and Unicode word boundaries as Logstash reads grok (Ruby's Regexp::MULTILINE, Onigmo's
+# Unicode \b; README, Grok): (pattern, line, the fields' groups in order, None when it does not match).
+# tests/spark/test_grok_pattern_cases.py runs them through the JVM matcher.
+LOGSTASH_LINES: list[tuple[str, str, list[str | None] | None]] = [
+    ("^%{WORD:w}$", "a\nb", ["a"]),  # ^ $ are line anchors
+    ("%{GREEDYDATA:x}", "a\nb", ["a\nb"]),  # '.' takes a newline
+    ("^%{WORD:w}$", "a b\nc", ["c"]),  # ^ after a \n
+    ("^(?<x>%{WORD})?$", "", [None]),  # ^ on an empty line (java.util.regex's multi-line ^ alone fails there)
+    ("(?<x>a)\\n^", "a\n", None),  # no ^ after a \n that ends the text
+    ("%{WORD:w}\\Z", "ab\n", ["ab"]),  # \Z: before a last \n
+    ("%{WORD:w}\\z", "ab\n", None),  # \z: the very end
+    ("%{WORD:w}$", "ab\r\n", None),  # only \n ends a line
+    ("%{INT:n}", "x\n12", ["12"]),
+    ("%{WORD:w}", "20\u00e99 x", ["x"]),  # é is a word character for \b (not for \w)
+    ("%{WORD:w}", "e\u0301t x", ["x"]),  # a mark is a word character
+    ("%{WORD:w}", "\u2160x y", ["y"]),  # so is a letter number (Ⅰ: Alphabetic)
+    ("%{WORD:w}", "x\u203fy z", ["z"]),  # and a connector punctuation
+    ("%{WORD:w}", "\U0001d400x y", ["y"]),  # and a letter past the BMP
+    ("%{WORD:w}", "x\u00b2 y", ["x"]),  # an other number (²) is not
+    ("(?<x>a)\\B", "a\u00e9", ["a"]),
+]
+
+
+@pytest.mark.parametrize("pattern, line, groups", LOGSTASH_LINES)
+def test_multi_line_and_unicode_boundaries_as_logstash(pattern, line, groups):
+    g = expand(pattern)
+    m = g.search(line)
+    assert (None if m is None else [m.group(f.group) for f in g.fields]) == groups
+    assert (g.match(line) is None) == (groups is None)

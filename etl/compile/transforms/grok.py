@@ -12,7 +12,7 @@ matching line into MARK + group1 SEP group2 SEP ... (and leaves a non-matching
 line as it is) and a `split` cuts it into fields (lines that contain MARK or SEP
 themselves, control characters rare in text, take a slower exact path: one
 `regexp_extract` per field). Both give the captures of the same regex, searched
-with DOTALL. `:int`/`:float` fields are converted with try_cast.
+as Logstash reads grok (LOGSTASH). `:int`/`:float` fields are converted with try_cast.
 
 A line that does not match, and a field that does not convert, is a failure:
 dead letter (default), dropped, or kept with NULL fields (`on_error`); with `target`
@@ -37,6 +37,9 @@ from etl.compile.deadletter import from_shared
 from etl.graph.model import Node
 from etl.grok import SPARK_TYPES
 
+# Logstash's reading of grok (Ruby's Regexp::MULTILINE) in java.util.regex's inline flags: '.' takes a newline (s),
+# ^ $ are line anchors (m), only \n ends a line (d: UNIX_LINES); etl/jvm/Grok.java compiles with the same FLAGS
+LOGSTASH = "(?smd)"
 SEP = "\u0001"
 MARK = "\u0002"
 # the dead-letter reason of a line on which java.util.regex ran past its step budget (etl/jvm/CountedText.java)
@@ -107,13 +110,13 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
     from etl.compile.deadletter import fence
 
     n = len(g.fields)
+    rx = LOGSTASH + g.java_regex
     if n == 0:  # matched or not, nothing to cut (split would give one empty element)
-        return df.withColumn(name, fence(F.when(line.rlike(g.java_regex), F.array().cast("array<string>"))))
-    search = "(?s)^.*?(?:" + g.java_regex + ").*$"
+        return df.withColumn(name, fence(F.when(line.rlike(rx), F.array().cast("array<string>"))))
+    search = LOGSTASH + "\\A.*?(?:" + g.java_regex + ").*\\z"  # \A \z: the whole line, whatever m does
     replacement = MARK + SEP.join(f"${f.group}" for f in g.fields)
     special = F.contains(line, F.lit(SEP)) | F.contains(line, F.lit(MARK))
-    exact = F.when(line.rlike(g.java_regex),
-                   F.array(*[F.regexp_extract(line, g.java_regex, f.group) for f in g.fields]))
+    exact = F.when(line.rlike(rx), F.array(*[F.regexp_extract(line, rx, f.group) for f in g.fields]))
     packed = F.when(~special, F.regexp_replace(line, F.lit(search), F.lit(replacement)))
     staged = df.withColumns({f"{name}_p": fence(packed), f"{name}_x": F.when(special, exact)})
     p = F.col(f"{name}_p")

@@ -53,8 +53,8 @@ class GrokTest {
                 }
             }
         }
-        assertEquals(2 * 14, lines);
-        assertEquals(2 * 10, matched);
+        assertEquals(2 * 19, lines);
+        assertEquals(2 * 14, matched);
     }
 
     @Test
