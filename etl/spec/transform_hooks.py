@@ -386,9 +386,10 @@ class JoinHooks:
             cx.expr(node, ("condition",), self.condition, None, cx.where(node, "condition"))
             return None
         out = dict(left)  # as etl.compile.joining: left columns, then the right's non-key ones, a name the
-        for k, v in right.items():  # left already uses renamed <right input id>_<name>
+        taken = {c.lower() for c in left}  # left already uses (case-insensitively) renamed <right input id>_<name>
+        for k, v in right.items():
             if k not in self.on:
-                out[f"{re_.src}_{k}" if k in left else k] = v
+                out[f"{re_.src}_{k}" if k.lower() in taken else k] = v
         cx.expr(node, ("condition",), self.condition, out, cx.where(node, "condition"))
         return out
 
