@@ -23,3 +23,20 @@ sinks:
     assert [n for n, _ in checked.graph.columns["j"]] == ["k", "Host", "ts", "b_host", "n", "ts2"]
     assert [(d.code, d.span.line, d.span.col) for d in checked.report.diagnostics] == [("E310", 9, 88)], \
         [d.render() for d in checked.report.diagnostics]
+
+
+def test_a_select_of_two_columns_of_one_name(tmp_path):
+    """Spark's select keeps k and K side by side; a later reference to either is AMBIGUOUS_REFERENCE."""
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: s
+sources:
+  - {id: a, type: file, path: ./a, format: jsonl, schema: {k: string, h: string}}
+transforms:
+  - {id: s, type: select, input: a, fields: ["k", "h", "upper(h) AS K", "H"]}
+sinks:
+  - {id: out, type: print, input: s}
+""")
+    checked = check_file(path)
+    assert [(d.code, d.span.line, d.span.col) for d in checked.report.diagnostics] == [("E104", 5, 56),
+                                                                                         ("E104", 5, 73)], \
+        [d.render() for d in checked.report.diagnostics]
