@@ -49,7 +49,7 @@ CODES: dict[str, str] = {
     "W304": "grok capture replaces an input column of another type (Logstash leaves the column and drops the capture)",
     "E305": "dissect pattern or mapping: a field Logstash refuses, fields without a delimiter between them, a "
             "field a Spark row cannot hold",
-    "E310": "unknown column",
+    "E310": "unknown column, or an unqualified column both sides of a SQL stream join have (ambiguous, as in Flink)",
     "E311": "Spark SQL expression does not parse, or goes past etl's limits (nesting, depth)",
     "W312": "union inputs have different columns",
     "W313": "a jsonl/csv file source without `schema` whose columns validate cannot infer (a remote path, no file "

@@ -15,7 +15,7 @@ DataFrames the way Spark can keep bounded state for:
   any more -- not before. A row that matched is never emitted unmatched.
 
 Output columns: the key columns, the other left columns, the other right
-columns; a right column whose name the left already uses is renamed
+columns; a right column whose name the left already uses (case-insensitively) is renamed
 `<right_prefix><name>` (the compile step passes `<right input id>_`). In right
 and full joins a key column holds the right row's key when the left side is
 missing (`coalesce(left.k, right.k)`).
@@ -72,8 +72,9 @@ def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: An
 
     left_cols = [c for c in left.columns]
     right_cols = [c for c in right.columns if c not in spec.on]
-    renamed = {c: (right_prefix + c if c in left_cols else c) for c in right_cols}
-    clash = [n for n in renamed.values() if n in left_cols or n == LT]
+    taken = {c.lower() for c in left_cols}  # as Spark resolves names: case-insensitively (Host and host clash)
+    renamed = {c: (right_prefix + c if c.lower() in taken else c) for c in right_cols}
+    clash = [n for n in renamed.values() if n.lower() in taken or n == LT]
     if clash:
         raise JoinError(f"right column(s) {', '.join(clash)} still clash after renaming", "inputs")
 

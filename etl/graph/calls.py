@@ -45,6 +45,8 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
         if cols is None:
             continue
         for i, (arg, off) in enumerate(call.args):
+            if not fn.told(i, n):
+                break  # another overload than the one the catalogue probed
             if bound and any(c.lower() in bound for c, _ in parse(arg).columns):
                 continue  # a lambda's variable (x -> upper(x)), not the column of that name
             typ = cx.guess_type(arg, cols)

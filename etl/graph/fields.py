@@ -33,7 +33,7 @@ _ZONE = r"(?:\s*(?:Z|UTC|GMT|UT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?|[A-Za-z]+/[A
 _TIMESTAMP_TEXT = re.compile(rf"\s*{_DATE}(?:[T ]{_TIME}{_ZONE})?\s*")
 _DATE_TEXT = re.compile(rf"\s*{_DATE}(?:[T ].*)?\s*")
 # syntax written like a call that is no function of SHOW FUNCTIONS
-_SYNTAX_CALLS = {"try_cast"}
+_SYNTAX_CALLS = {"try_cast", "timestampadd", "timestampdiff"}  # timestampadd(HOUR, 1, ts)
 
 
 @dataclass(frozen=True)

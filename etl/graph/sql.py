@@ -14,6 +14,7 @@ from typing import Any
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LITERAL_WORDS = {"true", "false", "null"}  # a bare word that is a value, not a column
+_SQLGLOT_ARITY = "The number of provided arguments"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NESTS = re.compile(r"[(\[{~!-]|\b(?:NOT|CASE)\b", re.I)  # what may open a level (etl.load.nesting)
 
@@ -70,7 +71,7 @@ def parse(text: str) -> Parsed:
     if not stripped:
         return Parsed(error=SqlError("empty expression"))
     from sqlglot.dialects.dialect import Dialect
-    from sqlglot.errors import SqlglotError
+    from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 
     from etl.load import nesting
     from etl.sql.dialect import too_deep
@@ -84,7 +85,14 @@ def parse(text: str) -> Parsed:
             line = stripped.count("\n", 0, at) + 1
             return Parsed(error=SqlError(nesting.message("the expression is"), line, at - stripped.rfind("\n", 0, at),
                                          nesting.HINT))
-        trees = [t for t in spark.parser().parse(tokens, stripped) if t is not None]
+        try:
+            trees = [t for t in spark.parser().parse(tokens, stripped) if t is not None]
+        except ParseError as e:
+            if not all(str(x.get("description", "")).startswith(_SQLGLOT_ARITY) for x in e.errors):
+                raise
+            # a number of arguments sqlglot's class for the name does not take (first_value(x, true),
+            # lag(x, 1, 0, true)): Spark's catalogue tells (etl.graph.calls, E012); the extra arguments are dropped
+            trees = [t for t in spark.parser(error_level=ErrorLevel.IGNORE).parse(tokens, stripped) if t is not None]
         if len(trees) > 1:
             return Parsed(error=SqlError("expected one expression, found several statements"))
         tree = trees[0] if trees else None
@@ -102,7 +110,10 @@ def parse(text: str) -> Parsed:
                                      f"one per term), more than etl gives Spark ({nesting.MAX_SPARK_DEPTH}: its "
                                      "planner recurses per level, a chain of 1,500 ANDs overflowed its stack)",
                                      hint=nesting.SPARK_HINT))
-    if isinstance(tree, exp.Query) or not isinstance(tree, (exp.Condition, exp.Alias, exp.Aliases, exp.Star)):
+    # a statement is a query or starts with a statement's keyword (sqlglot gives many expressions classes outside
+    # Condition: from_utc_timestamp(ts, 'UTC') is an AtTimeZone, first_value(x, true) an IgnoreNulls)
+    if isinstance(tree, (exp.Query, exp.Command, exp.Values)) or \
+            tokens[0].token_type in spark.parser_class.STATEMENT_PARSERS:
         return Parsed(error=SqlError("expected an expression, not a statement"))
     cols: list[tuple[str, int]] = []
     paths: list[tuple[tuple[str, ...], int]] = []

@@ -108,6 +108,16 @@ class DeriveHooks:
         return [f"{k} = {v}" for k, v in self.columns.items()]
 
 
+def _one_of_its_name(cx: Any, node: Any, out: Cols, name: str, i: int) -> None:
+    """E104 for a select's second column of a name (case-insensitively, as Spark resolves names): Spark keeps both,
+    a later reference to either is ambiguous (AMBIGUOUS_REFERENCE) and a file sink refuses them."""
+    prior = next((k for k in out if k.lower() == name.lower()), None)
+    if prior is not None:
+        cx.report.error("E104", f"select '{node.id}' gives two columns named {prior!r} and {name!r} (Spark resolves "
+                        "names case-insensitively: a reference to either is ambiguous)", cx.span(node, "fields", i),
+                        f"name one otherwise: ... AS {name}_2")
+
+
 class SelectHooks:
     def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
         cols = cx.first(inputs)
@@ -125,9 +135,11 @@ class SelectHooks:
                 out = None if cols is None else {**out, **cols}
             elif p.bare:
                 src = cx.find(cols, p.name) if cols is not None else None
+                _one_of_its_name(cx, node, out, src or p.name, i)
                 out[src or p.name] = cols[src] if src else "unknown"
             else:
                 cx.internal(node, p.name, cx.span(node, "fields", i))
+                _one_of_its_name(cx, node, out, p.name or text.strip(), i)
                 out[p.name or text.strip()] = cx.guess_type(text, cols)
         if self.fields is None:
             out = None if cols is None else dict(cols)
@@ -386,9 +398,10 @@ class JoinHooks:
             cx.expr(node, ("condition",), self.condition, None, cx.where(node, "condition"))
             return None
         out = dict(left)  # as etl.compile.joining: left columns, then the right's non-key ones, a name the
-        for k, v in right.items():  # left already uses renamed <right input id>_<name>
+        taken = {c.lower() for c in left}  # left already uses (case-insensitively) renamed <right input id>_<name>
+        for k, v in right.items():
             if k not in self.on:
-                out[f"{re_.src}_{k}" if k in left else k] = v
+                out[f"{re_.src}_{k}" if k.lower() in taken else k] = v
         cx.expr(node, ("condition",), self.condition, out, cx.where(node, "condition"))
         return out
 

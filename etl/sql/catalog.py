@@ -57,6 +57,21 @@ class SparkFunction:
             return self.args[i]
         return self.args[-1] if self.args and self.arity.endswith("+") else "*"
 
+    def told(self, i: int, n: int) -> bool:
+        """Whether the classes of argument `i` (0-based) hold in a call of `n` arguments: the script probed them in
+        a call of the fewest arguments past `i`, and an overload further on is another signature
+        (make_timestamp(date, time) and make_timestamp(year, month, day, hour, min, sec): arities 1,2,3,6)."""
+        fixed = sorted(int(p) for p in self.arity.split(",") if p.isdigit())
+        probed = next((k for k in fixed if k > i), None)
+        if probed is None or n == probed:
+            return True
+        run = {probed}
+        for k in fixed + [int(p[:-1]) for p in self.arity.split(",") if p.endswith("+")]:
+            if k - 1 in run or k + 1 in run:
+                run.add(k)
+        return n in run or any(p.endswith("+") and n >= int(p[:-1]) and int(p[:-1]) in run
+                               for p in self.arity.split(","))
+
     def refuses(self, i: int, typ: str) -> bool:
         """Whether Spark's analysis refuses a value of Spark type `typ` as argument `i` (0-based)."""
         cls = type_class(typ)
@@ -116,6 +131,12 @@ _NOT_CALLS = {"in", "exists", "any", "some", "all", "div", "and", "or", "not", "
 _SYNTAX = {"FROM", "FOR", "IN", "AS", "PLACING", "BOTH", "LEADING", "TRAILING", "IGNORE", "RESPECT", "DISTINCT",
            "ALL", "ORDER", "USING", "WITHIN"}
 
+# Spark's grammar (SqlBaseParser: timestampadd, timestampdiff): NAME(unit, a, b) with a unit word is syntax, not the
+# function of that name (date_add(ts, 1)); the units its analyser takes
+_UNIT_CALLS = {"timestampadd", "dateadd", "date_add", "timestampdiff", "datediff", "date_diff"}
+DATETIME_UNITS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DAYOFYEAR", "HOUR", "MINUTE", "SECOND", "MILLISECOND",
+                  "MICROSECOND"}
+
 
 @dataclass(frozen=True)
 class Call:
@@ -150,8 +171,9 @@ def _calls(text: str, toks: list[Any]) -> tuple[Call, ...]:
     known = catalogue()
     out = []
     for i, tok in enumerate(toks[:-1]):
-        if toks[i + 1].token_type != TokenType.L_PAREN or (i > 0 and toks[i - 1].token_type == TokenType.DOT):
-            continue
+        if toks[i + 1].token_type != TokenType.L_PAREN or \
+                (i > 0 and toks[i - 1].token_type in (TokenType.DOT, TokenType.ALIAS, TokenType.DCOLON)):
+            continue  # a field `a.f(`, a type `CAST(x AS decimal(10, 2))`, `x::decimal(10, 2)`
         name = tok.text.lower()
         plain = tok.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
         if name not in known or (not plain and (name in _NOT_CALLS or tok.token_type == TokenType.STRING)):
@@ -177,6 +199,8 @@ def _calls(text: str, toks: list[Any]) -> tuple[Call, ...]:
                 start = t.start
         else:
             continue  # not closed: the parse reports it
+        if name in _UNIT_CALLS and len(args) == 3 and args[0][0].upper() in DATETIME_UNITS:
+            syntax = True  # date_add(HOUR, 1, ts): Spark's timestampadd syntax, not the function date_add
         out.append(Call(tok.text, tok.start + (1 if tok.token_type == TokenType.IDENTIFIER else 0), tuple(args),
                         syntax))
     return tuple(out)

@@ -136,6 +136,7 @@ class Joins:
     def _stream(self, j: exp.Join, left: Rel, right: Rel, alias: str, scope: Scope, base: str, how: str,
                 on: exp.Expression) -> Rel:
         lefts = set(scope.entries)
+        scope.joined.append((frozenset(left.cols or ()), alias.lower(), frozenset(right.cols or ())))
         keys: list[str] = []
         bound: dict[str, float] = {}
         renamed: dict[str, str] = {}  # right key -> the left key's name (t.perform_id = p.id)
@@ -188,7 +189,8 @@ class Joins:
         rename = {}
         cols = None
         if lcols is not None and rcols is not None:
-            rename = {c: (f"{right.id}_{c}" if c in lcols else c) for c in rcols if c not in keys}
+            taken = {c.lower() for c in lcols}  # as etl.compile.joining renames
+            rename = {c: (f"{right.id}_{c}" if c.lower() in taken else c) for c in rcols if c not in keys}
             cols = lcols + [rename[c] for c in rcols if c not in keys]
         for k in keys:
             rename[k] = k

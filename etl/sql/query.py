@@ -41,6 +41,8 @@ class Scope:
     """Relations visible in a query: alias -> (rel, column -> output column)."""
 
     entries: dict[str, tuple[Rel, dict[str, str]]] = field(default_factory=dict)
+    # per stream join: (the left side's columns, the right alias, the right side's columns as its table has them)
+    joined: list[tuple[frozenset[str], str, frozenset[str]]] = field(default_factory=list)
 
     def add(self, alias: str, rel: Rel, rename: dict[str, str] | None = None) -> None:
         self.entries[alias.lower()] = (rel, rename or {})
@@ -263,6 +265,8 @@ class QueryCompiler:
                 new = exp.column(rename.get(n.name, n.name), quoted=n.this.args.get("quoted"))
                 new.this.meta.update(n.this.meta)
                 return new
+            if isinstance(n, exp.Column) and scope.joined and not isinstance(n.this, exp.Star):
+                _unambiguous(self.b, n, scope)
             return n
 
         return self.b.functions.translate(node.transform(fix, copy=False))
@@ -367,6 +371,22 @@ def _struct_field(n: exp.Column, scope: Scope) -> exp.Expression | None:
             col.this.meta.update(n.args["table"].meta)
             return exp.Dot(this=col, expression=n.this)
     return None
+
+
+def _unambiguous(b: Any, n: exp.Column, scope: Scope) -> None:
+    """E310 for an unqualified column both sides of a stream join have (Flink: "Column 'x' is ambiguous"; etl
+    would read the left one's), a join key too; a lambda's variable is none."""
+    up = n.parent
+    while up is not None:
+        if isinstance(up, exp.Lambda) and any(v.name == n.name for v in up.expressions):
+            return
+        up = up.parent
+    for lefts, right, rights in scope.joined:
+        if n.name in lefts and n.name in rights:
+            left = next((a for a, (rel, _) in scope.entries.items() if a != right and n.name in (rel.cols or ())),
+                        "the left side")
+            raise SqlSyntax(f"column '{n.name}' is ambiguous: {left} and {right} both have it", pos(b, n),
+                            f"qualify it: {left}.{n.name} or {right}.{n.name}", "E310")
 
 
 def _is_star(e: exp.Expression) -> bool:

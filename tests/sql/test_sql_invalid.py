@@ -50,6 +50,8 @@ EXPECTED = {
     'hop_windows_per_event': [('E102', 5, 81)],
     'insert_column_list_unknown': [('E310', 4, 23)],
     'insert_columns_mismatch': [('E104', 5, 43)],
+    'join_ambiguous_column': [('E310', 7, 46)],
+    'join_ambiguous_key': [('E310', 7, 24)],
     'join_keys_differ': [('E011', 8, 6)],
     'join_unknown_alias': [('E201', 8, 19)],
     'join_without_time_bound': [('E321', 7, 79)],

@@ -58,3 +58,16 @@ def test_stream_join(joined, how):
     left, right, rows = joined
     got = [{k: v for k, v in r.items() if k != "_how"} for r in rows if r["_how"] == how]
     assert_rows_equal(got, oracle_join(left, right, how, WITHIN_S * 1000))
+
+
+def test_a_right_column_differing_in_case_is_renamed(spark, tmp_path):
+    """Host and host side by side were an ambiguous reference (Spark resolves names case-insensitively): the
+    right one is renamed as validate says (tests/unit/test_join_names.py)."""
+    (tmp_path / "none.json").write_text("[]")
+    read = lambda schema: (spark.readStream.format("etl_test_batches")  # noqa: E731
+                           .option("path", str(tmp_path / "none.json")).option("schema", schema).load())
+    res = stream_join(read("k string, Host string, ts timestamp"), read("k string, host string, ts2 timestamp"),
+                      spec("inner"), EventTime(field="ts", watermark=DELAY_S), EventTime(field="ts2", watermark=DELAY_S),
+                      right_prefix="b_")
+    assert res.renamed == {"host": "b_host", "ts2": "ts2"}
+    assert res.df.columns == ["k", "Host", "ts", "b_host", "ts2"]
