@@ -197,6 +197,21 @@ def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, s
     return _type_of(p.expr, lowered, functions or {})
 
 
+def _field_type(node: Any, cols: dict[str, str]) -> str:
+    """`g.client` (`g.a.b`): a struct column's field, as Spark resolves a qualified name that is no table (a
+    GROK(...) struct, a ROW column); "unknown" when the first part is no struct column of the input."""
+    from etl.graph.types import struct_fields
+
+    parts = [p.name for p in node.parts]
+    typ = cols.get(parts[0].lower())
+    for part in parts[1:]:
+        fields = struct_fields(typ) if typ is not None else None
+        if fields is None:
+            return "unknown"
+        typ = next((t for k, t in fields.items() if k.lower() == part.lower()), None)
+    return typ if typ is not None else "unknown"
+
+
 def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> str:
     """`fns`: the pipeline's functions (lower name -> the type of a call's value)."""
     exp = _exp()
@@ -206,7 +221,9 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
     if isinstance(node, exp.Alias):
         return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Column):
-        return cols.get(node.name.lower(), "unknown") if len(node.parts) == 1 else "unknown"
+        if len(node.parts) == 1:
+            return cols.get(node.name.lower(), "unknown")
+        return _field_type(node, cols)
     if isinstance(node, exp.Cast):  # includes TryCast
         return node.to.sql(dialect="spark").lower()
     if isinstance(node, exp.Literal):
