@@ -311,6 +311,7 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
 
     from etl.compile import DEAD_LETTER
     from etl.compile.context import ERR, PAYLOAD
+    from etl.compile.unions import union_by_name
 
     built = getattr(batch, "built", {}) or {}
     if dead:
@@ -331,10 +332,7 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
         return node.output(None)
     except KeyError:  # labelled outputs only (route): every label's rows
         frames = list((node.outs or {}).values())
-        out = frames[0] if frames else None
-        for f in frames[1:]:
-            out = out.unionByName(f, allowMissingColumns=True)
-        return out
+        return union_by_name(frames) if frames else None
 
 
 def redacted(body: bytes) -> bytes:

@@ -78,9 +78,9 @@ sinks:
 """
 
 
-def test_an_event_time_declared_on_a_transform_is_bounded_too(spark, tmp_path):
-    """The window's own event time: the event dated 9999-12-31 is the window's dead letter (its input row as payload),
-    never in its state, and the drain writes every window and is recorded."""
+def _started_drain(spark, tmp_path) -> tuple[PipelineRun, dict[str, list[dict]]]:
+    """TRANSFORM_TIME started with --drain over an event of 2026 and one dated 9999-12-31; the rows each output
+    got."""
     c = checked(tmp_path, TRANSFORM_TIME)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "0.jsonl").write_text('{"k": "a", "t": "2026-01-01T00:00:01Z"}\n'
@@ -89,6 +89,13 @@ def test_an_event_time_declared_on_a_transform_is_bounded_too(spark, tmp_path):
     r = PipelineRun(c.plan, spark, RunOptions(drain=True, checkpoint=str(tmp_path / "ck"), progress="none",
                                               sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows[o.id])))
     r.start()
+    return r, rows
+
+
+def test_an_event_time_declared_on_a_transform_is_bounded_too(spark, tmp_path):
+    """The window's own event time: the event dated 9999-12-31 is the window's dead letter (its input row as payload),
+    never in its state, and the drain writes every window and is recorded."""
+    r, rows = _started_drain(spark, tmp_path)
     r.wait()
     assert [q.name for q in r.queries] == ["ev", "counts-dead_letters", "counts"]  # as etl explain says
     assert [(w["k"], w["n"]) for w in rows["out"]] == [("a", 1)]
@@ -106,14 +113,7 @@ def test_a_drain_that_leaves_windows_in_state_says_which_and_fails(spark, tmp_pa
     from etl.runtime.runner import RunFailed
 
     monkeypatch.setattr(watermark, "BOUNDED_HORIZON", "9999-12-31T23:59:59Z")
-    c = checked(tmp_path, TRANSFORM_TIME)
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "0.jsonl").write_text('{"k": "a", "t": "2026-01-01T00:00:01Z"}\n'
-                                             '{"k": "far", "t": "9999-12-31T00:00:00Z"}\n')
-    rows: dict[str, list[dict]] = defaultdict(list)
-    r = PipelineRun(c.plan, spark, RunOptions(drain=True, checkpoint=str(tmp_path / "ck"), progress="none",
-                                              sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows[o.id])))
-    r.start()
+    r, rows = _started_drain(spark, tmp_path)
     with pytest.raises(RunFailed) as e:
         r.wait()
     d = e.value.failure.diagnostic()
