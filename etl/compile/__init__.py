@@ -27,10 +27,10 @@ from etl.compile import counts
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import guarding
-from etl.compile.watermark import bound_declared
+from etl.compile.watermark import beyond_rows, bound_declared
 from etl.compile.unions import union_by_name
 from etl.graph.model import Node
-from etl.physical.grouping import STATEFUL, chain, is_root, root_of, streamed
+from etl.physical.grouping import HORIZON, STATEFUL, chain, is_root, needs, root_of, streamed
 
 __all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query", "STATEFUL", "is_root"]
 
@@ -112,12 +112,20 @@ class Compiler:
             inputs = [self.stream(e.src).output(e.label) for e in node.inputs if e.role == "input"]
             inputs, beyond = bound_declared(self.graph, self.ctx.pipeline, node, inputs)  # a transform's event time
             built = self._call(node, inputs)
-            if beyond is not None:  # (a query of their own: etl.physical.failing.dead_stream)
+            if beyond is not None and node_id not in self.horizons:  # (a query of their own: etl.physical.failing.
+                # dead_stream; else its input root's query finds them on each micro-batch: beyond_rows)
                 built.dead_stream = beyond if built.dead_stream is None else built.dead_stream.unionByName(beyond)
             if node.kind == "transform" and self.claims.get(node_id, ("", False))[1]:
                 built = counts.observe_stream(built, node_id)
             self._stream[node_id] = built
         return self._stream[node_id]
+
+    @property
+    def horizons(self) -> dict[str, str]:
+        """node -> the root whose query writes the node's input rows beyond its event time's horizon (etl.physical.
+        failing.horizon_root)."""
+        return {r[0]: q.root for q in self.ctx.physical_plan().queries for o in q.outputs for r in o.refs
+                if r[2] == HORIZON}
 
     def _counted(self, query: str) -> tuple[str, ...]:
         """The transforms whose rows out `query` counts (etl.compile.counts.claims), in graph order."""
@@ -140,6 +148,7 @@ class Compiler:
         """The physical plan's queries, each node compiled with its engines, plus the dead-letter outputs."""
         groups: dict[str, list[Output]] = {}
         queries: list[Query] = []
+        horizons = self.horizons
         for node in self.graph.nodes.values():
             if not streamed(node):
                 # a static table only feeds lookups, which read it themselves (a malformed row fails the
@@ -150,6 +159,8 @@ class Compiler:
                 name = f"{node.id}-dead_letters"
                 queries.append(Query(name, node.id, built.dead_stream, [Output(DEAD_LETTER, (Ref(node.id, None, "dead"),))],
                                      dead_only=True, counted=self._counted(name)))
+            if node.id in horizons:
+                groups.setdefault(horizons[node.id], []).append(Output(DEAD_LETTER, (Ref(node.id, None, HORIZON),)))
             if built.dead is not None:
                 groups.setdefault(self.root_of(node.id), []).append(Output(DEAD_LETTER, (Ref(node.id, None, "dead"),)))
         for qp in self.ctx.physical_plan().queries:  # the sinks' outputs (the builders above told the dead letters)
@@ -172,7 +183,8 @@ class Compiler:
             shared = built.shared is not None
             tail = built.tail if not shared and built.raw is not None else None
             stream = built.shared if shared else built.raw if tail is not None else built.out
-            nodes = list(chain(self.graph, root, [r.node for o in merged for r in o.refs]))
+            nodes = list(chain(self.graph, root, [n for o in merged for r in o.refs
+                                                  for n in needs(self.graph, (r.node, r.label, r.part))]))
             queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(root), tail=tail))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
@@ -204,9 +216,11 @@ class Compiler:
         consumed = {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
         if observed is not None and query.root in per_batch and query.root in consumed:
             observed.observe(built[query.root], query.root)
-        dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs}
+        dead_nodes = {r.node for o in query.outputs if o.is_dead_letter for r in o.refs if r.part != HORIZON}
         read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
         read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
+        read |= {n for o in query.outputs for r in o.refs if r.part == HORIZON
+                 for n in needs(self.graph, (r.node, r.label, r.part))}
         # a stage only its dead letters read here (its rows go on in another query's streaming plan) finds its
         # failing rows only when guarded: no sink's pass would throw on them (etl.compile.guard)
         with guarding(True) if dead_nodes - read else nullcontext():
@@ -234,7 +248,9 @@ class Compiler:
                 uses[e.src] += 1
         for o in query.outputs:
             for r in o.refs:
-                if not (o.is_dead_letter and r.node in splits.values()):
+                if r.part == HORIZON:  # its node's inputs, read once more (beyond_rows)
+                    uses.update(needs(self.graph, (r.node, r.label, r.part)))
+                elif not (o.is_dead_letter and r.node in splits.values()):
                     uses[r.node] += 1
         cached = []
         for entry in shared.values():
@@ -257,7 +273,8 @@ class Compiler:
                 frames[o.id] = built[node_id].shared if observed is None or node_id not in per_batch else \
                     observed.observe_split(built[node_id].shared, node_id)
                 continue
-            parts = [built[r.node].dead if r.part == "dead" else built[r.node].output(r.label) for r in o.refs
+            parts = [self._beyond(r.node, built) if r.part == HORIZON else built[r.node].dead if r.part == "dead"
+                     else built[r.node].output(r.label) for r in o.refs
                      if not (o.is_dead_letter and r.node in splits.values())]
             parts = [p for p in parts if p is not None]  # a stage evaluated unguarded has no dead letters
             if not parts:
@@ -265,6 +282,12 @@ class Compiler:
                 continue
             frames[o.id] = union_by_name(parts)
         return Batch(frames, cached, splits, built, observed)
+
+    def _beyond(self, node_id: str, built: dict[str, Built]) -> Any:
+        """The dead letters of `node_id`'s input rows in this micro-batch beyond its event time's horizon."""
+        node = self.graph.node(node_id)
+        return beyond_rows(self.ctx.pipeline, node, [built[e.src].output(e.label) for e in node.inputs
+                                                     if e.role == "input"])
 
 
 @dataclass

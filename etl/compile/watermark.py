@@ -49,22 +49,47 @@ def bound_declared(graph: Any, pipeline: str, node: Node, inputs: list[Any]) -> 
     """A transform's streaming inputs without the rows whose event time, as the transform declares it (etl.physical.
     failing.declared_event_times), lies beyond the horizon -- live when a source upstream is -- and those rows as
     the transform's dead letters (one streaming frame, None: nothing declared): the same bound as a source's, so
-    they never move its watermark."""
-    from etl.compile.deadletter import as_shared, dead_frame, ok_frame
+    they never move its watermark. (Bounded input: the query of its root finds those rows too, beyond_rows.)"""
+    from etl.compile.deadletter import ok_frame
+
+    live = any(getattr(s.spec, "LIVE", False) for s in graph.upstream_sources(node.id))
+    out, dead = list(inputs), None
+    for i, shared in _declared(pipeline, node, inputs, live, streaming=True):
+        out[i] = ok_frame(shared)
+        dead = _union(dead, shared, pipeline, node.id)
+    return out, dead
+
+
+def beyond_rows(pipeline: str, node: Node, inputs: list[Any]) -> Any:
+    """The dead letters of `node`'s input rows (one micro-batch of bounded input, its root's query) whose declared
+    event time lies beyond the constant horizon: the rows the node's streaming plan drops (bound_declared), the
+    same for every query (etl.physical.failing.horizon_root). None: nothing declared."""
+    dead = None
+    for _, shared in _declared(pipeline, node, inputs, False, streaming=False):
+        dead = _union(dead, shared, pipeline, node.id)
+    return dead
+
+
+def _declared(pipeline: str, node: Node, inputs: list[Any], live: bool, streaming: bool) -> list[tuple[int, Any]]:
+    """(input index, its shared frame with the rows beyond the horizon failed) for each declared event time."""
+    from etl.compile.deadletter import as_shared
     from etl.physical.failing import declared_event_times
 
-    out, dead = list(inputs), None
-    live = any(getattr(s.spec, "LIVE", False) for s in graph.upstream_sources(node.id))
+    out = []
     for i, et in declared_event_times(node):
-        df = out[i] if i < len(out) else None
-        t = dict(df.dtypes).get(et.field) if df is not None and df.isStreaming else None
+        df = inputs[i] if i < len(inputs) else None
+        t = dict(df.dtypes).get(et.field) if df is not None and df.isStreaming == streaming else None
         if t not in NUMERIC + ("timestamp", "timestamp_ntz"):  # (a missing or mistyped column: with_event_time's E320)
             continue
-        shared = _bounded(as_shared(df), et.field, t in NUMERIC, live)
-        out[i] = ok_frame(shared)
-        failed = dead_frame(shared, pipeline, node.id)
-        dead = failed if dead is None else dead.unionByName(failed)
-    return out, dead
+        out.append((i, _bounded(as_shared(df), et.field, t in NUMERIC, live)))
+    return out
+
+
+def _union(dead: Any, shared: Any, pipeline: str, stage: str) -> Any:
+    from etl.compile.deadletter import dead_frame
+
+    failed = dead_frame(shared, pipeline, stage)
+    return failed if dead is None else dead.unionByName(failed)
 
 
 def horizon(live: bool) -> tuple[Any, str]:

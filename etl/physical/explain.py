@@ -9,6 +9,9 @@ from etl.physical.model import PhysicalPlan, QueryPlan
 from etl.plan.explain import _fill
 
 
+PARTS = {"dead": " (dead letters)", "horizon": " (input rows beyond its event time's horizon)"}
+
+
 def _query(q: QueryPlan) -> list[str]:
     head = {"root": f"query {q.name}: streaming from {q.root}",
             "union": f"query {q.name}: streaming over the union of its inputs",
@@ -17,8 +20,7 @@ def _query(q: QueryPlan) -> list[str]:
     if q.nodes:
         out.extend(_fill("per micro-batch: " + ", ".join(q.nodes), "    ", "      "))
     for o in q.outputs:
-        refs = ", ".join(n + (f".{lab}" if lab else "") + (" (dead letters)" if part == "dead" else "")
-                         for n, lab, part in o.refs)
+        refs = ", ".join(n + (f".{lab}" if lab else "") + PARTS.get(part, "") for n, lab, part in o.refs)
         out.extend(_fill(f"writes {o.id} <- {refs}", "    ", "      "))
     return out
 

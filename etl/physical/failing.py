@@ -8,7 +8,9 @@ expression (derive columns, select expressions, filter `expr`, route
 conditions, window `having`; etl.compile.guard), rule programs that may leave
 a row undecided (Python `re` past its budget), and the state engine's late
 events. A window grouping by an expression writes the rows on which it throws
-through a query of its own. The run-equals-explain test holds compile to this.
+through a query of its own; so does a transform declaring an event time behind a live
+source, for its input rows beyond the horizon (over bounded input its input's root's
+query finds them: horizon_root). The run-equals-explain test holds compile to this.
 """
 
 from __future__ import annotations
@@ -70,9 +72,31 @@ def declared_event_times(node: Node) -> list[tuple[int, Any]]:
 
 def dead_stream(node: Node, graph: Graph) -> bool:
     """A window grouping by an expression: the rows on which it throws get a query of their own; so do the rows of a
-    transform's input whose declared event time lies beyond the horizon."""
-    if declared_event_times(node):
+    transform's input whose declared event time lies beyond the horizon, unless the query of its input's root
+    finds them (horizon_root)."""
+    if _groups_by_expression(node, graph):
         return True
+    return bool(declared_event_times(node)) and horizon_root(node, graph) is None
+
+
+def horizon_root(node: Node, graph: Graph) -> str | None:
+    """The root whose query writes the rows of `node`'s input beyond its declared event time's horizon, found on
+    each of its micro-batches (etl.compile.watermark.beyond_rows), or None: they need a query of their own. Only
+    for bounded input (no live source upstream): its horizon is a constant, so the root's query and the node's
+    streaming plan (which drops those rows) decide each row alike; a live source's horizon is the micro-batch's
+    time, which two queries do not share. The node's inputs must all come from that one root, and the node must
+    not also group by an expression (whose failed rows take the query of their own)."""
+    from etl.physical.grouping import root_of
+
+    if not declared_event_times(node) or _groups_by_expression(node, graph):
+        return None
+    if any(getattr(s.spec, "LIVE", False) for s in graph.upstream_sources(node.id)):
+        return None
+    roots = {root_of(graph, e.src) for e in node.inputs if e.role == "input"}
+    return roots.pop() if len(roots) == 1 else None
+
+
+def _groups_by_expression(node: Node, graph: Graph) -> bool:
     if node.type != "window":
         return False
     ins = graph.input_columns(node.id)

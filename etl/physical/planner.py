@@ -15,7 +15,7 @@ from typing import Any
 
 from etl.graph.model import Graph, Node
 from etl.physical.engines import Subject, engines
-from etl.physical.failing import dead_stream, fails, undecided_of
+from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
 from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, query_of, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
@@ -187,7 +187,9 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
             undecided[m.id] = any(undecided_of(programs[x.id]) for x in members)
     failing = frozenset(n.id for n in graph.nodes.values() if streamed(n) and fails(
         n, graph, {c.aspect: c.engine for c in engines[n.id]}, undecided.get(n.id, False)))
-    queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values() if dead_stream(n, graph)))
+    horizons = {n.id: r for n in graph.nodes.values() if streamed(n) and (r := horizon_root(n, graph)) is not None}
+    queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values() if dead_stream(n, graph)),
+                            horizons)
     in_stream = _in_streams(graph, queries)
     in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}

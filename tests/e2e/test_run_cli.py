@@ -40,7 +40,7 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
     session = [x for x in loaded.read_text().splitlines() if " org.apache.spark.sql.classic.SparkSession " in x]
     assert session and session[0].endswith("source: shared objects file (top)"), session
     progress = [json.loads(x) for x in err.splitlines() if x.startswith("{")]
-    assert {r["query"] for r in progress} == {"access", "per_minute", "per_minute-dead_letters"}  # dead letters of grok; the window; the rows beyond its event time's horizon
+    assert {r["query"] for r in progress} == {"access", "per_minute"}  # grok's dead letters and the rows beyond the window's event-time horizon; the window
     assert sum(r["input_rows"] for r in progress if r["query"] == "per_minute") == 400
     assert sum(r["written"].get("counts", 0) for r in progress) > 0
     assert all({"batch", "input_rows_per_s", "dead_letters", "watermark", "state_rows", "duration_ms"} <= r.keys()
@@ -230,7 +230,7 @@ def test_a_run_killed_by_sigkill_leaves_no_secret_in_its_log(tmp_path):
         'columns: {h: "hang(name)"}', """columns: {h: "hang(name)", t: "'{{ env('API_TOKEN') }}'"}"""))
     mark = tmp_path / "called"
     env = {**os.environ, "HANG_MARK": str(mark), "API_TOKEN": token, "ETL_FUNCTION_TIMEOUT_S": "3600"}
-    p = etl("run", "p.yaml", "--progress", "plain", cwd=tmp_path, env=env)
+    p = etl("run", "p.yaml", "--progress", "plain", cwd=tmp_path, env=env, start_new_session=True)
     deadline = time.monotonic() + 300
     while not mark.exists():
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1][-3000:]
@@ -241,6 +241,10 @@ def test_a_run_killed_by_sigkill_leaves_no_secret_in_its_log(tmp_path):
         said = [ln for f in logs.glob("etl-run-*.log") for ln in f.read_text().splitlines() if "worker sees" in ln]
         time.sleep(0.1)
     p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    # what a supervisor does next (systemd kills the unit's cgroup): the JVM and its Python workers, orphaned, hold
+    # this test's pipes until they notice the end of their stdin, which a loaded machine can delay past a minute
+    os.killpg(p.pid, signal.SIGKILL)
     p.communicate(timeout=60)
     assert said == ["worker sees ***"], said
     assert [f.name for f in logs.iterdir() if f.is_file() and token.encode() in f.read_bytes()] == []  # (not the FIFO)

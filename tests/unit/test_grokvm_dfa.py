@@ -145,9 +145,9 @@ def test_ignorecase_literals_and_unicode_folding():
 
 
 def test_combined_apache_program_size_and_compile_time():
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     prog = compile_program(expand("%{COMBINEDAPACHELOG}").python_regex)
-    assert time.perf_counter() - t0 < 5
+    assert time.process_time() - t0 < 5
     st_ = prog.stats()
     assert st_["ngroups"] == 12 and st_["ndfas"] <= 25 and max(st_["states"]) < 1000
     assert st_["total_table_bytes"] < 100_000 and st_["tree_nodes"] < 120

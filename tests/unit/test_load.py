@@ -202,9 +202,9 @@ def test_alias_bomb_is_a_diagnostic():
     for i in range(1, 12):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
     r = Report()
-    t = time.perf_counter()
+    t = time.process_time()
     assert parse_yaml("\n".join(lines) + "\n", "f.yaml", r) is None
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 2
     assert [(d.code, d.message) for d in r.errors] == [("E001", "YAML aliases expand to too many values")]
 
 

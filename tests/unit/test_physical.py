@@ -173,3 +173,42 @@ def test_the_physical_package_imports_no_pyspark():
             f"physical_plan(check_file({str(ROOT / 'tests/fixtures/valid/rules_and_grok.yaml')!r}, programs=True).plan,"
             " Target()); assert 'pyspark' not in sys.modules, 'pyspark imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+HORIZON = """
+name: p
+sources: [{id: s, type: SOURCE, path: in, format: jsonl, schema: {k: string, t: string}}]
+transforms:
+  - {id: d, type: derive, input: s, columns: {ts: "to_timestamp(t)"}}
+  - id: w
+    type: window
+    input: d
+    kind: tumbling
+    size: 10s
+    group_by: [k]
+    aggregates: [{fn: count, as: n}]
+    event_time: {field: ts, watermark: 1s}
+sinks: [{id: o, type: print, input: w}]
+"""
+
+
+@pytest.mark.parametrize("source,queries", [
+    # bounded input: the horizon is a constant, so the source's query finds the window's input rows beyond it
+    ("file", [("s", ("d",), [("o", ()), ("dead_letter", (("s", None, "dead"), ("d", None, "dead"),
+                                                            ("w", None, "horizon")))])]),
+    # a live source: the horizon is the micro-batch's time, which only the window's own queries share
+    ("kafka", [("s", ("d",), [("dead_letter", (("s", None, "dead"), ("d", None, "dead")))]),
+               ("w-dead_letters", (), [("dead_letter", (("w", None, "dead"),))])]),
+])
+def test_the_rows_beyond_a_declared_event_time_s_horizon_are_found_by_the_query_that_reads_them(
+        tmp_path, source, queries):
+    text = HORIZON.replace("SOURCE", source)
+    if source == "kafka":
+        text = text.replace("path: in, format: jsonl", "bootstrap_servers: \"127.0.0.1:9092\", topics: [t], format: json")
+    pp = _plan(_write(tmp_path, text))
+    got = [(q.name, q.nodes, [(o.id, o.refs) for o in q.outputs]) for q in pp.queries if q.name != "w"]
+    want = [(n, nodes, [(o, refs) for o, refs in outs if o != "o"]) for n, nodes, outs in queries]
+    assert got == want
+    assert [(o.id, o.refs) for q in pp.queries if q.name == "w" for o in q.outputs] == [("o", (("w", None, "out"),))]
+    text = " ".join(explain_physical(pp).split())
+    assert ("w (input rows beyond its event time's horizon)" in text) == (source == "file")

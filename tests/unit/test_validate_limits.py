@@ -60,9 +60,9 @@ def test_messages(name, message):
 
 
 def test_grok_bomb_is_fast():
-    t = time.perf_counter()
+    t = time.process_time()
     assert [d.code for d in _diags("grok_bomb_31.yaml")] == ["E302"]
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 5
 
 
 # ---------------------------------------------------------------------- linear graph build
@@ -92,9 +92,9 @@ def test_cycle_reported_once_with_its_path():
     p = _Pipeline([_Spec("s", "generator")], [_Spec(f"d{i}", "union", [f"d{(i + 1) % n}"]) for i in range(n)],
                   [_Spec("out", "print", ["d0"])])
     report = Report()
-    t = time.perf_counter()
+    t = time.process_time()  # (CPU seconds: a loaded machine's wall clock says nothing of the algorithm)
     graph = build_graph(p, None, report)
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 5
     assert [d.code for d in report.diagnostics] == ["E202"]
     assert report.diagnostics[0].message == ("cycle in the pipeline: d4999 -> d4998 -> d4997 -> d4996 -> d4995 -> "
                                              "d4994 -> d4993 -> d4992 -> d4991 -> d4990 -> ... (4990 more) -> d4999")
@@ -106,9 +106,9 @@ def test_ten_thousand_unknown_inputs_in_seconds():
     p = _Pipeline([_Spec(f"s{i}", "generator") for i in range(n)],
                   [_Spec(f"t{i}", "union", [f"s{i}x"]) for i in range(n)], [_Spec("out", "print", ["t0"])])
     report = Report()
-    t = time.perf_counter()
+    t = time.process_time()
     build_graph(p, None, report)
-    assert time.perf_counter() - t < 20
+    assert time.process_time() - t < 20
     e201 = [d for d in report.diagnostics if d.code == "E201"]
     assert len(e201) == n and e201[7].hint == "did you mean 's7'?"
 
@@ -120,9 +120,9 @@ def test_upstream_sources_shared_along_chains():
                                                        for i in range(n)],
                   [_Spec(f"o{i}", "print", [f"d{i}"]) for i in range(n)])
     graph = build_graph(p, None, Report())
-    t = time.perf_counter()
+    t = time.process_time()
     assert all([s.id for s in graph.upstream_sources(f"o{i}")] == ["a", "b"] for i in range(n))
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 2
     assert graph.upstream_sources("a") == []
 
 
@@ -130,10 +130,10 @@ def test_suggester_agrees_with_did_you_mean_on_small_lists_and_scales():
     small = ["alpha", "beta", "gamma"]
     assert Suggester(small).hint("alpah") == did_you_mean("alpah", small) == "did you mean 'alpha'?"
     big = Suggester([f"source_{i}" for i in range(20_000)] + ["clickstream"])
-    t = time.perf_counter()
+    t = time.process_time()
     assert big.hint("clikstream") == "did you mean 'clickstream'?"
     assert big.hint("source_1234x") == "did you mean 'source_1234'?"
-    assert time.perf_counter() - t < 1
+    assert time.process_time() - t < 1
     assert big.listing(3) == "clickstream, source_0, source_1, ..."
 
 
@@ -152,9 +152,9 @@ transforms:
 sinks:
   - {{id: o, type: print, input: s2}}
 """)
-    t = time.perf_counter()
+    t = time.process_time()
     report = check_file(path, environ={}).report
-    assert time.perf_counter() - t < 30
+    assert time.process_time() - t < 30
     e310 = [d for d in report.diagnostics if d.code == "E310"]
     assert len(e310) == n + 1
     assert [d.hint for d in e310 if "'lastcl'" in d.message] == ["did you mean 'lastcol'?"]
@@ -180,9 +180,9 @@ def test_schema_width_cap(tmp_path, monkeypatch, n, limit, expected):
     path.write_text(f"name: wide\nsources:\n  - id: k\n    type: file\n    path: in\n    format: jsonl\n"
                     f"    schema: {{{cols}}}\ntransforms:\n  - {{id: d, type: derive, input: k, columns: {{x: c1}}}}\n"
                     "sinks:\n  - {id: o, type: print, input: d}\n")
-    t = time.perf_counter()
+    t = time.process_time()
     report = check_file(path, environ={}).report
-    assert time.perf_counter() - t < 30
+    assert time.process_time() - t < 30
     assert [f"{d.code} {d.span.line}:{d.span.col}" for d in report.sorted()] == expected
     if expected:
         cap, what = int(limit or 10_000), ("source 'k'", n) if n > int(limit or 10_000) else ("transform 'd'", n + 1)
