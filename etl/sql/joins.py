@@ -44,7 +44,7 @@ class Joins:
             if how not in ("inner", "left"):
                 raise SqlSyntax(f"a dimension table join is JOIN or LEFT JOIN, not {side} JOIN", pos(self.b, j),
                                 code="E011")
-            self._processing_time(target.args["version"], scope)
+            self._processing_time(target.args["version"], scope, target.name)
             return self._lookup(j, target, left, scope, base, how, on)
         qc = self.b.queries
         if isinstance(target, exp.Subquery):
@@ -76,7 +76,7 @@ class Joins:
             return None
         return cast(exp.Expression, exp.and_(*rest, copy=False))
 
-    def _processing_time(self, version: exp.Expression, scope: Scope) -> None:
+    def _processing_time(self, version: exp.Expression, scope: Scope, table: str) -> None:
         """`FOR SYSTEM_TIME AS OF` PROCTIME() or the probe side's PROCTIME() column: a lookup of the table's current
         rows. An event-time AS OF (Flink: the version of the PRIMARY KEY table valid at the probe row's time) is
         refused: a lookup would join every version of the row."""
@@ -89,9 +89,11 @@ class Joins:
             if entry is not None and entry[0].proctime is not None and entry[0].proctime.lower() == at.name.lower():
                 return
         raise SqlSyntax(f"FOR SYSTEM_TIME AS OF {at.sql(dialect='spark')}: an event-time temporal join (the version "
-                        "valid at the row's time) is not supported", pos(self.b, at),
-                        "join the table's current rows: FOR SYSTEM_TIME AS OF PROCTIME() (or the stream's "
-                        "`pt AS PROCTIME()` column)", "E011")
+                        f"of '{table}' valid at the row's time) is not supported: a Spark stream join keeps the "
+                        "other side's rows for a time bound, not each key's latest version", pos(self.b, at),
+                        "for the table's current rows write FOR SYSTEM_TIME AS OF PROCTIME() (or the stream's "
+                        "`pt AS PROCTIME()` column): a lookup when the row arrives, not the version at its time",
+                        "E011")
 
     def _sides(self, scope: Scope, col: exp.Column, left: set[str], right_alias: str) -> str:
         q = (col.table or "").lower()
@@ -187,6 +189,17 @@ class Joins:
         if not keys:
             raise SqlSyntax("a stream join needs at least one key equality (a.k = b.k)", pos(self.b, on), code="E104")
         if bound.lo is None or bound.hi is None:
+            ttl = self.b.settings.get("state-ttl")
+            if ttl is not None:
+                from etl.sql.window import flink_duration
+
+                every = _interval_text(flink_duration(str(ttl[0])) or 0)
+                raise SqlSyntax(f"a regular join (no time bound) kept by SET 'table.exec.state.ttl' = '{ttl[0]}' is "
+                                "not supported: Flink joins each row with the other side's rows stored in the last "
+                                f"{ttl[0]} of processing time (the state TTL), etl's stream join bounds its state "
+                                "by event time", pos(self.b, on), "bound it by event time, an interval join: AND "
+                                f"b.ts BETWEEN a.ts - {every} AND a.ts + {every} (rows further apart in event time "
+                                "do not join)", "E321")
             raise SqlSyntax("a stream join needs a time bound: AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
                             "AND a.ts + INTERVAL '1' MINUTE", pos(self.b, on), code="E321")
         if bound.lo > bound.hi or (bound.lo == bound.hi and (bound.lo_open or bound.hi_open)):
@@ -293,6 +306,14 @@ class Joins:
         for op, value in parts:
             bound.add(op, value)
         return True
+
+
+def _interval_text(secs: float) -> str:
+    """Flink's interval literal of a number of seconds: INTERVAL '1' HOUR, INTERVAL '90' SECOND."""
+    for unit, size in (("DAY", 86400), ("HOUR", 3600), ("MINUTE", 60), ("SECOND", 1)):
+        if secs >= size and secs % size == 0:
+            return f"INTERVAL '{int(secs // size)}' {unit}"
+    return f"INTERVAL '{secs:g}' SECOND"
 
 
 OPS: dict[type, str] = {exp.EQ: "=", exp.GTE: ">=", exp.GT: ">", exp.LTE: "<=", exp.LT: "<"}
