@@ -25,6 +25,7 @@ from etl.sql.where import conjuncts
 class Joins:
     def __init__(self, builder: Any):
         self.b = builder
+        self.sizes: dict[str, float] = {}  # node id -> its window join side's window size (etl.sql.window_join)
 
     def join(self, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
         if isinstance(j.this, exp.Lateral):
@@ -47,6 +48,11 @@ class Joins:
             self._processing_time(target.args["version"], scope, target.name)
             return self._lookup(j, target, left, scope, base, how, on)
         qc = self.b.queries
+        from etl.sql.window_join import window_alias, window_side
+
+        windowed = window_side(qc, target, None, base) if left.id in self.sizes else None
+        if windowed is not None:
+            return self._stream(j, left, windowed, window_alias(target) or windowed.id, scope, base, how, on)
         if isinstance(target, exp.Subquery):
             right = qc.compile(target.this, base)
             alias = target.alias or right.id
@@ -188,6 +194,12 @@ class Joins:
             extra.append(c)
         if not keys:
             raise SqlSyntax("a stream join needs at least one key equality (a.k = b.k)", pos(self.b, on), code="E104")
+        from etl.sql.window_join import window_bound
+
+        size = window_bound(self.b, keys, (self.sizes.get(left.id), self.sizes.get(right.id)), on,
+                            bound.lo is not None or bound.hi is not None)
+        if size is not None:  # two rows of one tumbling window are less than its size apart
+            bound.lo, bound.hi = -size, size
         if bound.lo is None or bound.hi is None:
             ttl = self.b.settings.get("state-ttl")
             if ttl is not None:

@@ -109,9 +109,15 @@ class QueryCompiler:
         scope = Scope()
         where = q.args.get("where")
         where = where.this if where is not None else None
-        _no_window_join(self.b, frm.this, q.args.get("joins") or [])
+        from etl.sql.window_join import window_side
+
+        windowed = window_side(self, frm.this, scope, base) if q.args.get("joins") else None
+        if windowed is None:
+            _no_window_join(self.b, frm.this, q.args.get("joins") or [])
         if rn_item is not None:
             (rel, where), tvf = compile_dedupe(self, q, frm.this, rn_item, scope, base), None
+        elif windowed is not None:
+            rel, tvf = windowed, None
         else:
             rel, tvf = self._from(frm.this, scope, base)
         joins = q.args.get("joins") or []
