@@ -12,7 +12,7 @@ ones (renamed `<right id>_<name>` where the left uses the name), as etl.compile.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from sqlglot import exp
 
@@ -25,6 +25,7 @@ from etl.sql.where import conjuncts
 class Joins:
     def __init__(self, builder: Any):
         self.b = builder
+        self.sizes: dict[str, float] = {}  # node id -> its window join side's window size (etl.sql.window_join)
 
     def join(self, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
         if isinstance(j.this, exp.Lateral):
@@ -44,9 +45,14 @@ class Joins:
             if how not in ("inner", "left"):
                 raise SqlSyntax(f"a dimension table join is JOIN or LEFT JOIN, not {side} JOIN", pos(self.b, j),
                                 code="E011")
-            self._processing_time(target.args["version"], scope)
+            self._processing_time(target.args["version"], scope, target.name)
             return self._lookup(j, target, left, scope, base, how, on)
         qc = self.b.queries
+        from etl.sql.window_join import window_alias, window_side
+
+        windowed = window_side(qc, target, None, base) if left.id in self.sizes else None
+        if windowed is not None:
+            return self._stream(j, left, windowed, window_alias(target) or windowed.id, scope, base, how, on)
         if isinstance(target, exp.Subquery):
             right = qc.compile(target.this, base)
             alias = target.alias or right.id
@@ -57,7 +63,26 @@ class Joins:
             raise SqlSyntax("unsupported JOIN target", pos(self.b, target), code="E011")
         return self._stream(j, left, right, alias, scope, base, how, on)
 
-    def _processing_time(self, version: exp.Expression, scope: Scope) -> None:
+    def comma(self, j: exp.Join, where: exp.Expression | None) -> exp.Expression | None:
+        """`FROM a, b WHERE a.k = b.k AND ...` (Flink's interval join example) is `a JOIN b ON` the WHERE
+        conditions that read b; the others stay in WHERE (the same rows: an inner join)."""
+        if (j.kind or "").upper() != "CROSS" or j.args.get("on") is not None or isinstance(j.this, exp.Lateral) \
+                or where is None:
+            return where
+        alias = (j.this.alias or (j.this.name if isinstance(j.this, exp.Table) else "")).lower()
+        on: list[exp.Expression] = []
+        rest: list[exp.Expression] = []
+        for c in conjuncts(where):
+            (on if any((col.table or "").lower() == alias for col in c.find_all(exp.Column)) else rest).append(c)
+        if not on:
+            return where
+        j.set("kind", None)
+        j.set("on", exp.and_(*on, copy=False))
+        if not rest:
+            return None
+        return cast(exp.Expression, exp.and_(*rest, copy=False))
+
+    def _processing_time(self, version: exp.Expression, scope: Scope, table: str) -> None:
         """`FOR SYSTEM_TIME AS OF` PROCTIME() or the probe side's PROCTIME() column: a lookup of the table's current
         rows. An event-time AS OF (Flink: the version of the PRIMARY KEY table valid at the probe row's time) is
         refused: a lookup would join every version of the row."""
@@ -70,9 +95,11 @@ class Joins:
             if entry is not None and entry[0].proctime is not None and entry[0].proctime.lower() == at.name.lower():
                 return
         raise SqlSyntax(f"FOR SYSTEM_TIME AS OF {at.sql(dialect='spark')}: an event-time temporal join (the version "
-                        "valid at the row's time) is not supported", pos(self.b, at),
-                        "join the table's current rows: FOR SYSTEM_TIME AS OF PROCTIME() (or the stream's "
-                        "`pt AS PROCTIME()` column)", "E011")
+                        f"of '{table}' valid at the row's time) is not supported: a Spark stream join keeps the "
+                        "other side's rows for a time bound, not each key's latest version", pos(self.b, at),
+                        "for the table's current rows write FOR SYSTEM_TIME AS OF PROCTIME() (or the stream's "
+                        "`pt AS PROCTIME()` column): a lookup when the row arrives, not the version at its time",
+                        "E011")
 
     def _sides(self, scope: Scope, col: exp.Column, left: set[str], right_alias: str) -> str:
         q = (col.table or "").lower()
@@ -138,9 +165,15 @@ class Joins:
         lefts = set(scope.entries)
         scope.joined.append((frozenset(left.cols or ()), alias.lower(), frozenset(right.cols or ())))
         keys: list[str] = []
-        bound: dict[str, float] = {}
+        bound = _Bound()
+        extra: list[exp.Expression] = []  # conditions besides the keys and the closed bound: the join's `condition`
         renamed: dict[str, str] = {}  # right key -> the left key's name (t.perform_id = p.id)
+        times = (left.event_time, right.event_time)
         for c in conjuncts(on):
+            if self._bound(c, scope, lefts, alias, times, bound):
+                if isinstance(c, (exp.GT, exp.LT)):
+                    extra.append(c)  # a strict end: the closed bound keeps the state, the condition the rows
+                continue
             if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column):
                 a, b_ = c.this, c.expression
                 sides = (self._sides(scope, a, lefts, alias), self._sides(scope, b_, lefts, alias))
@@ -158,15 +191,35 @@ class Joins:
                     renamed[b_.name] = a.name
                 keys.append(a.name)
                 continue
-            self._bound(c, scope, lefts, alias, bound)
+            extra.append(c)
         if not keys:
             raise SqlSyntax("a stream join needs at least one key equality (a.k = b.k)", pos(self.b, on), code="E104")
-        if "lo" not in bound or "hi" not in bound:
+        from etl.sql.window_join import window_bound
+
+        size = window_bound(self.b, keys, (self.sizes.get(left.id), self.sizes.get(right.id)), on,
+                            bound.lo is not None or bound.hi is not None)
+        if size is not None:  # two rows of one tumbling window are less than its size apart
+            bound.lo, bound.hi = -size, size
+        if bound.lo is None or bound.hi is None:
+            ttl = self.b.settings.get("state-ttl")
+            if ttl is not None:
+                from etl.sql.window import flink_duration
+
+                every = _interval_text(flink_duration(str(ttl[0])) or 0)
+                raise SqlSyntax(f"a regular join (no time bound) kept by SET 'table.exec.state.ttl' = '{ttl[0]}' is "
+                                "not supported: Flink joins each row with the other side's rows stored in the last "
+                                f"{ttl[0]} of processing time (the state TTL), etl's stream join bounds its state "
+                                "by event time", pos(self.b, on), "bound it by event time, an interval join: AND "
+                                f"b.ts BETWEEN a.ts - {every} AND a.ts + {every} (rows further apart in event time "
+                                "do not join)", "E321")
             raise SqlSyntax("a stream join needs a time bound: AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
                             "AND a.ts + INTERVAL '1' MINUTE", pos(self.b, on), code="E321")
-        if -bound["lo"] > bound["hi"]:
+        if bound.lo > bound.hi or (bound.lo == bound.hi and (bound.lo_open or bound.hi_open)):
             raise SqlSyntax("the join's time bound is empty: its lower end is after its upper end", pos(self.b, on),
                             code="E104")
+        if extra and (left.cols is None or right.cols is None):
+            raise SqlSyntax("a join condition besides the keys and the time bound needs both sides' columns "
+                            "known", pos(self.b, extra[0]), "join views whose columns are declared", "E011")
         from etl.spec.timebound import signed_text
         from etl.sql.window import _dur
 
@@ -178,13 +231,12 @@ class Joins:
             right = replace(right, id=sid, cols=[renamed.get(c, c) for c in rc],
                             event_time=renamed.get(right.event_time or "", right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
-        spec = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
-                "within": _dur(bound["hi"]) if bound["lo"] == bound["hi"] else
-                [signed_text(-bound["lo"]), signed_text(bound["hi"])]}
+        spec: dict[str, Any] = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
+                                "within": _dur(bound.hi) if bound.lo == -bound.hi else
+                                [signed_text(bound.lo), signed_text(bound.hi)]}
         for side, rel in (("left_time", left), ("right_time", right)):
             if rel.wm:
                 spec[side] = rel.wm
-        self.b.add_transform(spec, pos(self.b, j))
         lcols, rcols = left.cols, right.cols
         rename = {}
         cols = None
@@ -197,34 +249,105 @@ class Joins:
         for old, new in renamed.items():
             rename[old] = new
         scope.add(alias, right, rename)
+        self._padded(scope, how, lefts, alias, left, right, rename, keys)
+        conds = [self.b.queries.resolve(c.copy(), scope) for c in extra]
+        if conds:
+            from etl.sql.query import _sql
+
+            spec["condition"] = " AND ".join(_sql(c, paren=True) for c in conds)
+        i = self.b.add_transform(spec, pos(self.b, j))
+        if conds:
+            self.b.note_expr(("transforms", i, "condition"), conds)
         return replace(left, id=jid, cols=cols, table=None, static=False)
 
-    def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, bound: dict) -> None:
+    def _padded(self, scope: Scope, how: str, lefts: set[str], alias: str, left: Rel, right: Rel,
+                rename: dict[str, str], keys: list[str]) -> None:
+        """The keys of a side the join pads read NULL in its padded rows (Flink), not the other side's key."""
+        pads = ([(a, left, {k: k for k in keys}) for a in lefts] if how in ("right", "full") else []) + \
+            ([(alias.lower(), right, rename)] if how in ("left", "full") else [])
+        for a, rel, names in pads:
+            time = names.get(rel.event_time or "", rel.event_time)
+            for col, out in names.items():
+                if out in keys:
+                    scope.padded[(a, col)] = time or ""  # "": unknown, E011 where the query reads the key
+
+    def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, times: tuple, bound: "_Bound") -> bool:
+        """Is `c` a bound of the event times (Flink's interval join: `l.t = r.t`, `l.t >= r.t AND l.t < r.t +
+        INTERVAL '10' MINUTE`, `l.t BETWEEN r.t - INTERVAL '10' SECOND AND r.t + INTERVAL '5' SECOND`, either
+        side first)? Then `bound` takes it, as ends of `right time - left time`."""
         from etl.sql.window import seconds
 
-        def side_time(e: exp.Expression) -> tuple[str, float] | None:
-            if isinstance(e, exp.Column):
-                return self._sides(scope, e, lefts, alias), 0.0
-            if isinstance(e, (exp.Sub, exp.Add)) and isinstance(e.this, exp.Column):
+        def side_time(e: exp.Expression) -> tuple[str, float, bool] | None:
+            """('left' | 'right', offset seconds, whether the side's event time is known) of an event-time column
+            plus or minus an interval."""
+            off = 0.0
+            if isinstance(e, (exp.Sub, exp.Add)) and isinstance(e.this, exp.Column) \
+                    and isinstance(e.expression, exp.Interval):
                 s = seconds(self.b, e.expression)
-                return self._sides(scope, e.this, lefts, alias), (-s if isinstance(e, exp.Sub) else s)
-            return None
+                e, off = e.this, (-s if isinstance(e, exp.Sub) else s)
+            if not isinstance(e, exp.Column) or isinstance(e.this, exp.Star) or not e.table:
+                return None
+            side = self._sides(scope, e, lefts, alias)
+            time = times[0] if side == "left" else times[1]
+            if time is not None and time.lower() != e.name.lower():
+                return None  # not the side's event time: a condition, as in Flink
+            return side, off, time is not None
+
+        def compare(a: exp.Expression, op: str, b_: exp.Expression) -> tuple | None:
+            x, y = side_time(a), side_time(b_)
+            if x is None or y is None or {x[0], y[0]} != {"left", "right"}:
+                return None
+            if op == "=" and not (x[2] and y[2]):
+                return None  # a.x = b.y of columns not known as event times: a key
+            if x[0] == "left":  # l + p op r + q  <=>  r - l flip(op) p - q
+                return FLIP[op], x[1] - y[1]
+            return op, y[1] - x[1]  # r + q op l + p  <=>  r - l op p - q
 
         if isinstance(c, exp.Between):
-            r, lo, hi = side_time(c.this), side_time(c.args["low"]), side_time(c.args["high"])
-            if r and lo and hi and r[0] == "right" and lo[0] == hi[0] == "left":
-                bound["lo"], bound["hi"] = -lo[1], hi[1]
-                return
-        elif isinstance(c, (exp.GTE, exp.LTE, exp.GT, exp.LT)):
-            a, b_ = side_time(c.this), side_time(c.expression)
-            if a and b_ and {a[0], b_[0]} == {"left", "right"}:
-                r, lft = (a, b_) if a[0] == "right" else (b_, a)
-                ge = isinstance(c, (exp.GTE, exp.GT)) == (a[0] == "right")  # right >= left + x
-                off = lft[1] - r[1]
-                if ge:
-                    bound["lo"] = -off
-                else:
-                    bound["hi"] = off
-                return
-        raise SqlSyntax("a stream join's ON holds key equalities and one time bound", pos(self.b, c),
-                        "write b.ts BETWEEN a.ts - INTERVAL '1' MINUTE AND a.ts + INTERVAL '1' MINUTE", "E011")
+            lo, hi = compare(c.this, ">=", c.args["low"]), compare(c.this, "<=", c.args["high"])
+            if lo is None or hi is None:
+                return False
+            parts = [lo, hi]
+        elif isinstance(c, tuple(OPS)):
+            one = compare(c.this, OPS[type(c)], c.expression)
+            if one is None:
+                return False
+            parts = [one]
+        else:
+            return False
+        for op, value in parts:
+            bound.add(op, value)
+        return True
+
+
+def _interval_text(secs: float) -> str:
+    """Flink's interval literal of a number of seconds: INTERVAL '1' HOUR, INTERVAL '90' SECOND."""
+    for unit, size in (("DAY", 86400), ("HOUR", 3600), ("MINUTE", 60), ("SECOND", 1)):
+        if secs >= size and secs % size == 0:
+            return f"INTERVAL '{int(secs // size)}' {unit}"
+    return f"INTERVAL '{secs:g}' SECOND"
+
+
+OPS: dict[type, str] = {exp.EQ: "=", exp.GTE: ">=", exp.GT: ">", exp.LTE: "<=", exp.LT: "<"}
+FLIP = {"=": "=", ">=": "<=", ">": "<", "<=": ">=", "<": ">"}
+
+
+class _Bound:
+    """The ends of `right time - left time` the ON conditions give (their intersection), each closed or open."""
+
+    def __init__(self) -> None:
+        self.lo: float | None = None
+        self.hi: float | None = None
+        self.lo_open = self.hi_open = False
+
+    def add(self, op: str, value: float) -> None:
+        if op in ("=", ">=", ">"):
+            if self.lo is None or value > self.lo:
+                self.lo, self.lo_open = value, op == ">"
+            elif value == self.lo:
+                self.lo_open = self.lo_open or op == ">"
+        if op in ("=", "<=", "<"):
+            if self.hi is None or value < self.hi:
+                self.hi, self.hi_open = value, op == "<"
+            elif value == self.hi:
+                self.hi_open = self.hi_open or op == "<"

@@ -83,6 +83,8 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
                              did_you_mean(key, known) or "settings: " + ", ".join(known))
             else:
                 b.settings[SETTINGS[key]] = (o.value, o)
+                if key == "table.exec.state.ttl":
+                    _state_ttl(b, o)
         elif p.kind == "function":
             b.add_function(p.function)
     for p in parsed:
@@ -90,6 +92,22 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             _compile(b, p)
     _drop_unfed_sinks(b)
     return _document(b)
+
+
+def _state_ttl(b: Builder, o: Any) -> None:
+    """Flink's `table.exec.state.ttl`: how long a key's state lives after its last access (processing time).
+    etl has no such expiry: W015 at the setting; a regular join under it is E321 naming it (etl.sql.joins)."""
+    from etl.sql.window import flink_duration
+
+    if not flink_duration(str(o.value)):
+        b.report.error("E102", f"invalid state TTL '{o.value}'", o.value_span,
+                       "a positive duration such as '1 h', '30 min', '10 s'")
+        return
+    b.report.warning("W015", f"SET 'table.exec.state.ttl' = '{o.value}': Flink drops a key's state {o.value} after "
+                     "its last update (a continuous GROUP BY, Top-N or deduplication then starts that key again); "
+                     "etl keeps it for good", o.key_span,
+                     "a stream join's state is bounded by its time bound (an interval join), a window's by the "
+                     "watermark: see README, SQL joins")
 
 
 def _drop_unfed_sinks(b: Builder) -> None:

@@ -43,6 +43,8 @@ class Scope:
     entries: dict[str, tuple[Rel, dict[str, str]]] = field(default_factory=dict)
     # per stream join: (the left side's columns, the right alias, the right side's columns as its table has them)
     joined: list[tuple[frozenset[str], str, frozenset[str]]] = field(default_factory=list)
+    # (alias, key column) of the side an outer join pads -> that side's event-time column: NULL in a padded row
+    padded: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def add(self, alias: str, rel: Rel, rename: dict[str, str] | None = None) -> None:
         self.entries[alias.lower()] = (rel, rename or {})
@@ -107,9 +109,15 @@ class QueryCompiler:
         scope = Scope()
         where = q.args.get("where")
         where = where.this if where is not None else None
-        _no_window_join(self.b, frm.this, q.args.get("joins") or [])
+        from etl.sql.window_join import window_side
+
+        windowed = window_side(self, frm.this, scope, base) if q.args.get("joins") else None
+        if windowed is None:
+            _no_window_join(self.b, frm.this, q.args.get("joins") or [])
         if rn_item is not None:
             (rel, where), tvf = compile_dedupe(self, q, frm.this, rn_item, scope, base), None
+        elif windowed is not None:
+            rel, tvf = windowed, None
         else:
             rel, tvf = self._from(frm.this, scope, base)
         joins = q.args.get("joins") or []
@@ -120,6 +128,7 @@ class QueryCompiler:
             from etl.sql.aggregate import no_updates
 
             no_updates(self.b, rel, joins[0], "a JOIN")
+            where = self.b.joins.comma(joins[0], where)
             rel = self.b.joins.join(joins[0], rel, scope, base)
         from etl.sql.grok import grok_calls
 
@@ -264,9 +273,13 @@ class QueryCompiler:
                 rel, rename = scope.entries[q]
                 new = exp.column(rename.get(n.name, n.name), quoted=n.this.args.get("quoted"))
                 new.this.meta.update(n.this.meta)
-                return new
+                return _padded(self.b, new, scope.padded.get((q, n.name)))
             if isinstance(n, exp.Column) and scope.joined and not isinstance(n.this, exp.Star):
                 _unambiguous(self.b, n, scope)
+                owners = [t for (a, c), t in scope.padded.items() if c == n.name and not n.table
+                          and n.name in (scope.entries[a][0].cols or ())]
+                if len(owners) == 1 and isinstance(n.parent, exp.Expression):
+                    return _padded(self.b, n, owners[0])
             return n
 
         return self.b.functions.translate(node.transform(fix, copy=False))
@@ -371,6 +384,18 @@ def _struct_field(n: exp.Column, scope: Scope) -> exp.Expression | None:
             col.this.meta.update(n.args["table"].meta)
             return exp.Dot(this=col, expression=n.this)
     return None
+
+
+def _padded(b: Any, col: exp.Column, time: str | None) -> exp.Expression:
+    """A join key read through the side an outer join pads: NULL in a padded row, as in Flink (the join's key
+    column holds the other side's key there); a padded row is the one whose event time is NULL."""
+    if time is None:
+        return col
+    if not time:
+        raise SqlSyntax(f"the outer join pads this side, whose event time is unknown here: its key '{col.name}' "
+                        "cannot be told NULL in a padded row", pos(b, col), "read the key of the other side, or "
+                        "join a table or a view that keeps its WATERMARK column", "E011")
+    return exp.Case(ifs=[exp.If(this=exp.column(time).is_(exp.null()), true=exp.null())], default=col)
 
 
 def _unambiguous(b: Any, n: exp.Column, scope: Scope) -> None:

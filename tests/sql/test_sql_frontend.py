@@ -360,8 +360,11 @@ def test_stream_join_sides_and_an_asymmetric_bound(tmp_path, side, how):
     c = _check(tmp_path, JOIN_TABLES + f"INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i {side}JOIN clk AS c "
                "ON i.ad_id = c.ad_id AND c.ts BETWEEN i.ts - INTERVAL '5' MINUTE AND i.ts + INTERVAL '1' MINUTE;\n")
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
-    (j,) = c.pipeline.transforms
+    j, *select = c.pipeline.transforms
     assert (j.how, str(j.within), j.within.lower, j.within.upper) == (how, "[-5m, +1m]", -300.0, 60.0)
+    # i.ad_id is NULL in a row the join pads on the left (Flink); the join's ad_id holds the right's key there
+    assert [s.fields for s in select] == ([["CASE WHEN ts IS NULL THEN NULL ELSE ad_id END AS ad_id", "ts",
+                                            "clk_ts"]] if how in ("right", "full") else [])
 
 
 def test_stream_join_bound_one_sided_symmetric_and_empty(tmp_path):
@@ -374,6 +377,56 @@ def test_stream_join_bound_one_sided_symmetric_and_empty(tmp_path):
     c = _check(tmp_path, JOIN_TABLES + q.format("c.ts BETWEEN i.ts + INTERVAL '2' MINUTE AND i.ts + INTERVAL '1' "
                                                 "MINUTE"))
     assert _codes(c) == [("E104", 6, 73)]
+
+
+@pytest.mark.parametrize("cond,within,condition", [
+    # Flink's three interval join conditions, the left side's time first (ltime = rtime, ...)
+    ("i.ts = c.ts", "0ms", None),
+    ("i.ts >= c.ts AND i.ts < c.ts + INTERVAL '10' MINUTE", "[-10m, 0s]", "ts < clk_ts + INTERVAL '10' MINUTE"),
+    ("i.ts BETWEEN c.ts - INTERVAL '10' SECOND AND c.ts + INTERVAL '5' SECOND", "[-5s, +10s]", None),
+    # an open lower end and an extra ON condition: the join's condition, over its output columns
+    ("c.ts > i.ts AND c.ts <= i.ts + INTERVAL '1' MINUTE AND c.ad_id <> 'x'", "[0s, +1m]",
+     "clk_ts > ts AND ad_id <> 'x'"),
+    # two bounds of one end: both hold (the narrower one)
+    ("c.ts BETWEEN i.ts - INTERVAL '5' MINUTE AND i.ts + INTERVAL '5' MINUTE AND c.ts <= i.ts", "[-5m, 0s]", None),
+])
+def test_interval_join_conditions_as_flink_writes_them(tmp_path, cond, within, condition):
+    c = _check(tmp_path, JOIN_TABLES + "INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i JOIN clk AS c "
+               f"ON i.ad_id = c.ad_id AND {cond};\n")
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    (j,) = c.pipeline.transforms
+    assert (j.on, str(j.within), j.condition) == (["ad_id"], within, condition)
+
+
+def test_interval_join_of_flinks_example_as_a_comma_join(tmp_path):
+    """FROM Orders o, Shipments s WHERE o.id = s.order_id AND o.order_time BETWEEN s.ship_time - INTERVAL '4' HOUR
+    AND s.ship_time (Flink's documented query): the WHERE conditions reading s are the join's; the rest filter."""
+    c = _check(tmp_path, JOIN_TABLES + "INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp i, clk c WHERE "
+               "i.ad_id = c.ad_id AND i.ts BETWEEN c.ts - INTERVAL '4' HOUR AND c.ts AND i.ad_id <> 'x';\n")
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    j, f = c.pipeline.transforms
+    assert (j.type, j.how, j.on, str(j.within), j.condition) == ("join", "inner", ["ad_id"], "[0s, +4h]", None)
+    assert (f.type, f.inputs, f.expr) == ("filter", [j.id], "ad_id <> 'x'")
+
+
+@pytest.mark.parametrize("cond,code,line,col", [
+    ("c.ts > i.ts AND c.ts < i.ts", "E104", 6, 73),  # (0, 0): empty
+    ("c.ts > i.ts", "E321", 6, 73),  # one end only: a regular join in Flink
+    ("i.ad_id = c.ad_id", "E321", 6, 73),
+])
+def test_interval_join_without_an_interval(tmp_path, cond, code, line, col):
+    c = _check(tmp_path, JOIN_TABLES + "INSERT INTO o SELECT i.ad_id, i.ts, c.ts FROM imp AS i JOIN clk AS c "
+               f"ON i.ad_id = c.ad_id AND {cond};\n")
+    assert _codes(c) == [(code, line, col)]
+
+
+def test_outer_join_key_of_a_side_without_known_event_time(tmp_path):
+    """A LEFT JOIN pads the right side: its key reads NULL there, told by its event time; unknown: E011 at the
+    column, not the other side's key silently."""
+    c = _check(tmp_path, JOIN_TABLES + "CREATE VIEW v AS SELECT ad_id, ts AS t2 FROM clk;\n"
+               "INSERT INTO o SELECT i.ad_id, i.ts, v.ad_id FROM imp AS i LEFT JOIN v "
+               "ON i.ad_id = v.ad_id AND v.t2 BETWEEN i.ts AND i.ts + INTERVAL '1' MINUTE;\n")
+    assert _codes(c) == [("E011", 7, 39)]
 
 
 def test_to_yaml_of_an_invalid_script_hides_a_url_password(tmp_path):

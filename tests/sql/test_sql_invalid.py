@@ -53,6 +53,7 @@ EXPECTED = {
     'join_ambiguous_column': [('E310', 7, 46)],
     'join_ambiguous_key': [('E310', 7, 24)],
     'join_keys_differ': [('E011', 8, 6)],
+    'join_state_ttl': [('W015', 1, 5), ('E321', 8, 79)],
     'join_unknown_alias': [('E201', 8, 19)],
     'join_without_time_bound': [('E321', 7, 79)],
     'kafka_group_offsets': [('E011', 2, 54)],
@@ -86,6 +87,7 @@ EXPECTED = {
     'topn_rank_above': [('E011', 7, 104)],
     'spark_call_arity': [('E012', 4, 34)],
     'spark_call_signatures': [('E102', 4, 40), ('E012', 4, 64)],
+    'state_ttl_invalid': [('E102', 1, 30)],
     'tumble_too_many_intervals': [('E010', 4, 137)],
     'tvf_alone': [('E011', 4, 80)],
     'unknown_column_aggregate': [('E310', 5, 73)],
@@ -107,7 +109,8 @@ EXPECTED = {
     'unterminated_string': [('E010', 1, 60)],
     'watermark_not_timestamp': [('E322', 2, 23)],
     'watermark_unknown_column': [('E310', 2, 24)],
-    'window_join': [('E011', 5, 14)],
+    'window_join_hop': [('E011', 4, 75)],
+    'window_join_on': [('E011', 6, 4)],
     'window_on_other_column': [('E320', 5, 59)],
     'window_over_updates': [('E011', 6, 71)],
     'window_without_watermark': [('E320', 3, 59)],
@@ -155,9 +158,15 @@ def test_invalid_sql_script(name):
      "(GROUP BY window_start, window_end), rank them (window Top-N) or deduplicate them (window deduplication)",
      "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS "
      "rownum FROM TABLE(...)) WHERE rownum <= 3"),
-    ("window_join", "a window join (the rows of window table functions joined on window_start and window_end) is "
-     "not supported", "join the tables with a time bound first (ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '5' "
-     "MINUTE AND a.ts + INTERVAL '5' MINUTE), then window the joined rows in the next query"),
+    ("window_join_hop", "a window join of HOP windows is not supported (a row is in several of them)",
+     "join TUMBLE windows, or the tables with a time bound"),
+    ("window_join_on", "a window join's ON is the keys and L.window_start = R.window_start AND L.window_end = "
+     "R.window_end", "AND L.window_start = R.window_start AND L.window_end = R.window_end"),
+    ("join_state_ttl", "a regular join (no time bound) kept by SET 'table.exec.state.ttl' = '1 h' is not supported: "
+     "Flink joins each row with the other side's rows stored in the last 1 h of processing time (the state TTL), "
+     "etl's stream join bounds its state by event time", "bound it by event time, an interval join: AND b.ts BETWEEN "
+     "a.ts - INTERVAL '1' HOUR AND a.ts + INTERVAL '1' HOUR (rows further apart in event time do not join)"),
+    ("state_ttl_invalid", "invalid state TTL 'a day'", "a positive duration such as '1 h', '30 min', '10 s'"),
     ("cumulate_group_window", "CUMULATE is a window table function only",
      "FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)) ... GROUP BY window_start, window_end"),
     ("statement_set_not_insert", "a statement set holds INSERT INTO statements only",

@@ -115,7 +115,12 @@ def test_an_event_time_temporal_join_is_refused_at_its_time_column(tmp_path):
     c = _check(tmp_path, orders + rates + out + join.format("ts"))
     assert _codes(c) == [("E011", 4, 97)]
     assert c.report.errors[0].message == ("FOR SYSTEM_TIME AS OF orders.ts: an event-time temporal join (the version "
-                                          "valid at the row's time) is not supported")
+                                          "of 'rates' valid at the row's time) is not supported: a Spark stream join "
+                                          "keeps the other side's rows for a time bound, not each key's latest "
+                                          "version")
+    assert c.report.errors[0].hint == ("for the table's current rows write FOR SYSTEM_TIME AS OF PROCTIME() (or the "
+                                       "stream's `pt AS PROCTIME()` column): a lookup when the row arrives, not the "
+                                       "version at its time")
     assert _codes(_check(tmp_path, orders + rates + out + join.format("pt"))) == []
 
 

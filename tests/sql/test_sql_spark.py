@@ -71,8 +71,8 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "lateral", "topn", "topn_continuous", "window",
-                                  "window_late", "window_tvf"])
+@pytest.mark.parametrize("name", ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "interval_join", "lateral", "topn", "topn_continuous", "window",
+                                  "window_join", "window_late", "window_tvf"])
 def test_example_scripts_pass_their_tests(spark, name):
     from etl.runtime.testing import run_tests
 
