@@ -47,9 +47,10 @@ run: setup
 	$(ETL) run pipelines/quickstart.yaml --once
 
 # the whole suite, each test once: the fast tests first (they start no JVM, so a broken change fails in about a
-# minute), then every other test (the complement of test-fast's marks)
+# minute), then every other test (the complement of test-fast's marks), printing the 30 slowest (the budget: 15
+# minutes for the whole suite)
 test: setup setup-java setup-servers test-fast
-	$(PY) -m pytest -q $(XDIST) -m "spark or servers or slow"
+	$(PY) -m pytest -q $(XDIST) -m "spark or servers or slow" --durations=30
 
 # ETL_NO_SPARK: starting Spark fails (a test that does must be marked `spark`): the fast suite starts no JVM
 test-fast: setup
