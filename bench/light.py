@@ -22,6 +22,13 @@ of its own when the machine is shared. Last line: the rules pipeline (the Rocket
 peak of both runs:
 
     light events_per_s=X peak_rss_mb=Y cores=1
+
+--size-guard N: the rules pipeline N times with the file source's record checks (etl/jvm/BoundedLines.java: the
+maximum record size, valid UTF-8, no lone surrogate; etl.compile.deadletter.within_record_size on the other
+formats) and N times without them, alternating, in one invocation. Off is this bench's alone: the child `etl run`
+is started with those checks patched out in its process (no setting turns a safety guard off). Last line (medians):
+
+    light size_guard=on events=N guarded_cpu_s=A unguarded_cpu_s=B cpu_ratio=B/A guarded_s=C unguarded_s=D
 """
 
 from __future__ import annotations
@@ -191,11 +198,24 @@ class Sampler(threading.Thread):
 
 
 # ------------------------------------------------------------------------------------------------ a run
-def run(pipeline: Path, cwd: Path, cpu: int, events: int) -> dict[str, float]:
+# `etl run` without the file source's record checks (--size-guard's other side): the reader is not asked for them
+# (BoundedLines: etlMaxRecordBytes 0 checks nothing) and the guard of the other formats passes its frame through
+UNGUARDED = """\
+import runpy, sys
+import etl.connectors.sources.file as f
+checked = f.checked
+f.checked = lambda reader: checked(reader).option("etlMaxRecordBytes", "0")
+f.within_record_size = lambda shared, cap, columns=None: shared
+sys.argv = ["etl"] + sys.argv[1:]
+runpy.run_module("etl", run_name="__main__")
+"""
+
+
+def run(pipeline: Path, cwd: Path, cpu: int, events: int, guard: bool = True) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-m", "etl", "run", str(pipeline), "--once", "--profile", "light",
-                          "--progress", "json"], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, *(["-m", "etl"] if guard else ["-c", UNGUARDED]), "run", str(pipeline),
+                          "--once", "--profile", "light", "--progress", "json"], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True, start_new_session=True,
                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # noqa: PLW1509 - no thread yet
     sampler = Sampler(p.pid)
@@ -234,6 +254,8 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=300_000, help="access-log lines of the quickstart")
     ap.add_argument("--only", choices=("quickstart", "rules"), default=None, help="run one of the two pipelines")
     ap.add_argument("--cpu", type=int, default=None, help="the CPU to pin the run to (default: the last one)")
+    ap.add_argument("--size-guard", type=int, default=0, metavar="N",
+                    help="the rules pipeline N times with the record checks and N times without, alternating")
     args = ap.parse_args()
     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
     work = Path(tempfile.mkdtemp(prefix="etl-bench-light-"))
@@ -241,12 +263,16 @@ def main() -> None:
         (work / "pipelines" / "data").mkdir(parents=True)
         shutil.copy(ROOT / "pipelines" / "quickstart.yaml", work / "pipelines")
         write_access_log(work / "pipelines" / "data" / "access.log", args.lines)
-        quick = run(work / "pipelines" / "quickstart.yaml", work, cpu, args.lines) if args.only != "rules" else None
+        quick = (run(work / "pipelines" / "quickstart.yaml", work, cpu, args.lines)
+                 if args.only != "rules" and not args.size_guard else None)
         if args.only == "quickstart":
             _report(quick, None, 0, cpu)
             return
         (work / "rules").mkdir()
         write_events(work / "rules" / "events.jsonl", args.events)
+        if args.size_guard:
+            _size_guard(work, cpu, args.events, args.size_guard)
+            return
         (work / "rules.yaml").write_text(textwrap.dedent(RULES_PIPELINE.format(
             data=work / "rules", out=work / "rules_out", checkpoint=work / "rules_ckpt", rules=rules_json())))
         rules = run(work / "rules.yaml", work, cpu, args.events)
@@ -254,6 +280,27 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _report(quick, rules, counted, cpu)
+
+
+def _size_guard(work: Path, cpu: int, events: int, repeat: int) -> None:
+    import statistics
+
+    got: dict[bool, list[dict]] = {True: [], False: []}
+    for r in range(repeat):
+        for guard in ((True, False) if r % 2 == 0 else (False, True)):
+            name = f"rules_{r}_{int(guard)}"
+            (work / f"{name}.yaml").write_text(textwrap.dedent(RULES_PIPELINE.format(
+                data=work / "rules", out=work / f"{name}_out", checkpoint=work / f"{name}_ckpt", rules=rules_json())))
+            res = run(work / f"{name}.yaml", work, cpu, events, guard)
+            got[guard].append(res)
+            print(f"round {r + 1} {'guarded' if guard else 'unguarded'}: span {res['span_s']:.2f} s, "
+                  f"{res['cpu_s']:.2f} CPU-s", flush=True)
+    med = {g: (statistics.median(x["cpu_s"] for x in v), statistics.median(x["span_s"] for x in v))
+           for g, v in got.items()}
+    (gc, gs), (uc, us) = med[True], med[False]
+    print(f"light size_guard=on events={events} guarded_cpu_s={gc:.2f} unguarded_cpu_s={uc:.2f} "
+          f"cpu_ratio={uc / gc:.3f} guarded_s={gs:.2f} unguarded_s={us:.2f} ratio={us / gs:.3f} "
+          f"loadavg={os.getloadavg()[0]:.1f}")
 
 
 def _report(quick: dict | None, rules: dict | None, counted: int, cpu: int) -> None:

@@ -17,7 +17,8 @@ An aggregate function runs in windows on the state engine (etl.compile.windows.s
 accumulator keeps the window's values in the state store and calls it (through RowCall, bounded as
 a scalar function) on a pandas Series when the window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs); in a continuous
 aggregate (etl.compile.transforms.aggregate) the same accumulator keeps each key's values, and the
-function runs on them after each micro-batch that changed the key.
+function runs on them after each micro-batch that changed the key. The session also has it as a pandas aggregate
+UDF (the types of those aggregates; a batch group-by), calling it through the same RowCall.
 
 Every call is bounded (etl.compile.bounds): a time budget (ETL_FUNCTION_TIMEOUT_S, the module's import too), the
 worker's memory (ETL_FUNCTION_MEMORY_MB), the size of its value (ETL_MAX_RECORD_MB) and a value Arrow can encode (a
@@ -234,8 +235,9 @@ def register(spark: Any, graph: Any) -> None:
 
     for sig in graph.functions.values():
         fn = shipped(sig, graph.base_dir)
-        if sig.kind == "aggregate":
-            spark.udf.register(sig.name, F.pandas_udf(_series(fn), sig.returns))  # batch group-bys
+        if sig.kind == "aggregate":  # batch group-bys (and the types of the state engine's aggregates)
+            bounded = RowCall(fn, False, DataType.fromDDL(sig.returns), sig.name, Limits.current())
+            spark.udf.register(sig.name, F.pandas_udf(_series(bounded), sig.returns))
             continue
         out = spark_type(sig)
         inner = f"_etl_fn_{sig.name}"
@@ -264,12 +266,19 @@ def aggregate_functions(graph: Any, aggregates: Any) -> dict[str, RowCall]:
     return out
 
 
-def _series(fn: Shipped) -> Callable[[Any], Any]:
-    """A pandas aggregate: the group's values as a Series -> one value (Spark reads the kind from the hints)."""
+def _series(call: RowCall) -> Callable[[Any], Any]:
+    """A pandas aggregate: the group's values as a Series -> one value (Spark reads the kind from the hints), the
+    call bounded as the state engine's (RowCall); a call that raises or runs past a bound fails its task with
+    `python function 'f' failed: <what>` (a batch group-by has no row to make a dead letter of)."""
     import pandas as pd
 
+    from etl.compile.windows.state import AggregateFailed
+
     def aggregate(values: Any) -> Any:
-        return fn.load()(values)
+        value, error = call(values)
+        if error is not None:
+            raise AggregateFailed(f"{RAISED}{call.name}' failed: {error}")
+        return value
 
     aggregate.__annotations__ = {"values": pd.Series, "return": float}
     return aggregate

@@ -7,12 +7,18 @@ log: a thread of `etl run` reads it, redacts each line (etl.secrets.redact: env(
 appends it to the log. Nothing unredacted reaches the disk at any time: a run ended by SIGKILL leaves a log
 without its secrets (before, the log was rewritten redacted when the run ended). Where no FIFO can be made (no
 os.mkfifo), the JVM writes the log itself and `close()` rewrites it redacted.
+
+The FIFO is named after the log and the run's process id (`.etl-run-<time>.log.<pid>.pipe`): a run ended by SIGKILL
+cannot remove it, so each run removes, before making its own, the FIFOs in its log folder whose process is gone (the
+runs of other pipelines sharing the folder, still going, keep theirs).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import stat
 import threading
 from pathlib import Path
 
@@ -35,8 +41,8 @@ class RunLog:
         self._stop = threading.Event()
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
-            fifo = log.with_name(f".{log.name}.pipe")
-            fifo.unlink(missing_ok=True)
+            remove_stale(log.parent)
+            fifo = log.with_name(f".{log.name}.{os.getpid()}.pipe")
             os.mkfifo(fifo, 0o600)
             self._fifo = fifo
             self._read = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
@@ -96,3 +102,37 @@ class RunLog:
         self._read = self._keep = -1
         if self._fifo is not None:
             self._fifo.unlink(missing_ok=True)
+
+
+def remove_stale(folder: Path) -> list[str]:
+    """Remove the run-log FIFOs in `folder` no running process holds (a run ended by SIGKILL left them); the names
+    removed."""
+    gone = []
+    for fifo in sorted(folder.glob(".etl-run-*.pipe")):
+        try:
+            if stat.S_ISFIFO(fifo.lstat().st_mode) and not _in_use(fifo):
+                fifo.unlink()
+                gone.append(fifo.name)
+        except FileNotFoundError:  # another run removed it first
+            pass
+    return gone
+
+
+def _in_use(fifo: Path) -> bool:
+    """Whether the run that made `fifo` may still be going: its process (the pid in its name) exists; a FIFO named
+    without one (an etl before it named them so) is in use while a process has it open for reading."""
+    pid = fifo.name[: -len(".pipe")].rpartition(".")[2]
+    if pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's process
+            return True
+        return True
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: nobody reads it
+    except OSError as e:
+        return e.errno != errno.ENXIO
+    os.close(fd)
+    return True

@@ -1,6 +1,7 @@
 """Python functions on Spark: the example twins' tests, and a function raising on a row (a dead letter, the stream
 goes on)."""
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +218,65 @@ def test_a_python_aggregate_in_a_continuous_aggregate(spark, tmp_path):
     ])
     res = run_case(c.plan, case, spark)
     assert res.ok, res.message
+
+
+BOUNDED = '''\
+import time
+
+import pandas as pd
+
+
+def spread(v: pd.Series) -> float:
+    return float(v.max() - v.min())
+
+
+def hang(v: pd.Series) -> float:
+    time.sleep(120)  # (a test that hung would wait this long)
+    return 0.0
+
+
+def hungry(v: pd.Series) -> float:
+    return float(len(bytearray(6 << 30)))  # 6 GB: over the worker's memory limit (2 GB more than it had)
+'''
+
+
+@pytest.mark.spark
+def test_a_batch_group_by_calls_an_aggregate_function_within_its_bounds(spark, tmp_path, monkeypatch):
+    """The pandas aggregate UDF a batch group-by calls (etl.compile.functions.register) goes through the bounds of
+    every call (RowCall): a call past ETL_FUNCTION_TIMEOUT_S or over the worker's memory fails the job naming the
+    function and the bound, within the budget, and the next job's calls run."""
+    from pyspark.sql import functions as F
+
+    from etl import settings
+    from etl.compile.functions import register
+
+    monkeypatch.setenv("ETL_FUNCTION_TIMEOUT_S", "1")
+    settings.reset()
+    (tmp_path / "udfs.py").write_text(BOUNDED)
+    (tmp_path / "p.yaml").write_text(
+        "name: bounded\nfunctions:\n" + "".join(f"  - {{name: {f}, callable: \"udfs:{f}\"}}\n"
+                                                 for f in ("spread", "hang", "hungry"))
+        + "sources: [{id: src, type: file, path: in, schema: {g: string, v: double}}]\n"
+          "transforms:\n  - {id: w, type: aggregate, input: src, group_by: [g], aggregates: [{fn: spread, field: v, "
+          "as: s}, {fn: hang, field: v, as: h}, {fn: hungry, field: v, as: m}]}\n"
+          "sinks: [{id: out, type: file, path: o, inputs: [w]}]\n")
+    c = check_file(tmp_path / "p.yaml", programs=True)
+    assert c.plan is not None, [d.render() for d in c.report.sorted()]
+    register(spark, c.plan.graph)
+    settings.reset()
+    df = spark.createDataFrame([("a", 1.0), ("a", 4.0)], "g string, v double").coalesce(1)
+
+    def spread() -> list:
+        return df.groupBy("g").agg(F.call_function("spread", F.col("v")).alias("s")).collect()
+
+    assert spread() == [("a", 3.0)]
+    for fn, reason in (("hang", "did not return within 1 s (ETL_FUNCTION_TIMEOUT_S)"),
+                       ("hungry", "MemoryError (more memory than its worker may have: ETL_FUNCTION_MEMORY_MB=2048)")):
+        t = time.monotonic()
+        with pytest.raises(Exception) as e:
+            df.groupBy("g").agg(F.call_function(fn, F.col("v"))).collect()
+        assert str(e.value).splitlines()[-1] == (f"etl.compile.windows.state.AggregateFailed: python function '{fn}' "
+                                                 f"failed: {reason}")
+        assert time.monotonic() - t < 20
+        if fn == "hang":
+            assert spread() == [("a", 3.0)]  # the next job's call runs

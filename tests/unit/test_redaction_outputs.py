@@ -5,6 +5,7 @@ and the run file; and validate refuses it in the pipeline name or a component id
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from urllib.request import urlopen
@@ -243,7 +244,7 @@ def test_the_run_log_is_redacted_as_it_is_written(tmp_path):
     secrets.register([PHRASE])
     log = tmp_path / "logs" / "etl-run-1.log"
     runlog = RunLog(log)
-    assert runlog.target == str(tmp_path / "logs" / ".etl-run-1.log.pipe")
+    assert runlog.target == str(tmp_path / "logs" / f".etl-run-1.log.{os.getpid()}.pipe")
     writer = ("import sys, time\nout = open(sys.argv[1], 'w')\nout.write('INFO one: ' + sys.argv[2] + '\\n')\n"
               "out.flush()\nout.write('INFO two: '); out.flush(); time.sleep(0.3); out.write('half ' + sys.argv[2] + '\\n')\n")
     subprocess.run([sys.executable, "-c", writer, runlog.target, PHRASE], check=True, timeout=60)
@@ -256,3 +257,36 @@ def test_the_run_log_is_redacted_as_it_is_written(tmp_path):
     runlog.close()
     assert log.read_text() == "INFO one: ***\nINFO two: half ***\ntail ***"
     assert [p.name for p in log.parent.iterdir()] == ["etl-run-1.log"]  # the FIFO is gone
+
+
+def test_a_run_removes_the_log_fifos_of_runs_no_longer_going(tmp_path):
+    # a run ended by SIGKILL leaves its FIFO: the next run in the folder removes it, never one of a run still going
+    import subprocess
+    import sys
+
+    from etl.runtime.runlog import RunLog
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    done = subprocess.Popen([sys.executable, "-c", "pass"])  # a run that ended: its pid names no process now
+    done.wait()
+    going = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for name in (f".etl-run-1.log.{done.pid}.pipe", f".etl-run-2.log.{going.pid}.pipe", ".etl-run-3.log.pipe",
+                     ".etl-run-4.log.pipe"):
+            os.mkfifo(logs / name, 0o600)
+        (logs / ".etl-run-5.log.pipe").write_text("")  # not a FIFO: not etl's
+        reader = os.open(logs / ".etl-run-4.log.pipe", os.O_RDONLY | os.O_NONBLOCK)  # a run of an older etl, going
+        runlog = RunLog(logs / "etl-run-6.log")
+        try:
+            assert sorted(p.name for p in logs.iterdir()) == [
+                ".etl-run-2.log." + str(going.pid) + ".pipe", ".etl-run-4.log.pipe", ".etl-run-5.log.pipe",
+                f".etl-run-6.log.{os.getpid()}.pipe", "etl-run-6.log"]
+        finally:
+            runlog.close()
+            os.close(reader)
+    finally:
+        going.kill()
+        going.wait()
+    assert RunLog(logs / "etl-run-7.log").close() is None
+    assert sorted(p.name for p in logs.iterdir()) == [".etl-run-5.log.pipe", "etl-run-6.log", "etl-run-7.log"]
