@@ -71,6 +71,7 @@ EXPECTED = {
     'order_by': [('E011', 5, 62)],
     'over_elsewhere': [('E011', 5, 34)],
     'print_as_source': [('E203', 1, 41)],
+    'proctime_window_over_watermark': [('E320', 4, 59)],
     'query_syntax': [('E010', 8, 16)],
     'read_a_sink': [('E203', 6, 32)],
     'reserved_flag_column': [('E102', 1, 28)],
@@ -162,6 +163,10 @@ def test_invalid_sql_script(name):
      "FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)) ... GROUP BY window_start, window_end"),
     ("statement_set_not_insert", "a statement set holds INSERT INTO statements only",
      "write the other statements before BEGIN STATEMENT SET"),
+    ("proctime_window_over_watermark", "window 'o_window' uses processing time, but its input carries event time "
+     "with a watermark: Spark allows one watermark per query, and a processing-time window needs its own",
+     "window by the event-time column (`time: event`; in SQL the WATERMARK column), or read the stream through a "
+     "source without event time"),
     ("window_without_watermark", "window time column 'ts' has no watermark",
      "declare `WATERMARK FOR ts AS ts - INTERVAL '5' SECOND` in its CREATE TABLE, or window on a PROCTIME() column"),
 ])
