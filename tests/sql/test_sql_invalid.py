@@ -87,6 +87,7 @@ EXPECTED = {
     'topn_rank_above': [('E011', 7, 104)],
     'spark_call_arity': [('E012', 4, 34)],
     'spark_call_signatures': [('E102', 4, 40), ('E012', 4, 64)],
+    'time_column': [('E011', 1, 33)],
     'tumble_too_many_intervals': [('E010', 4, 137)],
     'tvf_alone': [('E011', 4, 80)],
     'unknown_column_aggregate': [('E310', 5, 73)],
@@ -167,6 +168,8 @@ def test_invalid_sql_script(name):
      "with a watermark: Spark allows one watermark per query, and a processing-time window needs its own",
      "window by the event-time column (`time: event`; in SQL the WATERMARK column), or read the stream through a "
      "source without event time"),
+    ("time_column", "the TIME type is not supported (Spark has no time-of-day type)",
+     "declare the column STRING (text such as 12:00:00) or TIMESTAMP"),
     ("window_without_watermark", "window time column 'ts' has no watermark",
      "declare `WATERMARK FOR ts AS ts - INTERVAL '5' SECOND` in its CREATE TABLE, or window on a PROCTIME() column"),
 ])
