@@ -43,9 +43,8 @@ def table() -> tuple[FlinkRow, ...]:
 
 @functools.cache
 def unsupported() -> dict[str, FlinkRow]:
-    """Call name -> its row, for the functions etl refuses (E012). GROUPING / GROUPING_ID: E011 of
-    etl/sql/grouping.py, which names the query's grouping sets."""
-    return {n: r for r in table() if r.status == "unsupported" for n in r.names if n not in ("GROUPING", "GROUPING_ID")}
+    """Call name -> its row, for the functions etl refuses (E012)."""
+    return {n: r for r in table() if r.status == "unsupported" for n in r.names}
 
 
 def readme_table() -> str:

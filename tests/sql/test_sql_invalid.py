@@ -43,7 +43,6 @@ EXPECTED = {
     'function_wrong_arity': [('E352', 6, 34)],
     'generator_unknown_kind': [('E100', 1, 53)],
     'group_by_expression': [('E011', 6, 48)],
-    'grouping_function': [('E011', 4, 35)],
     'grouping_sets_continuous': [('E011', 4, 80)],
     'having_without_group_by': [('E010', 5, 60)],
     'hop_one_interval': [('E010', 5, 81)],
