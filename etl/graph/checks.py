@@ -298,6 +298,17 @@ def check_event_time(graph: Graph, report: Report) -> None:
             else:
                 first = _first_event_time_sources(graph) if first is None else first
                 _check_inherited_event_time(graph, node, span, report, first)
+        elif node.type == "window" and spec.time == "processing" and any(
+                has_event_time(graph, e.ref, memo) for e in ins):
+            # Spark: one watermark per query's lineage; the processing-time column's own is a second one
+            # ("Redefining watermark is disallowed" when the query starts: a SQL HOP over PROCTIME() of a table
+            # with a WATERMARK validated and then failed at run)
+            span = node.field_span(smap, "time") if smap is not None and smap.has(node.path + ("time",)) \
+                else node.span
+            report.error("E320", f"window '{node.id}' uses processing time, but its input carries event time with "
+                         "a watermark: Spark allows one watermark per query, and a processing-time window "
+                         "needs its own", span, "window by the event-time column (`time: event`; in SQL the "
+                         "WATERMARK column), or read the stream through a source without event time")
         elif node.type == "join" and len(ins) == 2:
             for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
                 if own is None and has_event_time(graph, edge.ref, memo) is False:

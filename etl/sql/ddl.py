@@ -265,6 +265,9 @@ def _column_item(script: Script, table: Table, item: list) -> None:
 def _type(script: Script, toks: list) -> tuple[str, list]:
     base = toks[0]
     word = base.text.lower()
+    if word in ("time", "time_ltz"):
+        raise SqlSyntax(f"the {base.text.upper()} type is not supported (Spark has no time-of-day type)",
+                        script.at(base), "declare the column STRING (text such as 12:00:00) or TIMESTAMP", "E011")
     if word not in TYPES:
         raise SqlSyntax(f"unknown column type '{base.text}'", script.at(base),
                         did_you_mean(word.upper(), [t.upper() for t in TYPES]) or
@@ -333,7 +336,10 @@ def parse_function(script: Script, stmt: Statement) -> Function:
         if lang != "PYTHON":
             raise SqlSyntax(f"CREATE FUNCTION ... LANGUAGE {word.text}: only Python functions are supported",
                             script.at(word), "write LANGUAGE PYTHON (or leave it out)", "E011")
-    return Function(name.text, target.text, lang, script.at(name), script.at(target))
+    where = target.text
+    if ":" not in where and "." in where:  # Flink's Python spelling 'module.function' is etl's 'module:function'
+        where = ":".join(where.rsplit(".", 1))
+    return Function(name.text, where, lang, script.at(name), script.at(target))
 
 
 def parse_set(script: Script, stmt: Statement) -> Option:

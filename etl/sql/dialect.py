@@ -26,6 +26,7 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
+from etl.sql.flink_functions import unsupported as flink_unsupported
 from etl.sql.functions import names as function_names
 
 WINDOW_FUNCS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
@@ -111,7 +112,8 @@ class Etl(Spark):
         }
         PRIMARY_PARSERS = {**Spark.Parser.PRIMARY_PARSERS, TokenType.UNICODE_STRING: _parse_unicode}
         FUNCTIONS = {**Spark.Parser.FUNCTIONS,  # the peer's functions as plain calls: etl.sql.functions maps them
-                     **{name: _plain(name) for name in function_names() if name not in Spark.Parser.FUNCTION_PARSERS}}
+                     **{name: _plain(name) for name in function_names() | set(flink_unsupported())
+                        if name not in Spark.Parser.FUNCTION_PARSERS}}
 
 
 DIALECT = Etl()

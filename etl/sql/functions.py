@@ -20,6 +20,7 @@ from typing import Callable, cast
 from sqlglot import exp
 
 from etl.diagnostics import Span
+from etl.sql.flink_functions import unsupported as flink_unsupported
 
 DIALECTS = ("flink", "rsqldb")
 
@@ -163,9 +164,21 @@ def _dissect(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
     return translate(call, a)
 
 
+def _strict(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
+    """GREATEST / LEAST as Flink: NULL when any argument is NULL (Spark's skip NULLs)."""
+    any_null = exp.or_(*[x.copy().is_(exp.null()) for x in a])
+    name = call.name.lower() if isinstance(call, exp.Anonymous) else call.key
+    return exp.If(this=any_null, true=exp.null(), false=_fn(name, *[x.copy() for x in a]))
+
+
+def _verbatim(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
+    """Spark's function of the same name, as written (LOG10: sqlglot writes LOG(10, x), an ulp off Math.log10)."""
+    return _fn(call.name.lower(), *[x.copy() for x in a])
+
+
 RULES: dict[str, Callable[[exp.Expression, list[exp.Expression]], exp.Expression]] = {
     "to_date": _to_date, "epoch": _epoch,
-    "dissect": _dissect,
+    "dissect": _dissect, "strict": _strict, "verbatim": _verbatim,
 }
 
 _WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
@@ -204,10 +217,26 @@ class Functions:
         def fix(n: exp.Expression) -> exp.Expression:
             if isinstance(n, (exp.Like, exp.ILike)):
                 return _flink_like(n)
+            refused = _refused_construct(n)
+            if refused is not None:
+                return self.refuse(FunctionError(refused[0], n, refused[1], refused[2]))
+            if isinstance(n, exp.Bracket) and isinstance(n.this, exp.Column) and not n.this.table \
+                    and n.this.name.upper() == "MAP" and len(n.expressions) % 2 == 0:  # Flink's MAP[k1, v1, ...]
+                return _fn("map", *[e.transform(fix, copy=False) for e in n.expressions])
+            if isinstance(n, exp.Bracket) and len(n.expressions) == 1 and not n.meta.get("flink_index"):
+                # Flink's array[i] is 1-based (Spark's 0-based), map[k] a key: try_element_at is both, NULL when
+                # out of range as in Flink (Spark's [i] stops the query under ANSI)
+                out = _fn("try_element_at", n.this.transform(fix, copy=False),  # its children: not visited after
+                          n.expressions[0].transform(fix, copy=False))        # the node was replaced
+                out.meta.update(n.meta, flink_index=True)
+                return out
             call = call_of(n)
             if call is None:
                 return n
             name, args = call
+            flink = flink_unsupported().get(name) if name not in names() else None
+            if flink is not None:  # a Flink built-in etl does not run (etl/sql/flink_functions.tsv)
+                return self.refuse(FunctionError(f"function {name} is not supported", n, flink.note))
             if name in names():
                 out = self.rewrite(n, name, args)
                 out.meta.update(n.meta)
@@ -224,11 +253,15 @@ class Functions:
         try:
             return self._rewrite(n, name, args)
         except FunctionError as e:
-            if self.at is None:
-                raise
-            from etl.sql.script import SqlSyntax
+            return self.refuse(e)
 
-            raise SqlSyntax(e.message, self.at(e.node), e.hint, e.code) from None
+    def refuse(self, e: FunctionError) -> exp.Expression:
+        """Raise the refusal: a SqlSyntax at the node's position in the script when known."""
+        if self.at is None:
+            raise e
+        from etl.sql.script import SqlSyntax
+
+        raise SqlSyntax(e.message, self.at(e.node), e.hint, e.code) from None
 
     def _rewrite(self, n: exp.Expression, name: str, args: list[exp.Expression]) -> exp.Expression:
         star = next((a for a in args if isinstance(a, exp.Star)), None)
@@ -244,6 +277,38 @@ class Functions:
         if row.spark.startswith("python:"):
             return RULES[row.spark.split(":", 1)[1]](n, args)
         return _fill(row.spark, args)
+
+
+# Flink constructs etl does not run (etl/sql/flink_functions.tsv): (message, hint, code); sqlglot would pass them
+# on to Spark, which reads some of them otherwise (TIME '12:00' as a TIMESTAMP) or refuses them at run
+_CONSTRUCTS: dict[type, tuple[str, str, str]] = {
+    exp.SimilarTo: ("SIMILAR TO is not supported", "write RLIKE with a Java regular expression", "E012"),
+    exp.Overlaps: ("OVERLAPS is not supported", "compare the bounds: a_start < b_end AND b_start < a_end", "E012"),
+    exp.Exists: ("EXISTS (sub-query) is not supported", "join the table (a lookup) instead", "E011"),
+    exp.JSONObject: ("function JSON_OBJECT is not supported", "write to_json(named_struct('k', v, ...))", "E012"),
+    exp.Grouping: ("GROUPING() is not supported", "GROUPING SETS over a window TVF give a typed NULL for a set's "
+                   "missing keys: test the key IS NULL", "E011"),
+    exp.GroupingId: ("GROUPING_ID() is not supported", "GROUPING SETS over a window TVF give a typed NULL for a "
+                     "set's missing keys: test the key IS NULL", "E011"),
+}
+
+
+def _refused_construct(n: exp.Expression) -> tuple[str, str, str] | None:
+    if type(n) in _CONSTRUCTS:
+        return _CONSTRUCTS[type(n)]
+    if isinstance(n, (exp.Floor, exp.Ceil)) and n.args.get("to") is not None:
+        return (f"{'FLOOR' if isinstance(n, exp.Floor) else 'CEIL'}(timepoint TO unit) is not supported",
+                "write date_trunc('MINUTE', ts) for FLOOR(ts TO MINUTE)", "E012")
+    if isinstance(n, exp.Is) and isinstance(n.expression, exp.JSON):
+        return "IS JSON is not supported", "write get_json_object(s, '$') IS NOT NULL", "E012"
+    if isinstance(n, exp.In) and n.args.get("query") is not None:
+        return "IN (sub-query) is not supported", "join the table (a lookup) instead", "E011"
+    if isinstance(n, exp.Tuple) and not isinstance(n.parent, (exp.In, exp.Tuple)):
+        return "a row constructor (v1, v2) is not supported", "write named_struct('a', v1, 'b', v2)", "E012"
+    if isinstance(n, (exp.Cast, exp.TryCast)) and n.to.this in (exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ):
+        return ("the TIME type is not supported (Spark would read it as a TIMESTAMP)",
+                "keep the time of day as text ('12:00:00') or use a TIMESTAMP", "E011")
+    return None
 
 
 def _flink_like(n: exp.Expression) -> exp.Expression:
@@ -274,7 +339,9 @@ def readme_table() -> str:
     for r in table():
         spark = {"-": "not supported (E012)", "python:to_date": "`date_from_unix_date(_1)` for an integer, else "
                  "`try_to_date(_1)`", "python:epoch": "`timestamp_millis(_1)` / `timestamp_seconds(_1)`",
-                 "python:dissect": "etl/jvm/Dissect.java's scan via `reflect`, a `named_struct` of the fields"}.get(
+                 "python:dissect": "etl/jvm/Dissect.java's scan via `reflect`, a `named_struct` of the fields",
+                 "python:strict": "`IF(_1 IS NULL OR ..., NULL, f(_all))`",
+                 "python:verbatim": "Spark's function of this name, as written"}.get(
             r.spark, f"`{r.spark}`")
         cells = [f"`{r.name}`", r.arity, r.dialect if r.dialect != "*" else "", spark, r.note]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

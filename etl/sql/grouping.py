@@ -8,7 +8,8 @@ is the UNION ALL of one window aggregation per grouping set, the keys a set does
 (Flink: "references to the grouping columns ... are replaced by null values in result rows for grouping sets in
 which those columns do not appear"). ROLLUP (a, b) is the sets (a, b), (a), (); CUBE (a, b) every subset. Keys
 outside them (window_start, window_end, k) are in every set. Each set is a `window` of its own (its own state)
-and a `union` merges their rows. GROUPING() / GROUPING_ID() and grouping sets of a GROUP BY without a window
+and a `union` merges their rows; GROUPING(a, b) / GROUPING_ID(a, b) is each set's constant bit vector (a 1 for an
+argument the set does not group by, the first argument the highest bit). Grouping sets of a GROUP BY without a window
 table function (a continuous aggregate, or the legacy TUMBLE(ts, i) group window, which Flink does not allow
 them on) are E011.
 """
@@ -66,9 +67,9 @@ def compile_grouping_sets(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: st
                         pos(b, at), "FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES)) GROUP BY "
                         "window_start, window_end, GROUPING SETS ((k), ())", "E011")
     for fn in q.find_all(exp.Grouping, exp.GroupingId):
-        what = "GROUPING" if isinstance(fn, exp.Grouping) else "GROUPING_ID"
-        raise SqlSyntax(f"{what}() is not supported", pos(b, cast(exp.Expression, fn)),
-                        "tell the sets' rows apart by the NULL keys, or write one query per set", "E011")
+        for arg in fn.expressions:
+            if not isinstance(arg, exp.Column):
+                raise SqlSyntax("GROUPING() takes the grouping sets' key columns", pos(b, arg), code="E011")
     names = {k.name.lower() for s in sets for k in s if isinstance(k, exp.Column)}
     for s in sets:
         for k in s:
@@ -82,11 +83,24 @@ def compile_grouping_sets(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: st
         missing = {n: types.get(n) for n in names - {k.name.lower() for k in s}}
         one = q.copy()
         one.set("group", exp.Group(expressions=[k.copy() for k in s]))
-        one.set("expressions", [_nulls(e, missing) for e in one.expressions])
+        one.set("expressions", [_nulls(_grouping(e, set(missing)), missing) for e in one.expressions])
         rels.append(compile_window(qc, one, rel, scope, base, out_names, tvf, emit))
     uid = b.new_id(f"{base}_union")
     b.add_transform({"id": uid, "type": "union", "inputs": [r.id for r in rels]}, pos(b, at))
     return replace(rels[0], id=uid, table=None, static=False)
+
+
+def _grouping(item: exp.Expression, missing: set[str]) -> exp.Expression:
+    """GROUPING(a, b) / GROUPING_ID(a, b) of one set's rows: the bit vector (first argument the highest bit) with a
+    1 for each argument the set does not group by, a BIGINT as in Flink (Calcite's GROUPING)."""
+    def fix(n: exp.Expression) -> exp.Expression:
+        if isinstance(n, (exp.Grouping, exp.GroupingId)):
+            bits = [int(a.name.lower() in missing) for a in n.expressions]
+            value = sum(bit << (len(bits) - 1 - i) for i, bit in enumerate(bits))
+            return exp.Cast(this=exp.Literal.number(value), to=exp.DataType.build("bigint"))
+        return n
+
+    return cast(exp.Expression, item.copy().transform(fix))
 
 
 def _nulls(item: exp.Expression, missing: dict[str, str | None]) -> exp.Expression:

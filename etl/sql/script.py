@@ -149,7 +149,7 @@ def split(tokens: list) -> list[Statement]:
 def _kind(toks: list) -> str:
     words = [t.text.upper() for t in toks[:6]]
     if words[0] == "CREATE":
-        rest = [w for w in words[1:] if w not in ("OR", "REPLACE", "TEMPORARY", "TEMP", "IF", "NOT", "EXISTS")]
+        rest = [w for w in words[1:] if w not in ("OR", "REPLACE", "TEMPORARY", "TEMP", "SYSTEM", "IF", "NOT", "EXISTS")]
         nxt = rest[0] if rest else ""
         return {"TABLE": "table", "VIEW": "view", "FUNCTION": "function"}.get(nxt, "other")
     if words[0] == "INSERT":

@@ -1,6 +1,6 @@
 -- rsqldb style: the forms rsqldb / Blink scripts use, unchanged: unquoted WITH keys, backticked names,
 -- `primary key`, a Blink watermark (withOffset), EMIT on the INSERT that reads a windowed view,
--- a processing-time HOP window over a PROCTIME() column, and Flink's TUMBLE window table function.
+-- a HOP window (over ts: over the PROCTIME() column pt it is E320, one watermark per Spark query), and a TUMBLE TVF.
 CREATE TABLE user_clicks
 (
     `username`      VARCHAR,
@@ -36,12 +36,12 @@ SELECT * FROM clicks_view
 EMIT WITH DELAY '1' MINUTE BEFORE WATERMARK;
 
 INSERT INTO recent
-SELECT HOP_START(pt, INTERVAL '30' SECOND, INTERVAL '1' MINUTE) AS window_start,
-       HOP_END(pt, INTERVAL '30' SECOND, INTERVAL '1' MINUTE)   AS window_end,
+SELECT HOP_START(ts, INTERVAL '30' SECOND, INTERVAL '1' MINUTE) AS window_start,
+       HOP_END(ts,   INTERVAL '30' SECOND, INTERVAL '1' MINUTE)   AS window_end,
        username,
        COUNT(click_url)                                         AS clicks
 FROM user_clicks
-GROUP BY HOP(pt, INTERVAL '30' SECOND, INTERVAL '1' MINUTE), username;
+GROUP BY HOP(ts, INTERVAL '30' SECOND, INTERVAL '1' MINUTE), username;
 
 INSERT INTO per_url
 SELECT click_url AS url, window_start, window_end, COUNT(DISTINCT username) AS users

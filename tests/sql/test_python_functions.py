@@ -237,3 +237,18 @@ def test_a_python_aggregate_in_a_sql_group_by_without_a_window(tmp_path):
     [agg] = [t for t in c.pipeline.transforms if t.type == "aggregate"]
     assert [(a.fn, a.field, a.as_) for a in agg.aggregates] == [("spread", "n", "spread"), ("count", None, "n")]
     assert dict(c.graph.columns[agg.id]) == {"g": "string", "spread": "double", "n": "bigint", "_update": "boolean"}
+
+
+def test_flink_spelling_of_a_python_function(tmp_path):
+    """Flink's `CREATE TEMPORARY SYSTEM FUNCTION f AS 'module.function' LANGUAGE PYTHON` is etl's function
+    'module:function' (it was E011 unsupported statement at CREATE; a dotted name was no module:callable)."""
+    (tmp_path / "udfs.py").write_text("def add_one(x: int) -> int:\n    return x + 1\n")
+    (tmp_path / "job.sql").write_text(
+        "CREATE TEMPORARY SYSTEM FUNCTION add_one AS 'udfs.add_one' LANGUAGE PYTHON;\n"
+        "CREATE TABLE t (n BIGINT) WITH (type = 'file', filePath = 'x.jsonl');\n"
+        "CREATE TABLE o (v BIGINT) WITH (type = 'print');\n"
+        "INSERT INTO o SELECT add_one(n) FROM t;\n")
+    c = check_file(tmp_path / "job.sql", programs=True)
+    assert c.report.errors == [], [d.render() for d in c.report.errors]
+    assert [(f.name, f.callable) for f in c.pipeline.functions] == [("add_one", "udfs:add_one")]
+    assert next(s for s in c.pipeline.components() if s.id == "o_select").model_dump()["fields"] == ["ADD_ONE(n) AS v"]

@@ -5,13 +5,18 @@ the rsqldb one runs under SET 'sql.dialect' = 'rsqldb'). The Spark run is one qu
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from etl.check import check_file
 from etl.sql.dialect import DIALECT
+from etl.sql.flink_functions import readme_table as flink_readme_table
+from etl.sql.flink_functions import table as flink_table
+from etl.sql.flink_functions import unsupported as flink_unsupported
 from etl.sql.functions import Functions, call_of, readme_table, table
 
 N = "CAST(NULL AS STRING)"
@@ -126,7 +131,32 @@ CASES: list[tuple[str, str, object]] = [
     ("DISSECT('Mar 16 00:01:25 evita', '%{ts} %{+ts} %{+ts} %{host}')", "flink", ("Mar 16 00:01:25", "evita")),
     ("DISSECT('x', '%{a} %{b}')", "flink", None),
     (r"'a\b' LIKE concat('a\', '_')", "flink", True), ("'a%' LIKE 'a!%' ESCAPE '!'", "flink", True),
+    # the rest of Flink's built-ins that etl rewrites (every one's documented example: etl/sql/flink_functions.tsv)
+    ("LEAST(2, 1, 3)", "flink", 1), ("LEAST(2, CAST(NULL AS INT))", "flink", None), ("GREATEST(2, 1)", "flink", 2),
+    ("RTRIM('This is a test String. ')", "flink", "This is a test String."), ("RTRIM('abxx', 'x')", "flink", "ab"),
+    ("LTRIM('xxab', 'x')", "flink", "ab"),
+    ("SHA224('a')", "flink", "abd37534c7d9a2efb9465de931cd7055ffdb8879563ae98078d6d6d5"),
+    ("char_length(SHA384('a'))", "flink", 96), ("char_length(SHA512('a'))", "flink", 128),
+    ("TRUNCATE(-42.324, 1)", "flink", Decimal("-42.3")), ("TRUNCATE(42.324)", "flink", Decimal("42")),
+    ("TRUNCATE(1234.5, -2)", "flink", Decimal("1200")),
+    ("REGEXP_COUNT('ab', pat)", "flink", None), ("REGEXP_INSTR('ab', pat)", "flink", None),
+    ("REGEXP_SUBSTR('ab', pat)", "flink", None), ("REGEXP_SUBSTR('ab', 'x')", "flink", None),
+    ("REGEXP_EXTRACT_ALL('a1b2', '[a-z]\\d')", "flink", None), ("REGEXP_EXTRACT_ALL('a1b2', '([a-z])\\d')", "flink", ["a", "b"]),
+    ("REGEXP_EXTRACT_ALL('a1', '(a)', 2)", "flink", None), ("REGEXP_EXTRACT_ALL('ab', pat, 0)", "flink", None),
+    ("URL_DECODE('%zz')", "flink", None), ("CONVERT_TZ('not a time', 'UTC', 'UTC')", "flink", None),
+    ("UNIX_TIMESTAMP('not a time')", "flink", -9223372036854775808),
+    ("UNIX_TIMESTAMP('1970-01-01 08:00:01', 'yyyy-MM-dd HH:mm:ss')", "flink", 28801),
+    ("UNIX_TIMESTAMP() > 0", "flink", True),
+    ("ARRAY_SORT(ARRAY[2, CAST(NULL AS INT), 1], false)", "flink", [2, 1, None]),
+    ("ARRAY_CONCAT(ARRAY[1], CAST(NULL AS ARRAY<INT>))", "flink", None),
+    ("SPLIT('abc', '')", "flink", ["a", "b", "c"]), ("SPLIT('a||b|', '|')", "flink", ["a", "", "b", ""]),
+    ("SPLIT('abc', ',')", "flink", ["abc"]),
+    ("ARRAY[1, 2][3]", "flink", None), ("MAP['a', 1]['b']", "flink", None),
 ]
+
+
+# every Flink built-in's documented example (etl/sql/flink_functions.tsv) that etl runs: (example, flink, result)
+FLINK = [(r.example, "flink", json.loads(r.result)) for r in flink_table() if r.example and r.status != "unsupported"]
 
 
 def _spark_sql(text: str, dialect: str) -> str:
@@ -135,13 +165,13 @@ def _spark_sql(text: str, dialect: str) -> str:
 
 
 def test_every_row_of_the_table_has_a_documented_case():
-    called = {(m.group(1).upper(), d) for text, d, _ in CASES for m in re.finditer(r"\b([A-Z][A-Z_0-9]{2,})\s*\(", text)}
+    called = {(m.group(1).upper(), d) for text, d, _ in CASES + FLINK for m in re.finditer(r"\b([A-Z][A-Z_0-9]{2,})\s*\(", text)}
     rows = {(r.name, r.dialect) for r in table() if r.spark != "-"}
     missing = {(n, d) for n, d in rows if (n, "flink" if d == "*" else d) not in called}
     assert not missing
     arities = {(r.name, r.arity) for r in table() if r.spark != "-" and r.arity != "n"}
     seen = set()
-    for text, d, _ in CASES:
+    for text, d, _ in CASES + FLINK:
         tree = DIALECT.parser().parse(DIALECT.tokenize(f"SELECT {text}"), f"SELECT {text}")[0]
         for node in tree.walk():
             call = call_of(node)
@@ -155,18 +185,72 @@ def test_the_readme_lists_the_table():
     assert readme_table() in readme
 
 
+
+
+def _plain(v: object) -> object:
+    """A Spark value as the table's JSON writes it (a decimal as a float, bytes as text, arrays as lists)."""
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.decode()
+    return [_plain(x) for x in v] if isinstance(v, list) else v
+
+
 @pytest.mark.spark
 def test_functions_give_the_peers_answers(spark):
-    exprs = [f"{_spark_sql(text, d)} AS c{i}" for i, (text, d, _) in enumerate(CASES)]
+    """One query: the rsqldb / Flink cases above and every Flink built-in's documented example."""
+    exprs = [f"{_spark_sql(text, d)} AS c{i}" for i, (text, d, _) in enumerate(CASES + FLINK)]
     row = spark.sql(f"SELECT {', '.join(exprs)} FROM VALUES ('(') AS t(pat)").collect()[0]
     got = {CASES[i][:2]: row[i] for i in range(len(CASES))}
     want = {c[:2]: c[2] for c in CASES}
     assert got == want
+    assert {text: _plain(row[len(CASES) + i]) for i, (text, _, _) in enumerate(FLINK)} == {t: v for t, _, v in FLINK}
+
+
+def test_every_flink_function_has_a_status_and_the_supported_ones_an_example():
+    rows = flink_table()
+    assert len(rows) == 226 and {r.category for r in rows} == {
+        "comparison", "logical", "arithmetic", "string", "temporal", "conditional", "conversion", "collection", "json",
+        "valueconstruction", "valueaccess", "grouping", "hash", "aggregate", "catalog"}
+    assert len(FLINK) == 173
+    # a row without an example is an aggregate, or a construct a SELECT cannot show alone
+    assert sorted(r.syntax for r in rows if r.status != "unsupported" and not r.example) == sorted([
+        "PERCENTILE(expr, percentage[, frequency])", "DESCRIPTOR(identifier, ...)", "tableName.compositeType.*",
+        *(f"{n}([ALL | DISTINCT] expression)" for n in ("COUNT", "AVG", "SUM", "MAX", "MIN")),
+        *(f"{n}(expression)" for n in ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "VARIANCE")),
+        "ARRAY_AGG([ALL | DISTINCT] expression)", "LISTAGG(expression [, separator])",
+        "FIRST_VALUE(expression), LAST_VALUE(expression)", "ROW_NUMBER()",
+        "GROUPING(expression1 [, expression2]*), GROUPING_ID(...)"])
+    # a rewritten function's names are rows of functions.tsv (SUBSTR: sqlglot reads it as SUBSTRING, whose rows
+    # rewrite it; BTRIM: Spark's btrim takes Flink's argument order, LTRIM / RTRIM of the same row do not)
+    rewritten = {n for r in rows if r.status == "rewritten" for n in r.names}
+    assert rewritten - {r.name for r in table()} == {"SUBSTR", "BTRIM"}
+
+
+_UNSUPPORTED = [r for r in flink_table() if r.status == "unsupported"]
+
+
+@pytest.mark.parametrize("row", _UNSUPPORTED, ids=[r.example for r in _UNSUPPORTED])
+def test_an_unsupported_flink_function_is_refused_at_its_call(tmp_path, row):
+    """`etl validate` refuses each one where it is called: E012 (E011 for sub-queries and TIME), with
+    the table's note as hint for a call."""
+    c = _check(tmp_path, f"INSERT INTO o SELECT CAST({row.example} AS STRING) FROM t;\n")
+    (d,) = c.report.errors
+    assert (d.code, d.span.line) == ("E011" if row.syntax.startswith(("EXISTS", "value [NOT] IN", "TIME"))
+                                     else "E012", 3)
+    assert 27 <= d.span.col <= 27 + len(row.example), d.render()
+    if row.names and row.names[0] in flink_unsupported():
+        assert (d.message, d.hint) == (f"function {row.names[0]} is not supported", row.note)
+
+
+def test_the_readme_lists_every_flink_function():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert flink_readme_table() in readme
 
 
 def _check(tmp_path: Path, query: str, prefix: str = ""):
     f = tmp_path / "job.sql"
-    f.write_text(prefix + "CREATE TABLE t (s VARCHAR, ms BIGINT) WITH (type = 'file', filePath = 'x.jsonl');\n"
+    f.write_text(prefix + "CREATE TABLE t (s VARCHAR, ms BIGINT, ts TIMESTAMP(3)) WITH (type = 'file', filePath = 'x.jsonl');\n"
                  "CREATE TABLE o (v VARCHAR) WITH (type = 'print');\n" + query)
     return check_file(f, environ={})
 

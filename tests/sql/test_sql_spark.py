@@ -70,9 +70,13 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
     ]
 
 
+# the example scripts whose tests blocks run here (test_sql_fixtures_run.py runs the others on generated rows)
+EXAMPLE_SCRIPTS = ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "interval_join", "lateral", "topn",
+                   "topn_continuous", "window", "window_join", "window_late", "window_tvf"]
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("name", ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "interval_join", "lateral", "topn", "topn_continuous", "window",
-                                  "window_join", "window_late", "window_tvf"])
+@pytest.mark.parametrize("name", EXAMPLE_SCRIPTS)
 def test_example_scripts_pass_their_tests(spark, name):
     from etl.runtime.testing import run_tests
 

@@ -180,3 +180,31 @@ def test_window_top_n_over_a_hop_tvf_per_key(tmp_path):
     rows = [x for x in c.pipeline.transforms if x.type == "select"][0]
     assert rows.fields == ["inline(_rows) AS (bidtime, price, item, supplier_id)", "window_start", "window_end",
                            "window_end - INTERVAL 1 MILLISECOND AS window_time"]
+
+
+GROUPING_SQL = """\
+CREATE TABLE Bid (bidtime TIMESTAMP(3), price DOUBLE, item STRING, supplier_id STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH (type = 'file', filePath = 'bids.jsonl');
+CREATE TABLE o (supplier_id STRING, item STRING, g BIGINT, gid BIGINT, price DOUBLE) WITH (type = 'print');
+INSERT INTO o SELECT supplier_id, item, GROUPING(supplier_id), GROUPING_ID(supplier_id, item), SUM(price)
+FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
+GROUP BY window_start, window_end, CUBE (supplier_id, item);
+"""
+
+
+def test_grouping_and_grouping_id_of_each_cube_set(tmp_path):
+    """GROUPING(x) is 1 in the rows of a set that does not group by x; GROUPING_ID(a, b) the bit vector, a the
+    highest bit (Flink / Calcite): CUBE (supplier_id, item) gives 0/0, 0/1, 1/2, 1/3 (it was E011)."""
+    (tmp_path / "job.sql").write_text(GROUPING_SQL)
+    c = check_file(tmp_path / "job.sql", environ={})
+    assert c.report.errors == [], [d.render() for d in c.report.errors]
+    selects = [s.model_dump()["fields"] for s in c.pipeline.transforms if s.type == "select"]
+    assert [[f for f in fields if f.endswith((" AS g", " AS gid"))] for fields in selects] == [
+        ["CAST(0 AS BIGINT) AS g", "CAST(0 AS BIGINT) AS gid"], ["CAST(0 AS BIGINT) AS g", "CAST(1 AS BIGINT) AS gid"],
+        ["CAST(1 AS BIGINT) AS g", "CAST(2 AS BIGINT) AS gid"], ["CAST(1 AS BIGINT) AS g", "CAST(3 AS BIGINT) AS gid"]]
+
+
+def test_grouping_outside_grouping_sets_is_refused_at_the_call(tmp_path):
+    (tmp_path / "job.sql").write_text(GROUPING_SQL.replace("CUBE (supplier_id, item)", "supplier_id, item"))
+    c = check_file(tmp_path / "job.sql", environ={})
+    assert [(d.code, d.span.line, d.span.col) for d in c.report.errors] == [("E011", 4, 41)]

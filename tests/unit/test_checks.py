@@ -131,8 +131,11 @@ def test_event_time_rules(tmp_path):
         "  - {id: last, type: dedupe, input: b, keys: [k]}": "E321",
         "  - {id: u, type: union, inputs: [a, b]}\n"
         "  - {id: last, type: window, input: u, kind: tumbling, size: 1m, aggregates: [{fn: count, as: n}]}": "E320",
-        "  - {id: w, type: window, input: a, kind: tumbling, size: 1m, time: processing, aggregates: [{fn: count, as: n}]}\n"
+        "  - {id: w, type: window, input: b, kind: tumbling, size: 1m, time: processing, aggregates: [{fn: count, as: n}]}\n"
         "  - {id: last, type: dedupe, input: w, keys: [n]}": "E321",
+        # a processing-time window needs its own watermark, and Spark allows one per query: not over a's event time
+        "  - {id: last, type: window, input: a, kind: tumbling, size: 1m, time: processing, aggregates: [{fn: count, as: n}]}":
+        "E320",
         "  - {id: w, type: window, input: a, kind: sliding, size: 1m, slide: 10s, aggregates: [{fn: count, as: n}]}\n"
         "  - {id: last, type: window, input: w, kind: tumbling, size: 5m, aggregates: [{fn: sum, field: n, as: t}]}":
         "E320",
