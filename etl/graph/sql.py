@@ -197,6 +197,11 @@ def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, s
     return _type_of(p.expr, lowered, functions or {})
 
 
+def node_type(node: Any, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> str:
+    """guess_type of a parsed expression's node (a part of `Parsed.expr`)."""
+    return _type_of(node, {k.lower(): v for k, v in (columns or {}).items()}, functions or {})
+
+
 def _field_type(node: Any, cols: dict[str, str]) -> str:
     """`g.client` (`g.a.b`): a struct column's field, as Spark resolves a qualified name that is no table (a
     GROK(...) struct, a ROW column); "unknown" when the first part is no struct column of the input."""

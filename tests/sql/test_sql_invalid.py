@@ -86,6 +86,7 @@ EXPECTED = {
     'topn_rank_above': [('E011', 7, 104)],
     'spark_call_arity': [('E012', 4, 34)],
     'spark_call_signatures': [('E102', 4, 40), ('E012', 4, 64)],
+    'spark_casts': [('E102', 4, 39), ('E102', 4, 97)],
     'tumble_too_many_intervals': [('E010', 4, 137)],
     'tvf_alone': [('E011', 4, 80)],
     'unknown_column_aggregate': [('E310', 5, 73)],
