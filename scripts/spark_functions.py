@@ -219,6 +219,10 @@ HEADER = """# Spark's built-in SQL functions and their signatures as Spark analy
 # t timestamp, x binary, a array, m map, r struct; * any; =T: text is cast to T. Past the last position: any type,
 # or the last one's for a function of N+ arguments
 # result: a type, $1 (the type of argument 1), - (depends on the arguments)
+# Read with care: lag and lead (arity 0) and ntile (0) are Spark's: lag() OVER w is lag(NULL) (a void column),
+# ntile() is ntile(1); when's 0 is the probe's (when() is refused, COMPLEX_EXPRESSION_UNSUPPORTED_INPUT.NO_INPUTS, no
+# arity error): when(c, v) is CASE WHEN c THEN v END. between(a, b, c) and when(c, v) are calls Spark takes that
+# validate's parser (sqlglot) reads as keywords: E311 (write a BETWEEN b AND c, CASE WHEN c THEN v END).
 """
 
 

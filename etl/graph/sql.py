@@ -88,7 +88,8 @@ def parse(text: str) -> Parsed:
         try:
             trees = [t for t in spark.parser().parse(tokens, stripped) if t is not None]
         except ParseError as e:
-            if not all(str(x.get("description", "")).startswith(_SQLGLOT_ARITY) for x in e.errors):
+            if not all(str(x.get("description", "")).startswith(_SQLGLOT_ARITY) or _empty_call(x, stripped)
+                       for x in e.errors):
                 raise
             # a number of arguments sqlglot's class for the name does not take (first_value(x, true),
             # lag(x, 1, 0, true)): Spark's catalogue tells (etl.graph.calls, E012); the extra arguments are dropped
@@ -147,6 +148,22 @@ def parse(text: str) -> Parsed:
         name = tree.name
         bare = True
     return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
+
+
+def _empty_call(err: dict, text: str) -> bool:
+    """sqlglot's class for a name wants an argument where Spark takes none (lag(), lead(): lag(NULL); concat():
+    ''): the error names the class of a call `name()` of the text that Spark's catalogue takes without arguments."""
+    from etl.sql.catalog import lookup
+
+    found = _REQUIRED.match(str(err.get("description", "")))
+    if found is None:
+        return False
+    name = found.group(1).lower()
+    fn = lookup(name)
+    return fn is not None and fn.takes(0) and re.search(rf"(?<![\w.]){name}\s*\(\s*\)", text, re.I) is not None
+
+
+_REQUIRED = re.compile(r"Required keyword: '\w+' missing for <class 'sqlglot\.expressions\.[\w.]*?(\w+)'>")
 
 
 def _walk(tree) -> tuple[int, list]:

@@ -115,3 +115,16 @@ def test_text_cast_to_a_number_fails_the_query(spark):
     with pytest.raises(NumberFormatException, match="CAST_INVALID_INPUT"):
         frame.selectExpr("date_add(ts, 'x')").collect()
     assert frame.selectExpr("date_add(ts, '3') AS d").collect()[0].d.isoformat() == "2024-05-04"
+
+
+def test_the_calls_the_header_explains(spark):
+    """The catalogue's header: lag(), lead(), ntile() and concat() are Spark's (validate parses them), when() is
+    refused though its arity reads 0+, between(a, b, c) and when(c, v) are functions Spark takes."""
+    analyse = probes.analyser(spark)
+    answers = {q: analyse(f"SELECT {q} FROM range(1)") for q in (
+        "lag() OVER (ORDER BY id)", "lead() OVER (ORDER BY id)", "ntile() OVER (ORDER BY id)", "concat()",
+        "between(1, 0, 2)", "when(true, 1)", "when()")}
+    assert {q: a[1] if a[0] == "ok" else a[0] for q, a in answers.items()} == {
+        "lag() OVER (ORDER BY id)": "void", "lead() OVER (ORDER BY id)": "void", "ntile() OVER (ORDER BY id)": "int",
+        "concat()": "string", "between(1, 0, 2)": "boolean", "when(true, 1)": "int",
+        "when()": "COMPLEX_EXPRESSION_UNSUPPORTED_INPUT.NO_INPUTS"}
