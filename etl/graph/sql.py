@@ -270,7 +270,7 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         return "unknown"
     if isinstance(node, exp.Div):
         return "double"
-    if isinstance(node, (exp.DPipe, exp.Concat)):
+    if isinstance(node, exp.DPipe):
         return "string"
     fname = ""
     if isinstance(node, exp.Anonymous):
@@ -343,6 +343,10 @@ def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str]
     from etl.sql.catalog import lookup
 
     fn = lookup(fname)
+    if fn is None and isinstance(node, _exp().Func) and not isinstance(node, _exp().Anonymous):
+        fn = _spark_name_of(node)  # sqlglot's name is its own (try_add is a SafeAdd): the name Spark reads
+    if fn is not None and fn.by_class:
+        return _by_class_type(node, cols, fns)
     if fn is None or not fn.returns:
         return None
     if not fn.returns.startswith("$"):
@@ -355,6 +359,50 @@ def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str]
         return None
     typ = _type_of(first, cols, fns)
     return None if typ == "unknown" else typ
+
+
+def _spark_name_of(node) -> Any:
+    """The catalogued function a sqlglot function node is, by the name its Spark SQL calls it (None: none)."""
+    from etl.sql.catalog import lookup, spark_calls
+
+    calls = spark_calls(node.sql(dialect="spark"))
+    return lookup(calls[0].name) if calls and calls[0].offset == 0 else None
+
+
+def _by_class_type(node, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
+    """The result of a call whose type depends on its arguments' classes (the catalogue's `by_class`: abs(int) is
+    int, abs(string) double): the arguments, as Spark reads them off the call's text, at each position that
+    changes the result must agree on one ("unknown" when they do not); None when a type is unknown or the call
+    cannot be read (the older guesses then)."""
+    from etl.sql.catalog import lookup, spark_calls, type_class
+
+    text = node.sql(dialect="spark")
+    calls = spark_calls(text)
+    if not calls or calls[0].offset != 0 or calls[0].syntax:
+        return None
+    fn = lookup(calls[0].name)
+    if fn is None or not fn.by_class:
+        return None
+    args = calls[0].args
+    last = fn.by_class[-1][0] if fn.arity.endswith("+") else None
+    told: set[str] = set()
+    for i, (arg, _) in enumerate(args):
+        p = i + 1 if last is None or i + 1 < last else last
+        table = dict(fn.by_class).get(p)
+        if table is None:
+            continue
+        if not fn.told(i, len(args)):
+            return None
+        typ = guess_type(arg, cols, fns) if "->" not in arg else "unknown"  # (a lambda's type is its body's)
+        result = table.get(type_class(typ) or "?")
+        if typ == "unknown" or result is None:
+            return None
+        told.add(typ if result == "$" else result)
+    if told == {"int", "bigint"}:  # Spark's wider type of the two (coalesce(b, 0))
+        return "bigint"
+    if len(told) > 1:
+        return "unknown"  # (coalesce(i, d): their wider type, which the catalogue does not tell)
+    return told.pop() if told else None
 
 
 def _split_map(t: str) -> str:
