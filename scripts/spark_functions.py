@@ -8,10 +8,11 @@ function of SHOW FUNCTIONS (names of letters, digits and _):
 * its group (Spark's ExpressionInfo: agg, window, generator, ...; `table` for a table function),
 * the numbers of arguments it takes: a call with 0..6 NULLs each, refused by WRONG_NUM_ARGS or
   REQUIRED_PARAMETER_NOT_FOUND or not (`1+`: one or more; `2n`: an even number; `?`: not told),
-* per argument position (up to 3), the classes of types it takes: a call with one typed NULL (CAST(NULL AS INT)
+* per argument position (up to 6), the classes of types it takes: a call with one typed NULL (CAST(NULL AS INT)
   ...) among NULLs, refused by DATATYPE_MISMATCH or not; where text is taken only to be cast (abs('a') is
   abs(CAST('a' AS DOUBLE))), the type it is cast to,
-* its result type when the probes tell it: one type, or `$1` (the type of argument 1).
+* its result type when the probes tell it: one type, `$p` (the type of argument p), or per position whose class
+  changes it, the result per class (abs: string gives double, int its own type).
 
 `etl validate` reads the file (etl.sql.catalog) to check calls without a JVM. Run it again after a pyspark upgrade
 (a fast test fails when the file's pyspark version is not the installed one); `--raw` keeps the probes' answers
@@ -31,7 +32,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "etl" / "sql" / "spark_functions.tsv"
 MAX_PROBED = 6  # calls with 0..6 arguments
-TYPED_POSITIONS = 3
+TYPED_POSITIONS = 6  # concat_ws, make_timestamp, format_string ... take more than 3
 # the class letters of etl.sql.catalog and the type each is probed with
 TYPES = {"s": "STRING", "i": "INT", "l": "BIGINT", "f": "DOUBLE", "n": "DECIMAL(10,2)", "b": "BOOLEAN", "d": "DATE",
          "t": "TIMESTAMP", "x": "BINARY", "a": "ARRAY<STRING>", "m": "MAP<STRING,STRING>", "r": "STRUCT<a:STRING>"}
@@ -156,8 +157,8 @@ def _refuses(condition: str, message: str, p: int) -> bool:
     NULL): the NULL index) or about the types together (BINARY_OP_DIFF_TYPES) tells nothing of it."""
     if condition not in ("DATATYPE_MISMATCH.UNEXPECTED_INPUT_TYPE", "UNEXPECTED_INPUT_TYPE"):
         return False
-    ordinal = {1: "first", 2: "second", 3: "third"}[p]
-    return (f"The {ordinal} parameter" in message or f"Parameter {ordinal} " in message) \
+    ordinals = {1: ("first",), 2: ("second",), 3: ("third",)}.get(p, (f"{p}th", ("fourth", "fifth", "sixth")[p - 4]))
+    return any(f"The {o} parameter" in message or f"Parameter {o} " in message for o in ordinals) \
         and 'has the type "VOID"' not in message
 
 
@@ -190,8 +191,31 @@ def returns(raw: dict[str, Any]) -> str:
     if not results:
         ok = {a[1] for a in raw["counts"] if a[0] == "ok"}
         return ok.pop() if len(ok) == 1 and _whole(ok) else ""
-    first = next((p for p in sorted(same, key=int) if same[p]), None)
-    return f"${first}" if first is not None else ""
+    # argument p's type when one of the first three positions gives it (further on, a NULL probe of a variadic
+    # function, decode or elt, gives the other NULLs' type); several (coalesce, if's 2 and 3): by_class tells
+    own = [p for p in sorted(same, key=int) if same[p] and int(p) <= 3]
+    return f"${own[0]}" if len(own) == 1 else ""
+
+
+def by_class(raw: dict[str, Any]) -> str:
+    """Where the result depends on the arguments: per position whose typed calls give different results,
+    `p:c=type,...` (positions joined with '|'), `$` for the argument's own type; a decimal's result is `decimal`
+    (its precision is the argument's), a container's is told only when it is its own type."""
+    parts = []
+    for p in sorted(raw["typed"], key=int):
+        ok = {letter: a[1] for letter, a in raw["typed"][p]["answers"].items() if a[0] == "ok" and _whole({a[1]})}
+        if len(set(ok.values())) < 2 or int(p) > 3:  # (past 3: a variadic function's NULLs, as in returns)
+            continue
+        cells = []
+        for letter, t in ok.items():
+            if t == _spark_name(letter):
+                cells.append(f"{letter}=$")
+            elif letter not in "amr" and "," not in re.sub(r"decimal[(][0-9,]*[)]", "", t) \
+                    and not t.startswith("struct<"):  # (a map, a struct: fields named after the NULLs, col1)
+                cells.append(f"{letter}={re.sub(r'decimal[(][0-9,]*[)]', 'decimal', t)}")
+        if cells:
+            parts.append(f"{p}:" + ",".join(cells))
+    return "|".join(parts)
 
 
 def _whole(results: set[str]) -> bool:
@@ -209,7 +233,8 @@ def line(name: str, group: str, raw: dict[str, Any]) -> str:
     if arity == "?" and any(c == "NOT_A_SCALAR_FUNCTION" for c, _ in raw["counts"]):
         group = "table"
     args = classes(raw["typed"], arity.endswith("+")) if raw["typed"] else "*"
-    return "\t".join((name, group or "-", arity, args, returns(raw) or "-"))
+    told = returns(raw) or (by_class(raw) if group != "lambda" else "")  # (a lambda's position: its NULL's type)
+    return "\t".join((name, group or "-", arity, args, told or "-"))
 
 
 HEADER = """# Spark's built-in SQL functions and their signatures as Spark analyses them (etl's session: ANSI on).
@@ -218,7 +243,13 @@ HEADER = """# Spark's built-in SQL functions and their signatures as Spark analy
 # argument classes, per position (';'): s string, i int, l bigint, f double, n decimal, b boolean, d date,
 # t timestamp, x binary, a array, m map, r struct; * any; =T: text is cast to T. Past the last position: any type,
 # or the last one's for a function of N+ arguments
-# result: a type, $1 (the type of argument 1), - (depends on the arguments)
+# result: a type, $1 (the type of argument 1), or per position p (of the first 3) whose class changes it,
+# p:c=type,...|p:... (c a class letter, $ the argument's own type; a call's result is told when its arguments there
+# agree on one, past the last position of a function of N+ arguments the last one's), - (not told)
+# Read with care: lag and lead (arity 0) and ntile (0) are Spark's: lag() OVER w is lag(NULL) (a void column),
+# ntile() is ntile(1); when's 0 is the probe's (when() is refused, COMPLEX_EXPRESSION_UNSUPPORTED_INPUT.NO_INPUTS, no
+# arity error): when(c, v) is CASE WHEN c THEN v END. between(a, b, c) and when(c, v) are calls Spark takes that
+# validate's parser (sqlglot) reads as keywords: E311 (write a BETWEEN b AND c, CASE WHEN c THEN v END).
 """
 
 

@@ -80,3 +80,93 @@ def _string_literal(arg: str) -> str | None:
     if len(arg) >= 2 and arg[0] == arg[-1] == "'" and "'" not in arg[1:-1] and "\\" not in arg:
         return arg[1:-1]
     return None
+
+
+def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
+    """E102 at each CAST / TRY_CAST / `::` of `text` (parsed: `tree`) whose types Spark's analysis refuses
+    (etl.sql.casts: `CAST(s AS array<int>)` of a string, a map to int: DATATYPE_MISMATCH at run)."""
+    from sqlglot import exp
+
+    from etl.graph.sql import node_type
+    from etl.sql.casts import targets, verdict
+
+    casts = [n for n in tree.dfs() if isinstance(n, exp.Cast)]
+    if not casts:
+        return
+    fns = cx._function_types()
+    at = _cast_offsets(text, tree, casts)
+    for n, off in zip(casts, at):
+        src = _number_literal(n.this) or node_type(n.this, cols, fns)
+        dst = n.to.sql(dialect="spark").lower()
+        try_ = bool(n.args.get("safe"))
+        if src == "unknown" or verdict(src, dst, try_) is not False:
+            continue
+        word = "TRY_CAST" if try_ else "CAST"
+        takes = ", ".join(targets(src, try_)) or "string"
+        hint = f"Spark's {word} turns {_kind_word(src)} into {takes} only"
+        kind = _kind_word(src)
+        if kind in _INTO and dst.startswith(kind):
+            hint = f"Spark casts {_INTO[kind]}"
+        elif src in ("string", "binary") and dst.startswith(("array", "map", "struct")):
+            hint += f"; to read text as {dst}, use from_json(..., '{dst}')"
+        cx.report.error("E102", f"{word} of {src} to {dst} is a cast Spark refuses (DATATYPE_MISMATCH at run) "
+                        f"({where})", cx.inner(node, keys, text, off), hint)
+
+
+def _number_literal(node: Any) -> str | None:
+    """Spark's type of a number literal: 1.5 is a decimal (1.5e0 a double), 5 an int, 3000000000 a bigint."""
+    from sqlglot import exp
+
+    if not isinstance(node, exp.Literal) or node.is_string:
+        return None
+    if any(ch in node.this for ch in "eE"):
+        return "double"
+    if "." in node.this:
+        return "decimal"
+    return "int" if abs(int(node.this)) < 2**31 else "bigint"
+
+
+_INTO = {"array": "an array to an array whose elements cast", "map": "a map to a map whose keys and values cast (a "
+         "key may not turn NULL)", "struct": "a struct to a struct of as many fields, each field to the one in its "
+         "place"}
+
+
+def _kind_word(typ: str) -> str:
+    from etl.sql.casts import parse_kind
+
+    k = parse_kind(typ)
+    return k[0] if k is not None else typ
+
+
+def _cast_offsets(text: str, tree: Any, casts: list) -> list[int]:
+    """The 0-based offset in `text` of each cast (in `casts`' pre-order): the value `CAST(` / `TRY_CAST(` casts
+    (as E102 of a call's argument: in a SQL script, a column's name is where it was written), or the `::` of
+    `x::type` (the `::` tokens are in the post-order of their casts: `a::int::string` is the inner one's first)."""
+    from sqlglot.dialects.spark import Spark
+    from sqlglot.tokens import TokenType
+
+    toks = Spark().tokenize(text)
+    words = [toks[i + 2].start for i, t in enumerate(toks[:-2]) if t.text.upper() in ("CAST", "TRY_CAST")
+             and toks[i + 1].token_type == TokenType.L_PAREN]
+    colons = [t.start for t in toks if t.token_type == TokenType.DCOLON]
+    keyword = [n for n in casts if "format" in n.args]  # sqlglot's CAST(...) parse sets format/safe; `::` does not
+    if len(keyword) != len(words) or len(casts) - len(keyword) != len(colons):
+        return [0] * len(casts)  # never seen: the whole expression
+    out = dict(zip(map(id, keyword), words))
+    ordered: list = []
+    _post_order(tree, [n for n in casts if "format" not in n.args], ordered)
+    out.update(zip(map(id, ordered), colons))
+    return [out[id(n)] for n in casts]
+
+
+def _post_order(tree: Any, wanted: list, out: list) -> None:
+    ids = {id(n) for n in wanted}
+    stack = [(tree, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            if id(n) in ids:
+                out.append(n)
+            continue
+        stack.append((n, True))
+        stack.extend((c, False) for c in reversed(list(n.iter_expressions())))

@@ -101,7 +101,7 @@ class ColumnPass:
     def expr(self, node: Node, keys: tuple, text: Any, cols: Cols | None, where: str):
         """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column, E012/E102 per bad
         call of a Spark function (etl.graph.calls), E352/E353 per bad call of a pipeline function."""
-        from etl.graph.calls import check_spark_calls
+        from etl.graph.calls import check_casts, check_spark_calls
         from etl.graph.sql import parse
 
         if not isinstance(text, str):
@@ -125,6 +125,8 @@ class ColumnPass:
                     self.nested(found, cols[found], list(path), self.inner(node, keys, text, max(off, 0)), where)
         self.calls(node, keys, text, where)
         check_spark_calls(self, node, keys, text, cols, where)
+        if p.expr is not None and ("cast" in text.lower() or "::" in text):
+            check_casts(self, node, keys, text, p.expr, cols, where)
         if self.g.functions and p.expr is not None:
             from etl.graph.functions import check_calls
 

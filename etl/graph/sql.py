@@ -88,7 +88,8 @@ def parse(text: str) -> Parsed:
         try:
             trees = [t for t in spark.parser().parse(tokens, stripped) if t is not None]
         except ParseError as e:
-            if not all(str(x.get("description", "")).startswith(_SQLGLOT_ARITY) for x in e.errors):
+            if not all(str(x.get("description", "")).startswith(_SQLGLOT_ARITY) or _empty_call(x, stripped)
+                       for x in e.errors):
                 raise
             # a number of arguments sqlglot's class for the name does not take (first_value(x, true),
             # lag(x, 1, 0, true)): Spark's catalogue tells (etl.graph.calls, E012); the extra arguments are dropped
@@ -149,6 +150,22 @@ def parse(text: str) -> Parsed:
     return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
 
 
+def _empty_call(err: dict, text: str) -> bool:
+    """sqlglot's class for a name wants an argument where Spark takes none (lag(), lead(): lag(NULL); concat():
+    ''): the error names the class of a call `name()` of the text that Spark's catalogue takes without arguments."""
+    from etl.sql.catalog import lookup
+
+    found = _REQUIRED.match(str(err.get("description", "")))
+    if found is None:
+        return False
+    name = found.group(1).lower()
+    fn = lookup(name)
+    return fn is not None and fn.takes(0) and re.search(rf"(?<![\w.]){name}\s*\(\s*\)", text, re.I) is not None
+
+
+_REQUIRED = re.compile(r"Required keyword: '\w+' missing for <class 'sqlglot\.expressions\.[\w.]*?(\w+)'>")
+
+
 def _walk(tree) -> tuple[int, list]:
     """(the tree's depth, its columns outside subqueries, breadth first): one iterative walk (a chain of 10,000
     ANDs is a tree 10,000 deep)."""
@@ -195,6 +212,11 @@ def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, s
     if p.expr is None:  # bare column (fast path)
         return lowered.get(text.strip().lower(), "unknown")
     return _type_of(p.expr, lowered, functions or {})
+
+
+def node_type(node: Any, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> str:
+    """guess_type of a parsed expression's node (a part of `Parsed.expr`)."""
+    return _type_of(node, {k.lower(): v for k, v in (columns or {}).items()}, functions or {})
 
 
 def _field_type(node: Any, cols: dict[str, str]) -> str:
@@ -248,7 +270,7 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         return "unknown"
     if isinstance(node, exp.Div):
         return "double"
-    if isinstance(node, (exp.DPipe, exp.Concat)):
+    if isinstance(node, exp.DPipe):
         return "string"
     fname = ""
     if isinstance(node, exp.Anonymous):
@@ -321,6 +343,10 @@ def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str]
     from etl.sql.catalog import lookup
 
     fn = lookup(fname)
+    if fn is None and isinstance(node, _exp().Func) and not isinstance(node, _exp().Anonymous):
+        fn = _spark_name_of(node)  # sqlglot's name is its own (try_add is a SafeAdd): the name Spark reads
+    if fn is not None and fn.by_class:
+        return _by_class_type(node, cols, fns)
     if fn is None or not fn.returns:
         return None
     if not fn.returns.startswith("$"):
@@ -333,6 +359,50 @@ def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str]
         return None
     typ = _type_of(first, cols, fns)
     return None if typ == "unknown" else typ
+
+
+def _spark_name_of(node) -> Any:
+    """The catalogued function a sqlglot function node is, by the name its Spark SQL calls it (None: none)."""
+    from etl.sql.catalog import lookup, spark_calls
+
+    calls = spark_calls(node.sql(dialect="spark"))
+    return lookup(calls[0].name) if calls and calls[0].offset == 0 else None
+
+
+def _by_class_type(node, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
+    """The result of a call whose type depends on its arguments' classes (the catalogue's `by_class`: abs(int) is
+    int, abs(string) double): the arguments, as Spark reads them off the call's text, at each position that
+    changes the result must agree on one ("unknown" when they do not); None when a type is unknown or the call
+    cannot be read (the older guesses then)."""
+    from etl.sql.catalog import lookup, spark_calls, type_class
+
+    text = node.sql(dialect="spark")
+    calls = spark_calls(text)
+    if not calls or calls[0].offset != 0 or calls[0].syntax:
+        return None
+    fn = lookup(calls[0].name)
+    if fn is None or not fn.by_class:
+        return None
+    args = calls[0].args
+    last = fn.by_class[-1][0] if fn.arity.endswith("+") else None
+    told: set[str] = set()
+    for i, (arg, _) in enumerate(args):
+        p = i + 1 if last is None or i + 1 < last else last
+        table = dict(fn.by_class).get(p)
+        if table is None:
+            continue
+        if not fn.told(i, len(args)):
+            return None
+        typ = guess_type(arg, cols, fns) if "->" not in arg else "unknown"  # (a lambda's type is its body's)
+        result = table.get(type_class(typ) or "?")
+        if typ == "unknown" or result is None:
+            return None
+        told.add(typ if result == "$" else result)
+    if told == {"int", "bigint"}:  # Spark's wider type of the two (coalesce(b, 0))
+        return "bigint"
+    if len(told) > 1:
+        return "unknown"  # (coalesce(i, d): their wider type, which the catalogue does not tell)
+    return told.pop() if told else None
 
 
 def _split_map(t: str) -> str:

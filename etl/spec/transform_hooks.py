@@ -429,10 +429,11 @@ class LookupHooks:
             return None
         keys = {v.lower() for v in self.on.values()}
         add = self.fields if self.fields is not None else [c for c in table if c.lower() not in keys]
-        for f in add:
+        taken = {c.lower() for c in cols}  # as etl.compile.lookups: a table column whose name the events have
+        for f in add:  # (case-insensitively) is renamed <table id>_<name>
             src = cx.find(table, f)
-            if src is not None and cx.find(cols, src) is None:
-                cols[src] = table[src]
+            if src is not None:
+                cols[f"{self.table}_{src}" if src.lower() in taken else src] = table[src]
         return cols
 
     def explain_lines(self: Any) -> list[str]:

@@ -9,11 +9,13 @@ of a call's result (the column types of derived columns).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 FILE = Path(__file__).parent / "spark_functions.tsv"
+_BY_CLASS = re.compile(r"\d+:")  # a result column per argument class: 1:i=$,s=double|2:...
 CLASS_NAMES = {"s": "string", "i": "int", "l": "bigint", "f": "double", "n": "decimal", "b": "boolean", "d": "date",
                "t": "timestamp", "x": "binary", "a": "array", "m": "map", "r": "struct"}
 _SCALARS = {"string": "s", "varchar": "s", "char": "s", "tinyint": "i", "byte": "i", "smallint": "i", "short": "i",
@@ -29,6 +31,9 @@ class SparkFunction:
     arity: str  # "2,3" | "1+" | "2n" | "?"
     args: tuple[str, ...]  # per position: the class letters taken, "*" (any), with "=type" when text is cast
     returns: str  # a Spark type, "$1" (argument 1's type) or "" (it depends)
+    # where it depends: per 1-based position whose class changes the result, class letter -> type ("$": the
+    # argument's own type)
+    by_class: tuple[tuple[int, dict[str, str]], ...] = ()
 
     def takes(self, n: int) -> bool:
         """Whether Spark takes a call with `n` arguments (True when the catalogue does not tell)."""
@@ -100,9 +105,19 @@ def catalogue() -> dict[str, SparkFunction]:
     out = {}
     for row in _rows():
         name, group, arity, args, result = row
+        told = _BY_CLASS.match(result) is not None
         out[name] = SparkFunction(name, group, arity, tuple(args.split(";")) if args != "*" else (),
-                                  "" if result == "-" else result)
+                                  "" if result == "-" or told else result, _by_class(result) if told else ())
     return out
+
+
+def _by_class(cell: str) -> tuple[tuple[int, dict[str, str]], ...]:
+    """`1:i=$,s=double|2:...` -> ((1, {"i": "$", "s": "double"}), (2, {...}))."""
+    out = []
+    for part in cell.split("|"):
+        p, _, pairs = part.partition(":")
+        out.append((int(p), dict(pair.split("=", 1) for pair in pairs.split(",") if pair)))
+    return tuple(out)
 
 
 @functools.cache

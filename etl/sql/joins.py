@@ -137,7 +137,9 @@ class Joins:
         fields: list[str] = []
         star = False
         for col in (select.find_all(exp.Column) if select is not None else []):
-            if (col.table or "").lower() == alias.lower():
+            mine = (col.table or "").lower() == alias.lower() or not col.table and \
+                col.name in (dim.cols or ()) and col.name not in (left.cols or ())  # `region`: only the table has it
+            if mine:
                 if isinstance(col.this, exp.Star):
                     star = True
                 elif col.name not in fields and col.find_ancestor(exp.Join) is None:
@@ -154,10 +156,15 @@ class Joins:
             spec["fields"] = fields
         spec["how"] = how
         self.b.add_transform(spec, pos(self.b, j))
-        scope.add(alias, dim)
-        added = (dim.cols or []) if star or not fields else fields
-        cols = None if left.cols is None or (not fields and dim.cols is None) else \
-            left.cols + [c for c in added if c not in left.cols]
+        # as etl.compile.lookups: the table's columns read (all but its keys without `fields`), a name the events
+        # have (case-insensitively) renamed <table id>_<name>; an unqualified name both have is ambiguous (Flink)
+        scope.joined.append((frozenset(left.cols or ()), alias.lower(), frozenset(dim.cols or ())))
+        added = fields if "fields" in spec else [c for c in dim.cols or () if c not in pairs.values()]
+        taken = {c.lower() for c in left.cols or ()}
+        rename = {c: (f"{dim.id}_{c}" if c.lower() in taken else c) for c in added}
+        scope.add(alias, dim, rename)
+        cols = None if left.cols is None or ("fields" not in spec and dim.cols is None) else \
+            left.cols + [rename[c] for c in added]
         return replace(left, id=lid, cols=cols, table=None, static=False)
 
     def _stream(self, j: exp.Join, left: Rel, right: Rel, alias: str, scope: Scope, base: str, how: str,

@@ -180,3 +180,17 @@ def test_driver_read_table_snapshot_and_refresh(spark, tmp_path, rocksdb_path):
         q.stop()
         for r in refreshers:
             r.stop()
+
+
+def test_a_table_column_differing_in_case_is_renamed(spark, tmp_path):
+    """Name and name side by side were an ambiguous reference at run (Spark resolves names case-insensitively): the
+    table's is renamed users_name, as validate says (tests/unit/test_join_names.py). Analysis only."""
+    csv = tmp_path / "users.csv"
+    write_csv(csv, TABLE)
+    write_batches(tmp_path / "ev.json", [])
+    ev = (spark.readStream.format("etl_test_batches").option("path", str(tmp_path / "ev.json"))
+          .option("schema", "user string, n bigint, Name string").load())
+    res = lookup_join(ev, Dimension("users", str(csv), "csv"), spec(store="broadcast", fields=["name", "tier"]),
+                      base_dir=str(tmp_path / "stores"))
+    assert res.renamed == {"name": "users_name", "tier": "tier"}
+    assert res.df.columns == ["user", "n", "Name", "users_name", "tier"]

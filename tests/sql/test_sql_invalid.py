@@ -89,6 +89,8 @@ EXPECTED = {
     'spark_call_signatures': [('E102', 4, 40), ('E012', 4, 64)],
     'state_ttl_invalid': [('E102', 1, 30)],
     'time_column': [('E011', 1, 33)],
+    'spark_casts': [('E102', 4, 39), ('E102', 4, 97)],
+    'lookup_ambiguous_column': [('E310', 5, 36)],
     'tumble_too_many_intervals': [('E010', 4, 137)],
     'tvf_alone': [('E011', 4, 80)],
     'unknown_column_aggregate': [('E310', 5, 73)],
@@ -148,6 +150,9 @@ def test_invalid_sql_script(name):
     ("unknown_function", "unknown function 'JSON_VALU'", "did you mean 'json_value'?"),
     ("spark_call_arity", "substring_index takes 3 arguments, got 2",
      "Spark refuses the call (WRONG_NUM_ARGS); see DESCRIBE FUNCTION substring_index"),
+    ("lookup_ambiguous_column", "column 'name' is ambiguous: o and d both have it", "qualify it: o.name or d.name"),
+    ("spark_casts", "CAST of array<string> to int is a cast Spark refuses (DATATYPE_MISMATCH at run) (transform "
+     "'out_select' (fields[1]))", "Spark's CAST turns array into string, variant, array only"),
     ("spark_call_signatures", "argument 1 of upper is array<string>: Spark takes string, int, bigint, double, decimal, "
      "boolean, date, timestamp, binary there (transform 'out_select' (fields[1]))", "convert it, e.g. CAST(... AS "
      "string)"),

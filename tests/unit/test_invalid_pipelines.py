@@ -72,6 +72,8 @@ EXPECTED = {
     'select_unknown_columns': [('E310', 10, 20), ('E310', 11, 14), ('E310', 12, 15)],
     'shared_output': [('E330', 6, 5), ('E330', 8, 3)],
     'sink_key_expr': [('E311', 10, 26), ('E310', 11, 19)],
+    'spark_casts': [('E102', 13, 16), ('E102', 14, 16), ('E102', 15, 12), ('E102', 16, 20), ('E102', 17, 69),
+                    ('E102', 18, 16)],
     'spark_call_signatures': [('E012', 13, 14), ('E102', 14, 26), ('E102', 15, 20), ('E102', 16, 28), ('E012', 22, 12),
                               ('E012', 22, 34), ('E102', 24, 44)],
     'sliding_no_slide': [('E104', 8, 5)],
@@ -131,6 +133,16 @@ MESSAGES = [
     ("spark_call_signatures", "E012", "coalesce takes 1 or more arguments, got 0 in transform 'f' (expr)"),
     ("window_aggregate_type", "E102", "aggregate sum of transform 'w' reads a column of array<string>: Spark's try_sum "
      "takes string, int, bigint, double, decimal, timestamp | sum a number column"),
+    ("spark_casts", "E102", "CAST of string to array<int> is a cast Spark refuses (DATATYPE_MISMATCH at run) "
+     "(transform 'd' (columns.a)) | Spark's CAST turns string into string, boolean, tinyint, smallint, int, bigint, "
+     "float, double, decimal, date, timestamp, timestamp_ntz, binary, interval year to month, interval month, "
+     "interval day to second, interval day, variant only; to read text as array<int>, use from_json(..., "
+     "'array<int>')"),
+    ("spark_casts", "E102", "TRY_CAST of date to int is a cast Spark refuses (DATATYPE_MISMATCH at run) (transform "
+     "'d' (columns.e)) | Spark's TRY_CAST turns date into string, date, timestamp, timestamp_ntz, variant only"),
+    ("spark_casts", "E102", "CAST of struct<a:bigint,b:string> to struct<a: bigint> is a cast Spark refuses "
+     "(DATATYPE_MISMATCH at run) (transform 'd' (columns.g)) | Spark casts a struct to a struct of as many fields, "
+     "each field to the one in its place"),
     ("spark_call_signatures", "E012", "lower takes 1 argument, got 2 in transform 'f' (expr)"),
     ("spark_call_signatures", "E102", "value 'close' of rule 'near' of filter 'f' is not a number: field 'dist' is "
      "int"),

@@ -244,7 +244,8 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
         raise LookupError_(f"table '{dim.name}' has no column(s) {', '.join(absent)}; columns: "
                            f"{', '.join(schema.names)}", "fields" if set(absent) - set(tb_keys) else "on")
     values = list(spec.fields) if spec.fields is not None else [c for c in schema.names if c not in tb_keys]
-    renamed = {c: (f"{dim.name}_{c}" if c in events.columns or c == LK else c) for c in values}
+    taken = {c.lower() for c in events.columns}  # as Spark resolves names: case-insensitively (Host and host clash)
+    renamed = {c: (f"{dim.name}_{c}" if c.lower() in taken or c == LK else c) for c in values}
     mode = store if store not in (None, "auto-at-start") else choose_store(dim, spec.store)
     if mode == "rocksdb":
         mode = rocksdb_engine(spark or events.sparkSession)
