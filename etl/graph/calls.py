@@ -65,7 +65,59 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
                     cx.report.error("E102", f"argument {i + 1} of {fn.name}, {arg}, {why}: Spark casts it to "
                                     f"{target} and fails the query on it (ANSI mode) ({where})",
                                     cx.inner(node, keys, text, off), f"write a value Spark can cast to {target}")
+        _check_common_type(cx, node, keys, text, cols, where, fn.name.lower(), call.args)
     return wrong
+
+
+# functions whose arguments at these positions (None: all) Spark brings to one type, and the classes of types that
+# never share one there (probed in pyspark 4.3, ANSI on; tests/spark/test_spark_casts.py asks Spark each pair): a
+# string takes the other's type (coalesce(s, 1) is bigint), except in greatest/least (no string beside another class)
+SAME_TYPE: dict[str, tuple[int, ...] | None] = {"coalesce": None, "nvl": None, "ifnull": None, "nullif": None,
+                                                "nvl2": (1, 2), "if": (1, 2), "greatest": None, "least": None}
+_APART = ("numeric", "boolean", "binary", "datetime")
+
+
+def type_class(typ: str) -> str | None:
+    """The class of a type SAME_TYPE's check reads (None: one it does not judge, e.g. arrays and intervals)."""
+    t = typ.lower()
+    if t in ("tinyint", "smallint", "int", "bigint", "float", "double") or t.startswith("decimal"):
+        return "numeric"
+    if t in ("date", "timestamp", "timestamp_ntz"):
+        return "datetime"
+    return t if t in ("boolean", "binary", "string") else None
+
+
+def no_common_type(fn: str, a: str, b: str) -> bool:
+    """Do two classes of SAME_TYPE's function `fn`'s arguments never share a type in Spark?"""
+    if a == b:
+        return False
+    if a in _APART and b in _APART:
+        return True
+    return fn in ("greatest", "least") and "string" in (a, b)
+
+
+def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, where: str, fn: str,
+                       args: tuple[tuple[str, int], ...]) -> None:
+    """E102 at the first argument whose type shares none with an earlier one's (`coalesce(bytes, 0)`: Spark's
+    DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
+    if fn not in SAME_TYPE:
+        return
+    positions = SAME_TYPE[fn]
+    seen: list[tuple[str, str]] = []
+    for i, (arg, off) in enumerate(args):
+        if positions is not None and i not in positions:
+            continue
+        typ = cx.guess_type(arg, cols)
+        cls = type_class(typ) if typ != "unknown" else None
+        if cls is None:
+            continue
+        clash = next((t for t, c in seen if no_common_type(fn, c, cls)), None)
+        if clash is not None:
+            cx.report.error("E102", f"argument {i + 1} of {fn} is {typ}, which shares no type with {clash} before it: "
+                            f"Spark refuses the call (DATATYPE_MISMATCH.DATA_DIFF_TYPES) ({where})",
+                            cx.inner(node, keys, text, off), f"cast the arguments to one type, e.g. CAST(... AS {clash})")
+            return
+        seen.append((typ, cls))
 
 
 def _first_taken(fn: Any, i: int) -> str:

@@ -40,3 +40,28 @@ def test_casts_validate_takes_and_refuses_are_spark_s(spark):
     frame.createOrReplaceTempView("casts_frame")
     answers = {e: analyse(f"SELECT {e} FROM casts_frame")[0] for e in REFUSED}
     assert {e: a.split(".")[0] for e, a in answers.items()} == dict.fromkeys(REFUSED, "DATATYPE_MISMATCH"), answers
+
+
+def test_the_arguments_spark_brings_to_one_type_are_refused_where_validate_says(spark):
+    """etl.graph.calls.no_common_type against Spark's analysis: each SAME_TYPE function over two columns of each
+    pair of type classes (a string column beside the other), one analysis per call."""
+    from pyspark.errors import AnalysisException
+
+    from etl.graph.calls import SAME_TYPE, no_common_type, type_class
+
+    cols = {"i": "int", "d": "double", "b": "boolean", "bin": "binary", "dt": "date", "ts": "timestamp", "s": "string"}
+    df = spark.range(1).selectExpr(*[f"CAST(NULL AS {t}) AS {c}" for c, t in cols.items()])
+    wrong = []
+    for fn, positions in SAME_TYPE.items():
+        for a, ta in cols.items():
+            for b, tb in cols.items():
+                args = {"if": f"true, {a}, {b}", "nvl2": f"s, {a}, {b}"}.get(fn, f"{a}, {b}")
+                try:
+                    df.selectExpr(f"{fn}({args})").schema
+                    refused = False
+                except AnalysisException as e:
+                    assert "DATA_DIFF_TYPES" in str(e) or "DATATYPE_MISMATCH" in str(e), str(e)
+                    refused = True
+                if refused != no_common_type(fn, type_class(ta) or "", type_class(tb) or ""):
+                    wrong.append((fn, ta, tb, refused))
+    assert wrong == [], wrong

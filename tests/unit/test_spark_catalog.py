@@ -272,3 +272,25 @@ def test_every_catalogued_call_parses():
     # says so); concat(), lag(), lead(), which sqlglot's classes want an argument for, parse (Spark takes them:
     # tests/spark/test_spark_catalog.py::test_the_calls_the_header_explains)
     assert refused == ["between(s, s, s)", "when()"]
+
+
+def test_arguments_spark_brings_to_one_type_are_checked_together(tmp_path):
+    """coalesce, nvl, if's branches, greatest ...: types that share none are E102 at the later argument (Spark's
+    DATA_DIFF_TYPES at run); a string takes the other's type (coalesce(s, b) is bigint in Spark), except in
+    greatest/least; a NULL or an unknown type is never an error."""
+    from etl.check import check_file
+
+    ok = ["coalesce(s, b)", "coalesce(b, d, 0)", "nvl(ts, '2026-01-01')", "if(b > 0, s, b)", "coalesce(b, NULL)",
+          "least(ts, current_date())", "coalesce(tags, array())", "nvl2(s, b, d)"]
+    bad = ["coalesce(b, true)", "nvl(ts, 0)", "if(b > 0, ts, d)", "greatest(s, b)", "coalesce(unhex(s), 0)",
+           "nvl2(s, b, ts)"]
+    (tmp_path / "p.yaml").write_text(common_pipeline(ok + bad))
+    checked = check_file(tmp_path / "p.yaml")
+    got = [(d.code, d.span.line, d.span.col, d.message.split(":")[0]) for d in checked.report.diagnostics]
+    assert got == [
+        ("E102", 21, 24, "argument 2 of coalesce is boolean, which shares no type with bigint before it"),
+        ("E102", 22, 20, "argument 2 of nvl is int, which shares no type with timestamp before it"),
+        ("E102", 23, 27, "argument 3 of if is double, which shares no type with timestamp before it"),
+        ("E102", 24, 25, "argument 2 of greatest is bigint, which shares no type with string before it"),
+        ("E102", 25, 32, "argument 2 of coalesce is int, which shares no type with binary before it"),
+        ("E102", 26, 24, "argument 3 of nvl2 is timestamp, which shares no type with bigint before it")], got
