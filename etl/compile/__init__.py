@@ -75,6 +75,7 @@ class Compiler:
         self.source_override = sources or {}
         self._stream: dict[str, Built] = {}
         self._claims: dict[str, tuple[str, bool]] | None = None
+        self._horizons: dict[str, str] | None = None
         if self.graph.functions:  # the pipeline's Python functions, callable from its expressions
             from etl.compile.functions import register
 
@@ -123,9 +124,11 @@ class Compiler:
     @property
     def horizons(self) -> dict[str, str]:
         """node -> the root whose query writes the node's input rows beyond its event time's horizon (etl.physical.
-        failing.horizon_root)."""
-        return {r[0]: q.root for q in self.ctx.physical_plan().queries for o in q.outputs for r in o.refs
-                if r[2] == HORIZON}
+        failing.horizon_root), as the physical plan's outputs say (read once)."""
+        if self._horizons is None:
+            self._horizons = {r[0]: q.root for q in self.ctx.physical_plan().queries for o in q.outputs
+                              for r in o.refs if r[2] == HORIZON}
+        return self._horizons
 
     def _counted(self, query: str) -> tuple[str, ...]:
         """The transforms whose rows out `query` counts (etl.compile.counts.claims), in graph order."""
@@ -184,7 +187,7 @@ class Compiler:
             tail = built.tail if not shared and built.raw is not None else None
             stream = built.shared if shared else built.raw if tail is not None else built.out
             nodes = list(chain(self.graph, root, [n for o in merged for r in o.refs
-                                                  for n in needs(self.graph, (r.node, r.label, r.part))]))
+                                                  for n in needs(self.graph, r.node, r.part)]))
             queries.append(Query(root, root, stream, merged, nodes, shared, counted=self._counted(root), tail=tail))
         order = list(self.graph.nodes)
         queries.sort(key=lambda q: order.index(q.root) if q.root in order else len(order))
@@ -220,7 +223,7 @@ class Compiler:
         read = {r.node for o in query.outputs if not o.is_dead_letter for r in o.refs}
         read |= {e.src for nid in query.nodes for e in self.graph.node(nid).inputs}
         read |= {n for o in query.outputs for r in o.refs if r.part == HORIZON
-                 for n in needs(self.graph, (r.node, r.label, r.part))}
+                 for n in needs(self.graph, r.node, r.part)}
         # a stage only its dead letters read here (its rows go on in another query's streaming plan) finds its
         # failing rows only when guarded: no sink's pass would throw on them (etl.compile.guard)
         with guarding(True) if dead_nodes - read else nullcontext():
@@ -249,7 +252,7 @@ class Compiler:
         for o in query.outputs:
             for r in o.refs:
                 if r.part == HORIZON:  # its node's inputs, read once more (beyond_rows)
-                    uses.update(needs(self.graph, (r.node, r.label, r.part)))
+                    uses.update(needs(self.graph, r.node, r.part))
                 elif not (o.is_dead_letter and r.node in splits.values()):
                     uses[r.node] += 1
         cached = []

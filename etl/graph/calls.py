@@ -44,12 +44,14 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
             continue
         if cols is None:
             continue
+        types: dict[int, str] = {}  # argument -> the type guessed for it (once: the check of one type reads them too)
         for i, (arg, off) in enumerate(call.args):
             if not fn.told(i, n):
                 break  # another overload than the one the catalogue probed
             if bound and any(c.lower() in bound for c, _ in parse(arg).columns):
+                types[i] = "unknown"
                 continue  # a lambda's variable (x -> upper(x)), not the column of that name
-            typ = cx.guess_type(arg, cols)
+            typ = types[i] = cx.guess_type(arg, cols)
             if typ == "unknown":
                 continue
             if fn.refuses(i, typ):
@@ -65,7 +67,7 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
                     cx.report.error("E102", f"argument {i + 1} of {fn.name}, {arg}, {why}: Spark casts it to "
                                     f"{target} and fails the query on it (ANSI mode) ({where})",
                                     cx.inner(node, keys, text, off), f"write a value Spark can cast to {target}")
-        _check_common_type(cx, node, keys, text, cols, where, fn.name.lower(), call.args)
+        _check_common_type(cx, node, keys, text, cols, where, fn.name.lower(), call.args, types)
     return wrong
 
 
@@ -97,7 +99,7 @@ def no_common_type(fn: str, a: str, b: str) -> bool:
 
 
 def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, where: str, fn: str,
-                       args: tuple[tuple[str, int], ...]) -> None:
+                       args: tuple[tuple[str, int], ...], types: dict[int, str]) -> None:
     """E102 at the first argument whose type shares none with an earlier one's (`coalesce(bytes, 0)`: Spark's
     DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
     if fn not in SAME_TYPE:
@@ -107,7 +109,7 @@ def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, w
     for i, (arg, off) in enumerate(args):
         if positions is not None and i not in positions:
             continue
-        typ = cx.guess_type(arg, cols)
+        typ = types[i] if i in types else cx.guess_type(arg, cols)
         cls = type_class(typ) if typ != "unknown" else None
         if cls is None:
             continue

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from etl.graph.model import Graph, Node
+from etl.physical.grouping import root_of
 
 # a column reference, or a generator, which cannot throw (as etl.compile.transforms.columns reads select fields)
 PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
@@ -70,13 +71,11 @@ def declared_event_times(node: Node) -> list[tuple[int, Any]]:
     return [(i, et) for i, et in times if et is not None]
 
 
-def dead_stream(node: Node, graph: Graph) -> bool:
+def dead_stream(node: Node, graph: Graph, horizon: str | None) -> bool:
     """A window grouping by an expression: the rows on which it throws get a query of their own; so do the rows of a
     transform's input whose declared event time lies beyond the horizon, unless the query of its input's root
-    finds them (horizon_root)."""
-    if _groups_by_expression(node, graph):
-        return True
-    return bool(declared_event_times(node)) and horizon_root(node, graph) is None
+    finds them (`horizon`: horizon_root's answer for the node)."""
+    return _groups_by_expression(node, graph) or (bool(declared_event_times(node)) and horizon is None)
 
 
 def horizon_root(node: Node, graph: Graph) -> str | None:
@@ -86,8 +85,6 @@ def horizon_root(node: Node, graph: Graph) -> str | None:
     streaming plan (which drops those rows) decide each row alike; a live source's horizon is the micro-batch's
     time, which two queries do not share. The node's inputs must all come from that one root, and the node must
     not also group by an expression (whose failed rows take the query of their own)."""
-    from etl.physical.grouping import root_of
-
     if not declared_event_times(node) or _groups_by_expression(node, graph):
         return None
     if any(getattr(s.spec, "LIVE", False) for s in graph.upstream_sources(node.id)):

@@ -80,10 +80,9 @@ DEAD_LETTER = "dead_letter"
 HORIZON = "horizon"  # a ref's part: the node's input rows beyond its declared event time's horizon
 
 
-def needs(graph: Graph, ref: tuple[str, str | None, str]) -> list[str]:
-    """The nodes a query evaluates per micro-batch for an output's ref: the node, or for a HORIZON ref its inputs
-    (the node itself runs in its own query's streaming plan)."""
-    node, _, part = ref
+def needs(graph: Graph, node: str, part: str) -> list[str]:
+    """The nodes a query evaluates per micro-batch for an output's ref to `node`'s `part`: the node, or for a
+    HORIZON ref its inputs (the node itself runs in its own query's streaming plan)."""
     return [e.src for e in graph.node(node).inputs if e.role == "input"] if part == HORIZON else [node]
 
 
@@ -92,6 +91,7 @@ def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
                   horizons: dict[str, str] | None = None) -> tuple[QueryPlan, ...]:
     """The queries, in graph order of their roots: the sinks' and the dead letters of the `failing` stages and of
     the `horizons` (node -> the root whose query finds its input rows beyond its event time's horizon)."""
+    horizons = horizons or {}
     groups: dict[str, list[OutputPlan]] = {}
     queries: list[QueryPlan] = []
     for node in graph.nodes.values():
@@ -100,9 +100,8 @@ def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
         if node.id in dead_streams:
             queries.append(QueryPlan(f"{node.id}-dead_letters", node.id, (),
                                      (OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)),), "dead_only"))
-        if node.id in (horizons or {}):
-            groups.setdefault((horizons or {})[node.id], []).append(
-                OutputPlan(DEAD_LETTER, ((node.id, None, HORIZON),)))
+        if node.id in horizons:
+            groups.setdefault(horizons[node.id], []).append(OutputPlan(DEAD_LETTER, ((node.id, None, HORIZON),)))
         if node.id in failing:
             groups.setdefault(root_of(graph, node.id), []).append(OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)))
     for sink in graph.of_kind("sink"):
@@ -117,7 +116,7 @@ def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
         dead = tuple(r for o in outputs if o.id == DEAD_LETTER for r in o.refs)
         merged = [o for o in outputs if o.id != DEAD_LETTER] + ([OutputPlan(DEAD_LETTER, dead)] if dead else [])
         queries.append(QueryPlan(root, root, chain(graph, root, [n for o in merged for r in o.refs
-                                                                 for n in needs(graph, r)]), tuple(merged)))
+                                                                 for n in needs(graph, r[0], r[2])]), tuple(merged)))
     pos = positions(graph)
     queries.sort(key=lambda q: pos.get(q.root, len(pos)))
     return tuple(queries)

@@ -188,8 +188,8 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     failing = frozenset(n.id for n in graph.nodes.values() if streamed(n) and fails(
         n, graph, {c.aspect: c.engine for c in engines[n.id]}, undecided.get(n.id, False)))
     horizons = {n.id: r for n in graph.nodes.values() if streamed(n) and (r := horizon_root(n, graph)) is not None}
-    queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values() if dead_stream(n, graph)),
-                            horizons)
+    queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values()
+                                                      if dead_stream(n, graph, horizons.get(n.id))), horizons)
     in_stream = _in_streams(graph, queries)
     in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}
