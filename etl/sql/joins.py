@@ -27,6 +27,7 @@ class Joins:
     def __init__(self, builder: Any):
         self.b = builder
         self.sizes: dict[str, float] = {}  # node id -> its window join side's window size (etl.sql.window_join)
+        self.windows: dict[str, tuple] = {}  # node id -> its window join side's window (kind, size, slide ...)
 
     def join(self, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
         if isinstance(j.this, exp.Lateral):
@@ -201,7 +202,7 @@ class Joins:
             raise SqlSyntax("a stream join needs at least one key equality (a.k = b.k)", pos(self.b, on), code="E104")
         from etl.sql.window_join import window_bound
 
-        size = window_bound(self.b, keys, (self.sizes.get(left.id), self.sizes.get(right.id)), on,
+        size = window_bound(self.b, keys, (left.id, right.id), on,
                             bound.lo is not None or bound.hi is not None)
         if size is not None:  # two rows of one tumbling window are less than its size apart
             bound.lo, bound.hi = -size, size

@@ -1,5 +1,5 @@
-"""Flink's window join: the rows of two TUMBLE window table functions joined on their keys and on window_start and
-window_end (INNER, LEFT, RIGHT, FULL):
+"""Flink's window join: the rows of two window table functions (TUMBLE, HOP, CUMULATE) joined on their keys and on
+window_start and window_end (INNER, LEFT, RIGHT, FULL, SEMI, ANTI):
 
     SELECT ... FROM (SELECT * FROM TABLE(TUMBLE(TABLE L, DESCRIPTOR(ts), INTERVAL '5' MINUTES))) L
     FULL JOIN (SELECT * FROM TABLE(TUMBLE(TABLE R, DESCRIPTOR(ts), INTERVAL '5' MINUTES))) R
@@ -11,7 +11,9 @@ keys and the window columns within the window's size (two rows of one tumbling w
 apart), so a pair joins exactly when Flink's does, and an outer join's padded row goes out once the watermark
 has passed the window. Flink's SEMI / ANTI window joins, `WHERE L.k [NOT] IN (SELECT k FROM (TVF of R) R WHERE
 L.window_start = R.window_start AND L.window_end = R.window_end)` and `[NOT] EXISTS (...)`, are a `join` with `how:
-semi` / `anti` (semi_anti). HOP / CUMULATE windows (a row in several windows) are E011.
+semi` / `anti` (semi_anti). A HOP or CUMULATE side has a row per window its row is in (a `derive` of the windows'
+bounds, a `select` with INLINE); two rows of one window are less than its size apart there too. The two sides'
+windows must be alike (Flink's limitation): E011 otherwise.
 """
 
 from __future__ import annotations
@@ -45,9 +47,6 @@ def window_side(qc: Any, src: exp.Expression, scope: Scope | None, base: str) ->
                         "SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '5' MINUTES)); filter or "
                         "project the table in a view first", "E011")
     inner = table.this.expressions[0]
-    if inner.name.upper() != "TUMBLE":
-        raise SqlSyntax(f"a window join of {inner.name.upper()} windows is not supported (a row is in several of "
-                        "them)", pos(b, inner), "join TUMBLE windows, or the tables with a time bound", "E011")
     own = Scope()
     rel, tvf = qc._from(table, own, base)
     spec, _, _, time_col = frame(qc, rel, own, [], tvf)
@@ -62,16 +61,52 @@ def window_side(qc: Any, src: exp.Expression, scope: Scope | None, base: str) ->
     offset = Duration.parse(spec.get("offset", "0s")).seconds
     us, off = round(size * 1e6), round(offset * 1e6)
     t = f"unix_micros(`{time_col.name}`)"
-    start = f"{t} - pmod({t} - {off}, {us})" if off else f"{t} - pmod({t}, {us})"
+
+    def floor(every: int) -> str:  # the latest window start (or step end - step) at or before t
+        return f"{t} - pmod({t} - {off}, {every})" if off else f"{t} - pmod({t}, {every})"
+
     did = b.new_id(f"{base}_windowed")
-    b.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": {
-        "window_start": f"timestamp_micros({start})", "window_end": f"timestamp_micros({start} + {us})",
-        "window_time": f"timestamp_micros({start} + {us - 1000})"}}, pos(b, tvf))
-    out = Rel(did, [*rel.cols, *WINDOW_COLUMNS], rel.event_time, wm=rel.wm, window=WINDOW_COLUMNS[:2])
+    if spec["kind"] == "tumbling":
+        start = floor(us)
+        b.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": {
+            "window_start": f"timestamp_micros({start})", "window_end": f"timestamp_micros({start} + {us})",
+            "window_time": f"timestamp_micros({start} + {us - 1000})"}}, pos(b, tvf))
+        out = Rel(did, [*rel.cols, *WINDOW_COLUMNS], rel.event_time, wm=rel.wm, window=WINDOW_COLUMNS[:2])
+    else:
+        out = _windows_of_a_row(b, spec, rel, t, floor, us, did, base, tvf)
     if scope is not None:
-        scope.add(window_alias(src) or did, out)
-    b.joins.sizes[did] = size
+        scope.add(window_alias(src) or out.id, out)
+    b.joins.sizes[out.id] = size
+    b.joins.windows[out.id] = tuple(sorted((k, str(v)) for k, v in spec.items() if k not in ("id", "inputs")))
     return out
+
+
+def _windows_of_a_row(b: Any, spec: dict, rel: Rel, t: str, floor: Any, us: int, did: str, base: str,
+                      tvf: Any) -> Rel:
+    """A HOP or CUMULATE side: a row in each of its windows (Flink's assigners, as etl's windows_of): HOP, the
+    starts offset + k * slide in (t - size, t]; CUMULATE, the start offset + k * size at or before t and the ends
+    every step after t up to start + size. A `derive` computes them as an array, a `select` writes a row per window."""
+    from etl.spec.base import Duration
+
+    every = round(Duration.parse(spec.get("slide") or spec["step"]).seconds * 1e6)
+    if spec["kind"] == "sliding":
+        n = -(-us // every)  # enough starts back to cover the size; those at or before t - size are dropped
+        starts = f"filter(sequence({floor(every)} - {n * every}, {floor(every)}, {every}), s -> s > {t} - {us})"
+        bounds = f"transform({starts}, s -> named_struct('s', s, 'e', s + {us}))"
+    else:
+        first = f"{floor(every)} + {every}"
+        bounds = f"transform(sequence({first}, {floor(us)} + {us}, {every}), e -> named_struct('s', {floor(us)}, 'e', e))"
+    rows = "window_bounds"
+    while rows in {c.lower() for c in rel.cols or ()}:
+        rows += "_"
+    b.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": {rows: (
+        f"transform({bounds}, w -> named_struct('window_start', timestamp_micros(w.s), 'window_end', "
+        "timestamp_micros(w.e), 'window_time', timestamp_micros(w.e - 1000)))")}}, pos(b, tvf))
+    sid = b.new_id(f"{base}_windows")
+    cols = [*(rel.cols or ()), *WINDOW_COLUMNS]
+    b.add_transform({"id": sid, "type": "select", "inputs": [did], "fields": [
+        *(rel.cols or ()), f"INLINE({rows}) AS ({', '.join(WINDOW_COLUMNS)})"]}, pos(b, tvf))
+    return Rel(sid, cols, rel.event_time, wm=rel.wm, window=WINDOW_COLUMNS[:2])
 
 
 def window_alias(src: exp.Expression) -> str:
@@ -89,13 +124,18 @@ def window_alias(src: exp.Expression) -> str:
     return table.alias or (inner.expressions[0].name if inner is not None and inner.expressions else "")
 
 
-def window_bound(b: Any, keys: list[str], sizes: tuple, on: exp.Expression, has_bound: bool) -> float | None:
-    """The time bound of a window join (its window's size), None when neither side is a window TVF's rows."""
+def window_bound(b: Any, keys: list[str], ids: tuple[str, str], on: exp.Expression, has_bound: bool) -> float | None:
+    """The time bound of a window join (its window's size: two rows of one window are less than it apart), None when
+    neither side is a window TVF's rows."""
+    sizes = tuple(b.joins.sizes.get(i) for i in ids)
     if sizes == (None, None):
         return None
     if None in sizes or sizes[0] != sizes[1]:
         raise SqlSyntax("a window join joins two window table functions' rows of one window size", pos(b, on),
                         "TUMBLE both sides with the same size", "E011")
+    if len({b.joins.windows.get(i) for i in ids}) != 1:  # Flink: the windowing TVFs of both sides are the same
+        raise SqlSyntax("a window join joins the rows of two window table functions of one kind, size, slide or "
+                        "step and offset", pos(b, on), "window both sides alike", "E011")
     if not {"window_start", "window_end"} <= {k.lower() for k in keys} or has_bound:
         raise SqlSyntax("a window join's ON is the keys and L.window_start = R.window_start AND L.window_end = "
                         "R.window_end", pos(b, on), "AND L.window_start = R.window_start AND L.window_end = "
@@ -184,9 +224,9 @@ def semi_anti(qc: Any, c: exp.Expression, left: Rel, scope: Scope, where: exp.Ex
         else:
             conds.append(f"({lname} = {rname})")
     sizes = (b.joins.sizes.get(left.id), b.joins.sizes.get(right.id))
-    if sizes[0] != sizes[1]:
-        raise SqlSyntax("a window semi / anti join joins two window table functions' rows of one window size",
-                        pos(b, pred), "TUMBLE both sides with the same size", "E011")
+    if b.joins.windows.get(left.id) != b.joins.windows.get(right.id):
+        raise SqlSyntax("a window semi / anti join joins the rows of two window table functions of one kind, size, "
+                        "slide or step and offset", pos(b, pred), "window both sides alike", "E011")
     from etl.sql.window import _dur
 
     jid = b.new_id(f"{base}_{'anti' if neg else 'semi'}")

@@ -28,6 +28,10 @@ CREATE TABLE anti_not_in (row_time TIMESTAMP, num INT, id STRING, window_start T
   window_time TIMESTAMP)
 WITH (type = 'file', filePath = '../../out/examples/sql/window_join_anti_not_in');
 
+CREATE TABLE hop_out (L_Num INT, L_Id STRING, R_Num INT, R_Id STRING, window_start TIMESTAMP,
+  window_end TIMESTAMP)
+WITH (type = 'file', filePath = '../../out/examples/sql/window_join_hop_out');
+
 INSERT INTO inner_out
 SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id, L.window_start, L.window_end
 FROM (
@@ -67,3 +71,9 @@ FROM (
   SELECT num FROM (
     SELECT * FROM TABLE(TUMBLE(TABLE RightTable, DESCRIPTOR(row_time), INTERVAL '5' MINUTES))
   ) R WHERE L.window_start = R.window_start AND L.window_end = R.window_end);
+
+INSERT INTO hop_out
+SELECT L.num AS L_Num, L.id AS L_Id, R.num AS R_Num, R.id AS R_Id, L.window_start, L.window_end
+FROM (SELECT * FROM TABLE(HOP(TABLE LeftTable, DESCRIPTOR(row_time), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES))) L
+JOIN (SELECT * FROM TABLE(HOP(TABLE RightTable, DESCRIPTOR(row_time), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES))) R
+ON L.num = R.num AND L.window_start = R.window_start AND L.window_end = R.window_end;

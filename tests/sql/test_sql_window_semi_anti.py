@@ -1,6 +1,6 @@
 """Flink's window SEMI / ANTI joins ([NOT] IN / [NOT] EXISTS over two TUMBLE window TVFs) -> a `join` with `how:
-semi` / `anti`: the translation of the four documented forms and what is E011 where (no JVM). The documented rows
-on Spark: pipelines/sql/window_join.tests.yaml (IN and NOT IN)."""
+semi` / `anti`: the translation of the four documented forms and what is E011 where; window joins of HOP and
+CUMULATE windows (no JVM). The documented rows on Spark: pipelines/sql/window_join.tests.yaml (IN, NOT IN, HOP)."""
 from pathlib import Path
 
 import pytest
@@ -78,3 +78,22 @@ def test_what_a_window_semi_join_cannot_read_is_an_error_at_its_position(tmp_pat
     assert [(d.line, d.col) for d in [x.span for x in c.report.errors]] == [(4, col)], \
         [d.render() for d in c.report.sorted()]
     assert c.report.errors[0].message == message
+
+
+@pytest.mark.parametrize("fn,args", [("HOP", "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES"),
+                                     ("CUMULATE", "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES")])
+def test_a_window_join_of_hop_or_cumulate_windows_joins_a_row_per_window(tmp_path, fn, args):
+    tvf = "(SELECT * FROM TABLE(" + fn + "(TABLE {}, DESCRIPTOR(row_time), " + args + ")))"
+    f = tmp_path / "job.sql"
+    f.write_text(TABLES + "CREATE TABLE o (l STRING, r STRING) WITH (type = 'print');\n"
+                 f"INSERT INTO o SELECT L.id, R.id FROM {tvf.format('LeftTable')} L JOIN {tvf.format('RightTable')} R "
+                 f"ON L.num = R.num AND {WINDOWS};\n", encoding="utf-8")
+    c = check_file(f, environ={})
+    assert _codes(c) == []
+    ts = {t.id: t for t in c.pipeline.transforms}
+    assert [t.type for t in ts.values()] == ["derive", "select", "derive", "select", "join", "select"]
+    assert ts["o_windows"].fields == ["row_time", "num", "id",
+                                      "INLINE(window_bounds) AS (window_start, window_end, window_time)"]
+    join = ts["o_join"]
+    assert (join.inputs, join.on, join.within.lower, join.within.upper) == \
+        (["o_windows", "o_windows_2"], ["num", "window_start", "window_end"], -600.0, 600.0)
