@@ -125,3 +125,35 @@ def test_a_late_row_is_dropped_and_a_later_version_at_the_same_time_replaces_one
     nulls = new_state()  # the rows of a NULL key: a version of it is none, a row of it joins none
     take(nulls, [(1, 9 * H, True, (7.0,)), (0, int(9.5 * H), True, ("null key",))], 0)
     assert nulls["v"] == {} and fire(nulls, 10 * H // 1000) == [(("null key",), None)]
+
+
+YAML = """\
+name: t
+sources:
+  - {id: orders, type: file, path: o.jsonl, schema: {order_id: string, currency: string, ts: timestamp},
+     event_time: {field: ts, watermark: 5s}}
+  - {id: rates, type: file, path: r.jsonl, schema: {currency: string, rate: double, ts: timestamp},
+     event_time: {field: ts, watermark: 0s}}
+  - {id: dim, type: file, path: d.jsonl, static: true, schema: {currency: string, rate: double}}
+transforms:
+  - {id: priced, type: temporal_join, inputs: [orders, VERSIONS], on: [KEY], how: left}
+sinks:
+  - {id: out, type: print, input: priced}
+"""
+
+
+@pytest.mark.parametrize("versions,key,errors", [
+    ("rates", "currency", []),
+    ("rates", "curency", [("E310", 69, "unknown column 'curency' in join 'priced' (on[0], left input 'orders')"),
+                          ("E310", 69, "unknown column 'curency' in join 'priced' (on[0], right input 'rates')")]),
+    ("dim", "currency", [("E203", 56, "'dim' is a static table; use it as a lookup `table`, not as an input")]),
+])
+def test_a_yaml_temporal_join_is_checked_where_it_reads(tmp_path, versions, key, errors):
+    f = tmp_path / "t.yaml"
+    f.write_text(YAML.replace("VERSIONS", versions).replace("KEY", key), encoding="utf-8")
+    c = check_file(f, environ={})
+    assert [(d.code, d.span.line, d.span.col, d.message) for d in c.report.errors] == \
+        [(code, 9, col, message) for code, col, message in errors]
+    if not errors:
+        assert list(c.graph.columns["priced"]) == [("order_id", "string"), ("currency", "string"),
+                                                   ("ts", "timestamp"), ("rate", "double"), ("rates_ts", "timestamp")]
