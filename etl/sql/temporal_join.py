@@ -43,7 +43,8 @@ def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, bas
                         "or PROCTIME() for a lookup of the current rows", "E011")
     right = b.queries.table_rel(t)
     why = None
-    if right.static:
+    src: dict[str, Any] = next((s for s in b.sources if str(s.get("id", "")).lower() == name.lower()), {})
+    if right.static or src.get("type") == "mysql" or src.get("static"):
         why = f"'{name}' is a dimension table (its current rows, no versions)"
     elif right.table is None:
         why = (f"'{name}' is a view: Flink's versioned view (a ROW_NUMBER() deduplication keeping each key's newest "

@@ -64,6 +64,10 @@ def test_a_key_the_padded_side_reads_is_null_in_a_left_joins_padded_row(tmp_path
      "key whose versions the join picks from)"),
     ({"wm": ""}, "E011", 69, "an event-time temporal join needs a versioned table: 'rates' has no WATERMARK (the time "
      "from which each version is valid)"),
+    ({"rates": "CREATE TABLE rates (currency VARCHAR, rate DOUBLE, update_time TIMESTAMP(3)" + PK + WM + ") WITH "
+      "(type = 'db', url = 'jdbc:mysql://127.0.0.1:3306/d', tableName = 'rates', userName = 'u', password = 'p');\n"},
+     "E011", 69, "an event-time temporal join needs a versioned table: 'rates' is a dimension table (its current "
+     "rows, no versions)"),
     ({"on": "orders.order_id = r.rate"}, "E011", 115, "an equality of 'rate', not a column of 'rates''s PRIMARY KEY "
      "(currency)"),
     ({"on": "orders.price > r.rate"}, "E011", 115, "a temporal join's ON compares every column of 'rates''s PRIMARY "
