@@ -41,7 +41,7 @@ MARK = "_etl_drained.json"
 REQUEST = "_etl_drain_request"  # written by `etl drain PIPELINE`; a running pipeline drains when it appears
 FLAG = "_etl_drain_flag"
 SENTINEL_TIME = "9999-01-01T00:00:00.000Z"
-STATEFUL = ("window", "sigma_correlation", "join", "dedupe")
+STATEFUL = ("window", "sigma_correlation", "join", "temporal_join", "dedupe")
 
 log = logging.getLogger("etl.run")
 _dir: ContextVar[tuple[str, str] | None] = ContextVar("etl_drain_dir", default=None)  # (folder, nonce's hash)

@@ -13,6 +13,9 @@ DataFrames the way Spark can keep bounded state for:
 * outer joins: a row of the outer side(s) without a match is emitted with NULL
   columns of the other side once the watermark guarantees no match can arrive
   any more -- not before. A row that matched is never emitted unmatched.
+* semi: each left row with a match, once (Spark's left semi join, when the first match arrives); anti:
+  the left rows a left outer join pads (no match within the bound), once the watermark has passed it;
+  both write the left columns only.
 
 Output columns: the key columns, the other left columns, the other right
 columns; a right column whose name the left already uses (case-insensitively) is renamed
@@ -90,8 +93,12 @@ def stream_join(left: Any, right: Any, spec: Any, left_time: Any, right_time: An
                                                F.col(f"l.`{lt}`") + F.expr(f"INTERVAL {_interval(upper)}")))
     if getattr(spec, "condition", None):
         cond.append(F.expr(spec.condition))
-    how = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[spec.how]
+    how = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer",
+           "semi": "left_semi", "anti": "left_outer"}[spec.how]
     joined = lk.join(rk, on=_and(cond), how=how)
+    if spec.how in ("semi", "anti"):  # anti: the left rows the outer join pads (no right row matched them)
+        rows = joined.where(F.col(f"r.`{r_time}`").isNull()) if spec.how == "anti" else joined
+        return JoinResult(rows.select(*[F.col(f"l.`{c}`").alias(c) for c in left_cols]), "append", renamed)
     keys_from_right = spec.how in ("right", "full")
     out = joined.select(*[(F.coalesce(F.col(f"l.`{c}`"), F.col(f"r._etl_k{spec.on.index(c)}"))
                            if keys_from_right and c in spec.on else F.col(f"l.`{c}`")).alias(c) for c in left_cols],

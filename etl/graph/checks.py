@@ -226,7 +226,7 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
     else:
         own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None
         ins = [e for e in node.inputs if e.role == "input"]
-        if node.type == "join" and len(ins) == 2:
+        if node.type in ("join", "temporal_join") and len(ins) == 2:
             sides = [node.spec.left_time is not None or has_event_time(graph, ins[0].ref, memo),
                      node.spec.right_time is not None or has_event_time(graph, ins[1].ref, memo)]
         else:
@@ -309,11 +309,12 @@ def check_event_time(graph: Graph, report: Report) -> None:
                          "a watermark: Spark allows one watermark per query, and a processing-time window "
                          "needs its own", span, "window by the event-time column (`time: event`; in SQL the "
                          "WATERMARK column), or read the stream through a source without event time")
-        elif node.type == "join" and len(ins) == 2:
+        elif node.type in ("join", "temporal_join") and len(ins) == 2:
             for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
                 if own is None and has_event_time(graph, edge.ref, memo) is False:
-                    report.error("E321", f"join '{node.id}': the {side} input '{edge.ref}' has no event time; "
-                                 "a stream-stream join needs event time and a watermark on both sides",
+                    report.error("E321", f"{node.type} '{node.id}': the {side} input '{edge.ref}' has no event time; "
+                                 f"a {'temporal' if node.type == 'temporal_join' else 'stream-stream'} join needs "
+                                 "event time and a watermark on both sides",
                                  edge.span or node.span,
                                  f"add `{side}_time: {{field: ts, watermark: 30s}}` or `event_time` on its source")
         elif node.type == "dedupe" and spec.event_time is None:

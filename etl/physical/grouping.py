@@ -1,7 +1,7 @@
 """Query grouping: one streaming query per root, the nodes each evaluates per micro-batch, its outputs.
 
 A *root* is a node whose frame must be streaming: a source, a stateful
-transform (window, sigma_correlation, dedupe, join, lookup, aggregate, a continuous top_n) or a node with several inputs. Every
+transform (window, sigma_correlation, dedupe, join, temporal_join, lookup, aggregate, a continuous top_n) or a node with several inputs. Every
 other transform has one input and works row by row, inside foreachBatch on the
 micro-batch of its root. Sinks hanging off one root share its query; a sink
 reading several roots gets a query of its own over their union. The dead
@@ -14,7 +14,7 @@ from __future__ import annotations
 from etl.graph.model import Graph, Node
 from etl.physical.model import OutputPlan, QueryPlan
 
-STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "lookup", "aggregate"})
+STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "temporal_join", "lookup", "aggregate"})
 
 
 def stateful(node: Node) -> bool:

@@ -403,7 +403,7 @@ class JoinHooks:
             if k not in self.on:
                 out[f"{re_.src}_{k}" if k.lower() in taken else k] = v
         cx.expr(node, ("condition",), self.condition, out, cx.where(node, "condition"))
-        return out
+        return dict(left) if self.how in ("semi", "anti") else out  # a semi / anti join: the left rows
 
     def explain_lines(self: Any) -> list[str]:
         return [f"{self.how} join on {', '.join(self.on)} within {self.within}"

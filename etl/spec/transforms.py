@@ -335,7 +335,9 @@ class JoinTransform(JoinHooks, TransformBase):
 
     type: Literal["join"]
     on: list[str] = Field(min_length=1, description="key columns present on both sides")
-    how: Literal["inner", "left", "right", "full"] = "inner"
+    how: Literal["inner", "left", "right", "full", "semi", "anti"] = Field(
+        default="inner", description="inner, left, right or full (outer); semi: each left row with a match, once; "
+        "anti: each left row without one (once the watermark passes its bound); both give the left columns only")
     within: TimeBounds = Field(description="right event time minus the left's: one duration (before or after, "
                                "e.g. '1m') or [lower, upper], e.g. ['-5m', '+1m']")
     condition: str | None = Field(default=None, description="Spark SQL condition besides the keys, over the join's "

@@ -1,4 +1,5 @@
-"""JOIN -> `lookup` (a dimension table, `FOR SYSTEM_TIME AS OF`) or a stream-stream `join`.
+"""JOIN -> `lookup` (a dimension table, `FOR SYSTEM_TIME AS OF` PROCTIME()), `temporal_join` (`FOR SYSTEM_TIME AS OF`
+the probe's event time: etl.sql.temporal_join) or a stream-stream `join`.
 
 Lookup: `JOIN dim FOR SYSTEM_TIME AS OF s.pt AS d ON s.k = d.k` (LEFT JOIN keeps
 events without a match); the dimension columns the query reads become `fields`.
@@ -26,6 +27,7 @@ class Joins:
     def __init__(self, builder: Any):
         self.b = builder
         self.sizes: dict[str, float] = {}  # node id -> its window join side's window size (etl.sql.window_join)
+        self.windows: dict[str, tuple] = {}  # node id -> its window join side's window (kind, size, slide ...)
 
     def join(self, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
         if isinstance(j.this, exp.Lateral):
@@ -45,8 +47,11 @@ class Joins:
             if how not in ("inner", "left"):
                 raise SqlSyntax(f"a dimension table join is JOIN or LEFT JOIN, not {side} JOIN", pos(self.b, j),
                                 code="E011")
-            self._processing_time(target.args["version"], scope, target.name)
-            return self._lookup(j, target, left, scope, base, how, on)
+            if self._processing_time(target.args["version"], scope):
+                return self._lookup(j, target, left, scope, base, how, on)
+            from etl.sql.temporal_join import temporal
+
+            return temporal(self, j, target, left, scope, base, how, on)
         qc = self.b.queries
         from etl.sql.window_join import window_alias, window_side
 
@@ -82,24 +87,18 @@ class Joins:
             return None
         return cast(exp.Expression, exp.and_(*rest, copy=False))
 
-    def _processing_time(self, version: exp.Expression, scope: Scope, table: str) -> None:
-        """`FOR SYSTEM_TIME AS OF` PROCTIME() or the probe side's PROCTIME() column: a lookup of the table's current
-        rows. An event-time AS OF (Flink: the version of the PRIMARY KEY table valid at the probe row's time) is
-        refused: a lookup would join every version of the row."""
+    def _processing_time(self, version: exp.Expression, scope: Scope) -> bool:
+        """Is `FOR SYSTEM_TIME AS OF` PROCTIME() or the probe side's PROCTIME() column (a lookup of the table's current
+        rows)? Otherwise it is an event-time temporal join (etl.sql.temporal_join)."""
         at = version.expression
         if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" and not at.expressions:
-            return
+            return True
         if isinstance(at, exp.Column):
             entry = scope.entries.get((at.table or "").lower()) if at.table else \
                 next(iter(scope.entries.values()), None) if len(scope.entries) == 1 else None
             if entry is not None and entry[0].proctime is not None and entry[0].proctime.lower() == at.name.lower():
-                return
-        raise SqlSyntax(f"FOR SYSTEM_TIME AS OF {at.sql(dialect='spark')}: an event-time temporal join (the version "
-                        f"of '{table}' valid at the row's time) is not supported: a Spark stream join keeps the "
-                        "other side's rows for a time bound, not each key's latest version", pos(self.b, at),
-                        "for the table's current rows write FOR SYSTEM_TIME AS OF PROCTIME() (or the stream's "
-                        "`pt AS PROCTIME()` column): a lookup when the row arrives, not the version at its time",
-                        "E011")
+                return True
+        return False
 
     def _sides(self, scope: Scope, col: exp.Column, left: set[str], right_alias: str) -> str:
         q = (col.table or "").lower()
@@ -203,7 +202,7 @@ class Joins:
             raise SqlSyntax("a stream join needs at least one key equality (a.k = b.k)", pos(self.b, on), code="E104")
         from etl.sql.window_join import window_bound
 
-        size = window_bound(self.b, keys, (self.sizes.get(left.id), self.sizes.get(right.id)), on,
+        size = window_bound(self.b, keys, (left.id, right.id), on,
                             bound.lo is not None or bound.hi is not None)
         if size is not None:  # two rows of one tumbling window are less than its size apart
             bound.lo, bound.hi = -size, size

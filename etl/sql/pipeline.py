@@ -41,11 +41,14 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             name = _declared(st)
             if name:
                 b.broken.add(name)
-    dims = set()
+    dims = set()  # tables a lookup reads (FOR SYSTEM_TIME AS OF processing time; event time: a stream of versions)
+    proctimes = {p.table.proctime.lower() for p in parsed if p.kind == "table" and p.table.proctime}
     for p in parsed:
         q = getattr(p, "query", None)
         for t in (q.find_all(exp.Table) if q is not None else []):
-            if t.args.get("version") is not None:
+            at = t.args["version"].expression if t.args.get("version") is not None else None
+            if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" or \
+                    isinstance(at, exp.Column) and at.name.lower() in proctimes:
                 dims.add(t.name.lower())
     seen: dict[str, Any] = {}
     for p in parsed:

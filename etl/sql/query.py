@@ -109,15 +109,18 @@ class QueryCompiler:
         scope = Scope()
         where = q.args.get("where")
         where = where.this if where is not None else None
-        from etl.sql.window_join import window_side
+        from etl.sql.window_join import semi_anti, semi_anti_conjunct, window_side
 
-        windowed = window_side(self, frm.this, scope, base) if q.args.get("joins") else None
+        semi = semi_anti_conjunct(where) if not q.args.get("joins") and rn_item is None else None
+        windowed = window_side(self, frm.this, scope, base) if q.args.get("joins") or semi is not None else None
         if windowed is None:
             _no_window_join(self.b, frm.this, q.args.get("joins") or [])
         if rn_item is not None:
             (rel, where), tvf = compile_dedupe(self, q, frm.this, rn_item, scope, base), None
         elif windowed is not None:
             rel, tvf = windowed, None
+            if semi is not None:
+                rel, where = semi_anti(self, semi, rel, scope, where, base)
         else:
             rel, tvf = self._from(frm.this, scope, base)
         joins = q.args.get("joins") or []

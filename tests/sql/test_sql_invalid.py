@@ -112,7 +112,7 @@ EXPECTED = {
     'unterminated_string': [('E010', 1, 60)],
     'watermark_not_timestamp': [('E322', 2, 23)],
     'watermark_unknown_column': [('E310', 2, 24)],
-    'window_join_hop': [('E011', 4, 75)],
+    'window_join_hop': [('E011', 6, 4)],
     'window_join_on': [('E011', 6, 4)],
     'window_on_other_column': [('E320', 5, 59)],
     'window_over_updates': [('E011', 6, 71)],
@@ -164,8 +164,8 @@ def test_invalid_sql_script(name):
      "(GROUP BY window_start, window_end), rank them (window Top-N) or deduplicate them (window deduplication)",
      "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY price DESC) AS "
      "rownum FROM TABLE(...)) WHERE rownum <= 3"),
-    ("window_join_hop", "a window join of HOP windows is not supported (a row is in several of them)",
-     "join TUMBLE windows, or the tables with a time bound"),
+    ("window_join_hop", "a window join joins the rows of two window table functions of one kind, size, slide or "
+     "step and offset", "window both sides alike"),
     ("window_join_on", "a window join's ON is the keys and L.window_start = R.window_start AND L.window_end = "
      "R.window_end", "AND L.window_start = R.window_start AND L.window_end = R.window_end"),
     ("join_state_ttl", "a regular join (no time bound) kept by SET 'table.exec.state.ttl' = '1 h' is not supported: "

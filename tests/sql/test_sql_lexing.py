@@ -104,26 +104,6 @@ def test_a_window_start_names_the_group_by_window(tmp_path, start):
     assert _codes(ok) == []
 
 
-def test_an_event_time_temporal_join_is_refused_at_its_time_column(tmp_path):
-    # Flink's documented example: orders LEFT JOIN currency_rates FOR SYSTEM_TIME AS OF orders.order_time
-    rates = ("CREATE TABLE rates (currency VARCHAR, rate DOUBLE, update_time TIMESTAMP(3), PRIMARY KEY (currency) "
-             "NOT ENFORCED, WATERMARK FOR update_time AS update_time) WITH (type = 'file', filePath = 'r.jsonl');\n")
-    orders = SRC.replace("t (a VARCHAR,", "orders (order_id VARCHAR, currency VARCHAR, price DOUBLE, pt AS PROCTIME(),")
-    out = "CREATE TABLE o (order_id VARCHAR, v DOUBLE) WITH (type = 'print');\n"
-    join = ("INSERT INTO o SELECT order_id, price * r.rate FROM orders LEFT JOIN rates FOR SYSTEM_TIME AS OF "
-            "orders.{} AS r ON orders.currency = r.currency;\n")
-    c = _check(tmp_path, orders + rates + out + join.format("ts"))
-    assert _codes(c) == [("E011", 4, 97)]
-    assert c.report.errors[0].message == ("FOR SYSTEM_TIME AS OF orders.ts: an event-time temporal join (the version "
-                                          "of 'rates' valid at the row's time) is not supported: a Spark stream join "
-                                          "keeps the other side's rows for a time bound, not each key's latest "
-                                          "version")
-    assert c.report.errors[0].hint == ("for the table's current rows write FOR SYSTEM_TIME AS OF PROCTIME() (or the "
-                                       "stream's `pt AS PROCTIME()` column): a lookup when the row arrives, not the "
-                                       "version at its time")
-    assert _codes(_check(tmp_path, orders + rates + out + join.format("pt"))) == []
-
-
 @pytest.mark.parametrize("written,delimiter", [("\\t", "\t"), ("\\u0001", "\x01"), ("|", "|"), ("\\\\", "\\")])
 def test_a_field_delimiter_is_unescaped_as_flinks_csv_format_does(tmp_path, written, delimiter):
     # Flink csv.field-delimiter: "You can use backslash to specify special characters, e.g. '\t' represents

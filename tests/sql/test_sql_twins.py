@@ -28,7 +28,8 @@ def _components(pipeline) -> dict:
 def test_every_script_has_a_twin():
     assert [p.name for p in SQL] == ["aggregate.sql", "aggregate_every.sql", "connectors.sql", "dedupe.sql", "dedupe_last.sql", "filter.sql",
                                      "functions.sql", "grok.sql", "interval_join.sql", "join_lookup.sql", "kafka_mysql.sql", "lateral.sql",
-                                     "rocketmq_es.sql", "rsqldb_style.sql", "topn.sql", "topn_continuous.sql", "window.sql", "window_join.sql",
+                                     "rocketmq_es.sql", "rsqldb_style.sql", "temporal_join.sql", "topn.sql", "topn_continuous.sql", "window.sql",
+                                     "window_join.sql",
                                      "window_late.sql", "window_tvf.sql", "windows.sql"]
     for p in SQL:
         assert p.with_suffix(".yaml").is_file(), p
