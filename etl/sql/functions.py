@@ -15,7 +15,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, cast
+from typing import Callable, Mapping, cast
 
 from sqlglot import exp
 
@@ -208,12 +208,20 @@ class Functions:
     did-you-mean. `dialect`: flink (default) or rsqldb (SET 'sql.dialect' = 'rsqldb')."""
 
     def __init__(self, on_unknown: Callable[[exp.Anonymous], None] | None = None, dialect: str = "flink",
-                 at: Callable[[exp.Expression], Span] | None = None):
+                 at: Callable[[exp.Expression], Span] | None = None,
+                 on_division: Callable[[exp.Div], None] | None = None):
         self.on_unknown = on_unknown
         self.dialect = dialect
         self.at = at  # where a node is in the script: a refused call is a SqlSyntax there (else a FunctionError)
+        self.on_division = on_division  # a `/` whose operands' types are unknown (etl.sql.division): W015
 
-    def translate(self, node: exp.Expression) -> exp.Expression:
+    def translate(self, node: exp.Expression, types: Mapping[str, str] | None = None) -> exp.Expression:
+        """`node` in Spark SQL with Flink's meaning; `types`: lower-case column name -> Spark type of the columns
+        it reads, where known (Flink's integer division needs them: etl.sql.division)."""
+        from etl.sql.division import divisions
+
+        node = divisions(node, types or {}, self.on_division)
+
         def fix(n: exp.Expression) -> exp.Expression:
             if isinstance(n, (exp.Like, exp.ILike)):
                 return _flink_like(n)

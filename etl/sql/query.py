@@ -17,6 +17,7 @@ from typing import Any
 from sqlglot import exp
 
 from etl.diagnostics import Span, did_you_mean
+from etl.sql.division import flink_type
 from etl.sql.script import SqlSyntax
 
 
@@ -227,6 +228,7 @@ class QueryCompiler:
         if rules:
             spec["rules"] = rules
         i = self.b.add_transform(spec, at)
+        self.b.set_types(fid, self.b.types.get(rel.id.lower(), {}))  # a filter keeps its input's columns
         if expr_path is not None:
             self.b.note_expr(("transforms", i, "expr"), rest)
         for j, source in enumerate(ruled if len(rules) > 1 else [None]):
@@ -282,7 +284,7 @@ class QueryCompiler:
                     return _padded(self.b, n, owners[0])
             return n
 
-        return self.b.functions.translate(node.transform(fix, copy=False))
+        return self.b.functions.translate(node.transform(fix, copy=False), self.b.scope_types(scope))
 
     def item(self, e: exp.Expression, scope: Scope) -> tuple[str | None, exp.Expression]:
         """(output name or None for `*`, resolved expression) of one SELECT item."""
@@ -303,6 +305,8 @@ class QueryCompiler:
         names: list[str] = []
         exprs: list = []
         window: list[int] = []  # indices of the window start/end columns among `names`
+        types = self.b.types.get(rel.id.lower(), {})
+        typed: list[str | None] = []  # the known type of each of `names` (etl.sql.division)
         for k, (name, body) in enumerate(items):
             if isinstance(body, exp.Column) and body.name in rel.window:
                 window.append(len(names))
@@ -315,6 +319,7 @@ class QueryCompiler:
                 for c in rel.cols:
                     fields.append(c)
                     names.append(c)
+                    typed.append(types.get(c.lower()))
                 continue
             if not name:
                 name = f"EXPR${k}"
@@ -322,6 +327,7 @@ class QueryCompiler:
             fields.append(text if isinstance(body, exp.Column) and body.name == name else f"{text} AS {_q(name)}")
             names.append(name)
             exprs.append(body)
+            typed.append(flink_type(body, types))
         if out_names is not None:
             if len(out_names) != len(names):
                 raise SqlSyntax(f"the query gives {len(names)} columns, the target takes {len(out_names)}", at,
@@ -336,6 +342,7 @@ class QueryCompiler:
             fields += rel.flags
         sid = self.b.new_id(f"{base}_select")
         i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
+        self.b.set_types(sid, {n: t for n, t in zip(names, typed) if t is not None})
         self.b.note_expr(("transforms", i, "fields"), exprs)
         for k in range(len(fields)):
             self.b.note_expr(("transforms", i, "fields", k), exprs)
