@@ -54,11 +54,12 @@ class Builder:
         self.settings: dict[str, Any] = {}
         self.keep_flags = True  # False while compiling an INSERT into a sink that upserts (etl.sql.aggregate)
         self.functions = Functions(self._unknown_function, at=lambda n: pos(self, n),
-                                   on_division=self._division_warning)
+                                   on_division=self._division_warning, on_differs=self._differs_warning)
         self.types: dict[str, dict[str, str]] = {}  # node id (lower) -> its columns' types (lower name), where known
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
         self.stmt_span = Span(script.file, 1, 1)
+        self.stmt_start = 0  # the offset of the statement being compiled
         self.function_specs: list[dict] = []
         self.udfs: dict[str, Any] = {}  # lower name -> etl.spec.signature.Signature (None: not readable)
 
@@ -105,6 +106,24 @@ class Builder:
                             "into a DOUBLE (3.5): the type of an operand is unknown here, so etl keeps Spark's "
                             "division", span, "CAST the operands: CAST(a AS DOUBLE) / b for a fraction, CAST(a AS "
                             "BIGINT) / CAST(b AS BIGINT) for Flink's integer division")
+
+    def _differs_warning(self, call: exp.Expression, row: Any) -> None:
+        """W015 at a call of a function whose meaning differs from Flink's, naming the difference (the note of its
+        row in etl/sql/flink_functions.tsv)."""
+        at = call.meta.get("start")
+        starts = [n.meta["start"] for n in call.walk() if n.meta and n.meta.get("start") is not None]
+        if at is None and starts:  # the name has no position of its own: it ends before the first argument's `(`
+            before = self.script.text[:min(starts)].rstrip().removesuffix("(").rstrip()
+            name = next((n for n in row.names if before.upper().endswith(n)), None)
+            at = len(before) - len(name) if name else min(starts)
+        elif at is None:  # CURRENT_DATE: the first of its names in the statement
+            found = re.compile(r"\b(?:" + "|".join(row.names) + r")\b", re.I).search(self.script.text, self.stmt_start)
+            at = found.start() if found else None
+        name = call.name.upper() if isinstance(call, exp.Anonymous) else \
+            next((n for n in row.names if isinstance(call, exp.Func) and n == call.sql_name()), row.names[0])
+        self.report.warning("W015", f"{name} differs from Flink's: {row.note}",
+                            self.script.span(at) if at is not None else self.stmt_span,
+                            "README, SQL scripts: the table of Flink's functions")
 
     def set_types(self, node_id: str, types: dict[str, str]) -> None:
         """The known types of a node's columns (lower-case names; a column left out is unknown)."""
