@@ -143,7 +143,8 @@ class QueryCompiler:
             return compile_window(self, q, rel, scope, base, out_names, tvf, emit)
         if q.args.get("having"):
             raise SqlSyntax("HAVING needs GROUP BY", pos(self.b, q.args["having"]), code="E010")
-        items = [self.item(e, scope) for e in q.expressions]
+        exprs = _join_stars(self.b, q.expressions, scope) if len(scope.entries) > 1 else q.expressions
+        items = [self.item(e, scope) for e in exprs]
         out = self.project(rel, items, base, out_names, pos(self.b, q))
         if emit:
             self._emit_upstream(out, emit)
@@ -354,6 +355,36 @@ class QueryCompiler:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
                             self.b.stmt_span)
 
+
+
+def _join_stars(b: Any, exprs: list, scope: Scope) -> list:
+    """Flink's `*` over a join: every column of each side in FROM order (the right side's keys too), `t.*` the
+    columns of t; a name an earlier column has gets Calcite's suffix (k, k0, k1 ...)."""
+    out: list = []
+    taken: set[str] = set()
+    for e in exprs:
+        if not _is_star(e):
+            out.append(e)
+            name = e.alias_or_name.lower() if isinstance(e, (exp.Alias, exp.Column)) else ""
+            taken.add(name)
+            continue
+        aliases = list(scope.entries) if isinstance(e, exp.Star) else [e.table.lower()]
+        for a in aliases:
+            if a not in scope.entries:
+                raise SqlSyntax(f"unknown table or alias '{e.table}'", pos(b, e),
+                                did_you_mean(e.table, list(scope.entries)) or None, "E201")
+            rel, _ = scope.entries[a]
+            if rel.cols is None:
+                raise SqlSyntax("`*` over a relation whose columns are unknown here", pos(b, e), code="E011")
+            for c in rel.cols:
+                name, k = c, 0
+                while name.lower() in taken:
+                    name, k = f"{c}{k}", k + 1
+                taken.add(name.lower())
+                col = exp.column(c, table=a)
+                col.this.meta.update((e.this if isinstance(e, exp.Column) else e).meta)
+                out.append(exp.alias_(col, name))
+    return out
 
 
 def _no_window_join(b: Any, left: exp.Expression, joins: list) -> None:

@@ -437,3 +437,28 @@ def test_to_yaml_of_an_invalid_script_hides_a_url_password(tmp_path):
     assert res.exit_code == 1
     assert res.stderr.splitlines()[0] == f"{script}:1:57: E102 invalid JDBC url 'jdbc:mysql://admin:***@db:3306/shop'"
     assert "hunter2" not in res.stdout + res.stderr
+
+
+JOINED = """\
+    CREATE TABLE a (k VARCHAR, x INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+    WITH (type = 'file', filePath = 'a.jsonl');
+    CREATE TABLE b (k VARCHAR, y INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+    WITH (type = 'file', filePath = 'b.jsonl');
+    CREATE TABLE o (k VARCHAR, ts TIMESTAMP, k0 VARCHAR, ts0 TIMESTAMP) WITH (type = 'print');
+    CREATE TABLE o2 (k VARCHAR, y INT, ts TIMESTAMP, n INT) WITH (type = 'print');
+    CREATE VIEW v AS SELECT * FROM a LEFT JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE AND a.ts;
+    INSERT INTO o SELECT k, ts, k0, ts0 FROM v;
+    INSERT INTO o2 SELECT b.*, x AS n FROM a JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE AND a.ts;
+"""
+
+
+def test_a_star_over_a_join_gives_flinks_columns(tmp_path):
+    """Flink's `*` over a join is every column of both sides, the right side's keys too, a name taken before with
+    Calcite's suffix (k0, ts0); `b.*` is b's columns (it was every column of the join, the right key left out)."""
+    c = _check(tmp_path, JOINED)
+    assert _codes(c) == []
+    fields = {s.id: s.model_dump().get("fields") for s in c.pipeline.components()}
+    # a LEFT join pads b: its key is NULL in a row without a match, as in Flink
+    assert fields["v"] == ["k", "x", "ts", "CASE WHEN b_ts IS NULL THEN NULL ELSE k END AS k0", "y", "b_ts AS ts0"]
+    assert fields["o_select"] == ["k", "ts", "k0", "ts0"]
+    assert fields["o2_select"] == ["k", "y", "b_ts AS ts", "x AS n"]
