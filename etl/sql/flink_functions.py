@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STATUSES = ("same", "rewritten", "differs", "unsupported")
+# why Flink's TIME(p) is E011 (a column, CAST, a literal): checked on pyspark 4.3.0
+TIME_UNSUPPORTED = ("Spark 4.3's TIME is a preview behind spark.sql.timeType.enabled, off by default: a TIME column, "
+                    "CAST to TIME and HOUR(t) fail with UNSUPPORTED_TIME_TYPE; its TIME is TIME(6), Flink's TIME(0)")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Callable, Mapping, cast
 from sqlglot import exp
 
 from etl.diagnostics import Span
-from etl.sql.flink_functions import FlinkRow
+from etl.sql.flink_functions import TIME_UNSUPPORTED, FlinkRow
 from etl.sql.flink_functions import table as flink_table
 from etl.sql.flink_functions import unsupported as flink_unsupported
 
@@ -325,7 +325,7 @@ def _refused_construct(n: exp.Expression) -> tuple[str, str, str] | None:
     if isinstance(n, exp.Tuple) and not isinstance(n.parent, (exp.In, exp.Tuple)):
         return "a row constructor (v1, v2) is not supported", "write named_struct('a', v1, 'b', v2)", "E012"
     if isinstance(n, (exp.Cast, exp.TryCast)) and n.to.this in (exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ):
-        return ("the TIME type is not supported (Spark would read it as a TIMESTAMP)",
+        return (f"the TIME type is not supported ({TIME_UNSUPPORTED})",
                 "keep the time of day as text ('12:00:00') or use a TIMESTAMP", "E011")
     return None
 
