@@ -46,6 +46,8 @@ class Scope:
     joined: list[tuple[frozenset[str], str, frozenset[str]]] = field(default_factory=list)
     # (alias, key column) of the side an outer join pads -> that side's event-time column: NULL in a padded row
     padded: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (alias, key column) of the table of a LEFT lookup join -> the event column it reads (W015: not NULL unmatched)
+    lookup_keys: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def add(self, alias: str, rel: Rel, rename: dict[str, str] | None = None) -> None:
         self.entries[alias.lower()] = (rel, rename or {})
@@ -274,6 +276,12 @@ class QueryCompiler:
                 if isinstance(n.this, exp.Star):
                     return n
                 rel, rename = scope.entries[q]
+                if (q, n.name) in scope.lookup_keys:
+                    self.b.report.warning(
+                        "W015", f"{n.table}.{n.name} of a LEFT lookup join reads the event's "
+                        f"{scope.lookup_keys[(q, n.name)]}: in a row no table row matched it is the event's key, "
+                        "Flink's is NULL", pos(self.b, n), f"read {n.table}.<another column> IS NULL to tell an "
+                        "unmatched row")
                 new = exp.column(rename.get(n.name, n.name), quoted=n.this.args.get("quoted"))
                 new.this.meta.update(n.this.meta)
                 return _padded(self.b, new, scope.padded.get((q, n.name)))

@@ -462,3 +462,26 @@ def test_a_star_over_a_join_gives_flinks_columns(tmp_path):
     assert fields["v"] == ["k", "x", "ts", "CASE WHEN b_ts IS NULL THEN NULL ELSE k END AS k0", "y", "b_ts AS ts0"]
     assert fields["o_select"] == ["k", "ts", "k0", "ts0"]
     assert fields["o2_select"] == ["k", "y", "b_ts AS ts", "x AS n"]
+
+
+LOOKUP_STAR = """\
+    CREATE TABLE clicks (uid VARCHAR, page VARCHAR, pt AS PROCTIME()) WITH (type = 'file', filePath = 'c.jsonl');
+    CREATE TABLE users (user_id VARCHAR, name VARCHAR, PRIMARY KEY (user_id) NOT ENFORCED)
+    WITH (type = 'file', filePath = 'users.csv', format = 'csv', header = 'true');
+    CREATE TABLE o (uid VARCHAR, page VARCHAR, k VARCHAR, name VARCHAR) WITH (type = 'print');
+    INSERT INTO o SELECT * FROM clicks AS c {how}JOIN users FOR SYSTEM_TIME AS OF c.pt AS u ON c.uid = u.user_id;
+"""
+
+
+def test_a_star_over_a_lookup_join_lists_the_tables_key(tmp_path):
+    """The table's key is among `*`'s columns as in Flink: it reads the event's column it equals (it was E310 when
+    the two are named differently); in a LEFT join, W015 at the `*`: Flink's is NULL in a row without a match."""
+    (tmp_path / "users.csv").write_text("user_id,name\nu1,ann\n")
+    c = _check(tmp_path, LOOKUP_STAR.format(how=""))
+    assert _codes(c) == []
+    fields = {s.id: s.model_dump().get("fields") for s in c.pipeline.components()}
+    assert fields["o_select"] == ["uid", "page", "uid AS k", "name"]
+    c = _check(tmp_path, LOOKUP_STAR.format(how="LEFT "))
+    assert _codes(c) == [("W015", 5, 22)]
+    assert c.report.warnings[0].message == ("u.user_id of a LEFT lookup join reads the event's uid: in a row no "
+                                            "table row matched it is the event's key, Flink's is NULL")
