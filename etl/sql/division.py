@@ -66,7 +66,7 @@ def flink_type(n: exp.Expression, types: Mapping[str, str]) -> str | None:
         return _combine([flink_type(n.this, types), flink_type(n.expression, types)])
     if isinstance(n, exp.Count):
         return "bigint"
-    if isinstance(n, (exp.Sum, exp.Min, exp.Max)):
+    if isinstance(n, (exp.Sum, exp.Min, exp.Max, exp.Avg)):
         return flink_type(n.this, types)
     if isinstance(n, exp.Case):
         branches = [i.args.get("true") for i in n.args.get("ifs") or []] + [n.args.get("default")]
@@ -97,7 +97,19 @@ def _call_type(n: exp.Func, types: Mapping[str, str]) -> str | None:
 
 def divisions(node: exp.Expression, types: Mapping[str, str],
               warn: Callable[[exp.Div], None] | None) -> exp.Expression:
-    """`node` with Flink's meaning of each `/` (see the module's text); each division is looked at once."""
+    """`node` with Flink's meaning of each `/` (see the module's text) and of AVG of an integer (Flink's is the
+    argument's type, the sum divided by the count as integers: AVG of 1 and 2 is 1, Spark's 1.5); each is looked at
+    once."""
+    for avg in list(node.find_all(exp.Avg)):
+        t = flink_type(avg.this, types) if not isinstance(avg.this, exp.Distinct) else None
+        if t in INTEGERS and not avg.meta.get("flink_div"):
+            new = exp.Cast(this=exp.IntDiv(this=exp.Sum(this=avg.this.copy()), expression=exp.Count(
+                this=avg.this.copy())), to=exp.DataType.build(t))  # NULL when no value (SUM's NULL DIV 0)
+            new.meta.update(avg.meta)
+            if avg is node:
+                node = new
+            else:
+                avg.replace(new)
     for d in reversed(list(node.find_all(exp.Div, bfs=False))):  # the inner divisions first
         if d.meta.get("flink_div"):
             continue

@@ -1,5 +1,6 @@
 """Flink's `/` of two integers is an integer (7 / 2 is 3, -7 / 2 is -3, BIGINT / INT a BIGINT); a DECIMAL or DOUBLE
-operand keeps a fraction; an operand whose type etl cannot tell is W015 at the `/` (etl.sql.division)."""
+operand keeps a fraction; an operand whose type etl cannot tell is W015 at the `/`; AVG of an INT is an INT
+(etl.sql.division)."""
 from __future__ import annotations
 
 from decimal import Decimal
@@ -13,13 +14,14 @@ SOURCE = ("CREATE TABLE t (k VARCHAR, x INT, y BIGINT, d DECIMAL(10, 2), f DOUBL
           "WITH (type = 'file', filePath = 'x.jsonl');\n")
 TABLE = (SOURCE + "CREATE TABLE o (a INT, b INT, c INT, e BIGINT, g DOUBLE, h DECIMAL(16, 6), i INT, j INT, l INT, m BIGINT,\n"
          "  p SMALLINT, q INT, r INT, u DECIMAL(16, 6)) WITH (type = 'print');\n"
-         "CREATE TABLE o2 (k VARCHAR, avg_int BIGINT, avg_f DOUBLE) WITH (type = 'print');\n"
+         "CREATE TABLE o2 (k VARCHAR, avg_int BIGINT, avg_f DOUBLE, avg_x INT, avg_fd DOUBLE) WITH (type = 'print');\n"
          "CREATE TABLE o3 (k VARCHAR, w BIGINT, z DOUBLE) WITH (type = 'print');\n")
 QUERY = ("INSERT INTO o SELECT x / 2 AS a, -7 / 2 AS b, 7 / -2 AS c, y / 2 AS e, x / f AS g, d / 2 AS h,\n"
          "  CAST(NULL AS INT) / 2 AS i, x % 2 AS j, MOD(x, -2) AS l, x / CAST(2 AS BIGINT) AS m, n / n AS p,\n"
          "  CAST(s AS INT) / 2 AS q, (x / 2) / 2 AS r, x / 2.0 AS u FROM t;\n"
          "CREATE VIEW agg AS SELECT k, SUM(x) AS total, COUNT(*) AS cnt, SUM(f) AS sf FROM t GROUP BY k;\n"
-         "INSERT INTO o2 SELECT k, SUM(x) / COUNT(*) AS avg_int, SUM(f) / COUNT(*) AS avg_f FROM t GROUP BY k;\n"
+         "INSERT INTO o2 SELECT k, SUM(x) / COUNT(*) AS avg_int, SUM(f) / COUNT(*) AS avg_f, AVG(x) AS avg_x,\n"
+         "  AVG(f) AS avg_fd FROM t GROUP BY k;\n"
          "INSERT INTO o3 SELECT k, total / cnt AS w, sf / cnt AS z FROM agg;\n")
 
 
@@ -43,8 +45,9 @@ def test_a_division_of_integers_is_flinks_integer_division(tmp_path):
         "CAST(n DIV n AS SMALLINT) AS p", "CAST(CAST(s AS INT) DIV 2 AS INT) AS q",
         "CAST((CAST(x DIV 2 AS INT)) DIV 2 AS INT) AS r", "x / 2.0 AS u"]
     # SUM(x) / COUNT(*) is BIGINT / BIGINT in Flink (SUM of an INT an INT, COUNT a BIGINT); through a view too
+    # AVG of an INT is an INT in Flink: the sum divided by the count as integers (NULL without values)
     assert _fields(c, "o2_select") == ["k", "CAST(_agg0 DIV _agg1 AS BIGINT) AS avg_int", "_agg2 / _agg1 AS avg_f",
-                                        "_update"]
+                                       "CAST(_agg0 DIV _agg3 AS INT) AS avg_x", "avg_fd", "_update"]
     assert _fields(c, "o3_select") == ["k", "CAST(total DIV cnt AS BIGINT) AS w", "sf / cnt AS z", "_update"]
 
 
@@ -87,4 +90,5 @@ def test_flinks_division_on_spark(spark, tmp_path):
     inner = ", ".join(f"{a['fn']}({a.get('field') or '*'}) AS {a['as']}" for a in aggs)
     fields = [f for f in _fields(c, "o2_select") if f != "_update"]
     got = spark.sql(f"SELECT {', '.join(fields)} FROM (SELECT k, {inner} FROM ({INPUT}) GROUP BY k) ORDER BY k")
-    assert [tuple(r) for r in got.collect()] == [("a", 2, 8.0 / 3), ("b", None, None)]  # 8 / 3: 2, not 2.67
+    assert [tuple(r) for r in got.collect()] == [("a", 2, 8.0 / 3, 2, 8.0 / 3), ("b", None, None, None, None)]
+    assert [f.dataType.simpleString() for f in got.schema.fields] == ["string", "bigint", "double", "int", "double"]
