@@ -102,7 +102,7 @@ def divisions(node: exp.Expression, types: Mapping[str, str],
     once."""
     for avg in list(node.find_all(exp.Avg)):
         t = flink_type(avg.this, types) if not isinstance(avg.this, exp.Distinct) else None
-        if t in INTEGERS and not avg.meta.get("flink_div"):
+        if t in INTEGERS:
             new = exp.Cast(this=exp.IntDiv(this=exp.Sum(this=avg.this.copy()), expression=exp.Count(
                 this=avg.this.copy())), to=exp.DataType.build(t))  # NULL when no value (SUM's NULL DIV 0)
             new.meta.update(avg.meta)
