@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from etl.sql.division import aggregate_types
 from etl.sql.query import Rel, pos
 from etl.sql.script import SqlSyntax
 
@@ -82,6 +83,7 @@ def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, o
     if having is not None:
         b.note_expr(("transforms", i, "having"), [having])
     flags = ("_update", "_retract") if having is not None else ("_update",)
+    b.set_types(aid, aggregate_types(keys, aggs, b.scope_types(scope)))
     return qc.project(Rel(aid, keys + [a["as"] for a in aggs], flags=flags), items, base, out_names, pos(b, q))
 
 

@@ -19,6 +19,7 @@ from sqlglot import exp
 from etl.diagnostics import Report, Span, did_you_mean
 from etl.sql import ddl
 from etl.sql.connectors import map_table
+from etl.sql.division import known_types
 from etl.sql.functions import Functions
 from etl.sql.joins import Joins
 from etl.sql.query import QueryCompiler, Rel, pos
@@ -52,10 +53,13 @@ class Builder:
         self.tables: dict[str, ddl.Table] = {}
         self.settings: dict[str, Any] = {}
         self.keep_flags = True  # False while compiling an INSERT into a sink that upserts (etl.sql.aggregate)
-        self.functions = Functions(self._unknown_function, at=lambda n: pos(self, n))
+        self.functions = Functions(self._unknown_function, at=lambda n: pos(self, n),
+                                   on_division=self._division_warning, on_differs=self._differs_warning)
+        self.types: dict[str, dict[str, str]] = {}  # node id (lower) -> its columns' types (lower name), where known
         self.queries = QueryCompiler(self)
         self.joins = Joins(self)
         self.stmt_span = Span(script.file, 1, 1)
+        self.stmt_start = 0  # the offset of the statement being compiled
         self.function_specs: list[dict] = []
         self.udfs: dict[str, Any] = {}  # lower name -> etl.spec.signature.Signature (None: not readable)
 
@@ -90,6 +94,54 @@ class Builder:
         if call.name.lower() in self.udfs:  # a function of the script (its calls are checked by validation)
             return
         raise SqlSyntax(f"unknown function '{call.name}'", pos(self, call), unknown_hint(call.name), "E012")
+
+    def _division_warning(self, d: exp.Div) -> None:
+        """W015 at a `/` whose operands' types are unknown here (etl.sql.division)."""
+        starts = [n.meta["start"] for n in d.expression.walk() if n.meta and n.meta.get("start") is not None]
+        at = min(starts) if starts else None
+        while at is not None and at > 0 and self.script.text[at - 1] in " \t\r\n(":
+            at -= 1  # back to the `/` before the right operand
+        span = self.script.span(at - 1) if at and self.script.text[at - 1] == "/" else pos(self, d)
+        self.report.warning("W015", "Flink divides two integers into an integer (7 / 2 is 3, -7 / 2 is -3), Spark "
+                            "into a DOUBLE (3.5): the type of an operand is unknown here, so etl keeps Spark's "
+                            "division", span, "CAST the operands: CAST(a AS DOUBLE) / b for a fraction, CAST(a AS "
+                            "BIGINT) / CAST(b AS BIGINT) for Flink's integer division")
+
+    def _differs_warning(self, call: exp.Expression, row: Any) -> None:
+        """W015 at a call of a function whose meaning differs from Flink's, naming the difference (the note of its
+        row in etl/sql/flink_functions.tsv)."""
+        at = call.meta.get("start")
+        starts = [n.meta["start"] for n in call.walk() if n.meta and n.meta.get("start") is not None]
+        if at is None and starts:  # the name has no position of its own: it ends before the first argument's `(`
+            before = self.script.text[:min(starts)].rstrip().removesuffix("(").rstrip()
+            name = next((n for n in row.names if before.upper().endswith(n)), None)
+            at = len(before) - len(name) if name else min(starts)
+        elif at is None:  # CURRENT_DATE: the first of its names in the statement
+            found = re.compile(r"\b(?:" + "|".join(row.names) + r")\b", re.I).search(self.script.text, self.stmt_start)
+            at = found.start() if found else None
+        name = call.name.upper() if isinstance(call, exp.Anonymous) else \
+            next((n for n in row.names if isinstance(call, exp.Func) and n == call.sql_name()), row.names[0])
+        self.report.warning("W015", f"{name} differs from Flink's: {row.note}",
+                            self.script.span(at) if at is not None else self.stmt_span,
+                            "README, SQL scripts: the table of Flink's functions")
+
+    def set_types(self, node_id: str, types: dict[str, str]) -> None:
+        """The known types of a node's columns (lower-case names; a column left out is unknown)."""
+        self.types[node_id.lower()] = {k.lower(): v for k, v in types.items()}
+
+    def scope_types(self, scope: Any) -> dict[str, str]:
+        """The known types of the columns a query reads (each relation's, by the name it has in the query; a name
+        two relations give different types is unknown)."""
+        out: dict[str, str] = {}
+        clash: set[str] = set()
+        for rel, rename in scope.entries.values():
+            lowered = {k.lower(): v for k, v in rename.items()}
+            for c, t in self.types.get(rel.id.lower(), {}).items():
+                name = lowered.get(c, c).lower()
+                if out.get(name, t) != t:
+                    clash.add(name)
+                out[name] = t
+        return {k: v for k, v in out.items() if k not in clash}
 
     # ------------------------------------------------------------------ helpers used by the compilers
     def visible_names(self) -> list[str]:
@@ -166,6 +218,8 @@ class Builder:
                                 "column as epoch milliseconds); text such as 2026-01-10 09:00:00 reads the same")
         rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
                   t.proctime, t, static=role == "dim" and m.type in ("file", "mysql"))
+        declared = {c.name: c.type for c in t.columns}
+        self.set_types(t.name, declared)
         meta = [c for c in t.columns if c.metadata is not None]
         if meta and m.parse is None:
             self.report.error("E011", f"metadata column '{meta[0].name}' needs a message table read as text "
@@ -187,6 +241,7 @@ class Builder:
             sid = self.new_id(f"{t.name}_columns")
             self.add_transform({"id": sid, "type": "select", "inputs": [pid], "fields": fields}, t.span)
             rel = replace(rel, id=sid, cols=[c.name for c in t.columns])
+            self.set_types(sid, declared)
         computed = [c for c in t.computed if not c.proctime]
         if t.watermark is not None and any(c.name == t.watermark[0] for c in computed) and role != "sink":
             # Flink: `ts AS TO_TIMESTAMP_LTZ(ms, 3), WATERMARK FOR ts ...`: the time column exists after the derive
@@ -198,7 +253,7 @@ class Builder:
             nodes = []
             for cc in computed:
                 tree = parse_expr(self.script, cc.tokens)
-                tree = self.functions.translate(tree)
+                tree = self.functions.translate(tree, self.types[t.name.lower()])
                 cols[cc.name] = tree.sql(dialect="spark")
                 nodes.append(tree)
             did = self.new_id(f"{t.name}_computed")
@@ -206,6 +261,7 @@ class Builder:
             for cc, n in zip(computed, nodes):
                 self.note_expr(("transforms", i, "columns", cc.name), [n])
             rel = replace(rel, id=did, cols=(rel.cols or []) + list(cols))
+            self.set_types(did, {**declared, **known_types(nodes, list(cols), self.types[t.name.lower()])})
         self.rels[key] = rel
 
     def rename_last(self, rel: Rel, start: int, final: str) -> Rel:
@@ -215,6 +271,8 @@ class Builder:
         self.ids.discard(rel.id.lower())
         new = self.new_id(final)
         self.transforms[-1]["id"] = new
+        if rel.id.lower() in self.types:
+            self.types[new.lower()] = self.types.pop(rel.id.lower())
         return replace(rel, id=new)
 
 

@@ -266,7 +266,9 @@ def _type(script: Script, toks: list) -> tuple[str, list]:
     base = toks[0]
     word = base.text.lower()
     if word in ("time", "time_ltz"):
-        raise SqlSyntax(f"the {base.text.upper()} type is not supported (Spark has no time-of-day type)",
+        from etl.sql.flink_functions import TIME_UNSUPPORTED
+
+        raise SqlSyntax(f"the {base.text.upper()} type is not supported ({TIME_UNSUPPORTED})",
                         script.at(base), "declare the column STRING (text such as 12:00:00) or TIMESTAMP", "E011")
     if word not in TYPES:
         raise SqlSyntax(f"unknown column type '{base.text}'", script.at(base),

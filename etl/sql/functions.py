@@ -15,11 +15,13 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, cast
+from typing import Callable, Mapping, cast
 
 from sqlglot import exp
 
 from etl.diagnostics import Span
+from etl.sql.flink_functions import TIME_UNSUPPORTED, FlinkRow
+from etl.sql.flink_functions import table as flink_table
 from etl.sql.flink_functions import unsupported as flink_unsupported
 
 DIALECTS = ("flink", "rsqldb")
@@ -208,12 +210,27 @@ class Functions:
     did-you-mean. `dialect`: flink (default) or rsqldb (SET 'sql.dialect' = 'rsqldb')."""
 
     def __init__(self, on_unknown: Callable[[exp.Anonymous], None] | None = None, dialect: str = "flink",
-                 at: Callable[[exp.Expression], Span] | None = None):
+                 at: Callable[[exp.Expression], Span] | None = None,
+                 on_division: Callable[[exp.Div], None] | None = None,
+                 on_differs: Callable[[exp.Expression, FlinkRow], None] | None = None):
         self.on_unknown = on_unknown
         self.dialect = dialect
         self.at = at  # where a node is in the script: a refused call is a SqlSyntax there (else a FunctionError)
+        self.on_division = on_division  # a `/` whose operands' types are unknown (etl.sql.division): W015
+        self.on_differs = on_differs  # a call of a function whose meaning differs from Flink's (its row): W015
 
-    def translate(self, node: exp.Expression) -> exp.Expression:
+    def translate(self, node: exp.Expression, types: Mapping[str, str] | None = None) -> exp.Expression:
+        """`node` in Spark SQL with Flink's meaning; `types`: lower-case column name -> Spark type of the columns
+        it reads, where known (Flink's integer division needs them: etl.sql.division)."""
+        from etl.sql.division import divisions
+
+        node = divisions(node, types or {}, self.on_division)
+        for n in node.find_all(exp.Expression):  # the calls as written (a rewrite's own calls are flagged seen)
+            row = None if n.meta.get("flink_seen") else differs_row(n)
+            n.meta["flink_seen"] = True
+            if row is not None and self.on_differs is not None:
+                self.on_differs(n, row)
+
         def fix(n: exp.Expression) -> exp.Expression:
             if isinstance(n, (exp.Like, exp.ILike)):
                 return _flink_like(n)
@@ -239,6 +256,8 @@ class Functions:
                 return self.refuse(FunctionError(f"function {name} is not supported", n, flink.note))
             if name in names():
                 out = self.rewrite(n, name, args)
+                for m in out.walk():
+                    m.meta["flink_seen"] = True
                 out.meta.update(n.meta)
                 return out
             if isinstance(n, exp.Anonymous):
@@ -306,9 +325,35 @@ def _refused_construct(n: exp.Expression) -> tuple[str, str, str] | None:
     if isinstance(n, exp.Tuple) and not isinstance(n.parent, (exp.In, exp.Tuple)):
         return "a row constructor (v1, v2) is not supported", "write named_struct('a', v1, 'b', v2)", "E012"
     if isinstance(n, (exp.Cast, exp.TryCast)) and n.to.this in (exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ):
-        return ("the TIME type is not supported (Spark would read it as a TIMESTAMP)",
+        return (f"the TIME type is not supported ({TIME_UNSUPPORTED})",
                 "keep the time of day as text ('12:00:00') or use a TIMESTAMP", "E011")
     return None
+
+
+@functools.cache
+def _differs() -> dict[object, FlinkRow]:
+    """The calls of the Flink functions the table marks `differs` (Spark's meaning kept): sqlglot's node class or,
+    for a plain call, its upper-case name -> the row. GROUPING has Flink's meaning where etl takes it (E011
+    elsewhere: etl.sql.grouping)."""
+    import sqlglot
+
+    from etl.sql.dialect import DIALECT
+
+    out: dict[object, FlinkRow] = {}
+    for r in flink_table():
+        for name in r.names if r.status == "differs" and "GROUPING" not in r.names else ():
+            text = r.example if r.example.upper().startswith(name) else f"{name}(x)"
+            call = next(n for n in sqlglot.parse_one(f"SELECT {text}", dialect=DIALECT).walk()
+                        if isinstance(n, exp.Func))
+            out[name if isinstance(call, exp.Anonymous) else type(call)] = r
+    return out
+
+
+def differs_row(n: exp.Expression) -> FlinkRow | None:
+    """The row of a call of a function whose meaning in etl differs from Flink's (None: any other node)."""
+    if isinstance(n, exp.Anonymous):
+        return _differs().get(n.name.upper())
+    return _differs().get(type(n)) if isinstance(n, exp.Func) else None
 
 
 def _flink_like(n: exp.Expression) -> exp.Expression:

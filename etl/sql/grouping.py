@@ -63,9 +63,10 @@ def compile_grouping_sets(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: st
     group = q.args["group"]
     at = next(g for g in group.expressions if isinstance(g, _SETS))
     if tvf is None:
-        raise SqlSyntax(f"{_name(at)} is supported in the GROUP BY of a window table function's rows, as in Flink",
-                        pos(b, at), "FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES)) GROUP BY "
-                        "window_start, window_end, GROUPING SETS ((k), ())", "E011")
+        raise SqlSyntax(f"{_name(at)} of a GROUP BY without a window table function is not supported (Flink "
+                        "updates each set's rows continuously; etl runs grouping sets over a window table function's "
+                        "rows only)", pos(b, at), "FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '10' MINUTES)) "
+                        "GROUP BY window_start, window_end, GROUPING SETS ((k), ())", "E011")
     for fn in q.find_all(exp.Grouping, exp.GroupingId):
         for arg in fn.expressions:
             if not isinstance(arg, exp.Column):

@@ -161,6 +161,10 @@ class Joins:
         added = fields if "fields" in spec else [c for c in dim.cols or () if c not in pairs.values()]
         taken = {c.lower() for c in left.cols or ()}
         rename = {c: (f"{dim.id}_{c}" if c.lower() in taken else c) for c in added}
+        for event_col, key in pairs.items():  # d.k reads the event's column it equals (`*` too, as Flink lists it)
+            rename.setdefault(key, event_col)
+            if how == "left":  # in a row no table row matched, Flink's d.k is NULL
+                scope.lookup_keys[(alias.lower(), key)] = event_col
         scope.add(alias, dim, rename)
         cols = None if left.cols is None or ("fields" not in spec and dim.cols is None) else \
             left.cols + [rename[c] for c in added]

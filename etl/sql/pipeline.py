@@ -129,7 +129,7 @@ def _drop_unfed_sinks(b: Builder) -> None:
 
 def _compile(b: Builder, p: Any) -> None:
     report = b.report
-    b.stmt_span = b.script.at(p.stmt.first)
+    b.stmt_span, b.stmt_start = b.script.at(p.stmt.first), p.stmt.first.start
     start = len(b.transforms)
     ids = set(b.ids)
     try:

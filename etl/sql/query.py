@@ -17,6 +17,7 @@ from typing import Any
 from sqlglot import exp
 
 from etl.diagnostics import Span, did_you_mean
+from etl.sql.division import flink_type
 from etl.sql.script import SqlSyntax
 
 
@@ -45,6 +46,8 @@ class Scope:
     joined: list[tuple[frozenset[str], str, frozenset[str]]] = field(default_factory=list)
     # (alias, key column) of the side an outer join pads -> that side's event-time column: NULL in a padded row
     padded: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (alias, key column) of the table of a LEFT lookup join -> the event column it reads (W015: not NULL unmatched)
+    lookup_keys: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def add(self, alias: str, rel: Rel, rename: dict[str, str] | None = None) -> None:
         self.entries[alias.lower()] = (rel, rename or {})
@@ -145,7 +148,8 @@ class QueryCompiler:
             return compile_window(self, q, rel, scope, base, out_names, tvf, emit)
         if q.args.get("having"):
             raise SqlSyntax("HAVING needs GROUP BY", pos(self.b, q.args["having"]), code="E010")
-        items = [self.item(e, scope) for e in q.expressions]
+        exprs = _join_stars(self.b, q.expressions, scope) if len(scope.entries) > 1 else q.expressions
+        items = [self.item(e, scope) for e in exprs]
         out = self.project(rel, items, base, out_names, pos(self.b, q))
         if emit:
             self._emit_upstream(out, emit)
@@ -230,6 +234,7 @@ class QueryCompiler:
         if rules:
             spec["rules"] = rules
         i = self.b.add_transform(spec, at)
+        self.b.set_types(fid, self.b.types.get(rel.id.lower(), {}))  # a filter keeps its input's columns
         if expr_path is not None:
             self.b.note_expr(("transforms", i, "expr"), rest)
         for j, source in enumerate(ruled if len(rules) > 1 else [None]):
@@ -274,6 +279,12 @@ class QueryCompiler:
                 if isinstance(n.this, exp.Star):
                     return n
                 rel, rename = scope.entries[q]
+                if (q, n.name) in scope.lookup_keys:
+                    self.b.report.warning(
+                        "W015", f"{n.table}.{n.name} of a LEFT lookup join reads the event's "
+                        f"{scope.lookup_keys[(q, n.name)]}: in a row no table row matched it is the event's key, "
+                        "Flink's is NULL", pos(self.b, n), f"read {n.table}.<another column> IS NULL to tell an "
+                        "unmatched row")
                 new = exp.column(rename.get(n.name, n.name), quoted=n.this.args.get("quoted"))
                 new.this.meta.update(n.this.meta)
                 return _padded(self.b, new, scope.padded.get((q, n.name)))
@@ -285,7 +296,7 @@ class QueryCompiler:
                     return _padded(self.b, n, owners[0])
             return n
 
-        return self.b.functions.translate(node.transform(fix, copy=False))
+        return self.b.functions.translate(node.transform(fix, copy=False), self.b.scope_types(scope))
 
     def item(self, e: exp.Expression, scope: Scope) -> tuple[str | None, exp.Expression]:
         """(output name or None for `*`, resolved expression) of one SELECT item."""
@@ -306,6 +317,8 @@ class QueryCompiler:
         names: list[str] = []
         exprs: list = []
         window: list[int] = []  # indices of the window start/end columns among `names`
+        types = self.b.types.get(rel.id.lower(), {})
+        typed: list[str | None] = []  # the known type of each of `names` (etl.sql.division)
         for k, (name, body) in enumerate(items):
             if isinstance(body, exp.Column) and body.name in rel.window:
                 window.append(len(names))
@@ -318,6 +331,7 @@ class QueryCompiler:
                 for c in rel.cols:
                     fields.append(c)
                     names.append(c)
+                    typed.append(types.get(c.lower()))
                 continue
             if not name:
                 name = f"EXPR${k}"
@@ -325,6 +339,7 @@ class QueryCompiler:
             fields.append(text if isinstance(body, exp.Column) and body.name == name else f"{text} AS {_q(name)}")
             names.append(name)
             exprs.append(body)
+            typed.append(flink_type(body, types))
         if out_names is not None:
             if len(out_names) != len(names):
                 raise SqlSyntax(f"the query gives {len(names)} columns, the target takes {len(out_names)}", at,
@@ -339,6 +354,7 @@ class QueryCompiler:
             fields += rel.flags
         sid = self.b.new_id(f"{base}_select")
         i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
+        self.b.set_types(sid, {n: t for n, t in zip(names, typed) if t is not None})
         self.b.note_expr(("transforms", i, "fields"), exprs)
         for k in range(len(fields)):
             self.b.note_expr(("transforms", i, "fields", k), exprs)
@@ -350,6 +366,36 @@ class QueryCompiler:
         return self.project(rel, [(c, exp.column(c)) for c in rel.cols or []], base, out_names,
                             self.b.stmt_span)
 
+
+
+def _join_stars(b: Any, exprs: list, scope: Scope) -> list:
+    """Flink's `*` over a join: every column of each side in FROM order (the right side's keys too), `t.*` the
+    columns of t; a name an earlier column has gets Calcite's suffix (k, k0, k1 ...)."""
+    out: list = []
+    taken: set[str] = set()
+    for e in exprs:
+        if not _is_star(e):
+            out.append(e)
+            name = e.alias_or_name.lower() if isinstance(e, (exp.Alias, exp.Column)) else ""
+            taken.add(name)
+            continue
+        aliases = list(scope.entries) if isinstance(e, exp.Star) else [e.table.lower()]
+        for a in aliases:
+            if a not in scope.entries:
+                raise SqlSyntax(f"unknown table or alias '{e.table}'", pos(b, e),
+                                did_you_mean(e.table, list(scope.entries)) or None, "E201")
+            rel, _ = scope.entries[a]
+            if rel.cols is None:
+                raise SqlSyntax("`*` over a relation whose columns are unknown here", pos(b, e), code="E011")
+            for c in rel.cols:
+                name, k = c, 0
+                while name.lower() in taken:
+                    name, k = f"{c}{k}", k + 1
+                taken.add(name.lower())
+                col = exp.column(c, table=a)
+                col.this.meta.update((e.this if isinstance(e, exp.Column) else e).meta)
+                out.append(exp.alias_(col, name))
+    return out
 
 
 def _no_window_join(b: Any, left: exp.Expression, joins: list) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from etl.sql.division import aggregate_types
 from etl.sql.query import Rel, pos
 from etl.sql.script import SqlSyntax
 
@@ -179,6 +180,8 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     if emit:  # rows that replace earlier ones of their window: flagged (etl.spec.transforms.Emit.flag_columns)
         flags = ("_final", "_retract", "_update") if spec["emit"].get("late") == "update" else ("_final", "_retract")
     rel = Rel(wid, cols, window=("window_start", "window_end"), flags=flags)
+    b.set_types(wid, {**aggregate_types(keys, aggs, b.scope_types(scope)), "window_start": "timestamp",
+                      "window_end": "timestamp"})
     return qc.project(rel, items, base, out_names, pos(b, q))
 
 

@@ -1,7 +1,7 @@
 -- window_tvf: Flink's window table functions as its documentation shows them, on its Bid tables
 -- (pipelines/data/bids.jsonl: the "Window Aggregation" page's, bids_topn.jsonl: the "Window Top-N"
 -- and "Window Deduplication" pages'). CUMULATE with aggregation, TUMBLE with an offset, GROUPING
--- SETS of a window aggregation, and window Top-N and deduplication straight over a TVF's rows.
+-- SETS of a window aggregation (with GROUPING), and window Top-N and deduplication straight over a TVF's rows.
 -- Each query's rows are the documented ones (pipelines/sql/window_tvf.tests.yaml).
 CREATE TABLE Bid (
   bidtime TIMESTAMP(3), price DOUBLE, item STRING, supplier_id STRING,
@@ -19,7 +19,7 @@ WITH (type = 'file', filePath = '../../out/examples/sql/window_tvf_cumulate');
 CREATE TABLE offset_out (window_start TIMESTAMP, window_end TIMESTAMP, price DOUBLE)
 WITH (type = 'file', filePath = '../../out/examples/sql/window_tvf_offset');
 
-CREATE TABLE sets_out (window_start TIMESTAMP, window_end TIMESTAMP, supplier_id STRING, price DOUBLE)
+CREATE TABLE sets_out (window_start TIMESTAMP, window_end TIMESTAMP, supplier_id STRING, price DOUBLE, g BIGINT)
 WITH (type = 'file', filePath = '../../out/examples/sql/window_tvf_sets');
 
 CREATE TABLE top3_out (bidtime TIMESTAMP, price DOUBLE, item STRING, supplier_id STRING,
@@ -43,7 +43,7 @@ FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES, INTERVA
 GROUP BY window_start, window_end;
 
 INSERT INTO sets_out
-SELECT window_start, window_end, supplier_id, SUM(price) AS price
+SELECT window_start, window_end, supplier_id, SUM(price) AS price, GROUPING(supplier_id) AS g
 FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))
 GROUP BY window_start, window_end, GROUPING SETS ((supplier_id), ());
 

@@ -437,3 +437,51 @@ def test_to_yaml_of_an_invalid_script_hides_a_url_password(tmp_path):
     assert res.exit_code == 1
     assert res.stderr.splitlines()[0] == f"{script}:1:57: E102 invalid JDBC url 'jdbc:mysql://admin:***@db:3306/shop'"
     assert "hunter2" not in res.stdout + res.stderr
+
+
+JOINED = """\
+    CREATE TABLE a (k VARCHAR, x INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+    WITH (type = 'file', filePath = 'a.jsonl');
+    CREATE TABLE b (k VARCHAR, y INT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+    WITH (type = 'file', filePath = 'b.jsonl');
+    CREATE TABLE o (k VARCHAR, ts TIMESTAMP, k0 VARCHAR, ts0 TIMESTAMP) WITH (type = 'print');
+    CREATE TABLE o2 (k VARCHAR, y INT, ts TIMESTAMP, n INT) WITH (type = 'print');
+    CREATE VIEW v AS SELECT * FROM a LEFT JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE AND a.ts;
+    INSERT INTO o SELECT k, ts, k0, ts0 FROM v;
+    INSERT INTO o2 SELECT b.*, x AS n FROM a JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE AND a.ts;
+"""
+
+
+def test_a_star_over_a_join_gives_flinks_columns(tmp_path):
+    """Flink's `*` over a join is every column of both sides, the right side's keys too, a name taken before with
+    Calcite's suffix (k0, ts0); `b.*` is b's columns (it was every column of the join, the right key left out)."""
+    c = _check(tmp_path, JOINED)
+    assert _codes(c) == []
+    fields = {s.id: s.model_dump().get("fields") for s in c.pipeline.components()}
+    # a LEFT join pads b: its key is NULL in a row without a match, as in Flink
+    assert fields["v"] == ["k", "x", "ts", "CASE WHEN b_ts IS NULL THEN NULL ELSE k END AS k0", "y", "b_ts AS ts0"]
+    assert fields["o_select"] == ["k", "ts", "k0", "ts0"]
+    assert fields["o2_select"] == ["k", "y", "b_ts AS ts", "x AS n"]
+
+
+LOOKUP_STAR = """\
+    CREATE TABLE clicks (uid VARCHAR, page VARCHAR, pt AS PROCTIME()) WITH (type = 'file', filePath = 'c.jsonl');
+    CREATE TABLE users (user_id VARCHAR, name VARCHAR, PRIMARY KEY (user_id) NOT ENFORCED)
+    WITH (type = 'file', filePath = 'users.csv', format = 'csv', header = 'true');
+    CREATE TABLE o (uid VARCHAR, page VARCHAR, k VARCHAR, name VARCHAR) WITH (type = 'print');
+    INSERT INTO o SELECT * FROM clicks AS c {how}JOIN users FOR SYSTEM_TIME AS OF c.pt AS u ON c.uid = u.user_id;
+"""
+
+
+def test_a_star_over_a_lookup_join_lists_the_tables_key(tmp_path):
+    """The table's key is among `*`'s columns as in Flink: it reads the event's column it equals (it was E310 when
+    the two are named differently); in a LEFT join, W015 at the `*`: Flink's is NULL in a row without a match."""
+    (tmp_path / "users.csv").write_text("user_id,name\nu1,ann\n")
+    c = _check(tmp_path, LOOKUP_STAR.format(how=""))
+    assert _codes(c) == []
+    fields = {s.id: s.model_dump().get("fields") for s in c.pipeline.components()}
+    assert fields["o_select"] == ["uid", "page", "uid AS k", "name"]
+    c = _check(tmp_path, LOOKUP_STAR.format(how="LEFT "))
+    assert _codes(c) == [("W015", 5, 22)]
+    assert c.report.warnings[0].message == ("u.user_id of a LEFT lookup join reads the event's uid: in a row no "
+                                            "table row matched it is the event's key, Flink's is NULL")

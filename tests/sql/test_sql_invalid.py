@@ -181,7 +181,9 @@ def test_invalid_sql_script(name):
      "with a watermark: Spark allows one watermark per query, and a processing-time window needs its own",
      "window by the event-time column (`time: event`; in SQL the WATERMARK column), or read the stream through a "
      "source without event time"),
-    ("time_column", "the TIME type is not supported (Spark has no time-of-day type)",
+    ("time_column", "the TIME type is not supported (Spark 4.3's TIME is a preview behind spark.sql.timeType.enabled, "
+     "off by default: a TIME column, CAST to TIME and HOUR(t) fail with UNSUPPORTED_TIME_TYPE; its TIME is TIME(6), "
+     "Flink's TIME(0))",
      "declare the column STRING (text such as 12:00:00) or TIMESTAMP"),
     ("window_without_watermark", "window time column 'ts' has no watermark",
      "declare `WATERMARK FOR ts AS ts - INTERVAL '5' SECOND` in its CREATE TABLE, or window on a PROCTIME() column"),
