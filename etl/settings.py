@@ -149,8 +149,9 @@ SETTINGS: tuple[Setting, ...] = (
             "that never returns, a slow sink) its jobs are cancelled and it is not committed: the next run "
             "processes it again", _number(float, 0.0, 3600.0, "a number of seconds, 0 to 3600")),
     Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
-            "address space of a Python worker that runs a pipeline's functions (RLIMIT_AS); a call that needs more "
-            "is the row's dead letter (MemoryError)", _number(int, 256, 1048576, "a whole number of megabytes, 256 to 1048576")),
+            "address space a Python worker that runs a pipeline's functions may map (RLIMIT_AS) beyond what it maps "
+            "itself (Python, pandas, pyarrow's first arena); a call that needs more is the row's dead letter "
+            "(MemoryError)", _number(int, 256, 1048576, "a whole number of megabytes, 256 to 1048576")),
     Setting("ETL_CACHE_DIR", "cache_dir", "folder or off", "$XDG_CACHE_HOME/etl, else ~/.cache/etl",
             "on-disk cache of compiled rule programs, Hyperscan databases and etl's jar; off: no cache (etl's jar, "
             "class archive, Python launcher and log4j2 settings then go to <tmp>/etl-cache-<uid> when it is a private "

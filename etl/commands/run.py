@@ -26,6 +26,8 @@ from etl import settings
 from etl.cli import app
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 
+JVM_EXIT_S = 10.0  # how long the end of a run waits for its JVM to exit, its last log lines into the run's log
+
 
 def _fail(lines: list[str], code: int = 1) -> None:
     for ln in lines:
@@ -152,7 +154,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.runtime.runlog import RunLog
     from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
     from etl.runtime import packages
-    from etl.runtime.session import build_session, stderr_to_file, under_spark_submit
+    from etl.runtime.session import build_session, end_jvm, stderr_to_file, under_spark_submit
 
     plan = checked.plan
     ck = str(Path(checkpoint).resolve()) if checkpoint else plan.checkpoint
@@ -259,12 +261,14 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         control.close()
         for s, h in previous.items():
             signal.signal(s, h)
+        ended = False
         if not under_spark_submit():
             try:
                 spark.stop()
             except Exception:  # noqa: BLE001
                 pass
-        runlog.close()  # what the JVM wrote until now is in the log, redacted
+            ended = end_jvm(JVM_EXIT_S)
+        runlog.close(JVM_EXIT_S if ended else 0)  # what the JVM wrote until it exited is in the log, redacted
         # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'
         # log callbacks could print half a Python traceback after etl's last line
         gc.collect()

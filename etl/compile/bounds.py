@@ -8,7 +8,7 @@ No call stops the stream; each bound makes its row a dead letter naming the func
   A call that still does not return 5 s later (it caught even that, or it sits in C code) ends its worker with exit
   code 70, which the crash journal below turns into its dead letter.
 * memory: the worker's address space (RLIMIT_AS) is limited, once per process, to what it had when it first called
-  a function plus ETL_FUNCTION_MEMORY_MB: a call that wants more gets MemoryError (the kernel's OOM killer never
+  a function (pyarrow's first arena mapped before: _map_arrow) plus ETL_FUNCTION_MEMORY_MB: a call that wants more gets MemoryError (the kernel's OOM killer never
   has to choose a process, and never the JVM).
 * crashes: a call that ends its worker (os._exit, a segmentation fault, a signal) fails the task; nothing in the
   worker can answer for that row. Before each call, the worker writes the call's number in the task into a
@@ -94,6 +94,7 @@ def limit_memory(mb: int) -> None:
     try:
         import resource
 
+        _map_arrow()
         with open("/proc/self/statm") as fh:
             now = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         want = now + mb * 1024 * 1024
@@ -102,6 +103,18 @@ def limit_memory(mb: int) -> None:
             resource.setrlimit(resource.RLIMIT_AS, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
     except (OSError, ValueError, ImportError):  # no /proc, no resource module: no limit (macOS, Windows)
         pass
+
+
+def _map_arrow() -> None:
+    """When this worker has pyarrow (a pandas UDF's worker), its allocator (mimalloc) maps its first arena, about
+    1 GB of address space, at its first allocation: made here, before the limit is measured, it is the worker's and
+    not the function's (after the limit, with ETL_FUNCTION_MEMORY_MB at 1024 or less, the arena did not fit and
+    Arrow failed: "malloc of size 64 failed")."""
+    import sys
+
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.allocate_buffer(64)
 
 
 class Timer:

@@ -12,7 +12,8 @@ Which component: a full disk (E411) or a damaged checkpoint (E412) is named as
 such, whoever met it (a sink retrying its write, a query reading its state);
 a sink that gave up (SinkFailed) is the sink, at its position; a query whose
 error names a connection problem of its only server source is that source
-(E407); anything else is the pipeline, at its first line (E401). A checkpoint
+(E407); a Python aggregate function of a batch group-by that raised or ran past a bound is the function, at
+its def (E401); anything else is the pipeline, at its first line (E401). A checkpoint
 held by a running `etl run` (E410) or recorded by another pipeline (E413) is
 refused before the run starts (etl/runtime/statedir.py).
 """
@@ -47,6 +48,8 @@ GARBLED = re.compile(r"Unexpected end-of-input|JsonParseException|JsonEOFExcepti
                      r"Unexpected character|Unrecognized token")
 DAMAGE = re.compile(rf"{GARBLED.pattern}|EOFException|CHECKSUM")
 FIRST = re.compile(r"Current State: INITIALIZING|Current Committed Offsets: \{\}")
+# a Python aggregate function a batch group-by called raised or ran past a bound (etl.compile.functions._series)
+AGGREGATE_FAILED = re.compile(r"AggregateFailed: python function '([^'\n]+)' failed: ([^\n]+)")
 READER = re.compile(r"HDFSMetadataLog|OffsetSeqLog|CommitLog|StreamMetadata|StateStoreChangelog|RocksDBFileManager|"
                     r"HDFSBackedStateStore|StateSchemaCompatibilityChecker|OperatorStateMetadata")
 
@@ -193,13 +196,33 @@ def stop_cancelled(graph: Any, cancelled: Any, grace_s: float, how: str) -> Fail
     span = node.span if node is not None else pipeline_span(graph)
     fns = [graph.functions[f.lower()] for f in cancelled.functions if f.lower() in graph.functions]
     if fns:
-        span = Span(shown(Path(fns[0].file)), fns[0].line, 1)
+        span = def_span(fns[0])
     running = (f"a call of python function {', '.join(repr(f.name) for f in fns)} was running, "
                if fns else "")
     return Failure("E414", f"query '{cancelled.query}'",
                    f"{how}: batch {cancelled.batch} did not finish within {grace_s:g} s (ETL_STOP_GRACE_S): "
                    f"{running}its jobs were cancelled and it is not committed", span,
                    f"run again: it processes batch {cancelled.batch} again ({RESUME})")
+
+
+def def_span(fn: Any) -> Span:
+    """A pipeline's Python function (etl.spec.signature.Signature): its def in its module."""
+    return Span(shown(Path(fn.file)), fn.line, 1)
+
+
+def function_failure(graph: Any, full: str, stack: str) -> Failure | None:
+    """A Python aggregate function of a batch group-by that raised or ran past a bound (time, memory, value): at
+    its def, with what it did; None: no such failure. (A batch group-by has no row to make a dead letter of: the
+    query stops, as the function's other failures make a dead letter of their row.)"""
+    found = AGGREGATE_FAILED.search(full) or AGGREGATE_FAILED.search(stack)
+    if found is None:
+        return None
+    name, reason = found.group(1), (redact(found.group(2).strip()) or "")[:500]
+    fn = graph.functions.get(name.lower())
+    return Failure("E401", f"python function '{name}'", f"failed in a batch group-by: {reason}",
+                   def_span(fn) if fn is not None else pipeline_span(graph),
+                   "a batch group-by's aggregate has no row to make a dead letter of, so its query stops: fix the "
+                   "function, or raise the bound its reason names (etl settings), then run again: " + RESUME, stack)
 
 
 def field_span(graph: Any, node: Any, field: str | None) -> Span:
@@ -292,7 +315,7 @@ def sink_failure(graph: Any, err: Any, stack: str) -> Failure:
 def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: str) -> Failure:
     """A query that failed with no sink to blame: its server source when the error says it cannot be reached,
     else the pipeline (a bug in etl or Spark, or a condition etl does not know)."""
-    found = fault(graph, cause, full, stack)
+    found = fault(graph, cause, full, stack) or function_failure(graph, full, stack)
     if found is not None:
         return found
     servers = [graph.nodes[s] for s in sources if s in graph.nodes and graph.nodes[s].type in SERVER_SOURCES]

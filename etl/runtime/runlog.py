@@ -4,7 +4,8 @@ The JVM writes the run's log three ways: log4j's run-log appender (-Detl.runlog)
 session.stderr_to_file) and its file descriptor 2, which it and the Python daemons it starts inherit (etl.commands.
 run.jvm_stderr_to). None of them is Python's, so each is given a named pipe (FIFO) beside the log instead of the
 log: a thread of `etl run` reads it, redacts each line (etl.secrets.redact: env() values, URL passwords) and
-appends it to the log. Nothing unredacted reaches the disk at any time: a run ended by SIGKILL leaves a log
+appends it to the log, until `etl run` has stopped the JVM and every writer has closed the FIFO (what the JVM writes
+while it exits, its shutdown hooks' lines, is in the log too). Nothing unredacted reaches the disk at any time: a run ended by SIGKILL leaves a log
 without its secrets (before, the log was rewritten redacted when the run ended). Where no FIFO can be made (no
 os.mkfifo), the JVM writes the log itself and `close()` rewrites it redacted.
 
@@ -65,7 +66,9 @@ class RunLog:
                 try:
                     chunk = os.read(self._read, CHUNK)
                 except BlockingIOError:
-                    pass
+                    ready = []
+                if ready and not chunk:  # the end of file: every writer has closed the FIFO (after close(wait))
+                    break
             if not chunk:
                 if self._stop.is_set():
                     break
@@ -84,11 +87,17 @@ class RunLog:
         self._out.write((redact(data.decode("utf-8", "replace")) or "").encode("utf-8"))
         self._out.flush()
 
-    def close(self) -> None:
-        """Everything written so far is in the log; the FIFO is gone (writers still holding it get EPIPE)."""
+    def close(self, wait_s: float = 0.0) -> None:
+        """Everything written so far is in the log; with `wait_s`, also what the writers still write until the last
+        has closed the FIFO (the JVM and the Python daemons it started have exited) or `wait_s` has passed; then the
+        FIFO is gone (writers still holding it get EPIPE)."""
         if self._thread is None:
             redact_log(self.log)
             return
+        if wait_s > 0 and self._keep >= 0:
+            os.close(self._keep)  # the pump reads to the end of file: when no writer is left
+            self._keep = -1
+            self._thread.join(wait_s)
         self._stop.set()
         self._thread.join()
         self._thread = None

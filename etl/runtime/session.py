@@ -113,6 +113,7 @@ def profile_conf(profile: str | None, master: str | None, conf: Mapping[str, str
 
 
 LOG4J = """\
+shutdownHook = disable
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 logger.repl.name = org.apache.spark.repl.Main
@@ -249,6 +250,30 @@ def require_class(spark: Any, class_name: str, what: str) -> None:
 def under_spark_submit() -> bool:
     """True when spark-submit (or another launcher) already started the JVM for us."""
     return settings.current().spark_submit
+
+
+def end_jvm(timeout_s: float) -> bool:
+    """Stop the session's JVM this process launched and wait for it to exit (at most `timeout_s`): what it writes
+    until then (its shutdown hooks' log lines) still reaches the run's log (etl.runtime.runlog drains its FIFO to
+    the end). True when it has exited; False when there is none of ours (spark-submit's JVM, none started) or it
+    did not exit in time. The next session starts a new JVM."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if gateway is None or proc is None:
+        return False
+    gateway.shutdown()  # py4j's connections and callback server
+    SparkContext._gateway = SparkContext._jvm = None  # type: ignore[assignment]
+    if proc.stdin is not None:
+        proc.stdin.close()  # the JVM's end of file: Spark's PythonGatewayServer exits (its shutdown hooks first)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def parse_conf(items: list[str] | None) -> dict[str, str]:

@@ -65,6 +65,31 @@ def test_quickstart_once_ends_by_itself_with_json_progress(tmp_path):
                                     "remembers what was read: remove it to read everything again)")
 
 
+def test_the_run_log_holds_what_the_jvm_writes_until_it_has_exited(tmp_path):
+    # etl run stops its JVM before it closes the run's log: the JVM's shutdown hooks log after the session stopped
+    # (Spark 4.3: at DEBUG), before into a FIFO already gone: lost; the log is read through the redaction to the end
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "a.jsonl").write_text('{"id": 1}\n')
+    (tmp_path / "p.yaml").write_text(textwrap.dedent("""\
+        name: shutdown-log
+        sources:
+          - {id: src, type: file, path: input, format: jsonl, schema: {id: bigint}}
+        sinks:
+          - {id: out, type: file, input: src, path: output}
+        checkpoint: state
+    """))
+    p = etl("run", "p.yaml", "--once", "--quiet", cwd=tmp_path, env={**os.environ, "ETL_LOG_LEVEL": "debug"})
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    assert ids(tmp_path / "output") == [1]
+    lines = [x for f in (tmp_path / "logs").glob("etl-run-*.log") for x in f.read_text().splitlines()]
+    stopped = [i for i, x in enumerate(lines) if "SparkContext: Successfully stopped SparkContext" in x]
+    hooks = [i for i, x in enumerate(lines) if "ShutdownHookManager: Shutdown hook called" in x]
+    assert len(stopped) == 1 and len(hooks) == 1 and stopped[0] < hooks[0], lines[-10:]
+    assert any("ShutdownHookManager: Deleting directory" in x for x in lines[hooks[0]:]), lines[-10:]
+    assert not list((tmp_path / "logs").glob(".*.pipe"))
+
+
 PIPELINE = """\
     name: sigterm-test
     sources:

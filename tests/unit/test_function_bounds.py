@@ -228,6 +228,48 @@ def test_a_batch_a_stop_cancelled_is_one_line_at_the_function_whose_call_ran(tmp
         "cancelled and it is not committed")
 
 
+GROUPED = """\
+name: grouped
+functions:
+  - {name: Spread, callable: "fns:spread"}
+sources:
+  - {id: src, type: file, path: input, format: jsonl, schema: {g: string, v: double}}
+transforms:
+  - {id: w, type: aggregate, input: src, group_by: [g], aggregates: [{fn: Spread, field: v, as: s}]}
+sinks:
+  - {id: out, type: file, input: w, path: output}
+"""
+
+
+def test_a_bound_hit_by_a_batch_group_by_s_aggregate_is_one_line_at_its_def(tmp_path: Path, monkeypatch) -> None:
+    # the pandas aggregate fails its task (etl.compile.functions._series: no row to make a dead letter of); the
+    # query's failure, as Spark words it, is one line at the function's def, not E401 at the pipeline's first line
+    from etl.check import check_file
+    from etl.runtime.failure import query_failure
+
+    (tmp_path / "fns.py").write_text("import pandas as pd\n\n\ndef spread(v: pd.Series) -> float:\n"
+                                     "    return float(v.max() - v.min())\n")
+    (tmp_path / "p.yaml").write_text(GROUPED)
+    monkeypatch.chdir(tmp_path)
+    graph = check_file("p.yaml").graph
+    full = ("[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Job aborted due to stage failure: "
+            "Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 in stage 3.0 (TID 3): "
+            "org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+            '  File "/x/etl/compile/functions.py", line 280, in aggregate\n'
+            "etl.compile.windows.state.AggregateFailed: python function 'Spread' failed: did not return within 1 s "
+            "(ETL_FUNCTION_TIMEOUT_S)\n\n\tat org.apache.spark.api.python.BasePythonRunner...")
+    d = query_failure(graph, ["src"], "AggregateFailed: python function 'Spread' failed: ...", full, "").diagnostic()
+    assert d.render() == (
+        "fns.py:4:1: E401 python function 'Spread': failed in a batch group-by: did not return within 1 s "
+        "(ETL_FUNCTION_TIMEOUT_S)\n"
+        "    hint: a batch group-by's aggregate has no row to make a dead letter of, so its query stops: fix the "
+        "function, or raise the bound its reason names (etl settings), then run again: the run resumes from its "
+        "checkpoint: nothing committed is lost or written twice")
+    # any other failure of the query stays the pipeline's
+    assert query_failure(graph, ["src"], "boom", "ValueError: boom", "").diagnostic().render().splitlines()[0] == (
+        "p.yaml:1:1: E401 pipeline 'grouped': boom")
+
+
 AGGREGATE = textwrap.dedent('''\
     def spread(v):
         if v.iloc[0] == -1:

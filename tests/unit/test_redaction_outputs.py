@@ -259,6 +259,43 @@ def test_the_run_log_is_redacted_as_it_is_written(tmp_path):
     assert [p.name for p in log.parent.iterdir()] == ["etl-run-1.log"]  # the FIFO is gone
 
 
+def test_the_run_log_takes_what_its_writers_write_until_they_have_exited(tmp_path):
+    # etl run stops the JVM, then closes the log with a wait: the lines the JVM writes while it exits (its shutdown
+    # hooks') reach the log, redacted; before, the FIFO was gone first and they were lost
+    import subprocess
+    import sys
+    import time
+
+    from etl.runtime.runlog import RunLog
+
+    secrets.register([PHRASE])
+    log = tmp_path / "logs" / "etl-run-1.log"
+    runlog = RunLog(log)
+    writer = ("import sys, time\nout = open(sys.argv[1], 'w')\nout.write('INFO running\\n'); out.flush()\n"
+              "time.sleep(1.5)\nout.write('INFO Shutdown hook called: ' + sys.argv[2] + '\\n'); out.flush()\n"
+              "time.sleep(0.5)\nout.write('INFO Deleting directory')\n")
+    jvm = subprocess.Popen([sys.executable, "-c", writer, runlog.target, PHRASE])
+    try:
+        deadline = time.monotonic() + 30
+        while not log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t = time.monotonic()
+        runlog.close(30)  # returns when the writer has closed the FIFO, its last line (without its end) in the log
+        waited = time.monotonic() - t
+        assert jvm.wait(timeout=1) == 0
+    finally:
+        jvm.kill()
+    assert log.read_text() == "INFO running\nINFO Shutdown hook called: ***\nINFO Deleting directory"
+    assert 0.5 < waited < 20, waited
+    assert [p.name for p in log.parent.iterdir()] == ["etl-run-1.log"]
+    runlog = RunLog(tmp_path / "logs" / "etl-run-2.log")  # a writer that never ends: close gives up after wait_s
+    with open(runlog.target, "w") as held:
+        t = time.monotonic()
+        runlog.close(0.5)
+        assert 0.4 < time.monotonic() - t < 10
+        assert held.writable()
+
+
 def test_a_run_removes_the_log_fifos_of_runs_no_longer_going(tmp_path):
     # a run ended by SIGKILL leaves its FIFO: the next run in the folder removes it, never one of a run still going
     import subprocess

@@ -89,6 +89,29 @@ class BoundedLinesTest {
     }
 
     @Test
+    void aBadByteOrALoneSurrogateIsFoundAtEveryOffsetOfEveryLength() {
+        // the fast path reads 16 bytes a round, then a word, then the word ending at the line's end (overlapping)
+        for (int n = 1; n <= 40; n++) {
+            byte[] ok = "a".repeat(n).getBytes(StandardCharsets.US_ASCII);
+            assertEquals(-1, BoundedLines.invalidUtf8(ok, n, true), "ASCII, " + n + " bytes");
+            for (int at = 0; at < n; at++) {
+                byte[] bad = ok.clone();
+                bad[at] = (byte) 0x80;
+                assertEquals(at, BoundedLines.invalidUtf8(bad, n, true), "0x80 at " + at + " of " + n);
+                if (at + 6 <= n) {
+                    byte[] lone = ok.clone();
+                    System.arraycopy("\\udc00".getBytes(StandardCharsets.US_ASCII), 0, lone, at, 6);
+                    assertEquals(-2 - at, BoundedLines.invalidUtf8(lone, n, true), "\\udc00 at " + at + " of " + n);
+                    assertEquals(-1, BoundedLines.invalidUtf8(lone, n, false), "not json: " + at + " of " + n);
+                    byte[] pair = ok.clone();
+                    System.arraycopy("\\u00e9".getBytes(StandardCharsets.US_ASCII), 0, pair, at, 6);
+                    assertEquals(-1, BoundedLines.invalidUtf8(pair, n, true), "\\u00e9 at " + at + " of " + n);
+                }
+            }
+        }
+    }
+
+    @Test
     void splitsReadEveryLineOnce() throws IOException {
         StringBuilder sb = new StringBuilder();
         List<String> want = new ArrayList<>();
