@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
+from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
+from etl.sql.operators import OPERATOR_CLASSES
 
 _LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
@@ -68,7 +70,74 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
                                     f"{target} and fails the query on it (ANSI mode) ({where})",
                                     cx.inner(node, keys, text, off), f"write a value Spark can cast to {target}")
         _check_common_type(cx, node, keys, text, cols, where, fn.name.lower(), call.args, types)
+        if fn.name in OPERATOR_FUNCTIONS and n == 2 and "unknown" not in (types.get(0, "unknown"),
+                                                                          types.get(1, "unknown")):
+            _check_pair(cx, node, keys, text, where, fn.name, types[0], types[1], call.offset)
     return wrong
+
+
+def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
+    """E102 at each arithmetic operator of `text` (parsed: `tree`) whose two arguments' types Spark's analysis
+    refuses together (etl.sql.operators: `d + d` of dates, `ts * 2`, `tags || 'x'`: DATATYPE_MISMATCH at run)."""
+    from sqlglot import exp
+
+    from etl.graph.sql import node_type
+
+    ops = [n for n in tree.dfs() if type(n).__name__ in _INFIX]
+    if not ops:
+        return
+    fns = cx._function_types()
+    at = _operator_offsets(text, tree)
+    for n in ops:
+        if isinstance(n.this, exp.Interval) and isinstance(n.expression, exp.Interval):
+            continue  # INTERVAL 1 MONTH 2 DAYS: one literal (sqlglot's sum of its units)
+        a, b = node_type(n.this, cols, fns), node_type(n.expression, cols, fns)
+        if "unknown" not in (a, b):
+            _check_pair(cx, node, keys, text, where, OPERATOR_CLASSES[type(n).__name__], a, b, at.get(id(n), 0))
+
+
+def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str, a: str, b: str, off: int) -> None:
+    from etl.sql.operators import REFUSED, result, taken_beside
+
+    if result(op, a, b) != REFUSED:
+        return
+    what = f"{a} {op} {b}" if not op[0].isalpha() or op == "div" else f"{op}({a}, {b})"
+    takes = taken_beside(op, a, left=True)
+    hint = f"Spark's {op} takes beside {a} on its left: {', '.join(takes)}" if takes else \
+        f"Spark's {op} takes no {a} on its left"
+    cx.report.error("E102", f"{what} is refused by Spark (DATATYPE_MISMATCH at run) ({where})",
+                    cx.inner(node, keys, text, off), hint + "; cast an argument, e.g. CAST(... AS ...)")
+
+
+_INFIX = {k for k, v in OPERATOR_CLASSES.items() if not v.startswith("try_")}
+_TOKENS = {"PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE"}
+
+
+def _operator_offsets(text: str, tree: Any) -> dict[int, int]:
+    """id(operator node) -> the 0-based offset of its token in `text`: the tree read in order (an operator between
+    its arguments, a negation or a `*` where it stands) meets the operator tokens in the text's order; {} when they
+    do not pair up (never seen: the whole expression then)."""
+    from sqlglot import exp
+    from sqlglot.dialects.spark import Spark
+
+    toks = [t.start for t in Spark().tokenize(text) if t.token_type.name in _TOKENS]
+    order: list[Any] = []
+    stack: list[tuple[Any, bool]] = [(tree, False)]
+    while stack:
+        n, seen = stack.pop()
+        if seen:
+            order.append(n)
+            continue
+        kids = list(n.iter_expressions())
+        if type(n).__name__ in _INFIX and len(kids) == 2:
+            stack.extend([(kids[1], False), (n, True), (kids[0], False)])
+            continue
+        if isinstance(n, (exp.Neg, exp.Star)):
+            order.append(n)
+        stack.extend((c, False) for c in reversed(kids))
+    if len(order) != len(toks):
+        return {}
+    return {id(n): off for n, off in zip(order, toks)}
 
 
 # functions whose arguments at these positions (None: all) Spark brings to one type, and the classes of types that
@@ -150,7 +219,7 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
     fns = cx._function_types()
     at = _cast_offsets(text, tree, casts)
     for n, off in zip(casts, at):
-        src = _number_literal(n.this) or node_type(n.this, cols, fns)
+        src = node_type(n.this, cols, fns)
         dst = n.to.sql(dialect="spark").lower()
         try_ = bool(n.args.get("safe"))
         if src == "unknown" or verdict(src, dst, try_) is not False:
@@ -167,17 +236,6 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
                         f"({where})", cx.inner(node, keys, text, off), hint)
 
 
-def _number_literal(node: Any) -> str | None:
-    """Spark's type of a number literal: 1.5 is a decimal (1.5e0 a double), 5 an int, 3000000000 a bigint."""
-    from sqlglot import exp
-
-    if not isinstance(node, exp.Literal) or node.is_string:
-        return None
-    if any(ch in node.this for ch in "eE"):
-        return "double"
-    if "." in node.this:
-        return "decimal"
-    return "int" if abs(int(node.this)) < 2**31 else "bigint"
 
 
 _INTO = {"array": "an array to an array whose elements cast", "map": "a map to a map whose keys and values cast (a "
