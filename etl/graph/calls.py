@@ -140,55 +140,45 @@ def _operator_offsets(text: str, tree: Any) -> dict[int, int]:
     return {id(n): off for n, off in zip(order, toks)}
 
 
-# functions whose arguments at these positions (None: all) Spark brings to one type, and the classes of types that
-# never share one there (probed in pyspark 4.3, ANSI on; tests/spark/test_spark_casts.py asks Spark each pair): a
-# string takes the other's type (coalesce(s, 1) is bigint), except in greatest/least (no string beside another class)
+# functions whose arguments at these positions (None: all) Spark brings to one type: the type of etl.sql.operators'
+# coalesce table (greatest's for greatest and least: no text beside another type there), probed in pyspark 4.3,
+# ANSI on; tests/spark/test_spark_casts.py asks Spark each pair of 7 column types
 SAME_TYPE: dict[str, tuple[int, ...] | None] = {"coalesce": None, "nvl": None, "ifnull": None, "nullif": None,
                                                 "nvl2": (1, 2), "if": (1, 2), "greatest": None, "least": None}
-_APART = ("numeric", "boolean", "binary", "datetime")
 
 
-def type_class(typ: str) -> str | None:
-    """The class of a type SAME_TYPE's check reads (None: one it does not judge, e.g. arrays and intervals)."""
-    t = typ.lower()
-    if t in ("tinyint", "smallint", "int", "bigint", "float", "double") or t.startswith("decimal"):
-        return "numeric"
-    if t in ("date", "timestamp", "timestamp_ntz"):
-        return "datetime"
-    return t if t in ("boolean", "binary", "string") else None
+def refused_together(fn: str, a: str, b: str) -> bool:
+    """Does Spark refuse SAME_TYPE's function `fn` over values of types `a` and `b` (DATA_DIFF_TYPES)?"""
+    from etl.sql.operators import REFUSED, result
 
-
-def no_common_type(fn: str, a: str, b: str) -> bool:
-    """Do two classes of SAME_TYPE's function `fn`'s arguments never share a type in Spark?"""
-    if a == b:
-        return False
-    if a in _APART and b in _APART:
-        return True
-    return fn in ("greatest", "least") and "string" in (a, b)
+    return result("greatest" if fn in ("greatest", "least") else "coalesce", a, b) == REFUSED
 
 
 def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, where: str, fn: str,
                        args: tuple[tuple[str, int], ...], types: dict[int, str]) -> None:
-    """E102 at the first argument whose type shares none with an earlier one's (`coalesce(bytes, 0)`: Spark's
-    DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
+    """E102 at the first argument whose type shares none with the one type of the arguments before it
+    (`coalesce(bytes, 0)`: Spark's DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
+    from etl.sql.operators import result
+
     if fn not in SAME_TYPE:
         return
     positions = SAME_TYPE[fn]
-    seen: list[tuple[str, str]] = []
+    seen: str | None = None
     for i, (arg, off) in enumerate(args):
         if positions is not None and i not in positions:
             continue
         typ = types[i] if i in types else cx.guess_type(arg, cols)
-        cls = type_class(typ) if typ != "unknown" else None
-        if cls is None:
+        if typ == "unknown":
             continue
-        clash = next((t for t, c in seen if no_common_type(fn, c, cls)), None)
-        if clash is not None:
-            cx.report.error("E102", f"argument {i + 1} of {fn} is {typ}, which shares no type with {clash} before it: "
+        if seen is not None and refused_together(fn, seen, typ):
+            cx.report.error("E102", f"argument {i + 1} of {fn} is {typ}, which shares no type with {seen} before it: "
                             f"Spark refuses the call (DATATYPE_MISMATCH.DATA_DIFF_TYPES) ({where})",
-                            cx.inner(node, keys, text, off), f"cast the arguments to one type, e.g. CAST(... AS {clash})")
+                            cx.inner(node, keys, text, off), f"cast the arguments to one type, e.g. CAST(... AS {seen})")
             return
-        seen.append((typ, cls))
+        wider = result("greatest" if fn in ("greatest", "least") else "coalesce", seen, typ) if seen else typ
+        if wider is None:
+            return  # a type the tables do not tell: no later clash can be told
+        seen = wider
 
 
 def _first_taken(fn: Any, i: int) -> str:
