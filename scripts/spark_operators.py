@@ -33,7 +33,8 @@ TYPES = {"void": "VOID", "string": "STRING", "boolean": "BOOLEAN", "tinyint": "T
          "interval year to month": "INTERVAL YEAR TO MONTH", "interval day to second": "INTERVAL DAY TO SECOND",
          "array": "ARRAY<STRING>", "map": "MAP<STRING,STRING>", "struct": "STRUCT<a:STRING>"}
 OPERATORS = ("+", "-", "*", "/", "%", "div", "||", "try_add", "try_subtract", "try_multiply", "try_divide",
-             "try_mod", "coalesce", "greatest")  # the last two: the one type Spark brings two arguments to
+             "try_mod", "coalesce", "greatest", "=", "<")  # coalesce, greatest: the one type Spark brings two
+# arguments to; = and <: comparisons (<=>, != as =; <=, >, >= as <)
 
 
 def expression(op: str, left: str, right: str) -> str:

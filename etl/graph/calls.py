@@ -16,7 +16,7 @@ from typing import Any
 
 from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
 from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
-from etl.sql.operators import OPERATOR_CLASSES
+from etl.sql.operators import COMPARISON_CLASSES, OPERATOR_CLASSES
 
 _LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
@@ -77,40 +77,60 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
 
 
 def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
-    """E102 at each arithmetic operator of `text` (parsed: `tree`) whose two arguments' types Spark's analysis
-    refuses together (etl.sql.operators: `d + d` of dates, `ts * 2`, `tags || 'x'`: DATATYPE_MISMATCH at run)."""
+    """E102 at each arithmetic operator or comparison of `text` (parsed: `tree`) whose two arguments' types Spark's
+    analysis refuses together (etl.sql.operators: `d + d` of dates, `ts * 2`, `tags || 'x'`, `dt = 1`, a value of an
+    IN list, a bound of BETWEEN: DATATYPE_MISMATCH at run)."""
     from sqlglot import exp
 
     from etl.graph.sql import node_type
 
-    ops = [n for n in tree.dfs() if type(n).__name__ in _INFIX]
+    ops = [n for n in tree.dfs() if type(n).__name__ in _CHECKED]
     if not ops:
         return
     fns = cx._function_types()
     at = _operator_offsets(text, tree)
     for n in ops:
-        if isinstance(n.this, exp.Interval) and isinstance(n.expression, exp.Interval):
+        kind = type(n).__name__
+        if isinstance(n, exp.In):
+            others = list(n.expressions)  # (IN (subquery): no values here)
+        elif isinstance(n, exp.Between):
+            others = [n.args.get("low"), n.args.get("high")]
+        elif isinstance(n.this, exp.Interval) and isinstance(n.expression, exp.Interval):
             continue  # INTERVAL 1 MONTH 2 DAYS: one literal (sqlglot's sum of its units)
-        a, b = node_type(n.this, cols, fns), node_type(n.expression, cols, fns)
-        if "unknown" not in (a, b):
-            _check_pair(cx, node, keys, text, where, OPERATOR_CLASSES[type(n).__name__], a, b, at.get(id(n), 0))
+        else:
+            others = [n.expression]
+        a = node_type(n.this, cols, fns)
+        for other in others:
+            b = node_type(other, cols, fns) if other is not None else "unknown"
+            if "unknown" not in (a, b) and _check_pair(cx, node, keys, text, where, _CHECKED[kind], a, b,
+                                                      at.get(id(n), 0), _SHOWN.get(kind)):
+                break
 
 
-def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str, a: str, b: str, off: int) -> None:
+def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str, a: str, b: str, off: int,
+                shown: str | None = None) -> bool:
+    """E102 when Spark refuses `a op b` (True: reported); `shown`: the operator as written, when `op` names its
+    table (> reads <'s)."""
     from etl.sql.operators import REFUSED, result, taken_beside
 
     if result(op, a, b) != REFUSED:
-        return
-    what = f"{a} {op} {b}" if not op[0].isalpha() or op == "div" else f"{op}({a}, {b})"
+        return False
+    word = shown or op
+    what = f"{op}({a}, {b})" if op.startswith("try_") else f"{a} IN (..., {b})" if word == "IN" else f"{a} {word} {b}"
     takes = taken_beside(op, a, left=True)
-    hint = f"Spark's {op} takes beside {a} on its left: {', '.join(takes)}" if takes else \
-        f"Spark's {op} takes no {a} on its left"
+    hint = f"Spark's {word} takes beside {a} on its left: {', '.join(takes)}" if takes else \
+        f"Spark's {word} takes no {a} on its left"
     cx.report.error("E102", f"{what} is refused by Spark (DATATYPE_MISMATCH at run) ({where})",
                     cx.inner(node, keys, text, off), hint + "; cast an argument, e.g. CAST(... AS ...)")
+    return True
 
 
-_INFIX = {k for k, v in OPERATOR_CLASSES.items() if not v.startswith("try_")}
-_TOKENS = {"PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE"}
+_INFIX = {k for k, v in OPERATOR_CLASSES.items() if not v.startswith("try_")} | set(COMPARISON_CLASSES)
+_CHECKED = {**{k: OPERATOR_CLASSES[k] for k in _INFIX if k in OPERATOR_CLASSES}, **COMPARISON_CLASSES}
+_SHOWN = {"NEQ": "!=", "NullSafeEQ": "<=>", "NullSafeNEQ": "IS DISTINCT FROM", "GT": ">", "GTE": ">=", "LTE": "<=",
+          "In": "IN", "Between": "BETWEEN"}
+_TOKENS = {"PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE", "EQ", "NEQ", "NULLSAFE_EQ", "GT", "GTE", "LT", "LTE",
+           "IN", "BETWEEN", "IS"}
 
 
 def _operator_offsets(text: str, tree: Any) -> dict[int, int]:
@@ -129,8 +149,8 @@ def _operator_offsets(text: str, tree: Any) -> dict[int, int]:
             order.append(n)
             continue
         kids = list(n.iter_expressions())
-        if type(n).__name__ in _INFIX and len(kids) == 2:
-            stack.extend([(kids[1], False), (n, True), (kids[0], False)])
+        if type(n).__name__ in _INFIX and len(kids) >= 2 or isinstance(n, exp.Is):
+            stack.extend([*((k, False) for k in reversed(kids[1:])), (n, True), (kids[0], False)])
             continue
         if isinstance(n, (exp.Neg, exp.Star)):
             order.append(n)

@@ -34,7 +34,8 @@ INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, j
 # aggregates and top_n (etl.spec.continuous) add to their rows: a user column of that name was ambiguous at run
 FLAG_COLUMNS = ("_final", "_retract", "_update")
 
-_OPERATOR = re.compile(r"[-+*/%]|\|\||\bdiv\b", re.I)  # an arithmetic operator (etl.graph.calls.check_operators)
+# an arithmetic operator or a comparison (etl.graph.calls.check_operators)
+_OPERATOR = re.compile(r"[-+*/%=<>]|\|\||\b(?:div|in|between|distinct)\b", re.I)
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
 
 

@@ -7,7 +7,8 @@ the type of an expression (etl.graph.sql) and reports E102 at an operator Spark 
 What the tables probed with one type of a kind, Spark's rules give for the others: a decimal's precision and
 scale (DecimalPrecision: `price * 2` is decimal(13,2) over decimal(10,2), an integer literal counts its digits),
 the fields of an interval (`INTERVAL 1 HOUR + INTERVAL 1 DAY` is interval day to hour), an array, a map or a
-struct beside the same type. A type the tables do not know is never refused.
+struct beside the same type. Comparisons (=, <) are tables too: `dt = 1`, `ts < INTERVAL 1 DAY` are refused. A type
+the tables do not know is never refused.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ OPERATOR_CLASSES = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%", 
                     "SafeAdd": "try_add", "SafeSubtract": "try_subtract", "SafeMultiply": "try_multiply",
                     "SafeDivide": "try_divide"}
 FUNCTIONS = ("try_add", "try_subtract", "try_multiply", "try_divide", "try_mod")
+# comparisons (a boolean, or refused): = for equality, < for order; IN compares each value with the first, BETWEEN
+# orders the first between the others
+COMPARISON_CLASSES = {"EQ": "=", "NEQ": "=", "NullSafeEQ": "=", "NullSafeNEQ": "=", "GT": "<", "GTE": "<", "LT": "<",
+                      "LTE": "<", "In": "=", "Between": "<"}
+TABLES = tuple(OPERATOR_CLASSES.values()) + ("%", "try_mod", "coalesce", "greatest", "=", "<")
 # the single-field intervals parse_kind names, and the probed kind whose row they read
 _FAMILY = {"interval month": "interval year to month", "interval day": "interval day to second"}
 _UNITS = {"year to month": ("year", "month"), "day to second": ("day", "hour", "minute", "second")}
@@ -43,7 +49,7 @@ def tables() -> dict[str, dict[tuple[str, str], str]]:
         if not line or line.startswith(("#", "pyspark\t")):
             continue
         row = line.split("\t")
-        if row[0] in OPERATOR_CLASSES.values() or row[0] in FUNCTIONS or row[0] in ("coalesce", "greatest"):
+        if row[0] in TABLES:
             op, heads = row[0], row[1:]
             out[op] = {}
             continue
@@ -60,7 +66,7 @@ def _kind(typ: str) -> str | None:
 
 def result(op: str, left: str, right: str, left_digits: int | None = None, right_digits: int | None = None) -> str | None:
     """Spark's type of `left op right` (`op`: +, -, *, /, %, div, ||, a try_ function, coalesce or greatest for the
-    type they bring two arguments to); REFUSED when Spark's analysis refuses the pair; None when the tables cannot
+    type they bring two arguments to, = or < for a comparison); REFUSED when Spark's analysis refuses the pair; None when the tables cannot
     tell (a type they do not know). `*_digits`: the number of digits of an integer literal (a decimal beside it
     takes decimal(digits, 0) for it, not int's decimal(10,0))."""
     a, b = _kind(left), _kind(right)

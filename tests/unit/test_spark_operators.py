@@ -41,17 +41,23 @@ TYPES = {
     "DATE '2024-01-01'": "date", "TIMESTAMP '2024-01-01 00:00:00'": "timestamp",
     # || on arrays, text, binary
     "tags || tags": "array<string>", "s || i": "string", "x || x": "binary", "s || x": "string",
+    # comparisons Spark takes
+    "dt = s": "boolean", "ts < dt": "boolean", "b IN (1, 2.5, s)": "boolean", "n BETWEEN 1 AND d": "boolean",
+    "tags = tags": "boolean",
 }
 # expression -> E102's column (1-based) in `v: "<expression>"` (Spark refuses each: tests/spark/test_spark_operators.py)
 REFUSED_AT = {"dt + dt": 4, "try_add(dt, dt)": 1, "ts * 2": 4, "tags || s": 6, "-b + dt": 4, "i + true": 3,
               "dt * 2": 4, "ts + 1": 4, "s - s": 3, "x + 1": 3, "tags + 1": 6, "try_divide(dt, 2)": 1,
-              "i + (dt - dt)": 3, "upper(s) || tags": 10, "n % ts": 3, "b div dt": 3}
+              "i + (dt - dt)": 3, "upper(s) || tags": 10, "n % ts": 3, "b div dt": 3,
+              # comparisons: at the operator, IN, BETWEEN
+              "dt = 1": 4, "ts < INTERVAL 1 DAY": 4, "b IN (1, dt)": 3, "dt BETWEEN 1 AND 2": 4,
+              "(dt - dt) = 'paid'": 11, "b IS DISTINCT FROM dt": 3, "i >= true": 3, "tags != s": 6}
 
 
 def test_the_tables_are_current():
     first = next(line for line in FILE.read_text().splitlines() if line.startswith("pyspark\t"))
     assert first.split("\t")[1] == metadata.version("pyspark")
-    assert len(tables()) == 14 and all(len(t) == 19 * 19 for t in tables().values())
+    assert len(tables()) == 16 and all(len(t) == 19 * 19 for t in tables().values())
 
 
 def test_result_reads_spark_s_rules():
