@@ -90,6 +90,8 @@ def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols:
     fns = cx._function_types()
     at = _operator_offsets(text, tree)
     for n in ops:
+        if n.find_ancestor(exp.Lambda) is not None:
+            continue  # x -> x + 1: a lambda's variable may take a column's name (validate does not type it here)
         kind = type(n).__name__
         if isinstance(n, exp.In):
             others = list(n.expressions)  # (IN (subquery): no values here)

@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from etl.graph.containers import container_type
 from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
 from etl.sql.operators import OPERATOR_CLASSES
 
@@ -245,6 +246,8 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Alias):
         return _type_of(node.this, cols, fns)
+    if isinstance(node, exp.Identifier):  # a lambda's variable
+        return cols.get(node.name.lower(), "unknown")
     if isinstance(node, exp.Column):
         if len(node.parts) == 1:
             return cols.get(node.name.lower(), "unknown")
@@ -274,6 +277,9 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
     widened = _widened(node, cols, fns)
     if widened is not None:
         return widened
+    contained = container_type(node, cols, lambda n, c: _type_of(n, c, fns))
+    if contained is not None:
+        return contained
     fname = ""
     if isinstance(node, exp.Anonymous):
         fname = str(node.this).lower()

@@ -48,11 +48,12 @@ def test_the_pairs_the_tables_refuse_spark_refuses(spark):
 
 
 def test_the_types_validate_gives_are_spark_s(spark):
-    from tests.unit.test_spark_operators import COLUMNS, REFUSED_AT, TYPES
+    from tests.unit.test_spark_operators import AGGREGATES, COLUMNS, REFUSED_AT, TYPES
 
     frame = _frame(spark, COLUMNS)
-    schema = frame.selectExpr(*[f"{e} AS `e{i}`" for i, e in enumerate(TYPES)]).schema
-    assert {e: f.dataType.simpleString() for e, f in zip(TYPES, schema.fields)} == TYPES
+    for told in (TYPES, AGGREGATES):
+        schema = frame.selectExpr(*[f"{e} AS `e{i}`" for i, e in enumerate(told)]).schema
+        assert {e: f.dataType.simpleString() for e, f in zip(told, schema.fields)} == told
     frame.createOrReplaceTempView("operators_frame")
     analyse = spark_functions.analyser(spark)
     answers = {e: analyse(f"SELECT {e} FROM operators_frame")[0] for e in REFUSED_AT}

@@ -11,7 +11,7 @@ from etl.sql.operators import FILE, REFUSED, result, tables
 # columns of the expressions below (and of tests/spark/test_spark_operators.py's frame)
 COLUMNS = {"i": "int", "b": "bigint", "d": "double", "n": "decimal(10,2)", "w": "decimal(38,10)", "s": "string",
            "dt": "date", "ts": "timestamp", "tags": "array<string>", "ih": "interval hour", "iday": "interval day",
-           "iym": "interval year to month", "x": "binary"}
+           "iym": "interval year to month", "x": "binary", "nums": "array<bigint>", "m": "map<string,int>"}
 # expression -> the type validate gives it, Spark's (tests/spark/test_spark_operators.py)
 TYPES = {
     # operators over dates, timestamps, intervals, text and numbers (ANSI)
@@ -44,7 +44,27 @@ TYPES = {
     # comparisons Spark takes
     "dt = s": "boolean", "ts < dt": "boolean", "b IN (1, 2.5, s)": "boolean", "n BETWEEN 1 AND d": "boolean",
     "tags = tags": "boolean",
+    # lambdas, container builders and accessors (etl.graph.containers)
+    "transform(tags, x -> length(x))": "array<int>", "transform(tags, (x, i) -> i)": "array<int>",
+    "transform(nums, x -> x * 1.5)": "array<decimal(23,1)>", "filter(nums, x -> x > 1)": "array<bigint>",
+    "array_sort(tags, (l, r) -> 0)": "array<string>", "aggregate(tags, 0, (acc, x) -> acc + length(x))": "int",
+    "aggregate(tags, 0, (acc, x) -> acc + length(x), acc -> acc * 2.5)": "decimal(13,1)",
+    "reduce(nums, CAST(0 AS BIGINT), (acc, x) -> acc + x)": "bigint", "map_from_arrays(tags, nums)": "map<string,bigint>",
+    "named_struct('a', s, 'b', b)": "struct<a:string,b:bigint>", "struct(s, b AS c)": "struct<s:string,c:bigint>",
+    "map_filter(m, (k, v) -> v > 0)": "map<string,int>", "transform_values(m, (k, v) -> v * 2.5)": "map<string,decimal(13,1)>",
+    "transform_keys(m, (k, v) -> length(k))": "map<int,int>", "zip_with(tags, nums, (x, y) -> y + 1)": "array<bigint>",
+    "map_zip_with(m, m, (k, v1, v2) -> v1 + v2)": "map<string,int>", "map_keys(m)": "array<string>",
+    "map_values(m)": "array<int>", "map_entries(m)": "array<struct<key:string,value:int>>",
+    "flatten(array(tags, tags))": "array<string>", "array_distinct(nums)": "array<bigint>", "slice(tags, 1, 2)": "array<string>",
+    "array_union(tags, tags)": "array<string>", "array_intersect(nums, nums)": "array<bigint>",
+    "array_except(tags, tags)": "array<string>", "array_compact(tags)": "array<string>",
+    "array_remove(nums, 1)": "array<bigint>", "sort_array(tags)": "array<string>",
+    "transform(tags, ts -> ts || 'x')": "array<string>", "transform(nums, dt -> dt * 2)": "array<bigint>",
 }
+# aggregates: their types in one aggregation
+AGGREGATES = {"collect_list(s)": "array<string>", "collect_set(b)": "array<bigint>", "array_agg(n)": "array<decimal(10,2)>",
+              "collect_list(named_struct('a', i, 'b', dt))": "array<struct<a:int,b:date>>",
+              "collect_set(ts)": "array<timestamp>"}
 # expression -> E102's column (1-based) in `v: "<expression>"` (Spark refuses each: tests/spark/test_spark_operators.py)
 REFUSED_AT = {"dt + dt": 4, "try_add(dt, dt)": 1, "ts * 2": 4, "tags || s": 6, "-b + dt": 4, "i + true": 3,
               "dt * 2": 4, "ts + 1": 4, "s - s": 3, "x + 1": 3, "tags + 1": 6, "try_divide(dt, 2)": 1,
@@ -72,6 +92,7 @@ def test_types_validate_gives_are_spark_s():
     from etl.graph.sql import guess_type
 
     assert {e: guess_type(e, COLUMNS) for e in TYPES} == TYPES
+    assert {e: guess_type(e, COLUMNS) for e in AGGREGATES} == AGGREGATES
 
 
 def _pipeline(tmp_path, exprs: list[str]):
