@@ -269,11 +269,11 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
     if isinstance(node, exp.Struct):
         return _struct_type(node, cols, fns)
     if name in OPERATOR_CLASSES:
-        typ = operator_type(OPERATOR_CLASSES[name], node.this, node.expression, cols, fns)
-        if typ is None and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.right, exp.Interval):
+        told = operator_type(OPERATOR_CLASSES[name], node.this, node.expression, cols, fns)
+        if told is None and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.right, exp.Interval):
             left = _type_of(node.left, cols, fns)  # a timestamp plus or minus an interval is a timestamp
             return left if left in ("timestamp", "timestamp_ntz") else "unknown"
-        return typ or "unknown"
+        return told or "unknown"
     widened = _widened(node, cols, fns)
     if widened is not None:
         return widened
@@ -286,7 +286,7 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         if fns and fname in fns:  # a call of one of the pipeline's Python functions
             return fns[fname]
         if fname in OPERATOR_FUNCTIONS and len(node.expressions) == 2:  # try_mod(a, b)
-            return operator_type(fname, *node.expressions, cols, fns) or "unknown"
+            return operator_type(fname, node.expressions[0], node.expressions[1], cols, fns) or "unknown"
     elif isinstance(node, exp.Func):
         fname = node.sql_name().lower() if hasattr(node, "sql_name") else name.lower()
     told = _catalogued_type(node, fname, cols, fns) if fname else None

@@ -99,11 +99,10 @@ def _as_decimal(typ: str, kind: str, digits: int | None) -> tuple[int, int] | No
 
 def _decimal(op: str, a: tuple[int, int] | None, b: tuple[int, int] | None) -> str | None:
     """Spark's DecimalPrecision (spark.sql.decimalOperations.allowPrecisionLoss on, its default)."""
-    if a is None or b is None:
-        a = b = a or b
-        if a is None:
-            return None
-    (p1, s1), (p2, s2) = a, b
+    x, y = a or b, b or a  # a NULL beside a decimal: that decimal
+    if x is None or y is None:
+        return None
+    (p1, s1), (p2, s2) = x, y
     if op in ("coalesce", "greatest"):  # the wider decimal, bounded
         s = max(s1, s2)
         return f"decimal({min(max(p1 - s1, p2 - s2) + s, _MAX_PRECISION)},{min(s, _MAX_PRECISION)})"
