@@ -84,6 +84,8 @@ def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols:
 
     from etl.graph.sql import node_type
 
+    if isinstance(tree, exp.Expression) and tree.find(exp.Reduce) is not None:
+        _check_merges(cx, node, keys, text, tree, cols, where)
     ops = [n for n in tree.dfs() if type(n).__name__ in _CHECKED]
     if not ops:
         return
@@ -107,6 +109,29 @@ def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols:
             if "unknown" not in (a, b) and _check_pair(cx, node, keys, text, where, _CHECKED[kind], a, b,
                                                       at.get(id(n), 0), _SHOWN.get(kind)):
                 break
+
+
+def _check_merges(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
+    """E102 at each aggregate / reduce whose merge does not keep its start's type (Spark's DATATYPE_MISMATCH)."""
+    from sqlglot import exp
+
+    from etl.graph.containers import merge_type
+    from etl.graph.sql import node_type
+
+    fns = cx._function_types()
+    calls = [c for c in spark_calls(text) if c.name.lower() in ("aggregate", "reduce")]
+    reduces = [n for n in tree.dfs() if isinstance(n, exp.Reduce)]
+    for i, n in enumerate(reduces):
+        if n.find_ancestor(exp.Lambda) is not None:
+            continue
+        told = merge_type(n, cols or {}, lambda e, c: node_type(e, c, fns))
+        if told is None or told[0] == told[1]:
+            continue
+        off = calls[i].offset if len(calls) == len(reduces) else 0
+        cx.report.error("E102", f"the merge of aggregate gives {told[1]}, its start is {told[0]}: Spark refuses a "
+                        f"merge of another type than the start's (DATATYPE_MISMATCH at run) ({where})",
+                        cx.inner(node, keys, text, off), f"start with a value of the merge's type, e.g. "
+                        f"CAST(0 AS {told[1]})")
 
 
 def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str, a: str, b: str, off: int,

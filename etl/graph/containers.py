@@ -87,6 +87,18 @@ def container_type(node: Any, cols: dict[str, str], type_of: TypeOf) -> str | No
     return _by_name(name, args, cols, type_of)
 
 
+def merge_type(node: Any, cols: dict[str, str], type_of: TypeOf) -> tuple[str, str] | None:
+    """(start's type, merge's type) of aggregate(a, start, (acc, x) -> merge): Spark refuses them unequal
+    (DATATYPE_MISMATCH: `aggregate(nums, 0, (acc, x) -> acc + x)` over bigints is int then bigint); None when
+    either is unknown."""
+    el = element(type_of(node.this, cols))
+    start = type_of(node.args.get("initial"), cols)
+    if el is None or start == "unknown":
+        return None
+    merge = lambda_type(node.args.get("merge"), [start, el], cols, type_of)
+    return None if merge == "unknown" else (start, merge)
+
+
 def _aggregate(node: Any, el: str, cols: dict[str, str], type_of: TypeOf) -> str:
     """aggregate(a, start, (acc, x) -> merge[, acc -> finish]): the start's type, which merge must keep (Spark
     refuses another: "unknown" here), or finish's."""
