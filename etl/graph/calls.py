@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
+from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
+from etl.sql.operators import COMPARISON_CLASSES, OPERATOR_CLASSES
 
 _LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
@@ -68,58 +70,162 @@ def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | N
                                     f"{target} and fails the query on it (ANSI mode) ({where})",
                                     cx.inner(node, keys, text, off), f"write a value Spark can cast to {target}")
         _check_common_type(cx, node, keys, text, cols, where, fn.name.lower(), call.args, types)
+        if fn.name in OPERATOR_FUNCTIONS and n == 2 and "unknown" not in (types.get(0, "unknown"),
+                                                                          types.get(1, "unknown")):
+            _check_pair(cx, node, keys, text, where, fn.name, types[0], types[1], call.offset)
     return wrong
 
 
-# functions whose arguments at these positions (None: all) Spark brings to one type, and the classes of types that
-# never share one there (probed in pyspark 4.3, ANSI on; tests/spark/test_spark_casts.py asks Spark each pair): a
-# string takes the other's type (coalesce(s, 1) is bigint), except in greatest/least (no string beside another class)
+def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
+    """E102 at each arithmetic operator or comparison of `text` (parsed: `tree`) whose two arguments' types Spark's
+    analysis refuses together (etl.sql.operators: `d + d` of dates, `ts * 2`, `tags || 'x'`, `dt = 1`, a value of an
+    IN list, a bound of BETWEEN: DATATYPE_MISMATCH at run)."""
+    from sqlglot import exp
+
+    from etl.graph.sql import node_type
+
+    if isinstance(tree, exp.Expression) and tree.find(exp.Reduce) is not None:
+        _check_merges(cx, node, keys, text, tree, cols, where)
+    ops = [n for n in tree.dfs() if type(n).__name__ in _CHECKED]
+    if not ops:
+        return
+    fns = cx._function_types()
+    at = _operator_offsets(text, tree)
+    for n in ops:
+        if n.find_ancestor(exp.Lambda) is not None:
+            continue  # x -> x + 1: a lambda's variable may take a column's name (validate does not type it here)
+        kind = type(n).__name__
+        if isinstance(n, exp.In):
+            others = list(n.expressions)  # (IN (subquery): no values here)
+        elif isinstance(n, exp.Between):
+            others = [n.args.get("low"), n.args.get("high")]
+        elif isinstance(n.this, exp.Interval) and isinstance(n.expression, exp.Interval):
+            continue  # INTERVAL 1 MONTH 2 DAYS: one literal (sqlglot's sum of its units)
+        else:
+            others = [n.expression]
+        a = node_type(n.this, cols, fns)
+        for other in others:
+            b = node_type(other, cols, fns) if other is not None else "unknown"
+            if "unknown" not in (a, b) and _check_pair(cx, node, keys, text, where, _CHECKED[kind], a, b,
+                                                      at.get(id(n), 0), _SHOWN.get(kind)):
+                break
+
+
+def _check_merges(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
+    """E102 at each aggregate / reduce whose merge does not keep its start's type (Spark's DATATYPE_MISMATCH)."""
+    from sqlglot import exp
+
+    from etl.graph.containers import merge_type
+    from etl.graph.sql import node_type
+
+    fns = cx._function_types()
+    calls = [c for c in spark_calls(text) if c.name.lower() in ("aggregate", "reduce")]
+    reduces = [n for n in tree.dfs() if isinstance(n, exp.Reduce)]
+    for i, n in enumerate(reduces):
+        if n.find_ancestor(exp.Lambda) is not None:
+            continue
+        told = merge_type(n, cols or {}, lambda e, c: node_type(e, c, fns))
+        if told is None or told[0] == told[1]:
+            continue
+        off = calls[i].offset if len(calls) == len(reduces) else 0
+        cx.report.error("E102", f"the merge of aggregate gives {told[1]}, its start is {told[0]}: Spark refuses a "
+                        f"merge of another type than the start's (DATATYPE_MISMATCH at run) ({where})",
+                        cx.inner(node, keys, text, off), f"start with a value of the merge's type, e.g. "
+                        f"CAST(0 AS {told[1]})")
+
+
+def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str, a: str, b: str, off: int,
+                shown: str | None = None) -> bool:
+    """E102 when Spark refuses `a op b` (True: reported); `shown`: the operator as written, when `op` names its
+    table (> reads <'s)."""
+    from etl.sql.operators import REFUSED, result, taken_beside
+
+    if result(op, a, b) != REFUSED:
+        return False
+    word = shown or op
+    what = f"{op}({a}, {b})" if op.startswith("try_") else f"{a} IN (..., {b})" if word == "IN" else f"{a} {word} {b}"
+    takes = taken_beside(op, a, left=True)
+    hint = f"Spark's {word} takes beside {a} on its left: {', '.join(takes)}" if takes else \
+        f"Spark's {word} takes no {a} on its left"
+    cx.report.error("E102", f"{what} is refused by Spark (DATATYPE_MISMATCH at run) ({where})",
+                    cx.inner(node, keys, text, off), hint + "; cast an argument, e.g. CAST(... AS ...)")
+    return True
+
+
+_INFIX = {k for k, v in OPERATOR_CLASSES.items() if not v.startswith("try_")} | set(COMPARISON_CLASSES)
+_CHECKED = {**{k: OPERATOR_CLASSES[k] for k in _INFIX if k in OPERATOR_CLASSES}, **COMPARISON_CLASSES}
+_SHOWN = {"NEQ": "!=", "NullSafeEQ": "<=>", "NullSafeNEQ": "IS DISTINCT FROM", "GT": ">", "GTE": ">=", "LTE": "<=",
+          "In": "IN", "Between": "BETWEEN"}
+_TOKENS = {"PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE", "EQ", "NEQ", "NULLSAFE_EQ", "GT", "GTE", "LT", "LTE",
+           "IN", "BETWEEN", "IS"}
+
+
+def _operator_offsets(text: str, tree: Any) -> dict[int, int]:
+    """id(operator node) -> the 0-based offset of its token in `text`: the tree read in order (an operator between
+    its arguments, a negation or a `*` where it stands) meets the operator tokens in the text's order; {} when they
+    do not pair up (never seen: the whole expression then)."""
+    from sqlglot import exp
+    from sqlglot.dialects.spark import Spark
+
+    toks = [t.start for t in Spark().tokenize(text) if t.token_type.name in _TOKENS]
+    order: list[Any] = []
+    stack: list[tuple[Any, bool]] = [(tree, False)]
+    while stack:
+        n, seen = stack.pop()
+        if seen:
+            order.append(n)
+            continue
+        kids = list(n.iter_expressions())
+        if type(n).__name__ in _INFIX and len(kids) >= 2 or isinstance(n, exp.Is):
+            stack.extend([*((k, False) for k in reversed(kids[1:])), (n, True), (kids[0], False)])
+            continue
+        if isinstance(n, (exp.Neg, exp.Star)):
+            order.append(n)
+        stack.extend((c, False) for c in reversed(kids))
+    if len(order) != len(toks):
+        return {}
+    return {id(n): off for n, off in zip(order, toks)}
+
+
+# functions whose arguments at these positions (None: all) Spark brings to one type: the type of etl.sql.operators'
+# coalesce table (greatest's for greatest and least: no text beside another type there), probed in pyspark 4.3,
+# ANSI on; tests/spark/test_spark_casts.py asks Spark each pair of 7 column types
 SAME_TYPE: dict[str, tuple[int, ...] | None] = {"coalesce": None, "nvl": None, "ifnull": None, "nullif": None,
                                                 "nvl2": (1, 2), "if": (1, 2), "greatest": None, "least": None}
-_APART = ("numeric", "boolean", "binary", "datetime")
 
 
-def type_class(typ: str) -> str | None:
-    """The class of a type SAME_TYPE's check reads (None: one it does not judge, e.g. arrays and intervals)."""
-    t = typ.lower()
-    if t in ("tinyint", "smallint", "int", "bigint", "float", "double") or t.startswith("decimal"):
-        return "numeric"
-    if t in ("date", "timestamp", "timestamp_ntz"):
-        return "datetime"
-    return t if t in ("boolean", "binary", "string") else None
+def refused_together(fn: str, a: str, b: str) -> bool:
+    """Does Spark refuse SAME_TYPE's function `fn` over values of types `a` and `b` (DATA_DIFF_TYPES)?"""
+    from etl.sql.operators import REFUSED, result
 
-
-def no_common_type(fn: str, a: str, b: str) -> bool:
-    """Do two classes of SAME_TYPE's function `fn`'s arguments never share a type in Spark?"""
-    if a == b:
-        return False
-    if a in _APART and b in _APART:
-        return True
-    return fn in ("greatest", "least") and "string" in (a, b)
+    return result("greatest" if fn in ("greatest", "least") else "coalesce", a, b) == REFUSED
 
 
 def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, where: str, fn: str,
                        args: tuple[tuple[str, int], ...], types: dict[int, str]) -> None:
-    """E102 at the first argument whose type shares none with an earlier one's (`coalesce(bytes, 0)`: Spark's
-    DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
+    """E102 at the first argument whose type shares none with the one type of the arguments before it
+    (`coalesce(bytes, 0)`: Spark's DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
+    from etl.sql.operators import result
+
     if fn not in SAME_TYPE:
         return
     positions = SAME_TYPE[fn]
-    seen: list[tuple[str, str]] = []
+    seen: str | None = None
     for i, (arg, off) in enumerate(args):
         if positions is not None and i not in positions:
             continue
         typ = types[i] if i in types else cx.guess_type(arg, cols)
-        cls = type_class(typ) if typ != "unknown" else None
-        if cls is None:
+        if typ == "unknown":
             continue
-        clash = next((t for t, c in seen if no_common_type(fn, c, cls)), None)
-        if clash is not None:
-            cx.report.error("E102", f"argument {i + 1} of {fn} is {typ}, which shares no type with {clash} before it: "
+        if seen is not None and refused_together(fn, seen, typ):
+            cx.report.error("E102", f"argument {i + 1} of {fn} is {typ}, which shares no type with {seen} before it: "
                             f"Spark refuses the call (DATATYPE_MISMATCH.DATA_DIFF_TYPES) ({where})",
-                            cx.inner(node, keys, text, off), f"cast the arguments to one type, e.g. CAST(... AS {clash})")
+                            cx.inner(node, keys, text, off), f"cast the arguments to one type, e.g. CAST(... AS {seen})")
             return
-        seen.append((typ, cls))
+        wider = result("greatest" if fn in ("greatest", "least") else "coalesce", seen, typ) if seen else typ
+        if wider is None:
+            return  # a type the tables do not tell: no later clash can be told
+        seen = wider
 
 
 def _first_taken(fn: Any, i: int) -> str:
@@ -150,7 +256,7 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
     fns = cx._function_types()
     at = _cast_offsets(text, tree, casts)
     for n, off in zip(casts, at):
-        src = _number_literal(n.this) or node_type(n.this, cols, fns)
+        src = node_type(n.this, cols, fns)
         dst = n.to.sql(dialect="spark").lower()
         try_ = bool(n.args.get("safe"))
         if src == "unknown" or verdict(src, dst, try_) is not False:
@@ -167,17 +273,6 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
                         f"({where})", cx.inner(node, keys, text, off), hint)
 
 
-def _number_literal(node: Any) -> str | None:
-    """Spark's type of a number literal: 1.5 is a decimal (1.5e0 a double), 5 an int, 3000000000 a bigint."""
-    from sqlglot import exp
-
-    if not isinstance(node, exp.Literal) or node.is_string:
-        return None
-    if any(ch in node.this for ch in "eE"):
-        return "double"
-    if "." in node.this:
-        return "decimal"
-    return "int" if abs(int(node.this)) < 2**31 else "bigint"
 
 
 _INTO = {"array": "an array to an array whose elements cast", "map": "a map to a map whose keys and values cast (a "

@@ -20,6 +20,7 @@ read; a parse error is E311 at the expression.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 from etl.diagnostics import Report, Span, did_you_mean, short_repr
@@ -33,6 +34,8 @@ INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, j
 # aggregates and top_n (etl.spec.continuous) add to their rows: a user column of that name was ambiguous at run
 FLAG_COLUMNS = ("_final", "_retract", "_update")
 
+# an arithmetic operator or a comparison (etl.graph.calls.check_operators)
+_OPERATOR = re.compile(r"[-+*/%=<>]|\|\||\b(?:div|in|between|distinct)\b", re.I)
 _TIME_TYPES = ("timestamp", "timestamp_ntz", "date", "bigint", "long", "int", "integer", "double")
 
 
@@ -101,7 +104,7 @@ class ColumnPass:
     def expr(self, node: Node, keys: tuple, text: Any, cols: Cols | None, where: str):
         """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column, E012/E102 per bad
         call of a Spark function (etl.graph.calls), E352/E353 per bad call of a pipeline function."""
-        from etl.graph.calls import check_casts, check_spark_calls
+        from etl.graph.calls import check_casts, check_operators, check_spark_calls
         from etl.graph.sql import parse
 
         if not isinstance(text, str):
@@ -127,6 +130,8 @@ class ColumnPass:
         check_spark_calls(self, node, keys, text, cols, where)
         if p.expr is not None and ("cast" in text.lower() or "::" in text):
             check_casts(self, node, keys, text, p.expr, cols, where)
+        if p.expr is not None and cols is not None and _OPERATOR.search(text):
+            check_operators(self, node, keys, text, p.expr, cols, where)
         if self.g.functions and p.expr is not None:
             from etl.graph.functions import check_calls
 

@@ -12,6 +12,10 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from etl.graph.containers import container_type
+from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
+from etl.sql.operators import OPERATOR_CLASSES
+
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LITERAL_WORDS = {"true", "false", "null"}  # a bare word that is a value, not a column
 _SQLGLOT_ARITY = "The number of provided arguments"
@@ -242,6 +246,8 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Alias):
         return _type_of(node.this, cols, fns)
+    if isinstance(node, exp.Identifier):  # a lambda's variable
+        return cols.get(node.name.lower(), "unknown")
     if isinstance(node, exp.Column):
         if len(node.parts) == 1:
             return cols.get(node.name.lower(), "unknown")
@@ -249,34 +255,38 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
     if isinstance(node, exp.Cast):  # includes TryCast
         return node.to.sql(dialect="spark").lower()
     if isinstance(node, exp.Literal):
-        if node.is_string:
-            return "string"
-        return "double" if any(ch in node.this for ch in ".eE") else "int"
+        return "string" if node.is_string else number_type(node.this)
+    if isinstance(node, exp.HexString):
+        return "binary"
+    if isinstance(node, exp.Interval):
+        return interval_type(node)
+    if isinstance(node, exp.Neg):  # -x: x's type (a number or an interval)
+        typ = _type_of(node.this, cols, fns)
+        return typ if typ.startswith(("tinyint", "smallint", "int", "bigint", "float", "double", "decimal")) else \
+            "unknown"
     if isinstance(node, exp.Boolean) or name in _BOOL:
         return "boolean"
     if isinstance(node, exp.Struct):
         return _struct_type(node, cols, fns)
-    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.right, exp.Interval):
-        left = _type_of(node.left, cols, fns)  # a timestamp plus or minus an interval is a timestamp
-        return left if left in ("timestamp", "timestamp_ntz") else "unknown"
-    if isinstance(node, (exp.Add, exp.Sub, exp.Mul, exp.Mod)):
-        left, right = _type_of(node.left, cols, fns), _type_of(node.right, cols, fns)
-        if left == right and left in ("int", "bigint", "double"):
-            return left
-        if {left, right} <= {"int", "bigint"}:
-            return "bigint"
-        if {left, right} <= {"int", "bigint", "double", "float"}:
-            return "double"
-        return "unknown"
-    if isinstance(node, exp.Div):
-        return "double"
-    if isinstance(node, exp.DPipe):
-        return "string"
+    if name in OPERATOR_CLASSES:
+        told = operator_type(OPERATOR_CLASSES[name], node.this, node.expression, cols, fns)
+        if told is None and isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.right, exp.Interval):
+            left = _type_of(node.left, cols, fns)  # a timestamp plus or minus an interval is a timestamp
+            return left if left in ("timestamp", "timestamp_ntz") else "unknown"
+        return told or "unknown"
+    widened = _widened(node, cols, fns)
+    if widened is not None:
+        return widened
+    contained = container_type(node, cols, lambda n, c: _type_of(n, c, fns))
+    if contained is not None:
+        return contained
     fname = ""
     if isinstance(node, exp.Anonymous):
         fname = str(node.this).lower()
         if fns and fname in fns:  # a call of one of the pipeline's Python functions
             return fns[fname]
+        if fname in OPERATOR_FUNCTIONS and len(node.expressions) == 2:  # try_mod(a, b)
+            return operator_type(fname, node.expressions[0], node.expressions[1], cols, fns) or "unknown"
     elif isinstance(node, exp.Func):
         fname = node.sql_name().lower() if hasattr(node, "sql_name") else name.lower()
     told = _catalogued_type(node, fname, cols, fns) if fname else None
@@ -302,19 +312,100 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         if inner.startswith("map<") and isinstance(node, exp.Bracket):
             return _split_map(inner)
         return "unknown"
-    if isinstance(node, exp.Case):
-        branches = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
-        types = {_type_of(b, cols, fns) for b in branches if b is not None and not isinstance(b, exp.Null)}
-        return types.pop() if len(types) == 1 else "unknown"
     if fname in _DOUBLE_FUNCS or isinstance(node, (exp.Round, exp.Sqrt, exp.Ln, exp.Pow)):
         return "double"
     if fname in _TS_FUNCS or isinstance(node, (exp.CurrentTimestamp, exp.StrToTime, exp.UnixToTime)):
         return "timestamp"
-    if isinstance(node, (exp.Coalesce, exp.Max, exp.Min)):
+    if isinstance(node, (exp.Max, exp.Min)):
         return _type_of(node.this, cols, fns)
-    if isinstance(node, exp.If):
-        return _type_of(node.args.get("true"), cols, fns) if node.args.get("true") is not None else "unknown"
     return "unknown"
+
+
+def number_type(text: str) -> str:
+    """Spark's type of a number literal: 1e3 a double, 1.5 decimal(2,1) (its digits, its scale), 5 an int,
+    3000000000 a bigint, an integer past bigint's range a decimal of its digits ("unknown" past 38 of them)."""
+    digits = text.lstrip("+-")
+    if any(ch in digits for ch in "eE"):
+        return "double"
+    whole, _, frac = digits.partition(".")
+    if not (whole + frac).isdigit():
+        return "unknown"
+    if not frac and "." not in digits:
+        n = int(whole)
+        if n < 2**31:  # (a minus sign is a negation: -2147483648 is -(2147483648), a bigint)
+            return "int"
+        if n < 2**63:
+            return "bigint"
+    p = len(str(int(whole + frac)))
+    p, s = max(p, len(frac)), len(frac)
+    return f"decimal({p},{s})" if p <= 38 else "unknown"
+
+
+def integer_digits(node: Any) -> int | None:
+    """The number of digits of an integer literal (Spark types it decimal(digits, 0) beside a decimal)."""
+    exp = _exp()
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
+        return len(str(int(node.this)))
+    return None
+
+
+_INTERVAL_UNITS = {u + s: u for u in ("year", "month", "day", "hour", "minute", "second") for s in ("", "s")}
+
+
+def interval_type(node: Any) -> str:
+    """INTERVAL 1 HOUR: interval hour, INTERVAL '1 2' DAY TO HOUR: interval day to hour, as Spark types them
+    ("unknown": a unit Spark reads otherwise, a unit inside the text)."""
+    exp = _exp()
+    unit = node.args.get("unit")
+    if isinstance(unit, exp.IntervalSpan):
+        a, b = (_INTERVAL_UNITS.get(str(u.name).lower()) for u in (unit.this, unit.expression))
+        return f"interval {a} to {b}" if a and b else "unknown"
+    u = _INTERVAL_UNITS.get(str(unit.name).lower()) if unit is not None else None
+    return f"interval {u}" if u else "unknown"
+
+
+def operator_type(op: str, left: Any, right: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
+    """Spark's type of `left op right` (etl.sql.operators; None: it does not tell or Spark refuses it)."""
+    from etl.sql.operators import REFUSED, result
+
+    a, b = _type_of(left, cols, fns), _type_of(right, cols, fns)
+    if "unknown" in (a, b):  # text || anything Spark takes is text
+        return "string" if op == "||" and "string" in (a, b) else None
+    typ = result(op, a, b, integer_digits(left), integer_digits(right))
+    return None if typ == REFUSED else typ
+
+
+def _widened(node: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
+    """The one type Spark brings the values of a CASE, an IF, coalesce/nvl/ifnull, nvl2, greatest/least, array(...)
+    to (etl.sql.operators' coalesce and greatest tables: coalesce(int, double) is double); None: not one of
+    those; "unknown" when a value's type is, or Spark refuses them."""
+    from etl.sql.operators import REFUSED, result
+
+    exp = _exp()
+    if isinstance(node, exp.Case):
+        values = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
+    elif isinstance(node, (exp.If, exp.Nvl2)):
+        values = [node.args.get("true"), node.args.get("false")]
+    elif isinstance(node, (exp.Coalesce, exp.Greatest, exp.Least)):
+        values = [node.this, *node.expressions]
+    elif isinstance(node, exp.Array):
+        values = list(node.expressions)
+    else:
+        return None
+    op = "greatest" if isinstance(node, (exp.Greatest, exp.Least)) else "coalesce"
+    typ = None
+    for v in values:
+        if v is None or isinstance(v, exp.Null):
+            continue
+        t = _type_of(v, cols, fns)
+        if t == "unknown":
+            return "unknown"
+        typ = t if typ is None else result(op, typ, t)
+        if typ is None or typ == REFUSED:
+            return "unknown"
+    if isinstance(node, exp.Array):
+        return f"array<{typ}>" if typ is not None else "unknown"
+    return typ or "unknown"
 
 
 def _struct_type(node: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str:

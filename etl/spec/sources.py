@@ -126,6 +126,8 @@ class GeneratorSource(SourceBase):
         for name, message, hint in template_problems(self.fields):
             cx.report.error("E102", f"{message} in generator '{node.id}'", cx.span(node, "fields", name, "template"),
                             hint)
+        for name in self.fields:  # a field is a column: the checks of a schema's names
+            cx.internal(node, name, cx.key_span(node, "fields", name))
         return super().output_columns(cx, node, inputs)
 
     def declared_columns(self) -> dict[str, str]:

@@ -178,7 +178,7 @@ def _compile(b: Builder, p: Any) -> None:
         _rollback(b, start, ids, p)
         if e.message.startswith("unknown table or view") and e.message.split("'")[1].lower() in b.broken:
             return
-        report.error(e.code, e.message, e.span, e.hint)
+        report_syntax(report, e)
 
 
 def _to_console(b: Builder, p: Any, start: int, ids: set) -> None:

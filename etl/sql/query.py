@@ -67,10 +67,33 @@ def pos(b: Any, node: exp.Expression | None) -> Span:
 class QueryCompiler:
     def __init__(self, builder: Any):
         self.b = builder
+        self.depth = 0  # of compile calls: a statement's query is depth 1
+        self.ambiguous: list[SqlSyntax] = []  # the statement's ambiguous references (E310), each reported
 
     # ------------------------------------------------------------------ entry
     def compile(self, q: exp.Expression, base: str, out_names: list[str] | None = None,
                 emit: dict | None = None) -> Rel:
+        """The relation of a query; a statement's ambiguous references are all reported (E310), the first stops
+        it once its whole query has been read."""
+        if self.depth == 0:
+            self.ambiguous = []
+        self.depth += 1
+        try:
+            rel = self._compile(q, base, out_names, emit)
+        except SqlSyntax as e:
+            if self.depth == 1 and self.ambiguous:
+                e.more = [a for a in self.ambiguous if a.span != e.span]
+            raise
+        finally:
+            self.depth -= 1
+        if self.depth == 0 and self.ambiguous:
+            first, *rest = self.ambiguous
+            first.more = rest
+            raise first
+        return rel
+
+    def _compile(self, q: exp.Expression, base: str, out_names: list[str] | None = None,
+                 emit: dict | None = None) -> Rel:
         if isinstance(q, exp.Subquery):
             return self.compile(q.this, base, out_names, emit)
         if isinstance(q, exp.Union):
@@ -289,7 +312,9 @@ class QueryCompiler:
                 new.this.meta.update(n.this.meta)
                 return _padded(self.b, new, scope.padded.get((q, n.name)))
             if isinstance(n, exp.Column) and scope.joined and not isinstance(n.this, exp.Star):
-                _unambiguous(self.b, n, scope)
+                found = _ambiguous(self.b, n, scope)
+                if found is not None and all(a.span != found.span for a in self.ambiguous):
+                    self.ambiguous.append(found)
                 owners = [t for (a, c), t in scope.padded.items() if c == n.name and not n.table
                           and n.name in (scope.entries[a][0].cols or ())]
                 if len(owners) == 1 and isinstance(n.parent, exp.Expression):
@@ -447,20 +472,21 @@ def _padded(b: Any, col: exp.Column, time: str | None) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=exp.column(time).is_(exp.null()), true=exp.null())], default=col)
 
 
-def _unambiguous(b: Any, n: exp.Column, scope: Scope) -> None:
+def _ambiguous(b: Any, n: exp.Column, scope: Scope) -> SqlSyntax | None:
     """E310 for an unqualified column both sides of a stream join have (Flink: "Column 'x' is ambiguous"; etl
     would read the left one's), a join key too; a lambda's variable is none."""
     up = n.parent
     while up is not None:
         if isinstance(up, exp.Lambda) and any(v.name == n.name for v in up.expressions):
-            return
+            return None
         up = up.parent
     for lefts, right, rights in scope.joined:
         if n.name in lefts and n.name in rights:
             left = next((a for a, (rel, _) in scope.entries.items() if a != right and n.name in (rel.cols or ())),
                         "the left side")
-            raise SqlSyntax(f"column '{n.name}' is ambiguous: {left} and {right} both have it", pos(b, n),
-                            f"qualify it: {left}.{n.name} or {right}.{n.name}", "E310")
+            return SqlSyntax(f"column '{n.name}' is ambiguous: {left} and {right} both have it", pos(b, n),
+                             f"qualify it: {left}.{n.name} or {right}.{n.name}", "E310")
+    return None
 
 
 def _is_star(e: exp.Expression) -> bool:

@@ -20,6 +20,7 @@ class SqlSyntax(Exception):
     def __init__(self, message: str, span: Span, hint: str | None = None, code: str = "E010"):
         super().__init__(message)
         self.message, self.span, self.hint, self.code = message, span, hint, code
+        self.more: list[SqlSyntax] = []  # the statement's other problems (reported with it)
 
 
 class Script:
@@ -183,7 +184,8 @@ def invisible_characters(script: Script, report: Report) -> None:
 
 
 def report_syntax(report: Report, e: SqlSyntax) -> None:
-    report.error(e.code, e.message, e.span, e.hint)
+    for x in (e, *e.more):
+        report.error(x.code, x.message, x.span, x.hint)
 
 
 # Line numbers through templating: before rendering, each line outside a template tag gets a marker at its

@@ -43,13 +43,14 @@ def test_casts_validate_takes_and_refuses_are_spark_s(spark):
 
 
 def test_the_arguments_spark_brings_to_one_type_are_refused_where_validate_says(spark):
-    """etl.graph.calls.no_common_type against Spark's analysis: each SAME_TYPE function over two columns of each
-    pair of type classes (a string column beside the other), one analysis per call."""
+    """etl.graph.calls.refused_together against Spark's analysis: each SAME_TYPE function over two columns of each
+    pair of 8 column types, one analysis per call."""
     from pyspark.errors import AnalysisException
 
-    from etl.graph.calls import SAME_TYPE, no_common_type, type_class
+    from etl.graph.calls import SAME_TYPE, refused_together
 
-    cols = {"i": "int", "d": "double", "b": "boolean", "bin": "binary", "dt": "date", "ts": "timestamp", "s": "string"}
+    cols = {"i": "int", "d": "double", "b": "boolean", "bin": "binary", "dt": "date", "ts": "timestamp", "s": "string",
+            "iv": "interval day to second"}
     df = spark.range(1).selectExpr(*[f"CAST(NULL AS {t}) AS {c}" for c, t in cols.items()])
     wrong = []
     for fn, positions in SAME_TYPE.items():
@@ -62,6 +63,6 @@ def test_the_arguments_spark_brings_to_one_type_are_refused_where_validate_says(
                 except AnalysisException as e:
                     assert "DATA_DIFF_TYPES" in str(e) or "DATATYPE_MISMATCH" in str(e), str(e)
                     refused = True
-                if refused != no_common_type(fn, type_class(ta) or "", type_class(tb) or ""):
+                if refused != refused_together(fn, ta, tb):
                     wrong.append((fn, ta, tb, refused))
     assert wrong == [], wrong

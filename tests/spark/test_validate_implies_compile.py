@@ -31,6 +31,11 @@ INTERNAL = ("_final", "_update", "_etl_x", "window_start", "_corrupt_record")
 # an argument of another type: each one some Spark functions refuse (DATATYPE_MISMATCH)
 TYPED = ("TRUE", "CAST(NULL AS DATE)", "CAST(NULL AS ARRAY<STRING>)", "CAST(NULL AS BINARY)", "CAST(NULL AS TIMESTAMP)",
          "CAST(NULL AS BIGINT)")
+# a column read through arithmetic, a literal, widening (etl.sql.operators): the pairs Spark refuses are E102, the
+# types it gives flow on (a rule on a derived column, a sink's schema)
+TYPED_USES = ("({0} + 1)", "({0} - CAST(NULL AS DATE))", "({0} || {0})", "coalesce({0}, 1.5)", "({0} * 1.5)",
+              "CASE WHEN {0} IS NULL THEN 1.5 ELSE {0} END", "try_add({0}, CAST(NULL AS DATE))", "({0} - {0})",
+              "greatest({0}, 100000000000)", "if({0} IS NULL, X'01', {0})", "({0} + INTERVAL 1 DAY)", "({0} div 2)")
 
 
 def _bases() -> list[Path]:
@@ -73,11 +78,11 @@ def _first_argument_end(text: str, start: int, end: int) -> int:
 
 
 def mutants(text: str, columns: list[str], seed: int) -> list[tuple[str, str]]:
-    """Up to 14 (label, text) variants of a pipeline file, the same for the same seed."""
+    """Up to 16 (label, text) variants of a pipeline file, the same for the same seed."""
     rnd = random.Random(seed)
     out: list[tuple[str, str]] = []
     for label in ("misspelt", "week", "upper", "coalesce", "case", "nested", "typo", "cast", "rule_text",
-                  "rule_bool", "internal", "more_args", "no_args", "arg_type"):
+                  "rule_bool", "internal", "more_args", "no_args", "arg_type", "typed", "typed2"):
         new = None
         if label in ("more_args", "no_args", "arg_type"):  # a call with another number of arguments, or type
             m = _nth(_CALL, text, rnd)
@@ -99,13 +104,14 @@ def mutants(text: str, columns: list[str], seed: int) -> list[tuple[str, str]]:
             end = _closing(text, m.end()) if m is not None else None
             if m is not None and end is not None:
                 new = text[:m.start()] + "coalesce(" + text[m.start():end + 1] + ")" + text[end + 1:]
-        elif label in ("case", "nested", "typo", "cast") and columns:
+        elif label in ("case", "nested", "typo", "cast", "typed", "typed2") and columns:
             col = rnd.choice(columns)
             ms = list(re.finditer(rf"(?<![\w.$'\"-]){re.escape(col)}(?![\w(])", text))
             if ms:
                 m = rnd.choice(ms)
                 rep = {"case": col.upper() if col.upper() != col else col.lower(), "nested": col + ".x",
-                       "typo": col + "x", "cast": f"CAST({col} AS STRING)"}[label]
+                       "typo": col + "x", "cast": f"CAST({col} AS STRING)"}.get(label) \
+                    or rnd.choice(TYPED_USES).format(col)
                 new = text[:m.start()] + rep + text[m.end():]
         elif label in ("rule_text", "rule_bool"):
             m = _nth(_RULE_NUMBER, text, rnd)

@@ -51,6 +51,7 @@ EXPECTED = {
     'insert_columns_mismatch': [('E104', 5, 43)],
     'join_ambiguous_column': [('E310', 7, 46)],
     'join_ambiguous_key': [('E310', 7, 24)],
+    'join_ambiguous_columns': [('E310', 7, 36), ('E310', 7, 44), ('E310', 7, 58), ('E310', 9, 9)],  # every one
     'join_keys_differ': [('E011', 8, 6)],
     'join_state_ttl': [('W015', 1, 5), ('E321', 8, 79)],
     'join_unknown_alias': [('E201', 8, 19)],

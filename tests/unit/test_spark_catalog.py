@@ -194,9 +194,9 @@ def test_result_types_by_argument_class():
         "abs(i)": "int", "abs(b)": "bigint", "abs(d)": "double", "abs(s)": "double", "abs(n)": "decimal(10,2)",
         "negative(i)": "int", "ceil(i)": "bigint", "ceil(b)": "bigint", "round(s)": "double",
         "coalesce(i, i)": "int", "coalesce(b, 0)": "bigint", "coalesce(s, 'x', s, s, s)": "string",
-        "coalesce(i, d)": "unknown", "greatest(d, d, d)": "double", "nvl(ts, ts)": "timestamp",
+        "coalesce(i, d)": "double", "greatest(d, d, d)": "double", "nvl(ts, ts)": "timestamp",
         "if(i > 1, dt, dt)": "date", "pmod(b, 3)": "bigint", "pmod(b, d)": "unknown", "try_add(i, i)": "int",
-        "try_add(dt, i)": "unknown", "try_subtract(ts, ts)": "interval day to second", "try_divide(b, b)": "double",
+        "try_add(dt, i)": "date", "try_subtract(ts, ts)": "interval day to second", "try_divide(b, b)": "double",
         "lpad(s, 3)": "string", "lpad(i, 3)": "string", "concat(tags, tags)": "array<string>",
         "concat(s, i)": "string", "reverse(tags)": "array<string>", "substring(b, 2)": "string", "sum(i)": "bigint",
         "avg(b)": "double", "array(i, i)": "array<int>", "sequence(b, b)": "array<bigint>", "abs(tags)": "unknown"}

@@ -51,6 +51,8 @@ def test_exact_outcome(name):
                               "etl's internal columns"),
     ("internal_flag_columns.yaml", "column name '_final' of source 'logs' is reserved: _final, _retract, _update are "
                                    "the flag columns etl adds to the rows of windows and updates"),
+    ("gen_field_names.yaml", "column name 'user.id' of source 'gen' has a dot: Spark reads `a.b` as field b of "
+                             "column a"),
     ("windows_per_event_365d_1ms.yaml", "invalid slide 1ms for 'slide' in transform 'w': each event would be in "
                                         "31,536,000,000 windows (size 365d / slide 1ms), more than etl's limit of "
                                         "1,000 (Spark makes a copy of each row per window)"),
