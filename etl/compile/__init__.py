@@ -253,6 +253,8 @@ class Compiler:
             if (r.part == "out" and r.label is None and r.node in dead_nodes and r.node not in splits.values()
                     and built[r.node].shared is not None and can_split(o.id)):
                 splits[o.id] = r.node
+        for nid in splits.values():
+            seen.unwatch(built[nid], nid)
         if observed is not None:
             for nid in per_batch:
                 if nid not in consumed and nid not in splits.values():

@@ -166,6 +166,13 @@ class DeadCounts:
         built.shared = built.shared.observe(obs, F.count(F.when(F.col(ERR).isNotNull(), 1)).alias("rows"))
         self.observations[node] = obs
 
+    def unwatch(self, built: Built, node: str) -> None:
+        """No count for `node` (a sink splits its shared frame while writing: its failed rows come back to the
+        driver), unless a half of it was made over the counted frame already."""
+        if node in self.observations and not getattr(built, "derived", True):
+            built.shared = built.base
+            del self.observations[node]
+
     def none(self) -> bool:
         """Did the sinks' pass count every part of the dead-letter frame, each 0?"""
         from py4j.protocol import Py4JJavaError
