@@ -32,6 +32,30 @@ def jsonl(folder: Path) -> list[dict]:
     return [json.loads(x) for f in sorted(folder.glob("part-*")) for x in f.read_text().splitlines()]
 
 
+def tapping(monkeypatch) -> list:
+    """The dead letters `etl tap` samples of stage `parsed` in each micro-batch, once the sinks wrote it (one Spark
+    job each)."""
+    from etl.compile import Compiler
+    from etl.runtime.control import component_frame
+    from etl.runtime.runner import PipelineRun
+
+    got: list = []
+    batches: list = []
+    evaluate, record = Compiler.evaluate, PipelineRun._record_engines
+
+    def evaluated(self, query, *a, **k):
+        batches.append((query, evaluate(self, query, *a, **k)))
+        return batches[-1][1]
+
+    def recorded(self, q, sinks):
+        got.append([(r["stage"], r["reason"]) for r in component_frame(*batches[-1], "parsed", True).collect()])
+        return record(self, q, sinks)
+
+    monkeypatch.setattr(Compiler, "evaluate", evaluated)
+    monkeypatch.setattr(PipelineRun, "_record_engines", recorded)
+    return got
+
+
 def test_a_batch_writes_its_sources_dead_letters_with_its_grok_in_one_pass(spark, tmp_path, monkeypatch):
     from pyspark.sql import DataFrame
 
@@ -49,11 +73,13 @@ def test_a_batch_writes_its_sources_dead_letters_with_its_grok_in_one_pass(spark
         clean = tracker.getJobIdsForGroup(str(run.streams[0].runId))
         big = "x" * (1024 * 1024 + 1)
         (tmp_path / "in" / "b.txt").write_bytes(b"del 3\n" + big.encode() + b"\nbad \xff\xfe 4\nno match\nset 5\n")
+        tapped = tapping(monkeypatch)
         run = run_once(spark, c.plan, tmp_path / "state")
         dirty = tracker.getJobIdsForGroup(str(run.streams[0].runId))
     finally:
         settings.reset()
-    assert (len(clean), len(dirty)) == (1, 2)  # the grok's split write; then the dead letters' write
+    assert tapped == [[("parsed", "no match for grok pattern")]]  # `etl tap --dead-letters parsed`: its own
+    assert (len(clean), len(dirty) - len(tapped)) == (1, 2)  # the grok's split write; then the dead letters' write
     assert persisted == []
     assert sorted((r["verb"], r["n"]) for r in jsonl(tmp_path / "out")) == [
         ("del", 3), ("get", 1), ("put", 2), ("set", 5)]
