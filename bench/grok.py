@@ -4,6 +4,7 @@
     .venv/bin/python bench/grok.py                 # 1,000,000 lines, local[2]
     .venv/bin/python bench/grok.py --lines 200000 --repeat 2
     .venv/bin/python bench/grok.py --variants etl,dissect      # grok and dissect side by side
+    .venv/bin/python bench/grok.py --small-batches 20 --repeat 5  # the fixed cost of a 10-line micro-batch
 
 All variants are the same etl streaming query (--once): a text file source, then
 (etl) the grok transform: %{COMBINEDAPACHELOG} expanded once, run in the JVM by one static call
@@ -30,6 +31,8 @@ With scan, etl and dissect among the variants, dissect/grok is printed twice: en
 parse only (each median net of scan's: what the parse adds, its output rows included). Measured 2026-11-29, 2
 cores shared with other work (load 12), `--lines 200000 --repeat 5 --variants scan,etl,dissect`, medians: scan
 0.8, etl 2.1, dissect 1.6 CPU-s; dissect/grok 1.75x end to end (1.26x by CPU time), 3.08x parse only (1.52x).
+With the text source no longer persisted for its own dead letters (load 10, `--repeat 3`): scan 1.1, etl 1.7,
+dissect 1.3 CPU-s; dissect/grok 1.32x by CPU time end to end, about 3x parse only.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ FILES = 4
 PIPELINE = """\
     name: bench-{variant}
     sources:
-      - {{id: logs, type: file, path: {input}, format: text}}
+      - {{id: logs, type: file, path: {input}, format: text{source}}}
     transforms: {transforms}
     sinks:
       - {{id: out, type: file, input: {last}, path: {output}, format: {format}, batch_size: 10000}}
@@ -184,7 +187,8 @@ def count_rows(out: Path, fmt: str) -> int:
         len(list(out.glob("part-*.csv"))) if fmt == "csv" else 0)
 
 
-def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str = "jsonl") -> tuple[float, int]:
+def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str = "jsonl",
+                source: str = "") -> tuple[float, int]:
     from etl.check import check_file
     from etl.grok import expand
     from etl.runtime.runner import PipelineRun, RunOptions
@@ -193,6 +197,7 @@ def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str 
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(work / f"ckpt-{variant}", ignore_errors=True)
     text = PIPELINE.format(variant=variant, input=input_dir, output=out, checkpoint=work / f"ckpt-{variant}", format=fmt,
+                           source=source,
                            transforms=GROK if variant.startswith("etl") else SHAPE if variant == "shape"
                            else DISSECT if variant == "dissect" else "[]",
                            last="logs" if variant == "scan" or variant in ("python_udf", "python_re") else "parsed")
@@ -211,7 +216,48 @@ def run_variant(spark: Any, variant: str, input_dir: Path, work: Path, fmt: str 
     run.wait()
     seconds = time.perf_counter() - t0
     CPU[variant] = cpu_delta(c0, cpu_snapshot(jvm))
+    BATCH_MS[variant] = [p["durationMs"]["triggerExecution"] for s in run.streams for p in s.recentProgress
+                         if p["numInputRows"]]
     return seconds, count_rows(out, fmt)
+
+
+def small_batches(spark: Any, batches: int, rounds: int) -> None:
+    """--small-batches N: the grok pipeline over N files of 10 lines, one file a micro-batch (max_files_per_trigger:
+    1), its fixed cost per batch: wall ms (Spark's triggerExecution, median) and CPU ms (the run's / N). Taking
+    turns with the same run as before issue 42 (`before`: etl.compile.Compiler.carrier and etl.compile.counts.
+    DeadCounts.none patched out in this process): the source's micro-batch persisted for the grok and its own dead
+    letters, and a Spark job writing those every batch, none or not."""
+    from etl.compile import Compiler
+    from etl.compile.counts import DeadCounts
+
+    patched = (Compiler.carrier, DeadCounts.none)
+    work = Path(tempfile.mkdtemp(prefix="etl-bench-small-"))
+    src = work / "input"
+    src.mkdir()
+    lines = list(access_lines(batches * 10))
+    for i in range(batches):
+        (src / f"part-{i:04d}.log").write_text("".join(x + "\n" for x in lines[i * 10:(i + 1) * 10]))
+    ms: dict[str, list[float]] = {"now": [], "before": []}
+    cpu: dict[str, list[float]] = {"now": [], "before": []}
+    try:
+        for r in range(rounds + 1):  # the first round warms up
+            for mode in ms:
+                Compiler.carrier, DeadCounts.none = patched if mode == "now" else (  # type: ignore[method-assign]
+                    lambda self, q: None, lambda self: False)
+                _, rows = run_variant(spark, "etl", src, work, source=", max_files_per_trigger: 1")
+                if rows != batches * 10 or len(BATCH_MS["etl"]) != batches:
+                    raise SystemExit(f"{mode}: {rows} rows in {len(BATCH_MS['etl'])} batches")
+                if r:
+                    ms[mode].append(statistics.median(BATCH_MS["etl"]))
+                    cpu[mode].append(CPU["etl"] * 1000 / batches)
+                    print(f"round {r} {mode:<6} {ms[mode][-1]:6.0f} ms per batch  cpu {cpu[mode][-1]:6.0f} ms per "
+                          "batch", flush=True)
+    finally:
+        Compiler.carrier, DeadCounts.none = patched  # type: ignore[method-assign]
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"small_batches batches={batches} rounds={rounds} " + " ".join(
+        f"{m}_ms={statistics.median(ms[m]):.0f} {m}_cpu_ms={statistics.median(cpu[m]):.0f}" for m in ms)
+          + f" load={os.getloadavg()[0]:.1f}")
 
 
 def parse_only(runs: dict[str, list[float]]) -> float:
@@ -222,6 +268,7 @@ def parse_only(runs: dict[str, list[float]]) -> float:
 
 
 CPU: dict[str, float] = {}
+BATCH_MS: dict[str, list[float]] = {}  # variant -> wall ms of each micro-batch with rows of its last run
 VARIANTS = ("scan", "shape", "etl", "dissect", "etl_regex", "python_udf", "python_re")
 
 
@@ -233,10 +280,20 @@ def main() -> None:
     ap.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"], help="file sink format")
     ap.add_argument("--data", default=str(ROOT / "bench" / "data" / "access"), help="cached input folder")
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
+    ap.add_argument("--small-batches", type=int, metavar="N", help="the fixed cost per micro-batch instead: N "
+                    "batches of 10 lines, --repeat rounds (see small_batches)")
     args = ap.parse_args()
     variants = tuple(v for v in VARIANTS if v in args.variants.split(","))
 
     from etl.runtime.session import build_session
+
+    if args.small_batches:
+        spark = build_session("etl-bench-grok", args.master, {"spark.ui.enabled": "false"}, ui=False)
+        try:
+            small_batches(spark, args.small_batches, args.repeat)
+        finally:
+            spark.stop()
+        return
 
     data = Path(args.data)
     size = make_data(data, args.lines)

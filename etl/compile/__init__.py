@@ -25,7 +25,7 @@ from typing import Any, Callable
 from etl import registry
 from etl.compile import counts
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
-from etl.compile.deadletter import from_shared
+from etl.compile.deadletter import SplitBuilt, carried, carrying, from_shared
 from etl.compile.guard import guarding
 from etl.compile.watermark import beyond_rows, bound_declared
 from etl.compile.unions import union_by_name
@@ -76,6 +76,7 @@ class Compiler:
         self._stream: dict[str, Built] = {}
         self._claims: dict[str, tuple[str, bool]] | None = None
         self._horizons: dict[str, str] | None = None
+        self._carriers: dict[str, str | None] = {}
         if self.graph.functions:  # the pipeline's Python functions, callable from its expressions
             from etl.compile.functions import register
 
@@ -202,11 +203,15 @@ class Compiler:
         stage's dead letters, the sink gets the stage's shared frame (ERR/PAYLOAD included) and
         splits it while writing (`splits`): the stage runs once, nothing is cached for it."""
         built: dict[str, Built] = {}
+        carrier = self.carrier(query)
+        seen = counts.DeadCounts()  # the failed rows of each stage whose dead letters are a frame of this batch
         if query.dead_only:
             built[query.root] = Built(dead=batch_df)
         elif query.root_shared:
             built[query.root] = from_shared(batch_df, self.ctx.pipeline, query.root)
             built[query.root].base = batch_df
+            if not carrier:
+                seen.watch(built[query.root], query.root)
         else:
             built[query.root] = Built(out=batch_df if query.tail is None else query.tail(batch_df))
         shared = self.ctx.caches.batch_shared  # passes shared by sibling rule filters (filter.py)
@@ -229,8 +234,15 @@ class Compiler:
         with guarding(True) if dead_nodes - read else nullcontext():
             for nid in query.nodes:
                 node = self.graph.node(nid)
-                inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
-                built[nid] = self._call(node, inputs)
+                got = self._carry(node, query.root, batch_df) if nid == carrier else None
+                if got is None:
+                    if nid == carrier:  # (its builder did not keep the carried columns: the source is cached)
+                        carrier = self._carriers[query.name] = None
+                    inputs = [built[e.src].output(e.label) for e in node.inputs if e.role == "input"]
+                    got = self._call(node, inputs)
+                built[nid] = got
+                if nid in dead_nodes and nid != carrier:
+                    seen.watch(got, nid)
                 if observed is not None and nid in per_batch and nid in consumed:
                     observed.observe(built[nid], nid)
         splits: dict[str, str] = {}
@@ -241,6 +253,8 @@ class Compiler:
             if (r.part == "out" and r.label is None and r.node in dead_nodes and r.node not in splits.values()
                     and built[r.node].shared is not None and can_split(o.id)):
                 splits[o.id] = r.node
+        for nid in splits.values():
+            seen.unwatch(built[nid], nid)
         if observed is not None:
             for nid in per_batch:
                 if nid not in consumed and nid not in splits.values():
@@ -253,7 +267,7 @@ class Compiler:
             for r in o.refs:
                 if r.part == HORIZON:  # its node's inputs, read once more (beyond_rows)
                     uses.update(needs(self.graph, r.node, r.part))
-                elif not (o.is_dead_letter and r.node in splits.values()):
+                elif not (o.is_dead_letter and (r.node in splits.values() or r.node == query.root and carrier)):
                     uses[r.node] += 1
         cached = []
         for entry in shared.values():
@@ -278,13 +292,51 @@ class Compiler:
                 continue
             parts = [self._beyond(r.node, built) if r.part == HORIZON else built[r.node].dead if r.part == "dead"
                      else built[r.node].output(r.label) for r in o.refs
-                     if not (o.is_dead_letter and r.node in splits.values())]
+                     if not (o.is_dead_letter and (r.node in splits.values() or r.node == query.root and carrier))]
             parts = [p for p in parts if p is not None]  # a stage evaluated unguarded has no dead letters
             if not parts:
                 frames[o.id] = None
                 continue
             frames[o.id] = union_by_name(parts)
-        return Batch(frames, cached, splits, built, observed)
+            if o.is_dead_letter:  # none in the batch when every part's count, taken by the sinks' pass, is 0
+                seen.parts = [r.node if r.part == "dead" else None for r in o.refs
+                              if not (r.node in splits.values() or r.node == query.root and carrier)]
+        return Batch(frames, cached, splits, built, observed, {carrier: query.root} if carrier else {}, seen)
+
+    def carrier(self, query: Query) -> str | None:
+        """The stage that carries `query`'s source's failed rows to its own dead letters (etl.compile.deadletter.
+        carrying), or None: the source's one reader in the query, a transform that CARRIES_FAILED_ROWS with
+        on_error dead_letter, when the query writes the source's dead letters and nothing else reads its rows."""
+        if query.name not in self._carriers:
+            self._carriers[query.name] = self._find_carrier(query)
+        return self._carriers[query.name]
+
+    def _find_carrier(self, query: Query) -> str | None:
+        root = query.root
+        if not query.root_shared or query.tail is not None:
+            return None
+        dead = [r for o in query.outputs if o.is_dead_letter for r in o.refs]
+        if not any(r.node == root and r.part == "dead" for r in dead):
+            return None
+        if any(r.node == root for o in query.outputs if not o.is_dead_letter for r in o.refs) or any(
+                root in needs(self.graph, r.node, r.part) for r in dead if r.part == HORIZON):
+            return None
+        readers = [(nid, e) for nid in query.nodes for e in self.graph.node(nid).inputs if e.src == root]
+        if len(readers) != 1:
+            return None
+        nid, edge = readers[0]
+        node = self.graph.node(nid)
+        ok = (edge.role == "input" and edge.label is None and len(node.inputs) == 1
+              and getattr(node.spec, "CARRIES_FAILED_ROWS", False) and node.spec.on_error == "dead_letter"
+              and any(r.node == nid and r.part == "dead" for r in dead))
+        return nid if ok else None
+
+    def _carry(self, node: Node, source: str, shared: Any) -> Built | None:
+        """`node` (the carrier) over the source's micro-batch, the source's failed rows carried to its dead letters;
+        None when its builder did not keep the carried columns."""
+        built = self._call(node, [carrying(shared)])
+        whole = carried(built.shared) if built.shared is not None else None
+        return None if whole is None else SplitBuilt(self.ctx.pipeline, node.id, source, shared=whole)
 
     def _beyond(self, node_id: str, built: dict[str, Built]) -> Any:
         """The dead letters of `node_id`'s input rows in this micro-batch beyond its event time's horizon."""
@@ -300,6 +352,8 @@ class Batch:
     splits: dict[str, str] = field(default_factory=dict)  # output id -> stage whose dead letters it yields
     built: dict[str, Built] = field(default_factory=dict)  # node id -> its frames in this batch (etl tap)
     observed: counts.BatchCounts | None = None  # rows out of the stages it evaluates (etl.compile.counts)
+    carried: dict[str, str] = field(default_factory=dict)  # stage -> the source whose failed rows it carries
+    dead_counts: counts.DeadCounts | None = None  # the dead-letter frame's rows, counted by the sinks' pass
 
     def rows_out(self) -> dict[tuple[str, str | None], int]:
         """Rows out of each stage (and label) some write computed: read once the sinks have written."""

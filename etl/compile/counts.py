@@ -136,3 +136,57 @@ class BatchCounts:
             if value is not None:
                 got[key] = int(value)
         return got
+
+
+@dataclass
+class DeadCounts:
+    """The failed rows of the stages whose dead letters are a frame of one micro-batch (a stage read by a sink and
+    by its dead letters, its frame cached for the batch), counted where the sinks' pass reads the stage's frame:
+    `count(ERR IS NOT NULL)` on the rows above the cache (one accumulator, as the rows out). When every part of the
+    dead-letter frame was counted and each count is 0, the batch has no dead letters and writes none: no Spark
+    job for them (issue 42). A count no action took (the frame was not read, a sink skipped a replayed batch) is
+    unknown, and the dead letters are written as before."""
+
+    observations: dict[str, Any] = field(default_factory=dict)  # stage -> pyspark Observation
+    parts: list[str | None] | None = None  # the dead-letter frame's parts: a watched stage, None another kind
+
+    def watch(self, built: Built, node: str) -> None:
+        """Count the failed rows of `built` (a stage with a shared frame) where its halves read it; its cached frame
+        stays the shared frame below the count, so the count runs on the cached rows."""
+        from etl.compile.deadletter import SplitBuilt
+
+        if not isinstance(built, SplitBuilt) or built.shared is None or built.derived:
+            return
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        obs = Observation(f"etl.dead/{node}")
+        if built.base is None:
+            built.base = built.shared
+        built.shared = built.shared.observe(obs, F.count(F.when(F.col(ERR).isNotNull(), 1)).alias("rows"))
+        self.observations[node] = obs
+
+    def unwatch(self, built: Built, node: str) -> None:
+        """No count for `node` (a sink splits its shared frame while writing: its failed rows come back to the
+        driver), unless a half of it was made over the counted frame already."""
+        if node in self.observations and not getattr(built, "derived", True):
+            built.shared = built.base
+            del self.observations[node]
+
+    def none(self) -> bool:
+        """Did the sinks' pass count every part of the dead-letter frame, each 0?"""
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+
+        if not self.parts or any(p is None or p not in self.observations for p in self.parts):
+            return False
+        for p in self.parts:
+            jo = getattr(self.observations[p], "_jo", None)
+            if jo is None or not jo.future().isCompleted():
+                return False
+            try:
+                if self.observations[p].get.get("rows") != 0:
+                    return False
+            except (Py4JJavaError, PySparkException):  # the action failed: unknown
+                return False
+        return True

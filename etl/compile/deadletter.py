@@ -26,13 +26,65 @@ def fence(expr: Any) -> Any:
     return F.when(F.spark_partition_id() >= 0, expr)
 
 
-# (SQL text rather than Column calls: each Column call is py4j round trips, and these two run per micro-batch)
-def dead_frame(shared: Any, pipeline: str, stage: str) -> Any:
+# (SQL text rather than Column calls: each Column call is py4j round trips, and these run per micro-batch)
+def dead_frame(shared: Any, pipeline: str, stage: str, carried_from: str | None = None) -> Any:
+    """The dead letters of a stage's shared frame; `carried_from`: the source whose failed rows it carries
+    (`carrying`), their stage."""
     from etl.optimize.native_split import sql_string
 
+    stage_sql, reason_sql = sql_string(stage), f"`{ERR}`"
+    if carried_from is not None:
+        mark = f"startswith(`{ERR}`, {CARRIED_SQL})"
+        stage_sql = f"CASE WHEN {mark} THEN {sql_string(carried_from)} ELSE {stage_sql} END"
+        reason_sql = f"CASE WHEN {mark} THEN substr(`{ERR}`, {len(CARRIED) + 1}) ELSE `{ERR}` END"
     return shared.where(f"`{ERR}` IS NOT NULL").selectExpr(
-        f"{sql_string(pipeline)} AS pipeline", f"{sql_string(stage)} AS stage", f"`{ERR}` AS reason",
+        f"{sql_string(pipeline)} AS pipeline", f"{stage_sql} AS stage", f"{reason_sql} AS reason",
         f"CAST(`{PAYLOAD}` AS STRING) AS payload", "current_timestamp() AS time")
+
+
+# A source's failed rows carried through its first stage (a transform that CARRIES_FAILED_ROWS, etl.spec.base) to
+# that stage's split: the stage reads the source's micro-batch once, nothing is persisted for the source's own dead
+# letters. The stage sees such a row with every column NULL; its reason, marked with CARRIED, and its payload ride
+# in two columns the stage keeps as it keeps any input column, and replace the stage's own at its output.
+CARRIED = "\u0000"  # a reason etl writes never starts with it
+CARRIED_SQL = "chr(0)"
+CARRIED_ERR = "_etl_carried_err"
+CARRIED_PAYLOAD = "_etl_carried_payload"
+
+
+def carrying(shared: Any) -> Any:
+    """A source's shared frame as its first stage's input: the good rows' columns, NULL on a failed row, and the
+    failed rows' marked reason and payload (CARRIED_ERR, CARRIED_PAYLOAD)."""
+    data = [c.replace("`", "``") for c in shared.columns if c not in (ERR, PAYLOAD)]
+    return shared.selectExpr(*[f"CASE WHEN `{ERR}` IS NULL THEN `{c}` END AS `{c}`" for c in data],
+                             f"concat({CARRIED_SQL}, `{ERR}`) AS `{CARRIED_ERR}`",
+                             f"CASE WHEN `{ERR}` IS NOT NULL THEN `{PAYLOAD}` END AS `{CARRIED_PAYLOAD}`")
+
+
+def carried(shared: Any) -> Any | None:
+    """The first stage's shared frame with the source's failed rows its dead letters (their reason first), or None
+    when the stage did not keep CARRIED_ERR and CARRIED_PAYLOAD."""
+    columns = shared.columns
+    if CARRIED_ERR not in columns or CARRIED_PAYLOAD not in columns:
+        return None
+    data = [c.replace("`", "``") for c in columns if c not in (ERR, PAYLOAD, CARRIED_ERR, CARRIED_PAYLOAD)]
+    return shared.selectExpr(*[f"`{c}`" for c in data], f"coalesce(`{CARRIED_ERR}`, `{ERR}`) AS `{ERR}`",
+                             f"CASE WHEN `{CARRIED_ERR}` IS NOT NULL THEN `{CARRIED_PAYLOAD}` ELSE `{PAYLOAD}` END "
+                             f"AS `{PAYLOAD}`")
+
+
+def carried_stages(table: Any, stage: str, carried_from: str | None) -> list[tuple[str, Any]]:
+    """A split write's failed rows (a pyarrow table of ERR, PAYLOAD) by stage: those `stage` carried from
+    `carried_from` (their reason unmarked), then its own."""
+    if carried_from is None:
+        return [(stage, table)]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mark = pc.fill_null(pc.starts_with(table.column(ERR), CARRIED), False)
+    theirs = table.filter(mark)
+    theirs = theirs.set_column(theirs.schema.get_field_index(ERR), ERR, pc.utf8_slice_codeunits(theirs.column(ERR), len(CARRIED)).cast(pa.string()))
+    return [(s, t) for s, t in ((carried_from, theirs), (stage, table.filter(pc.invert(mark)))) if t.num_rows]
 
 
 def redacted_reasons(frame: Any) -> Any:
@@ -97,8 +149,8 @@ class SplitBuilt(Built):
     splits the shared frame while writing it reads neither (each is a few py4j round trips and an analysis, per
     micro-batch)."""
 
-    def __init__(self, pipeline: str = "", stage: str = "", **fields: Any):
-        self._names = (pipeline, stage)
+    def __init__(self, pipeline: str = "", stage: str = "", carried_from: str | None = None, **fields: Any):
+        self._names = (pipeline, stage, carried_from)
         self._halves: dict[str, Any] = {}
         super().__init__(**fields)
 
@@ -109,6 +161,11 @@ class SplitBuilt(Built):
 
     def _set(self, which: str, frame: Any) -> None:
         self._halves[which] = frame
+
+    @property
+    def derived(self) -> bool:
+        """Was a half made (or set) already?"""
+        return any(v is not None for v in self._halves.values())
 
     out = property(lambda self: self._half("out"), lambda self, v: self._set("out", v))  # type: ignore[assignment]
     dead = property(lambda self: self._half("dead"), lambda self, v: self._set("dead", v))  # type: ignore[assignment]

@@ -317,6 +317,8 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
     if dead:
         node = built.get(component)
         if node is not None and node.dead is not None:
+            if component in getattr(batch, "carried", {}):  # a stage carrying its source's dead letters: its own
+                return node.dead.where(F.col("stage") == component)
             return node.dead
         frame = batch.frames.get(DEAD_LETTER)
         return None if frame is None else frame.where(F.col("stage") == component)

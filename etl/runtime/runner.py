@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from etl import registry, settings
 from etl.compile import CompileContext, Compiler, Output, Query
-from etl.compile.deadletter import redacted_reasons
+from etl.compile.deadletter import carried_stages, redacted_reasons
 from etl.secrets import redact
 from etl.physical.grouping import paced_by
 from etl.runtime.draining import Drain
@@ -224,9 +224,12 @@ class PipelineRun:
                     res, dead = sinks[o.id].write_split(frame, batch_id)
                     evaluated = True  # a skipped split write still reads the failed rows
                     if dead is not None and dead.num_rows:
-                        failed_rows.append((batch.splits[o.id], dead))
+                        stage = batch.splits[o.id]
+                        failed_rows.extend(carried_stages(dead, stage, batch.carried.get(stage)))
                 else:
                     if o.is_dead_letter:
+                        if batch.dead_counts is not None and batch.dead_counts.none():
+                            frame = None  # the sinks' pass counted no failed row in it: no job for it
                         frame = redacted_reasons(self._with_failed_rows(frame, failed_rows))
                     if frame is None:
                         written[o.id] = 0

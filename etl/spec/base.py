@@ -320,6 +320,10 @@ class _WithInputs(Component):
 
 class TransformBase(_WithInputs):
     KIND: ClassVar[str] = "transform"
+    # one row out per row in, every input column kept, a failure a reason in its shared frame (never a throw, never a
+    # dropped row): as a source's first stage, with on_error dead_letter, it carries the source's failed rows to its
+    # own dead-letter split, so the source's micro-batch is read once (etl.compile.Compiler.carrier)
+    CARRIES_FAILED_ROWS: ClassVar[bool] = False
 
 
 class Retry(Model):

@@ -3,7 +3,7 @@ dedupe."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -85,6 +85,7 @@ class SelectTransform(SelectHooks, TransformBase):
 class GrokTransform(GrokHooks, TransformBase):
     """Parse a text field with a grok pattern (%{NAME:field[:int|float]})."""
 
+    CARRIES_FAILED_ROWS: ClassVar[bool] = True
     type: Literal["grok"]
     field: str = Field(description="text column to parse")
     pattern: str | list[str] = Field(description="grok pattern, e.g. '%{COMBINEDAPACHELOG}'; a list: several "
@@ -127,6 +128,7 @@ class GrokTransform(GrokHooks, TransformBase):
 class DissectTransform(DissectHooks, TransformBase):
     """Parse text fields with Logstash's dissect patterns (%{a} %{+a} %{?skip} %{&key} %{pad->})."""
 
+    CARRIES_FAILED_ROWS: ClassVar[bool] = True
     type: Literal["dissect"]
     mapping: dict[str, str] = Field(min_length=1, description="text column -> dissect pattern, applied in order (a "
                                     "later one may dissect a field an earlier one sets)")
@@ -151,6 +153,7 @@ class KvOptions(Model):
 class ParseTransform(ParseHooks, TransformBase):
     """Parse a text field as json, kv or csv into columns."""
 
+    CARRIES_FAILED_ROWS: ClassVar[bool] = True
     type: Literal["parse"]
     field: str
     format: Literal["json", "kv", "csv"]
