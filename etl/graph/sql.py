@@ -248,6 +248,12 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
         return _type_of(node.this, cols, fns)
     if isinstance(node, exp.Identifier):  # a lambda's variable
         return cols.get(node.name.lower(), "unknown")
+    if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # w.s of a lambda's struct w
+        from etl.graph.types import struct_fields
+
+        fields = struct_fields(_type_of(node.this, cols, fns))
+        name = node.expression.name.lower()
+        return next((t for k, t in (fields or {}).items() if k.lower() == name), "unknown")
     if isinstance(node, exp.Column):
         if len(node.parts) == 1:
             return cols.get(node.name.lower(), "unknown")
@@ -403,8 +409,8 @@ def _widened(node: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str
         typ = t if typ is None else result(op, typ, t)
         if typ is None or typ == REFUSED:
             return "unknown"
-    if isinstance(node, exp.Array):
-        return f"array<{typ}>" if typ is not None else "unknown"
+    if isinstance(node, exp.Array):  # array(): Spark's empty array, array<void>, beside any array is that array
+        return f"array<{typ or 'void'}>" if typ is not None or not values else "unknown"
     return typ or "unknown"
 
 
@@ -489,11 +495,29 @@ def _by_class_type(node, cols: dict[str, str], fns: dict[str, str] | None) -> st
         if typ == "unknown" or result is None:
             return None
         told.add(typ if result == "$" else result)
-    if told == {"int", "bigint"}:  # Spark's wider type of the two (coalesce(b, 0))
-        return "bigint"
-    if len(told) > 1:
-        return "unknown"  # (coalesce(i, d): their wider type, which the catalogue does not tell)
-    return told.pop() if told else None
+    if len(told) > 1 and any("decimal" in t for t in told):
+        return "unknown"  # (pmod(i, n) is decimal(10,2): the operator's precision rules, not the wider type)
+    wider: str | None = None
+    for t in sorted(told):  # Spark's wider type of them (coalesce(b, 0) bigint, sequence(b, b, 300) array<bigint>)
+        wider = t if wider is None else _wider(wider, t)
+        if wider is None:
+            return "unknown"
+    return wider
+
+
+def _wider(a: str, b: str) -> str | None:
+    """The type Spark brings `a` and `b` to (arrays element by element); None: none."""
+    from etl.graph.containers import element
+    from etl.sql.operators import REFUSED, result
+
+    if a == b:
+        return a
+    ea, eb = element(a), element(b)
+    if ea is not None and eb is not None:
+        inner = _wider(ea, eb)
+        return f"array<{inner}>" if inner is not None else None
+    typ = result("coalesce", a, b)
+    return None if typ in (None, REFUSED) else typ
 
 
 def _split_map(t: str) -> str:

@@ -122,11 +122,24 @@ def output_type(fn: str, in_type: str) -> str:
     return entry.output_type(in_type) if entry is not None else in_type
 
 
+# the column types the state engine's accumulators keep (etl.compile.windows.state): others are E404
+STATE_FIELD_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "string", "boolean", "timestamp")
+
+
+def state_engine_why(spec: Any) -> str | None:
+    """Why a window needs the state engine (None: Spark's native aggregation runs it)."""
+    python = any(a.fn not in AGGREGATES for a in spec.aggregates)
+    if spec.emit.early is not None or spec.emit.late != "drop" or python:
+        return "with early emission, late dead letters or Python aggregates"
+    return None
+
+
 def checked_aggregates(cx: Any, node: Any, cols: dict[str, str] | None,
-                       aggregates: Any) -> Iterator[tuple[int, Any, str, Any]]:
+                       aggregates: Any, state_why: str | None = None) -> Iterator[tuple[int, Any, str, Any]]:
     """Per aggregate of a window or continuous aggregate, its `as` and `field` checked against the input columns
     `cols`: (index, aggregate, the type of the column it reads, the pipeline's Python aggregate function it names
-    or None; a name neither built in nor a function is reported)."""
+    or None; a name neither built in nor a function is reported). `state_why`: the node runs on the state
+    engine (why), whose accumulators keep STATE_FIELD_TYPES only."""
     for i, agg in enumerate(aggregates):
         cx.internal(node, agg.as_, cx.span(node, "aggregates", i, "as"))
         src = None
@@ -135,4 +148,9 @@ def checked_aggregates(cx: Any, node: Any, cols: dict[str, str] | None,
                           cx.where(node, f"aggregates[{i}].field"))
         in_type = cols.get(src, "unknown") if (cols is not None and src) else "unknown"
         cx.aggregate_input(node, i, agg.fn, in_type)
+        if state_why is not None and src and in_type != "unknown" and in_type not in STATE_FIELD_TYPES:
+            cx.report.error("E404", f"{node.type} '{node.id}': aggregate {agg.fn} over '{agg.field}' ({in_type}): "
+                            f"{state_why}, aggregate fields must be top-level numbers, strings, booleans or "
+                            "timestamps", cx.span(node, "aggregates", i, "field"),
+                            "aggregate a column of one of those types (cast it, or count(*) instead of count of it)")
         yield i, agg, in_type, cx.aggregate_function(node, ("aggregates", i, "fn"), agg.fn)

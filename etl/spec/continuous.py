@@ -76,7 +76,7 @@ class AggregateHooks:
         for i, g in enumerate(self.group_by):
             src = cx.need(cols, g, cx.span(node, "group_by", i), cx.where(node, f"group_by[{i}]"))
             out[src or g] = cols[src] if (cols is not None and src) else "unknown"
-        for _i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates):
+        for _i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates, "in a continuous aggregate"):
             out[agg.as_] = udaf.returns if udaf is not None else output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.spec.aggregates import checked_aggregates, output_type
+from etl.spec.aggregates import checked_aggregates, output_type, state_engine_why
 
 Cols = dict[str, str]
 
@@ -349,7 +349,7 @@ class WindowHooks:
             return None
         out["window_start"] = "timestamp"
         out["window_end"] = "timestamp"
-        for _i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates):
+        for _i, agg, in_type, udaf in checked_aggregates(cx, node, cols, self.aggregates, state_engine_why(self)):
             out[agg.as_] = udaf.returns if udaf is not None else output_type(agg.fn, in_type)
         if self.having is not None:
             cx.expr(node, ("having",), self.having, out, cx.where(node, "having"))

@@ -84,7 +84,8 @@ def result(op: str, left: str, right: str, left_digits: int | None = None, right
     if cell.startswith("interval"):
         return _interval(left, right, a, b, cell)
     if cell.startswith(("array", "map", "struct")):  # beside the same type (or a NULL): that type
-        return ro if a == "void" else lo if b == "void" or lo == ro else None
+        empty = ("array<void>", "map<void,void>")  # array() / map(): beside a container of its kind, that one
+        return ro if a == "void" or lo in empty else lo if b == "void" or ro in empty or lo == ro else None
     return cell
 
 

@@ -186,20 +186,21 @@ def test_result_types_by_argument_class():
             "dt": "date", "tags": "array<string>"}
     calls = ["abs(i)", "abs(b)", "abs(d)", "abs(s)", "abs(n)", "negative(i)", "ceil(i)", "ceil(b)", "round(s)",
              "coalesce(i, i)", "coalesce(b, 0)", "coalesce(s, 'x', s, s, s)", "coalesce(i, d)", "greatest(d, d, d)",
-             "nvl(ts, ts)", "if(i > 1, dt, dt)", "pmod(b, 3)", "pmod(b, d)", "try_add(i, i)", "try_add(dt, i)",
+             "nvl(ts, ts)", "if(i > 1, dt, dt)", "pmod(b, 3)", "pmod(b, d)", "pmod(i, n)", "try_add(i, i)", "try_add(dt, i)",
              "try_subtract(ts, ts)", "try_divide(b, b)", "lpad(s, 3)", "lpad(i, 3)", "concat(tags, tags)",
              "concat(s, i)", "reverse(tags)", "substring(b, 2)", "sum(i)", "avg(b)", "array(i, i)", "sequence(b, b)",
-             "abs(tags)"]
+             "abs(tags)", "sequence(b, b, 300)", "if(i > 1, sequence(1, i), array())"]
     assert {c: guess_type(c, cols) for c in calls} == {
         "abs(i)": "int", "abs(b)": "bigint", "abs(d)": "double", "abs(s)": "double", "abs(n)": "decimal(10,2)",
         "negative(i)": "int", "ceil(i)": "bigint", "ceil(b)": "bigint", "round(s)": "double",
         "coalesce(i, i)": "int", "coalesce(b, 0)": "bigint", "coalesce(s, 'x', s, s, s)": "string",
         "coalesce(i, d)": "double", "greatest(d, d, d)": "double", "nvl(ts, ts)": "timestamp",
-        "if(i > 1, dt, dt)": "date", "pmod(b, 3)": "bigint", "pmod(b, d)": "unknown", "try_add(i, i)": "int",
+        "if(i > 1, dt, dt)": "date", "pmod(b, 3)": "bigint", "pmod(b, d)": "double", "pmod(i, n)": "unknown", "try_add(i, i)": "int",
         "try_add(dt, i)": "date", "try_subtract(ts, ts)": "interval day to second", "try_divide(b, b)": "double",
         "lpad(s, 3)": "string", "lpad(i, 3)": "string", "concat(tags, tags)": "array<string>",
         "concat(s, i)": "string", "reverse(tags)": "array<string>", "substring(b, 2)": "string", "sum(i)": "bigint",
-        "avg(b)": "double", "array(i, i)": "array<int>", "sequence(b, b)": "array<bigint>", "abs(tags)": "unknown"}
+        "avg(b)": "double", "array(i, i)": "array<int>", "sequence(b, b)": "array<bigint>", "abs(tags)": "unknown",
+        "sequence(b, b, 300)": "array<bigint>", "if(i > 1, sequence(1, i), array())": "array<int>"}
 
 
 def test_type_classes():

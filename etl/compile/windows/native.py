@@ -176,10 +176,9 @@ def _field_type(df: Any, name: str) -> Any:
 def choose_engine(spec: Any) -> str:
     """native unless the window emits provisional rows, updates closed windows, sends late events to dead letters
     or calls a Python aggregate function (Spark's streaming aggregation cannot run pandas aggregate UDFs)."""
-    from etl.spec.aggregates import AGGREGATES
+    from etl.spec.aggregates import state_engine_why
 
-    python = any(a.fn not in AGGREGATES for a in spec.aggregates)
-    return "state" if (spec.emit.early is not None or spec.emit.late != "drop" or python) else "native"
+    return "state" if state_engine_why(spec) is not None else "native"
 
 
 def choose_timers(spec: Any, trigger: str | None) -> str:

@@ -15,14 +15,14 @@ from typing import Any
 
 from etl.compile.windows.native import (ERR, ET_COL, FINAL, PAYLOAD, RETRACT, WindowError, WindowResult, key_columns,
                                        output_schema)
-from etl.spec.aggregates import AGGREGATES
+from etl.spec.aggregates import AGGREGATES, STATE_FIELD_TYPES
 
 MS_COL = "_etl_ms"
 VAL = "_etl_v{}"
 WS, WE, PREV, RETRACTED, EVENT_MS = "_etl_ws", "_etl_we", "_etl_prev", "_etl_rt", "_etl_ems"
 UPDATE = "_update"
 ALL_KEY = "_etl_all"
-SIMPLE_TYPES = ("tinyint", "smallint", "int", "bigint", "float", "double", "string", "boolean", "timestamp")
+SIMPLE_TYPES = STATE_FIELD_TYPES
 
 
 @dataclass(frozen=True)
