@@ -212,11 +212,13 @@ class Joins:
                             bound.lo is not None or bound.hi is not None)
         if size is not None:  # two rows of one tumbling window are less than its size apart
             bound.lo, bound.hi = -size, size
-        regular = bound.lo is None or bound.hi is None
-        if regular:  # no time bound: Flink's regular join; every condition besides the keys filters the pairs
+        lo, hi = bound.lo, bound.hi
+        regular = lo is None or hi is None
+        ttl = None
+        if lo is None or hi is None:  # no time bound: Flink's regular join; the conditions besides the keys filter
             ttl = self._regular(j, how, on)
             extra = [c for c in conjuncts(on) if not any(c is k for k in key_conds)]
-        elif bound.lo > bound.hi or (bound.lo == bound.hi and (bound.lo_open or bound.hi_open)):
+        elif lo > hi or (lo == hi and (bound.lo_open or bound.hi_open)):
             raise SqlSyntax("the join's time bound is empty: its lower end is after its upper end", pos(self.b, on),
                             code="E104")
         if extra and (left.cols is None or right.cols is None):
@@ -234,13 +236,12 @@ class Joins:
                             event_time=renamed.get(right.event_time or "", right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
         spec: dict[str, Any] = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how}
-        if regular:  # etl.spec.regular_join
+        if lo is None or hi is None:  # etl.spec.regular_join
             spec["type"] = "regular_join"
             if ttl is not None:
                 spec["ttl"] = _dur(ttl)
         else:
-            spec["within"] = _dur(bound.hi) if bound.lo == -bound.hi else [signed_text(bound.lo),
-                                                                          signed_text(bound.hi)]
+            spec["within"] = _dur(hi) if lo == -hi else [signed_text(lo), signed_text(hi)]
             for side, rel in (("left_time", left), ("right_time", right)):
                 if rel.wm:
                     spec[side] = rel.wm
