@@ -216,7 +216,7 @@ class Joins:
         regular = lo is None or hi is None
         ttl = None
         if lo is None or hi is None:  # no time bound: Flink's regular join; the conditions besides the keys filter
-            ttl = self._regular(j, how, on)
+            ttl = self._regular(j, how, on, (left, right))
             extra = [c for c in conjuncts(on) if not any(c is k for k in key_conds)]
         elif lo > hi or (lo == hi and (bound.lo_open or bound.hi_open)):
             raise SqlSyntax("the join's time bound is empty: its lower end is after its upper end", pos(self.b, on),
@@ -270,10 +270,19 @@ class Joins:
             return replace(left, id=jid, cols=cols, table=None, static=False, event_time=None, wm=None)
         return replace(left, id=jid, cols=cols, table=None, static=False)
 
-    def _regular(self, j: exp.Join, how: str, on: exp.Expression) -> float | None:
+    def _regular(self, j: exp.Join, how: str, on: exp.Expression, sides: tuple[Rel, Rel]) -> float | None:
         """A join without a time bound is Flink's regular join: INNER only (an outer one updates its padded rows),
-        its state kept for SET 'table.exec.state.ttl' (its seconds; None: for good, W015 at the JOIN)."""
+        of tables without a PRIMARY KEY (Flink keeps one row per key value of such a side), its state kept for SET
+        'table.exec.state.ttl' (its seconds; None: for good, W015 at the JOIN)."""
         every = "INTERVAL '1' MINUTE"
+        for rel in sides:
+            if rel.table is not None and rel.table.primary_key:
+                pk = ", ".join(rel.table.primary_key)
+                raise SqlSyntax(f"a regular join (no time bound) of '{rel.id}', a table with a PRIMARY KEY ({pk}), is "
+                                f"not supported: Flink keeps one row per {pk} of it in the join's state (a new row "
+                                "replaces the kept one), etl's regular join keeps every row", pos(self.b, on),
+                                "declare the table without PRIMARY KEY (every row kept and joined, as etl does), or "
+                                "bound the join by event time (an interval join)", "E011")
         if how != "inner":
             raise SqlSyntax(f"a {how.upper()} JOIN without a time bound is not supported: Flink writes an unmatched "
                             "row padded with NULLs at once and retracts it when its match arrives (an update "

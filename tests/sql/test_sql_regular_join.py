@@ -107,3 +107,13 @@ def test_an_identical_row_stored_again_restarts_its_copies_time():
     take(st, [(L, False, ("a",))], 90, 100)
     assert take(st, [(R, False, ("b",))], 150, 100) == [(("a",), ("b",)), (("a",), ("b",))]
     assert take(st, [(R, False, ("c",))], 190, 100) == []
+
+
+def test_a_side_with_a_primary_key_is_e011(tmp_path):
+    """Flink keeps one row per primary key value of such a side (JoinKeyContainsUniqueKey / HasUniqueKey state):
+    a new row replaces the kept one, etl would keep both: E011 at the ON, not a silently different answer."""
+    c = _check(tmp_path, TABLES.replace("y INT)", "y INT, PRIMARY KEY (k) NOT ENFORCED)") + JOIN.format(more=""))
+    assert _codes(c) == [("E011", 4, 53)]
+    assert c.report.errors[0].message == (
+        "a regular join (no time bound) of 'b', a table with a PRIMARY KEY (k), is not supported: Flink keeps one "
+        "row per k of it in the join's state (a new row replaces the kept one), etl's regular join keeps every row")
