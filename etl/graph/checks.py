@@ -221,6 +221,8 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = node.spec.time == "event"
     elif node.type == "sigma_correlation":
         result = True
+    elif node.type == "regular_join":  # processing time: Flink's regular join drops the time attribute
+        result = False
     elif updates_keys(node):  # updates of keys (a continuous aggregate or TopN, a keep-last dedupe)
         result = False
     else:

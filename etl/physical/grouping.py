@@ -14,7 +14,8 @@ from __future__ import annotations
 from etl.graph.model import Graph, Node
 from etl.physical.model import OutputPlan, QueryPlan
 
-STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "temporal_join", "lookup", "aggregate"})
+STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "temporal_join", "regular_join", "lookup",
+                      "aggregate"})
 
 
 def stateful(node: Node) -> bool:

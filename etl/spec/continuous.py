@@ -62,7 +62,8 @@ def updating_input(graph: Any, node: Any) -> Any:
             return None
         if updates_keys(node):
             return node
-        if node.kind == "source" or node.type in ("window", "join", "temporal_join", "dedupe", "lookup", "union", "top_n"):
+        if node.kind == "source" or node.type in ("window", "join", "temporal_join", "regular_join", "dedupe",
+                                                            "lookup", "union", "top_n"):
             return None
 
 

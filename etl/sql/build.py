@@ -29,7 +29,7 @@ from etl.sql.smap import SqlSourceMap
 SETTINGS = {"pipeline.name": "name", "name": "name", "description": "description", "checkpoint": "checkpoint",
             "trigger.mode": "trigger.mode", "trigger.interval": "trigger.interval",
             "table.exec.emit.allow-lateness": "allow-lateness",  # EMIT ... AFTER WATERMARK (etl.sql.window)
-            "table.exec.state.ttl": "state-ttl",  # a regular join's E321 names it (etl.sql.joins); W015 at the SET
+            "table.exec.state.ttl": "state-ttl",  # a regular join's ttl (etl.sql.joins); W015 at the SET
             "grok.patterns": "grok_patterns"}  # GROK's library (etl.sql.grok)
 
 

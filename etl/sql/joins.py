@@ -175,6 +175,7 @@ class Joins:
         lefts = set(scope.entries)
         scope.joined.append((frozenset(left.cols or ()), alias.lower(), frozenset(right.cols or ())))
         keys: list[str] = []
+        key_conds: list[exp.Expression] = []
         bound = _Bound()
         extra: list[exp.Expression] = []  # conditions besides the keys and the closed bound: the join's `condition`
         renamed: dict[str, str] = {}  # right key -> the left key's name (t.perform_id = p.id)
@@ -200,6 +201,7 @@ class Joins:
                                         pos(self.b, c), "rename one side in a view", "E011")
                     renamed[b_.name] = a.name
                 keys.append(a.name)
+                key_conds.append(c)
                 continue
             extra.append(c)
         if not keys:
@@ -210,21 +212,13 @@ class Joins:
                             bound.lo is not None or bound.hi is not None)
         if size is not None:  # two rows of one tumbling window are less than its size apart
             bound.lo, bound.hi = -size, size
-        if bound.lo is None or bound.hi is None:
-            ttl = self.b.settings.get("state-ttl")
-            if ttl is not None:
-                from etl.sql.window import flink_duration
-
-                every = _interval_text(flink_duration(str(ttl[0])) or 0)
-                raise SqlSyntax(f"a regular join (no time bound) kept by SET 'table.exec.state.ttl' = '{ttl[0]}' is "
-                                "not supported: Flink joins each row with the other side's rows stored in the last "
-                                f"{ttl[0]} of processing time (the state TTL), etl's stream join bounds its state "
-                                "by event time", pos(self.b, on), "bound it by event time, an interval join: AND "
-                                f"b.ts BETWEEN a.ts - {every} AND a.ts + {every} (rows further apart in event time "
-                                "do not join)", "E321")
-            raise SqlSyntax("a stream join needs a time bound: AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
-                            "AND a.ts + INTERVAL '1' MINUTE", pos(self.b, on), code="E321")
-        if bound.lo > bound.hi or (bound.lo == bound.hi and (bound.lo_open or bound.hi_open)):
+        lo, hi = bound.lo, bound.hi
+        regular = lo is None or hi is None
+        ttl = None
+        if lo is None or hi is None:  # no time bound: Flink's regular join; the conditions besides the keys filter
+            ttl = self._regular(j, how, on, (left, right))
+            extra = [c for c in conjuncts(on) if not any(c is k for k in key_conds)]
+        elif lo > hi or (lo == hi and (bound.lo_open or bound.hi_open)):
             raise SqlSyntax("the join's time bound is empty: its lower end is after its upper end", pos(self.b, on),
                             code="E104")
         if extra and (left.cols is None or right.cols is None):
@@ -241,12 +235,16 @@ class Joins:
             right = replace(right, id=sid, cols=[renamed.get(c, c) for c in rc],
                             event_time=renamed.get(right.event_time or "", right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
-        spec: dict[str, Any] = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how,
-                                "within": _dur(bound.hi) if bound.lo == -bound.hi else
-                                [signed_text(bound.lo), signed_text(bound.hi)]}
-        for side, rel in (("left_time", left), ("right_time", right)):
-            if rel.wm:
-                spec[side] = rel.wm
+        spec: dict[str, Any] = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how}
+        if lo is None or hi is None:  # etl.spec.regular_join
+            spec["type"] = "regular_join"
+            if ttl is not None:
+                spec["ttl"] = _dur(ttl)
+        else:
+            spec["within"] = _dur(hi) if lo == -hi else [signed_text(lo), signed_text(hi)]
+            for side, rel in (("left_time", left), ("right_time", right)):
+                if rel.wm:
+                    spec[side] = rel.wm
         lcols, rcols = left.cols, right.cols
         rename = {}
         cols = None
@@ -268,7 +266,41 @@ class Joins:
         i = self.b.add_transform(spec, pos(self.b, j))
         if conds:
             self.b.note_expr(("transforms", i, "condition"), conds)
+        if regular:  # Flink's regular join drops the time attribute: no window or interval join after it
+            return replace(left, id=jid, cols=cols, table=None, static=False, event_time=None, wm=None)
         return replace(left, id=jid, cols=cols, table=None, static=False)
+
+    def _regular(self, j: exp.Join, how: str, on: exp.Expression, sides: tuple[Rel, Rel]) -> float | None:
+        """A join without a time bound is Flink's regular join: INNER only (an outer one updates its padded rows),
+        of tables without a PRIMARY KEY (Flink keeps one row per key value of such a side), its state kept for SET
+        'table.exec.state.ttl' (its seconds; None: for good, W015 at the JOIN)."""
+        every = "INTERVAL '1' MINUTE"
+        for rel in sides:
+            if rel.table is not None and rel.table.primary_key:
+                pk = ", ".join(rel.table.primary_key)
+                raise SqlSyntax(f"a regular join (no time bound) of '{rel.id}', a table with a PRIMARY KEY ({pk}), is "
+                                f"not supported: Flink keeps one row per {pk} of it in the join's state (a new row "
+                                "replaces the kept one), etl's regular join keeps every row", pos(self.b, on),
+                                "declare the table without PRIMARY KEY (every row kept and joined, as etl does), or "
+                                "bound the join by event time (an interval join)", "E011")
+        if how != "inner":
+            raise SqlSyntax(f"a {how.upper()} JOIN without a time bound is not supported: Flink writes an unmatched "
+                            "row padded with NULLs at once and retracts it when its match arrives (an update "
+                            "stream); etl's sinks append, so a padded row could not be withdrawn", pos(self.b, on),
+                            f"bound it by event time, an interval join (AND b.ts BETWEEN a.ts - {every} AND a.ts + "
+                            f"{every}: a padded row goes out once the watermark passes the bound), or write an "
+                            "INNER JOIN (a regular join)", "E321")
+        ttl = self.b.settings.get("state-ttl")
+        if ttl is not None:
+            from etl.sql.window import flink_duration
+
+            return flink_duration(str(ttl[0])) or None  # an invalid one is E102 at the SET
+        self.b.report.warning("W015", "a regular join (no time bound) keeps every row of both sides in its state for "
+                              "good: the state grows without bound (Flink's too, without a state TTL)", pos(self.b, j),
+                              "SET 'table.exec.state.ttl' = '1 h' (a row leaves the state 1 h after it was stored, "
+                              f"processing time), or bound the join by event time: AND b.ts BETWEEN a.ts - {every} "
+                              f"AND a.ts + {every}")
+        return None
 
     def _padded(self, scope: Scope, how: str, lefts: set[str], alias: str, left: Rel, right: Rel,
                 rename: dict[str, str], keys: list[str]) -> None:

@@ -99,7 +99,7 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
 
 def _state_ttl(b: Builder, o: Any) -> None:
     """Flink's `table.exec.state.ttl`: how long a key's state lives after its last access (processing time).
-    etl has no such expiry: W015 at the setting; a regular join under it is E321 naming it (etl.sql.joins)."""
+    A regular join's rows expire by it (its `ttl`, etl.sql.joins); the other state does not: W015 at the setting."""
     from etl.sql.window import flink_duration
 
     if not flink_duration(str(o.value)):
@@ -108,9 +108,9 @@ def _state_ttl(b: Builder, o: Any) -> None:
         return
     b.report.warning("W015", f"SET 'table.exec.state.ttl' = '{o.value}': Flink drops a key's state {o.value} after "
                      "its last update (a continuous GROUP BY, Top-N or deduplication then starts that key again); "
-                     "etl keeps it for good", o.key_span,
-                     "a stream join's state is bounded by its time bound (an interval join), a window's by the "
-                     "watermark: see README, SQL joins")
+                     "etl expires a regular join's rows by it and keeps the other state for good", o.key_span,
+                     "an interval join's state is bounded by its time bound, a window's by the watermark: see "
+                     "README, SQL joins")
 
 
 def _drop_unfed_sinks(b: Builder) -> None:

@@ -53,9 +53,9 @@ EXPECTED = {
     'join_ambiguous_key': [('E310', 7, 24)],
     'join_ambiguous_columns': [('E310', 7, 36), ('E310', 7, 44), ('E310', 7, 58), ('E310', 9, 9)],  # every one
     'join_keys_differ': [('E011', 8, 6)],
-    'join_state_ttl': [('W015', 1, 5), ('E321', 8, 79)],
+    'join_state_ttl': [('W015', 1, 5), ('E321', 8, 84)],
     'join_unknown_alias': [('E201', 8, 19)],
-    'join_without_time_bound': [('E321', 7, 79)],
+    'join_without_time_bound': [('E321', 7, 84)],
     'kafka_group_offsets': [('E011', 2, 54)],
     'kafka_specific_offsets_bad': [('E102', 2, 79)],
     'kafka_timestamp_without_millis': [('E101', 2, 25)],
@@ -169,10 +169,11 @@ def test_invalid_sql_script(name):
      "step and offset", "window both sides alike"),
     ("window_join_on", "a window join's ON is the keys and L.window_start = R.window_start AND L.window_end = "
      "R.window_end", "AND L.window_start = R.window_start AND L.window_end = R.window_end"),
-    ("join_state_ttl", "a regular join (no time bound) kept by SET 'table.exec.state.ttl' = '1 h' is not supported: "
-     "Flink joins each row with the other side's rows stored in the last 1 h of processing time (the state TTL), "
-     "etl's stream join bounds its state by event time", "bound it by event time, an interval join: AND b.ts BETWEEN "
-     "a.ts - INTERVAL '1' HOUR AND a.ts + INTERVAL '1' HOUR (rows further apart in event time do not join)"),
+    ("join_state_ttl", "a FULL JOIN without a time bound is not supported: Flink writes an unmatched row padded with "
+     "NULLs at once and retracts it when its match arrives (an update stream); etl's sinks append, so a padded row "
+     "could not be withdrawn", "bound it by event time, an interval join (AND b.ts BETWEEN a.ts - INTERVAL '1' MINUTE "
+     "AND a.ts + INTERVAL '1' MINUTE: a padded row goes out once the watermark passes the bound), or write an INNER "
+     "JOIN (a regular join)"),
     ("state_ttl_invalid", "invalid state TTL 'a day'", "a positive duration such as '1 h', '30 min', '10 s'"),
     ("cumulate_group_window", "CUMULATE is a window table function only",
      "FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), step, size)) ... GROUP BY window_start, window_end"),

@@ -71,7 +71,8 @@ def test_sql_script_runs_file_filter_window_file(spark, tmp_path):
 
 
 # the example scripts whose tests blocks run here (test_sql_fixtures_run.py runs the others on generated rows)
-EXAMPLE_SCRIPTS = ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "interval_join", "lateral", "temporal_join", "topn",
+EXAMPLE_SCRIPTS = ["aggregate", "aggregate_every", "dedupe", "dedupe_last", "filter", "interval_join", "lateral", "regular_join", "temporal_join",
+                   "topn",
                    "topn_continuous", "window", "window_join", "window_late", "window_tvf"]
 
 

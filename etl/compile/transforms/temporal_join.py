@@ -118,46 +118,69 @@ def processor_class() -> type:
     return TemporalJoinProcessor
 
 
-def temporal_join(left: Any, right: Any, spec: Any, lt: str, rt: str, right_prefix: str,
-                  columns: tuple[list[str], list[str]]) -> Any:
-    """The temporal join of streaming `left` (probe, watermarked time column `lt`) and `right` (versions, `rt`),
-    whose own columns are `columns` (without a time column event_time_column added)."""
+def keyed_union(left: Any, right: Any, on: list[str], times: tuple[str, str] | None, right_prefix: str,
+                columns: tuple[list[str], list[str]]) -> tuple[Any, list, list, list[str], Any]:
+    """Both inputs as one stream keyed by `on` (each row tagged with its side, its event time in epoch microseconds
+    when `times` names the sides' time columns, its own columns L0.. or R0.. (the right's keys left out), the other
+    side's NULL), the sides' fields, the output names (the right's renamed as the join renames: etl.compile.joining)
+    and the processor's output type (L.., R.., HIT); `columns` are the sides' own columns."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, StructField, StructType
 
-    from etl.compile.windows.state import from_state, state_type, to_state
+    from etl.compile.windows.state import state_type, to_state
 
     lf = [f for f in left.schema.fields if f.name in columns[0]]
-    rf = [f for f in right.schema.fields if f.name in columns[1] and f.name not in spec.on]
-    taken = {f.name.lower() for f in lf}  # as the join renames (etl.compile.joining)
+    rf = [f for f in right.schema.fields if f.name in columns[1] and f.name not in on]
+    taken = {f.name.lower() for f in lf}
     names = [f.name for f in lf] + [right_prefix + f.name if f.name.lower() in taken else f.name for f in rf]
 
-    def side(df: Any, n: int, time: str) -> Any:
+    def side(df: Any, n: int, time: str | None) -> Any:
         def vals(fields: list, fmt: str, own: bool) -> list:
             return [(to_state(f.name, f.dataType) if own else F.lit(None).cast(state_type(f.dataType)))
                     .alias(fmt.format(i)) for i, f in enumerate(fields)]
 
-        return df.select(*[F.col(f"`{k}`").alias(k) for k in spec.on], F.lit(n).alias(SIDE),
-                         F.unix_micros(F.col(f"`{time}`")).alias(US), *vals(lf, L, n == 0), *vals(rf, R, n == 1))
+        us = [] if time is None else [F.unix_micros(F.col(f"`{time}`")).alias(US)]
+        return df.select(*[F.col(f"`{k}`").alias(k) for k in on], F.lit(n).alias(SIDE), *us,
+                         *vals(lf, L, n == 0), *vals(rf, R, n == 1))
 
-    inp = side(left, 0, lt).unionByName(side(right, 1, rt))
+    inp = side(left, 0, times and times[0]).unionByName(side(right, 1, times and times[1]))
     out_type = StructType([*[StructField(L.format(i), state_type(f.dataType), True) for i, f in enumerate(lf)],
                            *[StructField(R.format(j), state_type(f.dataType), True) for j, f in enumerate(rf)],
                            StructField(HIT, BooleanType(), True)])
-    proc = processor_class()(len(lf), len(rf), spec.how == "inner")
-    tagged = inp.groupBy(*[F.col(f"`{k}`") for k in spec.on]).transformWithState(proc, out_type, "Append",
-                                                                                   "EventTime")
+    return inp, lf, rf, names, out_type
+
+
+def joined(tagged: Any, lf: list, rf: list, names: list[str], condition: str | None, how: str) -> Any:
+    """The processor's rows (L.., R.., HIT) under the output names, `condition` applied to the pairs (HIT: the
+    right side is there): false is no match (inner: the row dropped, left: NULL right columns)."""
+    from pyspark.sql import functions as F
+
+    from etl.compile.windows.state import from_state
+
     cols = [from_state(F.col(L.format(i)), f.dataType).alias(names[i]) for i, f in enumerate(lf)]
     rcols = [(from_state(F.col(R.format(j)), f.dataType), names[len(lf) + j]) for j, f in enumerate(rf)]
     out = tagged.select(*cols, *[c.alias(n) for c, n in rcols], F.col(HIT))
-    if spec.condition:  # on the version a row joins: false is no version (Flink's join condition)
-        ok = F.col(HIT) & F.coalesce(F.expr(spec.condition), F.lit(False))
-        if spec.how == "inner":
+    if condition:  # on the version a row joins: false is no version (Flink's join condition)
+        ok = F.col(HIT) & F.coalesce(F.expr(condition), F.lit(False))
+        if how == "inner":
             out = out.where(ok)
         else:
             out = out.select(*[F.col(f"`{n}`") for n in names[:len(lf)]],
                              *[F.when(ok, F.col(f"`{n}`")).alias(n) for _, n in rcols])
     return out.drop(HIT)
+
+
+def temporal_join(left: Any, right: Any, spec: Any, lt: str, rt: str, right_prefix: str,
+                  columns: tuple[list[str], list[str]]) -> Any:
+    """The temporal join of streaming `left` (probe, watermarked time column `lt`) and `right` (versions, `rt`),
+    whose own columns are `columns` (without a time column event_time_column added)."""
+    from pyspark.sql import functions as F
+
+    inp, lf, rf, names, out_type = keyed_union(left, right, spec.on, (lt, rt), right_prefix, columns)
+    proc = processor_class()(len(lf), len(rf), spec.how == "inner")
+    tagged = inp.groupBy(*[F.col(f"`{k}`") for k in spec.on]).transformWithState(proc, out_type, "Append",
+                                                                                   "EventTime")
+    return joined(tagged, lf, rf, names, spec.condition, spec.how)
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
