@@ -18,9 +18,6 @@ file's pyspark version is not the installed one); `--raw` keeps the answers in a
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.spark_functions import analyser  # noqa: E402
+from scripts.spark_functions import probe_args, probed  # noqa: E402
 
 OUT = ROOT / "etl" / "sql" / "spark_casts.tsv"
 # the types probed, as etl.sql.casts names them (its `kind`), with the type text each is probed with
@@ -69,30 +66,12 @@ HEADER = """# The casts Spark's analysis takes (etl's session: ANSI on), from a 
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--raw", help="keep (or reuse) the probes' answers in this JSON file")
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    args = probe_args(OUT)
     import pyspark
 
-    cache = Path(args.raw) if args.raw else None
-    raw: dict[str, str] = json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
-    keys = [f"{level} {mode} {s} -> {d}" for level in LEVELS for mode in MODES for s in TYPES for d in TYPES]
-    if any(k not in raw for k in keys):
-        from etl.runtime.session import build_session
-
-        spark = build_session("etl-spark-casts", "local[1]", {"spark.ui.enabled": "false"}, ui=False)
-        spark.sparkContext.setLogLevel("OFF")
-        analyse = analyser(spark)
-        for level in LEVELS:
-            for mode in MODES:
-                for s in TYPES:
-                    for d in TYPES:
-                        raw.setdefault(f"{level} {mode} {s} -> {d}", probe(analyse, level, mode, s, d))
-        spark.stop()
-        if cache is not None:
-            cache.write_text(json.dumps(raw, indent=0, sort_keys=True))
+    keys = {f"{level} {mode} {s} -> {d}": (level, mode, s, d)
+            for level in LEVELS for mode in MODES for s in TYPES for d in TYPES}
+    raw = probed(args.raw, list(keys), lambda analyse, k: probe(analyse, *keys[k]), "etl-spark-casts")
     names = list(TYPES)
     out = [HEADER, f"pyspark\t{pyspark.__version__}\n"]
     for level in LEVELS:

@@ -68,6 +68,43 @@ def analyser(spark: Any) -> Callable[[str], Answer]:
     return analyse
 
 
+def probe_args(out: Path) -> argparse.Namespace:
+    """The probe scripts' command line (--raw: the answers' cache, --out: the table), Spark on the loopback."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--raw", help="keep (or reuse) the probes' answers in this JSON file")
+    ap.add_argument("--out", default=str(out))
+    args = ap.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return args
+
+
+def session(app: str) -> Any:
+    """A local Spark session of etl's settings (ANSI on), quiet, for probes."""
+    from etl.runtime.session import build_session
+
+    spark = build_session(app, "local[1]", {"spark.ui.enabled": "false"}, ui=False)
+    spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
+def probed(raw_path: str | None, keys: list[str], ask: Callable[[Callable[[str], Answer], str], Any],
+           app: str) -> dict[str, Any]:
+    """The answer to every key: from the cache at `raw_path` (None: no cache), the missing ones asked of Spark by
+    `ask(analyse, key)` in one session (written back to the cache)."""
+    cache = Path(raw_path) if raw_path else None
+    raw: dict[str, Any] = json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
+    if any(k not in raw for k in keys):
+        spark = session(app)
+        analyse = analyser(spark)
+        for k in keys:
+            if k not in raw:
+                raw[k] = ask(analyse, k)
+        spark.stop()
+        if cache is not None:
+            cache.write_text(json.dumps(raw, indent=0, sort_keys=True))
+    return raw
+
+
 def groups(spark: Any) -> dict[str, str]:
     registry = spark._jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.expressions()
     out = {}
@@ -254,18 +291,11 @@ HEADER = """# Spark's built-in SQL functions and their signatures as Spark analy
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--raw", help="keep (or reuse) the probes' answers in this JSON file")
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    args = probe_args(OUT)
     sys.path.insert(0, str(ROOT))
     import pyspark
 
-    from etl.runtime.session import build_session
-
-    spark = build_session("etl-spark-functions", "local[1]", {"spark.ui.enabled": "false"}, ui=False)
-    spark.sparkContext.setLogLevel("OFF")
+    spark = session("etl-spark-functions")
     names = sorted({r[0].lower() for r in spark.sql("SHOW FUNCTIONS").collect() if r[0].replace("_", "").isalnum()})
     kinds = groups(spark)
     cache = Path(args.raw) if args.raw else None

@@ -14,24 +14,18 @@ Run it again after a pyspark upgrade; `--raw` keeps the answers in a JSON file (
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from scripts.spark_functions import analyser  # noqa: E402
+from scripts.spark_casts import TYPES as CAST_TYPES  # noqa: E402
+from scripts.spark_functions import probe_args, probed  # noqa: E402
 
 OUT = ROOT / "etl" / "sql" / "spark_operators.tsv"
-# the types probed, as etl.sql.casts names them (its `kind`), with the type text each is probed with
-TYPES = {"void": "VOID", "string": "STRING", "boolean": "BOOLEAN", "tinyint": "TINYINT", "smallint": "SMALLINT",
-         "int": "INT", "bigint": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "decimal": "DECIMAL(10,2)",
-         "date": "DATE", "timestamp": "TIMESTAMP", "timestamp_ntz": "TIMESTAMP_NTZ", "binary": "BINARY",
-         "interval year to month": "INTERVAL YEAR TO MONTH", "interval day to second": "INTERVAL DAY TO SECOND",
-         "array": "ARRAY<STRING>", "map": "MAP<STRING,STRING>", "struct": "STRUCT<a:STRING>"}
+# the types probed: the casts' (scripts/spark_casts.py) but the single-field intervals and variant
+TYPES = {k: v for k, v in CAST_TYPES.items() if k not in ("interval month", "interval day", "variant")}
 OPERATORS = ("+", "-", "*", "/", "%", "div", "||", "try_add", "try_subtract", "try_multiply", "try_divide",
              "try_mod", "coalesce", "greatest", "=", "<")  # coalesce, greatest: the one type Spark brings two
 # arguments to; = and <: comparisons (<=>, != as =; <=, >, >= as <)
@@ -60,28 +54,12 @@ HEADER = """# The type Spark's analysis gives an arithmetic operator over two ar
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--raw", help="keep (or reuse) the probes' answers in this JSON file")
-    ap.add_argument("--out", default=str(OUT))
-    args = ap.parse_args()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    args = probe_args(OUT)
     import pyspark
 
-    cache = Path(args.raw) if args.raw else None
-    raw: dict[str, list[str]] = json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
     keys = {f"{op} {a} {b}": (op, a, b) for op in OPERATORS for a in TYPES for b in TYPES}
-    if any(k not in raw for k in keys):
-        from etl.runtime.session import build_session
-
-        spark = build_session("etl-spark-operators", "local[1]", {"spark.ui.enabled": "false"}, ui=False)
-        spark.sparkContext.setLogLevel("OFF")
-        analyse = analyser(spark)
-        for k, (op, a, b) in keys.items():
-            if k not in raw:
-                raw[k] = list(analyse(f"SELECT {expression(op, a, b)}"))
-        spark.stop()
-        if cache is not None:
-            cache.write_text(json.dumps(raw, indent=0, sort_keys=True))
+    raw = probed(args.raw, list(keys), lambda analyse, k: list(analyse(f"SELECT {expression(*keys[k])}")),
+                 "etl-spark-operators")
     names = list(TYPES)
     out = [HEADER, f"pyspark\t{pyspark.__version__}\n"]
     for op in OPERATORS:

@@ -4,11 +4,10 @@ operand keeps a fraction; an operand whose type etl cannot tell is W015 at the `
 from __future__ import annotations
 
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
-from etl.check import check_file
+from tests.sql.checking import check_sql
 
 SOURCE = ("CREATE TABLE t (k VARCHAR, x INT, y BIGINT, d DECIMAL(10, 2), f DOUBLE, s VARCHAR, n SMALLINT)\n"
           "WITH (type = 'file', filePath = 'x.jsonl');\n")
@@ -25,10 +24,6 @@ QUERY = ("INSERT INTO o SELECT x / 2 AS a, -7 / 2 AS b, 7 / -2 AS c, y / 2 AS e,
          "INSERT INTO o3 SELECT k, total / cnt AS w, sf / cnt AS z FROM agg;\n")
 
 
-def _check(tmp_path: Path, text: str):
-    f = tmp_path / "job.sql"
-    f.write_text(text)
-    return check_file(f, environ={})
 
 
 def _fields(c, node: str) -> list[str]:
@@ -36,7 +31,7 @@ def _fields(c, node: str) -> list[str]:
 
 
 def test_a_division_of_integers_is_flinks_integer_division(tmp_path):
-    c = _check(tmp_path, TABLE + QUERY)
+    c = check_sql(tmp_path, TABLE + QUERY)
     assert [d.render() for d in c.report.sorted()] == []
     assert _fields(c, "o_select") == [
         "CAST(x DIV 2 AS INT) AS a", "CAST(-7 DIV 2 AS INT) AS b", "CAST(7 DIV -2 AS INT) AS c",
@@ -57,7 +52,7 @@ def test_a_division_whose_operand_type_is_unknown_is_w015_at_the_slash(tmp_path)
             "INSERT INTO o4 SELECT twice(x) / 2 AS a, x /  (twice(x)) AS b, twice(x) / 2.5 AS c,\n"
             "  CAST(twice(x) AS INT) / 2 AS e FROM t;\n")
     (tmp_path / "fns.py").write_text("def twice(x: int) -> int:\n    return 2 * x\n")
-    c = _check(tmp_path, text)
+    c = check_sql(tmp_path, text)
     got = [(d.code, d.span.line, d.span.col) for d in c.report.sorted()]
     assert got == [("W015", 5, 32), ("W015", 5, 44)]
     assert c.report.sorted()[0].message.startswith("Flink divides two integers into an integer (7 / 2 is 3")
@@ -75,7 +70,7 @@ INPUT = (f"SELECT CAST(col1 AS STRING) AS k, CAST(col2 AS INT) AS x, CAST(col3 A
 @pytest.mark.spark
 def test_flinks_division_on_spark(spark, tmp_path):
     """The translated projection and aggregate on Spark: Flink's rows and types."""
-    c = _check(tmp_path, TABLE + QUERY)
+    c = check_sql(tmp_path, TABLE + QUERY)
     df = spark.sql(f"SELECT {', '.join(_fields(c, 'o_select'))} FROM ({INPUT})")
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [
         ("a", "int"), ("b", "int"), ("c", "int"), ("e", "bigint"), ("g", "double"), ("h", "decimal(21,13)"),

@@ -2,9 +2,9 @@
 TTL, and the state of a key with its TTL (etl.compile.transforms.regular_join, no JVM). The rows on Spark:
 pipelines/sql/regular_join.tests.yaml (tests/sql/test_sql_spark.py::test_example_scripts_pass_their_tests); the
 outer joins' E321: tests/fixtures/sql_invalid/join_without_time_bound.sql, join_state_ttl.sql."""
-from pathlib import Path
 
 from etl.check import check_file
+from tests.sql.checking import check_sql, codes
 from etl.compile.transforms.regular_join import new_state, take
 
 TABLES = ("CREATE TABLE a (k VARCHAR, x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH (type = 'file', "
@@ -14,19 +14,13 @@ TABLES = ("CREATE TABLE a (k VARCHAR, x INT, ts TIMESTAMP(3), WATERMARK FOR ts A
 JOIN = "INSERT INTO o SELECT a.k, a.x, b.y FROM a JOIN b ON a.k = b.k{more};\n"
 
 
-def _check(tmp_path: Path, text: str):
-    f = tmp_path / "job.sql"
-    f.write_text(text, encoding="utf-8")
-    return check_file(f, environ={})
 
 
-def _codes(c) -> list[tuple[str, int, int]]:
-    return [(d.code, d.span.line, d.span.col) for d in c.report.sorted()]
 
 
 def test_a_join_without_a_time_bound_is_a_regular_join_and_w015_without_a_ttl(tmp_path):
-    c = _check(tmp_path, TABLES + JOIN.format(more=" AND b.y < a.x"))
-    assert _codes(c) == [("W015", 4, 48)]  # at the JOIN's table
+    c = check_sql(tmp_path, TABLES + JOIN.format(more=" AND b.y < a.x"))
+    assert codes(c) == [("W015", 4, 48)]  # at the JOIN's table
     (w,) = c.report.warnings
     assert w.message == ("a regular join (no time bound) keeps every row of both sides in its state for good: the "
                          "state grows without bound (Flink's too, without a state TTL)")
@@ -45,8 +39,8 @@ def test_a_join_without_a_time_bound_is_a_regular_join_and_w015_without_a_ttl(tm
 
 
 def test_the_state_ttl_setting_is_the_joins_ttl(tmp_path):
-    c = _check(tmp_path, "SET 'table.exec.state.ttl' = '90 min';\n" + TABLES + JOIN.format(more=""))
-    assert _codes(c) == [("W015", 1, 5)]  # the SET: a continuous GROUP BY's state is not expired by it
+    c = check_sql(tmp_path, "SET 'table.exec.state.ttl' = '90 min';\n" + TABLES + JOIN.format(more=""))
+    assert codes(c) == [("W015", 1, 5)]  # the SET: a continuous GROUP BY's state is not expired by it
     assert "etl expires a regular join's rows by it" in c.report.warnings[0].message
     (j, _) = c.pipeline.transforms
     assert (j.type, str(j.ttl), j.condition) == ("regular_join", "90m", None)
@@ -58,11 +52,11 @@ def test_the_state_ttl_setting_is_the_joins_ttl(tmp_path):
 
 def test_a_regular_joins_output_has_no_event_time(tmp_path):
     """Flink's regular join drops the time attribute: a window after it has no event time (E320 at its TUMBLE)."""
-    c = _check(tmp_path, "SET 'table.exec.state.ttl' = '1 h';\n" + TABLES.rsplit("CREATE TABLE o", 1)[0] +
+    c = check_sql(tmp_path, "SET 'table.exec.state.ttl' = '1 h';\n" + TABLES.rsplit("CREATE TABLE o", 1)[0] +
                "CREATE TABLE w (n BIGINT) WITH (type = 'print');\n"
                "CREATE VIEW v AS SELECT a.k, a.ts, b.y FROM a JOIN b ON a.k = b.k;\n"
                "INSERT INTO w SELECT COUNT(*) FROM v GROUP BY TUMBLE(ts, INTERVAL '1' MINUTE);\n")
-    assert _codes(c) == [("W015", 1, 5), ("E320", 6, 54)]
+    assert codes(c) == [("W015", 1, 5), ("E320", 6, 54)]
     assert c.report.errors[0].message == "window time column 'ts' has no watermark"
 
 
@@ -73,7 +67,7 @@ def test_yaml_regular_join_is_inner_only(tmp_path):
                  "transforms:\n  - {id: j, type: regular_join, inputs: [a, b], on: [k], how: left}\n"
                  "sinks:\n  - {id: o, type: print, input: j}\n", encoding="utf-8")
     c = check_file(f, environ={})
-    assert _codes(c) == [("E102", 6, 63)]  # at `left`
+    assert codes(c) == [("E102", 6, 63)]  # at `left`
 
 
 L, R = 0, 1
@@ -112,8 +106,8 @@ def test_an_identical_row_stored_again_restarts_its_copies_time():
 def test_a_side_with_a_primary_key_is_e011(tmp_path):
     """Flink keeps one row per primary key value of such a side (JoinKeyContainsUniqueKey / HasUniqueKey state):
     a new row replaces the kept one, etl would keep both: E011 at the ON, not a silently different answer."""
-    c = _check(tmp_path, TABLES.replace("y INT)", "y INT, PRIMARY KEY (k) NOT ENFORCED)") + JOIN.format(more=""))
-    assert _codes(c) == [("E011", 4, 53)]
+    c = check_sql(tmp_path, TABLES.replace("y INT)", "y INT, PRIMARY KEY (k) NOT ENFORCED)") + JOIN.format(more=""))
+    assert codes(c) == [("E011", 4, 53)]
     assert c.report.errors[0].message == (
         "a regular join (no time bound) of 'b', a table with a PRIMARY KEY (k), is not supported: Flink keeps one "
         "row per k of it in the join's state (a new row replaces the kept one), etl's regular join keeps every row")

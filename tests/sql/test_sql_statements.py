@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from etl.check import check_file
+from tests.sql.checking import check_sql, codes
 
 HEAD = """\
 CREATE TABLE orders (order_id VARCHAR, customer VARCHAR, amount DOUBLE, ts TIMESTAMP(3),
@@ -18,13 +18,9 @@ SMALL = "INSERT INTO small SELECT order_id, amount FROM orders WHERE amount <= 1
 
 
 def _check(tmp_path: Path, text: str):
-    f = tmp_path / "job.sql"
-    f.write_text(textwrap.dedent(text))
-    return check_file(f, environ={})
+    return check_sql(tmp_path, textwrap.dedent(text))
 
 
-def _codes(c) -> list[tuple[str, int, int]]:
-    return [(d.code, d.span.line, d.span.col) for d in c.report.sorted()]
 
 
 def _components(c) -> dict:
@@ -33,30 +29,30 @@ def _components(c) -> dict:
 
 def test_statement_sets_are_their_inserts(tmp_path):
     plain = _check(tmp_path, HEAD + BIG + "\n" + SMALL + "\n")
-    assert plain.plan is not None and _codes(plain) == []
+    assert plain.plan is not None and codes(plain) == []
     for text in (f"EXECUTE STATEMENT SET BEGIN\n{BIG}\n{SMALL}\nEND;\n",
                  f"BEGIN STATEMENT SET;\n{BIG}\n{SMALL}\nEND;\n",
                  f"EXECUTE {BIG}\n{SMALL}\n"):
         c = _check(tmp_path, HEAD + text)
-        assert c.plan is not None and _codes(c) == [], text
+        assert c.plan is not None and codes(c) == [], text
         assert _components(c) == _components(plain)
 
 
 def test_explain_is_checked_and_left_out(tmp_path):
     c = _check(tmp_path, HEAD + f"EXPLAIN PLAN FOR {BIG}\nEXPLAIN CHANGELOG_MODE, ESTIMATED_COST SELECT order_id "
                f"FROM orders;\n{SMALL}\n")
-    assert _codes(c) == [("W015", 5, 1), ("W015", 6, 1)]
+    assert codes(c) == [("W015", 5, 1), ("W015", 6, 1)]
     assert c.report.sorted()[0].message == ("EXPLAIN: Flink prints the statement's plan and runs nothing; etl reads "
                                             "the statement (its syntax, tables and functions) and leaves it out of "
                                             "the pipeline")
     assert [s.id for s in c.pipeline.sinks] == ["small"] and c.plan is not None
     c = _check(tmp_path, HEAD + "EXPLAIN INSERT INTO big SELECT order_id, amount FROM order;\n" + SMALL + "\n")
-    assert _codes(c) == [("W015", 5, 1), ("E201", 5, 54)]  # its tables and functions are read
+    assert codes(c) == [("W015", 5, 1), ("E201", 5, 54)]  # its tables and functions are read
 
 
 def test_a_bare_select_goes_to_the_console(tmp_path):
     c = _check(tmp_path, HEAD + "SELECT customer, amount FROM orders WHERE amount > 10;\n")
-    assert c.plan is not None and _codes(c) == [("W204", 3, 14), ("W204", 4, 14)]  # big, small: not written
+    assert c.plan is not None and codes(c) == [("W204", 3, 14), ("W204", 4, 14)]  # big, small: not written
     (sink,) = c.pipeline.sinks
     assert (sink.id, sink.type, sink.inputs) == ("select", "print", ["select_select"])
     assert [t.id for t in c.pipeline.transforms] == ["select_where", "select_select"]
@@ -66,7 +62,7 @@ def test_insert_with_fewer_columns_fills_nulls(tmp_path):
     c = _check(tmp_path, HEAD.replace("big (order_id VARCHAR, amount DOUBLE)",
                                       "big (order_id VARCHAR, customer VARCHAR, amount DOUBLE)")
                + "INSERT INTO big (amount, order_id) SELECT amount, order_id FROM orders;\n" + SMALL + "\n")
-    assert _codes(c) == [("W016", 5, 13)]
+    assert codes(c) == [("W016", 5, 13)]
     assert c.report.warnings[0].message == ("INSERT INTO big lists 2 of its 3 columns: customer is NULL in every row, "
                                             "as in Flink")
     t = {x.id: x for x in c.pipeline.transforms}
