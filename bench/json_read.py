@@ -82,7 +82,7 @@ def main() -> None:
             def read_shared(guard: bool, folder: Path = folder) -> None:
                 from pyspark.sql import functions as F
 
-                from etl.compile.deadletter import within_record_size
+                from etl.compile.deadletter import ok_frame, within_record_size
                 from etl.dead_letters import ERR, PAYLOAD
 
                 df = (spark.read.format("json").schema(f"{DDL}, {CORRUPT} string").option("mode", "PERMISSIVE")
@@ -92,7 +92,7 @@ def main() -> None:
                                    F.col(CORRUPT).alias(PAYLOAD))
                 if guard:
                     shared = within_record_size(shared, 16 * 1024 * 1024)
-                shared.where(f"{ERR} IS NULL").write.format("noop").mode("overwrite").save()
+                ok_frame(shared).write.format("noop").mode("overwrite").save()  # the good rows, as a stage's `out`
 
             if args.size_guard:
                 med, loads = alternating(spark, {"guarded": lambda: read_shared(True),
