@@ -24,22 +24,28 @@ _NUMBERS = {"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"
 Kind = tuple[str, tuple["Kind", ...]]  # (the tables' name of a type, the types inside a container)
 
 
-@functools.cache
-def tables() -> dict[str, dict[tuple[str, str], str]]:
-    """Per level (top, element, key): (from, to) -> cell (`+`, `c`, `t`, `-`, `?`: see the file's header)."""
+def read_matrices(path: Path, names: tuple[str, ...]) -> dict[str, dict[tuple[str, str], str]]:
+    """A file of probed tables (scripts/spark_casts.py, scripts/spark_operators.py): per table named in `names` (its
+    header row: the name, then the columns' types), (row type, column type) -> cell."""
     out: dict[str, dict[tuple[str, str], str]] = {}
     heads: list[str] = []
-    level = ""
-    for line in FILE.read_text().splitlines():
+    name = ""
+    for line in path.read_text().splitlines():
         if not line or line.startswith(("#", "pyspark\t")):
             continue
         row = line.split("\t")
-        if row[0] in ("top", "element", "key"):
-            level, heads = row[0], row[1:]
-            out[level] = {}
+        if row[0] in names:
+            name, heads = row[0], row[1:]
+            out[name] = {}
             continue
-        out[level].update({(row[0], to): c for to, c in zip(heads, row[1:])})
+        out[name].update({(row[0], col): c for col, c in zip(heads, row[1:])})
     return out
+
+
+@functools.cache
+def tables() -> dict[str, dict[tuple[str, str], str]]:
+    """Per level (top, element, key): (from, to) -> cell (`+`, `c`, `t`, `-`, `?`: see the file's header)."""
+    return read_matrices(FILE, ("top", "element", "key"))
 
 
 def kinds() -> list[str]:

@@ -17,7 +17,7 @@ import functools
 import re
 from pathlib import Path
 
-from etl.sql.casts import parse_kind
+from etl.sql.casts import parse_kind, read_matrices
 
 FILE = Path(__file__).parent / "spark_operators.tsv"
 REFUSED = "-"  # `result` of a pair Spark's analysis refuses
@@ -42,19 +42,7 @@ _MAX_PRECISION = 38
 @functools.cache
 def tables() -> dict[str, dict[tuple[str, str], str]]:
     """Per operator: (left kind, right kind) -> cell (a type, `-` refused, `?` not told)."""
-    out: dict[str, dict[tuple[str, str], str]] = {}
-    heads: list[str] = []
-    op = ""
-    for line in FILE.read_text().splitlines():
-        if not line or line.startswith(("#", "pyspark\t")):
-            continue
-        row = line.split("\t")
-        if row[0] in TABLES:
-            op, heads = row[0], row[1:]
-            out[op] = {}
-            continue
-        out[op].update({(row[0], right): c for right, c in zip(heads, row[1:])})
-    return out
+    return read_matrices(FILE, TABLES)
 
 
 def _kind(typ: str) -> str | None:
