@@ -1,0 +1,89 @@
+"""`etl docs`: the reference pages under docs/reference/ are what the code says, and every example validates."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import pytest
+from pydantic import Field
+from typer.testing import CliRunner
+
+from etl.check import check_file
+from etl.cli import app
+from etl.commands.docs import stale
+from etl.commands.reference import ROOT, builtins, example, pages, read_pipelines, traits, type_text
+from etl.diagnostics import CODES
+from etl.registry import KINDS
+from etl.spec.base import Duration, SinkBase
+
+REFERENCE = ROOT / "docs" / "reference"
+
+
+@pytest.fixture(scope="module")
+def written() -> dict[str, str]:
+    return pages()
+
+
+def test_the_reference_pages_are_current():
+    assert stale(REFERENCE) == [], "run `make docs` (etl docs) and commit docs/reference/"
+
+
+def test_check_names_each_stale_page_and_exits_1(tmp_path, written):
+    runner = CliRunner()
+    out = runner.invoke(app, ["docs", "--out", str(tmp_path)])
+    assert out.exit_code == 0 and sorted(p.name for p in tmp_path.iterdir()) == sorted(pages())
+    (tmp_path / "errors.md").write_text("old\n")
+    (tmp_path / "sinks.md").unlink()
+    out = runner.invoke(app, ["docs", "--out", str(tmp_path), "--check"])
+    assert out.exit_code == 1
+    assert out.stderr.splitlines() == [f"{tmp_path / 'sinks.md'} is stale: run `etl docs` (make docs)",
+                                       f"{tmp_path / 'errors.md'} is stale: run `etl docs` (make docs)"]
+    for name in ("errors.md", "sinks.md"):
+        (tmp_path / name).write_text(written[name])
+    out = runner.invoke(app, ["docs", "--out", str(tmp_path), "--check"])
+    assert (out.exit_code, out.stdout) == (0, f"{tmp_path}: {len(pages())} pages up to date\n")
+
+
+def test_every_component_has_an_example_that_validates():
+    checked: dict[str, list[str]] = {}
+    pipelines = read_pipelines()
+    for kind in KINDS:
+        for type_, entry in builtins(kind).items():
+            ex = example(kind, type_, entry.spec, pipelines)
+            assert ex is not None and ex.pipeline is not None, f"{kind} {type_}: no example"
+            if ex.pipeline not in checked:
+                c = check_file(ROOT / ex.pipeline, environ={})
+                checked[ex.pipeline] = [d.render() for d in c.report.errors]
+            assert checked[ex.pipeline] == [], f"{kind} {type_}: {ex.pipeline} does not validate"
+    assert len(checked) >= 10
+
+
+class _Toy(SinkBase):
+    """A toy sink."""
+
+    EXAMPLE: ClassVar[str] = "name: toy\n"
+    DRIVER_ONLY: ClassVar[str] = "writes a file on the driver"
+    type: Literal["toy"]
+    every: Duration = Field(default=Duration(90), description="how often")
+
+
+def test_a_declared_example_and_traits_are_read_generically():
+    assert example("sink", "toy", _Toy).text == "name: toy\n" and example("sink", "toy", _Toy).pipeline is None
+    assert traits(_Toy, SinkBase) == [("DRIVER_ONLY", "writes a file on the driver"), ("EXAMPLE", "name: toy\n")]
+    blocks: dict = {}
+    assert [type_text(_Toy.model_fields[n].annotation, blocks) for n in ("type", "every", "retry", "inputs")] == [
+        "`toy`", "duration", "[Retry](#retry)", "list of string"]
+    assert list(blocks) == ["Retry"]
+
+
+def test_the_pages_show_a_component_s_fields_and_example(written):
+    page = written["sinks.md"]
+    assert "| `path` | string |  | yes |" in page.split("## file\n")[1].split("\n## ")[0]
+    assert "\n## print\n" in page and "\n### Retry\n" in page
+    codes = [line.split(" | ")[0][2:] for line in written["errors.md"].splitlines() if line.startswith("| E")
+             or line.startswith("| W")]
+    assert codes == list(CODES)
+
+
+def test_the_reference_folder_holds_only_generated_pages(written):
+    assert sorted(p.name for p in REFERENCE.iterdir()) == sorted(written)
