@@ -91,7 +91,7 @@ docs: setup
 # CI builds it after lint, checking first that the generated pages are current
 docs-site: setup
 	$(ETL) docs --check
-	$(VENV)/bin/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 # the benchmarks that need no Spark and no server (the others: bench/*.py, each prints its usage)
 bench: setup
