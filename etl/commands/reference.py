@@ -2,7 +2,7 @@
 
 Components (docs/reference/{sources,transforms,sinks}.md) from the registry's built-in spec models: each one's
 docstring, fields (name, type, default, required, description: pydantic's `Field(description=...)`), the traits
-its class declares (upper-case ClassVars other than KIND, where they differ from its kind's base class) and an
+its class declares (upper-case ClassVars other than KIND and EXAMPLE, where they differ from its kind's base class) and an
 example: the spec's `EXAMPLE` ClassVar (a whole pipeline, YAML) when it declares one, else the component as the
 first pipeline under pipelines/ that uses it writes it (example_<type>.yaml first); tests/unit/test_docs.py
 validates every one. Error codes from etl.diagnostics.CODES, settings from etl.settings.SETTINGS, metrics from
@@ -96,7 +96,7 @@ def yaml_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).removesuffix("\n...\n").strip()
 
 
-def field_rows(model: type[BaseModel], blocks: dict[str, type[BaseModel]], skip: set[str] = frozenset()) -> list[str]:
+def field_rows(model: type[BaseModel], blocks: dict[str, type[BaseModel]], skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
     rows = ["| field | type | default | required | description |", "|---|---|---|---|---|"]
     for name, info in model.model_fields.items():
         if name in skip:
@@ -108,8 +108,8 @@ def field_rows(model: type[BaseModel], blocks: dict[str, type[BaseModel]], skip:
 
 
 def traits(cls: type, base: type) -> list[tuple[str, Any]]:
-    """The upper-case ClassVars `cls` declares (other than KIND) whose value is not its base's."""
-    names = sorted(n for n in getattr(cls, "__class_vars__", ()) if n.isupper() and n != "KIND")
+    """The upper-case ClassVars `cls` declares (other than KIND and EXAMPLE) whose value is not its base's."""
+    names = sorted(n for n in getattr(cls, "__class_vars__", ()) if n.isupper() and n not in ("KIND", "EXAMPLE"))
     return [(n, getattr(cls, n)) for n in names if getattr(cls, n) != getattr(base, n, object())]
 
 
@@ -174,7 +174,7 @@ def component_page(kind: str, pipelines: Pipelines) -> str:
     common = set(base.model_fields)
     out += field_rows(base, blocks, skip={"type"}) + [""]
     for type_, entry in builtins(kind).items():
-        spec = entry.spec
+        spec: type[BaseModel] = entry.spec
         own = {n for n, i in spec.model_fields.items()
                if n not in common or i.annotation != base.model_fields[n].annotation
                or i.default != base.model_fields[n].default}
@@ -182,7 +182,7 @@ def component_page(kind: str, pipelines: Pipelines) -> str:
         out += field_rows(spec, blocks, skip=(set(spec.model_fields) - own) | {"type"}) + [""]
         found = traits(spec, base)
         if found:
-            out += ["Traits (what the planner and `etl explain` read from the spec class):", ""]
+            out += ["Traits (what its spec class declares for the rest of etl to read):", ""]
             out += [f"- `{n}`: {trait_text(v)}" for n, v in found] + [""]
         ex = example(kind, type_, spec, pipelines)
         if ex is not None:
