@@ -72,7 +72,7 @@ def type_text(t: Any, blocks: dict[str, type[BaseModel]]) -> str:
                 return name
         if issubclass(t, BaseModel):
             blocks.setdefault(t.__name__, t)
-            return f"[{t.__name__}](#{t.__name__.lower()})"
+            return f"[{t.__name__}](#{t.__name__.lower()}-block)"  # a block's anchor: a component may share its name
         if issubclass(t, enum.Enum):
             return " \\| ".join(f"`{m.value}`" for m in t)
         return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(t, t.__name__)
@@ -195,7 +195,7 @@ def component_page(kind: str, pipelines: Pipelines) -> str:
             name = sorted(set(blocks) - done)[0]
             done.add(name)
             model = blocks[name]
-            out += [f"### {name}", "", summary(model), ""] + field_rows(model, blocks) + [""]
+            out += [f"### {name} block", "", summary(model), ""] + field_rows(model, blocks) + [""]
     return "\n".join(out).replace("\n\n\n", "\n\n").rstrip("\n") + "\n"
 
 

@@ -76,14 +76,14 @@ def test_a_declared_example_and_traits_are_read_generically():
     assert traits(_Toy, SinkBase) == [("DRIVER_ONLY", "writes a file on the driver")]
     blocks: dict = {}
     assert [type_text(_Toy.model_fields[n].annotation, blocks) for n in ("type", "every", "retry", "inputs")] == [
-        "`toy`", "duration", "[Retry](#retry)", "list of string"]
+        "`toy`", "duration", "[Retry](#retry-block)", "list of string"]
     assert list(blocks) == ["Retry"]
 
 
 def test_the_pages_show_a_component_s_fields_and_example(written):
     page = written["sinks.md"]
     assert "| `path` | string |  | yes |" in page.split("## file\n")[1].split("\n## ")[0]
-    assert "\n## print\n" in page and "\n### Retry\n" in page
+    assert "\n## print\n" in page and "\n### Retry block\n" in page
     codes = [line.split(" | ")[0][2:] for line in written["errors.md"].splitlines() if line.startswith("| E")
              or line.startswith("| W")]
     assert codes == list(CODES)
