@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from etl.cli import app
-from etl.commands.reference import ROOT, pages
+from etl.commands.reference import pages
 
 
 def stale(out_dir: Path) -> list[Path]:
@@ -17,8 +17,8 @@ def stale(out_dir: Path) -> list[Path]:
 
 
 @app.command()
-def docs(out_dir: Path = typer.Option(ROOT / "docs" / "reference", "--out",
-                                      help="folder to write the reference pages into"),
+def docs(out_dir: Path = typer.Option(Path("docs/reference"), "--out",
+                                      help="folder to write the reference pages into (a checkout's docs/reference)"),
          check: bool = typer.Option(False, "--check", help="exit 1 naming the pages that are stale")) -> None:
     """Write the reference pages (components, error codes, settings, metrics, SQL functions) from the code."""
     if check:
