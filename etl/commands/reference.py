@@ -2,11 +2,12 @@
 
 Components (docs/reference/{sources,transforms,sinks}.md) from the registry's built-in spec models: each one's
 docstring, fields (name, type, default, required, description: pydantic's `Field(description=...)`), the traits
-its class declares (upper-case ClassVars other than KIND and EXAMPLE, where they differ from its kind's base class) and an
-example: the spec's `EXAMPLE` ClassVar (a whole pipeline, YAML) when it declares one, else the component as the
-first pipeline under pipelines/ that uses it writes it (example_<type>.yaml first); tests/unit/test_docs.py
-validates every one. Error codes from etl.diagnostics.CODES, settings from etl.settings.SETTINGS, metrics from
-etl.runtime.metrics.DEFINITIONS, SQL functions from etl/sql/functions.tsv and flink_functions.tsv.
+its class declares (upper-case ClassVars other than KIND and EXAMPLE, where they differ from its kind's base
+class) and an example: the spec's `EXAMPLE` ClassVar (a whole pipeline, YAML) when it declares one, else the
+component as the first pipeline under pipelines/ that uses it writes it (example_<type>.yaml first);
+tests/unit/test_docs.py validates every one. Error codes from etl.diagnostics.CODES, settings from
+etl.settings.SETTINGS, metrics from etl.runtime.metrics.DEFINITIONS, SQL functions from etl/sql/functions.tsv and
+flink_functions.tsv.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from etl import registry
 from etl.diagnostics import CODES
 from etl.runtime.metrics import markdown_table as metrics_table
 from etl.settings import markdown as settings_table
-from etl.spec.base import Duration, Instant, Size, SinkBase, SourceBase, TransformBase
+from etl.spec.base import Duration, Instant, SinkBase, Size, SourceBase, TransformBase
 from etl.sql.flink_functions import readme_table as flink_table
 from etl.sql.functions import readme_table as functions_table
 
@@ -60,26 +61,33 @@ def type_text(t: Any, blocks: dict[str, type[BaseModel]]) -> str:
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in args)
     if origin in (typing.Union, types.UnionType):
-        parts = [type_text(a, blocks) for a in args if a is not type(None)]
-        return " or ".join(parts)
-    if origin in (list, tuple, set, frozenset):
-        inner = [a for a in args if a is not Ellipsis]
-        if origin is tuple and len(inner) > 1 and Ellipsis not in args:
-            return "[" + ", ".join(type_text(a, blocks) for a in inner) + "]"
-        return "list of " + (type_text(inner[0], blocks) if inner else "any")
+        return " or ".join(type_text(a, blocks) for a in args if a is not type(None))
+    if origin in (list, tuple, set, frozenset, dict):
+        return container_text(origin, args, blocks)
+    if isinstance(t, type):
+        return class_text(t, blocks)
+    return "any" if t is Any else str(t).replace("typing.", "")
+
+
+def container_text(origin: type, args: tuple, blocks: dict[str, type[BaseModel]]) -> str:
     if origin is dict:
         return f"map of {type_text(args[0], blocks)} to {type_text(args[1], blocks)}" if args else "map"
-    if isinstance(t, type):
-        for cls, name in WRITTEN:
-            if issubclass(t, cls):
-                return name
-        if issubclass(t, BaseModel):
-            blocks.setdefault(t.__name__, t)
-            return f"[{t.__name__}](#{t.__name__.lower()}-block)"  # a block's anchor: a component may share its name
-        if issubclass(t, enum.Enum):
-            return " \\| ".join(f"`{m.value}`" for m in t)
-        return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(t, t.__name__)
-    return "any" if t is Any else str(t).replace("typing.", "")
+    inner = [a for a in args if a is not Ellipsis]
+    if origin is tuple and len(inner) > 1 and Ellipsis not in args:
+        return "[" + ", ".join(type_text(a, blocks) for a in inner) + "]"
+    return "list of " + (type_text(inner[0], blocks) if inner else "any")
+
+
+def class_text(t: type, blocks: dict[str, type[BaseModel]]) -> str:
+    for cls, name in WRITTEN:
+        if issubclass(t, cls):
+            return name
+    if issubclass(t, BaseModel):
+        blocks.setdefault(t.__name__, t)
+        return f"[{t.__name__}](#{t.__name__.lower()}-block)"  # a block's anchor: a component may share its name
+    if issubclass(t, enum.Enum):
+        return " \\| ".join(f"`{m.value}`" for m in t)
+    return {str: "string", int: "integer", float: "number", bool: "boolean"}.get(t, t.__name__)
 
 
 def default_text(info: Any) -> str:
@@ -99,7 +107,8 @@ def yaml_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=10_000).removesuffix("\n...\n").strip()
 
 
-def field_rows(model: type[BaseModel], blocks: dict[str, type[BaseModel]], skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def field_rows(model: type[BaseModel], blocks: dict[str, type[BaseModel]],
+               skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
     rows = ["| field | type | default | required | description |", "|---|---|---|---|---|"]
     for name, info in model.model_fields.items():
         if name in skip:
@@ -175,14 +184,14 @@ def component_page(kind: str, pipelines: Pipelines) -> str:
            f"Every {kind} has the fields below; each type's own fields follow it. Keys are checked: an unknown "
            "one is E100, a missing required one E101, a bad value E102 ([error codes](errors.md)).", ""]
     common = set(base.model_fields)
-    out += field_rows(base, blocks, skip={"type"}) + [""]
+    out += [*field_rows(base, blocks, skip={"type"}), ""]
     for type_, entry in builtins(kind).items():
         spec: type[BaseModel] = entry.spec
         own = {n for n, i in spec.model_fields.items()
                if n not in common or i.annotation != base.model_fields[n].annotation
                or i.default != base.model_fields[n].default}
         out += [f"## {type_}", "", summary(spec), ""]
-        out += field_rows(spec, blocks, skip=(set(spec.model_fields) - own) | {"type"}) + [""]
+        out += [*field_rows(spec, blocks, skip=(set(spec.model_fields) - own) | {"type"}), ""]
         found = traits(spec, base)
         if found:
             out += ["Traits (what its spec class declares for the rest of etl to read):", ""]
@@ -198,7 +207,7 @@ def component_page(kind: str, pipelines: Pipelines) -> str:
             name = sorted(set(blocks) - done)[0]
             done.add(name)
             model = blocks[name]
-            out += [f"### {name} block", "", summary(model), ""] + field_rows(model, blocks) + [""]
+            out += [f"### {name} block", "", summary(model), "", *field_rows(model, blocks), ""]
     return "\n".join(out).replace("\n\n\n", "\n\n").rstrip("\n") + "\n"
 
 
