@@ -72,8 +72,8 @@ CODES: dict[str, str] = {
     "E351": "Python function's signature cannot be told (no result type declared, decorated or annotated; untyped or `*args` parameters)",
     "E352": "Python function called with the wrong number of arguments, or an argument of another declared type",
     "E353": "Python function used as the wrong kind (an aggregate in an expression, a scalar or table function as the aggregate of a window or a continuous aggregate)",
-    "E400": "cannot compile the pipeline for Spark (an expression Spark's analyzer rejects, a file a lookup cannot read "
-            "as a table)",
+    "E400": "cannot compile the pipeline for Spark (an expression Spark's analyzer rejects, a file a lookup cannot "
+            "read as a table)",
     "E401": "query failed while running",
     "E402": "component has no runtime builder (it validates, `etl run` cannot run it yet)",
     "E403": "filter program cannot be built or loaded",

@@ -36,8 +36,8 @@ class FileSource(SourceBase):
     static: bool = Field(default=False, description="read once as a table (for lookup joins)")
     tail: bool = Field(default=False, description="text: follow the files by identity (device, inode) and offset, "
                                                   "as tail -F: appended lines are read; renamed, truncated and "
-                                                  "recreated files are followed (docs/pipeline-format.md: what the file source "
-                                                  "guarantees)")
+                                                  "recreated files are followed (docs/pipeline-format.md: what "
+                                                  "the file source guarantees)")
 
     def is_static(self) -> bool:
         return self.static

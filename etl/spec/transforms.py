@@ -29,7 +29,8 @@ class FilterTransform(FilterHooks, TransformBase):
     expr: str | None = Field(default=None, description="Spark SQL condition, e.g. \"status >= 500\"")
     rules: list[Rule] | None = Field(default=None, description="inline rules")
     rule_files: list[str] = Field(default_factory=list, description="YAML files holding more rules (paths or globs)")
-    sigma: SigmaSpec | None = Field(default=None, description="Sigma rule files (see docs/rules-and-sigma.md, \"Sigma rules\")")
+    sigma: SigmaSpec | None = Field(default=None,
+                                    description="Sigma rule files (see docs/rules-and-sigma.md, \"Sigma rules\")")
     mode: Literal["keep", "drop", "tag", "alerts"] = Field(
         default="keep", description="keep matching events, drop them, keep all and tag each with the matched rule "
         "ids (and their metadata), or one row per (event, matched rule) with the rule's metadata")
@@ -331,8 +332,8 @@ class WindowTransform(WindowHooks, TransformBase):
 
 @component("transform", "sigma_correlation", builder=f"{_TR}.sigma_correlation:build")
 class SigmaCorrelationTransform(SigmaCorrelationHooks, TransformBase):
-    """Sigma correlation rules (see docs/rules-and-sigma.md, "Sigma correlation rules") over the alerts of a filter with `sigma`
-    in alerts mode: one row per correlation rule, group and window whose condition holds."""
+    """Sigma correlation rules (see docs/rules-and-sigma.md, "Sigma correlation rules") over the alerts of a filter
+    with `sigma` in alerts mode: one row per correlation rule, group and window whose condition holds."""
 
     type: Literal["sigma_correlation"]
     event_time: EventTime | None = Field(default=None, description="overrides the source's event time")

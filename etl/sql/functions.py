@@ -375,7 +375,8 @@ def unknown_hint(name: str) -> str:
     from etl.diagnostics import did_you_mean
 
     known = sorted(spark_functions() | {k.lower() for k in names()})
-    return did_you_mean(name.lower(), known) or "a Spark SQL built-in function or an rsqldb one (docs/reference/sql-functions.md)"
+    return did_you_mean(name.lower(), known) or ("a Spark SQL built-in function or an rsqldb one "
+                                                  "(docs/reference/sql-functions.md)")
 
 
 def readme_table() -> str:
