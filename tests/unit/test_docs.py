@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Literal
 
 import pytest
@@ -91,3 +92,11 @@ def test_the_pages_show_a_component_s_fields_and_example(written):
 
 def test_the_reference_folder_holds_only_generated_pages(written):
     assert sorted(p.name for p in REFERENCE.iterdir()) == sorted(written)
+
+
+def test_the_readme_is_a_short_guide_whose_links_resolve():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    assert "make run     # installs everything" in text and "make test    # installs everything" in text
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert len(targets) >= 20 and [t for t in targets if not (ROOT / t).is_file()] == []
