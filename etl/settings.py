@@ -365,7 +365,8 @@ def markdown() -> str:
     """The reference's table of settings (docs/reference/settings.md)."""
     lines = ["| variable | type | default | what it sets |", "| --- | --- | --- | --- |"]
     for s in SETTINGS:
-        cells = [f"`{s.name}`", s.type.replace("|", "\\|"), s.default, s.description.replace("|", "\\|")]
+        cells = [f"`{s.name}`", s.type.replace("|", "\\|"), s.default.replace("<", "&lt;"),
+                 s.description.replace("|", "\\|").replace("<", "&lt;")]  # `<tmp>` is no HTML tag
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

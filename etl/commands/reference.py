@@ -13,6 +13,7 @@ flink_functions.tsv.
 from __future__ import annotations
 
 import enum
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -44,12 +45,18 @@ WRITTEN: tuple[tuple[type, str], ...] = ((Duration, "duration"), (Size, "size"),
 
 def cell(text: str) -> str:
     """Text that fits a Markdown table cell."""
-    return " ".join(text.split()).replace("|", "\\|")
+    return plain(" ".join(text.split())).replace("|", "\\|")
+
+
+def plain(text: str) -> str:
+    """`text` with a `<` outside code spans written as an entity: `<pipeline>` shows, it is no HTML tag."""
+    parts = re.split(r"(`[^`]*`)", text)
+    return "".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
 
 
 def summary(cls: type) -> str:
     """The first paragraph of a class's docstring, on one line."""
-    return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    return plain(" ".join((cls.__doc__ or "").strip().split("\n\n")[0].split()))
 
 
 def type_text(t: Any, blocks: dict[str, type[BaseModel]]) -> str:
