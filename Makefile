@@ -6,7 +6,7 @@ ETL    := $(VENV)/bin/etl
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 export SPARK_LOCAL_IP := 127.0.0.1
 
-.PHONY: setup setup-java jar setup-servers run test test-fast lint typecheck check durations goldens validate schema bench clean
+.PHONY: setup setup-java jar setup-servers run test test-fast lint typecheck check durations goldens validate schema docs docs-site bench clean
 
 setup: $(VENV)/.installed
 
@@ -81,6 +81,17 @@ validate: setup
 
 schema: setup
 	$(ETL) schema
+
+# the reference pages under docs/reference/ (components, error codes, settings, metrics, SQL functions), written
+# from the code by `etl docs` (tests/unit/test_docs.py fails when they are stale)
+docs: setup
+	$(ETL) docs
+
+# the docs site (mkdocs.yml, docs/) into site/, every warning an error (a broken link, a page left out of the nav);
+# CI builds it after lint, checking first that the generated pages are current
+docs-site: setup
+	$(ETL) docs --check
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir site
 
 # the benchmarks that need no Spark and no server (the others: bench/*.py, each prints its usage)
 bench: setup

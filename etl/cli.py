@@ -32,7 +32,7 @@ def _options(version: bool = typer.Option(False, "--version", callback=_version,
 
 
 def _register() -> None:
-    from etl.commands import drain, explain, init, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
+    from etl.commands import docs, drain, explain, init, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
 
     for info in app.registered_commands:  # the command list shows a docstring's line breaks as they are
         if info.short_help is None and info.callback is not None and info.callback.__doc__:

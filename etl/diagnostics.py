@@ -13,7 +13,8 @@ from typing import Iterable
 
 
 # Every diagnostic code, what it means. `etl validate` reports E0xx-E3xx and W codes without a JVM;
-# E4xx come from compiling or running on Spark (etl run / etl test).
+# E4xx come from compiling or running on Spark (etl run / etl test). docs/reference/errors.md is this table
+# (`etl docs`).
 CODES: dict[str, str] = {
     "E001": "YAML syntax error, duplicate key, too deep nesting, several documents",
     "E002": "template syntax or evaluation error, sandbox refusal, render limit (time, size)",
@@ -60,18 +61,21 @@ CODES: dict[str, str] = {
     "E322": "event-time column is not a timestamp",
     "E330": "two sinks (or the dead-letter sink) write the same output",
     "E331": "two pipelines share a checkpoint folder",
-    "W332": "a cluster master is named and a source, sink or checkpoint path is local",
-    "W340": "Sigma rule not supported (the reason is given): the filter runs without it",
-    "W341": "Sigma rule reads a field the events do not have: it never matches (left out)",
-    "W342": "changed Sigma correlation rule needs a restart of its sigma_correlation (new windowed state): "
-            "rejected, the previous correlation rules stay in force",
+    "W332": "a cluster master is named and a source, sink, dead-letter or checkpoint path is local",
+    "W340": "Sigma rule or correlation rule not supported (the reason is given), or a correlation rule no "
+            "`sigma_correlation` reads: the filter runs without it",
+    "W341": "Sigma rule (or correlation rule) reads a field the events do not have: it never matches (left out)",
+    "W342": "changed Sigma correlation rule needs a restart of its `sigma_correlation` (an added correlation, or a "
+            "new type, rules, timespan, group-by, field or percentile: a new windowed state): rejected while running, "
+            "the previous correlation rules stay in force",
     "E350": "Python function's module or callable not found (or the module does not parse)",
     "E351": "Python function's signature cannot be told (no result type declared, decorated or annotated; untyped or `*args` parameters)",
     "E352": "Python function called with the wrong number of arguments, or an argument of another declared type",
     "E353": "Python function used as the wrong kind (an aggregate in an expression, a scalar or table function as the aggregate of a window or a continuous aggregate)",
-    "E400": "cannot compile the pipeline for Spark",
+    "E400": "cannot compile the pipeline for Spark (an expression Spark's analyzer rejects, a file a lookup cannot "
+            "read as a table)",
     "E401": "query failed while running",
-    "E402": "component has no runtime builder",
+    "E402": "component has no runtime builder (it validates, `etl run` cannot run it yet)",
     "E403": "filter program cannot be built or loaded",
     "E404": "aggregate the window's state engine cannot compute (a nested or complex-typed field, with `emit.early` or `late`)",
     "E405": "file source cannot be read or needs a schema",

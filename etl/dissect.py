@@ -10,7 +10,7 @@ indirect) and converts (convert_datatype). The JVM engine (etl/jvm/Dissect.java)
 scans the same way and etl/compile/transforms/dissect.py sets the fields with
 Spark expressions; tests compare both with this reference.
 
-Kept differences from Logstash (README "Dissect"): indirect fields (`%{&k}`) go
+Kept differences from Logstash (docs/pipeline-format.md "Dissect"): indirect fields (`%{&k}`) go
 into one map column (a Spark row's columns are fixed; their names are data);
 `convert_datatype` converts fields of the dissection only, `int` into a 64-bit
 integer and `float` into a double; a value that does not convert is a failure.

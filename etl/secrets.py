@@ -8,7 +8,7 @@ wrapping (before it wraps), the log record factory, the control endpoint's respo
 bodies (/metrics, /status, /tap), the run file, and dead-letter reasons (`java_replacements`:
 the same patterns for Spark's regexp_replace).
 
-The rule (README, Templating):
+The rule (docs/templating.md):
 - a value of at least MIN_TEXT characters is hidden wherever its text appears, in any
   letter case, and in every escaped form etl or a peer prints: each character may be
   preceded by backslashes (Python `re.escape`, Hyperscan/Java regex escapes, JSON, Java

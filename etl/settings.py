@@ -11,7 +11,7 @@ Nothing else in etl reads or writes `os.environ` (the templates' `env()` reads
 driver's snapshot, shipped with its closure (`use(snapshot)` installs it in a Python worker) or as
 fields of the objects it ships (a lookup's TableSource).
 
-The README's table of settings is `python -m etl.settings --markdown` (tests check it is current).
+The reference's table of settings (docs/reference/settings.md, `etl docs`) is `python -m etl.settings --markdown`.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def _cache_dir(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class Setting:
-    """One ETL_* variable: the field of `Settings` it sets, its type (as the README shows it), default,
+    """One ETL_* variable: the field of `Settings` it sets, its type (as the reference shows it), default,
     description, and the parser of its text (ValueError(what it expects) on a bad value)."""
 
     name: str
@@ -362,10 +362,11 @@ def export_for_spark(pyspark_python: Callable[[], str]) -> None:
 
 
 def markdown() -> str:
-    """The README's table of settings."""
+    """The reference's table of settings (docs/reference/settings.md)."""
     lines = ["| variable | type | default | what it sets |", "| --- | --- | --- | --- |"]
     for s in SETTINGS:
-        cells = [f"`{s.name}`", s.type.replace("|", "\\|"), s.default, s.description.replace("|", "\\|")]
+        cells = [f"`{s.name}`", s.type.replace("|", "\\|"), s.default.replace("<", "&lt;"),
+                 s.description.replace("|", "\\|").replace("<", "&lt;")]  # `<tmp>` is no HTML tag
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -23,7 +23,7 @@ No call stops the stream; each bound makes its row a dead letter naming the func
 Cost per call: a clock read, the task's id and two 8-byte writes into the journal, about 0.5 µs, which RowCall
 pays back by keeping the loaded callable (it hashed the module's source on every call before): 300,000 calls of a
 function doing `s.upper()`, 7 alternating rounds, CPU medians: 0.89 µs a call before, 0.99 µs with the bounds (a
-row through a Python function costs about 10 µs in Spark: README "Python functions").
+row through a Python function costs about 10 µs in Spark: docs/python-functions.md).
 """
 
 from __future__ import annotations

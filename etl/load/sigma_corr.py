@@ -9,7 +9,7 @@ referenced rules as etl rule ids (a reference is a rule's Sigma `id` or its
 mapping), its condition. A `sigma_correlation` transform reading the filter's
 alerts runs it on event-time windows (etl.compile.transforms.sigma_correlation).
 
-Semantics (README "Sigma correlation rules"): windows of the timespan aligned to
+Semantics (docs/rules-and-sigma.md "Sigma correlation rules"): windows of the timespan aligned to
 the epoch (tumbling; `slides: k` makes them sliding, starting every timespan/k);
 per (group, window) a value: event_count the alert rows of the referenced
 rules, value_count the distinct non-null values of `field`, temporal the

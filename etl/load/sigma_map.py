@@ -1,6 +1,6 @@
 """pySigma's reading of a rule (etl.load.sigma_parse) -> an etl rule tree (the `when` of etl.spec.rules.Rule).
 
-The mapping keeps Sigma's meaning (see README "Sigma rules"):
+The mapping keeps Sigma's meaning (see docs/rules-and-sigma.md "Sigma rules"):
 
 * strings are case-insensitive (``caseless``) unless ``cased``; a string with
   no wildcard is ``eq``; ``*x*``, ``x*``, ``*x`` are contains / starts_with /

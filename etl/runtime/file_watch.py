@@ -5,7 +5,7 @@ its path, and remembers paths, not files. So a file renamed to a name the source
 (its lines twice: logrotate's default `create` into a watched folder); lines appended to a file after it was
 read, and lines written to a truncated file (`copytruncate`) or to a file recreated under a name already read,
 are never read. etl does not read them either: it says so, once per file and kind, naming the file
-(README "Sources": what the file source guarantees).
+(docs/pipeline-format.md "Sources": what the file source guarantees).
 
 `FileWatch` keeps each matching file's identity (device, inode) and size, and compares them at every
 micro-batch of the run (PipelineRun), and remembers every name it saw (a name read once is never read again).

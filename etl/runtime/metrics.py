@@ -10,7 +10,7 @@ micro-batch). A transform's rows in are its inputs' rows out, added along the
 graph's edges. A transform several queries compute (each its own pass) is
 counted in the first query that computes it, as a source is.
 
-The definitions below are the single list of metrics: the README's table is
+The definitions below are the single list of metrics: the reference's table is
 generated from them (`python -m etl.runtime.metrics`).
 """
 
@@ -210,7 +210,7 @@ def _seconds(stamp: str | None) -> float | None:
 
 
 def markdown_table() -> str:
-    """The README's list of metrics, from DEFINITIONS."""
+    """The reference's list of metrics (docs/reference/metrics.md, `etl docs`), from DEFINITIONS."""
     lines = ["| metric | type | labels | meaning |", "|---|---|---|---|"]
     for d in DEFINITIONS:
         labels = ", ".join(("pipeline", *d.labels))

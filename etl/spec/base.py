@@ -209,7 +209,7 @@ class Component(Model):
     JARS: ClassVar[tuple[str, ...]] = ()
     id: Identifier = Field(description="unique id, referenced by other components' inputs")
     type: str
-    description: str | None = None
+    description: str | None = Field(default=None, description="free text about the component, for its readers")
 
     def input_ids(self) -> list[str]:
         return []
@@ -248,7 +248,8 @@ class SourceBase(Component):
         alias="schema",
         description="declared columns: name -> Spark SQL type (string, int, bigint, double, boolean, timestamp, ...)",
     )
-    event_time: EventTime | None = None
+    event_time: EventTime | None = Field(default=None,
+        description="the event-time column and its watermark (windows, joins and dedupe use them)")
 
     def is_static(self) -> bool:
         """A bounded table read for lookup joins, not a stream."""
@@ -328,8 +329,9 @@ class TransformBase(_WithInputs):
 
 class Retry(Model):
     max_attempts: int = Field(default=8, ge=1, le=1000, description="attempts before the query fails")
-    initial_backoff: Duration = Field(default=Duration(0.2))
-    max_backoff: Duration = Field(default=Duration(10.0))
+    initial_backoff: Duration = Field(default=Duration(0.2),
+                                      description="wait before the first retry; doubled after each attempt")
+    max_backoff: Duration = Field(default=Duration(10.0), description="longest wait between two attempts")
 
 
 class SinkBase(_WithInputs):
@@ -337,7 +339,7 @@ class SinkBase(_WithInputs):
     batch_size: int = Field(default=1000, ge=1, le=10_000_000, description="rows per write call")
     flush_interval: Duration = Field(default=Duration(1.0), description="flush buffered rows at least this often")
     max_buffer: Size = Field(default=Size(64 * 1000**2), description="flush when buffered rows exceed this size")
-    retry: Retry = Field(default_factory=Retry)
+    retry: Retry = Field(default_factory=Retry, description="how a transient write error is retried")
 
     # How a replayed micro-batch is handled, for `etl explain`: for an idempotent sink, how it keeps the
     # batch from being written twice; for another, what it still does about replays (None: nothing).

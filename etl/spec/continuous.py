@@ -110,7 +110,7 @@ class AggregateTransform(AggregateHooks, TransformBase):
 
     type: Literal["aggregate"]
     group_by: list[str] = Field(default_factory=list, description="key columns (none: one global group)")
-    aggregates: list[Aggregate] = Field(min_length=1)
+    aggregates: list[Aggregate] = Field(min_length=1, description="what each key's row computes: [{fn, field, as, n}]")
     having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
     every: PositiveDuration | None = Field(
         default=None, description="at most one row per key this often: the queries reading the aggregate run a "

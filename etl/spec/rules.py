@@ -41,18 +41,18 @@ class Predicate(Model):
     caseless: bool = Field(default=False, description="case-insensitive pattern match")
     regex: str | None = Field(default=None, description="regular expression searched anywhere in the value")
     like: str | None = Field(default=None, description="SQL LIKE pattern (% and _), matched against the whole value")
-    contains: str | None = None
-    starts_with: str | None = None
-    ends_with: str | None = None
-    eq: Scalar | None = None
-    ne: Scalar | None = None
-    in_: list[Scalar] | None = Field(default=None, alias="in")
-    gt: float | str | None = None
-    ge: float | str | None = None
-    lt: float | str | None = None
-    le: float | str | None = None
-    is_null: Literal[True] | None = None
-    not_null: Literal[True] | None = None
+    contains: str | None = Field(default=None, description="the field contains this text")
+    starts_with: str | None = Field(default=None, description="the field starts with this text")
+    ends_with: str | None = Field(default=None, description="the field ends with this text")
+    eq: Scalar | None = Field(default=None, description="the field equals this value")
+    ne: Scalar | None = Field(default=None, description="the field differs from this value")
+    in_: list[Scalar] | None = Field(default=None, alias="in", description="the field is one of these values")
+    gt: float | str | None = Field(default=None, description="the field is greater than this")
+    ge: float | str | None = Field(default=None, description="the field is at least this")
+    lt: float | str | None = Field(default=None, description="the field is less than this")
+    le: float | str | None = Field(default=None, description="the field is at most this")
+    is_null: Literal[True] | None = Field(default=None, description="the field is NULL")
+    not_null: Literal[True] | None = Field(default=None, description="the field is not NULL")
     cidr: str | list[str] | None = Field(default=None, description="IPv4/IPv6 network(s), e.g. 10.0.0.0/8")
     fieldref: str | None = Field(default=None, description="another field: the two values are equal (as eq)")
 
@@ -85,15 +85,15 @@ class Predicate(Model):
 
 
 class All(Model):
-    all: list["Node"] = Field(min_length=1)
+    all: list["Node"] = Field(min_length=1, description="every condition holds")
 
 
 class AnyOf(Model):
-    any: list["Node"] = Field(min_length=1)
+    any: list["Node"] = Field(min_length=1, description="at least one condition holds")
 
 
 class Not(Model):
-    not_: "Node" = Field(alias="not")
+    not_: "Node" = Field(alias="not", description="the condition does not hold")
 
 
 def _node_tag(v: Any) -> str | None:
@@ -125,11 +125,12 @@ Not.model_rebuild()
 
 
 class Rule(Model):
-    id: Identifier
+    id: Identifier = Field(description="the rule's id, unique in its filter")
     when: Node = Field(description="boolean tree of predicates: all / any / not / {field, <op>: value}")
-    severity: Literal["info", "low", "medium", "high", "critical"] | None = None
-    tags: list[str] = Field(default_factory=list)
-    description: str | None = None
+    severity: Literal["info", "low", "medium", "high", "critical"] | None = Field(default=None,
+        description="info, low, medium, high or critical")
+    tags: list[str] = Field(default_factory=list, description="labels of the rule")
+    description: str | None = Field(default=None, description="what the rule detects")
 
 
 class RuleFile(Model):

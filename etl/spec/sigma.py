@@ -31,11 +31,11 @@ class SigmaSelect(Model):
 
 
 class SigmaSpec(Model):
-    """Sigma rules of a filter (see README "Sigma rules")."""
+    """Sigma rules of a filter (see docs/rules-and-sigma.md, "Sigma rules")."""
 
     paths: list[str] = Field(min_length=1, description=".yml files, folders (read recursively) or globs, "
                              "relative to the pipeline file's folder")
-    select: SigmaSelect = Field(default_factory=SigmaSelect)
+    select: SigmaSelect = Field(default_factory=SigmaSelect, description="which rules of the paths to load")
     preset: Literal["sysmon", "ecs", "ocsf"] | None = Field(
         default=None, description="named field mapping: sysmon (Sigma's names, as Sysmon writes them), ecs or ocsf")
     field_mapping: dict[str, str] = Field(

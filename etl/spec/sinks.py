@@ -16,10 +16,12 @@ _SNK = "etl.connectors.sinks"
 
 @component("sink", "print", builder=f"{_SNK}.print:PrintSink")
 class PrintSink(SinkBase):
+    """Rows printed on the driver's console, for trying a pipeline out."""
+
     DRIVER_ONLY: ClassVar[str] = "prints on the driver's console"  # etl.physical's `write` aspect
 
     type: Literal["print"]
-    format: Literal["json", "table"] = "json"
+    format: Literal["json", "table"] = Field(default="json", description="json (a line per row) or table")
     max_rows: int = Field(default=20, ge=1, description="rows shown per batch at most")
 
 
@@ -30,7 +32,7 @@ class FileSink(SinkBase):
     type: Literal["file"]
     path: str = Field(description="output folder: a local path (relative paths are resolved from the pipeline "
                                   "file) or any Hadoop URI (file://, hdfs://, s3a:// with its connector)")
-    format: Literal["jsonl", "csv", "parquet"] = "jsonl"
+    format: Literal["jsonl", "csv", "parquet"] = Field(default="jsonl", description="jsonl, csv or parquet")
 
     SPARK_WRITER: ClassVar[str] = (
         "Spark's own file writer on the executors into a staging folder through the Hadoop FileSystem of the "
@@ -45,9 +47,11 @@ class FileSink(SinkBase):
 
 @component("sink", "kafka", builder=f"{_SNK}.kafka:KafkaSink")
 class KafkaSink(SinkBase):
+    """Rows written as JSON records to a Kafka topic."""
+
     type: Literal["kafka"]
-    bootstrap_servers: str
-    topic: str
+    bootstrap_servers: str = Field(description="Kafka brokers: host:port, comma-separated")
+    topic: str = Field(description="topic to write")
     key: str | None = Field(default=None, description="Spark SQL expression for the message key")
     headers: dict[str, str] = Field(default_factory=dict, description="header name -> Spark SQL expression")
     delivery: Literal["exactly_once", "at_least_once"] = Field(
@@ -83,12 +87,14 @@ class KafkaSink(SinkBase):
 
 @component("sink", "rocketmq", builder=f"{_SNK}.rocketmq:RocketMQSink")
 class RocketMQSink(SinkBase):
+    """Rows written as JSON messages to a RocketMQ topic."""
+
     type: Literal["rocketmq"]
-    namesrv: str
-    topic: str
-    tag: str | None = None
+    namesrv: str = Field(description="name server: host:port")
+    topic: str = Field(description="topic to write")
+    tag: str | None = Field(default=None, description="tag of every message")
     key: str | None = Field(default=None, description="Spark SQL expression for the message key")
-    group: str = "etl-producer"
+    group: str = Field(default="etl-producer", description="producer group")
 
     REPLAY: ClassVar[str | None] = (
         "no transaction across a batch; each message carries a deterministic etl_msg_id "
@@ -104,13 +110,14 @@ class MySQLSink(SinkBase):
     """Rows and a (pipeline, sink, batch) marker written in one transaction."""
 
     type: Literal["mysql"]
-    host: str = "127.0.0.1"
-    port: int = 3306
-    database: str
-    user: str
-    password: str = ""
-    table: str
-    mode: Literal["insert", "upsert", "ignore"] = "insert"
+    host: str = Field(default="127.0.0.1", description="server host name or IP address")
+    port: int = Field(default=3306, description="server port")
+    database: str = Field(description="database name")
+    user: str = Field(description="user name")
+    password: str = Field(default="", description="password (from the environment: {{ env('NAME') }})")
+    table: str = Field(description="table to write")
+    mode: Literal["insert", "upsert", "ignore"] = Field(default="insert",
+        description="insert, ignore (INSERT IGNORE) or upsert (ON DUPLICATE KEY UPDATE of the non-key columns)")
     key: list[str] = Field(default_factory=list, description="upsert: key columns")
     create_table: bool = Field(default=False, description="create the table from the input's columns when missing")
     tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
@@ -139,11 +146,11 @@ class ElasticsearchSink(SinkBase, HTTPTLS):
 
     type: Literal["elasticsearch"]
     hosts: list[str] = Field(min_length=1, description="http://host:port of Elasticsearch or OpenSearch")
-    index: str
+    index: str = Field(description="index to write")
     id_fields: list[str] = Field(default_factory=list,
                                  description="document id from these fields (a hash of the whole row if empty)")
-    username: str | None = None
-    password: str | None = None
+    username: str | None = Field(default=None, description="basic authentication: user name")
+    password: str | None = Field(default=None, description="basic authentication: password")
 
     REPLAY: ClassVar[str | None] = ("_bulk index with deterministic document ids (id_fields, else a hash of the row): "
                                     "a replay overwrites the same documents")

@@ -25,17 +25,19 @@ class FileSource(SourceBase):
 
     type: Literal["file"]
     path: str = Field(description="file or folder; relative paths are resolved from the pipeline file")
-    format: Literal["jsonl", "csv", "text", "parquet"] = "jsonl"
+    format: Literal["jsonl", "csv", "text", "parquet"] = Field(default="jsonl",
+        description="jsonl, csv, text (a row per line) or parquet")
     header: bool = Field(default=True, description="csv: first line holds column names")
-    delimiter: str = Field(default=",", max_length=1)
-    max_files_per_trigger: int | None = Field(default=None, ge=1)
-    max_bytes_per_trigger: Size | None = None
+    delimiter: str = Field(default=",", max_length=1, description="csv: the field separator (one character)")
+    max_files_per_trigger: int | None = Field(default=None, ge=1, description="new files read per micro-batch at most")
+    max_bytes_per_trigger: Size | None = Field(default=None,
+                                               description="bytes of new files read per micro-batch at most")
     text_column: str = Field(default="line", description="text: name of the column holding each line")
     static: bool = Field(default=False, description="read once as a table (for lookup joins)")
     tail: bool = Field(default=False, description="text: follow the files by identity (device, inode) and offset, "
                                                   "as tail -F: appended lines are read; renamed, truncated and "
-                                                  "recreated files are followed (README: what the file source "
-                                                  "guarantees)")
+                                                  "recreated files are followed (docs/pipeline-format.md: what "
+                                                  "the file source guarantees)")
 
     def is_static(self) -> bool:
         return self.static
@@ -85,14 +87,14 @@ class FieldGen(Model):
     """How the generator makes one field: exactly one of the keys."""
 
     choice: list[Any] | None = Field(default=None, description="pick one value (weighted by `weights`)")
-    weights: list[float] | None = None
+    weights: list[float] | None = Field(default=None, description="choice: the relative weight of each value")
     int_range: tuple[Int64, Int64] | None = Field(default=None, description="uniform integer in [lo, hi]")
-    float_range: tuple[float, float] | None = None
+    float_range: tuple[float, float] | None = Field(default=None, description="uniform number in [lo, hi]")
     sequence: Int64 | None = Field(default=None, description="counter starting at this value")
-    ipv4: bool | None = None
+    ipv4: bool | None = Field(default=None, description="a random IPv4 address")
     template: str | None = Field(default=None, description="text with {field} references to other fields")
     timestamp: Literal["event"] | None = Field(default=None, description="the event time of the generated event")
-    const: Any = None
+    const: Any = Field(default=None, description="the same value in every event")
 
     @model_validator(mode="after")
     def _one(self) -> "FieldGen":
@@ -116,7 +118,7 @@ class GeneratorSource(SourceBase):
     fields: dict[str, FieldGen] = Field(min_length=1)
     count: int | None = Field(default=None, ge=0, le=MAX_INT64, description="stop after this many events (unbounded if absent)")
     rate: float | None = Field(default=None, gt=0, description="events per second of event time")
-    seed: int = 0
+    seed: int = Field(default=0, description="random seed: the same seed gives the same events")
     start_time: Instant = Field(default=Instant("2026-01-01T00:00:00Z"), description="event time of the first event (ISO 8601)")
     rows_per_batch: int = Field(default=100_000, ge=1, le=100_000_000, description="events per micro-batch at most")
 
@@ -160,13 +162,16 @@ class _MessageSource(SourceBase):
 
 @component("source", "kafka", builder=f"{_SRC}.kafka:build")
 class KafkaSource(_MessageSource):
+    """Records of Kafka topics (Spark's Kafka connector): offsets in the checkpoint, replayed after a crash."""
+
     JARS: ClassVar[tuple[str, ...]] = KAFKA_JARS
     type: Literal["kafka"]
-    bootstrap_servers: str
-    topics: list[str] | None = None
+    bootstrap_servers: str = Field(description="Kafka brokers: host:port, comma-separated")
+    topics: list[str] | None = Field(default=None, description="topics to read (or `pattern`)")
     pattern: str | None = Field(default=None, description="subscribe to topics matching this regex")
-    starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = "earliest"
-    max_offsets_per_trigger: int | None = Field(default=None, ge=1)
+    starting_offsets: Literal["earliest", "latest"] | dict[str, dict[str, int]] = Field(default="earliest",
+        description="where a new checkpoint starts: earliest, latest or {topic: {partition: offset}}")
+    max_offsets_per_trigger: int | None = Field(default=None, ge=1, description="records read per micro-batch at most")
     security: KafkaSecurity | None = Field(default=None, description="SASL / TLS (same fields as the kafka sink)")
     options: dict[str, str] = Field(default_factory=dict, description="extra consumer options (Java client names)")
 
@@ -186,13 +191,17 @@ class KafkaSource(_MessageSource):
 
 @component("source", "rocketmq", builder=f"{_SRC}.rocketmq:build")
 class RocketMQSource(_MessageSource):
+    """Messages of a RocketMQ topic: per-queue offsets in the checkpoint, replayed after a crash."""
+
     type: Literal["rocketmq"]
     namesrv: str = Field(description="name server address, host:port")
-    topic: str
-    group: str = "etl"
+    topic: str = Field(description="topic to read")
+    group: str = Field(default="etl", description="consumer group")
     tags: str = Field(default="*", description="tag expression, e.g. 'TagA || TagB'")
-    starting: Literal["earliest", "latest"] = "earliest"
-    max_messages_per_trigger: int | None = Field(default=None, ge=1)
+    starting: Literal["earliest", "latest"] = Field(default="earliest",
+                                                    description="where a new checkpoint starts: earliest or latest")
+    max_messages_per_trigger: int | None = Field(default=None, ge=1,
+                                                 description="messages read per micro-batch at most")
 
     def declared_columns(self) -> dict[str, str] | None:
         if self.format == "json":
@@ -208,13 +217,13 @@ class MySQLSource(SourceBase):
     STATIC: ClassVar[bool] = True
     JARS: ClassVar[tuple[str, ...]] = MYSQL_JARS  # JDBC (else the Python client: etl.connectors.sources.mysql)
     type: Literal["mysql"]
-    host: str = "127.0.0.1"
-    port: int = 3306
-    database: str
-    user: str
-    password: str = ""
-    table: str | None = None
-    query: str | None = None
+    host: str = Field(default="127.0.0.1", description="server host name or IP address")
+    port: int = Field(default=3306, description="server port")
+    database: str = Field(description="database name")
+    user: str = Field(description="user name")
+    password: str = Field(default="", description="password (from the environment: {{ env('NAME') }})")
+    table: str | None = Field(default=None, description="table to read (or `query`)")
+    query: str | None = Field(default=None, description="SELECT whose rows are the table (or `table`)")
     refresh: PositiveDuration | None = Field(default=None, description="reload the table this often")
     tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
 

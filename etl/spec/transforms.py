@@ -29,7 +29,8 @@ class FilterTransform(FilterHooks, TransformBase):
     expr: str | None = Field(default=None, description="Spark SQL condition, e.g. \"status >= 500\"")
     rules: list[Rule] | None = Field(default=None, description="inline rules")
     rule_files: list[str] = Field(default_factory=list, description="YAML files holding more rules (paths or globs)")
-    sigma: SigmaSpec | None = Field(default=None, description="Sigma rule files (see README \"Sigma rules\")")
+    sigma: SigmaSpec | None = Field(default=None,
+                                    description="Sigma rule files (see docs/rules-and-sigma.md, \"Sigma rules\")")
     mode: Literal["keep", "drop", "tag", "alerts"] = Field(
         default="keep", description="keep matching events, drop them, keep all and tag each with the matched rule "
         "ids (and their metadata), or one row per (event, matched rule) with the rule's metadata")
@@ -70,9 +71,10 @@ class SelectTransform(SelectHooks, TransformBase):
     """Keep, rename or drop columns; `fields` entries may be expressions ("upper(x) AS y")."""
 
     type: Literal["select"]
-    fields: list[str] | None = None
-    rename: dict[str, str] = Field(default_factory=dict)
-    drop: list[str] = Field(default_factory=list)
+    fields: list[str] | None = Field(default=None,
+                                     description="columns to keep: names or Spark SQL expressions (`expr AS name`)")
+    rename: dict[str, str] = Field(default_factory=dict, description="old column name -> new name")
+    drop: list[str] = Field(default_factory=list, description="columns to leave out")
 
     @model_validator(mode="after")
     def _something(self) -> "SelectTransform":
@@ -145,8 +147,8 @@ class DissectTransform(DissectHooks, TransformBase):
 
 
 class KvOptions(Model):
-    pair_sep: str = Field(default=" ", min_length=1)
-    kv_sep: str = Field(default="=", min_length=1)
+    pair_sep: str = Field(default=" ", min_length=1, description="separator between two pairs")
+    kv_sep: str = Field(default="=", min_length=1, description="separator between a key and its value")
 
 
 @component("transform", "parse", builder=f"{_TR}.parse:build")
@@ -155,13 +157,14 @@ class ParseTransform(ParseHooks, TransformBase):
 
     CARRIES_FAILED_ROWS: ClassVar[bool] = True
     type: Literal["parse"]
-    field: str
-    format: Literal["json", "kv", "csv"]
+    field: str = Field(description="the text column to parse")
+    format: Literal["json", "kv", "csv"] = Field(description="json, kv (key=value pairs) or csv")
     schema_: dict[str, str] = Field(alias="schema", min_length=1, description="columns to extract: name -> Spark SQL type")
-    kv: KvOptions = Field(default_factory=KvOptions)
+    kv: KvOptions = Field(default_factory=KvOptions, description="kv: the separators")
     delimiter: str = Field(default=",", max_length=1, description="csv delimiter")
-    keep_original: bool = True
-    on_error: Literal["dead_letter", "drop", "keep"] = "dead_letter"
+    keep_original: bool = Field(default=True, description="keep the parsed column in the output")
+    on_error: Literal["dead_letter", "drop", "keep"] = Field(default="dead_letter",
+        description="a row that does not parse: dead_letter, drop or keep")
 
 
 @component("transform", "union", builder=f"{_TR}.union:build")
@@ -258,8 +261,11 @@ def _per_event(key: str, every: Duration | None, size: Duration | None) -> None:
 
 @component("transform", "window", builder=f"{_TR}.window:build")
 class WindowTransform(WindowHooks, TransformBase):
+    """Rows grouped into time windows (tumbling, sliding, cumulating, session) and aggregated per window and key."""
+
     type: Literal["window"]
-    kind: Literal["tumbling", "sliding", "cumulating", "session"]
+    kind: Literal["tumbling", "sliding", "cumulating", "session"] = Field(
+        description="tumbling, sliding, cumulating or session")
     size: PositiveDuration | None = Field(default=None, description="tumbling/sliding window length; cumulating: "
                                           "the longest window")
     slide: PositiveDuration | None = Field(default=None, description="sliding: step between window starts")
@@ -269,12 +275,15 @@ class WindowTransform(WindowHooks, TransformBase):
                                     "shifted by this from multiples of the size (sliding: the slide) since "
                                     "1970-01-01 UTC; shorter than it")
     gap: PositiveDuration | None = Field(default=None, description="session: inactivity gap that closes a session")
-    time: Literal["event", "processing"] = "event"
+    time: Literal["event", "processing"] = Field(default="event",
+        description="event time (the watermark closes windows) or processing time")
     event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
-    group_by: list[str] = Field(default_factory=list)
-    aggregates: list[Aggregate] = Field(min_length=1)
+    group_by: list[str] = Field(default_factory=list, description="key columns: one row per window and key")
+    aggregates: list[Aggregate] = Field(min_length=1,
+                                        description="what each window's row computes: [{fn, field, as, n}]")
     having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
-    emit: Emit = Field(default_factory=Emit)
+    emit: Emit = Field(default_factory=Emit,
+                       description="when rows go out: early, final, late (the guide's \"Window results\")")
 
     @field_validator("slide")
     @classmethod
@@ -323,8 +332,8 @@ class WindowTransform(WindowHooks, TransformBase):
 
 @component("transform", "sigma_correlation", builder=f"{_TR}.sigma_correlation:build")
 class SigmaCorrelationTransform(SigmaCorrelationHooks, TransformBase):
-    """Sigma correlation rules (see README "Sigma correlation rules") over the alerts of a filter with `sigma`
-    in alerts mode: one row per correlation rule, group and window whose condition holds."""
+    """Sigma correlation rules (see docs/rules-and-sigma.md, "Sigma correlation rules") over the alerts of a filter
+    with `sigma` in alerts mode: one row per correlation rule, group and window whose condition holds."""
 
     type: Literal["sigma_correlation"]
     event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
@@ -345,8 +354,9 @@ class JoinTransform(JoinHooks, TransformBase):
                                "e.g. '1m') or [lower, upper], e.g. ['-5m', '+1m']")
     condition: str | None = Field(default=None, description="Spark SQL condition besides the keys, over the join's "
                                   "output columns (right columns under their output names, e.g. clicks_ts)")
-    left_time: EventTime | None = None
-    right_time: EventTime | None = None
+    left_time: EventTime | None = Field(default=None, description="the left input's event time (default: its source's)")
+    right_time: EventTime | None = Field(default=None,
+                                         description="the right input's event time (default: its source's)")
 
     @model_validator(mode="after")
     def _two_inputs(self) -> "JoinTransform":
@@ -363,8 +373,10 @@ class LookupTransform(LookupHooks, TransformBase):
     table: Identifier = Field(description="id of a static source (file with static: true, or mysql)")
     on: dict[str, str] = Field(min_length=1, description="event column -> table column")
     fields: list[str] | None = Field(default=None, description="table columns to add (all if absent)")
-    how: Literal["inner", "left"] = "left"
-    store: Literal["auto", "broadcast", "rocksdb"] = "auto"
+    how: Literal["inner", "left"] = Field(default="left",
+        description="inner drops an event without a match, left keeps it with NULL table columns")
+    store: Literal["auto", "broadcast", "rocksdb"] = Field(default="auto",
+        description="where the table is kept: broadcast (memory), rocksdb (disk), auto chooses by its size")
     refresh: PositiveDuration | None = Field(default=None, description="reload the table this often")
 
     def input_ids(self) -> list[str]:
@@ -380,8 +392,9 @@ class DedupeTransform(DedupeHooks, TransformBase):
     event by event time (keep: last: a row per key that got a newer event, an update stream)."""
 
     type: Literal["dedupe"]
-    keys: list[str] = Field(min_length=1)
-    event_time: EventTime | None = None
+    keys: list[str] = Field(min_length=1, description="columns whose equal values make a repeat")
+    event_time: EventTime | None = Field(default=None,
+        description="the event time whose watermark bounds the state (default: the input's)")
     keep: Literal["first", "last"] = Field(
         default="first", description="first: the first event per key, repeats dropped while the key is in state; "
         "last: after each micro-batch the key's newest event when it is newer than every earlier one (the state "

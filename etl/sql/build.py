@@ -123,7 +123,7 @@ class Builder:
             next((n for n in row.names if isinstance(call, exp.Func) and n == call.sql_name()), row.names[0])
         self.report.warning("W015", f"{name} differs from Flink's: {row.note}",
                             self.script.span(at) if at is not None else self.stmt_span,
-                            "README, SQL scripts: the table of Flink's functions")
+                            "docs/reference/sql-functions.md: the table of Flink's functions")
 
     def set_types(self, node_id: str, types: dict[str, str]) -> None:
         """The known types of a node's columns (lower-case names; a column left out is unknown)."""

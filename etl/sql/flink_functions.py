@@ -4,7 +4,7 @@ A row is (category, Flink's syntax, call names, status, Spark SQL, note, a docum
 Status `same`: Spark's function or operator has Flink's meaning; `rewritten`: etl.sql.functions (functions.tsv)
 gives Flink's meaning; `differs`: Spark's, with the difference in the note (W015 at each call:
 etl.sql.functions.differs_row); `unsupported`: a call of the name is
-E012 at its position with the note as hint (etl.sql.functions.Functions asks `unsupported`). The README's table
+E012 at its position with the note as hint (etl.sql.functions.Functions asks `unsupported`). The reference's table
 of Flink functions is `python -m etl.sql.flink_functions` (a test keeps it current).
 """
 
@@ -52,7 +52,8 @@ def unsupported() -> dict[str, FlinkRow]:
 
 
 def readme_table() -> str:
-    """The README's table of every Flink built-in function (generated from flink_functions.tsv)."""
+    """The reference's table of every Flink built-in function (docs/reference/sql-functions.md; generated from
+    flink_functions.tsv)."""
     lines = ["| category | Flink | etl | Spark SQL | note |", "|---|---|---|---|---|"]
     for r in table():
         status = {"same": "same", "rewritten": "Flink's meaning (table above)", "differs": "differs",

@@ -290,7 +290,7 @@ class Functions:
         if row is None:
             arities = sorted({r.arity for r in table() if r.name == name})
             raise FunctionError(f"{name} takes {' or '.join(arities)} argument{'s' if arities != ['1'] else ''}, "
-                                f"not {len(args)}", n, f"README, SQL scripts: {name}")
+                                f"not {len(args)}", n, f"docs/reference/sql-functions.md: {name}")
         if row.spark == "-":
             raise FunctionError(f"function {name} is not supported", n, row.note)
         if row.spark.startswith("python:"):
@@ -375,11 +375,13 @@ def unknown_hint(name: str) -> str:
     from etl.diagnostics import did_you_mean
 
     known = sorted(spark_functions() | {k.lower() for k in names()})
-    return did_you_mean(name.lower(), known) or "a Spark SQL built-in function or an rsqldb one (README: SQL scripts)"
+    return did_you_mean(name.lower(), known) or ("a Spark SQL built-in function or an rsqldb one "
+                                                  "(docs/reference/sql-functions.md)")
 
 
 def readme_table() -> str:
-    """The README's table of the functions etl rewrites (generated from functions.tsv; a test keeps it current)."""
+    """The reference's table of the functions etl rewrites (docs/reference/sql-functions.md; generated from
+    functions.tsv, a test keeps it current)."""
     lines = ["| function | arguments | dialect | Spark SQL | NULL, out of range, empty, invalid |", "|---|---|---|---|---|"]
     for r in table():
         spark = {"-": "not supported (E012)", "python:to_date": "`date_from_unix_date(_1)` for an integer, else "

@@ -110,7 +110,7 @@ def _state_ttl(b: Builder, o: Any) -> None:
                      "its last update (a continuous GROUP BY, Top-N or deduplication then starts that key again); "
                      "etl expires a regular join's rows by it and keeps the other state for good", o.key_span,
                      "an interval join's state is bounded by its time bound, a window's by the watermark: see "
-                     "README, SQL joins")
+                     "docs/sql.md, SQL joins")
 
 
 def _drop_unfed_sinks(b: Builder) -> None:

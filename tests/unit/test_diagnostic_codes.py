@@ -1,4 +1,4 @@
-"""The README's table of diagnostic codes is complete and each code is exercised by a test.
+"""The table of diagnostic codes (docs/reference/errors.md, `etl docs`) is complete and each code is exercised by a test.
 
 "Exercised" is precise: a test module (Python, parsed) holds the code as a string on its own (`"E402"`, a
 `('E102', 6, 70)` expectation) or as the code of a rendered diagnostic (`"p.yaml:3:5: E405 ..."`), inside an
@@ -19,7 +19,7 @@ RENDERED = re.compile(r":\d+:\d+: ([EW]\d{3}) ")
 
 
 def readme_codes() -> dict[str, str]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "reference" / "errors.md").read_text()
     table = text[text.index("| code | meaning |"):]
     rows = {}
     for line in table.splitlines()[2:]:

@@ -141,7 +141,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     if engine == "spark-regexp" and (spec.keep_empty_captures or markers(g)):
         key = "keep_empty_captures" if spec.keep_empty_captures else "break_on_match"
         raise CompileError(f"grok '{node.id}': {key} needs etl's jar (Grok.java): Spark's regexp functions give '' "
-                           "for a group that did not take part", node, key, "build etl's jar (README: etl's JVM code)",
+                           "for a group that did not take part", node, key, "build etl's jar (docs/jvm.md)",
                            code="E302")
     staged = with_captures(df, line, g, groups, engine)
     found = F.col(groups)
