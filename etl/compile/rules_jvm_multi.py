@@ -17,7 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import etl.compile.jvm as jvm
 from etl.compile import rules_jvm
+from etl.optimize.jvmmulti import multi_plan
+from etl.spec.sigma import DETAIL_TYPE
 
 log = logging.getLogger("etl.rules")
 
@@ -26,8 +29,6 @@ _PLANS: dict[str, Any] = {}  # program digest -> its MultiPlan (a few kept)
 
 def plan_of(program: Any) -> Any:
     """The program's MultiPlan, made once per program digest (the last 16 kept)."""
-    from etl.optimize.jvmmulti import multi_plan
-
     key = getattr(program, "digest", "")
     if key in _PLANS:
         return _PLANS[key]
@@ -44,8 +45,6 @@ def plan_of(program: Any) -> Any:
 def unfit(spark: Any, program: Any, df: Any = None, demotions: rules_jvm.Demotions | None = None) -> str | None:
     """Why this session cannot run the program on this path (None: it can). With `df`, its fields' types too;
     with `demotions` (the run's), whether a step budget moved the rule set to the Python path."""
-    from etl.compile import jvm
-
     if not jvm.available(spark):
         return "etl's jar is not in this session"
     if demotions is not None and demotions.demoted(program):
@@ -87,8 +86,6 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = Non
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
 
-    from etl.compile import jvm
-
     plan = plan_of(program)
     cols = [_column(df, f) for f in plan.fields]
     values = F.struct(*[(F.lit(None).cast("string") if c is None else c).alias(f"f{i}") for i, c in enumerate(cols)])
@@ -99,8 +96,6 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = Non
     if tag:
         if details is not None:
             from pyspark.sql.types import DataType
-
-            from etl.spec.sigma import DETAIL_TYPE
 
             dtype = DataType.fromDDL(DETAIL_TYPE)
             got = jvm.static_call(spark, rules_jvm.CLASS, "detailsRow", dtype, values, name, details,
