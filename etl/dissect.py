@@ -214,7 +214,7 @@ class _Out:  # what etl.grok.columns_of reads
     spark_type: str
 
 
-SCALARS = {"string", "int", "bigint", "smallint", "tinyint"}  # input columns a dissection reads as text
+SCALARS = frozenset({"string", "int", "bigint", "smallint", "tinyint"})  # input columns a dissection reads as text
 
 
 def outputs(mappings: list[tuple[str, Dissection]], columns: dict[str, str], convert_datatype: dict[str, str],

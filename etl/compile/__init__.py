@@ -146,7 +146,8 @@ class Compiler:
 
     # ------------------------------------------------------------- queries
     def root_of(self, node_id: str) -> str:
-        return root_of(self.graph, node_id)
+        """The node's root, as the physical plan grouped the queries."""
+        return self.ctx.physical_plan().root_of(node_id) or root_of(self.graph, node_id)
 
     def queries(self) -> list[Query]:
         """The physical plan's queries, each node compiled with its engines, plus the dead-letter outputs."""

@@ -12,9 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import etl.compile.jvm as jvm
+from etl.compile.rules_jvm import Demotions
 from etl.dead_letters import ERR, PAYLOAD  # noqa: F401  (re-exported)
-from etl.diagnostics import Diagnostic, Severity, Span
+from etl.diagnostics import Diagnostic, Report, Severity, Span
 from etl.graph.model import Graph, Node
+from etl.physical import PhysicalPlan, Target, node_choices, physical_plan, planner_settings
+from etl.physical.planner import shared_prefilter
+from etl.plan import build_plan
 
 
 class CompileError(Exception):
@@ -103,14 +108,17 @@ class Caches:
 @dataclass
 class CompileContext:
     """`plan`: the logical plan (its filter programs); `physical`: the engines to build (etl.physical), planned
-    on first use for this session when not given."""
+    once, on first use, for this session's target when not given: a run's compile and runtime read that one
+    plan (etl.runtime.runner). `demotions`: the rule sets a step budget moved out of the JVM, owned by this
+    context (its run's), the planner's Target.demoted when it plans a node again."""
 
     spark: Any
     graph: Graph
     checkpoint: str = ""
     plan: Any = None
-    physical: Any = None
+    physical: PhysicalPlan | None = None
     caches: Caches = field(default_factory=Caches)
+    demotions: Demotions = field(default_factory=Demotions)
     executed: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, aspect) -> engine built
     trigger: str = "continuous"  # or "available_now" (--once, --drain): windows' timers (windows.native.choose_timers)
 
@@ -118,15 +126,10 @@ class CompileContext:
     def pipeline(self) -> str:
         return self.graph.name
 
-    def physical_plan(self) -> Any:
+    def physical_plan(self) -> PhysicalPlan:
         """The physical plan (planned here, for this session's target, when the context got none)."""
         if self.physical is None:
-            from etl.physical import physical_plan
-
             if self.plan is None:
-                from etl.diagnostics import Report
-                from etl.plan import build_plan
-
                 self.plan = build_plan(self.graph, Report(), programs=True)
             self.physical = physical_plan(self.plan, session_target(self.spark))
         return self.physical
@@ -141,17 +144,14 @@ class CompileContext:
         got = {c.aspect: c.engine for c in planned.choices}
         if program is None:
             return got
-        from etl.compile.rules_jvm import _DEMOTED
-
+        demoted = self.demotions.demoted(program)
         step = self.plan.step(node.id) if self.plan is not None else None
         same = step is not None and getattr(step.program, "digest", None) == program.digest
-        if "rules" in got and same and not (got["rules"] in ("rules-jvm", "rules-jvm-multi") and program.digest in _DEMOTED):
+        if "rules" in got and same and not (got["rules"] in ("rules-jvm", "rules-jvm-multi") and demoted):
             return got
-        key = (node.id, program.digest, program.digest in _DEMOTED)
+        key = (node.id, program.digest, demoted)
         if key not in self.caches.replanned:
-            from etl.physical import node_choices
-
-            target = self.physical_plan().target.with_(demoted=frozenset(_DEMOTED))
+            target = self.physical_plan().target.with_(demoted=self.demotions.frozen())
             self.caches.replanned[key] = {c.aspect: c.engine
                                           for c in node_choices(node, self.graph, program, target)}
         return self.caches.replanned[key]
@@ -164,8 +164,6 @@ class CompileContext:
         if (planned is not None and planned.members == tuple(n.id for n in group)
                 and all(steps.get(n.id) == p.digest for n, p in zip(group, programs))):
             return planned.prefilter.engine
-        from etl.physical.planner import shared_prefilter
-
         return shared_prefilter(tuple(group), programs, self.graph, pp.target).engine
 
     def built_with(self, node: Node, aspect: str) -> str:
@@ -194,11 +192,8 @@ class CompileContext:
         return None
 
 
-def session_target(spark: Any) -> Any:
+def session_target(spark: Any) -> Target:
     """The planner's Target for a running session: its master and whether etl's jar is on its class path."""
-    from etl.compile import jvm
-    from etl.physical import planner_settings
-
     on = jvm.available(spark)
     why = "" if on else (jvm.unavailable_reason() or "the session was started without it")
     return planner_settings(master=spark.sparkContext.master, jvm=on, jvm_why=why)

@@ -41,7 +41,8 @@ from pathlib import Path
 from time import monotonic
 from typing import Any, Callable
 
-from etl.compile import bounds, returns
+import etl.compile.bounds as bounds
+import etl.compile.returns as returns
 
 _LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
 RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)

@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import etl.compile.jvm as jvm
 from etl.compile.context import ERR, PAYLOAD, CompileContext
 from etl.compile.deadletter import fence
 from etl.graph.model import Node
@@ -56,9 +57,7 @@ ROW_ERROR = re.compile(r"SQLSTATE: 22[0-9A-Z]{3}|java\.lang\.ArithmeticException
 def active(df: Any) -> bool:
     """Guard the expressions of a stage over `df`? Always in the streaming plan; per micro-batch inside
     `guarding()` (the retry of a batch that failed on a row), or always with ETL_GUARD_OPTIMISTIC=off."""
-    from etl.compile.jvm import switched_off
-
-    return getattr(_MODE, "on", False) or df.isStreaming or switched_off("ETL_GUARD_OPTIMISTIC")
+    return getattr(_MODE, "on", False) or df.isStreaming or jvm.switched_off("ETL_GUARD_OPTIMISTIC")
 
 
 @contextmanager
@@ -88,8 +87,6 @@ def guarded(spark: Any, column: Any) -> Any:
     """struct<value, error> of `column`: never NULL, never throwing."""
     from pyspark.sql import Column
     from pyspark.sql import functions as F
-
-    from etl.compile import jvm
 
     j = spark.sparkContext._jvm
     utils = j.org.apache.spark.sql.classic.ExpressionUtils

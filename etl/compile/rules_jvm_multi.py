@@ -9,7 +9,7 @@ generated code), which find each field's needles and literals through 3-grams
 and decide the rules. The physical planner chooses this path (etl.physical.engines,
 `rules-jvm-multi`); `unfit` checks the session and the frame's column types again;
 a pattern past its step budget (or overflowing the stack) moves the rule set
-to the Python path as in rules_jvm (its `demote`, which knows the file).
+to the Python path as in rules_jvm (the run's `Demotions.demote`, which knows the file).
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import etl.compile.jvm as jvm
 from etl.compile import rules_jvm
+from etl.optimize.jvmmulti import multi_plan
+from etl.spec.sigma import DETAIL_TYPE
 
 log = logging.getLogger("etl.rules")
 
@@ -26,8 +29,6 @@ _PLANS: dict[str, Any] = {}  # program digest -> its MultiPlan (a few kept)
 
 def plan_of(program: Any) -> Any:
     """The program's MultiPlan, made once per program digest (the last 16 kept)."""
-    from etl.optimize.jvmmulti import multi_plan
-
     key = getattr(program, "digest", "")
     if key in _PLANS:
         return _PLANS[key]
@@ -41,13 +42,12 @@ def plan_of(program: Any) -> Any:
     return got
 
 
-def unfit(spark: Any, program: Any, df: Any = None) -> str | None:
-    """Why this session cannot run the program on this path (None: it can). With `df`, its fields' types too."""
-    from etl.compile import jvm
-
+def unfit(spark: Any, program: Any, df: Any = None, demotions: rules_jvm.Demotions | None = None) -> str | None:
+    """Why this session cannot run the program on this path (None: it can). With `df`, its fields' types too;
+    with `demotions` (the run's), whether a step budget moved the rule set to the Python path."""
     if not jvm.available(spark):
         return "etl's jar is not in this session"
-    if rules_jvm.demoted(program):
+    if demotions is not None and demotions.demoted(program):
         return "a pattern ran past its step budget: the rule set moved to the Python path"
     plan = plan_of(program)
     if plan.body is None:
@@ -75,29 +75,27 @@ def _column(df: Any, field: str) -> Any:
     return col
 
 
-def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = None) -> Any:
+def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = None,
+            demotions: rules_jvm.Demotions | None = None) -> Any:
     """As rules_jvm.verdict, for programs over several fields: the result column, or None. With `details` (tag
     mode; filter_alerts.details_array of the program's rules) the tag column holds the matched rules' structs
     (etl.spec.sigma.DETAIL_TYPE) instead of their ids."""
     spark = df.sparkSession
-    if unfit(spark, program, df) is not None:
+    if unfit(spark, program, df, demotions) is not None:
         return None
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
-
-    from etl.compile import jvm
 
     plan = plan_of(program)
     cols = [_column(df, f) for f in plan.fields]
     values = F.struct(*[(F.lit(None).cast("string") if c is None else c).alias(f"f{i}") for i, c in enumerate(cols)])
     file = jvm.ship_text(spark, "rules", plan.body)
-    rules_jvm._FILES[file] = (rules_jvm._key(program), plan)  # its demote finds the pattern by the file
+    if demotions is not None:
+        demotions.shipped(file, program, plan)  # its demote finds the pattern by the file
     name = F.lit(file)
     if tag:
         if details is not None:
             from pyspark.sql.types import DataType
-
-            from etl.spec.sigma import DETAIL_TYPE
 
             dtype = DataType.fromDDL(DETAIL_TYPE)
             got = jvm.static_call(spark, rules_jvm.CLASS, "detailsRow", dtype, values, name, details,

@@ -18,13 +18,14 @@ from __future__ import annotations
 import re
 import ssl
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 _HOST = re.compile(r"^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,251}[A-Za-z0-9_])?|\[[0-9A-Fa-f:.]{2,45}\])$")
 _IPV6 = re.compile(r"^[0-9A-Fa-f:.]{2,45}$")
 _DATABASE = re.compile(r"^[\w$-]{1,64}$")
-_SSL_MODES = {"disabled": "disable", "required": "trust", "verify_ca": "verify-ca",
-              "verify_identity": "verify-full"}
+_SSL_MODES = MappingProxyType({"disabled": "disable", "required": "trust", "verify_ca": "verify-ca",
+                               "verify_identity": "verify-full"})
 CONNECT_TIMEOUT_MS = 10_000
 SOCKET_TIMEOUT_MS = 300_000
 

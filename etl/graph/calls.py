@@ -156,8 +156,8 @@ _INFIX = {k for k, v in OPERATOR_CLASSES.items() if not v.startswith("try_")} | 
 _CHECKED = {**{k: OPERATOR_CLASSES[k] for k in _INFIX if k in OPERATOR_CLASSES}, **COMPARISON_CLASSES}
 _SHOWN = {"NEQ": "!=", "NullSafeEQ": "<=>", "NullSafeNEQ": "IS DISTINCT FROM", "GT": ">", "GTE": ">=", "LTE": "<=",
           "In": "IN", "Between": "BETWEEN"}
-_TOKENS = {"PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE", "EQ", "NEQ", "NULLSAFE_EQ", "GT", "GTE", "LT", "LTE",
-           "IN", "BETWEEN", "IS"}
+_TOKENS = frozenset({"PLUS", "DASH", "STAR", "SLASH", "MOD", "DIV", "DPIPE", "EQ", "NEQ", "NULLSAFE_EQ", "GT", "GTE",
+                     "LT", "LTE", "IN", "BETWEEN", "IS"})
 
 
 def _operator_offsets(text: str, tree: Any) -> dict[int, int]:

@@ -26,8 +26,8 @@ _CLASSES = {"MapKeys": "map_keys", "Flatten": "flatten", "ArrayDistinct": "array
             "ArrayIntersect": "array_intersect", "ArrayExcept": "array_except", "ArrayCompact": "array_compact",
             "ArrayRemove": "array_remove"}
 # functions whose result is their first argument's type (an array or a map)
-_SAME = {"array_distinct", "array_compact", "array_remove", "slice", "sort_array", "shuffle", "array_union",
-         "array_intersect", "array_except", "map_filter", "array_sort", "filter"}
+_SAME = frozenset({"array_distinct", "array_compact", "array_remove", "slice", "sort_array", "shuffle", "array_union",
+                   "array_intersect", "array_except", "map_filter", "array_sort", "filter"})
 
 
 def element(typ: str) -> str | None:

@@ -24,7 +24,7 @@ _INTEGRAL = {"tinyint": (-2**7, 2**7 - 1), "byte": (-2**7, 2**7 - 1), "smallint"
              "bigint": (-2**63, 2**63 - 1), "long": (-2**63, 2**63 - 1)}
 _FRACTIONAL = ("float", "double", "real", "decimal", "dec", "numeric")
 # the texts Spark's cast to boolean accepts (StringUtils.isTrueString / isFalseString), case-insensitively
-_BOOLEAN_TEXTS = {"t", "true", "y", "yes", "1", "f", "false", "n", "no", "0"}
+_BOOLEAN_TEXTS = frozenset({"t", "true", "y", "yes", "1", "f", "false", "n", "no", "0"})
 # Spark's cast of text to a timestamp / date (DateTimeUtils.stringToTimestamp): a year, then optional month, day,
 # time with fraction, and zone; 'T' or a space between date and time
 _DATE = r"[+-]?\d{4,6}(?:-\d{1,2}(?:-\d{1,2})?)?"
@@ -33,7 +33,7 @@ _ZONE = r"(?:\s*(?:Z|UTC|GMT|UT|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?|[A-Za-z]+/[A
 _TIMESTAMP_TEXT = re.compile(rf"\s*{_DATE}(?:[T ]{_TIME}{_ZONE})?\s*")
 _DATE_TEXT = re.compile(rf"\s*{_DATE}(?:[T ].*)?\s*")
 # syntax written like a call that is no function of SHOW FUNCTIONS
-_SYNTAX_CALLS = {"try_cast", "timestampadd", "timestampdiff"}  # timestampadd(HOUR, 1, ts)
+_SYNTAX_CALLS = frozenset({"try_cast", "timestampadd", "timestampdiff"})  # timestampadd(HOUR, 1, ts)
 
 
 @dataclass(frozen=True)

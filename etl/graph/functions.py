@@ -21,7 +21,7 @@ from etl.diagnostics import Report, Span, did_you_mean
 from etl.load.paths import module_reader
 from etl.spec.signature import Signature, SignatureError, read_signature, split_columns
 
-_NUMERIC = {"tinyint", "smallint", "int", "bigint", "float", "double"}
+_NUMERIC = frozenset({"tinyint", "smallint", "int", "bigint", "float", "double"})
 _FAMILY = {**{t: "number" for t in _NUMERIC}, "string": "string", "boolean": "boolean", "timestamp": "timestamp",
            "date": "date", "binary": "binary"}
 

@@ -10,6 +10,7 @@ import functools
 import re
 from collections import deque
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from etl.graph.containers import container_type
@@ -17,7 +18,7 @@ from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
 from etl.sql.operators import OPERATOR_CLASSES
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_LITERAL_WORDS = {"true", "false", "null"}  # a bare word that is a value, not a column
+_LITERAL_WORDS = frozenset({"true", "false", "null"})  # a bare word that is a value, not a column
 _SQLGLOT_ARITY = "The number of provided arguments"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NESTS = re.compile(r"[(\[{~!-]|\b(?:NOT|CASE)\b", re.I)  # what may open a level (etl.load.nesting)
@@ -193,17 +194,18 @@ def _offset(text: str, name: str) -> int:
 
 _BOOL = ("EQ", "NEQ", "GT", "GTE", "LT", "LTE", "And", "Or", "Not", "Like", "ILike", "RegexpLike", "In",
          "Is", "Between", "NullSafeEQ", "Exists")
-_STRING_FUNCS = {"lower", "upper", "concat", "concat_ws", "trim", "ltrim", "rtrim", "substring", "substr",
-                 "regexp_extract", "regexp_replace", "date_format", "format_string", "lpad", "rpad",
-                 "replace", "split_part", "initcap", "md5", "sha1", "sha2", "hex", "to_json", "string", "uuid",
-                 "coalesce_str", "reverse", "repeat", "translate", "base64", "url_decode", "url_encode"}
-_BIGINT_FUNCS = {"count", "unix_timestamp"}
-_INT_FUNCS = {"length", "char_length", "size", "array_size", "instr", "locate", "hash", "year", "month", "day",
-              "dayofmonth", "hour", "minute", "second", "dayofweek"}  # Spark's int results
-_DOUBLE_FUNCS = {"round", "bround", "sqrt", "exp", "ln", "log", "log10", "log2", "pow", "power", "rand", "avg",
-                 "percentile_approx", "stddev", "variance", "cbrt", "degrees", "radians"}
-_TS_FUNCS = {"to_timestamp", "current_timestamp", "now", "timestamp_millis", "timestamp_seconds",
-             "from_unixtime_ts", "date_trunc", "window_start", "window_end", "timestamp"}
+_STRING_FUNCS = frozenset({"lower", "upper", "concat", "concat_ws", "trim", "ltrim", "rtrim", "substring", "substr",
+                           "regexp_extract", "regexp_replace", "date_format", "format_string", "lpad", "rpad",
+                           "replace", "split_part", "initcap", "md5", "sha1", "sha2", "hex", "to_json", "string",
+                           "uuid", "coalesce_str", "reverse", "repeat", "translate", "base64", "url_decode",
+                           "url_encode"})
+_BIGINT_FUNCS = frozenset({"count", "unix_timestamp"})
+_INT_FUNCS = frozenset({"length", "char_length", "size", "array_size", "instr", "locate", "hash", "year", "month",
+                        "day", "dayofmonth", "hour", "minute", "second", "dayofweek"})  # Spark's int results
+_DOUBLE_FUNCS = frozenset({"round", "bround", "sqrt", "exp", "ln", "log", "log10", "log2", "pow", "power", "rand",
+                           "avg", "percentile_approx", "stddev", "variance", "cbrt", "degrees", "radians"})
+_TS_FUNCS = frozenset({"to_timestamp", "current_timestamp", "now", "timestamp_millis", "timestamp_seconds",
+                       "from_unixtime_ts", "date_trunc", "window_start", "window_end", "timestamp"})
 
 
 def guess_type(text: str, columns: dict[str, str] | None, functions: dict[str, str] | None = None) -> str:
@@ -355,7 +357,8 @@ def integer_digits(node: Any) -> int | None:
     return None
 
 
-_INTERVAL_UNITS = {u + s: u for u in ("year", "month", "day", "hour", "minute", "second") for s in ("", "s")}
+_INTERVAL_UNITS = MappingProxyType({u + s: u for u in ("year", "month", "day", "hour", "minute", "second")
+                                    for s in ("", "s")})
 
 
 def interval_type(node: Any) -> str:

@@ -30,7 +30,7 @@ __all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PI
            "RULE_FILES", "SAMPLES", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader",
            "read_head", "read_text", "resolve", "resolve_rule_paths"]
 
-GLOB_CHARS = set("*?[")
+GLOB_CHARS = frozenset("*?[")
 MAX_GLOB_ENTRIES = 5000  # folders and files one glob or folder may visit
 MAX_GLOB_DEPTH = 32  # folders below its start a glob or folder walk descends
 _SYSTEM_TREES = ("/proc", "/sys", "/dev")

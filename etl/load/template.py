@@ -129,8 +129,8 @@ _SIMPLE = re.compile(
     r"""|env\(\s*(?P<q>["'])(?P<name>[^"'\\\n]*)(?P=q)\s*"""
     r"""(?:,\s*(?:(?P<q2>["'])(?P<default>[^"'\\\n]*)(?P=q2)|(?P<num>-?\d+(?:\.\d+)?)))?\s*\))\s*\Z""")
 _NOT_SIMPLE = object()
-_RESERVED = {"env", "true", "false", "none", "True", "False", "None", "range", "loop", "self", "caller",
-             "varargs", "kwargs", "lipsum", "cycler", "joiner", "namespace", "dict"}
+_RESERVED = frozenset({"env", "true", "false", "none", "True", "False", "None", "range", "loop", "self", "caller",
+                       "varargs", "kwargs", "lipsum", "cycler", "joiner", "namespace", "dict"})
 
 
 def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,

@@ -13,6 +13,7 @@ string column compared with a number; the matcher never coerces).
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 from etl.matching.ir import FilterProgram, NativePredicate, PredicateKey
 from etl.spec.rules import NATIVE_OPS
@@ -55,7 +56,7 @@ def sql_column(field: str, derivations: tuple[str, ...]) -> str:
     return col
 
 
-_CMP = {"eq": "=", "ne": "<>", "gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+_CMP = MappingProxyType({"eq": "=", "ne": "<>", "gt": ">", "ge": ">=", "lt": "<", "le": "<="})
 
 
 def native_sql(key: PredicateKey) -> str | None:

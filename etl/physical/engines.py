@@ -189,7 +189,8 @@ def _java_regex(s: Subject, t: Target) -> str | None:  # and dissect-jvm
 
 # ------------------------------------------------------------------ lookup
 AUTO_MAX_BYTES = 16 * 1000**2  # etl.compile.lookups.dimension: `auto` broadcasts files up to this size
-KEY_TYPES = {"string", "int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte", "boolean", "date"}
+KEY_TYPES = frozenset({"string", "int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte", "boolean",
+                       "date"})
 
 
 def lookup_store(s: Subject, t: Target | None = None) -> tuple[str, str]:
@@ -359,9 +360,9 @@ ENGINES: tuple[Engine, ...] = (
            "rocksdict store held by the JVM (LookupTables), looked up in generated code"),
     Engine("rocksdb-python", "store", "etl.compile.lookups.dimension:_rocksdb", _rocksdb,
            "rocksdict store looked up by mapInArrow in Python workers of the table's own"),
-    Engine("native", "window", "etl.compile.windows.native:window_aggregate", _native_window,
+    Engine("native", "window", "etl.compile.windows.aggregate:window_aggregate", _native_window,
            "Spark's window aggregation with watermark"),
-    Engine("state", "window", "etl.compile.windows.state:state_aggregate", _always,
+    Engine("state", "window", "etl.compile.windows.aggregate:state_aggregate", _always,
            "transformWithState over RocksDB (early results, late dead letters, Python aggregates)"),
     Engine("spark-writer", "write", "etl.connectors.sinks.file_hadoop:spark_write", _spark_writer,
            "Spark's own file writer on the executors into the batch's staging folder (Hadoop FileSystem API, any "

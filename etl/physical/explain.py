@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from etl.physical.model import PhysicalPlan, QueryPlan
@@ -9,7 +10,7 @@ from etl.physical.model import PhysicalPlan, QueryPlan
 from etl.plan.explain import _fill
 
 
-PARTS = {"dead": " (dead letters)", "horizon": " (input rows beyond its event time's horizon)"}
+PARTS = MappingProxyType({"dead": " (dead letters)", "horizon": " (input rows beyond its event time's horizon)"})
 
 
 def _query(q: QueryPlan) -> list[str]:

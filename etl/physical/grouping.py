@@ -11,6 +11,8 @@ root's query; a window's failed input rows get a query of their own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from etl.graph.model import Graph, Node
 from etl.physical.model import OutputPlan, QueryPlan
 
@@ -28,19 +30,18 @@ def is_root(node: Node) -> bool:
 
 
 def roots(graph: Graph) -> dict[str, str]:
-    """Each node's root, in one pass over the graph's topological order (computed once per graph)."""
-    got = graph.__dict__.get("_physical_roots")
-    if got is None:
-        got = {}
-        for node in graph.nodes.values():
-            src = node.inputs[0].src if node.inputs else None
-            got[node.id] = node.id if is_root(node) or src not in got else got[src]
-        object.__setattr__(graph, "_physical_roots", got)
+    """Each node's root, in one pass over the graph's topological order (the planner's, kept in its plan:
+    PhysicalPlan.roots)."""
+    got: dict[str, str] = {}
+    for node in graph.nodes.values():
+        src = node.inputs[0].src if node.inputs else None
+        got[node.id] = node.id if is_root(node) or src not in got else got[src]
     return got
 
 
-def root_of(graph: Graph, node_id: str) -> str:
-    got = roots(graph).get(node_id)
+def root_of(graph: Graph, node_id: str, known: Mapping[str, str] | None = None) -> str:
+    """The node's root: from `known` (roots(graph), computed once by the caller), else computed here."""
+    got = (roots(graph) if known is None else known).get(node_id)
     if got is not None:
         return got
     node = graph.node(node_id)  # a node the graph did not list in order (on a cycle)
@@ -65,11 +66,7 @@ def chain(graph: Graph, root: str, refs: list[str]) -> tuple[str, ...]:
 
 def positions(graph: Graph) -> dict[str, int]:
     """Each node's index in the graph's (topological) order."""
-    got = graph.__dict__.get("_physical_positions")
-    if got is None:
-        got = {nid: i for i, nid in enumerate(graph.nodes)}
-        object.__setattr__(graph, "_physical_positions", got)
-    return got
+    return {nid: i for i, nid in enumerate(graph.nodes)}
 
 
 def streamed(node: Node) -> bool:
@@ -89,10 +86,13 @@ def needs(graph: Graph, node: str, part: str) -> list[str]:
 
 def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
                   dead_streams: frozenset[str] = frozenset(),
-                  horizons: dict[str, str] | None = None) -> tuple[QueryPlan, ...]:
+                  horizons: dict[str, str] | None = None,
+                  known: Mapping[str, str] | None = None) -> tuple[QueryPlan, ...]:
     """The queries, in graph order of their roots: the sinks' and the dead letters of the `failing` stages and of
-    the `horizons` (node -> the root whose query finds its input rows beyond its event time's horizon)."""
+    the `horizons` (node -> the root whose query finds its input rows beyond its event time's horizon). `known`:
+    roots(graph), when the caller has it."""
     horizons = horizons or {}
+    known = roots(graph) if known is None else known
     groups: dict[str, list[OutputPlan]] = {}
     queries: list[QueryPlan] = []
     for node in graph.nodes.values():
@@ -104,12 +104,13 @@ def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
         if node.id in horizons:
             groups.setdefault(horizons[node.id], []).append(OutputPlan(DEAD_LETTER, ((node.id, None, HORIZON),)))
         if node.id in failing:
-            groups.setdefault(root_of(graph, node.id), []).append(OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)))
+            groups.setdefault(root_of(graph, node.id, known), []).append(
+                OutputPlan(DEAD_LETTER, ((node.id, None, "dead"),)))
     for sink in graph.of_kind("sink"):
         refs = tuple((e.src, e.label, "out") for e in sink.inputs if e.role == "input")
-        roots = {root_of(graph, r[0]) for r in refs}
-        if len(roots) == 1:
-            groups.setdefault(roots.pop(), []).append(OutputPlan(sink.id, refs))
+        heads = {root_of(graph, r[0], known) for r in refs}
+        if len(heads) == 1:
+            groups.setdefault(heads.pop(), []).append(OutputPlan(sink.id, refs))
         else:
             queries.append(QueryPlan(sink.id, sink.id, (), (OutputPlan(sink.id, ((sink.id, None, "out"),)),),
                                      "union"))
@@ -123,12 +124,12 @@ def group_queries(graph: Graph, failing: frozenset[str] = frozenset(),
     return tuple(queries)
 
 
-def query_of(graph: Graph, node: Node) -> str:
-    """The query whose micro-batch (or streaming plan, for a root) computes `node`."""
+def query_of(graph: Graph, node: Node, known: Mapping[str, str] | None = None) -> str:
+    """The query whose micro-batch (or streaming plan, for a root) computes `node` (`known`: roots(graph))."""
     if node.kind == "sink":
-        roots = {root_of(graph, e.src) for e in node.inputs if e.role == "input"}
-        return roots.pop() if len(roots) == 1 else node.id
-    return root_of(graph, node.id) if streamed(node) else ""
+        heads = {root_of(graph, e.src, known) for e in node.inputs if e.role == "input"}
+        return heads.pop() if len(heads) == 1 else node.id
+    return root_of(graph, node.id, known) if streamed(node) else ""
 
 
 def paced_by(graph: Graph, root: str, nodes: tuple[str, ...] | list[str] = ()) -> tuple[float, str] | None:

@@ -7,7 +7,9 @@ it is pure data, built by etl.physical.planner from the logical plan and one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from etl.physical.target import Target
 
@@ -73,21 +75,38 @@ class SharedPass:
 
 @dataclass(frozen=True)
 class PhysicalPlan:
+    """`roots`: each graph node's root (etl.physical.grouping.roots, the query it belongs to), and `paces`: (root,
+    seconds, aggregate) of the queries a continuous aggregate's `every` paces (etl.physical.grouping.paced_by):
+    data the planner found once, which compile and the runtime read (derived from the graph: not compared)."""
+
     pipeline: str
     target: Target
     nodes: tuple[NodePlan, ...]
     queries: tuple[QueryPlan, ...]
     shared: tuple[SharedPass, ...] = field(default=())
+    roots: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    paces: tuple[tuple[str, float, str], ...] = field(default=(), compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_id", {n.node_id: n for n in self.nodes})
+    @cached_property
+    def _by_id(self) -> dict[str, NodePlan]:
+        """The nodes by id: derived from `nodes` on first use, the frozen plan's own cache (it never changes)."""
+        return {n.node_id: n for n in self.nodes}
 
     def node(self, node_id: str) -> NodePlan:
-        return self._by_id[node_id]  # type: ignore[attr-defined]
+        return self._by_id[node_id]
 
     def find(self, node_id: str) -> NodePlan | None:
         """The node's plan; None: the plan has no such node."""
-        return self._by_id.get(node_id)  # type: ignore[attr-defined]
+        return self._by_id.get(node_id)
+
+    def root_of(self, node_id: str) -> str | None:
+        """The root of a graph node, as the planner grouped the queries; None: not planned."""
+        return self.roots.get(node_id)
+
+    def paced(self, root: str) -> tuple[float, str] | None:
+        """The longest `every` (seconds) of the continuous aggregates a query with this root reads, with the
+        aggregate's id: its micro-batches run at most that often; None: no such aggregate."""
+        return next(((s, agg) for r, s, agg in self.paces if r == root), None)
 
     def engine(self, node_id: str, aspect: str) -> str | None:
         return self.node(node_id).engine(aspect)

@@ -16,7 +16,7 @@ from typing import Any
 from etl.graph.model import Graph, Node
 from etl.physical.engines import Subject, engines
 from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
-from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, query_of, stateful, streamed
+from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by, query_of, roots, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
 
@@ -188,8 +188,9 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     failing = frozenset(n.id for n in graph.nodes.values() if streamed(n) and fails(
         n, graph, {c.aspect: c.engine for c in engines[n.id]}, undecided.get(n.id, False)))
     horizons = {n.id: r for n in graph.nodes.values() if streamed(n) and (r := horizon_root(n, graph)) is not None}
+    known = roots(graph)
     queries = group_queries(graph, failing, frozenset(n.id for n in graph.nodes.values()
-                                                      if dead_stream(n, graph, horizons.get(n.id))), horizons)
+                                                      if dead_stream(n, graph, horizons.get(n.id))), horizons, known)
     in_stream = _in_streams(graph, queries)
     in_batch = {nid: q.name for q in queries if q.kind == "root" for nid in q.nodes}
     nodes: dict[str, NodePlan] = {}
@@ -198,7 +199,8 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
         # parse how it parses (its parser)
         run = (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
         choices = (run + engines[node.id]) if node.kind == "source" or node.type == "parse" else (engines[node.id] or run)
-        nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices, in_batch.get(node.id, query_of(graph, node)))
+        nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices,
+                                  in_batch.get(node.id, query_of(graph, node, known)))
     if any(o.id == DEAD_LETTER for q in queries for o in q.outputs):
         nodes[DEAD_LETTER] = dead_letter_plan(graph, target)
     shared = []
@@ -213,4 +215,11 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
             rules = Choice("rules", rules.engine, rules.reason + f"; one shared pass with {others}", rules.rejected,
                            rules.build)
             nodes[m.id] = NodePlan(m.id, m.kind, m.type, (rules, pre), nodes[m.id].query)
-    return PhysicalPlan(graph.name, target, tuple(nodes.values()), queries, tuple(shared))
+    return PhysicalPlan(graph.name, target, tuple(nodes.values()), queries, tuple(shared), known, _paces(graph))
+
+
+def _paces(graph: Graph) -> tuple[tuple[str, float, str], ...]:
+    """(node, seconds, aggregate) for each node a continuous aggregate's `every` paces as a query's root
+    (etl.physical.grouping.paced_by): the nodes a query evaluates between its root and its outputs have one input
+    each and read only the root's rows, so its root decides its micro-batches' pace."""
+    return tuple((nid, *got) for nid in graph.nodes if (got := paced_by(graph, nid)) is not None)

@@ -13,6 +13,9 @@ import time
 from typing import Any
 
 from etl.compile import drain as files
+from etl.compile.windows.native import choose_timers
+from etl.runtime.errors import RunFailed
+from etl.runtime.failure import Failure
 
 log = logging.getLogger("etl.run")
 
@@ -28,8 +31,6 @@ class Drain:
         self._looked = -1e9
 
     def _processing_timers(self) -> bool:
-        from etl.compile.windows.native import choose_timers
-
         trigger = self.run.compiler.ctx.trigger
         return any(n.type == "window" and choose_timers(n.spec, trigger) == "processing"
                    for n in self.run.graph.of_kind("transform"))
@@ -38,9 +39,6 @@ class Drain:
         """A drain that leaves windows in state (event times at or past the drain's watermark, which only an
         `event_time` declared on a transform lets through: a source's are bounded by the horizon) is not recorded:
         RunFailed naming the query's stateful component, exit 1."""
-        from etl.runtime.failure import Failure
-        from etl.runtime.runner import RunFailed
-
         left = left_in_state(self.run)
         if not left:
             return

@@ -8,6 +8,7 @@ next one is never started, and the next run resumes from the checkpoint.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import re
@@ -17,12 +18,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pyarrow as pa
+
 from etl import registry, settings
 from etl.compile import CompileContext, Compiler, Output, Query
+from etl.compile import drain as drain_files
+from etl.compile.bounds import CRASHED_TASKS, MAX_CRASHES, crashed_tasks, running_calls
+from etl.compile.context import CompileError
 from etl.compile.deadletter import carried_stages, redacted_reasons
+from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
+from etl.dead_letters import DDL, ERR, PAYLOAD
+from etl.physical import PhysicalPlan
 from etl.secrets import redact
-from etl.physical.grouping import paced_by
+from etl.spec.sinks import default_dead_letter
 from etl.runtime.draining import Drain
+from etl.runtime.errors import RunFailed
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.file_watch import FileWatch
 from etl.runtime.progress import Progress, make_listener
@@ -47,14 +57,6 @@ class StopRequested(RuntimeError):
     """Raised in foreachBatch when a batch starts after a stop was requested (it is replayed later)."""
 
 
-class RunFailed(RuntimeError):
-    """The run stopped on a failure: str() is its message, `failure` the component, code and stacks."""
-
-    def __init__(self, message: str, failure: Failure | None = None):
-        super().__init__(message)
-        self.failure = failure
-
-
 @dataclass
 class RunOptions:
     once: bool = False
@@ -70,8 +72,6 @@ class RunOptions:
 
 
 def default_dead_letter_spec(checkpoint: str) -> Any:
-    from etl.spec.sinks import default_dead_letter
-
     return default_dead_letter(str(Path(checkpoint).parent / "dead_letters"))
 
 
@@ -98,12 +98,18 @@ class PipelineRun:
         self._cancelling: set[str] = set()  # queries whose batch's jobs _cancel is cancelling
         self._listener: Any = None
         available_now = self.opts.once or self.opts.drain or plan.graph.pipeline.trigger.mode == "available_now"
-        ctx = CompileContext(spark, self.graph, self.checkpoint,
-                             plan=plan, trigger="available_now" if available_now else "continuous")
+        ctx = CompileContext(spark, self.graph, self.checkpoint, plan=plan,
+                             trigger="available_now" if available_now else "continuous")
         self.compiler = Compiler(ctx, self.opts.sources)
         # files read once by name: renames, appends, truncation and recreation it will not handle are warned about
         self.watches = [FileWatch(n.id, ctx.resolve(p)) for n in self.graph.of_kind("source")
                         if (p := n.spec.files_read_once()) and n.id not in (self.opts.sources or {})]
+
+    @property
+    def physical(self) -> PhysicalPlan:
+        """The run's physical plan: planned once, on first use, by its CompileContext for its session's target (the
+        settings snapshot, master and jar); compile builds it, the runtime reads it (sink engines, query pace)."""
+        return self.compiler.ctx.physical_plan()
 
     # --------------------------------------------------------------- naming
     def query_name(self, q: Query) -> str:
@@ -129,8 +135,6 @@ class PipelineRun:
         try:
             sink_cls = cls.load_builder()
         except (ImportError, AttributeError) as e:
-            from etl.compile.context import CompileError
-
             node = self.graph.nodes.get(out.id)
             raise CompileError(f"sink type '{spec.type}' is not supported by `etl run` yet ({e})", node,
                                code="E402") from None
@@ -144,7 +148,7 @@ class PipelineRun:
     def _planned_sink(self, out: Any) -> Any:
         """The physical plan's node of a query output (a sink, or the dead-letter sink: its id is DEAD_LETTER);
         None: not planned."""
-        planned = self.compiler.ctx.physical_plan().find(out.id)
+        planned = self.physical.find(out.id)
         return planned if planned is not None and planned.kind == "sink" else None
 
     # ----------------------------------------------------------- per batch
@@ -152,12 +156,9 @@ class PipelineRun:
         lock = self._locks.setdefault(q.name, threading.Lock())
         sinks = {o.id: self.sinks[(q.name, o.id)] for o in q.outputs}
         crash = settings.current().test_worker_crash  # CRASH_HOOK
+        demotions = self.compiler.ctx.demotions  # the rule sets a step budget moved out of the JVM (this run's)
 
         def run_batch(batch_df: Any, batch_id: int) -> None:
-            from etl.compile.bounds import CRASHED_TASKS, MAX_CRASHES, crashed_tasks
-            from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
-            from etl.compile.rules_jvm import demote
-
             with lock:
                 self._in_flight[q.name] = batch_id
                 if crash is not None:
@@ -177,7 +178,7 @@ class PipelineRun:
                             raise
                         # a rule pattern ran past its step budget: the batch again, its rule set on the Python
                         # path (sinks that committed the batch skip it; the others write it now)
-                        if demote(e):
+                        if demotions.demote(e):
                             continue
                         # an expression threw on a row: the batch again with guards (etl.compile.guard), the
                         # failing rows to dead letters; the query's next batches stay guarded for a while
@@ -275,12 +276,6 @@ class PipelineRun:
         """The dead-letter frame plus the failed rows that split writes brought back to the driver."""
         if not failed:
             return frame
-        import datetime
-
-        import pyarrow as pa
-
-        from etl.dead_letters import DDL, ERR, PAYLOAD
-
         now = datetime.datetime.now(datetime.timezone.utc)
         tables = []
         for stage, t in failed:
@@ -298,8 +293,6 @@ class PipelineRun:
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Compile and start every query (raises CompileError before anything starts)."""
-        from etl.compile import drain as drain_files
-
         drain_files.refuse_drained(self.graph, self.checkpoint)
         with drain_files.sentinels(self.checkpoint, self.drain.nonce):
             self.queries = self.compiler.queries()
@@ -325,7 +318,7 @@ class PipelineRun:
             w = (q.stream.writeStream.queryName(self.query_name(q))
                  .option("checkpointLocation", self.query_checkpoint(q))
                  .foreachBatch(self._batch_fn(q)))
-            paced = paced_by(self.graph, q.root, q.nodes)  # a continuous aggregate's `every`: its batches' pace
+            paced = self.physical.paced(q.root)  # a continuous aggregate's `every`: its batches' pace
             if available_now and self.opts.interval is None:
                 w = w.trigger(availableNow=True)
             elif paced is not None and (self.opts.interval is not None or paced[0] > trigger.interval.seconds):
@@ -371,8 +364,6 @@ class PipelineRun:
     def _cancel(self, busy: list[tuple[Query, Any]]) -> None:
         """Cancel the jobs of the batches in flight of `busy` queries and stop them; records each batch that did not
         finish, with the Python functions whose calls were running (etl.compile.bounds' journals, this machine's)."""
-        from etl.compile.bounds import running_calls
-
         batches = {q.name: self._in_flight.get(q.name, -1) for q, _ in busy}
         self._cancelling.update(batches)
         self.spark.sparkContext.cancelAllJobs()  # (a stopping run's: the batches past the grace are all there are)

@@ -19,7 +19,7 @@ _ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "ti
             "timestamp_ltz": "timestamp", "varchar": "string", "char": "string", "dec": "decimal",
             "numeric": "decimal"}
 _CONTAINERS = ("array", "map", "struct")
-_NUMBERS = {"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"}
+_NUMBERS = frozenset({"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"})
 
 Kind = tuple[str, tuple["Kind", ...]]  # (the tables' name of a type, the types inside a container)
 

@@ -140,17 +140,17 @@ def lookup(name: str) -> SparkFunction | None:
 
 # keyword tokens sqlglot gives some function names (left, date, array, map, filter, ...) are calls too, except the
 # operators and predicates written like one (x IN (...), EXISTS (subquery), a DIV (b))
-_NOT_CALLS = {"in", "exists", "any", "some", "all", "div", "and", "or", "not", "like", "ilike", "rlike", "regexp",
-              "between", "case", "is", "when"}
+_NOT_CALLS = frozenset({"in", "exists", "any", "some", "all", "div", "and", "or", "not", "like", "ilike", "rlike",
+                        "regexp", "between", "case", "is", "when"})
 # keywords inside a call's parentheses that make it syntax rather than a list of arguments
-_SYNTAX = {"FROM", "FOR", "IN", "AS", "PLACING", "BOTH", "LEADING", "TRAILING", "IGNORE", "RESPECT", "DISTINCT",
-           "ALL", "ORDER", "USING", "WITHIN"}
+_SYNTAX = frozenset({"FROM", "FOR", "IN", "AS", "PLACING", "BOTH", "LEADING", "TRAILING", "IGNORE", "RESPECT",
+                     "DISTINCT", "ALL", "ORDER", "USING", "WITHIN"})
 
 # Spark's grammar (SqlBaseParser: timestampadd, timestampdiff): NAME(unit, a, b) with a unit word is syntax, not the
 # function of that name (date_add(ts, 1)); the units its analyser takes
-_UNIT_CALLS = {"timestampadd", "dateadd", "date_add", "timestampdiff", "datediff", "date_diff"}
-DATETIME_UNITS = {"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DAYOFYEAR", "HOUR", "MINUTE", "SECOND", "MILLISECOND",
-                  "MICROSECOND"}
+_UNIT_CALLS = frozenset({"timestampadd", "dateadd", "date_add", "timestampdiff", "datediff", "date_diff"})
+DATETIME_UNITS = frozenset({"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DAYOFYEAR", "HOUR", "MINUTE", "SECOND",
+                            "MILLISECOND", "MICROSECOND"})
 
 
 @dataclass(frozen=True)

@@ -333,8 +333,8 @@ MAPPERS: dict[str, Callable[[Opts, Mapped], None]] = {
     "rocketmq": _rocketmq, "kafka": _kafka, "file": _file, "print": _print, "mysql": _mysql,
     "elasticsearch": _es, "generator": _generator,
 }
-IGNORED = {"driver", "pullintervalms", "accessid", "accesskey", "startmessageoffset", "encoding", "maxthread",
-           "batchsize", "flushinterval", "timeout", "ignore-parse-errors", "json.ignore-parse-errors"}
+IGNORED = frozenset({"driver", "pullintervalms", "accessid", "accesskey", "startmessageoffset", "encoding", "maxthread",
+                     "batchsize", "flushinterval", "timeout", "ignore-parse-errors", "json.ignore-parse-errors"})
 
 
 def map_table(table: Table, role: str, report: Report) -> Mapped | None:

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from etl.diagnostics import Span, did_you_mean
 from etl.sql.script import Script, SqlSyntax, Statement
 
-TYPES = {
+TYPES = MappingProxyType({
     "varchar": "string", "string": "string", "char": "string", "text": "string",
     "int": "int", "integer": "int", "bigint": "bigint", "long": "bigint", "smallint": "smallint",
     "tinyint": "tinyint", "float": "float", "real": "float", "double": "double", "boolean": "boolean",
     "bool": "boolean", "timestamp": "timestamp", "timestamp_ltz": "timestamp", "datetime": "timestamp",
     "date": "date", "decimal": "decimal", "numeric": "decimal", "bytes": "binary", "binary": "binary",
     "varbinary": "binary", "array": "array", "map": "map", "row": "struct", "json": "string",
-}
-_UNITS = {"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+})
+_UNITS = MappingProxyType({"MILLISECOND": 0.001, "SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400})
 
 
 @dataclass

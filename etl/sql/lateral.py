@@ -23,7 +23,7 @@ from sqlglot import exp
 from etl.sql.query import Rel, Scope, pos
 from etl.sql.script import SqlSyntax
 
-_REGEX_SPECIAL = set("\\.[]{}()*+?^$|")
+_REGEX_SPECIAL = frozenset("\\.[]{}()*+?^$|")
 
 
 def _quoted_sep(sep: exp.Expression) -> exp.Expression:

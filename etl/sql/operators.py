@@ -16,25 +16,26 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from types import MappingProxyType
 
 from etl.sql.casts import parse_kind, read_matrices
 
 FILE = Path(__file__).parent / "spark_operators.tsv"
 REFUSED = "-"  # `result` of a pair Spark's analysis refuses
 # sqlglot's class of an operator -> the operator's table; the functions of the same tables
-OPERATOR_CLASSES = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%", "IntDiv": "div", "DPipe": "||",
-                    "SafeAdd": "try_add", "SafeSubtract": "try_subtract", "SafeMultiply": "try_multiply",
-                    "SafeDivide": "try_divide"}
+OPERATOR_CLASSES = MappingProxyType({"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%", "IntDiv": "div",
+                                     "DPipe": "||", "SafeAdd": "try_add", "SafeSubtract": "try_subtract",
+                                     "SafeMultiply": "try_multiply", "SafeDivide": "try_divide"})
 FUNCTIONS = ("try_add", "try_subtract", "try_multiply", "try_divide", "try_mod")
 # comparisons (a boolean, or refused): = for equality, < for order; IN compares each value with the first, BETWEEN
 # orders the first between the others
-COMPARISON_CLASSES = {"EQ": "=", "NEQ": "=", "NullSafeEQ": "=", "NullSafeNEQ": "=", "GT": "<", "GTE": "<", "LT": "<",
-                      "LTE": "<", "In": "=", "Between": "<"}
+COMPARISON_CLASSES = MappingProxyType({"EQ": "=", "NEQ": "=", "NullSafeEQ": "=", "NullSafeNEQ": "=", "GT": "<",
+                                       "GTE": "<", "LT": "<", "LTE": "<", "In": "=", "Between": "<"})
 TABLES = tuple(OPERATOR_CLASSES.values()) + ("%", "try_mod", "coalesce", "greatest", "=", "<")
 # the single-field intervals parse_kind names, and the probed kind whose row they read
-_FAMILY = {"interval month": "interval year to month", "interval day": "interval day to second"}
-_UNITS = {"year to month": ("year", "month"), "day to second": ("day", "hour", "minute", "second")}
-_INTEGRAL_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
+_FAMILY = MappingProxyType({"interval month": "interval year to month", "interval day": "interval day to second"})
+_UNITS = MappingProxyType({"year to month": ("year", "month"), "day to second": ("day", "hour", "minute", "second")})
+_INTEGRAL_DIGITS = MappingProxyType({"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20})
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
 _MAX_PRECISION = 38
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from etl.diagnostics import Report
 from etl.sql.script import Script, Statement, _kind
 
-_EXPLAIN_DETAILS = {"ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE"}
+_EXPLAIN_DETAILS = frozenset({"ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE"})
 
 
 def unwrap(script: Script, statements: list[Statement], report: Report) -> list[Statement]:

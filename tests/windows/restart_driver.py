@@ -22,7 +22,7 @@ def build(spark, work: Path):
     from pyspark.sql import functions as F
 
     from etl.compile.joining import stream_join
-    from etl.compile.windows.native import window_aggregate
+    from etl.compile.windows.aggregate import window_aggregate
     from etl.spec.base import EventTime
     from etl.spec.transforms import JoinTransform
     from tests.windows.data import SCHEMA

@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from etl.compile.windows.native import window_aggregate
+from etl.compile.windows.aggregate import window_aggregate
 from etl.spec.transforms import WindowTransform
 from tests.windows import oracle
 from tests.windows.data import make_batches

@@ -32,7 +32,7 @@ log = logging.getLogger("etl.lookup")
 
 CLASS = "etl.jvm.LookupTables"
 # event key columns whose text Spark's cast gives exactly as the table's reader writes it
-KEY_TYPES = {"string", "integer", "long", "short", "byte", "boolean", "date"}
+KEY_TYPES = frozenset({"string", "integer", "long", "short", "byte", "boolean", "date"})
 
 
 @dataclass

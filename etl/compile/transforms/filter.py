@@ -270,13 +270,13 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
         if engines["rules"] == "rules-jvm":
             from etl.compile.rules_jvm import verdict as jvm_verdict
 
-            built = jvm_verdict(program, df, tags, rest)  # None: the field is not a string column here
+            built = jvm_verdict(program, df, tags, rest, ctx.demotions)  # None: the field is not a string column here
         elif engines["rules"] == "rules-jvm-multi":  # several fields (etl.compile.rules_jvm_multi)
             from etl.compile.rules_jvm_multi import verdict as multi_verdict
             from etl.compile.transforms.filter_alerts import details_array
 
             details = details_array(rs.meta, [r.rule_id for r in program.rules]) if direct else None
-            built = multi_verdict(program, df, tags, rest, details)  # None: a field is not a string column here
+            built = multi_verdict(program, df, tags, rest, details, ctx.demotions)  # None: a field is not a string column
             detailed = built is not None and details is not None
         ran = (engines["rules"] if built is not None else "rules-python",
                engines["prefilter"] if candidate is not None else "no-prefilter")

@@ -100,7 +100,7 @@ def _window_spec(c: Any, slides: int, group: list[str], aggregates: list[dict], 
 def _correlation(df: Any, c: Any, et: str, slides: int, node: Node) -> Any:
     from pyspark.sql import functions as F
 
-    from etl.compile.windows.native import window_aggregate
+    from etl.compile.windows.aggregate import window_aggregate
 
     rule = F.col("rule")
     frame = df.where(rule.isin(*dict.fromkeys(c.rules)))

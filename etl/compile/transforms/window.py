@@ -8,6 +8,7 @@ with `emit.early`, `_final` and `_retract` too (upsert key: group_by, window_sta
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from etl.compile.context import Built, CompileContext, CompileError
@@ -18,13 +19,14 @@ from etl.compile.transforms.columns import _expr
 from etl.compile.watermark import with_event_time
 from etl.graph.model import Node
 
-CODES = {"event_time": "E320", "group_by": "E310", "aggregates": "E310", "emit": "E400"}
+CODES = MappingProxyType({"event_time": "E320", "group_by": "E310", "aggregates": "E310", "emit": "E400"})
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from pyspark.sql import functions as F
 
-    from etl.compile.windows.native import WindowError, choose_timers, window_aggregate
+    from etl.compile.windows.aggregate import window_aggregate
+    from etl.compile.windows.native import WindowError, choose_timers
 
     spec = node.spec
     df = inputs[0]

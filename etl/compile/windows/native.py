@@ -1,6 +1,6 @@
 """Windowed aggregation: tumbling, sliding and session windows over event or processing time.
 
-`window_aggregate(df, spec, event_time)` returns a `WindowResult`. Two engines
+`window_aggregate(df, spec, event_time)` (etl.compile.windows.aggregate) returns a `WindowResult`. Two engines
 compute it, both on the RocksDB state store:
 
 * **native** -- Spark's streaming aggregation (`window` / `session_window`,
@@ -56,7 +56,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from etl.compile.drain import watermarked
 from etl.dead_letters import ERR, PAYLOAD  # noqa: F401  (the shared frame's columns; compile splits on them)
+from etl.spec.aggregates import AGGREGATES, state_engine_why
 
 ET_COL = "_etl_et"  # internal event-time column (timestamp, watermarked)
 WIN_COL = "_etl_window"
@@ -98,8 +100,6 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
     would be a second event-time column, which Spark rejects in joins.
     """
     from pyspark.sql import functions as F
-
-    from etl.compile.drain import watermarked
 
     if processing:
         out = df.withColumn(name, F.current_timestamp())
@@ -144,8 +144,6 @@ def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    from etl.spec.aggregates import AGGREGATES
-
     entry = AGGREGATES.get(a.fn)
     if entry is None:  # a pipeline's aggregate function (a pandas UDF on the session: etl.compile.functions)
         return F.call_function(a.fn, _field(df, a.field)).alias(a.as_)
@@ -176,8 +174,6 @@ def _field_type(df: Any, name: str) -> Any:
 def choose_engine(spec: Any) -> str:
     """native unless the window emits provisional rows, updates closed windows, sends late events to dead letters
     or calls a Python aggregate function (Spark's streaming aggregation cannot run pandas aggregate UDFs)."""
-    from etl.spec.aggregates import state_engine_why
-
     return "state" if state_engine_why(spec) is not None else "native"
 
 
@@ -195,38 +191,6 @@ def choose_timers(spec: Any, trigger: str | None) -> str:
 
 def key_columns(spec: Any) -> tuple[str, ...]:
     return (*spec.group_by, "window_start", "window_end")
-
-
-def window_aggregate(df: Any, spec: Any, event_time: Any = None, *, stage: str | None = None,
-                     engine: str = "auto", payload: Any = None, guard_having: Any = None,
-                     timers: str = "event", python: dict[str, Any] | None = None) -> WindowResult:
-    """Aggregate streaming (or static) `df` by `spec` (a WindowTransform).
-
-    event_time: the EventTime to use (the window's own, else its source's);
-    ignored for `time: processing`. engine: auto | native | state. timers: event | processing (the state
-    engine's timers for `emit.early`; processing only for a continuous run, see windows.state).
-    payload: for late events sent to dead letters, the column holding the
-    original record (default: the whole input row as JSON). guard_having: see
-    windows.state.state_aggregate (the native engine's `having` is guarded by its caller).
-    """
-    for g in spec.group_by:
-        if g not in df.columns:
-            raise WindowError(f"group_by column '{g}' does not exist; columns: {', '.join(df.columns)}", "group_by")
-    if engine == "auto":
-        engine = choose_engine(spec)
-    if engine == "native" and choose_engine(spec) == "state":
-        raise WindowError("early emission, late updates and late events to dead letters need the state engine",
-                          "emit")
-    processing = spec.time == "processing"
-    et = event_time
-    prepared, et_col = event_time_column(df, getattr(et, "field", None), getattr(et, "watermark", None),
-                                         processing=processing)
-    if engine == "native":
-        return _native(prepared, spec, et_col)
-    from etl.compile.windows.state import state_aggregate
-
-    return state_aggregate(prepared, spec, et_col, stage=stage or spec.id, payload=payload,
-                           source_columns=df.columns, guard_having=guard_having, timers=timers, python=python)
 
 
 def window_column(spec: Any, et: str = ET_COL) -> Any:
@@ -249,26 +213,6 @@ def cumulation_start(spec: Any, start: Any) -> Any:
 
     s = F.unix_millis(start)
     return s + F.pmod(F.lit((spec.offset.millis if spec.offset else 0)) - s, F.lit(spec.size.millis))
-
-
-def _native(df: Any, spec: Any, et: str) -> WindowResult:
-    from pyspark.sql import functions as F
-
-    groups = [F.col(f"`{g}`") for g in spec.group_by]
-    aggs = [agg_column(a, df, et) for a in spec.aggregates]
-    start = F.col(f"{WIN_COL}.start")
-    if spec.kind == "cumulating":  # each row's windows, then only those of its own cumulation
-        df = df.withColumn(WIN_COL, window_column(spec, et))
-        df = df.where(F.unix_millis(F.col(f"`{et}`")) >= cumulation_start(spec, start))
-        out = df.groupBy(F.col(WIN_COL), *groups).agg(*aggs)
-        start = F.timestamp_millis(cumulation_start(spec, start))
-    else:
-        out = df.groupBy(window_column(spec, et).alias(WIN_COL), *groups).agg(*aggs)
-    out = out.select(*groups, start.alias("window_start"),
-                     F.col(f"{WIN_COL}.end").alias("window_end"), *[F.col(f"`{a.as_}`") for a in spec.aggregates])
-    if spec.having:
-        out = out.where(F.coalesce(F.expr(spec.having), F.lit(False)))
-    return WindowResult(out, "append", key_columns(spec), "native")
 
 
 def output_schema(df: Any, spec: Any, et: str = ET_COL) -> Any:

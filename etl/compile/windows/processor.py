@@ -1,4 +1,4 @@
-"""The transformWithState processor of the window state engine (compiled by etl/compile/windows/state.py).
+"""The transformWithState processor of the window state engine (compiled by etl/compile/windows/aggregate.py).
 
 One processor instance per grouping key holds every window of that key in one value state:
 {"w": {(start_ms, end_ms): accumulators}, "dirty": windows changed since the last provisional
@@ -30,8 +30,9 @@ import json
 import pickle
 from typing import Any, Iterator
 
-from etl.compile.windows.state import (ERR, EVENT_MS, FINAL, MS_COL, PAYLOAD, PREV, RETRACTED, UPDATE, VAL, WE, WS,
-                                       AggregateFailed, Config, add, merge, new_acc, result, windows_of)
+from etl.compile.windows.native import ERR, FINAL, PAYLOAD
+from etl.compile.windows.state import (EVENT_MS, MS_COL, PREV, RETRACTED, UPDATE, VAL, WE, WS, AggregateFailed, Config,
+                                       add, merge, new_acc, result, windows_of)
 
 
 def processor_class() -> type:

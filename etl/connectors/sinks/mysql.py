@@ -50,7 +50,7 @@ KEEP_MARKERS = 1000  # marker rows kept per (pipeline, sink, query, checkpoint)
 IDENT = re.compile(r"^[^`\x00/\\.]{1,64}$")
 
 # MySQL / MariaDB error codes worth retrying: the server or the connection went away, a lock could not be had.
-TRANSIENT_CODES = {
+TRANSIENT_CODES = frozenset({
     1040,  # too many connections
     1053,  # server shutdown in progress
     1205,  # lock wait timeout
@@ -59,9 +59,9 @@ TRANSIENT_CODES = {
     1927,  # connection killed (MariaDB)
     2002, 2003, 2006, 2013, 2055,  # cannot connect, server gone away, lost connection
     4031,  # disconnected by the server (inactivity)
-}
+})
 # Errors of one row, not of the statement or the connection: the row goes to dead letters, the others commit.
-REJECT_CODES = {
+REJECT_CODES = frozenset({
     1048,  # column cannot be null
     1062,  # duplicate entry for a unique key
     1216, 1452,  # foreign key: no parent row
@@ -70,7 +70,7 @@ REJECT_CODES = {
     1292, 1366,  # incorrect (datetime, integer, string ...) value
     1406,  # data too long for column
     3819, 4025,  # CHECK constraint violated (MySQL, MariaDB)
-}
+})
 HINTS = {
     1044: "the user has no access to this database",
     1045: "check user and password",
