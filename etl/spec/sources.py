@@ -36,6 +36,16 @@ class FileSource(SourceBase):
                                                   "as tail -F: appended lines are read; renamed, truncated and "
                                                   "recreated files are followed (README: what the file source "
                                                   "guarantees)")
+    PATH_FIELD: ClassVar[str | None] = "path"
+    LOOKUP_TABLE: ClassVar[bool] = True
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return {"jsonl": ("reader",), "text": ("lines",)}.get(self.format, ())
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        # a record over ETL_MAX_RECORD_MB (etl/jvm/BoundedLines.java, etl.compile.deadletter's within_record_size),
+        # a line that is not UTF-8, malformed json or csv, an event time beyond the horizon
+        return True
 
     def is_static(self) -> bool:
         return self.static
@@ -152,6 +162,12 @@ class _MessageSource(SourceBase):
     format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
     value_column: str = Field(default="value", description="text/raw: column holding the message body")
 
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("parser",) if self.format == "json" else ()
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return True  # malformed json, an event time beyond the horizon
+
     def declared_columns(self) -> dict[str, str] | None:
         if self.format != "json":
             return {"key": "string", self.value_column: "string", "topic": "string", "timestamp": "timestamp"}
@@ -161,6 +177,8 @@ class _MessageSource(SourceBase):
 @component("source", "kafka", builder=f"{_SRC}.kafka:build")
 class KafkaSource(_MessageSource):
     JARS: ClassVar[tuple[str, ...]] = KAFKA_JARS
+    REGEX_FIELDS: ClassVar[tuple[str, ...]] = ("pattern",)
+    SERVER_FIELD: ClassVar[str | None] = "bootstrap_servers"
     type: Literal["kafka"]
     bootstrap_servers: str
     topics: list[str] | None = None
@@ -187,6 +205,7 @@ class KafkaSource(_MessageSource):
 @component("source", "rocketmq", builder=f"{_SRC}.rocketmq:build")
 class RocketMQSource(_MessageSource):
     type: Literal["rocketmq"]
+    SERVER_FIELD: ClassVar[str | None] = "namesrv"
     namesrv: str = Field(description="name server address, host:port")
     topic: str
     group: str = "etl"
@@ -207,6 +226,8 @@ class MySQLSource(SourceBase):
 
     STATIC: ClassVar[bool] = True
     JARS: ClassVar[tuple[str, ...]] = MYSQL_JARS  # JDBC (else the Python client: etl.connectors.sources.mysql)
+    SERVER_FIELD: ClassVar[str | None] = "host"
+    LOOKUP_TABLE: ClassVar[bool] = True
     type: Literal["mysql"]
     host: str = "127.0.0.1"
     port: int = 3306
