@@ -224,13 +224,16 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
     elif node.spec.event_time_out() is not None:  # the component's own answer (a window's time, updates of keys)
         result = node.spec.event_time_out()
     else:
+        own = getattr(node.spec, "event_time", None)  # a dedupe's own event time
         ins = [e for e in node.inputs if e.role == "input"]
-        own = node.spec.input_times()  # a join's left_time and right_time
-        if own is not None and len(own) == len(ins):
-            sides = [t is not None or has_event_time(graph, e.ref, memo) for t, e in zip(own, ins)]
+        times = node.spec.input_times()  # a join's left_time and right_time
+        if times is not None and len(times) == len(ins):
+            sides = [t is not None or has_event_time(graph, e.ref, memo) for t, e in zip(times, ins)]
         else:
             sides = [has_event_time(graph, e.ref, memo) for e in ins]
-        if not sides or any(v is False for v in sides):
+        if own is not None:
+            result = True
+        elif not sides or any(v is False for v in sides):
             result = False if sides else None
         elif any(v is None for v in sides):
             result = None

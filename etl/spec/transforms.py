@@ -480,8 +480,3 @@ class DedupeTransform(DedupeHooks, TransformBase):
 
     def update_keys(self) -> str:
         return ", ".join(self.keys)
-
-    def event_time_out(self) -> bool | None:
-        if self.updates_keys():
-            return False
-        return True if self.event_time is not None else None
