@@ -130,8 +130,8 @@ def _load_rules(graph: Graph, doc: Document, report: Report, environ: Mapping[st
     from etl.load.sigma import SigmaStats
 
     rules: dict[str, tuple] = {}
-    for node in graph.nodes.values():
-        if node.type != "filter" or is_placeholder(node.spec):
+    for node in graph.of_kind("transform"):
+        if is_placeholder(node.spec) or not node.spec.LOADS_RULES:
             continue
         stats = None
         if getattr(node.spec, "sigma", None) is not None:

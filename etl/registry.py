@@ -119,5 +119,15 @@ def lookup(kind: str, type_: str) -> Entry:
     return found
 
 
+def traits_of(spec: Any) -> Any:
+    """What answers for a component's class-level traits (STATEFUL, PASSES_UPDATES, ...): its spec, or, for a spec
+    that did not validate (etl.graph.model.Placeholder, no model fields), its registered class (None: unknown type)."""
+    if hasattr(type(spec), "model_fields"):
+        return spec
+    kind = getattr(spec, "KIND", "")
+    entry = entries(kind).get(spec.type) if kind in KINDS else None
+    return entry.spec if entry is not None else None
+
+
 def builder_for(spec: Any) -> Callable[..., Any]:
     return lookup(spec.KIND, spec.type).load_builder()

@@ -147,6 +147,20 @@ class Scan(ast.NodeVisitor):
         self._fn(node)
 
 
+def type_tests() -> dict[str, list[int]]:
+    """The lines of every type test outside etl/components, by path relative to the repository (etl/...)."""
+    COMPONENT_TYPES.update(component_types())
+    found: dict[str, list[int]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        if COMPONENTS in path.parents:
+            continue
+        scan = Scan(path)
+        scan.visit(ast.parse(path.read_text(), str(path)))
+        if scan.type_tests:
+            found[str(path.relative_to(ROOT.parent))] = scan.type_tests
+    return found
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
     index: dict[str, int] = {}

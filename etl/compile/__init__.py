@@ -30,9 +30,9 @@ from etl.compile.guard import guarding
 from etl.compile.watermark import beyond_rows, bound_declared
 from etl.compile.unions import union_by_name
 from etl.graph.model import Node
-from etl.physical.grouping import HORIZON, STATEFUL, chain, is_root, needs, root_of, streamed
+from etl.physical.grouping import HORIZON, chain, is_root, needs, root_of, streamed
 
-__all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query", "STATEFUL", "is_root"]
+__all__ = ["Built", "CompileContext", "CompileError", "Compiler", "Output", "Query", "is_root"]
 
 DEAD_LETTER = "dead_letter"
 

@@ -41,7 +41,6 @@ MARK = "_etl_drained.json"
 REQUEST = "_etl_drain_request"  # written by `etl drain PIPELINE`; a running pipeline drains when it appears
 FLAG = "_etl_drain_flag"
 SENTINEL_TIME = "9999-01-01T00:00:00.000Z"
-STATEFUL = ("window", "sigma_correlation", "join", "temporal_join", "dedupe")
 
 log = logging.getLogger("etl.run")
 _dir: ContextVar[tuple[str, str] | None] = ContextVar("etl_drain_dir", default=None)  # (folder, nonce's hash)
@@ -152,7 +151,7 @@ def refuse_drained(graph: Any, checkpoint: str) -> None:
     from etl.compile.context import CompileError
 
     record = drained(checkpoint)
-    stateful = [n for n in graph.of_kind("transform") if n.type in STATEFUL]
+    stateful = [n for n in graph.of_kind("transform") if n.spec.WATERMARK_STATE]
     if record is None or not stateful:
         return
     raise CompileError(f"checkpoint {checkpoint} was drained ({record.get('how')}, {record.get('drained_at')}): its "

@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterable
 
 from etl.diagnostics import Report, Span, short_repr
 from etl.graph.model import Graph, Node, is_placeholder
-from etl.spec.continuous import updates_keys
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -73,16 +72,16 @@ def _watched_folder(base_dir: str, path: str) -> str:
 
 def check_path_text(graph: Graph, report: Report) -> None:
     """File paths (file sources and sinks, the dead-letter sink, the checkpoint) hold no NUL character (E102)."""
-    places = [(n.spec, n.path + ("path",)) for n in graph.nodes.values()
-              if n.type == "file" and not is_placeholder(n.spec)]
+    places = [(n.spec, n.path + (n.spec.PATH_FIELD,)) for n in graph.nodes.values()
+              if not is_placeholder(n.spec) and n.spec.PATH_FIELD]
     dl = getattr(graph.pipeline, "dead_letter", None)
-    if dl is not None and getattr(dl, "type", None) == "file":
-        places.append((dl, ("dead_letter", "path")))
+    if (key := getattr(dl, "PATH_FIELD", None)) is not None:
+        places.append((dl, ("dead_letter", key)))
     ckpt = getattr(graph.pipeline, "checkpoint", None)
     if ckpt is not None and isinstance(getattr(ckpt, "path", None), str):
         places.append((ckpt, ("checkpoint", "path")))
     for spec, where in places:
-        if "\0" in spec.path:
+        if "\0" in getattr(spec, where[-1]):
             span = graph.smap.value(where) if graph.smap is not None else Span(graph.name)
             report.error("E102", "a path cannot hold a NUL character", span, "remove the \\0 from the path")
 
@@ -94,9 +93,12 @@ def check_lookup_tables(graph: Graph, report: Report) -> None:
     from etl.load.paths import LOOKUP_TABLES, PathError, PathMissing, resolve
 
     for n in graph.of_kind("source"):
-        if n.type != "file" or is_placeholder(n.spec) or not n.spec.is_static() or "\0" in n.spec.path:
+        if is_placeholder(n.spec) or not n.spec.PATH_FIELD or not n.spec.is_static():
             continue
-        path = n.spec.path[len("file://"):] if n.spec.path.startswith("file://") else n.spec.path
+        path = getattr(n.spec, n.spec.PATH_FIELD)
+        if "\0" in path:
+            continue
+        path = path[len("file://"):] if path.startswith("file://") else path
         if "://" in path:
             continue
         try:
@@ -104,28 +106,30 @@ def check_lookup_tables(graph: Graph, report: Report) -> None:
         except PathMissing:
             continue
         except PathError as e:
-            span = graph.smap.value(n.path + ("path",)) if graph.smap is not None else Span(graph.name)
+            span = graph.smap.value(n.path + (n.spec.PATH_FIELD,)) if graph.smap is not None else Span(graph.name)
             report.error(e.code, e.message, span, e.hint)
 
 
 def check_sink_in_source(graph: Graph, report: Report) -> None:
     """A file sink (or the dead-letter sink) may not write inside a folder a streaming file source watches:
     its output would be read back as input, forever (E330 at the sink's path)."""
-    watched = [(n, _watched_folder(graph.base_dir, n.spec.path)) for n in graph.of_kind("source")
-               if n.type == "file" and not is_placeholder(n.spec) and not n.spec.is_static()]
+    watched = [(n, _watched_folder(graph.base_dir, getattr(n.spec, n.spec.PATH_FIELD)))
+               for n in graph.of_kind("source")
+               if not is_placeholder(n.spec) and n.spec.PATH_FIELD and not n.spec.is_static()]
     if not watched:
         return
-    sinks = [(n.spec, n.path + ("path",), f"sink '{n.id}'") for n in graph.of_kind("sink")
-             if n.type == "file" and not is_placeholder(n.spec)]
+    sinks = [(n.spec, n.path + (n.spec.PATH_FIELD,), f"sink '{n.id}'") for n in graph.of_kind("sink")
+             if not is_placeholder(n.spec) and n.spec.PATH_FIELD]
     dl = getattr(graph.pipeline, "dead_letter", None)
-    if dl is not None and getattr(dl, "type", None) == "file":
-        sinks.append((dl, ("dead_letter", "path"), "the dead-letter sink"))
+    if (key := getattr(dl, "PATH_FIELD", None)) is not None:
+        sinks.append((dl, ("dead_letter", key), "the dead-letter sink"))
     for spec, path, what in sinks:
-        out = _resolve(graph.base_dir, spec.path)
+        written = getattr(spec, path[-1])
+        out = _resolve(graph.base_dir, written)
         for src, folder in watched:
             if out == folder or out.startswith(folder.rstrip(os.sep) + os.sep):
                 span = graph.smap.value(path) if graph.smap is not None else Span(graph.name)
-                report.error("E330", f"{what} writes into {spec.path}, inside the folder that source '{src.id}' "
+                report.error("E330", f"{what} writes into {written}, inside the folder that source '{src.id}' "
                              "reads: its output would be read back as input", span,
                              "write outside the source's folder")
                 break
@@ -196,12 +200,12 @@ def check_rule_list(rules: Iterable[Any], report: Report) -> None:
 def check_source_patterns(graph: Graph, report: Report) -> None:
     """A Kafka topic `pattern` must be a valid regex (E300)."""
     for node in graph.of_kind("source"):
-        pattern = getattr(node.spec, "pattern", None) if node.type == "kafka" else None
-        if isinstance(pattern, str):
-            err = _compile_error(pattern, False)
+        for key in getattr(node.spec, "REGEX_FIELDS", ()):
+            pattern = getattr(node.spec, key, None)
+            err = _compile_error(pattern, False) if isinstance(pattern, str) else None
             if err is not None:
-                report.error("E300", f"topic pattern of source '{node.id}' does not compile: {err.msg}",
-                             node.field_span(graph.smap, "pattern"), "write a Java/Python regular expression")
+                report.error("E300", f"topic {key} of source '{node.id}' does not compile: {err.msg}",
+                             node.field_span(graph.smap, key), "write a Java/Python regular expression")
 
 
 def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None = None) -> bool | None:
@@ -217,20 +221,14 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         result = None
     elif node.kind == "source":
         result = node.spec.event_time is not None
-    elif node.type == "window":
-        result = node.spec.time == "event"
-    elif node.type == "sigma_correlation":
-        result = True
-    elif node.type == "regular_join":  # processing time: Flink's regular join drops the time attribute
-        result = False
-    elif updates_keys(node):  # updates of keys (a continuous aggregate or TopN, a keep-last dedupe)
-        result = False
+    elif node.spec.event_time_out() is not None:  # the component's own answer (a window's time, updates of keys)
+        result = node.spec.event_time_out()
     else:
-        own = getattr(node.spec, "event_time", None) if node.type == "dedupe" else None
+        own = getattr(node.spec, "event_time", None)  # a dedupe's own event time
         ins = [e for e in node.inputs if e.role == "input"]
-        if node.type in ("join", "temporal_join") and len(ins) == 2:
-            sides = [node.spec.left_time is not None or has_event_time(graph, ins[0].ref, memo),
-                     node.spec.right_time is not None or has_event_time(graph, ins[1].ref, memo)]
+        times = node.spec.input_times()  # a join's left_time and right_time
+        if times is not None and len(times) == len(ins):
+            sides = [t is not None or has_event_time(graph, e.ref, memo) for t, e in zip(times, ins)]
         else:
             sides = [has_event_time(graph, e.ref, memo) for e in ins]
         if own is not None:
@@ -289,8 +287,8 @@ def check_event_time(graph: Graph, report: Report) -> None:
             continue
         ins = [e for e in node.inputs if e.role == "input"]
         spec = node.spec
-        windowed = node.type == "sigma_correlation" or (node.type == "window" and spec.time == "event")
-        if windowed and spec.event_time is None:
+        use = spec.event_time_use()  # how the component uses event time (etl.spec.base.TransformBase)
+        if use == "window" and spec.event_time is None:
             span = node.field_span(smap, "time") if smap is not None and smap.has(node.path + ("time",)) \
                 else node.span
             if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
@@ -300,7 +298,7 @@ def check_event_time(graph: Graph, report: Report) -> None:
             else:
                 first = _first_event_time_sources(graph) if first is None else first
                 _check_inherited_event_time(graph, node, span, report, first)
-        elif node.type == "window" and spec.time == "processing" and any(
+        elif use == "processing" and any(
                 has_event_time(graph, e.ref, memo) for e in ins):
             # Spark: one watermark per query's lineage; the processing-time column's own is a second one
             # ("Redefining watermark is disallowed" when the query starts: a SQL HOP over PROCTIME() of a table
@@ -311,15 +309,15 @@ def check_event_time(graph: Graph, report: Report) -> None:
                          "a watermark: Spark allows one watermark per query, and a processing-time window "
                          "needs its own", span, "window by the event-time column (`time: event`; in SQL the "
                          "WATERMARK column), or read the stream through a source without event time")
-        elif node.type in ("join", "temporal_join") and len(ins) == 2:
+        elif use == "join" and len(ins) == 2:
             for side, edge, own in (("left", ins[0], spec.left_time), ("right", ins[1], spec.right_time)):
                 if own is None and has_event_time(graph, edge.ref, memo) is False:
                     report.error("E321", f"{node.type} '{node.id}': the {side} input '{edge.ref}' has no event time; "
-                                 f"a {'temporal' if node.type == 'temporal_join' else 'stream-stream'} join needs "
+                                 f"a {spec.JOIN_WORD} join needs "
                                  "event time and a watermark on both sides",
                                  edge.span or node.span,
                                  f"add `{side}_time: {{field: ts, watermark: 30s}}` or `event_time` on its source")
-        elif node.type == "dedupe" and spec.event_time is None:
+        elif use == "state" and spec.event_time is None:
             if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
                 report.error("E321", f"dedupe '{node.id}' has no event time: its state would grow forever",
                              node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")

@@ -205,7 +205,7 @@ def lookup_store(s: Subject, t: Target | None = None) -> tuple[str, str]:
     if forced:
         return forced[0], f"auto: {forced[0]} forced"
     table = s.graph.node(spec.table).spec
-    if table.type != "file":
+    if not table.PATH_FIELD:  # not a table in files
         return "auto", f"a {table.type} table: broadcast up to 1,000,000 rows, else rocksdb (counted at start)"
     path = table.path if os.path.isabs(table.path) else os.path.join(s.graph.base_dir or ".", table.path)
     try:

@@ -15,50 +15,18 @@ query finds them: horizon_root). The run-equals-explain test holds compile to th
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from etl.graph.model import Graph, Node
 from etl.physical.grouping import root_of
-
-# a column reference, or a generator, which cannot throw (as etl.compile.transforms.columns reads select fields)
-PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
-GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|inline|inline_outer|stack|json_tuple)"
-                       r"\s*\(", re.IGNORECASE)
-
-
-def _source_fails(node: Node, engines: dict[str, str]) -> bool:
-    # a record over ETL_MAX_RECORD_MB (every format: etl/jvm/BoundedLines.java, etl.compile.deadletter's
-    # within_record_size), a line that is not UTF-8, malformed json or csv, an event time beyond the horizon
-    return node.type in ("file", "kafka", "rocketmq")
+from etl.spec.transforms import GENERATOR, PLAIN  # noqa: F401  (etl.compile.transforms.columns reads them here)
 
 
 def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) -> bool:
     """Does the stage write dead letters from the query of its root? `engines`: its chosen engines;
-    `undecided`: its rule program (or its shared pass's) may leave a row undecided."""
-    s = node.spec
-    t = node.type
-    if node.kind == "source":
-        return _source_fails(node, engines)
-    if t in ("grok", "dissect", "parse"):
-        return s.on_error == "dead_letter"
-    if t == "filter":
-        if s.expr is not None:
-            return True
-        return bool(getattr(s, "has_rules", False)) and engines.get("rules") == "rules-python" and undecided
-    if t == "derive":
-        return True
-    if t == "select":
-        return s.fields is not None and any(not (PLAIN.fullmatch(f.strip()) or GENERATOR.search(f))
-                                            for f in s.fields)
-    if t == "route":
-        return True
-    if t in ("window", "aggregate"):  # a Python aggregate function raising on a window or a key: a dead letter
-        from etl.spec.aggregates import AGGREGATES  # (etl.compile.windows.state, etl.compile.transforms.aggregate)
-
-        python = any(a.fn not in AGGREGATES for a in s.aggregates)
-        return python or (t == "window" and (bool(s.having) or s.emit.late == "dead_letter"))
-    return False
+    `undecided`: its rule program (or its shared pass's) may leave a row undecided. The component says
+    (etl.spec.base.Component.dead_letters)."""
+    return bool(node.spec.dead_letters(engines, undecided))
 
 
 def declared_event_times(node: Node) -> list[tuple[int, Any]]:
@@ -94,12 +62,13 @@ def horizon_root(node: Node, graph: Graph) -> str | None:
 
 
 def _groups_by_expression(node: Node, graph: Graph) -> bool:
-    if node.type != "window":
+    group_by = node.spec.grouped_by_expressions() if node.kind == "transform" else ()
+    if not group_by:
         return False
     ins = graph.input_columns(node.id)
     known = {c for c, _ in ins[0]} if ins and ins[0] is not None else None
     return any((g not in known) if known is not None else not PLAIN.fullmatch(g.strip())
-               for g in node.spec.group_by)
+               for g in group_by)
 
 
 def undecided_of(program: Any) -> bool:

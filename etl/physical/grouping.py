@@ -16,13 +16,9 @@ from collections.abc import Mapping
 from etl.graph.model import Graph, Node
 from etl.physical.model import OutputPlan, QueryPlan
 
-STATEFUL = frozenset({"window", "sigma_correlation", "dedupe", "join", "temporal_join", "regular_join", "lookup",
-                      "aggregate"})
-
-
 def stateful(node: Node) -> bool:
-    """Does the node keep state across micro-batches (a STATEFUL type, or a continuous top_n)?"""
-    return node.type in STATEFUL or (node.type == "top_n" and bool(getattr(node.spec, "continuous", False)))
+    """Does the node keep state across micro-batches (its spec's is_stateful(), etl.spec.base.Component)?"""
+    return node.spec.is_stateful()
 
 
 def is_root(node: Node) -> bool:
@@ -145,7 +141,7 @@ def paced_by(graph: Graph, root: str, nodes: tuple[str, ...] | list[str] = ()) -
             continue
         seen.add(nid)
         node = graph.nodes[nid]
-        every = getattr(node.spec, "every", None) if node.type == "aggregate" else None
+        every = node.spec.paced_every() if node.kind == "transform" else None
         if every is not None and (best is None or float(every) > best[0]):
             best = (float(every), nid)
         stack.extend(e.src for e in node.inputs)

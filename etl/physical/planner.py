@@ -25,7 +25,7 @@ def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choic
     """The first engine of `aspect` that can run the subject; the others, with why they were not taken."""
     found: Any = None
     rejected = []
-    ordered = engines(aspect)
+    ordered = engines(aspect) + tuple(e for e in type(subject.node.spec).ENGINES if e.aspect == aspect)
     ordered = tuple(e for e in ordered if e.name in target.force) + tuple(e for e in ordered if e.name not in target.force)
     for e in ordered:
         why = e.can_run(subject, target)
@@ -38,37 +38,29 @@ def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choic
 
 
 def has_rules(node: Node) -> bool:
-    return node.type == "filter" and bool(getattr(node.spec, "has_rules", False))
+    return bool(getattr(node.spec, "has_rules", False))  # a filter's rules
 
 
 def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tuple[Choice, ...]:
     """The engines of one node (without its shared pass, which `physical_plan` adds)."""
     s = Subject(node, graph, program)
-    t = node.type
     if has_rules(node) and program is not None:
         return (pick("rules", s, target), pick("prefilter", s, target))
-    if t == "grok":
-        return (pick("captures", s, target),)
-    if t == "dissect":
-        return (pick("dissect", s, target),)
-    if t == "lookup":
-        from etl.physical.engines import lookup_store
-
-        store, why = lookup_store(s, target)
-        if store == "auto":  # the table's size is known only when read (etl.compile.lookups.dimension.choose_store)
-            return (Choice("store", "auto-at-start", why, (), "etl.compile.lookups.dimension:choose_store"),)
-        return (pick("store", s, target, why),)
-    if t == "window":
-        return (pick("window", s, target),)
-    if node.kind == "source" and t == "file" and getattr(node.spec, "format", None) == "jsonl":
-        return (pick("reader", s, target),)
-    if node.kind == "source" and t == "file" and getattr(node.spec, "format", None) == "text":
-        return (pick("lines", s, target),)
-    if getattr(node.spec, "format", None) == "json" and (t == "parse" or node.kind == "source" and t in ("kafka", "rocketmq")):
-        return (pick("parser", s, target),)  # kafka and rocketmq values, the parse transform
     if node.kind == "sink":
         return sink_choices(s, target)
-    return ()
+    out = []
+    for aspect in node.spec.engine_aspects():  # the aspects the component asks for (etl.spec.base.Component)
+        if aspect == "store":
+            from etl.physical.engines import lookup_store
+
+            store, why = lookup_store(s, target)
+            if store == "auto":  # the table's size is known only when read (etl.compile.lookups.dimension.choose_store)
+                out.append(Choice("store", "auto-at-start", why, (), "etl.compile.lookups.dimension:choose_store"))
+                continue
+            out.append(pick("store", s, target, why))
+        else:
+            out.append(pick(aspect, s, target))
+    return tuple(out)
 
 
 def sink_choices(s: Subject, target: Target) -> tuple[Choice, ...]:
@@ -76,8 +68,7 @@ def sink_choices(s: Subject, target: Target) -> tuple[Choice, ...]:
     out = [pick("write", s, target)]
     if out[0].engine == "spark-writer":  # how the write counts its rows (and a stage's failed rows)
         out.append(pick("count", s, target))
-    if s.node.type == "file" and getattr(s.node.spec, "format", None) == "jsonl":
-        out.append(pick("json", s, target))
+    out += [pick(aspect, s, target) for aspect in s.node.spec.engine_aspects()]  # a file sink's jsonl rendering
     return tuple(out)
 
 
@@ -123,7 +114,7 @@ def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
             return Choice("run", "static-table", "read by the lookups that use it")
         return Choice("run", "spark-stream", f"streaming read ({node.type} source)")
     if is_root(node):
-        what = "state in RocksDB" if stateful(node) and node.type != "lookup" else "several inputs"
+        what = node.spec.STATE_WHY if stateful(node) else "several inputs"
         return Choice("run", "spark-stream", f"in the streaming plan ({what})")
     batch = f"Spark SQL on each micro-batch of query {in_batch}"
     if in_stream and in_batch:
@@ -198,7 +189,7 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
         # a node with engines of its own is described by them; a source also says how it is read (its reader), a
         # parse how it parses (its parser)
         run = (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
-        choices = (run + engines[node.id]) if node.kind == "source" or node.type == "parse" else (engines[node.id] or run)
+        choices = (run + engines[node.id]) if node.spec.RUN_WITH_ENGINES else (engines[node.id] or run)
         nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices,
                                   in_batch.get(node.id, query_of(graph, node, known)))
     if any(o.id == DEAD_LETTER for q in queries for o in q.outputs):

@@ -52,7 +52,7 @@ def build_plan(graph: Graph, report: Report, *, programs: bool = False) -> Plan:
     steps = []
     for n in graph.nodes.values():
         step = Step(n.id, n.kind, n.type)
-        if programs and n.type == "filter" and graph.rules.get(n.id):
+        if programs and graph.rules.get(n.id):  # a filter's rules (etl.check loads them)
             step = compile_filter(graph, n.id, report) or step
         steps.append(step)
     delivery = tuple(delivery_for(graph, n) for n in graph.of_kind("sink"))

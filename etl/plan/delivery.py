@@ -34,21 +34,14 @@ def changes_for(graph: Graph, sink: Node) -> str | None:
     up = updating_input(graph, sink)
     if up is None:
         return None
-    if up.type == "dedupe":
-        keys = ", ".join(up.spec.keys)
-    elif up.type == "window":
-        keys = ", ".join([*up.spec.group_by, "window_start", "window_end"])
-    elif up.type == "top_n":
-        keys = ", ".join([*up.spec.partition_by, up.spec.rank or "the rank"])
-    else:
-        keys = ", ".join(up.spec.group_by) or "one global row"
+    keys = up.spec.update_keys()
     how = sink.spec.upsert_key()
     if how is not None:
         return f"updates of {up.id} (keyed by {keys}): {how}, the latest row per key is kept"
-    if up.type == "dedupe":
+    flags = up.spec.update_flags()
+    if not flags:  # a keep-last dedupe
         return (f"updates of {up.id} (keyed by {keys}) appended: every row is its key's newest so far, "
                 "replacing the key's earlier rows")
-    flags = up.spec.emit.flag_columns() if up.type == "window" else up.spec.flag_columns()
     cols = graph.columns.get(sink.id)
     kept = [f for f in flags if cols is None or f in dict(cols)]
     return (f"updates of {up.id} (keyed by {keys}) appended as a changelog: every row of a key is written, "

@@ -131,9 +131,8 @@ def explain_plan(plan: Plan) -> str:
             lines.append(f"  {node.id} ({node.type})" + (f" <- {ins}" if ins else ""))
             for d in _details(node) + transport_lines(node.spec) + _sampled(g, node):
                 lines.extend(_fill(d, "    ", "        "))
-            if node.type == "filter":
-                lines.extend("    " + r for r in _rules(plan, node))
-            elif node.type == "sigma_correlation":
+            lines.extend("    " + r for r in _rules(plan, node))  # a filter's rules (no other node has any)
+            if getattr(node.spec, "RUNS_CORRELATIONS", False):
                 for text in _correlations(plan, node):
                     lines.extend(_fill(text, "    ", "        "))
             if node.outputs:

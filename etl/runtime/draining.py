@@ -32,7 +32,7 @@ class Drain:
 
     def _processing_timers(self) -> bool:
         trigger = self.run.compiler.ctx.trigger
-        return any(n.type == "window" and choose_timers(n.spec, trigger) == "processing"
+        return any("window" in n.spec.engine_aspects() and choose_timers(n.spec, trigger) == "processing"
                    for n in self.run.graph.of_kind("transform"))
 
     def _all_flushed(self) -> None:
@@ -111,4 +111,4 @@ def left_in_state(run: Any) -> list[tuple[Any, int]]:
 def _stateful(run: Any, q: Any) -> Any:
     ids = [q.root] + list(q.nodes)
     nodes = [run.graph.node(i) for i in ids if i in run.graph.nodes]
-    return next((n for n in nodes if n.type in files.STATEFUL), nodes[0])
+    return next((n for n in nodes if n.spec.WATERMARK_STATE), nodes[0])

@@ -36,7 +36,6 @@ RESUME = "the run resumes from its checkpoint: nothing committed is lost or writ
 UNREACHABLE = re.compile(r"Connection refused|ConnectException|UnknownHostException|No route to host|"
                          r"Communications link failure|TimeoutException|timed out|Failed to (get|fetch)|"
                          r"cannot reach|Can't connect", re.I)
-SERVER_SOURCES = ("kafka", "mysql", "rocketmq")
 DISK_FULL = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC|Disk quota exceeded|\[Errno 122\]")
 # what Spark says when a part of a query's checkpoint cannot be read back: a state store's error classes, or a
 # truncated or garbled file (JSON, a stream's end) met by the code reading offsets/commits (HDFSMetadataLog),
@@ -318,10 +317,10 @@ def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: 
     found = fault(graph, cause, full, stack) or function_failure(graph, full, stack)
     if found is not None:
         return found
-    servers = [graph.nodes[s] for s in sources if s in graph.nodes and graph.nodes[s].type in SERVER_SOURCES]
+    servers = [graph.nodes[s] for s in sources if s in graph.nodes and graph.nodes[s].spec.SERVER_FIELD]
     if len(servers) == 1 and UNREACHABLE.search(full):
         node = servers[0]
-        field = "bootstrap_servers" if node.type == "kafka" else ("namesrv" if node.type == "rocketmq" else "host")
+        field = node.spec.SERVER_FIELD
         return Failure("E407", f"{node.type} source '{node.id}'", cause, field_span(graph, node, field),
                        f"check that the server runs and is reachable, then run again: {RESUME}", stack)
     return unknown_failure(graph, cause, stack)

@@ -204,6 +204,21 @@ class Component(Model):
     `explain_lines()`: what the component does, one short line each, for `etl explain`."""
 
     KIND: ClassVar[str] = ""
+    # Traits: what the core (graph checks, physical planner, drain, delivery, explain) asks of a component, never its
+    # type. A plugin sets the ones that differ from these defaults.
+    # keeps state across micro-batches: heads a streaming query of its own (etl.physical.grouping); see is_stateful()
+    STATEFUL: ClassVar[bool] = False
+    # its state is closed by the watermark: a drained checkpoint cannot run it again (E408, etl.compile.drain)
+    WATERMARK_STATE: ClassVar[bool] = False
+    # what explain says heads its streaming plan when it is stateful (etl.physical.planner)
+    STATE_WHY: ClassVar[str] = "state in RocksDB"
+    # engines of its own (etl.physical.engines.Engine), picked beside etl's for the aspects of engine_aspects()
+    ENGINES: ClassVar[tuple[Any, ...]] = ()
+    # `etl explain` shows where it runs beside its own engines (a source's reader, a parse's parser)
+    RUN_WITH_ENGINES: ClassVar[bool] = False
+    # the field naming a local file path it reads or writes: checked for NUL (E102), the lookup-table path guard and
+    # a sink writing into a watched folder (etl.graph.checks)
+    PATH_FIELD: ClassVar[str | None] = None
     # Maven coordinates (group:artifact:version) of the JVM jars its builder needs on Spark's classpath: when
     # java/lib has no connector jars, `etl run` has Spark's Ivy fetch them (spark.jars.packages, etl.runtime.session)
     JARS: ClassVar[tuple[str, ...]] = ()
@@ -224,6 +239,35 @@ class Component(Model):
         and its static table id, so references to it still resolve (etl.check placeholders)."""
         return None, None
 
+    # its rows are always updates of keys (a continuous aggregate); see updates_keys()
+    UPDATES_KEYS: ClassVar[bool] = False
+
+    def updates_keys(self) -> bool:
+        """Are its rows updates of keys (a continuous aggregate or TopN, a keep-last dedupe, an updating window)?"""
+        return self.UPDATES_KEYS
+
+    def is_stateful(self) -> bool:
+        """Keeps state across micro-batches (STATEFUL; a component whose fields decide overrides it)."""
+        return self.STATEFUL
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        """The aspects the physical planner picks an engine for (etl.physical.engines: `captures`, `window`, ...)."""
+        return ()
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        """Does it write rows it cannot process to the dead-letter sink (with its stage and reason)? `engines`: its
+        chosen engines per aspect; `undecided`: its rule program may leave a row undecided (etl.physical.failing)."""
+        return False
+
+    def event_time_out(self) -> bool | None:
+        """Whether its output carries event time with a watermark whatever its inputs (True, False), or as its inputs
+        do (None) (etl.graph.checks.has_event_time)."""
+        return None
+
+    def input_times(self) -> tuple[Any, ...] | None:
+        """Event times it declares per input (None entries: the input's own), or None: none (a join's left/right)."""
+        return None
+
     def endpoint_problems(self) -> list[tuple[tuple, Any, str]]:
         """What is wrong with the servers and names it connects to: (field keys, value, why) (E102)."""
         return []
@@ -239,10 +283,18 @@ class Component(Model):
 
 class SourceBase(Component):
     KIND: ClassVar[str] = "source"
+    RUN_WITH_ENGINES: ClassVar[bool] = True
     STATIC: ClassVar[bool] = False  # always a static table (read whole for lookups), whatever its fields
     # events arrive as they happen (a broker): event times are bounded by now + ETL_EVENT_TIME_HORIZON, not by the
     # fixed horizon of replayed input (etl.compile.watermark)
     LIVE: ClassVar[bool] = False
+    # can be read whole as a lookup's table (a SQL dimension table: FOR SYSTEM_TIME AS OF, etl.sql.build)
+    LOOKUP_TABLE: ClassVar[bool] = False
+    # the field naming the server it reads from: an unreachable server's failure points at it (E407,
+    # etl.runtime.failure)
+    SERVER_FIELD: ClassVar[str | None] = None
+    # fields holding a regular expression (a topic pattern): each must compile (E300, etl.graph.checks)
+    REGEX_FIELDS: ClassVar[tuple[str, ...]] = ()
     schema_: dict[str, str] | None = Field(
         default=None,
         alias="schema",
@@ -325,6 +377,39 @@ class TransformBase(_WithInputs):
     # dropped row): as a source's first stage, with on_error dead_letter, it carries the source's failed rows to its
     # own dead-letter split, so the source's micro-batch is read once (etl.compile.Compiler.carrier)
     CARRIES_FAILED_ROWS: ClassVar[bool] = False
+    # reads filter rules (inline, rule files, Sigma files) that etl.check loads into graph.rules before its checks
+    LOADS_RULES: ClassVar[bool] = False
+    # runs the Sigma correlation rules of the filter it reads (explain lists them; W340 when none reads a filter's)
+    RUNS_CORRELATIONS: ClassVar[bool] = False
+    # rows of an input that updates keys stay updates through it (row by row: filter, derive, select, ...)
+    PASSES_UPDATES: ClassVar[bool] = True
+    # how it uses event time, for the checks of etl.graph.checks.check_event_time: "" (not), "window" (an event-time
+    # window: E320 without event time upstream), "processing" (a processing-time window: E320 with event time
+    # upstream), "join" (every input needs event time: E321), "state" (state bounded by a watermark: E321); see
+    # event_time_use()
+    EVENT_TIME_USE: ClassVar[str] = ""
+
+    def event_time_use(self) -> str:
+        return self.EVENT_TIME_USE
+
+    def event_time_out(self) -> bool | None:
+        return False if self.updates_keys() else None
+
+    def update_keys(self) -> str:
+        """The keys its updates are keyed by, for explain's delivery lines (etl.plan.delivery.changes_for)."""
+        return ", ".join(getattr(self, "group_by", None) or ()) or "one global row"
+
+    def update_flags(self) -> tuple[str, ...]:
+        """The flag columns of its updates (none: every row is its key's newest, appended as such)."""
+        return ()
+
+    def paced_every(self) -> Any:
+        """How often a key's updated row goes out (a continuous aggregate's `every`), or None: each micro-batch."""
+        return None
+
+    def grouped_by_expressions(self) -> tuple[str, ...]:
+        """Grouping expressions that may throw on a row: those rows get a dead-letter query of their own."""
+        return ()
 
 
 class Retry(Model):

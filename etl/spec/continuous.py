@@ -28,10 +28,11 @@ in state or left unsent (an AvailableNow run, --once / --drain, reads everything
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from etl import registry
 from etl.registry import component
 from etl.spec.aggregates import AGGREGATES, checked_aggregates, output_type
 from etl.spec.base import PositiveDuration, TransformBase
@@ -42,12 +43,11 @@ UPDATE, RETRACT = "_update", "_retract"
 
 def updates_keys(node: Any) -> bool:
     """Are `node`'s rows updates of keys: a continuous `aggregate` or `top_n`, a `dedupe` keeping the last row, a
-    window with early rows or late updates (a node whose spec did not validate: no)?"""
-    s = node.spec
-    if node.type == "window":
-        return bool(getattr(getattr(s, "emit", None), "flag_columns", lambda: ())())
-    return (node.type == "aggregate" or (node.type == "dedupe" and getattr(s, "keep", None) == "last")
-            or (node.type == "top_n" and bool(getattr(s, "continuous", False))))
+    window with early rows or late updates (a node whose spec did not validate: as its class says)?"""
+    spec = registry.traits_of(node.spec)
+    if spec is node.spec:
+        return spec.updates_keys()
+    return bool(getattr(spec, "UPDATES_KEYS", False))  # not validated: its class's answer
 
 
 def updating_input(graph: Any, node: Any) -> Any:
@@ -62,8 +62,7 @@ def updating_input(graph: Any, node: Any) -> Any:
             return None
         if updates_keys(node):
             return node
-        if node.kind == "source" or node.type in ("window", "join", "temporal_join", "regular_join", "dedupe",
-                                                            "lookup", "union", "top_n"):
+        if node.kind == "source" or not getattr(registry.traits_of(node.spec), "PASSES_UPDATES", True):
             return None
 
 
@@ -115,6 +114,18 @@ class AggregateTransform(AggregateHooks, TransformBase):
     every: PositiveDuration | None = Field(
         default=None, description="at most one row per key this often: the queries reading the aggregate run a "
                                   "micro-batch at most this often (processing time)")
+    STATEFUL: ClassVar[bool] = True
+    UPDATES_KEYS: ClassVar[bool] = True
+
+    def update_flags(self) -> tuple[str, ...]:
+        return self.flag_columns()
+
+    def paced_every(self) -> Any:
+        return self.every
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        # a Python aggregate function raising on a key (etl.compile.transforms.aggregate)
+        return any(a.fn not in AGGREGATES for a in self.aggregates)
 
     @model_validator(mode="after")
     def _names(self) -> "AggregateTransform":

@@ -32,12 +32,17 @@ class RegularJoinTransform(JoinHooks, TransformBase):
 
     left_time: ClassVar[None] = None  # JoinHooks' event times: none (processing time)
     right_time: ClassVar[None] = None
+    STATEFUL: ClassVar[bool] = True
+    PASSES_UPDATES: ClassVar[bool] = False
     type: Literal["regular_join"]
     on: list[str] = Field(min_length=1, description="key columns present on both sides")
     how: Literal["inner"] = Field(default="inner", description="inner only: an outer regular join updates its "
                                   "padded rows (Flink retracts them), etl's sinks append")
     condition: str | None = Field(default=None, description="Spark SQL condition besides the keys, over the join's "
                                   "output columns: a pair it is not true for is dropped")
+
+    def event_time_out(self) -> bool | None:
+        return False  # processing time: Flink's regular join drops the time attribute
     ttl: PositiveDuration | None = Field(default=None, description="a kept row joins nothing this long after it "
                                          "was stored, in processing time (Flink's table.exec.state.ttl); absent: "
                                          "the state grows without bound")

@@ -67,7 +67,7 @@ class SigmaCorrelationHooks:
         if edge is None:
             return dict(CORRELATION_COLUMNS)
         src = cx.graph.nodes.get(edge.src)
-        if src is not None and not (src.type == "filter" and getattr(src.spec, "sigma", None) is not None
+        if src is not None and not (getattr(src.spec, "sigma", None) is not None  # a filter with `sigma`
                                     and src.spec.mode == "alerts"):
             cx.report.error("E203", f"sigma_correlation '{node.id}' reads '{edge.ref}', which is not a filter with "
                             "`sigma` in alerts mode", edge.span or node.span,

@@ -37,6 +37,10 @@ class FileSink(SinkBase):
     SPARK_WRITER: ClassVar[str] = (
         "Spark's own file writer on the executors into a staging folder through the Hadoop FileSystem of the "
         "path (any Hadoop URI); the driver publishes the batch (manifest, renames)")
+    PATH_FIELD: ClassVar[str | None] = "path"
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("json",) if self.format == "jsonl" else ()  # how jsonl lines are rendered
 
     def is_idempotent(self) -> bool:
         return True

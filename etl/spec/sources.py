@@ -38,6 +38,16 @@ class FileSource(SourceBase):
                                                   "as tail -F: appended lines are read; renamed, truncated and "
                                                   "recreated files are followed (docs/pipeline-format.md: what "
                                                   "the file source guarantees)")
+    PATH_FIELD: ClassVar[str | None] = "path"
+    LOOKUP_TABLE: ClassVar[bool] = True
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return {"jsonl": ("reader",), "text": ("lines",)}.get(self.format, ())
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        # a record over ETL_MAX_RECORD_MB (etl/jvm/BoundedLines.java, etl.compile.deadletter's within_record_size),
+        # a line that is not UTF-8, malformed json or csv, an event time beyond the horizon
+        return True
 
     def is_static(self) -> bool:
         return self.static
@@ -154,6 +164,12 @@ class _MessageSource(SourceBase):
     format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
     value_column: str = Field(default="value", description="text/raw: column holding the message body")
 
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("parser",) if self.format == "json" else ()
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return True  # malformed json, an event time beyond the horizon
+
     def declared_columns(self) -> dict[str, str] | None:
         if self.format != "json":
             return {"key": "string", self.value_column: "string", "topic": "string", "timestamp": "timestamp"}
@@ -165,6 +181,8 @@ class KafkaSource(_MessageSource):
     """Records of Kafka topics (Spark's Kafka connector): offsets in the checkpoint, replayed after a crash."""
 
     JARS: ClassVar[tuple[str, ...]] = KAFKA_JARS
+    REGEX_FIELDS: ClassVar[tuple[str, ...]] = ("pattern",)
+    SERVER_FIELD: ClassVar[str | None] = "bootstrap_servers"
     type: Literal["kafka"]
     bootstrap_servers: str = Field(description="Kafka brokers: host:port, comma-separated")
     topics: list[str] | None = Field(default=None, description="topics to read (or `pattern`)")
@@ -194,6 +212,7 @@ class RocketMQSource(_MessageSource):
     """Messages of a RocketMQ topic: per-queue offsets in the checkpoint, replayed after a crash."""
 
     type: Literal["rocketmq"]
+    SERVER_FIELD: ClassVar[str | None] = "namesrv"
     namesrv: str = Field(description="name server address, host:port")
     topic: str = Field(description="topic to read")
     group: str = Field(default="etl", description="consumer group")
@@ -216,6 +235,8 @@ class MySQLSource(SourceBase):
 
     STATIC: ClassVar[bool] = True
     JARS: ClassVar[tuple[str, ...]] = MYSQL_JARS  # JDBC (else the Python client: etl.connectors.sources.mysql)
+    SERVER_FIELD: ClassVar[str | None] = "host"
+    LOOKUP_TABLE: ClassVar[bool] = True
     type: Literal["mysql"]
     host: str = Field(default="127.0.0.1", description="server host name or IP address")
     port: int = Field(default=3306, description="server port")

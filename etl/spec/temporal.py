@@ -16,7 +16,7 @@ renamed `<versions input id>_<name>`. The state engine: etl.compile.transforms.t
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -41,6 +41,14 @@ class TemporalJoinTransform(JoinHooks, TransformBase):
                                         "source's)")
     right_time: EventTime | None = Field(default=None, description="the versions' event time, when each became "
                                          "valid (default: their source's)")
+    STATEFUL: ClassVar[bool] = True
+    WATERMARK_STATE: ClassVar[bool] = True
+    PASSES_UPDATES: ClassVar[bool] = False
+    EVENT_TIME_USE: ClassVar[str] = "join"
+    JOIN_WORD: ClassVar[str] = "temporal"  # E321's "a temporal join needs event time"
+
+    def input_times(self) -> tuple[Any, ...] | None:
+        return (self.left_time, self.right_time)
 
     @model_validator(mode="after")
     def _two_inputs(self) -> "TemporalJoinTransform":

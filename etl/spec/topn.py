@@ -19,7 +19,7 @@ reads rows as they arrive, not updates of keys (E104).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -150,6 +150,19 @@ class TopNTransform(TopNHooks, TransformBase):
     continuous: bool = Field(default=False, description="a continuously updated TopN over rows as they arrive (no "
                              "window): the state keeps each key's first n rows, each micro-batch writes the rows "
                              "whose rank changed, flagged `_update`")
+    PASSES_UPDATES: ClassVar[bool] = False
+
+    def is_stateful(self) -> bool:
+        return self.continuous
+
+    def updates_keys(self) -> bool:
+        return self.continuous
+
+    def update_keys(self) -> str:
+        return ", ".join([*self.partition_by, self.rank or "the rank"])
+
+    def update_flags(self) -> tuple[str, ...]:
+        return self.flag_columns()
 
     @model_validator(mode="after")
     def _shape(self) -> "TopNTransform":

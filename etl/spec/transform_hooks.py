@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from etl import registry
 from etl.spec.aggregates import checked_aggregates, output_type, state_engine_why
 
 Cols = dict[str, str]
@@ -64,7 +65,7 @@ def _unread_correlations(cx: Any, node: Any) -> None:
     stats = cx.graph.sigma.get(node.id)
     if stats is None or not stats.correlations:
         return
-    if any(n.type == "sigma_correlation" for n in cx.graph.downstream(node.id)):
+    if any(getattr(registry.traits_of(n.spec), "RUNS_CORRELATIONS", False) for n in cx.graph.downstream(node.id)):
         return
     from etl.diagnostics import Span
 

@@ -3,7 +3,8 @@ dedupe."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+import re
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -18,6 +19,10 @@ from etl.spec.timebound import TimeBounds
 from etl.spec.transform_hooks import (DedupeHooks, DeriveHooks, FilterHooks, GrokHooks, JoinHooks, LookupHooks,
                                       ParseHooks, RouteHooks, SelectHooks, UnionHooks, WindowHooks)
 
+# a column reference, or a generator, which cannot throw (etl.compile.transforms.columns reads select fields so)
+PLAIN = re.compile(r"(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\.(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*|\*))*|\*")
+GENERATOR = re.compile(r"\b(?:explode|explode_outer|posexplode|posexplode_outer|inline|inline_outer|stack|json_tuple)"
+                       r"\s*\(", re.IGNORECASE)
 _TR = "etl.compile.transforms"
 
 
@@ -39,6 +44,7 @@ class FilterTransform(FilterHooks, TransformBase):
         default=None, description="tag mode: the tag column holds the matched rules' metadata (rule, id, title, "
         "level, tags) instead of their ids; on by default for filters with `sigma`")
     reload: bool = Field(default=True, description="re-read rule files between micro-batches when they change")
+    LOADS_RULES: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _something_to_test(self) -> "FilterTransform":
@@ -52,6 +58,10 @@ class FilterTransform(FilterHooks, TransformBase):
     def has_rules(self) -> bool:
         return bool(self.rules or self.rule_files or self.sigma)
 
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        # an expr that throws; rules run by Python workers that may leave a row undecided (a regex gave up)
+        return self.expr is not None or (self.has_rules and engines.get("rules") == "rules-python" and undecided)
+
     @property
     def details(self) -> bool:
         """Tag mode: does the tag column hold rule metadata (structs) rather than rule ids?"""
@@ -64,6 +74,9 @@ class DeriveTransform(DeriveHooks, TransformBase):
 
     type: Literal["derive"]
     columns: dict[str, str] = Field(min_length=1, description="new column -> Spark SQL expression")
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return True
 
 
 @component("transform", "select", builder=f"{_TR}.columns:build_select")
@@ -81,6 +94,10 @@ class SelectTransform(SelectHooks, TransformBase):
         if self.fields is None and not self.rename and not self.drop:
             raise ValueError("a select needs `fields`, `rename` or `drop`")
         return self
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return self.fields is not None and any(not (PLAIN.fullmatch(f.strip()) or GENERATOR.search(f))
+                                               for f in self.fields)
 
 
 @component("transform", "grok", builder=f"{_TR}.grok:build")
@@ -110,6 +127,12 @@ class GrokTransform(GrokHooks, TransformBase):
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
         default="dead_letter", description="what to do with a line that does not match (with `target`: a value "
                                            "that does not convert, a line the regex gave up on)")
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("captures",)
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return self.on_error == "dead_letter"
 
     @field_validator("pattern")
     @classmethod
@@ -165,6 +188,13 @@ class ParseTransform(ParseHooks, TransformBase):
     keep_original: bool = Field(default=True, description="keep the parsed column in the output")
     on_error: Literal["dead_letter", "drop", "keep"] = Field(default="dead_letter",
         description="a row that does not parse: dead_letter, drop or keep")
+    RUN_WITH_ENGINES: ClassVar[bool] = True
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("parser",) if self.format == "json" else ()
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return self.on_error == "dead_letter"
 
 
 @component("transform", "union", builder=f"{_TR}.union:build")
@@ -172,6 +202,7 @@ class UnionTransform(UnionHooks, TransformBase):
     """Merge several inputs with the same columns (by name)."""
 
     type: Literal["union"]
+    PASSES_UPDATES: ClassVar[bool] = False
 
 
 @component("transform", "route", builder=f"{_TR}.route:build")
@@ -181,6 +212,9 @@ class RouteTransform(RouteHooks, TransformBase):
     type: Literal["route"]
     routes: dict[Identifier, str] = Field(min_length=1, description="label -> Spark SQL condition")
     default: Identifier | None = Field(default=None, description="label for events no route matches")
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return True
     exclusive: bool = Field(default=False, description="an event goes to the first matching route only")
 
     @model_validator(mode="after")
@@ -284,6 +318,35 @@ class WindowTransform(WindowHooks, TransformBase):
     having: str | None = Field(default=None, description="Spark SQL condition over group and aggregate columns")
     emit: Emit = Field(default_factory=Emit,
                        description="when rows go out: early, final, late (the guide's \"Window results\")")
+    STATEFUL: ClassVar[bool] = True
+    WATERMARK_STATE: ClassVar[bool] = True
+    PASSES_UPDATES: ClassVar[bool] = False
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("window",)
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        # a Python aggregate function raising on a window or a key (etl.compile.windows.state), `having`, late rows
+        return any(a.fn not in AGGREGATES for a in self.aggregates) or bool(self.having) \
+            or self.emit.late == "dead_letter"
+
+    def grouped_by_expressions(self) -> tuple[str, ...]:
+        return tuple(self.group_by)
+
+    def event_time_use(self) -> str:
+        return "window" if self.time == "event" else "processing"
+
+    def event_time_out(self) -> bool | None:
+        return self.time == "event"
+
+    def updates_keys(self) -> bool:
+        return bool(self.emit.flag_columns())
+
+    def update_keys(self) -> str:
+        return ", ".join([*self.group_by, "window_start", "window_end"])
+
+    def update_flags(self) -> tuple[str, ...]:
+        return self.emit.flag_columns()
 
     @field_validator("slide")
     @classmethod
@@ -339,6 +402,13 @@ class SigmaCorrelationTransform(SigmaCorrelationHooks, TransformBase):
     event_time: EventTime | None = Field(default=None, description="overrides the source's event time")
     slides: int = Field(default=1, ge=1, le=60, description="windows per timespan: 1 = tumbling windows of the "
                         "timespan; k > 1 = sliding windows of the timespan starting every timespan/k")
+    STATEFUL: ClassVar[bool] = True
+    WATERMARK_STATE: ClassVar[bool] = True
+    EVENT_TIME_USE: ClassVar[str] = "window"
+    RUNS_CORRELATIONS: ClassVar[bool] = True
+
+    def event_time_out(self) -> bool | None:
+        return True
 
 
 @component("transform", "join", builder=f"{_TR}.join:build")
@@ -357,6 +427,14 @@ class JoinTransform(JoinHooks, TransformBase):
     left_time: EventTime | None = Field(default=None, description="the left input's event time (default: its source's)")
     right_time: EventTime | None = Field(default=None,
                                          description="the right input's event time (default: its source's)")
+    STATEFUL: ClassVar[bool] = True
+    WATERMARK_STATE: ClassVar[bool] = True
+    PASSES_UPDATES: ClassVar[bool] = False
+    EVENT_TIME_USE: ClassVar[str] = "join"
+    JOIN_WORD: ClassVar[str] = "stream-stream"  # E321's "a stream-stream join needs event time"
+
+    def input_times(self) -> tuple[Any, ...] | None:
+        return (self.left_time, self.right_time)
 
     @model_validator(mode="after")
     def _two_inputs(self) -> "JoinTransform":
@@ -378,6 +456,12 @@ class LookupTransform(LookupHooks, TransformBase):
     store: Literal["auto", "broadcast", "rocksdb"] = Field(default="auto",
         description="where the table is kept: broadcast (memory), rocksdb (disk), auto chooses by its size")
     refresh: PositiveDuration | None = Field(default=None, description="reload the table this often")
+    STATEFUL: ClassVar[bool] = True  # a query of its own, which reads its table's store
+    STATE_WHY: ClassVar[str] = "several inputs"
+    PASSES_UPDATES: ClassVar[bool] = False
+
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("store",)
 
     def input_ids(self) -> list[str]:
         return list(self.inputs) + [self.table]
@@ -399,3 +483,13 @@ class DedupeTransform(DedupeHooks, TransformBase):
         default="first", description="first: the first event per key, repeats dropped while the key is in state; "
         "last: after each micro-batch the key's newest event when it is newer than every earlier one (the state "
         "of a key ends when the watermark passes its newest event time)")
+    STATEFUL: ClassVar[bool] = True
+    WATERMARK_STATE: ClassVar[bool] = True
+    PASSES_UPDATES: ClassVar[bool] = False
+    EVENT_TIME_USE: ClassVar[str] = "state"
+
+    def updates_keys(self) -> bool:
+        return self.keep == "last"
+
+    def update_keys(self) -> str:
+        return ", ".join(self.keys)

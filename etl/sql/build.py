@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from sqlglot import exp
 
+from etl import registry
 from etl.diagnostics import Report, Span, did_you_mean
 from etl.sql import ddl
 from etl.sql.connectors import map_table
@@ -216,8 +217,9 @@ class Builder:
                                 "milliseconds, etl (Spark) as epoch seconds", wm_col.span,
                                 f"for epoch milliseconds declare `{wm_col.name} BIGINT` (etl reads a BIGINT time "
                                 "column as epoch milliseconds); text such as 2026-01-10 09:00:00 reads the same")
+        table: Any = registry.lookup("source", m.type).spec if role == "dim" else None  # a lookup's table
         rel = Rel(t.name, [c.name for c in t.columns if c.metadata is None], t.watermark[0] if t.watermark else None,
-                  t.proctime, t, static=role == "dim" and m.type in ("file", "mysql"))
+                  t.proctime, t, static=table is not None and table.LOOKUP_TABLE)
         declared = {c.name: c.type for c in t.columns}
         self.set_types(t.name, declared)
         meta = [c for c in t.columns if c.metadata is not None]

@@ -21,7 +21,7 @@ def dimension(ctx: CompileContext, node: Node) -> tuple[Any, Any]:
 
     table = ctx.graph.node(node.spec.table)
     t = table.spec
-    if t.type == "file":
+    if t.PATH_FIELD:  # a table in files (a static file source)
         if t.format not in FORMATS:
             raise CompileError(f"lookup '{node.id}': a {t.format} file cannot be a lookup table", node, "table",
                                "use csv, jsonl or parquet", code="E400")
