@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
+from collections.abc import Iterable
 
 
 # Every diagnostic code, what it means. `etl validate` reports E0xx-E3xx and W codes without a JVM;

@@ -33,7 +33,8 @@ import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 MIN_PATTERNS = 64
 MIN_RULES = 64

@@ -33,7 +33,8 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
 MASK = "***"

@@ -39,7 +39,8 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.compile import bounds, returns
 
@@ -97,7 +98,7 @@ class Limits:
     max_bytes: int = 16 * 1024 * 1024
 
     @staticmethod
-    def current() -> "Limits":
+    def current() -> Limits:
         from etl import settings
 
         s = settings.current()

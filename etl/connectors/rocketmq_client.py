@@ -135,7 +135,7 @@ class Queue:
         return f"{self.broker}/{self.queue_id}"
 
     @classmethod
-    def from_key(cls, key: str) -> "Queue":
+    def from_key(cls, key: str) -> Queue:
         broker, _, qid = key.rpartition("/")
         return cls(broker, int(qid))
 
@@ -290,11 +290,11 @@ def _set_consumer_instance_name(handle: int, name: str) -> None:
     L = lib()
     s = ctypes.create_string_buffer(64)  # room for a std::string object (one pointer)
     alloc = ctypes.create_string_buffer(8)  # std::allocator<char> is stateless
-    getattr(L, "_ZNSsC1EPKcRKSaIcE")(s, name.encode(), alloc)
+    L._ZNSsC1EPKcRKSaIcE(s, name.encode(), alloc)
     try:
-        getattr(L, "_ZN8rocketmq8MQClient15setInstanceNameERKSs")(handle, s)
+        L._ZN8rocketmq8MQClient15setInstanceNameERKSs(handle, s)
     finally:
-        getattr(L, "_ZNSsD1Ev")(s)
+        L._ZNSsD1Ev(s)
 
 
 def _text(raw: bytes | None) -> str:

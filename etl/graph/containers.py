@@ -16,7 +16,8 @@ tests/unit/test_spark_operators.py's table.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.sql.casts import _split
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.graph.names import find as _find
 from etl.graph.types import struct_fields

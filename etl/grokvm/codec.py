@@ -136,7 +136,7 @@ class Program:
         return bytes(out)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Program":
+    def from_bytes(cls, data: bytes) -> Program:
         r = _Reader(data)
         if r.take(4) != MAGIC:
             raise FormatError("bad magic")

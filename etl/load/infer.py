@@ -26,7 +26,8 @@ import os
 import re
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from etl.load.paths import SAMPLES, PathError, read_head, resolve
 

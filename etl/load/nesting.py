@@ -12,7 +12,8 @@ error naming the limit, before any parser sees the text.
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from typing import TypeVar
+from collections.abc import Iterable
 
 T = TypeVar("T")
 

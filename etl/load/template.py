@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
 from jinja2.sandbox import SecurityError

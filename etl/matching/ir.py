@@ -63,19 +63,19 @@ class Pred:
 
 @dataclass(frozen=True)
 class Not:
-    child: "Expr"
+    child: Expr
     origin: object | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class And:
-    children: tuple["Expr", ...]
+    children: tuple[Expr, ...]
     origin: object | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Or:
-    children: tuple["Expr", ...]
+    children: tuple[Expr, ...]
     origin: object | None = field(default=None, compare=False)
 
 
@@ -311,7 +311,7 @@ class FilterProgram:
         may give up (etl.matching.regex_budget) and leave a row undecided."""
         return bool(self.fallbacks) or any(not p.exact for d in self.databases for p in d.patterns)
 
-    def with_pass(self, name: str, **changes: Any) -> "FilterProgram":
+    def with_pass(self, name: str, **changes: Any) -> FilterProgram:
         from dataclasses import replace
 
         return replace(self, passes=self.passes + (name,), **changes)

@@ -568,7 +568,7 @@ def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:
 
 # --------------------------------------------------------------------------- public API
 
-_RUNTIMES: "OrderedDict[str, _Runtime]" = OrderedDict()
+_RUNTIMES: OrderedDict[str, _Runtime] = OrderedDict()
 _RUNTIMES_LOCK = threading.Lock()
 _RUNTIMES_KEEP = 16  # loaded programs per process (reloaded rule sets replace older ones)
 

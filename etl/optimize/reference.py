@@ -54,7 +54,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import Any, Sequence, cast
+from typing import Any, cast
+from collections.abc import Sequence
 
 from etl.spec.rules import All, AnyOf, Not, Predicate, Rule
 

@@ -36,7 +36,7 @@ import re._constants as C  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
 
 import _sre
 import hyperscan

@@ -6,7 +6,8 @@ yielded as the JVM sends them (their order across partitions is not kept).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 

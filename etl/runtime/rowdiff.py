@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from decimal import Decimal
 from typing import Any
 
 
 def _canon_time(t: datetime) -> str:
     if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        t = t.astimezone(UTC).replace(tzinfo=None)
     text = t.isoformat(timespec="microseconds").rstrip("0").rstrip(".")
     return text + "Z"
 
@@ -27,7 +27,7 @@ def canon(v: Any) -> Any:
     if isinstance(v, str) and len(v) >= 16 and v[4:5] == "-" and v[10:11] in ("T", " "):
         try:
             t = datetime.fromisoformat(v.replace("Z", "+00:00"))
-            return _canon_time(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+            return _canon_time(t if t.tzinfo else t.replace(tzinfo=UTC))
         except ValueError:
             return v
     if isinstance(v, dict):

@@ -15,7 +15,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl import registry, settings
 from etl.compile import CompileContext, Compiler, Output, Query
@@ -281,7 +282,7 @@ class PipelineRun:
 
         from etl.dead_letters import DDL, ERR, PAYLOAD
 
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         tables = []
         for stage, t in failed:
             n = t.num_rows

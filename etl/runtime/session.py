@@ -18,7 +18,8 @@ import shlex
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from etl import settings
 from etl.diskcache import private_tmp

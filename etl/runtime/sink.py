@@ -26,7 +26,8 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
+from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 

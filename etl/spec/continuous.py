@@ -117,7 +117,7 @@ class AggregateTransform(AggregateHooks, TransformBase):
                                   "micro-batch at most this often (processing time)")
 
     @model_validator(mode="after")
-    def _names(self) -> "AggregateTransform":
+    def _names(self) -> AggregateTransform:
         seen = {g.lower() for g in self.group_by} | {UPDATE, RETRACT}
         for a in self.aggregates:
             if a.as_.lower() in seen:

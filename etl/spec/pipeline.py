@@ -63,7 +63,7 @@ class TestCase(Model):
     ordered: bool = Field(default=False, description="compare rows in order")
 
     @model_validator(mode="after")
-    def _inputs_or_batches(self) -> "TestCase":
+    def _inputs_or_batches(self) -> TestCase:
         if (self.inputs is None) == (self.batches is None):
             raise ValueError("a test gives either `inputs` or `batches`")
         return self

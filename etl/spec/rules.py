@@ -65,7 +65,7 @@ class Predicate(Model):
         return v
 
     @model_validator(mode="after")
-    def _exactly_one_op(self) -> "Predicate":
+    def _exactly_one_op(self) -> Predicate:
         ops = self.ops()
         if len(ops) != 1:
             got = ", ".join(ops) if ops else "none"
@@ -85,15 +85,15 @@ class Predicate(Model):
 
 
 class All(Model):
-    all: list["Node"] = Field(min_length=1)
+    all: list[Node] = Field(min_length=1)
 
 
 class AnyOf(Model):
-    any: list["Node"] = Field(min_length=1)
+    any: list[Node] = Field(min_length=1)
 
 
 class Not(Model):
-    not_: "Node" = Field(alias="not")
+    not_: Node = Field(alias="not")
 
 
 def _node_tag(v: Any) -> str | None:

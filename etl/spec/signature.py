@@ -23,7 +23,8 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 DECORATORS = {"udf": "scalar", "udtf": "table", "udaf": "aggregate"}
 _PY_TYPES = {"str": "string", "int": "bigint", "float": "double", "bool": "boolean", "bytes": "binary",

@@ -40,7 +40,7 @@ class FilterTransform(FilterHooks, TransformBase):
     reload: bool = Field(default=True, description="re-read rule files between micro-batches when they change")
 
     @model_validator(mode="after")
-    def _something_to_test(self) -> "FilterTransform":
+    def _something_to_test(self) -> FilterTransform:
         if self.expr is None and not self.has_rules:
             raise ValueError("a filter needs `expr`, `rules`, `rule_files` or `sigma`")
         if self.mode in ("tag", "alerts") and not self.has_rules:
@@ -75,7 +75,7 @@ class SelectTransform(SelectHooks, TransformBase):
     drop: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _something(self) -> "SelectTransform":
+    def _something(self) -> SelectTransform:
         if self.fields is None and not self.rename and not self.drop:
             raise ValueError("a select needs `fields`, `rename` or `drop`")
         return self
@@ -117,7 +117,7 @@ class GrokTransform(GrokHooks, TransformBase):
         return v
 
     @model_validator(mode="after")
-    def _target_alone(self) -> "GrokTransform":
+    def _target_alone(self) -> GrokTransform:
         if self.target is not None and self.overwrite:
             raise ValueError("`overwrite` names input columns a capture replaces: with `target` the captures go "
                              "into a new struct column")
@@ -181,7 +181,7 @@ class RouteTransform(RouteHooks, TransformBase):
     exclusive: bool = Field(default=False, description="an event goes to the first matching route only")
 
     @model_validator(mode="after")
-    def _default_is_new(self) -> "RouteTransform":
+    def _default_is_new(self) -> RouteTransform:
         if self.default is not None and self.default in self.routes:
             raise ValueError(f"`default` label '{self.default}' is also a route label")
         return self
@@ -201,7 +201,7 @@ class Aggregate(Model):
     n: int | None = Field(default=None, ge=1, description="top_n: how many values")
 
     @model_validator(mode="after")
-    def _field_needed(self) -> "Aggregate":
+    def _field_needed(self) -> Aggregate:
         entry = AGGREGATES.get(self.fn)
         if (entry is None or entry.needs_field) and self.field is None:
             raise ValueError(f"aggregate {self.fn} needs a `field`")
@@ -225,7 +225,7 @@ class Emit(Model):
                                      "of wall-clock time (processing; continuous runs only)")
 
     @model_validator(mode="after")
-    def _late_update(self) -> "Emit":
+    def _late_update(self) -> Emit:
         if self.late == "update" and self.allowed_lateness is None:
             raise ValueError("`late: update` needs `allowed_lateness` (how long a closed window takes late events)")
         if self.late != "update":
@@ -295,7 +295,7 @@ class WindowTransform(WindowHooks, TransformBase):
         return step
 
     @model_validator(mode="after")
-    def _shape(self) -> "WindowTransform":
+    def _shape(self) -> WindowTransform:
         if self.kind in ("tumbling", "sliding", "cumulating") and self.size is None:
             raise ValueError(f"a {self.kind} window needs `size`")
         if self.kind == "sliding" and self.slide is None:
@@ -349,7 +349,7 @@ class JoinTransform(JoinHooks, TransformBase):
     right_time: EventTime | None = None
 
     @model_validator(mode="after")
-    def _two_inputs(self) -> "JoinTransform":
+    def _two_inputs(self) -> JoinTransform:
         if len(self.inputs) != 2:
             raise ValueError("a join needs exactly two inputs: [left, right]")
         return self

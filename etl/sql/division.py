@@ -11,7 +11,7 @@ precision rule as Flink's). An operand whose type is unknown here keeps Spark's 
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 

@@ -313,7 +313,7 @@ class Joins:
                 if out in keys:
                     scope.padded[(a, col)] = time or ""  # "": unknown, E011 where the query reads the key
 
-    def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, times: tuple, bound: "_Bound") -> bool:
+    def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, times: tuple, bound: _Bound) -> bool:
         """Is `c` a bound of the event times (Flink's interval join: `l.t = r.t`, `l.t >= r.t AND l.t < r.t +
         INTERVAL '10' MINUTE`, `l.t BETWEEN r.t - INTERVAL '10' SECOND AND r.t + INTERVAL '5' SECOND`, either
         side first)? Then `bound` takes it, as ends of `right time - left time`."""

@@ -94,7 +94,7 @@ def test_client_bodies_keys_tags_properties_and_offsets(rocketmq_server):
     fallbacks = rmq.BODY_FALLBACKS
     got = read_topic(ns, topic)
     assert sorted(m.body for m in got) == sorted(bodies)  # binary-safe (NUL bytes), compressed bodies
-    assert rmq.BODY_FALLBACKS == fallbacks
+    assert fallbacks == rmq.BODY_FALLBACKS
     by_key = {m.keys: m for m in got}
     for i, b in enumerate(bodies):
         m = by_key[f"k{i}"]

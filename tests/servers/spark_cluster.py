@@ -133,7 +133,7 @@ class SparkCluster(Server):
                 return i
         raise LookupError(f"process {pid} runs under no worker")
 
-    def ensure_running(self) -> "SparkCluster":
+    def ensure_running(self) -> SparkCluster:
         """Start the workers a test killed again and wait until all are registered."""
         import time
 

@@ -5,11 +5,11 @@ are there, unmatched rows of an outer side once the watermark guarantees no matc
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
-T0 = datetime(2026, 1, 10, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 DELAY = 31  # watermark delay (s); event times are odd seconds, watermarks even: no event sits on one
 LOWER, UPPER = -60, 120  # within: [-1m, +2m] of right time - left time
 FAR = T0 + timedelta(hours=2)  # a last batch moves the watermark past every row

@@ -16,7 +16,8 @@ After the last batch one empty batch runs (Spark's no-data batch) with the final
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 @dataclass

@@ -15,7 +15,8 @@ engine's rule: in batch N, windows with end <= W[N] close first, then the batch'
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from tests.windows.oracle import OracleResult, _join_session, _windows, aggregate, watermarks
 

@@ -37,7 +37,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.workers import own_workers
 from etl.compile.lookups.store import (TableSource, default_base_dir, ensure_version, source_version,
@@ -73,7 +74,7 @@ class Dimension:
     reader: Any = None  # () -> pyarrow.Table
 
     @classmethod
-    def of_frame(cls, name: str, frame: Any, columns: dict[str, str] | None = None) -> "Dimension":
+    def of_frame(cls, name: str, frame: Any, columns: dict[str, str] | None = None) -> Dimension:
         return cls(name, columns=columns or dict(frame.dtypes), reader=frame.toArrow)
 
 
@@ -82,7 +83,7 @@ class LookupResult:
     df: Any
     store: str  # "broadcast" | "rocksdb"
     source: TableSource | None = None  # rocksdb: what workers read
-    refresher: "Refresher | None" = None
+    refresher: Refresher | None = None
     renamed: dict[str, str] = field(default_factory=dict)  # table column -> output column
     follow: Any = None  # rocksdb in the JVM: the driver's step publishing a changed table (with refresh)
     engine: str = ""  # broadcast | rocksdb-jvm | rocksdb-python: what was built (etl.physical)
@@ -432,7 +433,7 @@ class Refresher:
         self.runs = 0
         self.errors: list[str] = []
 
-    def start(self) -> "Refresher":
+    def start(self) -> Refresher:
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, daemon=True, name="etl-lookup-refresh")
             self._thread.start()

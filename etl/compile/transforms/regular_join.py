@@ -15,7 +15,8 @@ next row (its pairs are Flink's either way; the state of a key that gets no row 
 from __future__ import annotations
 
 import pickle
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 from etl.compile.context import CompileContext, CompileError
 from etl.compile.transforms.temporal_join import HIT, SIDE, L, R, joined, keyed_union

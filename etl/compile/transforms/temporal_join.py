@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import bisect
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.context import CompileContext, CompileError
 from etl.compile.transforms.join import _side_time

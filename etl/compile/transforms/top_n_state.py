@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.windows.state import ALL_KEY, from_state, state_type, to_state
 from etl.spec.continuous import UPDATE

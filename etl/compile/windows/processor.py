@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.windows.state import (ERR, EVENT_MS, FINAL, MS_COL, PAYLOAD, PREV, RETRACTED, UPDATE, VAL, WE, WS,
                                        AggregateFailed, Config, add, merge, new_acc, result, windows_of)

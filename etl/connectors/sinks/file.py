@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, TypeVar
+from typing import Any, BinaryIO, TypeVar
+from collections.abc import Callable
 
 import pyarrow as pa
 

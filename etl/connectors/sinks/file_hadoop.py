@@ -22,7 +22,8 @@ the other during step 2 (no data is written then).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from etl.connectors.api import WORKER_ENDED
 from etl.runtime.sink import TerminalError, TransientError

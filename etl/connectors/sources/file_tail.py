@@ -28,7 +28,8 @@ import base64
 import hashlib
 import logging
 import os
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition

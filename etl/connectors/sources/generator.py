@@ -21,7 +21,8 @@ import math
 import string
 import time
 import zlib
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa

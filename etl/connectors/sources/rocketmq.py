@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
