@@ -90,7 +90,7 @@ CODES: dict[str, str] = {
 }
 
 
-class Severity(str, Enum):
+class Severity(str, Enum):  # noqa: UP042 - StrEnum would change str() and format() of a member
     ERROR = "error"
     WARNING = "warning"
 

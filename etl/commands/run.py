@@ -264,10 +264,8 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
             signal.signal(s, h)
         ended = False
         if not under_spark_submit():
-            try:
+            with contextlib.suppress(Exception):
                 spark.stop()
-            except Exception:  # noqa: BLE001
-                pass
             ended = end_jvm(JVM_EXIT_S)
         runlog.close(JVM_EXIT_S if ended else 0)  # what the JVM wrote until it exited is in the log, redacted
         # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'

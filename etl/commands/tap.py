@@ -161,7 +161,7 @@ def tap(
         body = json.loads(e.read() or b"{}")
         if e.code == 400:
             typer.echo(f"etl tap: the run refused {body.get('parameter')}: expected {body.get('expected')}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         bad = body.get("unknown") or body.get("hidden") or []
         if body.get("unknown"):
             msg = f"unknown component {', '.join(map(repr, bad))}; components: {', '.join(body['components'])}"
@@ -169,7 +169,7 @@ def tap(
             msg = (f"{', '.join(map(repr, bad))} run inside Spark's streaming plan (before a window or join's "
                    f"state) and are not seen per micro-batch; tappable: {', '.join(body.get('tappable', []))}")
         typer.echo(redact(f"etl tap: {msg}"), err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except (URLError, ConnectionError, TimeoutError):
         pass  # the pipeline stopped
     except KeyboardInterrupt:

@@ -211,7 +211,7 @@ def _table_rows(dtype: Any, rows: list[Any], max_bytes: int) -> tuple[Any, str |
             what = (f"has {len(row)} value(s)" if isinstance(r, (tuple, list))
                     else f"is {returns.described(r)}, not a tuple,")
             return None, f"row {i} {returns.short(r)} {what} where its declared columns are {cols}"
-        for c, v in zip(dtype.fields, row):
+        for c, v in zip(dtype.fields, row, strict=True):
             wrong = returns.problem(c.dataType, v)
             if wrong is not None:
                 return None, (f"row {i} {returns.short(r)}: column '{c.name}' is {wrong} where its declared type "

@@ -32,6 +32,7 @@ client allows one consumer and one producer per group and process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -516,10 +517,8 @@ def close_all() -> None:
         clients = list(_cache.values())
         _cache.clear()
     for c in clients:
-        try:
+        with contextlib.suppress(Exception):  # shutting down anyway
             c.close()
-        except Exception:  # noqa: BLE001 - shutting down anyway
-            pass
 
 
 atexit.register(close_all)

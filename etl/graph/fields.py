@@ -126,7 +126,7 @@ def unknown_calls(text: str, known: Callable[[str], bool]) -> list[tuple[str, in
     except TokenError:  # the parse reports it
         return []
     out = []
-    for tok, nxt in zip(toks, toks[1:]):
+    for tok, nxt in zip(toks, toks[1:], strict=False):
         if nxt.token_type != TokenType.L_PAREN or tok.token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
             continue
         if tok.token_type == TokenType.VAR and tok.text.lower() in _SYNTAX_CALLS:

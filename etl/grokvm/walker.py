@@ -278,7 +278,7 @@ def _literal(items: list) -> tuple | None:
         else:
             return None
     if caseless:  # every byte is compared ASCII-lowercased; exact only if letters fold
-        for x, b in zip(items, data):
+        for x, b in zip(items, data, strict=True):
             if chr(b).isalpha() and bin(x[1]).count("1") == 1:
                 return None
     return caseless, bytes(data)

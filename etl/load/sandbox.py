@@ -74,9 +74,9 @@ class Sandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
         cap = limits().max_bytes
-        if op == "**" and _int_bits(left) > 1 and isinstance(right, int) and right > 0:
-            if right * _int_bits(left) > MAX_INT_BITS:
-                raise LimitExceeded(f"{left} ** {right} is too large (over {MAX_INT_BITS} bits)")
+        if op == "**" and _int_bits(left) > 1 and isinstance(right, int) and right > 0 \
+                and right * _int_bits(left) > MAX_INT_BITS:
+            raise LimitExceeded(f"{left} ** {right} is too large (over {MAX_INT_BITS} bits)")
         if op == "*":
             if _int_bits(left) + _int_bits(right) > MAX_INT_BITS:
                 raise LimitExceeded(f"a product of over {MAX_INT_BITS} bits")

@@ -10,6 +10,7 @@ with etl.secrets, which hides it in every output.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -295,10 +296,9 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
             scratch.error("E002", "template limit: expressions nested too deeply", _first_tag(text, file))
             return None, scratch.diagnostics, used
         if strict:
-            try:
+            # the render below reports these at their line
+            with contextlib.suppress(MemoryError, RecursionError, LimitExceeded, ArithmeticError, ValueError):
                 _check_names(ast, {**jenv.globals, **context}, vars_, text, file, scratch, environ)
-            except (MemoryError, RecursionError, LimitExceeded, ArithmeticError, ValueError):
-                pass  # the render below reports it at its line
             if scratch.errors:
                 return None, scratch.diagnostics, used
         out, diags = _run_template(jenv, ast, context, text, file)

@@ -23,7 +23,7 @@ import json
 import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 Origin = object
 
@@ -37,7 +37,7 @@ class NodePath:
     """
 
     rule: str
-    path: tuple[Union[str, int], ...] = ()
+    path: tuple[str | int, ...] = ()
 
     def __str__(self) -> str:
         where = ".".join(str(p) for p in self.path)
@@ -79,7 +79,7 @@ class Or:
     origin: object | None = field(default=None, compare=False)
 
 
-Expr = Union[Const, Pred, Not, And, Or]
+Expr = Const | Pred | Not | And | Or
 
 
 def leaves(expr: Expr) -> list[int]:

@@ -208,7 +208,7 @@ class _Normalizer:
                 stack[0:0] = list(c.children)
                 continue
             flat.setdefault(self.fp(c), c)
-        for f, c in flat.items():
+        for _f, c in flat.items():
             if isinstance(c, Not) and self.fp(c.child) in flat:
                 return Const(absorbing, e.origin)  # x and not x / x or not x
         if not flat:
@@ -256,7 +256,7 @@ def normalize(program: FilterProgram) -> FilterProgram:
     n = _Normalizer(program.predicates)
     exprs, old_of = _renumber([n.norm(r.expr, r.rule_id) for r in program.rules])
     rules = tuple(
-        RuleProgram(r.index, r.rule_id, e, r.severity, r.tags, r.origin) for r, e in zip(program.rules, exprs)
+        RuleProgram(r.index, r.rule_id, e, r.severity, r.tags, r.origin) for r, e in zip(program.rules, exprs, strict=True)
     )
     used_by: list[dict[str, None]] = [{} for _ in old_of]
     for r in rules:

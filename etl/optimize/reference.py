@@ -129,7 +129,7 @@ def _ceq(a: str, b: str, caseless: bool) -> bool:
 
 
 def _seq_eq(text: str, pat: str, caseless: bool) -> bool:
-    return len(text) == len(pat) and all(_ceq(a, b, caseless) for a, b in zip(text, pat))
+    return len(text) == len(pat) and all(_ceq(a, b, caseless) for a, b in zip(text, pat, strict=True))
 
 
 def like_match(text: str, pattern: str, caseless: bool) -> bool:

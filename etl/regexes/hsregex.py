@@ -154,7 +154,7 @@ _CATEGORY_SRC = {
 
 
 def _u(c: int) -> str:
-    return "\\U%08x" % c
+    return f"\\U{c:08x}"
 
 
 def _class_ranges(items: list, flags: int) -> Ranges:
@@ -224,7 +224,7 @@ def _esc(c: int) -> str:
         return " "
     if 0x20 < c < 0x7F:
         return "\\" + ch
-    return "\\x{%x}" % c
+    return f"\\x{{{c:x}}}"
 
 
 def _has_cased(ranges: Ranges) -> bool:

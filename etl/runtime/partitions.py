@@ -17,6 +17,7 @@ batch is staged by Spark's tasks and published by `commit_batch`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -121,7 +122,7 @@ class PartitionWriter:
                                pa.array([res.retries if res else 0], pa.int64()),
                                pa.array([res is None]), pa.array([None], pa.string()),
                                pa.array([None], pa.string())], schema=RESULT_SCHEMA)
-        rows = [(("failed", e, p)) for rb in failed for e, p in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist())]
+        rows = [(("failed", e, p)) for rb in failed for e, p in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist(), strict=True)]
         rows += [("rejected", r, p) for r, p in rejected]
         rows += [("log", str(level), msg) for level, msg in relay.lines]
         if rows:
@@ -165,10 +166,8 @@ def _good_rows(batches: Iterator[pa.RecordBatch], failed: list[pa.RecordBatch]) 
 def _cast(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     for rb in batches:
         if rb.schema != schema:
-            try:
+            with contextlib.suppress(pa.ArrowInvalid, NotImplementedError, AttributeError, ValueError):
                 rb = rb.cast(schema)
-            except (pa.ArrowInvalid, NotImplementedError, AttributeError, ValueError):
-                pass
         yield rb
 
 

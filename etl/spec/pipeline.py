@@ -13,7 +13,7 @@ from etl.spec.functions import FunctionSpec
 
 def _union(kind: str) -> Any:
     specs = tuple(e.spec for e in registry.entries(kind).values())
-    return Annotated[Union[specs], Field(discriminator="type")]  # type: ignore[valid-type]
+    return Annotated[Union[specs], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (specs: a tuple of types)
 
 
 Source = _union("source")

@@ -173,7 +173,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         b.note_expr(("transforms", i, "having"), [having])
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
-    for key, arg in zip(_ARGS[fn] + ("offset",), args):
+    for key, arg in zip(_ARGS[fn] + ("offset",), args, strict=False):
         b.smap.put(("transforms", i, key), pos(b, arg))  # a duration's error points at its INTERVAL
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
     flags: tuple[str, ...] = ()
@@ -219,7 +219,7 @@ def shape(b: Any, spec: dict, fn: str, args: list, tvf: Any, time_col: exp.Expre
         more = " [, offset]" if tvf is not None and fn != "SESSION" else ""
         raise SqlSyntax(f"{fn} takes the time column, then {', '.join(need)}{more}",
                         pos(b, args[-1] if args else time_col), code="E010")
-    for key, arg in zip(need, args):
+    for key, arg in zip(need, args, strict=False):
         spec[key] = _dur(seconds(b, arg))
     if len(args) > len(need):
         every = seconds(b, args[1] if fn == "CUMULATE" else args[0])

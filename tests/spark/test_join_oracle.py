@@ -103,7 +103,7 @@ def test_stream_join_matches_the_oracle_batch_by_batch(spark, tmp_path, how):
     def iso(rows):
         return [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in rows]
     case = TestCase(name=how, batches=[{"inputs": {s: iso(rows) for s, rows in b.items()},
-                                        "expect": {"out": iso(exp)}} for b, exp in zip(batches, per_batch)],
+                                        "expect": {"out": iso(exp)}} for b, exp in zip(batches, per_batch, strict=True)],
                     expect={"out": iso([r for rows in per_batch for r in rows])})
     c = checked(tmp_path, PIPELINE.replace("HOW", how))
     res = run_case(c.plan, case, spark)

@@ -103,7 +103,7 @@ def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, 
 
     def row(w: tuple, final: bool) -> dict:
         g, s, e = w
-        r = {"window_start": s, "window_end": e, **dict(zip(keys, g))}
+        r = {"window_start": s, "window_end": e, **dict(zip(keys, g, strict=True))}
         for a in spec.aggregates:
             r[a.as_] = aggregate(a.fn, a.field, a.n, open_[w], ts)
         if early:

@@ -35,7 +35,7 @@ def simulate_updates(batches: list[list[dict]], spec: Any, *, delay_ms: int, lat
 
     def out(w: tuple, events: list[dict], *, update: bool, retract: bool = False) -> None:
         g, s, e = w
-        r = {"window_start": s, "window_end": e, **dict(zip(keys, g))}
+        r = {"window_start": s, "window_end": e, **dict(zip(keys, g, strict=True))}
         for a in spec.aggregates:
             r[a.as_] = aggregate(a.fn, a.field, a.n, events, ts)
         ok = (having is None or bool(having(r))) and not retract

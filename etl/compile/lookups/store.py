@@ -28,6 +28,7 @@ keeps answering meanwhile, so the query never stops.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -445,7 +446,7 @@ class LookupStore:
         missing = [c for c in need.tolist() if c not in self._chunks]
         if missing:
             blobs = self.db.get([_chunk_key(c) for c in missing])
-            for c, blob in zip(missing, blobs):
+            for c, blob in zip(missing, blobs, strict=True):
                 if blob is None:
                     raise RuntimeError(f"lookup store {self.path}: chunk {c} is missing")
                 batch = pa.ipc.read_record_batch(pa.py_buffer(blob), self.chunk_schema)
@@ -488,17 +489,15 @@ class LookupStore:
         chunk = np.searchsorted(self.starts, ps, "right") - 1
         edges = np.concatenate([[0], np.flatnonzero(np.diff(chunk)) + 1, [len(ps)]]) if len(ps) else []
         parts = [self._chunks[int(chunk[a])].select(cols).take(pa.array(ps[a:b] - self.starts[chunk[a]]))
-                 for a, b in zip(edges[:-1], edges[1:])]
+                 for a, b in zip(edges[:-1], edges[1:], strict=False)]
         got = pa.Table.from_batches(parts, schema=schema).combine_chunks() if parts else schema.empty_table()
         back = np.full(len(pos), -1, dtype=np.int64)  # row of `got` for each position, in `pos` order
         back[order] = np.arange(len(ps), dtype=np.int64)
         return got.take(pa.array(back, mask=back < 0))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing twice or after the files went is harmless
             self.db.close()
-        except Exception:  # noqa: BLE001 - closing twice or after the files went is harmless
-            pass
 
 
 @dataclass
@@ -607,7 +606,7 @@ def _swap(src: TableSource, version: str) -> None:
 def drop_cached(key: str | None = None) -> None:
     """Forget open stores (tests)."""
     with _LOCK:
-        for key in [key] if key else list(_CACHE):
-            c = _CACHE.pop(key, None)
+        for k in [key] if key else list(_CACHE):
+            c = _CACHE.pop(k, None)
             if c is not None:
                 c.store.close()

@@ -147,10 +147,8 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     found = F.col(groups)
     gave_up = F.size(found) == len(g.fields) + 1  # one element more: the regex gave up (etl/jvm/Grok.java)
     hits = [found.getItem(i).isNotNull() for i in markers(g)]  # several patterns, break_on_match false:
-    if hits:  # the line matches when one of them did (etl.grok.combine)
-        arr = F.when(~gave_up & functools.reduce(lambda a, b: a | b, hits), found)
-    else:
-        arr = F.when(~gave_up, found)
+    # the line matches when one of them did (etl.grok.combine)
+    arr = F.when(~gave_up & functools.reduce(lambda a, b: a | b, hits), found) if hits else F.when(~gave_up, found)
 
     stay = {f.name: f.dataType.simpleString() for f in df.schema.fields
             if spec.keep_original or f.name != spec.field}
@@ -164,7 +162,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     # an empty capture is no value (Logstash), unless keep_empty_captures (then '' for a string field)
     raw = [arr.getItem(i) if spec.keep_empty_captures and f.type == "string" else F.nullif(arr.getItem(i), F.lit(""))
            for i, f in enumerate(g.fields)]
-    conv = [r if f.type == "string" else r.try_cast(SPARK_TYPES[f.type]) for r, f in zip(raw, g.fields)]
+    conv = [r if f.type == "string" else r.try_cast(SPARK_TYPES[f.type]) for r, f in zip(raw, g.fields, strict=True)]
 
     tree: dict[str, Any] = {}
     for leaf in leaves:
@@ -201,7 +199,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     if not spec.target:  # with a target, a NULL line or one that does not match gives a NULL target
         err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
             gave_up, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
-    for f, r, c in zip(g.fields, raw, conv):
+    for f, r, c in zip(g.fields, raw, conv, strict=True):
         if f.type != "string":
             err = err.when(r.isNotNull() & c.isNull(),
                            F.concat(F.lit(f"field '{f.name}': cannot convert '"), r, F.lit(f"' to {f.type}")))

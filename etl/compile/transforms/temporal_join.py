@@ -90,7 +90,7 @@ def processor_class() -> type:
                 if version is None and self.inner:
                     continue
                 yield Row(**dict(zip(self.out_fields, (*probe, *(version or (None,) * self.nr),
-                                                       version is not None))))
+                                                       version is not None), strict=True)))
             timer = next_timer(st)
             if timer is not None and timer not in set(self.handle.listTimers()):
                 self.handle.registerTimer(timer)

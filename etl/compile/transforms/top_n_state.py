@@ -74,7 +74,7 @@ def processor_class() -> type:
                 return
             self.value.update((pickle.dumps(top, protocol=5),))
             for rank, row, update in changes(old, top):
-                yield Row(**dict(zip(self.out_fields, (*row, rank, update))))
+                yield Row(**dict(zip(self.out_fields, (*row, rank, update), strict=True)))
 
         def close(self) -> None:
             pass

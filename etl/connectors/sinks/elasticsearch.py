@@ -143,7 +143,7 @@ class ElasticsearchSink(ServerSink):
             if not answer.get("errors"):
                 break
             again = []
-            for i, item in zip(pending, answer.get("items", [])):
+            for i, item in zip(pending, answer.get("items", []), strict=False):
                 res = next(iter(item.values()), {})
                 status = int(res.get("status", 500))
                 if status < 300:

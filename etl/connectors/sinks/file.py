@@ -209,7 +209,7 @@ class FileSink(AbstractSink):
 
             self._pq = pq.ParquetWriter(str(self._tmp), schema, compression="zstd")
         else:
-            self._fh = open(self._tmp, "wb")
+            self._fh = open(self._tmp, "wb")  # noqa: SIM115 - open across batches, closed by commit or abort
             if self.format == "csv":
                 self._fh.write((",".join(_csv_quote(h) for h in self._header) + "\n").encode())
 

@@ -46,6 +46,7 @@ batch may hold small messages too), then without the refused ones.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -244,10 +245,8 @@ class KafkaSink(ServerSink):
         p, self.producer = self.producer, None
         self._in_txn = False
         if p is not None:
-            try:
+            with contextlib.suppress(Exception):  # a broken producer is thrown away
                 p.flush(0)
-            except Exception:  # noqa: BLE001 - a broken producer is thrown away
-                pass
 
     # ---------------------------------------------------- replay protection
     def committed(self, batch_id: int) -> bool:
@@ -317,8 +316,8 @@ class KafkaSink(ServerSink):
         too_large = self.ck.KafkaError.MSG_SIZE_TOO_LARGE
         refused: list[int] = []
         reasons: list[tuple[str, str]] = []  # kept only once the chunk is done (a retried chunk refuses again)
-        for i, (k, v) in enumerate(zip(keys, values)):
-            h = [(n, hv[i]) for n, hv in zip(names, headers) if hv[i] is not None] if headers else None
+        for i, (k, v) in enumerate(zip(keys, values, strict=True)):
+            h = [(n, hv[i]) for n, hv in zip(names, headers, strict=True) if hv[i] is not None] if headers else None
             while True:
                 try:
                     p.produce(topic, value=v, key=k, headers=h, on_delivery=cb)
