@@ -169,7 +169,7 @@ def partial_pipeline(data: dict) -> _PartialPipeline:
         for item in items if isinstance(items, list) else []:
             specs.append(_component(item, kind, registry, _Scratch))
         lists[list_name] = specs
-    name = data.get("name") if isinstance(data.get("name"), str) else "pipeline"
+    name = data["name"] if isinstance(data.get("name"), str) else "pipeline"
     return _PartialPipeline(name, lists["sources"], lists["transforms"], lists["sinks"],
                             functions=_valid_functions(data.get("functions")))
 

@@ -33,7 +33,7 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
@@ -255,6 +255,10 @@ def java_replacements() -> list[tuple[str, str]]:
     return pairs
 
 
+@overload
+def redact(text: str) -> str: ...
+@overload
+def redact(text: None) -> None: ...
 def redact(text: str | None) -> str | None:
     """`text` with every registered value (in any of its forms), and every URL's password, shown as ***."""
     if not text:

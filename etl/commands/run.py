@@ -206,7 +206,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
-    stops = {"n": 0, "how": "SIGTERM"}
+    stops: dict[str, Any] = {"n": 0, "how": "SIGTERM"}
 
     def on_signal(signum: int, frame: Any) -> None:
         stops["n"] += 1

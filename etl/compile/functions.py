@@ -238,7 +238,7 @@ def register(spark: Any, graph: Any) -> None:
         fn = shipped(sig, graph.base_dir)
         if sig.kind == "aggregate":  # batch group-bys (and the types of the state engine's aggregates)
             bounded = RowCall(fn, False, DataType.fromDDL(sig.returns), sig.name, Limits.current())
-            spark.udf.register(sig.name, F.pandas_udf(_series(bounded), sig.returns))
+            spark.udf.register(sig.name, F.pandas_udf(_series(bounded), sig.returns))  # type: ignore[call-overload]  # pyspark's stubs: the UDF's type hints, not an overload, pick its kind
             continue
         out = spark_type(sig)
         inner = f"_etl_fn_{sig.name}"

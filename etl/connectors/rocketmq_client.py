@@ -158,7 +158,7 @@ def topic_queues(namesrv: str, topic: str, timeout: float = 5.0) -> list[Queue] 
             raise RocketMQError(f"name server {addr[0]}:{addr[1]} refused the route of topic {topic!r}: "
                                 f"{header.get('remark') or header.get('code')}")
         route = _lenient_json(body)
-        queues = []
+        queues: list[Queue] = []
         for qd in route.get("queueDatas") or []:
             if int(qd.get("perm", 6)) & PERM_READ:
                 queues.extend(Queue(qd["brokerName"], i) for i in range(int(qd.get("readQueueNums", 0))))

@@ -143,7 +143,7 @@ class Control:
 
             def _admitted(self) -> bool:
                 """The request carries the token and a loopback Host (else it is answered 401/403 here)."""
-                refused = control.refused(self.headers, host, self.server.server_address[1])
+                refused = control.refused(self.headers, host, self.server.server_address[1])  # type: ignore[index,arg-type]  # TCP: (host, port)
                 if refused:
                     self._send(refused, b"unauthorized\n" if refused == 401 else b"forbidden\n", "text/plain",
                                {"WWW-Authenticate": 'Bearer realm="etl"'} if refused == 401 else {})

@@ -91,7 +91,7 @@ def java_stack(exc: BaseException | None) -> str:
                 from pyspark import SparkContext
 
                 jvm = SparkContext._jvm  # type: ignore[attr-defined]
-                return str(jvm.org.apache.spark.util.Utils.exceptionString(origin))
+                return str(jvm.org.apache.spark.util.Utils.exceptionString(origin))  # type: ignore[union-attr]  # (caught)
             except Exception:  # noqa: BLE001 - the JVM may be gone
                 pass
         text = getattr(exc, "_stackTrace", None)
@@ -131,8 +131,9 @@ class PythonLog:
         self.handler.setLevel(logging.ERROR)
 
     def __enter__(self) -> PythonLog:
-        for name in self.LOGGERS if self.handler else ():
-            logging.getLogger(name).addHandler(self.handler)
+        if self.handler is not None:
+            for name in self.LOGGERS:
+                logging.getLogger(name).addHandler(self.handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -112,5 +112,6 @@ def source_from_feed(feed: Any, source_id: str, ddl: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
 
-    row = F.from_json("_etl_row", _parse_datatype_string(ddl), {"mode": "FAILFAST", "timestampFormat": TIME_FORMAT})
+    schema: Any = _parse_datatype_string(ddl)  # a StructType (typed DataType)
+    row = F.from_json("_etl_row", schema, {"mode": "FAILFAST", "timestampFormat": TIME_FORMAT})
     return feed.where(F.col("_etl_src") == source_id).select(row.alias("_etl_r")).select("_etl_r.*")

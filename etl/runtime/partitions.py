@@ -81,7 +81,7 @@ class PartitionWriter:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
-        part = TaskContext.get().partitionId()
+        part = TaskContext.get().partitionId()  # type: ignore[union-attr]  # None on the driver only
         sink = self.cls(self.spec, dataclasses.replace(self.ctx, scope=partition_scope(self.ctx.scope, part),
                                                        partition=part))
         sink.__dict__.update(self.state)
@@ -208,7 +208,7 @@ def _pause(folder: str, part: int) -> None:
     test can kill its executor between the partition's commit and the driver's."""
     from pyspark import TaskContext
 
-    if part != 0 or TaskContext.get().attemptNumber() != 0:
+    if part != 0 or TaskContext.get().attemptNumber() != 0:  # type: ignore[union-attr]  # (in a task)
         return
     with open(os.path.join(folder, f"paused-{os.getpid()}"), "w"):
         pass

@@ -62,6 +62,7 @@ def compare(expected: list[dict], actual: list[dict], ordered: bool) -> tuple[li
             e = expected[i] if i < len(expected) else None
             a = actual[i] if i < len(actual) else None
             if e is None:
+                assert a is not None  # i < len(actual)
                 extra.append(a)
             elif a is None or not row_matches(e, a):
                 missing.append(e)

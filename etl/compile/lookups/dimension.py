@@ -152,6 +152,7 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
 
         from etl.compile.lookups.store import snapshot_dir
 
+        assert dim.path is not None  # a file or a snapshot: it has one
         fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
     else:
         fields = _file_fields(dim, keys)
@@ -171,6 +172,7 @@ def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
     from etl.compile.lookups.store import TableUnreadable, _files
 
     suffixes = {"csv": (".csv", ".txt"), "jsonl": (".json", ".jsonl")}.get(dim.format, ("",))
+    assert dim.path is not None  # a file or a snapshot: it has one
     try:
         if dim.format == "parquet" and not os.path.isfile(dim.path):
             return list(pq.ParquetDataset(dim.path).schema)
@@ -196,6 +198,7 @@ def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
 def choose_store(dim: Dimension, requested: str) -> str:
     if requested != "auto":
         return requested
+    assert dim.path is not None  # a file or a snapshot: it has one
     if dim.format == "snapshot":
         import pyarrow.parquet as pq
 
@@ -289,6 +292,7 @@ def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], value
     if dim.format == "snapshot":
         refresh_s = refresh_s or 1.0  # a new snapshot is picked up within a second (a stat of LATEST)
     tschema = pa.schema([schema.field(c) for c in keys + values])
+    assert dim.path is not None  # a file or a snapshot: it has one
     src = TableSource(dim.name, dim.path, fmt, tuple(keys), tuple(values), tschema, dim.header, dim.delimiter,
                       refresh_s)
     source_cls = _dimension_source()
@@ -298,7 +302,7 @@ def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], value
             .option("source", base64.b64encode(pickle.dumps(src)).decode()).load()), src
 
 
-def _dimension_source() -> type:
+def _dimension_source() -> Any:
     from pyspark.sql.datasource import DataSource, DataSourceReader
 
     class DimReader(DataSourceReader):

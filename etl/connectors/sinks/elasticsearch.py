@@ -144,7 +144,7 @@ class ElasticsearchSink(ServerSink):
                 break
             again = []
             for i, item in zip(pending, answer.get("items", []), strict=False):
-                res = next(iter(item.values()), {})
+                res: dict = next(iter(item.values()), {})
                 status = int(res.get("status", 500))
                 if status < 300:
                     continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -44,7 +44,7 @@ def text_bytes(col: pa.ChunkedArray | pa.Array) -> list[memoryview]:
     for arr in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
         if len(arr) == 0 or arr.buffers()[2] is None:
             continue
-        width = "q" if pa.types.is_large_string(arr.type) else "i"
+        width: Literal["q", "i"] = "q" if pa.types.is_large_string(arr.type) else "i"
         off = memoryview(arr.buffers()[1]).cast(width)
         begin, end = off[arr.offset], off[arr.offset + len(arr)]
         out.append(memoryview(arr.buffers()[2])[begin:end])

@@ -115,7 +115,7 @@ class KafkaSink(ServerSink):
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
         """TerminalError for authorization/configuration problems, TransientError otherwise."""
-        err = e.args[0] if e.args else None
+        err: Any = e.args[0] if e.args else None  # confluent_kafka's KafkaError
         text = err.str() if hasattr(err, "str") else str(e)
         msg = f"{what} (Kafka at {self.spec.bootstrap_servers}): {text}"
         KE = self.ck.KafkaError
@@ -325,7 +325,7 @@ class KafkaSink(ServerSink):
                 except BufferError:  # local queue full: let librdkafka send
                     p.poll(0.05)
                 except self.ck.KafkaException as e:
-                    err = e.args[0] if e.args else None
+                    err: Any = e.args[0] if e.args else None
                     if getattr(err, "code", lambda: None)() != too_large:
                         raise
                     refused.append(i)

@@ -239,7 +239,7 @@ class MySQLSink(ServerSink):
             self._tag = run_tag(self.ctx)
         return self._tag
 
-    def _marker_key(self, batch_id: int) -> tuple:
+    def _marker_key(self, batch_id: int | None) -> tuple:
         return (self.ctx.pipeline, self.ctx.sink_id, self.ctx.scope, self.tag, batch_id)
 
     # ---------------------------------------------------- replay protection
