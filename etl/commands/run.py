@@ -144,7 +144,8 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                         metrics_host=metrics_host, profile=profile, drain=drain, ui=ui)
 
 
-def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
+# C901: the run's life in order: session, control, signals, run, exit code
+def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,  # noqa: C901
              progress: str, metrics_port: int | None, metrics_host: str, profile: str | None, drain: bool,
              ui: bool) -> int:
     from etl.compile.context import CompileError

@@ -196,7 +196,7 @@ class Compiler:
         return queries
 
     # ----------------------------------------------------- per micro-batch
-    def evaluate(self, query: Query, batch_df: Any,
+    def evaluate(self, query: Query, batch_df: Any,  # noqa: C901 - refactored after issue 39's move (one planner)
                  can_split: Callable[[str], bool] = lambda output_id: False) -> Batch:
         """Frames for each output of `query` over one micro-batch.
 

@@ -236,7 +236,8 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
 
 
-def _read_node(r: _Reader, ngroups: int, ndfas: int, depth: int) -> tuple:
+# C901: one branch per node kind (a dispatch)
+def _read_node(r: _Reader, ngroups: int, ndfas: int, depth: int) -> tuple:  # noqa: C901
     if depth > 10000:
         raise FormatError("tree too deep")
 

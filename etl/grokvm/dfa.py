@@ -210,7 +210,7 @@ class _Builder:
         r = self._clo[key] = (tuple(out), matched)
         return r
 
-    def run(self, note: str) -> DFA:
+    def run(self, note: str) -> DFA:  # noqa: C901 - the subset construction's worklist loop, kept in one frame (hot)
         states: dict = {}
         keys: list = []
 

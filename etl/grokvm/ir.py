@@ -146,7 +146,7 @@ def _conv(data, flags: int, acc: list) -> tuple:
     return seq(_conv1(op, av, flags, acc) for op, av in data)
 
 
-def _conv1(op, av, flags: int, acc: list) -> tuple:
+def _conv1(op, av, flags: int, acc: list) -> tuple:  # noqa: C901 - one branch per sre opcode (a dispatch)
     if op is C.LITERAL:
         return _set(_u(av), flags, acc)
     if op is C.NOT_LITERAL:

@@ -177,7 +177,8 @@ def _fixed_prefix(items: list, start: int) -> int:
     return j
 
 
-def _build_seq(items: list, outer: list) -> tuple:
+# C901: one pass over a sequence's items, each kind folded in place
+def _build_seq(items: list, outer: list) -> tuple:  # noqa: C901
     # distribution of fixed-width tails into walker-level alternations
     i = 0
     while i < len(items):

@@ -135,7 +135,8 @@ _RESERVED = {"env", "true", "false", "none", "True", "False", "None", "range", "
              "varargs", "kwargs", "lipsum", "cycler", "joiner", "namespace", "dict"}
 
 
-def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,
+# C901: the fast path's guards, each falling back to Jinja
+def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,  # noqa: C901
                  environ: Mapping[str, str]) -> Any:
     """Render a template made only of simple `{{ }}` expressions; _NOT_SIMPLE otherwise."""
     if "{%" in text or "{#" in text or "{{" in _EXPR.sub("", text):

@@ -213,7 +213,11 @@ def eval_predicate(p: Predicate, event: dict) -> bool:
     s = text_form(v)
     if s is None:
         return False
-    s = derive(s, p.apply)
+    return _eval_text(p, op, derive(s, p.apply))
+
+
+def _eval_text(p: Predicate, op: str, s: str) -> bool:
+    """An operator on the value's text form (derivations applied)."""
     if op == "cidr":
         try:
             addr = ipaddress.ip_address(s)

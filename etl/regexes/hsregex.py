@@ -339,7 +339,7 @@ class _Walker:
         if why not in self.lossy:
             self.lossy.append(why)
 
-    def node(self, op, av, flags: int):
+    def node(self, op, av, flags: int):  # noqa: C901 - one branch per sre opcode (a dispatch)
         if op is C.LITERAL:
             return self._set(_literal_ranges(av, flags))
         if op is C.NOT_LITERAL:

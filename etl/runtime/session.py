@@ -343,7 +343,8 @@ def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> 
     return "[madvise]" in mode or "[always]" in mode
 
 
-def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
+# C901: one branch per default etl sets, each overridable
+def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,  # noqa: C901
                   ui: bool = True, log_file: str | None = None, profile: str | None = None,
                   short: bool = False, packages: Sequence[str] = ()) -> Any:
     """Create (or join) the SparkSession with etl's defaults; explicit `conf` always wins. `log_file`: where

@@ -28,7 +28,8 @@ def _declared(stmt: Statement) -> str | None:
     return None
 
 
-def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
+# C901: one branch per statement kind (a dispatch)
+def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:  # noqa: C901
     report, script = b.report, b.script
     b.sink_names = {t for t in (_target(s) for s in statements if s.kind == "insert") if t}
     parsed = []

@@ -27,7 +27,8 @@ FIX = "declare the versioned table as CREATE TABLE t (..., PRIMARY KEY (k) NOT E
       "PROCTIME() and a dimension table"
 
 
-def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, base: str, how: str,
+# C901: one branch per Flink temporal-join rule, each with its error position
+def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, base: str, how: str,  # noqa: C901
              on: exp.Expression) -> Rel:
     b = joins.b
     at = t.args["version"].expression

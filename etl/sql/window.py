@@ -113,7 +113,8 @@ def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, li
     return call.expressions[0], call.name.upper(), call.expressions[1:]
 
 
-def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
+# C901: one branch per window TVF form, each with its error position
+def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,  # noqa: C901
                    tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
     from etl.sql.grouping import compile_grouping_sets, grouping_sets

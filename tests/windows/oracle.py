@@ -84,7 +84,8 @@ def _windows(kind: str, size: int, slide: int, t: int, offset: int = 0, step: in
     return sorted(out)
 
 
-def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, early: bool = False,
+# C901: the oracle follows Flink's window steps one by one
+def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, early: bool = False,  # noqa: C901
              having: Callable[[dict], bool] | None = None, ts: str = "ts", drain: bool = False) -> OracleResult:
     """spec: a WindowTransform (kind, size, slide, gap, group_by, aggregates).
 

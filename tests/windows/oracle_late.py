@@ -21,7 +21,8 @@ from collections.abc import Callable
 from tests.windows.oracle import OracleResult, _join_session, _windows, aggregate, watermarks
 
 
-def simulate_updates(batches: list[list[dict]], spec: Any, *, delay_ms: int, lateness_ms: int,
+# C901: the oracle follows Flink's window steps one by one
+def simulate_updates(batches: list[list[dict]], spec: Any, *, delay_ms: int, lateness_ms: int,  # noqa: C901
                      having: Callable[[dict], bool] | None = None, ts: str = "ts") -> OracleResult:
     ms = lambda d: int(round(float(d) * 1000)) if d is not None else 0  # noqa: E731
     size, slide, gap = ms(spec.size), ms(spec.slide), ms(spec.gap)

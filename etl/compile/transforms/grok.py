@@ -166,25 +166,10 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
 
     tree: dict[str, Any] = {}
     for leaf in leaves:
-        got = [conv[i] for i in leaf.indices]
-        old = F.col(leaf.path[0])
-        if leaf.mode in ("first", "replace"):
-            v = got[0] if len(got) == 1 else F.coalesce(*got)
-        elif leaf.mode == "last":
-            v = F.coalesce(*reversed(got), *([old] if stay.get(leaf.path[0]) == leaf.spark_type else []))
-        else:
-            if leaf.mode == "append":
-                got = [x.cast("string") for x in got]
-                start = F.array(old) if stay[leaf.path[0]] == "string" else F.coalesce(old, F.array())
-                items = F.concat(start, F.array(*got))
-            else:
-                items = F.array(*got)
-            items = F.filter(items, lambda x: x.isNotNull())
-            v = F.when(F.size(items) > 0, items)
         node_ = tree
         for k in leaf.path[:-1]:
             node_ = node_.setdefault(k, {})
-        node_[leaf.path[-1]] = v
+        node_[leaf.path[-1]] = _leaf_value(leaf, [conv[i] for i in leaf.indices], stay)
 
     def column(value: Any, top: bool = False) -> Any:
         if not isinstance(value, dict):
@@ -208,3 +193,22 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     shared = staged.select(*keep, *[column(tree[n], top=n == spec.target).alias(n) for n in out],
                            err.alias(ERR), F.when(err.isNotNull(), line).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)
+
+
+def _leaf_value(leaf: Any, got: list[Any], stay: dict[str, str]) -> Any:
+    """The column of one output field from its captures `got`, by the field's mode (etl.grok's Leaf.mode)."""
+    from pyspark.sql import functions as F
+
+    old = F.col(leaf.path[0])
+    if leaf.mode in ("first", "replace"):
+        return got[0] if len(got) == 1 else F.coalesce(*got)
+    if leaf.mode == "last":
+        return F.coalesce(*reversed(got), *([old] if stay.get(leaf.path[0]) == leaf.spark_type else []))
+    if leaf.mode == "append":
+        got = [x.cast("string") for x in got]
+        start = F.array(old) if stay[leaf.path[0]] == "string" else F.coalesce(old, F.array())
+        items = F.concat(start, F.array(*got))
+    else:
+        items = F.array(*got)
+    items = F.filter(items, lambda x: x.isNotNull())
+    return F.when(F.size(items) > 0, items)
