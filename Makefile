@@ -61,7 +61,7 @@ lint: setup
 	$(VENV)/bin/ruff check etl tests bench scripts
 	$(VENV)/bin/lint-imports
 
-# mypy on the files listed in pyproject.toml (the pure-Python layers, and compile, runtime, connectors, commands)
+# mypy on all of etl/ (pyproject.toml's [tool.mypy])
 typecheck: setup
 	$(VENV)/bin/mypy
 

@@ -132,7 +132,7 @@ class GrokPattern:
     python_regex: str
     java_regex: str
     fields: tuple[GrokField, ...]
-    _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[arg-type]
     _pieces: tuple[str, ...] = field(repr=False, compare=False, default=())  # the reference's regex, in pieces
 
     @property

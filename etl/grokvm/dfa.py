@@ -133,11 +133,11 @@ class _Builder:
         asserts = [a for o, a in zip(nfa.op, nfa.arg, strict=True) if o == ASSERT]
         uses_wb = any(a[0] == 'wb' for a in asserts)
         # byte classes: refine by every mask the DFA looks at
-        masks = {a for o, a in zip(nfa.op, nfa.arg, strict=True) if o == CHAR}
-        masks |= {a[1] for a in asserts if a[0] in ('prev', 'next')}
+        seen = {a for o, a in zip(nfa.op, nfa.arg, strict=True) if o == CHAR}
+        seen |= {a[1] for a in asserts if a[0] in ('prev', 'next')}
         if uses_wb:
-            masks.add(ir.WORD)
-        masks = sorted(masks)
+            seen.add(ir.WORD)
+        masks = sorted(seen)
         sig_cls: dict = {}
         self.classmap = bytes(sig_cls.setdefault(tuple(m >> b & 1 for m in masks), len(sig_cls)) for b in range(128))
         self.ncls = len(sig_cls)

@@ -85,7 +85,7 @@ def _u(c: int) -> str:
 
 
 def _class_str(items) -> str:
-    parts = []
+    parts: list[str] = []
     for op, av in items:
         if op is C.NEGATE:
             parts.insert(0, "^")
