@@ -67,7 +67,7 @@ def _error_of(e: Exception, text: str) -> SqlError:
 
 
 @functools.lru_cache(maxsize=8192)
-def parse(text: str) -> Parsed:  # noqa: C901 - the fast paths first, then sqlglot's parse and its errors
+def parse(text: str) -> Parsed:
     """Parse one expression (a condition, a derived value, or `expr AS alias`)."""
     stripped = text.strip()
     if _PLAIN_NAME.match(stripped) and stripped.lower() not in _LITERAL_WORDS:  # fast path: a bare column name
@@ -120,6 +120,27 @@ def parse(text: str) -> Parsed:  # noqa: C901 - the fast paths first, then sqlgl
     if isinstance(tree, (exp.Query, exp.Command, exp.Values)) or \
             tokens[0].token_type in spark.parser_class.STATEMENT_PARSERS:
         return Parsed(error=SqlError("expected an expression, not a statement"))
+    cols, paths = _references(columns, text)
+    name = None
+    star = isinstance(tree, exp.Star)
+    bare = False
+    body = tree
+    if isinstance(tree, exp.Aliases):  # a generator with several output columns
+        names = tuple(a.name for a in tree.expressions)
+        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names,
+                      tuple(paths))
+    if isinstance(tree, exp.Alias):
+        name = tree.alias
+        body = tree.this
+    elif isinstance(tree, exp.Column) and len(tree.parts) == 1:
+        name = tree.name
+        bare = True
+    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
+
+
+def _references(columns: Any, text: str) -> tuple[list[tuple[str, int]], list[tuple[tuple[str, ...], int]]]:
+    """(root column, offset) of every column reference, and (path, offset) of the nested ones (a.b.c)."""
+    exp = _exp()
     cols: list[tuple[str, int]] = []
     paths: list[tuple[tuple[str, ...], int]] = []
     for c in columns:
@@ -137,21 +158,7 @@ def parse(text: str) -> Parsed:  # noqa: C901 - the fast paths first, then sqlgl
                 up = up.parent
                 path.append(up.expression.name)
             paths.append((tuple(path), _offset(text, root)))
-    name = None
-    star = isinstance(tree, exp.Star)
-    bare = False
-    body = tree
-    if isinstance(tree, exp.Aliases):  # a generator with several output columns
-        names = tuple(a.name for a in tree.expressions)
-        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names,
-                      tuple(paths))
-    if isinstance(tree, exp.Alias):
-        name = tree.alias
-        body = tree.this
-    elif isinstance(tree, exp.Column) and len(tree.parts) == 1:
-        name = tree.name
-        bare = True
-    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
+    return cols, paths
 
 
 def _empty_call(err: dict, text: str) -> bool:

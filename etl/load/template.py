@@ -135,8 +135,27 @@ _RESERVED = {"env", "true", "false", "none", "True", "False", "None", "range", "
              "varargs", "kwargs", "lipsum", "cycler", "joiner", "namespace", "dict"}
 
 
-# C901: the fast path's guards, each falling back to Jinja
-def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,  # noqa: C901
+def _env_value(e: re.Match, off: int, environ: Mapping[str, str], strict: bool, secrets: set[str],
+               errors: list[tuple[str, str, int, str | None]]) -> str:
+    """`env("NAME"[, default])`: the variable's value (registered as a secret), else the default, else '' (E004
+    at `off` when strict)."""
+    name = e.group("name")
+    if name in environ:
+        value = environ[name]
+        if value:
+            secrets.add(value)
+        return value
+    if e.group("default") is not None:
+        return e.group("default")
+    if e.group("num") is not None:
+        return e.group("num")
+    if strict:
+        errors.append(("E004", f"environment variable '{name}' is not set", off,
+                       f"export {name}=... or give a default: env(\"{name}\", \"value\")"))
+    return ""
+
+
+def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,
                  environ: Mapping[str, str]) -> Any:
     """Render a template made only of simple `{{ }}` expressions; _NOT_SIMPLE otherwise."""
     if "{%" in text or "{#" in text or "{{" in _EXPR.sub("", text):
@@ -179,22 +198,8 @@ def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report,
                 first = False
             pieces.append(str(value))
         else:
-            name = e.group("name")
-            if name in environ:
-                value = environ[name]
-                if value:
-                    secrets.add(value)
-            elif e.group("default") is not None:
-                value = e.group("default")
-            elif e.group("num") is not None:
-                value = e.group("num")
-            else:
-                value = ""
-                if strict:
-                    off = inner + m.group(1).index(name)
-                    errors.append(("E004", f"environment variable '{name}' is not set", off,
-                                   f"export {name}=... or give a default: env(\"{name}\", \"value\")"))
-            pieces.append(str(value))
+            pieces.append(str(_env_value(e, inner + m.group(1).index(e.group("name")), environ, strict, secrets,
+                                         errors)))
     pieces.append(text[pos:])
     for code, message, off, hint in errors:
         line = text.count("\n", 0, off) + 1
