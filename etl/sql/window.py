@@ -113,8 +113,22 @@ def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, li
     return call.expressions[0], call.name.upper(), call.expressions[1:]
 
 
-# C901: one branch per window TVF form, each with its error position
-def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,  # noqa: C901
+def _group_keys(b: Any, group: list, tvf: Any) -> list[str]:
+    """The GROUP BY keys of a window besides the window itself (its call, or a TVF's window_start / window_end)."""
+    keys: list[str] = []
+    for g in group:
+        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+            continue
+        if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
+            continue
+        if not isinstance(g, exp.Column):
+            raise SqlSyntax("a GROUP BY key reads the window's start or end: they exist only after the window",
+                            pos(b, g), code="E011")
+        keys.append(g.name)
+    return keys
+
+
+def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
                    tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
     from etl.sql.grouping import compile_grouping_sets, grouping_sets
@@ -139,16 +153,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     spec, fn, args, time_col = frame(qc, rel, scope, group, tvf)
     rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
     spec["inputs"] = [rel.id]
-    keys: list[str] = []
-    for g in group:
-        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
-            continue
-        if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
-            continue
-        if not isinstance(g, exp.Column):
-            raise SqlSyntax("a GROUP BY key reads the window's start or end: they exist only after the window",
-                            pos(b, g), code="E011")
-        keys.append(g.name)
+    keys = _group_keys(b, group, tvf)
     if keys:
         spec["group_by"] = keys
     if tvf is None:
