@@ -61,7 +61,7 @@ lint: setup
 	$(VENV)/bin/ruff check etl tests bench scripts
 	$(VENV)/bin/lint-imports
 
-# mypy on the pure-Python layers (files listed in pyproject.toml)
+# mypy on all of etl/ (pyproject.toml's [tool.mypy])
 typecheck: setup
 	$(VENV)/bin/mypy
 

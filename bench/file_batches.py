@@ -71,7 +71,7 @@ def main() -> None:
         loads = []
         for r in range(args.repeat):
             got.append(one_round(f"r{r}"))
-            loads.append(open("/proc/loadavg").read().split()[0])
+            loads.append(Path("/proc/loadavg").read_text().split()[0])
             print(f"round {r}: {got[-1][0]:.1f} ms, {got[-1][1]:.1f} CPU-ms, {got[-1][2]:.1f} round trips a batch",
                   flush=True)
         ms, cpu, trips = (statistics.median(g[i] for g in got) for i in range(3))

@@ -41,7 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -249,8 +250,8 @@ def main(argv: list[str] | None = None) -> None:
     for r in range(args.repeat):
         for k, fn in variants.items():
             times[k].append(fn())
-        print("run %d: %s" % (r + 1, "  ".join(f"{k} {v[-1]:.2f} s ({_cpu(k)[-1]:.1f} cpu-s)"
-                                                for k, v in times.items() if v)), flush=True)
+        print(f"run {r + 1}: " + "  ".join(f"{k} {v[-1]:.2f} s ({_cpu(k)[-1]:.1f} cpu-s)"
+                                                for k, v in times.items() if v), flush=True)
     med = {k: statistics.median(v) for k, v in times.items() if v}
     x, z = med.get("optimized"), med.get("scan")
     y = med.get("naive_spark")

@@ -202,7 +202,7 @@ def main() -> None:
                                                           args.trigger))
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--progress", "json"],
-                                cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=open(work / "run.log", "w"),
+                                cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=open(work / "run.log", "w"),  # noqa: SIM115
                                 start_new_session=True)
         got: dict[int, tuple[float, float]] = {}
         stop = threading.Event()

@@ -276,7 +276,7 @@ def main() -> None:
         (work / "rules.yaml").write_text(textwrap.dedent(RULES_PIPELINE.format(
             data=work / "rules", out=work / "rules_out", checkpoint=work / "rules_ckpt", rules=rules_json())))
         rules = run(work / "rules.yaml", work, cpu, args.events)
-        counted = sum(json.loads(x)["n"] for f in (work / "rules_out").glob("*.jsonl") for x in open(f))
+        counted = sum(json.loads(x)["n"] for f in (work / "rules_out").glob("*.jsonl") for x in f.read_text().splitlines())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _report(quick, rules, counted, cpu)

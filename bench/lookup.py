@@ -140,7 +140,7 @@ class RssSampler:
         while not self._stop.wait(0.2):
             self.sample()
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> RssSampler:
         self._t.start()
         return self
 

@@ -290,8 +290,8 @@ def main(argv: list[str] | None = None) -> None:
     for r in range(args.repeat):
         for k, fn in variants.items():
             times[k].append(fn())
-        print("run %d: %s" % (r + 1, "  ".join(f"{k} {v[-1]:.2f} s ({cpu[k][-1]:.1f} cpu-s)"
-                                                for k, v in times.items() if v)), flush=True)
+        print(f"run {r + 1}: " + "  ".join(f"{k} {v[-1]:.2f} s ({cpu[k][-1]:.1f} cpu-s)"
+                                                for k, v in times.items() if v), flush=True)
     spark.stop()
     med = {k: statistics.median(v) for k, v in times.items()}
     x, z = med["etl"], med["scan"]

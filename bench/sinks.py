@@ -95,7 +95,7 @@ def alternating(spark, runs: dict, repeat: int) -> tuple[dict[str, tuple[float, 
             if r:
                 got[name].append((wall, cpu))
                 print(f"round {r} {name}: {wall:.2f} s, {cpu:.2f} CPU-s", flush=True)
-        loads.append(open("/proc/loadavg").read().split()[0])
+        loads.append(Path("/proc/loadavg").read_text().split()[0])
     return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for name, v in got.items()}, loads
 
 

@@ -231,7 +231,7 @@ def run(spark: Any, count: int, batch: int, work: Path, variant: str = "count") 
     runner.start()
     runner.wait()
     seconds = time.perf_counter() - t0
-    rows = [json.loads(line) for f in out.glob("*.jsonl") for line in open(f)]
+    rows = [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines()]
     if variant == "distinct_1m":
         assert [r["ids"] for r in rows] == [count], [r.get("ids") for r in rows]  # exact
     total = sum(r["n"] for r in rows if not r.get("_update"))

@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from pydantic import ValidationError
 
@@ -168,7 +169,7 @@ def partial_pipeline(data: dict) -> _PartialPipeline:
         for item in items if isinstance(items, list) else []:
             specs.append(_component(item, kind, registry, _Scratch))
         lists[list_name] = specs
-    name = data.get("name") if isinstance(data.get("name"), str) else "pipeline"
+    name = data["name"] if isinstance(data.get("name"), str) else "pipeline"
     return _PartialPipeline(name, lists["sources"], lists["transforms"], lists["sinks"],
                             functions=_valid_functions(data.get("functions")))
 

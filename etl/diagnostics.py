@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
+from collections.abc import Iterable
 
 
 # Every diagnostic code, what it means. `etl validate` reports E0xx-E3xx and W codes without a JVM;
@@ -94,7 +94,7 @@ CODES: dict[str, str] = {
 }
 
 
-class Severity(str, Enum):
+class Severity(str, Enum):  # noqa: UP042 - StrEnum would change str() and format() of a member
     ERROR = "error"
     WARNING = "warning"
 

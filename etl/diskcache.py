@@ -23,6 +23,7 @@ is ever evicted automatically: delete the folder to reclaim the space.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
 import pickle
@@ -33,7 +34,8 @@ import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 MIN_PATTERNS = 64
 MIN_RULES = 64
@@ -141,7 +143,7 @@ def optimizer_version() -> str:
 
 def database_key(expressions: Iterable[bytes], ids: Iterable[int], flags: Iterable[int]) -> str:
     h = hashlib.sha256(platform_tag().encode() + b"\n")
-    for e, i, f in zip(expressions, ids, flags):
+    for e, i, f in zip(expressions, ids, flags, strict=True):
         h.update(b"%d %d %d:" % (i, f, len(e)) + e + b"\n")
     return h.hexdigest()
 
@@ -188,10 +190,8 @@ def write(kind: str, key: str, suffix: str, body: bytes) -> None:
                 fh.write(_MAGIC + hashlib.sha256(body).digest() + body)
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
     except OSError:
         pass

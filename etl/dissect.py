@@ -22,7 +22,7 @@ import re
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Iterable
+from collections.abc import Iterable
 
 # Logstash's Dissector: DELIMITER_FIELD_PATTERN, FINAL_DELIMITER_PATTERN; Field: SUFFIX_REGEX, SUFFIX_ONLY_REGEX
 _FIELD_RE = re.compile(r"(.*?)%\{([^}]*?)}", re.DOTALL)

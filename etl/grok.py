@@ -120,7 +120,7 @@ class GrokField:
     alts: tuple[tuple[int, int], ...] = field(default=(), compare=False)  # (alternation, branch) of each group
     # around the capture
 
-    def exclusive(self, other: "GrokField") -> bool:
+    def exclusive(self, other: GrokField) -> bool:
         """Can the two never both take part in one match? (they lie in different branches of one alternation)"""
         mine = dict(self.alts)
         return any(a in mine and mine[a] != b for a, b in other.alts)
@@ -132,7 +132,7 @@ class GrokPattern:
     python_regex: str
     java_regex: str
     fields: tuple[GrokField, ...]
-    _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    _compiled: re.Pattern = field(repr=False, compare=False, default=None)  # type: ignore[arg-type]
     _pieces: tuple[str, ...] = field(repr=False, compare=False, default=())  # the reference's regex, in pieces
 
     @property
@@ -161,7 +161,7 @@ class GrokPattern:
             warnings.simplefilter("ignore")
             return re.compile(source, _REFERENCE_FLAGS)
 
-    def outputs(self, columns: dict[str, str] | None = None, overwrite: tuple[str, ...] = ()) -> tuple["Leaf", ...]:
+    def outputs(self, columns: dict[str, str] | None = None, overwrite: tuple[str, ...] = ()) -> tuple[Leaf, ...]:
         """Where each capture goes, as Logstash's grok sets fields (see ``Leaf``). `columns`: the input's
         columns that stay (name -> Spark SQL type); `overwrite`: Logstash's option of that name."""
         return _outputs(self.fields, tuple((columns or {}).items()), tuple(overwrite))
@@ -767,7 +767,7 @@ def combine(patterns: str | list[str] | tuple[str, ...], break_on_match: bool = 
     return "^" + "".join(f"(?:(?=[\\s\\S]*?(?:{p})(?<{MATCHED.format(k)}>))|)" for k, p in enumerate(items, 1))
 
 
-def markers(g: "GrokPattern") -> tuple[int, ...]:
+def markers(g: GrokPattern) -> tuple[int, ...]:
     """Positions in g.fields of combine's marker captures (empty: a line matches when the regex does)."""
     prefix = MATCHED.split("{")[0]
     return tuple(i for i, f in enumerate(g.fields) if f.name.startswith(prefix))

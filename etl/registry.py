@@ -24,7 +24,8 @@ import builtins
 import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from etl.diagnostics import choices_hint
 

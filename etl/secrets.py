@@ -33,7 +33,8 @@ import logging
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, overload
+from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
 MASK = "***"
@@ -75,17 +76,17 @@ def _char(c: str, first: bool = False) -> str:
     if c.isascii() and c.isalnum():
         return _lit(c)  # no escaping etl or a peer does touches ASCII letters and digits
     cp = ord(c)
-    escapes = [r"x\{0*%x\}" % cp]  # Hyperscan, java.util.regex: \x{2b}
+    escapes = [rf"x\{{0*{cp:x}\}}"]  # Hyperscan, java.util.regex: \x{2b}
     if cp < 0x100:
-        escapes.append("x%02x" % cp)
+        escapes.append(f"x{cp:02x}")
     if cp < 0x10000:
-        escapes.append("u%04x" % cp)  # JSON, Java, Python
+        escapes.append(f"u{cp:04x}")  # JSON, Java, Python
     else:
         hi, lo = divmod(cp - 0x10000, 0x400)
-        escapes += ["u%08x" % cp, r"u%04x\\u%04x" % (0xD800 + hi, 0xDC00 + lo)]  # (\U0001f600 lower-cased)
+        escapes += [f"u{cp:08x}", rf"u{0xD800 + hi:04x}\\u{0xDC00 + lo:04x}"]  # (\U0001f600 lower-cased)
     if c in _CONTROL:
         escapes.append(_CONTROL[c])  # \n, \t ...
-    plain = ["".join("%%%02x" % b for b in c.encode("utf-8"))]
+    plain = ["".join(f"%{b:02x}" for b in c.encode("utf-8"))]
     if c.isspace():
         plain += [r"\s+", r"\+"]  # a line wrapped inside the value; quote_plus
     if c in "'\"":
@@ -254,6 +255,10 @@ def java_replacements() -> list[tuple[str, str]]:
     return pairs
 
 
+@overload
+def redact(text: str) -> str: ...
+@overload
+def redact(text: None) -> None: ...
 def redact(text: str | None) -> str | None:
     """`text` with every registered value (in any of its forms), and every URL's password, shown as ***."""
     if not text:

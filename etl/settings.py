@@ -22,7 +22,8 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 PREFIX = "ETL_"
 _OFF = ("off", "0", "false", "no")

@@ -11,7 +11,8 @@ unchanged, so the module works with or without etl (the decorator may also be co
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

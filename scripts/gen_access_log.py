@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import random
-from datetime import datetime, timedelta, timezone
-from typing import Iterator
+from datetime import datetime, timedelta, UTC
+from collections.abc import Iterator
 
 METHODS = ["GET"] * 14 + ["POST"] * 4 + ["PUT", "DELETE", "HEAD"]
 PATHS = ["/", "/index.html", "/about", "/login", "/logout", "/search?q=spark+streaming", "/api/v1/orders",
@@ -37,7 +37,7 @@ GARBAGE = ["", "-", "GET / HTTP/1.1", "connection reset by peer", "\x00\x01 bina
 
 
 def lines(n: int, seed: int = 7, malformed: float = 0.0,
-          start: datetime = datetime(2026, 1, 10, 12, 0, 0, tzinfo=timezone.utc)) -> Iterator[str]:
+          start: datetime = datetime(2026, 1, 10, 12, 0, 0, tzinfo=UTC)) -> Iterator[str]:
     rnd = random.Random(seed)
     ips = [f"{rnd.randint(1, 223)}.{rnd.randint(0, 255)}.{rnd.randint(0, 255)}.{rnd.randint(1, 254)}"
            for _ in range(64)]

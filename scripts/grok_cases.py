@@ -138,7 +138,7 @@ def generated(library: str, name: str, rnd: random.Random) -> list[str]:
     return [_generate(tree, rnd, {}) for _ in range(30)]
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901 - the script's steps (1)-(4) in order
     ap = argparse.ArgumentParser()
     ap.add_argument("--specs", type=Path, required=True)
     args = ap.parse_args()
@@ -159,20 +159,20 @@ def main() -> None:
                         for s in dict.fromkeys(lits[f]):
                             qs.append((library, anchored(n), s))
                             who.append((n, s, f"spec {f}"))
-            for (n, s, src), a in zip(who, oracle.ask(qs)):
+            for (n, s, src), a in zip(who, oracle.ask(qs), strict=True):
                 if matched(a) and n not in chosen:
                     chosen[n] = (s, src)
             # ... or the part of a literal the pattern matches, as the spec's %{NAME} does
             qs = [(f"all:{library}", "%{" + n + "}", s) for n, s, _ in who if n not in chosen]
             whom = [(n, src) for n, s, src in who if n not in chosen]
-            for (n, src), a in zip(whom, oracle.ask(qs)):
+            for (n, src), a in zip(whom, oracle.ask(qs), strict=True):
                 if matched(a) and n not in chosen and a and a[0][1]:
                     chosen[n] = (a[0][1], f"{src}: the part %{{{n}}} matches")
             # (2) the values patterns took inside those spec lines
             parents = list(chosen.items())
             subs = oracle.ask([(f"all:{library}", anchored(n), s) for n, (s, _) in parents])
             offers: dict[tuple[str, str], str] = {}
-            for (parent, (s, src)), pairs in zip(parents, subs):
+            for (parent, (_s, src)), pairs in zip(parents, subs, strict=True):
                 for pname, value in pairs or []:
                     pname = re.sub(r"_\d+$", "", pname)
                     if pname in defs and pname not in chosen and value:
@@ -182,13 +182,13 @@ def main() -> None:
                     offers.setdefault((n, v), "hand")
             # (3) by hand, (4) generated
             keys = list(offers)
-            hand_ok = lambda n, v: anchored(n) if offers[(n, v)] != "hand" else "%{" + n + "}"  # noqa: E731
-            for (n, v), a in zip(keys, oracle.ask([(library, hand_ok(n, v), v) for n, v in keys])):
+            hand_ok = lambda n, v: anchored(n) if offers[(n, v)] != "hand" else "%{" + n + "}"  # noqa: E731, B023 - called in this iteration only
+            for (n, v), a in zip(keys, oracle.ask([(library, hand_ok(n, v), v) for n, v in keys]), strict=True):
                 if matched(a) and (n not in chosen or chosen[n][1] == "hand" and offers[(n, v)] != "hand"):
                     chosen[n] = (v, offers[(n, v)])
             rnd = random.Random(7)
             gen = [(n, c) for n in defs if n not in chosen for c in dict.fromkeys(generated(library, n, rnd)) if c]
-            for (n, c), a in zip(gen, oracle.ask([(library, anchored(n), c) for n, c in gen])):
+            for (n, c), a in zip(gen, oracle.ask([(library, anchored(n), c) for n, c in gen]), strict=True):
                 if matched(a) and n not in chosen:
                     chosen[n] = (c, "generated")
             missing = [n for n in defs if n not in chosen]
@@ -198,20 +198,20 @@ def main() -> None:
             entries: dict[str, dict] = {}
             names = [n for n in defs if n in chosen]
             full = oracle.ask([(library, anchored(n), chosen[n][0]) for n in names])
-            bare = oracle.ask([(library, g(n), chosen[n][0]) for n, ok in zip(names, full)
+            bare = oracle.ask([(library, g(n), chosen[n][0]) for n, ok in zip(names, full, strict=True)
                                for g in [anchored if matched(ok) else lambda n: "%{" + n + "}"]])
             groks = {n: ("^%{" + n + "}$" if matched(ok) else "%{" + n + "}") if b else
                      ("^%{" + n + ":value}$" if matched(ok) else "%{" + n + ":value}")
-                     for n, ok, b in zip(names, full, bare)}
+                     for n, ok, b in zip(names, full, bare, strict=True)}
             fields = oracle.ask([(library, groks[n], chosen[n][0]) for n in names])
             muts = {n: list(dict.fromkeys(m for m in mutations(chosen[n][0]) if m != chosen[n][0])) for n in names}
             flat = [(n, m) for n in names for m in muts[n]]
             verdicts = oracle.ask([(library, groks[n], m) for n, m in flat])
             miss: dict[str, str | None] = {}
-            for (n, m), v in zip(flat, verdicts):
+            for (n, m), v in zip(flat, verdicts, strict=True):
                 if v is None and n not in miss:
                     miss[n] = m
-            for n, f in zip(names, fields):
+            for n, f in zip(names, fields, strict=True):
                 entries[n] = {"grok": groks[n], "line": chosen[n][0], "miss": miss.get(n), "fields": f,
                               "from": chosen[n][1]}
             cases[library] = entries

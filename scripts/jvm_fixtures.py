@@ -120,7 +120,7 @@ def keyhash_fixture() -> dict[str, Any]:
     hashes = key_hashes(pa.array(KEYS, pa.string()))
     # as Java's signed long
     return {"keys": [{"key": k, "hash": int(h) - (1 << 64) if int(h) >= 1 << 63 else int(h)}
-                     for k, h in zip(KEYS, hashes)]}
+                     for k, h in zip(KEYS, hashes, strict=True)]}
 
 
 def texts() -> dict[str, str]:

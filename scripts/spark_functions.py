@@ -27,7 +27,8 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "etl" / "sql" / "spark_functions.tsv"

@@ -29,7 +29,7 @@ SPARK_FIXTURES = {"spark"}  # the fixtures that start a session (and, through py
 _IMPORTS_PYSPARK = re.compile(r"^(?:from|import) pyspark\b", re.M)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _imports_pyspark(path: Path) -> bool:
     try:
         return path.suffix == ".py" and _IMPORTS_PYSPARK.search(path.read_text()) is not None

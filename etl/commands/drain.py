@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,9 +21,9 @@ from etl.commands import parse_vars, redact
 @app.command()
 def drain(
     path: str = typer.Argument(..., help="pipeline file"),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
+    checkpoint: str | None = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
     wait: float = typer.Option(0, "--wait", help="seconds to wait for the drain to finish (0: do not wait)"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
     """Drain a running pipeline: flush every window and state, commit the sinks, and let `etl run` exit 0."""
     from etl.check import check_file

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import typer
 
@@ -14,11 +13,11 @@ from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 @app.command()
 def explain(
     path: str = typer.Argument(..., help="pipeline file"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
-    setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: list[str] | None = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
+    setting: list[str] | None = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master the engines are chosen for "
+    master: str | None = typer.Option(None, "--master", help="Spark master the engines are chosen for "
                                          "(default local[*], as `etl run`)"),
 ) -> None:
     """Show nodes, edges, columns, optimized filter programs, each sink's delivery guarantee, then the physical

@@ -18,7 +18,8 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
+from collections.abc import Iterator
 
 import typer
 
@@ -41,19 +42,19 @@ def run(
     once: bool = typer.Option(False, "--once", help="process everything available now, then exit (AvailableNow)"),
     drain: bool = typer.Option(False, "--drain", help="the input is complete: process it, flush every open window, "
                                "session, join buffer and dedupe state, then exit"),
-    master: Optional[str] = typer.Option(None, "--master", help="Spark master URL (default local[*])"),
-    conf: Optional[list[str]] = typer.Option(None, "--conf", help="Spark setting key=value (repeatable)"),
-    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
+    master: str | None = typer.Option(None, "--master", help="Spark master URL (default local[*])"),
+    conf: list[str] | None = typer.Option(None, "--conf", help="Spark setting key=value (repeatable)"),
+    checkpoint: str | None = typer.Option(None, "--checkpoint", help="checkpoint folder (overrides the pipeline's)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output"),
     progress: str = typer.Option("live", "--progress", help="live, plain or json (one JSON line per batch); on stderr"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
-    setting: Optional[list[str]] = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: list[str] | None = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
+    setting: list[str] | None = typer.Option(None, "--set", help="etl setting NAME=VALUE, over the environment's "
                                                 "(repeatable; python -m etl.settings --markdown lists them)"),
-    metrics_port: Optional[int] = typer.Option(None, "--metrics-port", min=1, max=65535,
+    metrics_port: int | None = typer.Option(None, "--metrics-port", min=1, max=65535,
                                                help="serve Prometheus metrics on this port (GET /metrics; "
                                                "the run's token as bearer credentials)"),
-    profile: Optional[str] = typer.Option(None, "--profile", help="light: local[1], a 512 MB heap not pre-touched, "
+    profile: str | None = typer.Option(None, "--profile", help="light: local[1], a 512 MB heap not pre-touched, "
                                           "bounded state stores (the whole run within 1 core and 1 GB)"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="address the metrics port listens on "
                                      "(0.0.0.0: every interface)"),
@@ -143,7 +144,8 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
                         metrics_host=metrics_host, profile=profile, drain=drain, ui=ui)
 
 
-def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,
+# C901: the run's life in order: session, control, signals, run, exit code
+def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,  # noqa: C901
              progress: str, metrics_port: int | None, metrics_host: str, profile: str | None, drain: bool,
              ui: bool) -> int:
     from etl.compile.context import CompileError
@@ -205,7 +207,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
-    stops = {"n": 0, "how": "SIGTERM"}
+    stops: dict[str, Any] = {"n": 0, "how": "SIGTERM"}
 
     def on_signal(signum: int, frame: Any) -> None:
         stops["n"] += 1
@@ -263,10 +265,8 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
             signal.signal(s, h)
         ended = False
         if not under_spark_submit():
-            try:
+            with contextlib.suppress(Exception):
                 spark.stop()
-            except Exception:  # noqa: BLE001
-                pass
             ended = end_jvm(JVM_EXIT_S)
         runlog.close(JVM_EXIT_S if ended else 0)  # what the JVM wrote until it exited is in the log, redacted
         # Kafka clients left for the garbage collector are destroyed now: at interpreter exit, their threads'

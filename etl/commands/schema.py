@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,7 +16,7 @@ SCHEMA_FILE = "pipeline.schema.json"
 TEMPLATE = {"type": "string", "pattern": "\\{\\{.*\\}\\}", "description": "a {{ ... }} template rendered before validation"}
 
 
-def _allow_templates(node: object, key: str | None = None) -> object:
+def _allow_templates(node: Any, key: str | None = None) -> Any:
     """Let editors accept `'{{ env("PORT", "3306") }}'` where a number, boolean or choice is expected.
 
     Component `type` tags stay strict (editors use them to pick the component's schema)."""

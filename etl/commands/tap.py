@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
@@ -156,25 +156,30 @@ def tap(
         if table:
             _table(table)
     except HTTPError as e:
-        if e.code in (401, 403):
-            refused("tap", e)
-        body = json.loads(e.read() or b"{}")
-        if e.code == 400:
-            typer.echo(f"etl tap: the run refused {body.get('parameter')}: expected {body.get('expected')}", err=True)
-            raise typer.Exit(2)
-        bad = body.get("unknown") or body.get("hidden") or []
-        if body.get("unknown"):
-            msg = f"unknown component {', '.join(map(repr, bad))}; components: {', '.join(body['components'])}"
-        else:
-            msg = (f"{', '.join(map(repr, bad))} run inside Spark's streaming plan (before a window or join's "
-                   f"state) and are not seen per micro-batch; tappable: {', '.join(body.get('tappable', []))}")
-        typer.echo(redact(f"etl tap: {msg}"), err=True)
-        raise typer.Exit(2)
+        _tap_refused(e)
     except (URLError, ConnectionError, TimeoutError):
         pass  # the pipeline stopped
     except KeyboardInterrupt:
         pass
     sys.stdout.flush()
+
+
+def _tap_refused(e: HTTPError) -> NoReturn:
+    """The run refused the tap: why, on one line, and exit 2."""
+    if e.code in (401, 403):
+        refused("tap", e)
+    body = json.loads(e.read() or b"{}")
+    if e.code == 400:
+        typer.echo(f"etl tap: the run refused {body.get('parameter')}: expected {body.get('expected')}", err=True)
+        raise typer.Exit(2) from None
+    bad = body.get("unknown") or body.get("hidden") or []
+    if body.get("unknown"):
+        msg = f"unknown component {', '.join(map(repr, bad))}; components: {', '.join(body['components'])}"
+    else:
+        msg = (f"{', '.join(map(repr, bad))} run inside Spark's streaming plan (before a window or join's "
+               f"state) and are not seen per micro-batch; tappable: {', '.join(body.get('tappable', []))}")
+    typer.echo(redact(f"etl tap: {msg}"), err=True)
+    raise typer.Exit(2) from None
 
 
 def _wait_for_queries(addr: Endpoint, timeout: float = 120.0) -> dict[str, Any]:

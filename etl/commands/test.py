@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,11 +13,11 @@ from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 @app.command()
 def test(
     paths: list[str] = typer.Argument(..., help="pipeline files or folders"),
-    junit: Optional[str] = typer.Option(None, "--junit", help="write a JUnit XML report to this file"),
-    k: Optional[str] = typer.Option(None, "-k", help="only cases whose name contains this text"),
+    junit: str | None = typer.Option(None, "--junit", help="write a JUnit XML report to this file"),
+    k: str | None = typer.Option(None, "-k", help="only cases whose name contains this text"),
     master: str = typer.Option("local[2]", "--master", help="Spark master for the tests"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: list[str] | None = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
 ) -> None:
     """Replace sources by the given events, run into in-memory sinks, compare rows; print a diff on failure."""
     from etl.check import check_paths, pipeline_files

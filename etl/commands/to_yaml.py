@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Optional
 
 import typer
 
@@ -16,7 +15,7 @@ from etl.commands import parse_vars, redact
 @app.command("to-yaml")
 def to_yaml(
     path: str = typer.Argument(..., help="SQL script"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
 ) -> None:
     """Print the YAML pipeline equivalent to a SQL script (values read from the environment as ***)."""
     from ruamel.yaml import YAML

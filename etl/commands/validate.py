@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Optional
 
 import typer
 
@@ -26,9 +25,9 @@ def validate(
     paths: list[str] = typer.Argument(..., help="pipeline files or folders"),
     format: str = typer.Option("text", "--format", help="text or json"),  # noqa: A002 - the option's name
     strict: bool = typer.Option(False, "--strict", help="treat warnings as errors"),
-    var: Optional[list[str]] = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
-    allow_path: Optional[list[str]] = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
-    master: Optional[str] = typer.Option(None, "--master", help="the Spark master the pipeline will run on: a "
+    var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
+    allow_path: list[str] | None = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
+    master: str | None = typer.Option(None, "--master", help="the Spark master the pipeline will run on: a "
                                          "cluster's warns about local paths (W332)"),
 ) -> None:
     """Report every problem as file:line:col: CODE message, with a hint."""

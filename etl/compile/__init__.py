@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl import registry
 from etl.compile import counts
@@ -196,8 +197,8 @@ class Compiler:
         return queries
 
     # ----------------------------------------------------- per micro-batch
-    def evaluate(self, query: Query, batch_df: Any,
-                 can_split: Callable[[str], bool] = lambda output_id: False) -> "Batch":
+    def evaluate(self, query: Query, batch_df: Any,  # noqa: C901 - refactored after issue 39's move (one planner)
+                 can_split: Callable[[str], bool] = lambda output_id: False) -> Batch:
         """Frames for each output of `query` over one micro-batch.
 
         When a sink reads a failing stage's good rows directly and the same query writes that

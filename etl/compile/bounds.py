@@ -171,7 +171,7 @@ def stop_timer() -> None:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
-def journal(fn: str) -> "Journal":
+def journal(fn: str) -> Journal:
     """This process's journal of the function `fn` (one for all its call sites: their calls are counted in order)."""
     journals: dict[str, Journal] = _STATE.setdefault("journals", {})
     if fn not in journals:

@@ -162,7 +162,7 @@ class CompileContext:
         planned = pp.shared_pass_of(group[0].id)
         steps = {s.node_id: getattr(s.program, "digest", None) for s in self.plan.steps} if self.plan else {}
         if (planned is not None and planned.members == tuple(n.id for n in group)
-                and all(steps.get(n.id) == p.digest for n, p in zip(group, programs))):
+                and all(steps.get(n.id) == p.digest for n, p in zip(group, programs, strict=True))):
             return planned.prefilter.engine
         return shared_prefilter(tuple(group), programs, self.graph, pp.target).engine
 

@@ -24,7 +24,7 @@ builds none of this.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from etl.compile.context import ERR, Built
 
@@ -180,7 +180,7 @@ class DeadCounts:
 
         if not self.parts or any(p is None or p not in self.observations for p in self.parts):
             return False
-        for p in self.parts:
+        for p in cast(list[str], self.parts):  # no None: returned above
             jo = getattr(self.observations[p], "_jo", None)
             if jo is None or not jo.future().isCompleted():
                 return False

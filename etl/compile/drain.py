@@ -34,7 +34,8 @@ import os
 import secrets
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 SENTINEL_DIR = "_etl_drain"
 MARK = "_etl_drained.json"
@@ -114,7 +115,7 @@ def warn_strays(checkpoint: str, warned: set[str]) -> set[str]:
 
 
 def mark_drained(checkpoint: str, how: str, nonce: str) -> None:
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     (Path(checkpoint) / MARK).write_text(json.dumps({"drained_at": now, "how": how}) + "\n")
     with contextlib.suppress(FileNotFoundError):  # read and committed: a later run would warn of it
         (Path(checkpoint) / SENTINEL_DIR / sentinel_name(nonce)).unlink()
@@ -132,7 +133,7 @@ def request(checkpoint: str) -> Path:
     """`etl drain`: ask the pipeline running on `checkpoint` to drain."""
     p = Path(checkpoint) / REQUEST
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds") + "\n")
+    p.write_text(datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds") + "\n")
     return p
 
 

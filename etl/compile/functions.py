@@ -39,7 +39,8 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 from time import monotonic
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import etl.compile.bounds as bounds
 import etl.compile.returns as returns
@@ -98,7 +99,7 @@ class Limits:
     max_bytes: int = 16 * 1024 * 1024
 
     @staticmethod
-    def current() -> "Limits":
+    def current() -> Limits:
         from etl import settings
 
         s = settings.current()
@@ -211,7 +212,7 @@ def _table_rows(dtype: Any, rows: list[Any], max_bytes: int) -> tuple[Any, str |
             what = (f"has {len(row)} value(s)" if isinstance(r, (tuple, list))
                     else f"is {returns.described(r)}, not a tuple,")
             return None, f"row {i} {returns.short(r)} {what} where its declared columns are {cols}"
-        for c, v in zip(dtype.fields, row):
+        for c, v in zip(dtype.fields, row, strict=True):
             wrong = returns.problem(c.dataType, v)
             if wrong is not None:
                 return None, (f"row {i} {returns.short(r)}: column '{c.name}' is {wrong} where its declared type "
@@ -238,7 +239,7 @@ def register(spark: Any, graph: Any) -> None:
         fn = shipped(sig, graph.base_dir)
         if sig.kind == "aggregate":  # batch group-bys (and the types of the state engine's aggregates)
             bounded = RowCall(fn, False, DataType.fromDDL(sig.returns), sig.name, Limits.current())
-            spark.udf.register(sig.name, F.pandas_udf(_series(bounded), sig.returns))
+            spark.udf.register(sig.name, F.pandas_udf(_series(bounded), sig.returns))  # type: ignore[call-overload]  # pyspark's stubs: the UDF's type hints, not an overload, pick its kind
             continue
         out = spark_type(sig)
         inner = f"_etl_fn_{sig.name}"

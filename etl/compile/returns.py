@@ -125,7 +125,7 @@ def struct_fields(dtype: Any, value: Any) -> list[tuple[str, Any, Any]] | str:
         return described(value)
     if len(value) != len(fields):
         return f"{len(value)} value(s) for its {len(fields)} fields"
-    return [(f.name, f.dataType, v) for f, v in zip(fields, value)]
+    return [(f.name, f.dataType, v) for f, v in zip(fields, value, strict=True)]
 
 
 def _struct(dtype: Any, value: Any) -> str | None:

@@ -96,7 +96,7 @@ class RuleSet(RuleFilesWatch):
             step = next((s for s in plan.steps if s.node_id == self.node.id), None)
             program = getattr(step, "program", None)
             if program is not None:
-                if self.reload and getattr(step, "rule_files", ()):
+                if self.reload and step is not None and step.rule_files:
                     self.signature = step.rule_files  # files edited since the plan was compiled reload at once
                 return program
         if loaded is None and (self.node.spec.rule_files or self.node.spec.sigma):

@@ -69,7 +69,7 @@ def _column(df: Any, field: str) -> Any:
 
     col = F.col(f"`{field}`") if field in df.columns else F.col(field)
     try:
-        df.select(col).schema
+        df.select(col).schema  # noqa: B018 - analyses the column (AnalysisException: no such field)
     except Exception:  # noqa: BLE001 - AnalysisException: no such field
         return None
     return col

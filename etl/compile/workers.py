@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 POOL_VAR = "ETL_WORKER_POOL"
 _LOCK = threading.Lock()

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 _MODULES = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
             "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",

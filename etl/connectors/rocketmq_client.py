@@ -32,6 +32,7 @@ client allows one consumer and one producer per group and process.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import json
 import os
@@ -135,7 +136,7 @@ class Queue:
         return f"{self.broker}/{self.queue_id}"
 
     @classmethod
-    def from_key(cls, key: str) -> "Queue":
+    def from_key(cls, key: str) -> Queue:
         broker, _, qid = key.rpartition("/")
         return cls(broker, int(qid))
 
@@ -157,7 +158,7 @@ def topic_queues(namesrv: str, topic: str, timeout: float = 5.0) -> list[Queue] 
             raise RocketMQError(f"name server {addr[0]}:{addr[1]} refused the route of topic {topic!r}: "
                                 f"{header.get('remark') or header.get('code')}")
         route = _lenient_json(body)
-        queues = []
+        queues: list[Queue] = []
         for qd in route.get("queueDatas") or []:
             if int(qd.get("perm", 6)) & PERM_READ:
                 queues.extend(Queue(qd["brokerName"], i) for i in range(int(qd.get("readQueueNums", 0))))
@@ -290,11 +291,11 @@ def _set_consumer_instance_name(handle: int, name: str) -> None:
     L = lib()
     s = ctypes.create_string_buffer(64)  # room for a std::string object (one pointer)
     alloc = ctypes.create_string_buffer(8)  # std::allocator<char> is stateless
-    getattr(L, "_ZNSsC1EPKcRKSaIcE")(s, name.encode(), alloc)
+    L._ZNSsC1EPKcRKSaIcE(s, name.encode(), alloc)
     try:
-        getattr(L, "_ZN8rocketmq8MQClient15setInstanceNameERKSs")(handle, s)
+        L._ZN8rocketmq8MQClient15setInstanceNameERKSs(handle, s)
     finally:
-        getattr(L, "_ZNSsD1Ev")(s)
+        L._ZNSsD1Ev(s)
 
 
 def _text(raw: bytes | None) -> str:
@@ -516,10 +517,8 @@ def close_all() -> None:
         clients = list(_cache.values())
         _cache.clear()
     for c in clients:
-        try:
+        with contextlib.suppress(Exception):  # shutting down anyway
             c.close()
-        except Exception:  # noqa: BLE001 - shutting down anyway
-            pass
 
 
 atexit.register(close_all)

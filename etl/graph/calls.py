@@ -184,7 +184,7 @@ def _operator_offsets(text: str, tree: Any) -> dict[int, int]:
         stack.extend((c, False) for c in reversed(kids))
     if len(order) != len(toks):
         return {}
-    return {id(n): off for n, off in zip(order, toks)}
+    return {id(n): off for n, off in zip(order, toks, strict=True)}
 
 
 # functions whose arguments at these positions (None: all) Spark brings to one type: the type of etl.sql.operators'
@@ -255,7 +255,7 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
         return
     fns = cx._function_types()
     at = _cast_offsets(text, tree, casts)
-    for n, off in zip(casts, at):
+    for n, off in zip(casts, at, strict=True):
         src = node_type(n.this, cols, fns)
         dst = n.to.sql(dialect="spark").lower()
         try_ = bool(n.args.get("safe"))
@@ -301,10 +301,10 @@ def _cast_offsets(text: str, tree: Any, casts: list) -> list[int]:
     keyword = [n for n in casts if "format" in n.args]  # sqlglot's CAST(...) parse sets format/safe; `::` does not
     if len(keyword) != len(words) or len(casts) - len(keyword) != len(colons):
         return [0] * len(casts)  # never seen: the whole expression
-    out = dict(zip(map(id, keyword), words))
+    out = dict(zip(map(id, keyword), words, strict=True))
     ordered: list = []
     _post_order(tree, [n for n in casts if "format" not in n.args], ordered)
-    out.update(zip(map(id, ordered), colons))
+    out.update(zip(map(id, ordered), colons, strict=True))
     return [out[id(n)] for n in casts]
 
 

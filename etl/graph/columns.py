@@ -21,7 +21,8 @@ read; a parse error is E311 at the expression.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from etl.diagnostics import Report, Span, did_you_mean, short_repr
 from etl.graph.names import find as _find

@@ -16,7 +16,8 @@ tests/unit/test_spark_operators.py's table.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.sql.casts import _split
 
@@ -54,7 +55,7 @@ def lambda_type(lam: Any, params: list[str], cols: dict[str, str], type_of: Type
     names = [v.name.lower() for v in lam.expressions]
     if len(names) > len(params) or "unknown" in params[:len(names)]:
         return "unknown"
-    return type_of(lam.this, {**cols, **dict(zip(names, params))})
+    return type_of(lam.this, {**cols, **dict(zip(names, params, strict=False))})
 
 
 def container_type(node: Any, cols: dict[str, str], type_of: TypeOf) -> str | None:

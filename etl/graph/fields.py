@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.graph.names import find as _find
 from etl.graph.types import struct_fields
@@ -125,7 +126,7 @@ def unknown_calls(text: str, known: Callable[[str], bool]) -> list[tuple[str, in
     except TokenError:  # the parse reports it
         return []
     out = []
-    for tok, nxt in zip(toks, toks[1:]):
+    for tok, nxt in zip(toks, toks[1:], strict=False):
         if nxt.token_type != TokenType.L_PAREN or tok.token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
             continue
         if tok.token_type == TokenType.VAR and tok.text.lower() in _SYNTAX_CALLS:

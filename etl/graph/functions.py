@@ -36,7 +36,7 @@ def resolve_functions(pipeline: Any, smap: Any, base_dir: str, report: Report) -
             continue
         path = ("functions", i)
 
-        def at(*keys: Any) -> Span:
+        def at(*keys: Any, path: tuple = path) -> Span:
             return smap.value(path + keys) if smap is not None else Span("<pipeline>")
 
         key = spec.name.lower()
@@ -113,7 +113,7 @@ def check_calls(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
                             f"{'' if sig.arity() == '1' else 's'}, {n} given in {where}", span,
                             f"{sig.describe()} ({sig.source})")
             continue
-        for i, (arg, want) in enumerate(zip(call.expressions, sig.args)):
+        for i, (arg, want) in enumerate(zip(call.expressions, sig.args, strict=False)):
             got = guess_type(arg.sql(dialect="spark"), cols) if cols is not None else "unknown"
             fw, fg = _family(want), _family(got)
             if fw and fg and fw != fg:

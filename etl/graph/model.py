@@ -32,7 +32,8 @@ YAML or Jinja code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection
+from typing import Any
+from collections.abc import Collection
 
 from etl.diagnostics import Span
 

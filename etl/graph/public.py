@@ -7,7 +7,7 @@ folder name on disk), so validate refuses it, at its position, without printing 
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from etl.diagnostics import Report
 from etl.graph.model import Graph

@@ -121,6 +121,27 @@ def parse(text: str) -> Parsed:
     if isinstance(tree, (exp.Query, exp.Command, exp.Values)) or \
             tokens[0].token_type in spark.parser_class.STATEMENT_PARSERS:
         return Parsed(error=SqlError("expected an expression, not a statement"))
+    cols, paths = _references(columns, text)
+    name = None
+    star = isinstance(tree, exp.Star)
+    bare = False
+    body = tree
+    if isinstance(tree, exp.Aliases):  # a generator with several output columns
+        names = tuple(a.name for a in tree.expressions)
+        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names,
+                      tuple(paths))
+    if isinstance(tree, exp.Alias):
+        name = tree.alias
+        body = tree.this
+    elif isinstance(tree, exp.Column) and len(tree.parts) == 1:
+        name = tree.name
+        bare = True
+    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
+
+
+def _references(columns: Any, text: str) -> tuple[list[tuple[str, int]], list[tuple[tuple[str, ...], int]]]:
+    """(root column, offset) of every column reference, and (path, offset) of the nested ones (a.b.c)."""
+    exp = _exp()
     cols: list[tuple[str, int]] = []
     paths: list[tuple[tuple[str, ...], int]] = []
     for c in columns:
@@ -138,21 +159,7 @@ def parse(text: str) -> Parsed:
                 up = up.parent
                 path.append(up.expression.name)
             paths.append((tuple(path), _offset(text, root)))
-    name = None
-    star = isinstance(tree, exp.Star)
-    bare = False
-    body = tree
-    if isinstance(tree, exp.Aliases):  # a generator with several output columns
-        names = tuple(a.name for a in tree.expressions)
-        return Parsed(tuple(dict.fromkeys(cols)), None, "unknown", False, False, None, tree.this, names,
-                      tuple(paths))
-    if isinstance(tree, exp.Alias):
-        name = tree.alias
-        body = tree.this
-    elif isinstance(tree, exp.Column) and len(tree.parts) == 1:
-        name = tree.name
-        bare = True
-    return Parsed(tuple(dict.fromkeys(cols)), name, "unknown", star, bare, None, body, (), tuple(paths))
+    return cols, paths
 
 
 def _empty_call(err: dict, text: str) -> bool:
@@ -240,7 +247,8 @@ def _field_type(node: Any, cols: dict[str, str]) -> str:
     return typ if typ is not None else "unknown"
 
 
-def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> str:
+# C901: one branch per expression kind (a dispatch)
+def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> str:  # noqa: C901
     """`fns`: the pipeline's functions (lower name -> the type of a call's value)."""
     exp = _exp()
     name = type(node).__name__

@@ -124,7 +124,7 @@ class Program:
             ew = d.entry_width
             out += struct.pack("<IHBBB", d.nstates, d.nclasses, d.nctx, d.start_ctx, ew)
             out += bytes(d.classmap) + bytes(d.prevmap)
-            out += struct.pack("<%dI" % d.nctx, *d.start)
+            out += struct.pack(f"<{d.nctx}I", *d.start)
             t = array("H" if ew == 2 else "I", d.trans)
             if t.itemsize != ew:  # pragma: no cover - platform guard
                 raise FormatError("unexpected array item size")
@@ -136,7 +136,7 @@ class Program:
         return bytes(out)
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Program":
+    def from_bytes(cls, data: bytes) -> Program:
         r = _Reader(data)
         if r.take(4) != MAGIC:
             raise FormatError("bad magic")
@@ -150,7 +150,7 @@ class Program:
             if nstates < 1 or not 1 <= ncls <= 128 or nctx < 1 or start_ctx >= nctx or ew not in (2, 4):
                 raise FormatError("bad DFA header")
             classmap, prevmap = r.take(128), r.take(128)
-            start = list(r.unpack("<%dI" % nctx))
+            start = list(r.unpack(f"<{nctx}I"))
             t = array("H" if ew == 2 else "I")
             t.frombytes(r.take(nstates * ncls * ew))
             if struct.pack("=H", 1) != struct.pack("<H", 1):  # pragma: no cover
@@ -236,7 +236,8 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
 
 
-def _read_node(r: _Reader, ngroups: int, ndfas: int, depth: int) -> tuple:
+# C901: one branch per node kind (a dispatch)
+def _read_node(r: _Reader, ngroups: int, ndfas: int, depth: int) -> tuple:  # noqa: C901
     if depth > 10000:
         raise FormatError("tree too deep")
 
@@ -335,5 +336,5 @@ def _describe(prog: Program, n: tuple, depth: int, lines: list[str]) -> None:
         lines.append(f"{pad}LOOK {'!' if n[1] else '='} {d(n[2])}")
     elif k == SCAN:
         from .ir import _mask_str
-        q = "{%d,%s}%s" % (n[3], "" if n[4] < 0 else n[4], "" if n[5] else "?")
+        q = f"{{{n[3]},{'' if n[4] < 0 else n[4]}}}{'' if n[5] else '?'}"
         lines.append(f"{pad}SCAN {n[1]} {_mask_str(n[2])}{q} follow={d(n[6])}")

@@ -130,14 +130,14 @@ class _Builder:
         self.max_states = max_states
         nfa = self.nfa = _NFA()
         self.start_pc = nfa.emit(regex_ir, nfa.add(MATCH))
-        asserts = [a for o, a in zip(nfa.op, nfa.arg) if o == ASSERT]
+        asserts = [a for o, a in zip(nfa.op, nfa.arg, strict=True) if o == ASSERT]
         uses_wb = any(a[0] == 'wb' for a in asserts)
         # byte classes: refine by every mask the DFA looks at
-        masks = {a for o, a in zip(nfa.op, nfa.arg) if o == CHAR}
-        masks |= {a[1] for a in asserts if a[0] in ('prev', 'next')}
+        seen = {a for o, a in zip(nfa.op, nfa.arg, strict=True) if o == CHAR}
+        seen |= {a[1] for a in asserts if a[0] in ('prev', 'next')}
         if uses_wb:
-            masks.add(ir.WORD)
-        masks = sorted(masks)
+            seen.add(ir.WORD)
+        masks = sorted(seen)
         sig_cls: dict = {}
         self.classmap = bytes(sig_cls.setdefault(tuple(m >> b & 1 for m in masks), len(sig_cls)) for b in range(128))
         self.ncls = len(sig_cls)
@@ -154,7 +154,7 @@ class _Builder:
             self.prevmap, self.nctx, self.ctx_rep = bytes(128), 1, [0]
         self.ctx_of_cls = [self.prevmap[self.rep[c]] for c in range(self.ncls)]
         self.acc = [0] * len(nfa.op)  # CHAR pc -> bitmask of accepted classes
-        for pc, (o, a) in enumerate(zip(nfa.op, nfa.arg)):
+        for pc, (o, a) in enumerate(zip(nfa.op, nfa.arg, strict=True)):
             if o == CHAR:
                 self.acc[pc] = sum(1 << c for c in range(self.ncls) if a >> self.rep[c] & 1)
         self._clo: dict = {}
@@ -210,7 +210,7 @@ class _Builder:
         r = self._clo[key] = (tuple(out), matched)
         return r
 
-    def run(self, note: str) -> DFA:
+    def run(self, note: str) -> DFA:  # noqa: C901 - the subset construction's worklist loop, kept in one frame (hot)
         states: dict = {}
         keys: list = []
 

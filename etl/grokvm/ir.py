@@ -81,11 +81,11 @@ def _oracle_mask(cls: str, flags: int) -> int:
 
 
 def _u(c: int) -> str:
-    return "\\U%08x" % c
+    return f"\\U{c:08x}"
 
 
 def _class_str(items) -> str:
-    parts = []
+    parts: list[str] = []
     for op, av in items:
         if op is C.NEGATE:
             parts.insert(0, "^")
@@ -146,7 +146,7 @@ def _conv(data, flags: int, acc: list) -> tuple:
     return seq(_conv1(op, av, flags, acc) for op, av in data)
 
 
-def _conv1(op, av, flags: int, acc: list) -> tuple:
+def _conv1(op, av, flags: int, acc: list) -> tuple:  # noqa: C901 - one branch per sre opcode (a dispatch)
     if op is C.LITERAL:
         return _set(_u(av), flags, acc)
     if op is C.NOT_LITERAL:
@@ -219,19 +219,19 @@ def to_regex(x: tuple) -> str:
         mn, mx = x[1], x[2]
         q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((mn, mx))
         if q is None:
-            q = "{%d}" % mn if mn == mx else "{%d,%s}" % (mn, "" if mx is None else mx)
+            q = f"{{{mn}}}" if mn == mx else f"{{{mn},{'' if mx is None else mx}}}"
         body = to_regex(x[4])
         if not (x[4][0] == 'set' or x[4][0] == 'cap'):
             body = "(?:" + body + ")"
         return body + q + ("" if x[3] else "?")
     if k == 'prev':
-        return "(?:(?<=%s)%s)" % (_mask_str(x[1]), "|^" if x[2] else "") if x[1] else ("^" if x[2] else "(?!)")
+        return f"(?:(?<={_mask_str(x[1])}{'|^' if x[2] else ''})" if x[1] else ("^" if x[2] else "(?!)")
     if k == 'next':
-        return "(?:(?=%s)%s)" % (_mask_str(x[1]), r"|\Z" if x[2] else "") if x[1] else (r"\Z" if x[2] else "(?!)")
+        return "(?:(?=" + _mask_str(x[1]) + (r"|\Z" if x[2] else "") + ")" if x[1] else (r"\Z" if x[2] else "(?!)")
     if k == 'wb':
         return r"\B" if x[1] else r"\b"
     if k == 'look':
-        return "(?%s%s)" % ("!" if x[1] else "=", to_regex(x[2]))
+        return f"(?{'!' if x[1] else '='}{to_regex(x[2])})"
     raise ValueError(x)
 
 
@@ -242,7 +242,7 @@ def _paren(i: tuple) -> str:
 def _mask_str(m: int) -> str:
     bs = [b for b in range(128) if m >> b & 1]
     if len(bs) == 1:
-        return re.escape(chr(bs[0])) if bs[0] >= 32 else "\\x%02x" % bs[0]
+        return re.escape(chr(bs[0])) if bs[0] >= 32 else f"\\x{bs[0]:02x}"
     if m == ALL:
         return "[\\x00-\\x7f]"
     neg = len(bs) > 64
@@ -254,6 +254,6 @@ def _mask_str(m: int) -> str:
         while j + 1 < len(bs) and bs[j + 1] == bs[j] + 1:
             j += 1
         lo, hi = bs[i], bs[j]
-        parts.append("\\x%02x" % lo if lo == hi else "\\x%02x-\\x%02x" % (lo, hi))
+        parts.append(f"\\x{lo:02x}" if lo == hi else f"\\x{lo:02x}-\\x{hi:02x}")
         i = j + 1
     return "[" + ("^" if neg else "") + "".join(parts) + "]"

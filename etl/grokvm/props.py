@@ -87,8 +87,8 @@ def width(x: tuple) -> int | None:
         ws = [width(i) for i in x[1]]
         return None if None in ws else sum(ws)
     if k == 'alt':
-        ws = {width(o) for o in x[1]}
-        return ws.pop() if len(ws) == 1 else None
+        widths = {width(o) for o in x[1]}
+        return widths.pop() if len(widths) == 1 else None
     if k == 'rep':
         w = width(x[4])
         return None if w is None or (x[1] != x[2] and w != 0) else x[1] * w

@@ -113,7 +113,7 @@ class _Walker:
     def __init__(self, prog: Program, s: bytes, caps: list):
         self.dfas, self.s, self.caps = prog.dfas, s, caps
 
-    def eval(self, node: tuple, p: int) -> int:
+    def eval(self, node: tuple, p: int) -> int:  # noqa: C901 - the VM's interpreter loop, kept in one frame (hot)
         k = node[0]
         s = self.s
         if k == codec.LIT:

@@ -47,6 +47,7 @@ it; everything else is a LEAF run by one first-match DFA:
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from . import codec, dfa, ir, props
 from .codec import Program
@@ -114,7 +115,7 @@ def _build(x: tuple, rest: list) -> tuple:
             after = ir.seq(window)
             if mx is None or mx > 1:
                 after = ir.alt([after, ir.seq([('set', props.first(body)), ir.rep(0, None, True, ('set', ir.ALL))])])
-            probe = ('probe', [body], [after])
+            probe: tuple | None = ('probe', [body], [after])
         else:
             probe = None if _soft(wb) else ('probe', [body], [])
         return (codec.LOOP, mn, -1 if mx is None else mx, probe, wb)
@@ -135,7 +136,8 @@ def _window(rest: list) -> list:
     """The first items of ``rest``, up to its WINDOW-th non-nullable one and within the NFA
     budget (a prefix of the rest: probing ``option + prefix`` is still a superset test, so
     "no" stays exact)."""
-    out, n, size = [], 0, 0
+    out: list = []
+    n, size = 0, 0
     for y in rest:
         literal_goes_on = y[0] == 'set' and out and out[-1][0] == 'set'
         if n >= WINDOW and not literal_goes_on:
@@ -177,7 +179,8 @@ def _fixed_prefix(items: list, start: int) -> int:
     return j
 
 
-def _build_seq(items: list, outer: list) -> tuple:
+# C901: one pass over a sequence's items, each kind folded in place
+def _build_seq(items: list, outer: list) -> tuple:  # noqa: C901
     # distribution of fixed-width tails into walker-level alternations
     i = 0
     while i < len(items):
@@ -225,7 +228,7 @@ def _build_seq(items: list, outer: list) -> tuple:
             i += 1
             continue
         after = [y for _, irs in out[i + 1:] for y in irs] + outer
-        nxt = out[i + 1][0] if i + 1 < len(out) else None
+        nxt: Any = out[i + 1][0] if i + 1 < len(out) else None
         j = 0  # fixed-width items at the start of the next leaf
         if nxt is not None and nxt[0] == _W_LEAF and leaf_mid(content):
             while j < len(nxt[1]) and props.width(nxt[1][j]) is not None:
@@ -278,7 +281,7 @@ def _literal(items: list) -> tuple | None:
         else:
             return None
     if caseless:  # every byte is compared ASCII-lowercased; exact only if letters fold
-        for x, b in zip(items, data):
+        for x, b in zip(items, data, strict=True):
             if chr(b).isalpha() and bin(x[1]).count("1") == 1:
                 return None
     return caseless, bytes(data)

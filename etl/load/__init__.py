@@ -10,7 +10,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from etl.diagnostics import Report, Span
 from etl.secrets import redact

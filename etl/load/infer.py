@@ -26,7 +26,8 @@ import os
 import re
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from etl.load.paths import SAMPLES, PathError, read_head, resolve
 
@@ -458,8 +459,8 @@ def _csv(files: list[list[bytes]], header: bool, delimiter: str) -> dict[str, st
         for row in _rows((ln for ln in lines if not (header and ln == first)), delimiter):
             for i in range(min(len(types), len(row))):
                 types[i] = _csv_field(types[i], row[i])
-        merged = types if merged is None else [_csv_merge(a, b) or NULL for a, b in zip(merged, types)]
-    return {n: render(STRING if t == NULL else t) for n, t in zip(names, merged or [NULL] * len(names))}
+        merged = types if merged is None else [_csv_merge(a, b) or NULL for a, b in zip(merged, types, strict=True)]
+    return {n: render(STRING if t == NULL else t) for n, t in zip(names, merged or [NULL] * len(names), strict=True)}
 
 
 # ---------------------------------------------------------------------------------------------- rendering

@@ -12,7 +12,8 @@ error naming the limit, before any parser sees the text.
 
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from typing import TypeVar
+from collections.abc import Iterable
 
 T = TypeVar("T")
 
@@ -30,7 +31,7 @@ def too_deep(tokens: Iterable[tuple[str, T]], limit: int = MAX_NESTING) -> T | N
     stack: list[int] = [0]  # per open level: the unary operators still open in it
     depth = 0
     for kind, at in tokens:
-        if kind == OPEN or kind == UNARY:
+        if kind in (OPEN, UNARY):
             depth += 1
             if depth > limit:
                 return at

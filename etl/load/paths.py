@@ -24,7 +24,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PIPELINES", "PathError", "PathMissing",
            "RULE_FILES", "SAMPLES", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader",

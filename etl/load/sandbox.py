@@ -24,7 +24,8 @@ import select
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from jinja2 import ChainableUndefined, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
@@ -73,9 +74,9 @@ class Sandbox(ImmutableSandboxedEnvironment):
 
     def call_binop(self, context: Any, op: str, left: Any, right: Any) -> Any:
         cap = limits().max_bytes
-        if op == "**" and _int_bits(left) > 1 and isinstance(right, int) and right > 0:
-            if right * _int_bits(left) > MAX_INT_BITS:
-                raise LimitExceeded(f"{left} ** {right} is too large (over {MAX_INT_BITS} bits)")
+        if op == "**" and _int_bits(left) > 1 and isinstance(right, int) and right > 0 \
+                and right * _int_bits(left) > MAX_INT_BITS:
+            raise LimitExceeded(f"{left} ** {right} is too large (over {MAX_INT_BITS} bits)")
         if op == "*":
             if _int_bits(left) + _int_bits(right) > MAX_INT_BITS:
                 raise LimitExceeded(f"a product of over {MAX_INT_BITS} bits")
@@ -97,7 +98,7 @@ def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str
 class Lenient(ChainableUndefined):
     """First-pass undefined: every operation on it quietly yields another undefined (renders as '')."""
 
-    def _quiet(self, *args: Any, **kwargs: Any) -> "Lenient":
+    def _quiet(self, *args: Any, **kwargs: Any) -> Lenient:
         return self
 
     # jinja's Undefined types these as raising (Never); here they return the undefined itself

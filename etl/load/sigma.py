@@ -26,7 +26,8 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.diagnostics import Report, Span
 from etl.load.rules import SourcedRule

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.spec.base import MAX_DURATION_S
 
@@ -97,7 +98,7 @@ class Correlation:
 
     def columns(self) -> list[tuple[str, tuple]]:
         """(event column, key path in the document) of every column the correlation reads."""
-        out = [(col, key) for (_, mapping), key in zip(self.group, self.group_keys) for _, col in mapping]
+        out = [(col, key) for (_, mapping), key in zip(self.group, self.group_keys, strict=True) for _, col in mapping]
         if self.field is not None:
             out.append((self.field, ("condition", "field")))
         return out

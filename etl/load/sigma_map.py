@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.load.sigma_parse import MULTI, SINGLE
 

@@ -179,11 +179,10 @@ def _positions(lines: list[str]) -> tuple[int, tuple]:
         key = stripped.split(":", 1)[0].strip().strip("'\"")
         if ":" not in stripped:
             continue
-        if indent <= 4 and not ln.lstrip().startswith("-"):
-            if current is None or indent <= current[1]:
-                current = (key, indent)
-                out.append(((key, None), i + 1, indent + 1))
-                continue
+        if indent <= 4 and not ln.lstrip().startswith("-") and (current is None or indent <= current[1]):
+            current = (key, indent)
+            out.append(((key, None), i + 1, indent + 1))
+            continue
         if current is not None:
             out.append(((current[0], key.split("|")[0] or None), i + 1, len(ln) - len(stripped) + 1))
     return title, tuple(out)

@@ -16,7 +16,7 @@ to pySigma 2.0 (they pin pySigma < 2), so the mappings are small tables here:
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 _WINLOG = {
     "EventID": "winlog.event_id",

@@ -10,10 +10,12 @@ with etl.secrets, which hides it in every output.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
+from collections.abc import Callable, Mapping
 
 from jinja2 import TemplateSyntaxError, UndefinedError, meta, nodes
 from jinja2.sandbox import SecurityError
@@ -133,6 +135,26 @@ _RESERVED = frozenset({"env", "true", "false", "none", "True", "False", "None", 
                        "varargs", "kwargs", "lipsum", "cycler", "joiner", "namespace", "dict"})
 
 
+def _env_value(e: re.Match, off: int, environ: Mapping[str, str], strict: bool, secrets: set[str],
+               errors: list[tuple[str, str, int, str | None]]) -> str:
+    """`env("NAME"[, default])`: the variable's value (registered as a secret), else the default, else '' (E004
+    at `off` when strict)."""
+    name = e.group("name")
+    if name in environ:
+        value = environ[name]
+        if value:
+            secrets.add(value)
+        return value
+    if e.group("default") is not None:
+        return e.group("default")
+    if e.group("num") is not None:
+        return e.group("num")
+    if strict:
+        errors.append(("E004", f"environment variable '{name}' is not set", off,
+                       f"export {name}=... or give a default: env(\"{name}\", \"value\")"))
+    return ""
+
+
 def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report, strict: bool,
                  environ: Mapping[str, str]) -> Any:
     """Render a template made only of simple `{{ }}` expressions; _NOT_SIMPLE otherwise."""
@@ -176,22 +198,8 @@ def _fast_render(text: str, file: str, vars_: Mapping[str, Any], report: Report,
                 first = False
             pieces.append(str(value))
         else:
-            name = e.group("name")
-            if name in environ:
-                value = environ[name]
-                if value:
-                    secrets.add(value)
-            elif e.group("default") is not None:
-                value = e.group("default")
-            elif e.group("num") is not None:
-                value = e.group("num")
-            else:
-                value = ""
-                if strict:
-                    off = inner + m.group(1).index(name)
-                    errors.append(("E004", f"environment variable '{name}' is not set", off,
-                                   f"export {name}=... or give a default: env(\"{name}\", \"value\")"))
-            pieces.append(str(value))
+            pieces.append(str(_env_value(e, inner + m.group(1).index(e.group("name")), environ, strict, secrets,
+                                         errors)))
     pieces.append(text[pos:])
     for code, message, off, hint in errors:
         line = text.count("\n", 0, off) + 1
@@ -294,10 +302,9 @@ def render(text: str, file: str, vars_: Mapping[str, Any], report: Report, *, st
             scratch.error("E002", "template limit: expressions nested too deeply", _first_tag(text, file))
             return None, scratch.diagnostics, used
         if strict:
-            try:
+            # the render below reports these at their line
+            with contextlib.suppress(MemoryError, RecursionError, LimitExceeded, ArithmeticError, ValueError):
                 _check_names(ast, {**jenv.globals, **context}, vars_, text, file, scratch, environ)
-            except (MemoryError, RecursionError, LimitExceeded, ArithmeticError, ValueError):
-                pass  # the render below reports it at its line
             if scratch.errors:
                 return None, scratch.diagnostics, used
         out, diags = _run_template(jenv, ast, context, text, file)

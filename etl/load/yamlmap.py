@@ -171,12 +171,10 @@ class _Builder:
             out = _scalar_value(_resolve(value, plain, ev.tag), value)
         elif kind == "SequenceStartEvent":
             out = []
-            i = 0
-            for item in self.events:
+            for i, item in enumerate(self.events):
                 if type(item).__name__ == "SequenceEndEvent":
                     break
                 out.append(self.build(item, path + (i,) if path is not None else None, depth + 1))
-                i += 1
         elif kind == "MappingStartEvent":
             out = self._mapping(path, depth)
         elif kind == "AliasEvent":

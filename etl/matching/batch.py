@@ -14,7 +14,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -267,7 +268,7 @@ def eval_native(key, b: BatchView) -> np.ndarray:
     raw = b.column(key.field)
     if op == "fieldref":
         other = b.column(key.value).to_pylist()
-        return np.array([_same(x, y, key.caseless) for x, y in zip(raw.to_pylist(), other)], dtype=bool)
+        return np.array([_same(x, y, key.caseless) for x, y in zip(raw.to_pylist(), other, strict=True)], dtype=bool)
     if op == "is_null":
         return ~b.raw_valid(key.field)
     if op == "not_null":

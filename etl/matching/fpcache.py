@@ -15,7 +15,7 @@ computes one verdict per distinct key).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Hashable
+from collections.abc import Hashable
 
 Verdict = tuple[int, ...]
 

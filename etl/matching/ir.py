@@ -23,7 +23,7 @@ import json
 import dataclasses
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 Origin = object
 
@@ -37,7 +37,7 @@ class NodePath:
     """
 
     rule: str
-    path: tuple[Union[str, int], ...] = ()
+    path: tuple[str | int, ...] = ()
 
     def __str__(self) -> str:
         where = ".".join(str(p) for p in self.path)
@@ -63,23 +63,23 @@ class Pred:
 
 @dataclass(frozen=True)
 class Not:
-    child: "Expr"
+    child: Expr
     origin: object | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class And:
-    children: tuple["Expr", ...]
+    children: tuple[Expr, ...]
     origin: object | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Or:
-    children: tuple["Expr", ...]
+    children: tuple[Expr, ...]
     origin: object | None = field(default=None, compare=False)
 
 
-Expr = Union[Const, Pred, Not, And, Or]
+Expr = Const | Pred | Not | And | Or
 
 
 def leaves(expr: Expr) -> list[int]:
@@ -311,7 +311,7 @@ class FilterProgram:
         may give up (etl.matching.regex_budget) and leave a row undecided."""
         return bool(self.fallbacks) or any(not p.exact for d in self.databases for p in d.patterns)
 
-    def with_pass(self, name: str, **changes: Any) -> "FilterProgram":
+    def with_pass(self, name: str, **changes: Any) -> FilterProgram:
         from dataclasses import replace
 
         return replace(self, passes=self.passes + (name,), **changes)

@@ -92,7 +92,7 @@ class MatchResult:
     def matched_ids(self) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in range(self.num_rows)]
         ids = self.rule_ids
-        for r, k in zip(self.rows.tolist(), self.rules.tolist()):
+        for r, k in zip(self.rows.tolist(), self.rules.tolist(), strict=True):
             out[r].append(ids[k])
         return out
 
@@ -181,7 +181,7 @@ def _scan(db: _Database, values: _Values, rows: np.ndarray | None) -> tuple[np.n
 
     # one scan call per value, driven from C (map + a zero-length deque) rather than a Python loop
     if rows is None:
-        pieces = [data[a:z] for a, z in zip(offs, offs[1:])]
+        pieces = [data[a:z] for a, z in zip(offs, offs[1:], strict=False)]
         ctx: Any = count()
     else:
         idx = rows.tolist()
@@ -197,7 +197,7 @@ def _scan(db: _Database, values: _Values, rows: np.ndarray | None) -> tuple[np.n
 class _Runtime:
     """Everything derived from a program once per process: loaded databases, rule classes, functions."""
 
-    def __init__(self, program: FilterProgram):
+    def __init__(self, program: FilterProgram):  # noqa: C901 - the matcher's tables, built in one pass over the program
         self.program = program
         self._cache: FingerprintCache | None = None
         self.R = len(program.rules)
@@ -283,7 +283,8 @@ class _Runtime:
 
     # ---- one batch
 
-    def match(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # C901: the per-batch hot path, kept in one frame
+    def match(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # noqa: C901
         """(rows, rules) that matched and (rows, rules) left undecided (a search of theirs gave up)."""
         b = BatchView(batch)
         n = b.n
@@ -321,7 +322,7 @@ class _Runtime:
                 by_rule = np.argsort(cand % R, kind="stable")
                 c_rules, c_rows = (cand % R)[by_rule], (cand // R)[by_rule]
                 ks, starts = np.unique(c_rules, return_index=True)
-                for k, a, z in zip(ks.tolist(), starts.tolist(), starts[1:].tolist() + [len(c_rules)]):
+                for k, a, z in zip(ks.tolist(), starts.tolist(), starts[1:].tolist() + [len(c_rules)], strict=True):
                     fired[k] = c_rows[a:z]
             r0_cache: dict[Expr, Any] = {}
             for k, e in self.dense_r0.items():
@@ -360,10 +361,10 @@ class _Runtime:
 
         R = self.R
         fired: dict[int, set[int]] = {}
-        for r, x in zip(hit_rows.tolist(), hit_leaves.tolist()):
+        for r, x in zip(hit_rows.tolist(), hit_leaves.tolist(), strict=True):
             fired.setdefault(r, set()).add(x)
         gave: dict[int, set[int]] = {}
-        for r, x in zip(gave_rows.tolist(), gave_leaves.tolist()):
+        for r, x in zip(gave_rows.tolist(), gave_leaves.tolist(), strict=True):
             gave.setdefault(r, set()).add(x)
         true: list[int] = []
         unknown: list[int] = []
@@ -455,7 +456,7 @@ class _Runtime:
                 search = self.fallback_regex[f.leaf].search
                 found = searches([(search, values[i]) for i in present])
                 for out, to, want in ((rows_out, leaves_out, True), (gave_rows, gave_leaves, None)):
-                    got = [i for i, v in zip(present, found) if v is want]
+                    got = [i for i, v in zip(present, found, strict=True) if v is want]
                     out.append(np.array(got, dtype=np.int64))
                     to.append(np.full(len(got), f.leaf, dtype=np.int64))
 
@@ -484,7 +485,7 @@ class _Runtime:
                     where.append(j)
                 else:
                     keep[j] = pid not in db.other_python  # python mode: decided below
-            for j, found in zip(where, searches(calls)):
+            for j, found in zip(where, searches(calls), strict=True):
                 keep[j] = bool(found)
                 if found is None:
                     gave_r.append(rows_l[j])
@@ -503,7 +504,7 @@ class _Runtime:
                 answers = searches([(db.regex[pid].search, v) for pid in db.other_python for v in strs])
                 extra_r: list[int] = []
                 extra_p: list[int] = []
-                for (i, pid), f in zip(pairs, answers):
+                for (i, pid), f in zip(pairs, answers, strict=True):
                     if f is not False:  # a match, or a search that gave up (None)
                         (extra_r if f else gave_r).append(i)
                         (extra_p if f else gave_p).append(pid)
@@ -568,7 +569,7 @@ def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:
 
 # --------------------------------------------------------------------------- public API
 
-_RUNTIMES: "OrderedDict[str, _Runtime]" = OrderedDict()
+_RUNTIMES: OrderedDict[str, _Runtime] = OrderedDict()
 _RUNTIMES_LOCK = threading.Lock()
 _RUNTIMES_KEEP = 16  # loaded programs per process (reloaded rule sets replace older ones)
 
@@ -621,19 +622,19 @@ class Matcher:
         cache.check_signature(tuple(str(c.type) for c in cols))
         # floats by repr: -0.0 and 0.0 are equal keys but have different text forms
         pylists = [[None if v is None else repr(v) for v in c.to_pylist()] if k == "float" else c.to_pylist()
-                   for c, k in zip(cols, kinds)]
-        keys = pylists[0] if len(pylists) == 1 else list(zip(*pylists))
+                   for c, k in zip(cols, kinds, strict=True)]
+        keys = pylists[0] if len(pylists) == 1 else list(zip(*pylists, strict=True))
         verdicts, misses = cache.lookup_batch(keys)
         if misses:
             reps = [rows[0] for rows in misses.values()]
             sub = batch.take(pa.array(reps, pa.int64()))
             rows, rules, u_rows, u_rules = self.runtime.match(sub)
             per: list[list[int]] = [[] for _ in reps]
-            for r, k in zip(rows.tolist(), rules.tolist()):
+            for r, k in zip(rows.tolist(), rules.tolist(), strict=True):
                 per[r].append(k)
-            for r, k in zip(u_rows.tolist(), u_rules.tolist()):
+            for r, k in zip(u_rows.tolist(), u_rules.tolist(), strict=True):
                 per[r].append(~k)  # an undecided rule is kept as ~k (negative): the same value decides the same
-            for (key, rws), got in zip(misses.items(), per):
+            for (key, rws), got in zip(misses.items(), per, strict=True):
                 verdict = tuple(got)
                 cache.store(key, verdict)
                 for i in rws:

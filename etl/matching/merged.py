@@ -24,7 +24,7 @@ def split_results(merged: MergedProgram, result):
     from etl.matching.matcher import MatchResult
 
     out = []
-    for (start, end), prog in zip(merged.spans, merged.members):
+    for (start, end), prog in zip(merged.spans, merged.members, strict=True):
         sel = (result.rules >= start) & (result.rules < end)
         u = (result.undecided_rules >= start) & (result.undecided_rules < end)
         out.append(MatchResult(result.num_rows, result.rows[sel], result.rules[sel] - start, prog.rule_ids,

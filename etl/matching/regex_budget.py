@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 BUDGET_S = 1.0  # seconds one search may take before it gives up ...
 PER_CHAR_S = 1e-6  # ... plus this per character of its value

@@ -25,7 +25,7 @@ Compile errors (bad regex, bad network) raise :class:`RuleCompileError` whose
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from etl import diskcache
 from etl.matching.ir import FilterProgram, RuleCompileError

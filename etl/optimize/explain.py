@@ -63,29 +63,8 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
         return summary(program, show_sizes)
     done = set(program.passes)
     preds = program.predicates
-    lines: list[str] = []
-    head = f"filter program: {_n(len(program.rules), 'rule')}, {_n(len(preds), 'predicate')}"
-    if "normalize" in done:
-        head += f", shared sub-expressions: {shared_subexpressions(program)}"
-    lines.append(head)
-    if show_sizes and program.digest:
-        lines.append(f"digest: {program.digest[:16]}")
-    lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
-    if program.fingerprint_fields:
-        lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
-    lines.extend(_prefilter_lines(program))
-    lines.extend(_jvm_lines(program))
-
-    where: dict[int, str] = {}
-    for n in program.natives:
-        where[n.leaf] = "native"
-    for db in program.databases:
-        for p in db.patterns:
-            for leaf in p.leaves:
-                where[leaf] = f"hyperscan {db.subject} #{p.pattern_id}"
-    for f in program.fallbacks:
-        where[f.leaf] = "python re"
-
+    lines = _head_lines(program, show_sizes)
+    where = _evaluated_by(program)
     lines.append("rules:")
     for r in program.rules:
         lines.append(f"  {r.rule_id}: {render_expr(r.expr)}")
@@ -100,30 +79,71 @@ def explain(program: FilterProgram, show_sizes: bool = True, full: bool | None =
             how = n.sql if n.sql is not None else "(matcher only, per distinct value)"
             lines.append(f"  p{n.leaf} {how}")
     if "merge_by_field" in done:
-        lines.append(f"pattern databases: {len(program.databases)}")
-        for db in program.databases:
-            size = ""
-            if show_sizes and db.serialized is not None:
-                size = f", {len(db.serialized)} bytes"
-            lines.append(f"  {db.subject}: {_n(len(db.patterns), 'pattern')}{size}")
-            for p in db.patterns:
-                expr = json.dumps(p.expression.decode("utf-8"), ensure_ascii=True)
-                served = ", ".join(f"p{x}" for x in p.leaves)
-                lines.append(f"    #{p.pattern_id} {expr} ({flag_names(p.flags)}) -> {served}{_mode(p)}")
-    if "merge_by_field" in done:
+        lines.extend(_database_lines(program, show_sizes))
         pre = [(db, p) for db in program.databases for p in db.patterns if p.ascii_rows != "exact"]
         lines.append(f"fallbacks: {len(program.fallbacks)} python re, {len(pre)} prefilter")
         for f in program.fallbacks:
             rx = json.dumps(f.python_regex, ensure_ascii=True)
             lines.append(f"  p{f.leaf} python re {rx}: {f.reason}; rules {', '.join(f.rules)}")
-        for db, p in pre:
-            rules: dict[str, None] = {}
-            for leaf in p.leaves:
-                for rid in preds[leaf].rules:
-                    rules.setdefault(rid)
-            served = ", ".join(f"p{x}" for x in p.leaves)
-            lines.append(f"  {served} prefilter {db.subject} #{p.pattern_id}: {p.note}; rules {', '.join(rules)}")
+        lines.extend(_prefiltered_lines(program, pre))
     return "\n".join(lines) + "\n"
+
+
+def _head_lines(program: FilterProgram, show_sizes: bool, note: str = "") -> list[str]:
+    """The first lines of both texts: counts, digest, passes, fingerprint fields, the JVM's prefilter and rules."""
+    head = f"filter program: {_n(len(program.rules), 'rule')}, {_n(len(program.predicates), 'predicate')}"
+    if "normalize" in program.passes:
+        head += f", shared sub-expressions: {shared_subexpressions(program)}"
+    lines = [head + note]
+    if show_sizes and program.digest:
+        lines.append(f"digest: {program.digest[:16]}")
+    lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
+    if program.fingerprint_fields:
+        lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
+    lines.extend(_prefilter_lines(program))
+    lines.extend(_jvm_lines(program))
+    return lines
+
+
+def _evaluated_by(program: FilterProgram) -> dict[int, str]:
+    """predicate index -> what evaluates it (native, a Hyperscan database's pattern, python re)."""
+    where: dict[int, str] = {}
+    for n in program.natives:
+        where[n.leaf] = "native"
+    for db in program.databases:
+        for p in db.patterns:
+            for leaf in p.leaves:
+                where[leaf] = f"hyperscan {db.subject} #{p.pattern_id}"
+    for f in program.fallbacks:
+        where[f.leaf] = "python re"
+    return where
+
+
+def _database_lines(program: FilterProgram, show_sizes: bool) -> list[str]:
+    lines = [f"pattern databases: {len(program.databases)}"]
+    for db in program.databases:
+        size = ""
+        if show_sizes and db.serialized is not None:
+            size = f", {len(db.serialized)} bytes"
+        lines.append(f"  {db.subject}: {_n(len(db.patterns), 'pattern')}{size}")
+        for p in db.patterns:
+            expr = json.dumps(p.expression.decode("utf-8"), ensure_ascii=True)
+            served = ", ".join(f"p{x}" for x in p.leaves)
+            lines.append(f"    #{p.pattern_id} {expr} ({flag_names(p.flags)}) -> {served}{_mode(p)}")
+    return lines
+
+
+def _prefiltered_lines(program: FilterProgram, pre: list) -> list[str]:
+    """One line per pattern that only prefilters (its rows confirmed by python re), with the rules it serves."""
+    lines = []
+    for db, p in pre:
+        rules: dict[str, None] = {}
+        for leaf in p.leaves:
+            for rid in program.predicates[leaf].rules:
+                rules.setdefault(rid)
+        served = ", ".join(f"p{x}" for x in p.leaves)
+        lines.append(f"  {served} prefilter {db.subject} #{p.pattern_id}: {p.note}; rules {', '.join(rules)}")
+    return lines
 
 
 def _prefilter_lines(program: FilterProgram) -> list[str]:
@@ -174,16 +194,7 @@ def summary(program: FilterProgram, show_sizes: bool = True) -> str:
 
     done = set(program.passes)
     preds = program.predicates
-    lines = [f"filter program: {_n(len(program.rules), 'rule')}, {_n(len(preds), 'predicate')}"
-             + (f", shared sub-expressions: {shared_subexpressions(program)}" if "normalize" in done else "")
-             + f" (summary: more than {FULL_LIMIT} rules)"]
-    if show_sizes and program.digest:
-        lines.append(f"digest: {program.digest[:16]}")
-    lines.append("passes: " + ", ".join(p for p in program.passes if p != "lift"))
-    if program.fingerprint_fields:
-        lines.append("fingerprint fields: " + ", ".join(program.fingerprint_fields))
-    lines.extend(_prefilter_lines(program))
-    lines.extend(_jvm_lines(program))
+    lines = _head_lines(program, show_sizes, f" (summary: more than {FULL_LIMIT} rules)")
     native = {n.leaf for n in program.natives}
     kinds = []
     for r in program.rules:
@@ -224,13 +235,7 @@ def summary(program: FilterProgram, show_sizes: bool = True) -> str:
             for d in f.derivations:
                 subject = f"{d}({subject})"
             fb_lines.append(f"  p{f.leaf} python re on {subject} {rx}: {f.reason}; rules {', '.join(f.rules)}")
-        for db, p in pre:
-            rules: dict[str, None] = {}
-            for leaf in p.leaves:
-                for rid in preds[leaf].rules:
-                    rules.setdefault(rid)
-            served = ", ".join(f"p{x}" for x in p.leaves)
-            fb_lines.append(f"  {served} prefilter {db.subject} #{p.pattern_id}: {p.note}; rules {', '.join(rules)}")
+        fb_lines.extend(_prefiltered_lines(program, pre))
         _listed(fb_lines, lines, "by reason: " + _counts(
             [f.reason.split(" (")[0] for f in program.fallbacks] + [str(p.note).split(" (")[0] for _, p in pre]))
     return "\n".join(lines) + "\n"

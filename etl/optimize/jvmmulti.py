@@ -48,7 +48,8 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.regexes.hsregex import _class_ranges, _literal_ranges, op_regex
 from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred

@@ -219,7 +219,7 @@ def program_literal_groups(program: FilterProgram, min_length: int = MIN_LENGTH,
         for lit in {x for need in opts + more for x in need}:
             shared[lit] = shared.get(lit, 0) + 1
     out: dict[str, dict[Group, None]] = {}
-    for field, (opts, more) in zip(fields, options):
+    for field, (opts, more) in zip(fields, options, strict=True):
         first = min(set(opts), key=lambda n: _rank(n, shared))
         rest = sorted(set(more) - {first}, key=lambda n: _rank(n, shared))
         out.setdefault(field, {}).setdefault((first, *rest[:max_needs - 1]))

@@ -105,26 +105,35 @@ def canonical_key(key: PredicateKey, origin: object | None) -> PredicateKey | Co
     if op in ("is_null", "not_null"):
         return PredicateKey(key.field, (), op, None, False)
     if op == "cidr":
-        nets = value if isinstance(value, tuple) else (value,)
-        try:
-            parsed = {ipaddress.ip_network(n, strict=False) for n in nets}
-        except ValueError as e:
-            raise RuleCompileError(f"bad network in cidr: {e}", origin) from None
-        ordered = sorted(parsed, key=lambda n: (n.version, n.network_address, n.prefixlen))
-        return PredicateKey(key.field, tuple(derivs), op, tuple(str(n) for n in ordered), False)
-    if op in PATTERN_OPS:
-        regex = op_regex(op, value)
-        flags = re.IGNORECASE if caseless else 0
-        try:
-            if "(?<" in regex:  # look-behind width is checked by re's compiler, not its parser
-                re.compile(regex, flags)
-            plan = plan_pattern(regex, flags, check=False)  # parses with re's parser
-        except (re.error, OverflowError, RecursionError) as e:
-            raise RuleCompileError(f"invalid regular expression {value!r}: {e}", origin) from None
-        if plan.kind == "always":
-            # a pattern matching the empty string matches every value that has a text form
-            return PredicateKey(key.field, (), "has_text", None, False)
+        return PredicateKey(key.field, tuple(derivs), op, _networks(value, origin), False)
+    if op in PATTERN_OPS and _always(op, value, caseless, origin):
+        # a pattern matching the empty string matches every value that has a text form
+        return PredicateKey(key.field, (), "has_text", None, False)
     return PredicateKey(key.field, tuple(derivs), op, value, caseless)
+
+
+def _networks(value: Any, origin: object | None) -> tuple[str, ...]:
+    """A cidr predicate's networks, each once, in a canonical order."""
+    nets = value if isinstance(value, tuple) else (value,)
+    try:
+        parsed = {ipaddress.ip_network(n, strict=False) for n in nets}
+    except ValueError as e:
+        raise RuleCompileError(f"bad network in cidr: {e}", origin) from None
+    ordered = sorted(parsed, key=lambda n: (n.version, n.network_address, n.prefixlen))
+    return tuple(str(n) for n in ordered)
+
+
+def _always(op: str, value: Any, caseless: bool, origin: object | None) -> bool:
+    """Whether a pattern operator's regex matches the empty string; RuleCompileError when it is invalid."""
+    regex = op_regex(op, value)
+    flags = re.IGNORECASE if caseless else 0
+    try:
+        if "(?<" in regex:  # look-behind width is checked by re's compiler, not its parser
+            re.compile(regex, flags)
+        plan = plan_pattern(regex, flags, check=False)  # parses with re's parser
+    except (re.error, OverflowError, RecursionError) as e:
+        raise RuleCompileError(f"invalid regular expression {value!r}: {e}", origin) from None
+    return plan.kind == "always"
 
 
 # --------------------------------------------------------------------------- expressions
@@ -208,7 +217,7 @@ class _Normalizer:
                 stack[0:0] = list(c.children)
                 continue
             flat.setdefault(self.fp(c), c)
-        for f, c in flat.items():
+        for _f, c in flat.items():
             if isinstance(c, Not) and self.fp(c.child) in flat:
                 return Const(absorbing, e.origin)  # x and not x / x or not x
         if not flat:
@@ -256,7 +265,7 @@ def normalize(program: FilterProgram) -> FilterProgram:
     n = _Normalizer(program.predicates)
     exprs, old_of = _renumber([n.norm(r.expr, r.rule_id) for r in program.rules])
     rules = tuple(
-        RuleProgram(r.index, r.rule_id, e, r.severity, r.tags, r.origin) for r, e in zip(program.rules, exprs)
+        RuleProgram(r.index, r.rule_id, e, r.severity, r.tags, r.origin) for r, e in zip(program.rules, exprs, strict=True)
     )
     used_by: list[dict[str, None]] = [{} for _ in old_of]
     for r in rules:

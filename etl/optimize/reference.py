@@ -54,7 +54,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import Any, Sequence, cast
+from typing import Any, cast
+from collections.abc import Sequence
 
 from etl.spec.rules import All, AnyOf, Not, Predicate, Rule
 
@@ -128,7 +129,7 @@ def _ceq(a: str, b: str, caseless: bool) -> bool:
 
 
 def _seq_eq(text: str, pat: str, caseless: bool) -> bool:
-    return len(text) == len(pat) and all(_ceq(a, b, caseless) for a, b in zip(text, pat))
+    return len(text) == len(pat) and all(_ceq(a, b, caseless) for a, b in zip(text, pat, strict=True))
 
 
 def like_match(text: str, pattern: str, caseless: bool) -> bool:
@@ -212,7 +213,11 @@ def eval_predicate(p: Predicate, event: dict) -> bool:
     s = text_form(v)
     if s is None:
         return False
-    s = derive(s, p.apply)
+    return _eval_text(p, op, derive(s, p.apply))
+
+
+def _eval_text(p: Predicate, op: str, s: str) -> bool:
+    """An operator on the value's text form (derivations applied)."""
     if op == "cidr":
         try:
             addr = ipaddress.ip_address(s)

@@ -11,7 +11,7 @@ siblings. The executors split the merged result back per sibling
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from collections.abc import Sequence
 
 from etl.matching.ir import Const, Expr, FilterProgram, Not, Pred, PredicateInfo, RuleProgram
 from etl.matching.merged import MergedProgram

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass, replace
-from typing import Mapping
+from collections.abc import Mapping
 
 SWITCHES = {"rules_jvm": "ETL_RULES_JVM", "prefilter": "ETL_PREFILTER", "grok_program": "ETL_GROK_PROGRAM",
             "lookup_jvm": "ETL_LOOKUP_JVM", "component_counts": "ETL_COMPONENT_COUNTS"}
@@ -43,7 +43,7 @@ class Target:
                 f"prefilter {on(self.prefilter)}, grok_program {on(self.grok_program)}, "
                 f"lookup_jvm {on(self.lookup_jvm)}" + (f", forced {', '.join(sorted(self.force))}" if self.force else ""))
 
-    def with_(self, **changes: object) -> "Target":
+    def with_(self, **changes: object) -> Target:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 

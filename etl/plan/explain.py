@@ -104,7 +104,7 @@ def _correlations(plan: Plan, node: Any) -> list[str]:
         line for c in corrs for line in (c.explain(node.spec.slides), c.state_text(node.spec.slides, watermark))]
 
 
-def explain_plan(plan: Plan) -> str:
+def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's move
     """The logical plan's text (etl.physical.explain.explain_text adds the physical plan's)."""
     g = plan.graph
     p = g.pipeline

@@ -21,7 +21,8 @@ import select
 import signal
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 PATTERN_BUDGET_S = 5.0  # one pattern compiled alone (test compile)
 DATABASE_BUDGET_S = 60.0  # one whole database

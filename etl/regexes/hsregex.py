@@ -36,7 +36,7 @@ import re._constants as C  # type: ignore[import-not-found]
 import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
 
 import _sre
 import hyperscan
@@ -154,7 +154,7 @@ _CATEGORY_SRC = {
 
 
 def _u(c: int) -> str:
-    return "\\U%08x" % c
+    return f"\\U{c:08x}"
 
 
 def _class_ranges(items: list, flags: int) -> Ranges:
@@ -224,7 +224,7 @@ def _esc(c: int) -> str:
         return " "
     if 0x20 < c < 0x7F:
         return "\\" + ch
-    return "\\x{%x}" % c
+    return f"\\x{{{c:x}}}"
 
 
 def _has_cased(ranges: Ranges) -> bool:
@@ -339,7 +339,7 @@ class _Walker:
         if why not in self.lossy:
             self.lossy.append(why)
 
-    def node(self, op, av, flags: int):
+    def node(self, op, av, flags: int):  # noqa: C901 - one branch per sre opcode (a dispatch)
         if op is C.LITERAL:
             return self._set(_literal_ranges(av, flags))
         if op is C.NOT_LITERAL:

@@ -60,9 +60,9 @@ class JavaPattern:
 def _char(c: int, ascii_only: bool) -> str:
     if c < 0x80:
         ch = chr(c)
-        return ch if ch.isalnum() else "\\x{%x}" % c
+        return ch if ch.isalnum() else f"\\x{{{c:x}}}"
     if 0xD800 <= c <= 0xDFFF or ascii_only:
-        return "\\x{%x}" % c
+        return f"\\x{{{c:x}}}"
     return chr(c)
 
 
@@ -110,9 +110,8 @@ def _fixed_width(items) -> bool:
     for op, av in items:
         if op in (C.LITERAL, C.NOT_LITERAL, C.ANY, C.IN):
             continue
-        if op is C.AT:  # \b, ^ and $ are written with alternatives (see `_Writer.at`)
-            if av not in (C.AT_BEGINNING_STRING, C.AT_END_STRING):
-                return False
+        if op is C.AT and av not in (C.AT_BEGINNING_STRING, C.AT_END_STRING):  # \b, ^ and $: see `_Writer.at`
+            return False
         if op is C.SUBPATTERN:
             if not _fixed_width(av[3]):
                 return False

@@ -96,7 +96,7 @@ def tables() -> dict[str, Ranges]:
         from etl.regexes import ucd_tables
     except ImportError:  # pragma: no cover - the file ships with the package
         return compute()
-    if ucd_tables.UNIDATA_VERSION != unicodedata.unidata_version:
+    if unicodedata.unidata_version != ucd_tables.UNIDATA_VERSION:
         return compute()
     return dict(ucd_tables.TABLES)
 

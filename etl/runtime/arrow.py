@@ -6,7 +6,9 @@ yielded as the JVM sends them (their order across partitions is not kept).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import contextlib
+from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -45,10 +47,8 @@ def arrow_batches(df: Any) -> Iterator[pa.RecordBatch]:
         with _load_from_socket((port, secret), _Unordered()) as stream:
             for rb in stream:
                 if rb.schema != schema:
-                    try:
+                    with contextlib.suppress(pa.ArrowInvalid, NotImplementedError, AttributeError):
                         rb = rb.cast(schema)
-                    except (pa.ArrowInvalid, NotImplementedError, AttributeError):
-                        pass
                 yield rb
     finally:
         with unwrap_spark_exception():

@@ -19,6 +19,7 @@ A cluster's executors start from their own class path: they start as before.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -95,10 +96,8 @@ def _finish(folder: Path, name: str) -> Path | None:
             continue
     if not final.exists():
         return None
-    try:
+    with contextlib.suppress(OSError):  # a read-only cache: used all the same
         os.utime(final)
-    except OSError:  # a read-only cache: used all the same
-        pass
     (folder / f"{name}.dumping").unlink(missing_ok=True)
     return final
 

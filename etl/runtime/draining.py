@@ -100,7 +100,7 @@ FLUSHED_BY_WATERMARK = ("stateStoreSave", "sessionWindowStateStoreSaveExec", "de
 def left_in_state(run: Any) -> list[tuple[Any, int]]:
     """(query, rows) of every query whose watermark-bound state still holds rows after its last batch."""
     left = []
-    for q, s in zip(run.queries, run.streams):
+    for q, s in zip(run.queries, run.streams, strict=False):
         rows = sum(int(op.get("numRowsTotal") or 0) for op in (s.lastProgress or {}).get("stateOperators", [])
                    if op.get("operatorName") in FLUSHED_BY_WATERMARK)
         if rows:

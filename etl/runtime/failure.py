@@ -55,7 +55,7 @@ READER = re.compile(r"HDFSMetadataLog|OffsetSeqLog|CommitLog|StreamMetadata|Stat
 
 def log_file(checkpoint: str, now: datetime.datetime | None = None) -> Path:
     """Where this run's log goes: next to the checkpoint folder (the pipeline's state folder)."""
-    now = now or datetime.datetime.now(datetime.timezone.utc)
+    now = now or datetime.datetime.now(datetime.UTC)
     return Path(checkpoint).resolve().parent / "logs" / f"etl-run-{now:%Y%m%dT%H%M%SZ}.log"
 
 
@@ -90,7 +90,7 @@ def java_stack(exc: BaseException | None) -> str:
                 from pyspark import SparkContext
 
                 jvm = SparkContext._jvm  # type: ignore[attr-defined]
-                return str(jvm.org.apache.spark.util.Utils.exceptionString(origin))
+                return str(jvm.org.apache.spark.util.Utils.exceptionString(origin))  # type: ignore[union-attr]  # (caught)
             except Exception:  # noqa: BLE001 - the JVM may be gone
                 pass
         text = getattr(exc, "_stackTrace", None)
@@ -129,9 +129,10 @@ class PythonLog:
         self.handler.setFormatter(Redacting("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self.handler.setLevel(logging.ERROR)
 
-    def __enter__(self) -> "PythonLog":
-        for name in self.LOGGERS if self.handler else ():
-            logging.getLogger(name).addHandler(self.handler)
+    def __enter__(self) -> PythonLog:
+        if self.handler is not None:
+            for name in self.LOGGERS:
+                logging.getLogger(name).addHandler(self.handler)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -146,7 +147,7 @@ def write_log(path: Path, line: str, stack: str) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"{datetime.datetime.now(datetime.timezone.utc).isoformat()} etl run (pid {os.getpid()})\n")
+            fh.write(f"{datetime.datetime.now(datetime.UTC).isoformat()} etl run (pid {os.getpid()})\n")
             fh.write(redact(line) + "\n\n")
             fh.write(redact(stack or "(no stack)") + "\n")
         return True

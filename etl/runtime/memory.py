@@ -17,7 +17,7 @@ files.
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from typing import Any
 
 FEED_DDL = "_etl_src string, _etl_row string"
@@ -26,11 +26,11 @@ TIME_FORMAT = "yyyy-MM-dd'T'HH:mm:ss[.SSSSSS]XXX"
 
 def to_timestamp(v: Any) -> datetime | None:
     if v is None or isinstance(v, datetime):
-        return v if v is None or v.tzinfo else v.replace(tzinfo=timezone.utc)
+        return v if v is None or v.tzinfo else v.replace(tzinfo=UTC)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return datetime.fromtimestamp(v / 1000.0, tz=timezone.utc)
+        return datetime.fromtimestamp(v / 1000.0, tz=UTC)
     t = datetime.fromisoformat(str(v).strip().replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def convert(value: Any, dtype: Any) -> Any:
@@ -112,5 +112,6 @@ def source_from_feed(feed: Any, source_id: str, ddl: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
 
-    row = F.from_json("_etl_row", _parse_datatype_string(ddl), {"mode": "FAILFAST", "timestampFormat": TIME_FORMAT})
+    schema: Any = _parse_datatype_string(ddl)  # a StructType (typed DataType)
+    row = F.from_json("_etl_row", schema, {"mode": "FAILFAST", "timestampFormat": TIME_FORMAT})
     return feed.where(F.col("_etl_src") == source_id).select(row.alias("_etl_r")).select("_etl_r.*")

@@ -14,7 +14,8 @@ JarsUnavailable, reported as E407 at the first component that needs them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 from etl import settings
 from etl.diskcache import cache_root

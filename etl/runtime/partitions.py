@@ -17,12 +17,14 @@ batch is staged by Spark's tasks and published by `commit_batch`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -79,7 +81,7 @@ class PartitionWriter:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
-        part = TaskContext.get().partitionId()
+        part = TaskContext.get().partitionId()  # type: ignore[union-attr]  # None on the driver only
         sink = self.cls(self.spec, dataclasses.replace(self.ctx, scope=partition_scope(self.ctx.scope, part),
                                                        partition=part))
         sink.__dict__.update(self.state)
@@ -120,7 +122,7 @@ class PartitionWriter:
                                pa.array([res.retries if res else 0], pa.int64()),
                                pa.array([res is None]), pa.array([None], pa.string()),
                                pa.array([None], pa.string())], schema=RESULT_SCHEMA)
-        rows = [(("failed", e, p)) for rb in failed for e, p in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist())]
+        rows = [(("failed", e, p)) for rb in failed for e, p in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist(), strict=True)]
         rows += [("rejected", r, p) for r, p in rejected]
         rows += [("log", str(level), msg) for level, msg in relay.lines]
         if rows:
@@ -164,10 +166,8 @@ def _good_rows(batches: Iterator[pa.RecordBatch], failed: list[pa.RecordBatch]) 
 def _cast(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     for rb in batches:
         if rb.schema != schema:
-            try:
+            with contextlib.suppress(pa.ArrowInvalid, NotImplementedError, AttributeError, ValueError):
                 rb = rb.cast(schema)
-            except (pa.ArrowInvalid, NotImplementedError, AttributeError, ValueError):
-                pass
         yield rb
 
 
@@ -208,7 +208,7 @@ def _pause(folder: str, part: int) -> None:
     test can kill its executor between the partition's commit and the driver's."""
     from pyspark import TaskContext
 
-    if part != 0 or TaskContext.get().attemptNumber() != 0:
+    if part != 0 or TaskContext.get().attemptNumber() != 0:  # type: ignore[union-attr]  # (in a task)
         return
     with open(os.path.join(folder, f"paused-{os.getpid()}"), "w"):
         pass

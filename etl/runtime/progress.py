@@ -13,7 +13,8 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+from collections.abc import Callable
 
 DEAD = "dead_letter"
 
@@ -60,7 +61,7 @@ class Progress:
         self.observers: list[Callable[[str, dict[str, Any], int], None]] = []  # (query, progress, dead letters)
 
     # -------------------------------------------------------------- lifecycle
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.mode == "live":
             from rich.console import Console
             from rich.live import Live

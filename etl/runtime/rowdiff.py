@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from decimal import Decimal
 from typing import Any
 
 
 def _canon_time(t: datetime) -> str:
     if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        t = t.astimezone(UTC).replace(tzinfo=None)
     text = t.isoformat(timespec="microseconds").rstrip("0").rstrip(".")
     return text + "Z"
 
@@ -27,7 +27,7 @@ def canon(v: Any) -> Any:
     if isinstance(v, str) and len(v) >= 16 and v[4:5] == "-" and v[10:11] in ("T", " "):
         try:
             t = datetime.fromisoformat(v.replace("Z", "+00:00"))
-            return _canon_time(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+            return _canon_time(t if t.tzinfo else t.replace(tzinfo=UTC))
         except ValueError:
             return v
     if isinstance(v, dict):
@@ -44,7 +44,7 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     return a == b
@@ -62,6 +62,7 @@ def compare(expected: list[dict], actual: list[dict], ordered: bool) -> tuple[li
             e = expected[i] if i < len(expected) else None
             a = actual[i] if i < len(actual) else None
             if e is None:
+                assert a is not None  # i < len(actual)
                 extra.append(a)
             elif a is None or not row_matches(e, a):
                 missing.append(e)

@@ -48,7 +48,7 @@ class RunLog:
             self._fifo = fifo
             self._read = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
             self._keep = os.open(fifo, os.O_WRONLY)  # no end of file while the JVM's writers come and go
-            self._out = open(log, "ab")
+            self._out = open(log, "ab")  # noqa: SIM115 - open for the run, closed by close()
         except (OSError, AttributeError):  # AttributeError: no os.mkfifo (Windows)
             self._close_fds()
             self._fifo = None

@@ -8,6 +8,7 @@ next one is never started, and the next run resumes from the checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import os
@@ -16,7 +17,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -276,7 +278,7 @@ class PipelineRun:
         """The dead-letter frame plus the failed rows that split writes brought back to the driver."""
         if not failed:
             return frame
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         tables = []
         for stage, t in failed:
             n = t.num_rows
@@ -341,7 +343,7 @@ class PipelineRun:
         committed: the next run processes them again."""
         grace = time.monotonic() + settings.current().stop_grace_s
         busy: list[tuple[Query, Any]] = []
-        for q, s in zip(self.queries, self.streams):
+        for q, s in zip(self.queries, self.streams, strict=False):
             lock = self._locks.setdefault(q.name, threading.Lock())
             if not lock.acquire(timeout=max(0.0, grace - time.monotonic())):
                 busy.append((q, s))
@@ -387,7 +389,7 @@ class PipelineRun:
                     continue
                 # active first: a query that ends between the two looks is seen failed now, or active (next turn)
                 active = [s for s in self.streams if s.isActive]
-                failed = [(q, s) for q, s in zip(self.queries, self.streams)
+                failed = [(q, s) for q, s in zip(self.queries, self.streams, strict=False)
                           if not s.isActive and s.exception() is not None]
                 if failed:
                     self._stopping = True
@@ -399,10 +401,8 @@ class PipelineRun:
                     if self.drain.pass_ in (1, 2) and self.drain.step():
                         continue
                     break
-                try:  # returns as soon as the query ends (AvailableNow), instead of a full poll later
-                    active[0].awaitTermination(poll)
-                except Exception:  # noqa: BLE001 - a failed query: reported by the check above, next turn
-                    pass
+                with contextlib.suppress(Exception):  # a failed query: reported by the check above, next turn
+                    active[0].awaitTermination(poll)  # returns as soon as the query ends (AvailableNow), not a poll later
             self._drain_progress()
         finally:
             self.close()
@@ -423,7 +423,7 @@ class PipelineRun:
         if self.progress.mode == "none" and not self.progress.observers:  # (observers: the metrics)
             return
         deadline = time.monotonic() + timeout
-        for q, s in zip(self.queries, self.streams):
+        for q, s in zip(self.queries, self.streams, strict=False):
             lp = s.lastProgress
             if not lp:
                 continue
@@ -437,15 +437,11 @@ class PipelineRun:
     def close(self) -> None:
         for s in self.streams:
             if s.isActive:
-                try:
+                with contextlib.suppress(Exception):
                     s.stop()
-                except Exception:  # noqa: BLE001
-                    pass
         if self._listener is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self.spark.streams.removeListener(self._listener)
-            except Exception:  # noqa: BLE001
-                pass
             self._listener = None
         for sink in self.sinks.values():
             sink.close()

@@ -18,7 +18,8 @@ import shlex
 import socket
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
+from collections.abc import Mapping, Sequence
 
 from etl import settings
 from etl.diskcache import private_tmp
@@ -342,6 +343,53 @@ def huge_pages(setting: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> 
     return "[madvise]" in mode or "[always]" in mode
 
 
+def _launch_conf(conf: dict[str, str], local: bool, ui: bool, log_file: str | None, profile: str | None,
+                 short: bool, packages: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The settings etl launches a new Spark with (besides SQL_DEFAULTS and the user's `conf`, from which it takes
+    the JVM options, class path and jars it merges), and the Ivy settings of the jars this process fetches."""
+    launch = dict(LAUNCH_DEFAULTS)
+    # Spark SQL's warehouse (managed tables: etl keeps none) is made when the catalog is first used, by default
+    # as spark-warehouse/ in the current folder: this user's private temporary folder instead (the driver's)
+    launch["spark.sql.warehouse.dir"] = private_tmp("etl-warehouse").as_uri()
+    if local:
+        launch.update(LOCAL_DEFAULTS)
+    if not ui:
+        launch["spark.ui.enabled"] = "false"
+    log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file(log_file)}"
+    if log_file:
+        log4j += f" -Detl.runlog={shlex.quote(log_file)}"
+    # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
+    # Options the user passes come after ours (the last one of a kind wins in the JVM).
+    executor = f"{THREAD_STACK}{jit_options(short)}"  # the driver's JVM too (a local one is the executor)
+    driver = f"{log4j} {executor}"
+    if local:
+        driver += f" {local_heap(conf.get('spark.driver.memory', launch['spark.driver.memory']), profile)}"
+    for key, ours in (("spark.driver.extraJavaOptions", driver), ("spark.executor.extraJavaOptions", executor)):
+        launch[key] = f"{ours} {conf.pop(key, '')}".strip()
+    # etl's own JVM code (etl/compile/jvm.py): on the driver's class path; executors elsewhere get it as a jar
+    from etl.compile import jvm
+
+    own = jvm.launch_conf(conf)
+    if own:
+        conf.pop("spark.driver.extraClassPath", None)
+        launch.update(own)
+    from etl.runtime import class_archive
+
+    archive = class_archive.options(launch.get("spark.driver.extraClassPath",
+                                               conf.get("spark.driver.extraClassPath", "")))
+    if archive:  # before the user's own options (theirs win)
+        launch["spark.driver.extraJavaOptions"] = f"{archive} {launch['spark.driver.extraJavaOptions']}"
+    local_jars = connector_jars()
+    jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + local_jars
+    fetch = packages_conf(packages, conf, bool(local_jars))
+    launch.update(fetch)
+    if own and not local:
+        jars.append(str(jvm.jar()))
+    if jars:
+        launch["spark.jars"] = ",".join(dict.fromkeys(jars))
+    return launch, fetch
+
+
 def build_session(app_name: str = "etl", master: str | None = None, conf: Mapping[str, str] | None = None,
                   ui: bool = True, log_file: str | None = None, profile: str | None = None,
                   short: bool = False, packages: Sequence[str] = ()) -> Any:
@@ -364,46 +412,7 @@ def build_session(app_name: str = "etl", master: str | None = None, conf: Mappin
     fetch: dict[str, str] = {}  # spark.jars.packages and its Ivy settings, when this process fetches jars
     if not joined:
         builder = builder.master(master or "local[*]")
-        launch = dict(LAUNCH_DEFAULTS)
-        # Spark SQL's warehouse (managed tables: etl keeps none) is made when the catalog is first used, by default
-        # as spark-warehouse/ in the current folder: this user's private temporary folder instead (the driver's)
-        launch["spark.sql.warehouse.dir"] = private_tmp("etl-warehouse").as_uri()
-        if local:
-            launch.update(LOCAL_DEFAULTS)
-        if not ui:
-            launch["spark.ui.enabled"] = "false"
-        log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file(log_file)}"
-        if log_file:
-            log4j += f" -Detl.runlog={shlex.quote(log_file)}"
-        # -Xss: java.util.regex recurses per repetition of a group; 1 MB thread stacks overflow on long values.
-        # Options the user passes come after ours (the last one of a kind wins in the JVM).
-        executor = f"{THREAD_STACK}{jit_options(short)}"  # the driver's JVM too (a local one is the executor)
-        driver = f"{log4j} {executor}"
-        if local:
-            driver += f" {local_heap(conf.get('spark.driver.memory', launch['spark.driver.memory']), profile)}"
-        for key, ours in (("spark.driver.extraJavaOptions", driver), ("spark.executor.extraJavaOptions", executor)):
-            launch[key] = f"{ours} {conf.pop(key, '')}".strip()
-        # etl's own JVM code (etl/compile/jvm.py): on the driver's class path; executors elsewhere get it as a jar
-        from etl.compile import jvm
-
-        own = jvm.launch_conf(conf)
-        if own:
-            conf.pop("spark.driver.extraClassPath", None)
-            launch.update(own)
-        from etl.runtime import class_archive
-
-        archive = class_archive.options(launch.get("spark.driver.extraClassPath",
-                                                   conf.get("spark.driver.extraClassPath", "")))
-        if archive:  # before the user's own options (theirs win)
-            launch["spark.driver.extraJavaOptions"] = f"{archive} {launch['spark.driver.extraJavaOptions']}"
-        local_jars = connector_jars()
-        jars = [j for j in conf.pop("spark.jars", "").split(",") if j] + local_jars
-        fetch = packages_conf(packages, conf, bool(local_jars))
-        launch.update(fetch)
-        if own and not local:
-            jars.append(str(jvm.jar()))
-        if jars:
-            launch["spark.jars"] = ",".join(dict.fromkeys(jars))
+        launch, fetch = _launch_conf(conf, local, ui, log_file, profile, short, packages)
         for k, v in {**launch, **SQL_DEFAULTS, **conf}.items():
             builder = builder.config(k, v)
     elif master is not None:

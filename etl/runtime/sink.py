@@ -20,13 +20,15 @@ The base class, driven by foreachBatch:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, TypeVar
+from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -102,7 +104,7 @@ class _Buffer:
             self.nbytes += rb.nbytes
 
     def due(self) -> bool:
-        return self.nbytes >= self.max_bytes or (self.rows and time.monotonic() - self.last_flush >= self.interval)
+        return self.nbytes >= self.max_bytes or (self.rows > 0 and time.monotonic() - self.last_flush >= self.interval)
 
     def take(self, everything: bool) -> Iterator[pa.Table]:
         """Chunks of exactly batch_size rows (and the remainder when `everything`)."""
@@ -248,7 +250,7 @@ class AbstractSink:
                 if not started:
                     self._retry("begin", lambda: self.begin(batch_id, schema), result)
                     started = True
-                self._retry(f"write of {chunk.num_rows} rows", lambda c=chunk: self.batch_insert(c), result)
+                self._retry(f"write of {chunk.num_rows} rows", functools.partial(self.batch_insert, chunk), result)
                 result.rows += chunk.num_rows
                 result.chunks += 1
 

@@ -19,7 +19,8 @@ import fcntl
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 UMASK = 0o077
 HADOOP_UMASK = {"spark.hadoop.fs.permissions.umask-mode": "077"}
@@ -102,5 +103,5 @@ def claim(checkpoint: str, pipeline: str) -> None:
     if owner and owner.get("pipeline") != pipeline:
         raise ForeignCheckpoint(checkpoint, str(owner.get("pipeline")))
     if not owner:
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         write_private(path, json.dumps({"pipeline": pipeline, "since": now}) + "\n")

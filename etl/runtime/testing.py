@@ -24,7 +24,7 @@ from __future__ import annotations
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 import pyarrow as pa
@@ -154,7 +154,7 @@ def _check_batch(k: int, n: int, step: Any, ordered: bool, captured: dict[str, l
         out += _diff(f"{label}dead letters", list(step.dead_letters), got, False)
     if step.watermark is not None:
         want = datetime.fromisoformat(step.watermark.strip().replace("Z", "+00:00"))
-        want = want if want.tzinfo else want.replace(tzinfo=timezone.utc)
+        want = want if want.tzinfo else want.replace(tzinfo=UTC)
         if watermark != want:
             shown = canon(watermark) if watermark is not None else "none (no event-time watermark)"
             out.append(f"{label}watermark: expected {canon(want)}, got {shown}")

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
+from collections.abc import Callable, Iterator
 
 _INTEGRAL = ("int", "bigint", "long", "smallint", "tinyint")
 

@@ -49,7 +49,7 @@ class Duration(_Written, float):
     """A time span in seconds, written as "500ms", "10s", "5m", "1h", "1d" (or a number of seconds)."""
 
     @classmethod
-    def parse(cls, value: Any) -> "Duration":
+    def parse(cls, value: Any) -> Duration:
         if isinstance(value, bool):
             raise ValueError("expected a duration such as '10s' or '5m'")
         if isinstance(value, (int, float)):
@@ -61,7 +61,7 @@ class Duration(_Written, float):
         raise ValueError(f"invalid duration {short_repr(value, 40)}: expected a number and a unit (ms, s, m, h, d), e.g. '10s'")
 
     @classmethod
-    def _bounded(cls, seconds: float, given: Any) -> "Duration":
+    def _bounded(cls, seconds: float, given: Any) -> Duration:
         """Finite, not negative, at most MAX_DURATION_S (checked before any float conversion of a huge int)."""
         if isinstance(seconds, int) and not 0 <= seconds <= MAX_DURATION_S:
             seconds = -1 if seconds < 0 else math.inf
@@ -116,7 +116,7 @@ class Size(_Written, int):
     """A byte count, written as "64MB", "512KiB", "1GB" (or a number of bytes)."""
 
     @classmethod
-    def parse(cls, value: Any) -> "Size":
+    def parse(cls, value: Any) -> Size:
         if isinstance(value, bool):
             raise ValueError("expected a size such as '64MB'")
         if isinstance(value, int):
@@ -130,7 +130,7 @@ class Size(_Written, int):
                          "e.g. '64MB'")
 
     @classmethod
-    def _bounded(cls, n: int, given: Any) -> "Size":
+    def _bounded(cls, n: int, given: Any) -> Size:
         if n < 0:
             raise ValueError(f"invalid size {short_repr(given, 40)}: a size cannot be negative")
         if n > MAX_SIZE:
@@ -170,7 +170,7 @@ class Instant(_Written, str):
     """A point in time written in ISO 8601 ("2026-01-01T00:00:00Z"; no zone: UTC), kept as its text."""
 
     @classmethod
-    def parse(cls, value: Any) -> "Instant":
+    def parse(cls, value: Any) -> Instant:
         from etl.spec.generated import parse_time
 
         if isinstance(value, str):

@@ -128,7 +128,7 @@ class AggregateTransform(AggregateHooks, TransformBase):
         return any(a.fn not in AGGREGATES for a in self.aggregates)
 
     @model_validator(mode="after")
-    def _names(self) -> "AggregateTransform":
+    def _names(self) -> AggregateTransform:
         seen = {g.lower() for g in self.group_by} | {UPDATE, RETRACT}
         for a in self.aggregates:
             if a.as_.lower() in seen:

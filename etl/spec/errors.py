@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import types
 import typing
-from typing import TYPE_CHECKING, Any, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable
 
 from pydantic import BaseModel, RootModel, ValidationError
 

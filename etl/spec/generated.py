@@ -8,14 +8,14 @@ source (executors) orders its fields by them (`field_order`).
 from __future__ import annotations
 
 import string
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 
 def parse_time(text: str) -> datetime:
     """The generator's `start_time` (ISO 8601; no zone: UTC); ValueError when it is none."""
     t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def template_refs(template: str) -> list[str]:

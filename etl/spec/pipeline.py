@@ -13,7 +13,7 @@ from etl.spec.functions import FunctionSpec
 
 def _union(kind: str) -> Any:
     specs = tuple(e.spec for e in registry.entries(kind).values())
-    return Annotated[Union[specs], Field(discriminator="type")]  # type: ignore[valid-type]
+    return Annotated[Union[specs], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007 (specs: a tuple of types)
 
 
 Source = _union("source")
@@ -63,7 +63,7 @@ class TestCase(Model):
     ordered: bool = Field(default=False, description="compare rows in order")
 
     @model_validator(mode="after")
-    def _inputs_or_batches(self) -> "TestCase":
+    def _inputs_or_batches(self) -> TestCase:
         if (self.inputs is None) == (self.batches is None):
             raise ValueError("a test gives either `inputs` or `batches`")
         return self

@@ -48,7 +48,7 @@ class RegularJoinTransform(JoinHooks, TransformBase):
                                          "the state grows without bound")
 
     @model_validator(mode="after")
-    def _two_inputs(self) -> "RegularJoinTransform":
+    def _two_inputs(self) -> RegularJoinTransform:
         if len(self.inputs) != 2:
             raise ValueError("a regular_join needs exactly two inputs: [left, right]")
         return self

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, RootModel, Tag, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from etl.spec.base import Identifier, Model
 
-Scalar = Union[str, int, float, bool]
+Scalar = str | int | float | bool
 Derivation = Literal["lower", "upper", "trim", "collapse_ws"]
 
 PATTERN_OPS = ("regex", "like", "contains", "starts_with", "ends_with")
@@ -65,7 +65,7 @@ class Predicate(Model):
         return v
 
     @model_validator(mode="after")
-    def _exactly_one_op(self) -> "Predicate":
+    def _exactly_one_op(self) -> Predicate:
         ops = self.ops()
         if len(ops) != 1:
             got = ", ".join(ops) if ops else "none"
@@ -85,15 +85,15 @@ class Predicate(Model):
 
 
 class All(Model):
-    all: list["Node"] = Field(min_length=1, description="every condition holds")
+    all: list[Node] = Field(min_length=1, description="every condition holds")
 
 
 class AnyOf(Model):
-    any: list["Node"] = Field(min_length=1, description="at least one condition holds")
+    any: list[Node] = Field(min_length=1, description="at least one condition holds")
 
 
 class Not(Model):
-    not_: "Node" = Field(alias="not", description="the condition does not hold")
+    not_: Node = Field(alias="not", description="the condition does not hold")
 
 
 def _node_tag(v: Any) -> str | None:
@@ -109,12 +109,10 @@ def _node_tag(v: Any) -> str | None:
 
 
 Node = Annotated[
-    Union[
-        Annotated[All, Tag("all")],
-        Annotated[AnyOf, Tag("any")],
-        Annotated[Not, Tag("not")],
-        Annotated[Predicate, Tag("predicate")],
-    ],
+    Annotated[All, Tag("all")]
+    | Annotated[AnyOf, Tag("any")]
+    | Annotated[Not, Tag("not")]
+    | Annotated[Predicate, Tag("predicate")],
     Discriminator(_node_tag, custom_error_type="invalid_rule_node",
                   custom_error_message="expected a predicate or one of all/any/not"),
 ]

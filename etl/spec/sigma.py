@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from collections.abc import Iterable
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -42,7 +42,7 @@ class SigmaSpec(Model):
         default_factory=dict, description="Sigma field -> event column or nested path (a.b); wins over the preset")
     keyword_fields: list[str] = Field(
         default_factory=list, description="text columns that keyword (field-less) searches look in")
-    vars: dict[str, Union[str, list[str]]] = Field(
+    vars: dict[str, str | list[str]] = Field(
         default_factory=dict, description="values of the %name% placeholders of the `expand` modifier")
 
 

@@ -23,7 +23,8 @@ import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 DECORATORS = {"udf": "scalar", "udtf": "table", "udaf": "aggregate"}
 _PY_TYPES = {"str": "string", "int": "bigint", "float": "double", "bool": "boolean", "bytes": "binary",
@@ -205,16 +206,8 @@ def _decorator(fn: ast.FunctionDef) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def read_signature(spec: Any, base_dir: str, read: Callable[[Path], str]) -> Signature:
-    """The signature of a `functions:` entry (etl.spec.functions.FunctionSpec); SignatureError when unknown.
-    `read(file)` is the module's text, through the guard of the files a pipeline reads
-    (etl.load.paths.module_reader: SignatureError when it refuses the file)."""
-    file = locate(spec.module, base_dir)
-    if file is None:
-        raise SignatureError("E350", f"function '{spec.name}': module '{spec.module}' not found beside the pipeline "
-                             f"({'/'.join(spec.module.split('.'))}.py) nor installed",
-                             "put the module next to the pipeline file, or install its package")
-    tree = _tree(file, spec.module, read)
+def _function_def(spec: Any, tree: ast.Module, file: Path) -> ast.FunctionDef:
+    """The module's top-level def of the entry's function; SignatureError when there is none."""
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     fn = defs.get(spec.attr)
     if fn is None:
@@ -227,6 +220,30 @@ def read_signature(spec: Any, base_dir: str, read: Callable[[Path], str]) -> Sig
     if not isinstance(fn, ast.FunctionDef):
         raise SignatureError("E351", f"function '{spec.name}': '{spec.attr}' in {file.name} is not a plain function",
                              "write a def (a table function yields its rows)")
+    return fn
+
+
+def _table_returns(ret: ast.Subscript, rows: dict[str, str]) -> str | None:
+    """A table function's columns from its `-> Iterator[tuple[...]]` or `-> Iterator[Row]` annotation."""
+    item = ret.slice.elts[0] if isinstance(ret.slice, ast.Tuple) else ret.slice
+    if isinstance(item, ast.Subscript) and _name(item) in ("tuple", "Tuple"):
+        elts = item.slice.elts if isinstance(item.slice, ast.Tuple) else [item.slice]
+        types = [_spark_type(e, rows) for e in elts]
+        return ", ".join(f"c{i} {t}" for i, t in enumerate(types, 1)) if all(types) else None
+    return rows.get(_name(item))
+
+
+def read_signature(spec: Any, base_dir: str, read: Callable[[Path], str]) -> Signature:
+    """The signature of a `functions:` entry (etl.spec.functions.FunctionSpec); SignatureError when unknown.
+    `read(file)` is the module's text, through the guard of the files a pipeline reads
+    (etl.load.paths.module_reader: SignatureError when it refuses the file)."""
+    file = locate(spec.module, base_dir)
+    if file is None:
+        raise SignatureError("E350", f"function '{spec.name}': module '{spec.module}' not found beside the pipeline "
+                             f"({'/'.join(spec.module.split('.'))}.py) nor installed",
+                             "put the module next to the pipeline file, or install its package")
+    tree = _tree(file, spec.module, read)
+    fn = _function_def(spec, tree, file)
     rows = _rows(tree)
     a = fn.args
     params = [p for p in a.posonlyargs + a.args]
@@ -255,13 +272,7 @@ def read_signature(spec: Any, base_dir: str, read: Callable[[Path], str]) -> Sig
         if returns is None:
             ret = fn.returns
             if kind == "table" and isinstance(ret, ast.Subscript) and iters:
-                item = ret.slice.elts[0] if isinstance(ret.slice, ast.Tuple) else ret.slice
-                if isinstance(item, ast.Subscript) and _name(item) in ("tuple", "Tuple"):
-                    elts = item.slice.elts if isinstance(item.slice, ast.Tuple) else [item.slice]
-                    types = [_spark_type(e, rows) for e in elts]
-                    returns = ", ".join(f"c{i} {t}" for i, t in enumerate(types, 1)) if all(types) else None
-                else:
-                    returns = rows.get(_name(item))
+                returns = _table_returns(ret, rows)
             elif kind != "table":
                 returns = _spark_type(ret, rows)
         if args is None:

@@ -64,7 +64,7 @@ class KafkaSink(SinkBase):
     options: dict[str, str] = Field(default_factory=dict, description="extra producer options (librdkafka names)")
 
     @model_validator(mode="after")
-    def _no_clash(self) -> "KafkaSink":
+    def _no_clash(self) -> KafkaSink:
         kafka_options_clash(self.security, self.options)
         return self
 

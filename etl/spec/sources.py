@@ -60,7 +60,7 @@ class FileSource(SourceBase):
         return super().explain_lines() + tail
 
     @model_validator(mode="after")
-    def _tail_reads_text(self) -> "FileSource":
+    def _tail_reads_text(self) -> FileSource:
         if self.tail and (self.format != "text" or self.static):
             raise ValueError("tail: true follows text files (format: text, not static)")
         if self.tail and (self.max_files_per_trigger or self.max_bytes_per_trigger):
@@ -69,7 +69,7 @@ class FileSource(SourceBase):
         return self
 
     @model_validator(mode="after")
-    def _parquet_needs_schema(self) -> "FileSource":
+    def _parquet_needs_schema(self) -> FileSource:
         if self.format == "parquet" and self.schema_ is None and not self.static:
             raise ValueError("a streaming parquet source needs a declared schema")
         return self
@@ -107,7 +107,7 @@ class FieldGen(Model):
     const: Any = Field(default=None, description="the same value in every event")
 
     @model_validator(mode="after")
-    def _one(self) -> "FieldGen":
+    def _one(self) -> FieldGen:
         keys = [k for k in ("choice", "int_range", "float_range", "sequence", "ipv4", "template", "timestamp", "const")
                 if getattr(self, k) is not None]
         if len(keys) != 1:
@@ -200,7 +200,7 @@ class KafkaSource(_MessageSource):
                 "topic": "string", "timestamp": "timestamp", "headers": "map<string,string>"}
 
     @model_validator(mode="after")
-    def _topics_or_pattern(self) -> "KafkaSource":
+    def _topics_or_pattern(self) -> KafkaSource:
         if (self.topics is None) == (self.pattern is None):
             raise ValueError("give exactly one of `topics` or `pattern`")
         kafka_options_clash(self.security, self.options)
@@ -249,7 +249,7 @@ class MySQLSource(SourceBase):
     tls: MySQLTLS | None = Field(default=None, description="TLS to the server (none: plain connection)")
 
     @model_validator(mode="after")
-    def _table_or_query(self) -> "MySQLSource":
+    def _table_or_query(self) -> MySQLSource:
         if (self.table is None) == (self.query is None):
             raise ValueError("give exactly one of `table` or `query`")
         return self

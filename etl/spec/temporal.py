@@ -51,7 +51,7 @@ class TemporalJoinTransform(JoinHooks, TransformBase):
         return (self.left_time, self.right_time)
 
     @model_validator(mode="after")
-    def _two_inputs(self) -> "TemporalJoinTransform":
+    def _two_inputs(self) -> TemporalJoinTransform:
         if len(self.inputs) != 2:
             raise ValueError("a temporal_join needs exactly two inputs: [probe, versions]")
         return self

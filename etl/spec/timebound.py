@@ -47,7 +47,7 @@ class TimeBounds(tuple):
         return self.lower == -self.upper
 
     @classmethod
-    def parse(cls, value: Any) -> "TimeBounds":
+    def parse(cls, value: Any) -> TimeBounds:
         try:
             if isinstance(value, (list, tuple)):
                 if len(value) != 2:

@@ -165,7 +165,7 @@ class TopNTransform(TopNHooks, TransformBase):
         return self.flag_columns()
 
     @model_validator(mode="after")
-    def _shape(self) -> "TopNTransform":
+    def _shape(self) -> TopNTransform:
         if self.continuous and self.rank is None:
             raise ValueError("a continuous top_n writes updates keyed by partition_by and the rank: name the rank "
                              "column (`rank: rownum`)")

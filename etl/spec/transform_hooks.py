@@ -129,7 +129,7 @@ class SelectHooks:
                 out = None if p is None else out
                 continue
             if p.names:  # a generator: inline(rows) AS (a, b)
-                for n, t in zip(p.names, cx.generated_types(p, cols)):
+                for n, t in zip(p.names, cx.generated_types(p, cols), strict=True):
                     cx.internal(node, n, cx.span(node, "fields", i))
                     out[n] = t
             elif p.star:

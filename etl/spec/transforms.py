@@ -47,7 +47,7 @@ class FilterTransform(FilterHooks, TransformBase):
     LOADS_RULES: ClassVar[bool] = True
 
     @model_validator(mode="after")
-    def _something_to_test(self) -> "FilterTransform":
+    def _something_to_test(self) -> FilterTransform:
         if self.expr is None and not self.has_rules:
             raise ValueError("a filter needs `expr`, `rules`, `rule_files` or `sigma`")
         if self.mode in ("tag", "alerts") and not self.has_rules:
@@ -90,7 +90,7 @@ class SelectTransform(SelectHooks, TransformBase):
     drop: list[str] = Field(default_factory=list, description="columns to leave out")
 
     @model_validator(mode="after")
-    def _something(self) -> "SelectTransform":
+    def _something(self) -> SelectTransform:
         if self.fields is None and not self.rename and not self.drop:
             raise ValueError("a select needs `fields`, `rename` or `drop`")
         return self
@@ -142,7 +142,7 @@ class GrokTransform(GrokHooks, TransformBase):
         return v
 
     @model_validator(mode="after")
-    def _target_alone(self) -> "GrokTransform":
+    def _target_alone(self) -> GrokTransform:
         if self.target is not None and self.overwrite:
             raise ValueError("`overwrite` names input columns a capture replaces: with `target` the captures go "
                              "into a new struct column")
@@ -218,7 +218,7 @@ class RouteTransform(RouteHooks, TransformBase):
     exclusive: bool = Field(default=False, description="an event goes to the first matching route only")
 
     @model_validator(mode="after")
-    def _default_is_new(self) -> "RouteTransform":
+    def _default_is_new(self) -> RouteTransform:
         if self.default is not None and self.default in self.routes:
             raise ValueError(f"`default` label '{self.default}' is also a route label")
         return self
@@ -238,7 +238,7 @@ class Aggregate(Model):
     n: int | None = Field(default=None, ge=1, description="top_n: how many values")
 
     @model_validator(mode="after")
-    def _field_needed(self) -> "Aggregate":
+    def _field_needed(self) -> Aggregate:
         entry = AGGREGATES.get(self.fn)
         if (entry is None or entry.needs_field) and self.field is None:
             raise ValueError(f"aggregate {self.fn} needs a `field`")
@@ -262,7 +262,7 @@ class Emit(Model):
                                      "of wall-clock time (processing; continuous runs only)")
 
     @model_validator(mode="after")
-    def _late_update(self) -> "Emit":
+    def _late_update(self) -> Emit:
         if self.late == "update" and self.allowed_lateness is None:
             raise ValueError("`late: update` needs `allowed_lateness` (how long a closed window takes late events)")
         if self.late != "update":
@@ -367,7 +367,7 @@ class WindowTransform(WindowHooks, TransformBase):
         return step
 
     @model_validator(mode="after")
-    def _shape(self) -> "WindowTransform":
+    def _shape(self) -> WindowTransform:
         if self.kind in ("tumbling", "sliding", "cumulating") and self.size is None:
             raise ValueError(f"a {self.kind} window needs `size`")
         if self.kind == "sliding" and self.slide is None:
@@ -437,7 +437,7 @@ class JoinTransform(JoinHooks, TransformBase):
         return (self.left_time, self.right_time)
 
     @model_validator(mode="after")
-    def _two_inputs(self) -> "JoinTransform":
+    def _two_inputs(self) -> JoinTransform:
         if len(self.inputs) != 2:
             raise ValueError("a join needs exactly two inputs: [left, right]")
         return self

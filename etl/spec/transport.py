@@ -24,7 +24,7 @@ from etl.spec.base import Model
 _SECURITY_KEYS = ("security.protocol", "sasl.", "ssl.")
 
 
-def kafka_options_clash(security: "KafkaSecurity | None", options: dict[str, str]) -> None:
+def kafka_options_clash(security: KafkaSecurity | None, options: dict[str, str]) -> None:
     """With a `security:` block, `options` may not set SASL/TLS settings too (which one would win?)."""
     if security is None:
         return
@@ -72,7 +72,7 @@ class KafkaSecurity(_ClientCert):
         return self.protocol.endswith("SSL")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "KafkaSecurity":
+    def _consistent(self) -> KafkaSecurity:
         if self.sasl:
             missing = [k for k in ("sasl_mechanism", "username", "password") if getattr(self, k) is None]
             if missing:
@@ -97,7 +97,7 @@ class MySQLTLS(_ClientCert):
                     "`ca_file` (or a system CA); verify_identity: and names `host`")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "MySQLTLS":
+    def _consistent(self) -> MySQLTLS:
         if self.mode == "disabled":
             self._no_files("TLS: mode is disabled")
         self._check_pair()
@@ -110,6 +110,6 @@ class HTTPTLS(_ClientCert):
     verify: bool = Field(default=True, description="check the server's certificate (false: trust any, insecure)")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "HTTPTLS":
+    def _consistent(self) -> HTTPTLS:
         self._check_pair()
         return self

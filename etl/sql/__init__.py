@@ -16,7 +16,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
+from collections.abc import Mapping
 
 from etl.diagnostics import Report, Span
 

@@ -87,7 +87,8 @@ def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, o
     return qc.project(Rel(aid, keys + [a["as"] for a in aggs], flags=flags), items, base, out_names, pos(b, q))
 
 
-def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,
+# C901: one branch per Flink aggregate form, each with its error position
+def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,  # noqa: C901
                   group: list) -> tuple[Rel, list, exp.Expression | None]:
     """Expressions in GROUP BY keys and in aggregates' arguments -> columns of one `derive` before the
     window / aggregate (as Flink computes them in place). A key is named by its SELECT alias when the

@@ -260,7 +260,7 @@ class Builder:
                 nodes.append(tree)
             did = self.new_id(f"{t.name}_computed")
             i = self.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": cols}, t.span)
-            for cc, n in zip(computed, nodes):
+            for cc, n in zip(computed, nodes, strict=True):
                 self.note_expr(("transforms", i, "columns", cc.name), [n])
             rel = replace(rel, id=did, cols=(rel.cols or []) + list(cols))
             self.set_types(did, {**declared, **known_types(nodes, list(cols), self.types[t.name.lower()])})

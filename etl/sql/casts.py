@@ -38,7 +38,7 @@ def read_matrices(path: Path, names: tuple[str, ...]) -> dict[str, dict[tuple[st
             name, heads = row[0], row[1:]
             out[name] = {}
             continue
-        out[name].update({(row[0], col): c for col, c in zip(heads, row[1:])})
+        out[name].update({(row[0], col): c for col, c in zip(heads, row[1:], strict=True)})
     return out
 
 
@@ -79,7 +79,7 @@ def _can(s: Kind, d: Kind, try_: bool, level: str) -> bool | None:
             return _all([_can(sin[0], din[0], try_, "key"), _can(sin[1], din[1], try_, "element")])
         if len(sin) != len(din):
             return False
-        return _all([_can(a, b, try_, "element") for a, b in zip(sin, din)])
+        return _all([_can(a, b, try_, "element") for a, b in zip(sin, din, strict=True)])
     if level == "key" and dk == "decimal" and sk in _NUMBERS:
         return None  # a key may not turn NULL: it depends on the precisions (Cast.canNullSafeCastToDecimal)
     if s == d:

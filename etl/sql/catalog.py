@@ -41,10 +41,7 @@ class SparkFunction:
             return True
         if self.arity == "2n":
             return n > 0 and n % 2 == 0
-        for part in self.arity.split(","):
-            if part.endswith("+") and n >= int(part[:-1]) or part == str(n):
-                return True
-        return False
+        return any(part.endswith("+") and n >= int(part[:-1]) or part == str(n) for part in self.arity.split(","))
 
     def arity_text(self) -> str:
         """'2 or 3 arguments', 'one or more arguments', 'an even number of arguments' ..."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.diagnostics import Report, Span, did_you_mean
 from etl.spec.endpoints import JDBC_URL

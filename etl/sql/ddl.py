@@ -232,6 +232,11 @@ def _column_item(script: Script, table: Table, item: list) -> None:
         proc = len(expr) >= 3 and expr[0].text.upper() == "PROCTIME" and expr[1].token_type.name == "L_PAREN"
         table.computed.append(Computed(name.text, expr, script.at(name), proc))
         return
+    _physical_column(script, table, name, item)
+
+
+def _physical_column(script: Script, table: Table, name: Any, item: list) -> None:
+    """`name TYPE [HEADER | METADATA [FROM 'key'] [VIRTUAL]] [NOT NULL] [PRIMARY KEY [NOT ENFORCED]] [COMMENT '...']`"""
     typ, rest = _type(script, item[1:])
     col = Column(name.text, typ, script.at(name))
     words = [t.text.upper() for t in rest]

@@ -11,7 +11,7 @@ precision rule as Flink's). An operand whose type is unknown here keeps Spark's 
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
@@ -138,7 +138,7 @@ def known_types(nodes: list[exp.Expression], names: list[str], types: Mapping[st
     """name -> type of the expressions (already in Spark SQL) whose type is known: an integer type's name, DECIMAL
     or OTHER."""
     out = {}
-    for name, n in zip(names, nodes):
+    for name, n in zip(names, nodes, strict=True):
         t = flink_type(n, types)
         if t is not None:
             out[name] = t

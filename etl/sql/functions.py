@@ -15,7 +15,8 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, cast
+from typing import cast
+from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 

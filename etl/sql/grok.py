@@ -78,7 +78,7 @@ def lateral(b: Any, lat: exp.Expression, call: exp.Anonymous, left: Rel, scope: 
         rel = replace(rel, id=fid)
     sid = b.new_id(f"{base}_lateral")
     got = fields if fields is not None else names
-    cols = [f"{target}.{_q(f)} AS {_q(n)}" for f, n in zip(got, names)]
+    cols = [f"{target}.{_q(f)} AS {_q(n)}" for f, n in zip(got, names, strict=True)]
     i = b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": [*left.cols, *cols]}, pos(b, lat))
     for k in range(len(left.cols), len(left.cols) + len(cols)):
         b.note_expr(("transforms", i, "fields", k), [call])

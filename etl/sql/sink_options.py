@@ -17,7 +17,8 @@ A value that is not one is E102 at the value; two keys for one setting (`batch_s
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.spec.base import MAX_DURATION_S, MAX_SIZE, Duration, Size
 

@@ -27,34 +27,25 @@ FIX = "declare the versioned table as CREATE TABLE t (..., PRIMARY KEY (k) NOT E
       "PROCTIME() and a dimension table"
 
 
-def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, base: str, how: str,
-             on: exp.Expression) -> Rel:
-    b = joins.b
-    at = t.args["version"].expression
-    name = t.name
-    lefts = set(scope.entries)
-    alias = t.alias or name
-    side = joins._sides(scope, at, lefts, alias) if isinstance(at, exp.Column) and at.table else None
-    if side != "left" or left.event_time is None or at.name.lower() != left.event_time.lower():
-        what = f"'{left.event_time}'" if left.event_time else "a column with a WATERMARK"
-        raise SqlSyntax(f"FOR SYSTEM_TIME AS OF {at.sql(dialect='spark')}: an event-time temporal join reads the "
-                        f"probe side's event-time column ({what})", pos(b, at),
-                        f"FOR SYSTEM_TIME AS OF {left.event_time or 'o.ts'} (the version valid at the row's time), "
-                        "or PROCTIME() for a lookup of the current rows", "E011")
-    right = b.queries.table_rel(t)
-    why = None
+def _unversioned(b: Any, right: Rel, name: str) -> str | None:
+    """Why the table is no versioned table (Flink's rules), or None."""
     src: dict[str, Any] = next((s for s in b.sources if str(s.get("id", "")).lower() == name.lower()), {})
     if right.static or src.get("type") == "mysql" or src.get("static"):
-        why = f"'{name}' is a dimension table (its current rows, no versions)"
-    elif right.table is None:
-        why = (f"'{name}' is a view: Flink's versioned view (a ROW_NUMBER() deduplication keeping each key's newest "
-               "row) is not one etl reads exactly (a row older than its key's newest is no version there)")
-    elif not right.table.primary_key:
-        why = f"'{name}' has no PRIMARY KEY (the key whose versions the join picks from)"
-    elif right.event_time is None:
-        why = f"'{name}' has no WATERMARK (the time from which each version is valid)"
-    if why is not None:
-        raise SqlSyntax(f"an event-time temporal join needs a versioned table: {why}", pos(b, t), FIX, "E011")
+        return f"'{name}' is a dimension table (its current rows, no versions)"
+    if right.table is None:
+        return (f"'{name}' is a view: Flink's versioned view (a ROW_NUMBER() deduplication keeping each key's newest "
+                "row) is not one etl reads exactly (a row older than its key's newest is no version there)")
+    if not right.table.primary_key:
+        return f"'{name}' has no PRIMARY KEY (the key whose versions the join picks from)"
+    if right.event_time is None:
+        return f"'{name}' has no WATERMARK (the time from which each version is valid)"
+    return None
+
+
+def _keys_and_rest(joins: Any, on: exp.Expression, scope: Scope, lefts: set[str], alias: str, right: Rel,
+                   name: str) -> tuple[list[str], list[exp.Expression]]:
+    """The ON's equalities of the versioned table's key (the probe side's names) and its other conjuncts."""
+    b = joins.b
     pk = [k.lower() for k in right.table.primary_key]
     keys: list[str] = []
     extra: list[exp.Expression] = []
@@ -75,6 +66,29 @@ def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, bas
                 keys.append(a.name)
                 continue
         extra.append(c)
+    return keys, extra
+
+
+def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, base: str, how: str,
+             on: exp.Expression) -> Rel:
+    b = joins.b
+    at = t.args["version"].expression
+    name = t.name
+    lefts = set(scope.entries)
+    alias = t.alias or name
+    side = joins._sides(scope, at, lefts, alias) if isinstance(at, exp.Column) and at.table else None
+    if side != "left" or left.event_time is None or at.name.lower() != left.event_time.lower():
+        what = f"'{left.event_time}'" if left.event_time else "a column with a WATERMARK"
+        raise SqlSyntax(f"FOR SYSTEM_TIME AS OF {at.sql(dialect='spark')}: an event-time temporal join reads the "
+                        f"probe side's event-time column ({what})", pos(b, at),
+                        f"FOR SYSTEM_TIME AS OF {left.event_time or 'o.ts'} (the version valid at the row's time), "
+                        "or PROCTIME() for a lookup of the current rows", "E011")
+    right = b.queries.table_rel(t)
+    why = _unversioned(b, right, name)
+    if why is not None:
+        raise SqlSyntax(f"an event-time temporal join needs a versioned table: {why}", pos(b, t), FIX, "E011")
+    keys, extra = _keys_and_rest(joins, on, scope, lefts, alias, right, name)
+    pk = [k.lower() for k in right.table.primary_key]
     if sorted(k.lower() for k in keys) != sorted(pk):
         raise SqlSyntax(f"a temporal join's ON compares every column of '{name}''s PRIMARY KEY "
                         f"({', '.join(right.table.primary_key)})", pos(b, on),

@@ -100,7 +100,7 @@ def predicate(e: exp.Expression) -> dict | None:
                 return None
             value = _scalar(other)
             if op != "eq":
-                if isinstance(value, str) or isinstance(value, bool):
+                if isinstance(value, (str, bool)):
                     return None
                 value = float(value)
             return _pred(f, op, value)

@@ -113,6 +113,21 @@ def _window_call(b: Any, group: list, tvf: Any) -> tuple[exp.Expression, str, li
     return call.expressions[0], call.name.upper(), call.expressions[1:]
 
 
+def _group_keys(b: Any, group: list, tvf: Any) -> list[str]:
+    """The GROUP BY keys of a window besides the window itself (its call, or a TVF's window_start / window_end)."""
+    keys: list[str] = []
+    for g in group:
+        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+            continue
+        if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
+            continue
+        if not isinstance(g, exp.Column):
+            raise SqlSyntax("a GROUP BY key reads the window's start or end: they exist only after the window",
+                            pos(b, g), code="E011")
+        keys.append(g.name)
+    return keys
+
+
 def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
                    tvf: Any, emit: dict | None) -> Rel:
     b = qc.b
@@ -138,16 +153,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
     spec, fn, args, time_col = frame(qc, rel, scope, group, tvf)
     rel, items, cond = derive_inputs(qc, q, rel, scope, base, group)
     spec["inputs"] = [rel.id]
-    keys: list[str] = []
-    for g in group:
-        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
-            continue
-        if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
-            continue
-        if not isinstance(g, exp.Column):
-            raise SqlSyntax("a GROUP BY key reads the window's start or end: they exist only after the window",
-                            pos(b, g), code="E011")
-        keys.append(g.name)
+    keys = _group_keys(b, group, tvf)
     if keys:
         spec["group_by"] = keys
     if tvf is None:
@@ -173,7 +179,7 @@ def compile_window(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_
         b.note_expr(("transforms", i, "having"), [having])
     if emit:
         b.smap.put(("transforms", i, "emit"), emit["span"])
-    for key, arg in zip(_ARGS[fn] + ("offset",), args):
+    for key, arg in zip(_ARGS[fn] + ("offset",), args, strict=False):
         b.smap.put(("transforms", i, key), pos(b, arg))  # a duration's error points at its INTERVAL
     cols = keys + ["window_start", "window_end"] + [a["as"] for a in aggs]
     flags: tuple[str, ...] = ()
@@ -219,7 +225,7 @@ def shape(b: Any, spec: dict, fn: str, args: list, tvf: Any, time_col: exp.Expre
         more = " [, offset]" if tvf is not None and fn != "SESSION" else ""
         raise SqlSyntax(f"{fn} takes the time column, then {', '.join(need)}{more}",
                         pos(b, args[-1] if args else time_col), code="E010")
-    for key, arg in zip(need, args):
+    for key, arg in zip(need, args, strict=False):
         spec[key] = _dur(seconds(b, arg))
     if len(args) > len(need):
         every = seconds(b, args[1] if fn == "CUMULATE" else args[0])

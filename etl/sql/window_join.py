@@ -154,7 +154,8 @@ def semi_anti_conjunct(where: exp.Expression | None) -> exp.Expression | None:
     return None
 
 
-def semi_anti(qc: Any, c: exp.Expression, left: Rel, scope: Scope, where: exp.Expression | None,
+# C901: one branch per Flink window-join rule, each with its error position
+def semi_anti(qc: Any, c: exp.Expression, left: Rel, scope: Scope, where: exp.Expression | None,  # noqa: C901
               base: str) -> tuple[Rel, exp.Expression | None]:
     """Flink's window SEMI / ANTI join: `WHERE L.k [NOT] IN (SELECT k FROM (window TVF of R) R WHERE L.window_start =
     R.window_start AND L.window_end = R.window_end)` or `[NOT] EXISTS (SELECT * FROM ... WHERE L.k = R.k AND ...)`

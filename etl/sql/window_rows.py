@@ -82,7 +82,7 @@ def window_rows(qc: Any, q: exp.Select, src: exp.Table, keys: list, base: str) -
     if rel.wm and "time" not in spec and "event_time" not in spec:
         spec["event_time"] = rel.wm
     i = b.add_transform(spec, pos(b, tvf))
-    for key, arg in zip(_ARGS[fn] + ("offset",), args):
+    for key, arg in zip(_ARGS[fn] + ("offset",), args, strict=False):
         b.smap.put(("transforms", i, key), pos(b, arg))
     sid = b.new_id(f"{base}_window_rows")
     fields = [f"inline({rows}) AS ({', '.join(_q(c) for c in rel.cols)})", "window_start", "window_end",

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-ADAPTERS: dict[str, "Adapter"] = {}
+ADAPTERS: dict[str, Adapter] = {}
 
 
-def adapter(cls: type["Adapter"]) -> type["Adapter"]:
+def adapter(cls: type[Adapter]) -> type[Adapter]:
     inst = cls()
     if inst.available():
         ADAPTERS[inst.name] = inst

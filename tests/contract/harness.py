@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ SINK_LINE = 5  # line of the sink in the generated pipeline file (for "names its
 
 
 def rows(start: int, n: int) -> list[dict]:
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     return [{"id": i, "name": f"name-{i} ü", "amount": round(i * 1.25, 2),
              "ts": (t0 + timedelta(seconds=i)).isoformat().replace("+00:00", "Z")} for i in range(start, start + n)]
 

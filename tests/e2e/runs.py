@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 def start(work: Path) -> subprocess.Popen:
     """Run work/pipeline.yaml in its own process group; stderr to work/stderr.log (a file, not a pipe:
     nobody reads a killed run's stderr)."""
-    log = open(work / "stderr.log", "ab")
+    log = open(work / "stderr.log", "ab")  # noqa: SIM115 - the child's stderr for its whole life
     return subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--once", "--quiet",
                              "--conf", "spark.ui.enabled=false"], cwd=work,
                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -20,8 +21,6 @@ def start(work: Path) -> subprocess.Popen:
 
 def kill_group(p: subprocess.Popen) -> None:
     """SIGKILL the whole group: driver, JVM, Python workers (and any source runner)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     p.wait(timeout=30)

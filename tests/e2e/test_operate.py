@@ -6,6 +6,7 @@ refused up front."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -181,10 +182,8 @@ def descendants(pid: int) -> list[int]:
     kids: dict[int, list[int]] = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
-            try:
+            with contextlib.suppress(OSError, IndexError, ValueError):
                 kids.setdefault(int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(d.name))
-            except (OSError, IndexError, ValueError):
-                pass
     out, todo = [], [pid]
     while todo:
         p = todo.pop()

@@ -145,12 +145,12 @@ BUDGET_PIPELINE = """\
     sources:
       - {id: src, type: file, path: input, format: jsonl, schema: {cmd: string, code: bigint}}
     transforms:
-      - {id: kept, type: filter, input: src, rules: [{id: slow, when: {field: cmd, regex: '%s'}},
+      - {id: kept, type: filter, input: src, rules: [{id: slow, when: {field: cmd, regex: '{SLOW}'}},
                                                       {id: curl, when: {field: cmd, regex: '^curl'}}]}
     sinks:
       - {id: out, type: file, input: kept, path: output}
     checkpoint: state
-""" % SLOW
+""".replace("{SLOW}", SLOW)
 
 
 @pytest.mark.parametrize("log_level", ["", "warn"])

@@ -100,7 +100,7 @@ def _many_sources(n: int) -> str:
 def _chain_with_fan_out(n: int) -> str:
     k = n // 2
     lines = ["name: chain", "sources:", f"  - {GEN.format(i=0)}", "transforms:"]
-    lines += [f"  - {{id: d{i}, type: derive, input: {'d%d' % (i - 1) if i else 's0'}, columns: {{m{i % 7}: 'n'}}}}"
+    lines += [f"  - {{id: d{i}, type: derive, input: {f'd{i - 1}' if i else 's0'}, columns: {{m{i % 7}: 'n'}}}}"
               for i in range(k)]
     lines += ["sinks:"] + [f"  - {{id: o{i}, type: print, input: d{i}}}" for i in range(k)]
     return "\n".join(lines) + "\n"

@@ -79,7 +79,7 @@ def message(i: int) -> str:
            "blob": "b" * 20}
     kind = kind_of(i)
     if kind == "malformed":
-        return '{"id": %d, "qty": ' % i
+        return f'{{"id": {i}, "qty": '
     if kind == "cast":
         row["qty"] = f"{i}x"
     elif kind == "div0":

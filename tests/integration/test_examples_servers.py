@@ -17,7 +17,7 @@ import re
 import sys
 import uuid
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ ENDPOINTS = ["/api/pay", "/api/find", "/login", "/health/live"]
 
 def request_events(n: int, seed: int = 7) -> list[dict]:
     rng = random.Random(seed)
-    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     out = []
     for i in range(n):
         out.append({"ts": (t0 + timedelta(milliseconds=250 * i)).isoformat().replace("+00:00", "Z"),
@@ -62,7 +62,7 @@ def window_oracle(events: list[dict], size_s: int = 60, watermark_s: int = 30) -
             groups[(e["service"], start.replace(tzinfo=None))].append(e)
     out = {}
     for (svc, start), rows in groups.items():
-        if start.replace(tzinfo=timezone.utc) + timedelta(seconds=size_s) <= wm:
+        if start.replace(tzinfo=UTC) + timedelta(seconds=size_s) <= wm:
             lat = [r["latency_ms"] for r in rows]
             out[(svc, start)] = {"requests": len(rows), "avg": sum(lat) / len(lat), "max": max(lat),
                                  "users": len({r["user_id"] for r in rows})}
@@ -178,7 +178,7 @@ def test_lookup_mysql_example(spark, kafka_server, mariadb_server, tmp_path):
         cur.executemany("INSERT INTO customers VALUES (%s, %s, %s, %s)",
                         [(1, "Ada", "GB", "gold"), (2, "Linus", "FI", "silver"), (3, "Grace", "US", "bronze")])
     conn.close()
-    t0 = datetime(2026, 4, 1, 9, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
     def iso(t):
         return t.isoformat().replace("+00:00", "Z")

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
@@ -81,7 +81,7 @@ checkpoint: state/checkpoint
 
 def events(n: int, seed: int = 11) -> list[dict]:
     rng = random.Random(seed)
-    t0 = datetime(2026, 5, 1, 8, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 5, 1, 8, 0, tzinfo=UTC)
     return [{"ts": (t0 + timedelta(milliseconds=100 * i)).isoformat().replace("+00:00", "Z"),
              "service": rng.choice(SERVICES), "status": rng.choice([200, 200, 204, 404, 500, 503]),
              "latency_ms": rng.randint(1, 2000)} for i in range(n)]

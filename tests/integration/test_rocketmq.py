@@ -94,7 +94,7 @@ def test_client_bodies_keys_tags_properties_and_offsets(rocketmq_server):
     fallbacks = rmq.BODY_FALLBACKS
     got = read_topic(ns, topic)
     assert sorted(m.body for m in got) == sorted(bodies)  # binary-safe (NUL bytes), compressed bodies
-    assert rmq.BODY_FALLBACKS == fallbacks
+    assert fallbacks == rmq.BODY_FALLBACKS
     by_key = {m.keys: m for m in got}
     for i, b in enumerate(bodies):
         m = by_key[f"k{i}"]
@@ -202,7 +202,7 @@ def test_source_text_raw_and_tag_filter(spark, rocketmq_server, tmp_path):
     produce_rocketmq(ns, topic, bodies, tags=tags)
     rows: list[dict] = []
     run_once(spark, plan(tmp_path / "t", source_yaml(ns, topic, "tags: A", fmt="text")), tmp_path / "ck1", rows)
-    want = sorted(b.decode("utf-8", "replace") for b, t in zip(bodies, tags) if t == "A")
+    want = sorted(b.decode("utf-8", "replace") for b, t in zip(bodies, tags, strict=True) if t == "A")
     assert sorted(x["value"] for x in rows) == want
     assert {x["tags"] for x in rows} == {"A"} and {x["topic"] for x in rows} == {topic}
     assert all(x["key"].startswith("k") and x["timestamp"] is not None for x in rows)
@@ -255,7 +255,7 @@ def test_sink_writes_every_row_once_with_key_tag_and_dedup_id(spark, rocketmq_se
     msgs = read_topic(ns, topic)
     rows = [json.loads(m.body) for m in msgs]
     assert sorted(r["id"] for r in rows) == list(range(250))
-    assert all(m.keys == f"{r['host']}-{r['id']}" and m.tags == "gen" for m, r in zip(msgs, rows))
+    assert all(m.keys == f"{r['host']}-{r['id']}" and m.tags == "gen" for m, r in zip(msgs, rows, strict=True))
     ids = [m.properties["etl_msg_id"] for m in msgs]
     # written from the executors: the scope is the query's and the partition's (etl.runtime.partitions)
     assert len(set(ids)) == 250 and all(re.match(r"rmq-sink:out:g\.p\d+:", i) for i in ids), ids[:3]
@@ -457,7 +457,7 @@ def test_example_rocketmq_filter_rocketmq_end_to_end(spark, rocketmq_server, tmp
             events.append({"ts": f"2026-03-01T12:{n:02d}:{i:02d}Z", "host": f"h{n}-{i}", "user": user, "cmd": cmd,
                            "parent": "bash", "src_ip": ip})
     want = {e["host"]: (e["host"], "audit", rules) for e, (_, _, _, rules) in
-            zip(events, [c for _ in range(3) for c in COMMANDS]) if rules}
+            zip(events, [c for _ in range(3) for c in COMMANDS], strict=True) if rules}
     produce_rocketmq(ns, "host-commands", [json.dumps(e).encode() for e in events] + [b"garbage"])
     checked = check_file(REPO / "pipelines" / "rocketmq_filter_rocketmq.yaml", environ={"ROCKETMQ_NAMESRV": ns},
                          programs=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]
 def _requests() -> list[dict]:
     """24 requests, one every 10 s from 12:00:00, then one at 12:05:00 that moves the watermark (ts - 30 s) to
     12:04:30 and so closes the windows 12:00 to 12:03."""
-    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
     out = []
     for i in range(24):
         out.append({"ts": (t0 + timedelta(seconds=10 * i)).isoformat().replace("+00:00", "Z"),

@@ -17,7 +17,7 @@ def ref_join(events: list[dict], table: list[dict], on: dict[str, str], fields: 
             index.setdefault(key, []).append(row)
     out = []
     for e in events:
-        key = tuple(text(e.get(c)) for c in on.keys())
+        key = tuple(text(e.get(c)) for c in on)
         matches = index.get(key, []) if None not in key else []
         for m in matches:
             out.append({**e, **{renamed[f]: m.get(f) for f in fields}})

@@ -22,7 +22,7 @@ from tests.lookup.reference import ref_join
 
 pytestmark = pytest.mark.spark
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 TYPES = pa.schema([
     ("id", pa.string()), ("region", pa.string()), ("name", pa.string()), ("big", pa.int64()),
     ("num", pa.int32()), ("small", pa.int16()), ("tiny", pa.int8()), ("score", pa.float64()),

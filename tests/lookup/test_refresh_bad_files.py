@@ -103,7 +103,7 @@ def test_jvm_refresh_keeps_the_loaded_version(tmp_path, caplog):
     src = source(tmp_path)
     table = JvmTable(src, 0, ls.source_version(src))
     loaded = table.version
-    for n, (what, text) in enumerate(bad_versions(Path(src.path)), 1):
+    for n, (_what, text) in enumerate(bad_versions(Path(src.path)), 1):
         rewrite(Path(src.path), text)
         table.follow(spark=None)  # a good version would be published to the JVM; a bad one never gets there
         table.follow(spark=None)

@@ -104,7 +104,7 @@ def test_rows_the_program_matches_pass_the_literal_condition(rules, rows):
 
     groups = program_literal_groups(program, min_length=1)
     assert {f: frozenset(x for g in gs for x in g[0]) for f, gs in groups.items()} == lits
-    for row, ids in zip(rows, matched):
+    for row, ids in zip(rows, matched, strict=True):
         if ids:
             assert any(text(row, f) is not None and any(lit in text(row, f).lower() for lit in ls)
                        for f, ls in lits.items()), (row, ids, lits)

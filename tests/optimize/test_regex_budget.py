@@ -69,7 +69,7 @@ def test_confirmed_pattern_that_gives_up_leaves_its_rules_undecided():
         r = Matcher(program, cache=cache).match(batch)
         assert r.matched_ids() == [[], ["evil", "hello", "evil_or_host"], ["hello", "evil_or_host"], ["not_evil"]]
         # row 2: evil_or_host is decided by its native predicate; the OR is true whatever the pattern says
-        assert sorted(zip(r.undecided_rows.tolist(), [r.rule_ids[k] for k in r.undecided_rules.tolist()])) == [
+        assert sorted(zip(r.undecided_rows.tolist(), [r.rule_ids[k] for k in r.undecided_rules.tolist()], strict=True)) == [
             (0, "evil"), (0, "evil_or_host"), (0, "not_evil"), (2, "evil"), (2, "not_evil")]
         assert r.undecided().tolist() == [True, False, False, False]  # row 2 matched rules: its verdict is known
         assert r.verdict().to_pylist() == [None, True, True, True]

@@ -27,7 +27,7 @@ def _scan(atom: str, flags: int) -> tuple:
 
 
 def test_shipped_tables_are_current():
-    assert ucd_tables.UNIDATA_VERSION == unicodedata.unidata_version, \
+    assert unicodedata.unidata_version == ucd_tables.UNIDATA_VERSION, \
         "Python's Unicode version changed: run `.venv/bin/python -m etl.regexes.ucd`"
     assert dict(ucd_tables.TABLES) == ucd.compute()
 

@@ -13,6 +13,7 @@ PYTHONPATH: etl's session puts the driver's etl first on the executors' path.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -118,10 +119,8 @@ class SparkCluster(Server):
         assert proc.popen is not None
         os.killpg(proc.popen.pid, signal.SIGKILL)
         for child in _descendants(proc.popen.pid):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         proc.popen.wait(10)
         proc.popen = None
 
@@ -133,7 +132,7 @@ class SparkCluster(Server):
                 return i
         raise LookupError(f"process {pid} runs under no worker")
 
-    def ensure_running(self) -> "SparkCluster":
+    def ensure_running(self) -> SparkCluster:
         """Start the workers a test killed again and wait until all are registered."""
         import time
 

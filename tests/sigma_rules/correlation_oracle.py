@@ -72,7 +72,7 @@ def _numeric(c: Corr, xs: list[float]) -> float | None:
 
 
 def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def correlate(alerts: list[tuple[float, str, dict]], corrs: list[Corr], slides: int = 1) -> list[dict]:

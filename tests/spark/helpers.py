@@ -52,7 +52,7 @@ def check_random_rule_sets(spark: Any, cases: list, plan: Any, decide_cases: Any
     if not runnable:
         return
     verdicts = decide_cases(spark, [(program, events) for _, program, events in runnable], (True, False))
-    for (rules, _, events), (tagged, kept) in zip(runnable, verdicts):
+    for (rules, _, events), (tagged, kept) in zip(runnable, verdicts, strict=True):
         want = [matched_rules(rules, event(e) if event else e) for e in events]
         assert [list(x) for x in tagged] == want, [r.when for r in rules]
         assert kept == [bool(w) for w in want], [r.when for r in rules]

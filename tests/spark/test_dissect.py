@@ -89,12 +89,12 @@ def dissections(draw) -> Case:
         name = draw(st.sampled_from(NAMES)) if kind != "?" or draw(st.booleans()) else ""
         suffix = draw(st.sampled_from(["", "", "->"] + (["/1", "/2", "/3->"] if kind == "+" else [])))
         fields.append(f"%{{{kind}{name}{suffix}}}")
-    pattern = lead + "".join(f + d for f, d in zip(fields, delims + [trail]))
+    pattern = lead + "".join(f + d for f, d in zip(fields, delims + [trail], strict=True))
     lines = []
     for _ in range(draw(st.integers(1, 4))):  # lines built on the pattern's delimiters, now and then padded
         vals = [draw(st.text(VALUES, max_size=4)) for _ in range(n)]
         pads = [d * draw(st.integers(1, 3)) for d in delims]
-        lines.append(lead + "".join(v + p for v, p in zip(vals, pads + [trail])))
+        lines.append(lead + "".join(v + p for v, p in zip(vals, pads + [trail], strict=True)))
     lines.append(draw(st.text(VALUES, max_size=12)))  # and any text
     conv = draw(st.sampled_from([{}, {}, {"c": "int"}, {"c": "float"}]))
     sep = draw(st.sampled_from([None, None, "/"]))

@@ -114,7 +114,7 @@ def test_json_lines_engines_agree_with_python_json(spark, engine):
     col, newline = json_lines(df, engine)
     assert newline == (engine == "json-jvm")
     got = [json.loads(r[0]) for r in df.select(col).collect()]
-    expect = [{k: (v.isoformat() if isinstance(v, date) else v) for k, v in zip(df.columns, row) if v is not None}
+    expect = [{k: (v.isoformat() if isinstance(v, date) else v) for k, v in zip(df.columns, row, strict=True) if v is not None}
               for row in rows]
     assert got == expect
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,7 @@ def written(out) -> list[str]:
     for root, _, files in os.walk(out):
         for f in files:
             if f.endswith(".json") or f.endswith(".jsonl"):
-                lines += [json.loads(x)["line"] for x in open(os.path.join(root, f)) if x.strip()]
+                lines += [json.loads(x)["line"] for x in Path(root, f).read_text().splitlines() if x.strip()]
     return lines
 
 

@@ -153,7 +153,7 @@ def test_keep_filters_drop_impossible_rows_in_the_jvm_with_the_same_result(spark
     got = sorted((r.cmd or "", r.host or "") for r in out.collect())
     batch = pa.RecordBatch.from_pylist([{"cmd": a, "host": b} for a, b in rows])
     mask = Matcher(c.plan.step("f").program, cache=False).match(batch).mask()
-    assert got == sorted((a or "", b or "") for (a, b), m in zip(rows, mask) if m)
+    assert got == sorted((a or "", b or "") for (a, b), m in zip(rows, mask, strict=True) if m)
     assert len(got) == 7
 
 
@@ -244,11 +244,11 @@ def test_drop_and_tag_modes_with_the_prefilter_equal_the_matcher(spark, tmp_path
         batch = pa.RecordBatch.from_pylist([{"cmd": a, "host": b} for a, b in rows])
         result = Matcher(c.plan.step("f").program, cache=False).match(batch)
         if mode == "drop":
-            want = sorted((a or "", b or "") for (a, b), m in zip(rows, result.mask()) if not m)
+            want = sorted((a or "", b or "") for (a, b), m in zip(rows, result.mask(), strict=True) if not m)
             assert sorted((r.cmd or "", r.host or "") for r in out.collect()) == want
             assert len(want) == 6
         else:
-            want = sorted(((a or "", b or ""), tuple(ids)) for (a, b), ids in zip(rows, result.matched_ids()))
+            want = sorted(((a or "", b or ""), tuple(ids)) for (a, b), ids in zip(rows, result.matched_ids(), strict=True))
             got = sorted(((r.cmd or "", r.host or ""), tuple(r.matched_rules)) for r in out.collect())
             assert got == want
 

@@ -67,7 +67,7 @@ def row(i: int) -> dict:
 def check_dead(dead: list[dict], folder: Path, stage: str, expected: list[tuple[int, str, str]]) -> None:
     """expected: (row id, `line:col: <stage what>`, error) per dead letter."""
     assert len(dead) == len(expected), dead
-    for d, (i, where, error) in zip(dead, expected):
+    for d, (i, where, error) in zip(dead, expected, strict=True):
         assert d["pipeline"] == "guard" and d["stage"] == stage
         assert json.loads(d["payload"]) == row(i)
         assert d["reason"].startswith(f"{folder / 'p.yaml'}:{where}: {error}"), d["reason"]

@@ -5,11 +5,11 @@ are there, unmatched rows of an outer side once the watermark guarantees no matc
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 
-T0 = datetime(2026, 1, 10, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 DELAY = 31  # watermark delay (s); event times are odd seconds, watermarks even: no event sits on one
 LOWER, UPPER = -60, 120  # within: [-1m, +2m] of right time - left time
 FAR = T0 + timedelta(hours=2)  # a last batch moves the watermark past every row
@@ -103,7 +103,7 @@ def test_stream_join_matches_the_oracle_batch_by_batch(spark, tmp_path, how):
     def iso(rows):
         return [{k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in r.items()} for r in rows]
     case = TestCase(name=how, batches=[{"inputs": {s: iso(rows) for s, rows in b.items()},
-                                        "expect": {"out": iso(exp)}} for b, exp in zip(batches, per_batch)],
+                                        "expect": {"out": iso(exp)}} for b, exp in zip(batches, per_batch, strict=True)],
                     expect={"out": iso([r for rows in per_batch for r in rows])})
     c = checked(tmp_path, PIPELINE.replace("HOW", how))
     res = run_case(c.plan, case, spark)

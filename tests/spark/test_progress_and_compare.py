@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from etl.runtime.progress import Progress
 from etl.runtime.testing import canon, compare, junit_xml, CaseResult
@@ -49,7 +49,7 @@ def test_live_table_renders():
 
 
 def test_canon_timestamps_and_compare():
-    t = datetime(2026, 1, 10, 12, 0, tzinfo=timezone.utc)
+    t = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
     assert canon(t) == canon("2026-01-10T12:00:00Z") == canon("2026-01-10 12:00:00.000+00:00") == "2026-01-10T12:00:00Z"
     actual = [{"a": 1, "t": t, "x": 0.1 + 0.2}, {"a": 2, "t": t, "x": 1.0}]
     assert compare([{"a": 2}, {"a": 1, "x": 0.3}], actual, ordered=False) == ([], [])

@@ -166,7 +166,7 @@ def test_many_rules_with_the_prefilter_equal_the_reference(spark):
     values += ["run " + t.replace("k", kelvin).replace("s", long_s) + " now" for t in tools if "k" in t or "s" in t]
     want = [matched_rules(rules, {"cmd": v}) for v in values]
     assert sum(1 for w in want if w) >= 40  # the sample exercises matches, not only misses
-    assert sum(1 for v, w in zip(values, want) if w and v and ("\u212a" in v or "\u017f" in v)) >= 3
+    assert sum(1 for v, w in zip(values, want, strict=True) if w and v and ("\u212a" in v or "\u017f" in v)) >= 3
     assert [list(x) for x in decide(spark, program, values, tag=True, candidate=True)] == want
 
 

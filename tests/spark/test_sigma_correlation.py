@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 
 RULES = Path(__file__).resolve().parents[1] / "fixtures" / "sigma" / "correlation"
 EVENT_ID = {"failed_logon": 4625, "successful_logon": 4624, "new_service": 7045}
-BASE = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp()
+BASE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp()
 
 PIPELINE = f"""
     name: t-sigma-corr
@@ -80,7 +80,7 @@ CORRS = [  # tests/fixtures/sigma/correlation/correlations.yml, as the oracle re
 def _events() -> list[dict]:
     out = []
     for t, rule, fields in ALERTS:
-        ts = dt.datetime.fromtimestamp(BASE + t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ts = dt.datetime.fromtimestamp(BASE + t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         out.append({"EventID": EVENT_ID[rule], **fields, "ts": ts})
     return out + [CLOSER]
 

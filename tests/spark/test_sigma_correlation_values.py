@@ -18,7 +18,7 @@ pytestmark = pytest.mark.spark
 
 RULES = Path(__file__).resolve().parents[1] / "fixtures" / "sigma" / "correlation_values"
 EVENT_ID = {"transfer": 1, "login": 2, "other": 3}
-BASE = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp()
+BASE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp()
 
 PIPELINE = f"""
     name: t-sigma-corr-values
@@ -65,7 +65,7 @@ CORRS = [  # tests/fixtures/sigma/correlation_values/rules.yml, as the oracle re
 
 
 def _ts(t: float) -> str:
-    return dt.datetime.fromtimestamp(BASE + t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.fromtimestamp(BASE + t, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _events() -> list[dict]:

@@ -47,4 +47,4 @@ def test_corpus_rules_in_the_jvm_equal_the_reference(spark, corpus_cases, varian
         for k, (name, rule, _hit, _miss) in enumerate(corpus_cases):
             assert rule.id in want[2 * k] and rule.id not in want[2 * k + 1], name
     if variant == "folding":
-        assert sum(1 for e, w in zip(events, want) if w and any("\u212a" in (v or "") for v in e.values())) >= 10
+        assert sum(1 for e, w in zip(events, want, strict=True) if w and any("\u212a" in (v or "") for v in e.values())) >= 10

@@ -53,12 +53,12 @@ def test_the_arguments_spark_brings_to_one_type_are_refused_where_validate_says(
             "iv": "interval day to second"}
     df = spark.range(1).selectExpr(*[f"CAST(NULL AS {t}) AS {c}" for c, t in cols.items()])
     wrong = []
-    for fn, positions in SAME_TYPE.items():
+    for fn, _positions in SAME_TYPE.items():
         for a, ta in cols.items():
             for b, tb in cols.items():
                 args = {"if": f"true, {a}, {b}", "nvl2": f"s, {a}, {b}"}.get(fn, f"{a}, {b}")
                 try:
-                    df.selectExpr(f"{fn}({args})").schema
+                    df.selectExpr(f"{fn}({args})").schema  # noqa: B018 - analysis only
                     refused = False
                 except AnalysisException as e:
                     assert "DATA_DIFF_TYPES" in str(e) or "DATATYPE_MISMATCH" in str(e), str(e)

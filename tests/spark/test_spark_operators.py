@@ -28,7 +28,7 @@ def test_every_pair_the_tables_take_is_spark_s(spark):
              .replace(f"CAST(NULL AS {probes.TYPES[b]})", f"`c_{b}`", 1) for op, a, b, _ in cells]
     schema = frame.selectExpr(*[f"{e} AS `e{i}`" for i, e in enumerate(exprs)]).schema
     assert len(cells) >= 1500
-    wrong = [(e, c, f.dataType.simpleString()) for e, (_, _, _, c), f in zip(exprs, cells, schema.fields)
+    wrong = [(e, c, f.dataType.simpleString()) for e, (_, _, _, c), f in zip(exprs, cells, schema.fields, strict=True)
              if f.dataType.simpleString() != c]
     assert not wrong, wrong
 
@@ -53,7 +53,7 @@ def test_the_types_validate_gives_are_spark_s(spark):
     frame = _frame(spark, COLUMNS)
     for told in (TYPES, AGGREGATES):
         schema = frame.selectExpr(*[f"{e} AS `e{i}`" for i, e in enumerate(told)]).schema
-        assert {e: f.dataType.simpleString() for e, f in zip(told, schema.fields)} == told
+        assert {e: f.dataType.simpleString() for e, f in zip(told, schema.fields, strict=True)} == told
     frame.createOrReplaceTempView("operators_frame")
     analyse = spark_functions.analyser(spark)
     answers = {e: analyse(f"SELECT {e} FROM operators_frame")[0] for e in REFUSED_AT}

@@ -77,7 +77,7 @@ def _first_argument_end(text: str, start: int, end: int) -> int:
     return end
 
 
-def mutants(text: str, columns: list[str], seed: int) -> list[tuple[str, str]]:
+def mutants(text: str, columns: list[str], seed: int) -> list[tuple[str, str]]:  # noqa: C901 - one mutation per branch
     """Up to 16 (label, text) variants of a pipeline file, the same for the same seed."""
     rnd = random.Random(seed)
     out: list[tuple[str, str]] = []

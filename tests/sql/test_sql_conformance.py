@@ -171,7 +171,7 @@ def test_every_row_of_the_table_has_a_documented_case():
     assert not missing
     arities = {(r.name, r.arity) for r in table() if r.spark != "-" and r.arity != "n"}
     seen = set()
-    for text, d, _ in CASES + FLINK:
+    for text, _d, _ in CASES + FLINK:
         tree = DIALECT.parser().parse(DIALECT.tokenize(f"SELECT {text}"), f"SELECT {text}")[0]
         for node in tree.walk():
             call = call_of(node)
@@ -320,7 +320,7 @@ def test_epoch_millisecond_event_time_and_backslashes_reach_spark(spark, tmp_pat
     c = check_file(tmp_path / "job.sql", programs=True)
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
     ms = [1768035601000, 1768035620000, 1768035650000, 1768035665000, 1768035780000]  # 09:00:01 ... 09:03:00
-    rows = [{"name": n, "ms": m} for n, m in zip(["ann-1", "bob-2", "ann-3", "ann-4", "zed-9"], ms)]
+    rows = [{"name": n, "ms": m} for n, m in zip(["ann-1", "bob-2", "ann-3", "ann-4", "zed-9"], ms, strict=True)]
     # rsqldb's documented event-time window (docs/sql_example.md): six messages, `ts` in epoch milliseconds and
     # no WATERMARK; its output: [11:00:00, 11:00:05) shenzhen 13, shanghai 13 in Asia/Shanghai time, 03:00 UTC
     # (the next window closes later)

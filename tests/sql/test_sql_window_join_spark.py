@@ -3,7 +3,7 @@ derive's window bounds for rows around the windows' edges, offsets too, and they
 assigns (etl.compile.windows.state.windows_of, Flink's assigners), in one batch query on the session's Spark."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 import pytest
@@ -26,7 +26,7 @@ CASES = [  # (the TVF's arguments after the time column, kind, size, slide or st
 
 @pytest.mark.spark
 def test_hop_and_cumulate_sides_give_each_row_the_windows_of_flinks_assigners(spark, tmp_path: Path):
-    base = datetime(2020, 4, 15, 12, 0, tzinfo=timezone.utc)
+    base = datetime(2020, 4, 15, 12, 0, tzinfo=UTC)
     times = [base + timedelta(seconds=s) for s in range(-1200, 1201, 30)] + [base + timedelta(microseconds=-1)]
     frame = spark.createDataFrame([(t,) for t in times], "row_time timestamp")
     for fn, args, kind, size, every, offset in CASES:

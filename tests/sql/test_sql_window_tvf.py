@@ -5,7 +5,7 @@ Spark: pipelines/sql/window_tvf.sql (tests/sql/test_sql_spark.py)."""
 from __future__ import annotations
 
 import textwrap
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pytest
@@ -21,11 +21,11 @@ CREATE TABLE o (window_start TIMESTAMP, window_end TIMESTAMP, price DOUBLE) WITH
 
 
 def _ms(text: str) -> int:
-    return int(datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp() * 1000)
+    return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
 def _hm(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def _check(tmp_path: Path, text: str):

@@ -15,7 +15,7 @@ def table(rows: list[tuple[str | None, str]]) -> pa.Table:
 
 
 def rows(t: pa.Table) -> list[tuple[str, str]]:
-    return list(zip(t.column(ERR).to_pylist(), t.column(PAYLOAD).to_pylist()))
+    return list(zip(t.column(ERR).to_pylist(), t.column(PAYLOAD).to_pylist(), strict=True))
 
 
 def test_carried_rows_are_the_sources_and_the_others_the_stages():

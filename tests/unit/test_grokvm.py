@@ -54,8 +54,8 @@ def program(pattern: str, dotall: bool = True) -> tuple[Program, re.Pattern]:
 
 # --------------------------------------------------------------------------- realistic lines
 
-MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
-DAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 HOSTS = ["web-01", "db1.internal.example.com", "10.1.2.3", "fe80::1", "2001:db8::8a2e:370:7334", "localhost"]
 PROGS = ["sshd", "CRON", "kernel", "systemd-logind", "postfix/smtpd", "nginx"]
 MSGS = ["Accepted password for bob from 10.0.0.7 port 51234 ssh2", "session opened for user root by (uid=0)",

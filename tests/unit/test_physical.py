@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "pipelines").glob("*.yaml")) + sorted((ROOT / "pipelines" / "sql").glob("*.sql"))
 
 
-def _plan(path: Path | str, target: Target = Target()):
+def _plan(path: Path | str, target: Target | None = None):
     c = check_file(str(path), programs=True)
     assert c.plan is not None, [d.render() for d in c.report.sorted()]
-    return physical_plan(c.plan, target)
+    return physical_plan(c.plan, target or Target())
 
 
 def _write(tmp_path: Path, text: str) -> Path:

@@ -102,7 +102,7 @@ def test_the_cause_is_the_innermost_python_exception_of_a_traceback():
 def test_the_log_file_is_beside_the_checkpoint(tmp_path):
     import datetime
 
-    at = datetime.datetime(2026, 1, 10, 12, 0, 5, tzinfo=datetime.timezone.utc)
+    at = datetime.datetime(2026, 1, 10, 12, 0, 5, tzinfo=datetime.UTC)
     assert log_file(str(tmp_path / ".etl" / "shop" / "checkpoint"), at) == \
         tmp_path / ".etl" / "shop" / "logs" / "etl-run-20260110T120005Z.log"
 

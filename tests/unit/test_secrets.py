@@ -109,7 +109,7 @@ FORMS = {
     "hyperscan in a JSON string": lambda v: json.dumps(hyperscan_escape(v))[1:-1],
     "re.escape in a JSON string": lambda v: json.dumps(re.escape(v))[1:-1],
     "re.escape in a Python repr": lambda v: repr(re.escape(v))[1:-1],
-    "java.util.regex \\x{..}": lambda v: "".join(c if c.isalnum() else "\\x{%x}" % ord(c) for c in v),
+    "java.util.regex \\x{..}": lambda v: "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in v),
     "json": lambda v: json.dumps(v)[1:-1],
     "json ascii": lambda v: json.dumps(v, ensure_ascii=True)[1:-1],
     "python repr": lambda v: repr(v)[1:-1],

@@ -10,7 +10,8 @@ batch composition the oracle assumes.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -25,7 +26,7 @@ class BatchesSource(DataSource):
     def schema(self) -> str:
         return self.options["schema"]
 
-    def streamReader(self, schema: Any) -> "BatchesReader":
+    def streamReader(self, schema: Any) -> BatchesReader:
         return BatchesReader(self.options["path"], schema, int(self.options.get("per_trigger", "1")))
 
 

@@ -16,7 +16,8 @@ After the last batch one empty batch runs (Spark's no-data batch) with the final
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 
 @dataclass
@@ -83,7 +84,8 @@ def _windows(kind: str, size: int, slide: int, t: int, offset: int = 0, step: in
     return sorted(out)
 
 
-def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, early: bool = False,
+# C901: the oracle follows Flink's window steps one by one
+def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, early: bool = False,  # noqa: C901
              having: Callable[[dict], bool] | None = None, ts: str = "ts", drain: bool = False) -> OracleResult:
     """spec: a WindowTransform (kind, size, slide, gap, group_by, aggregates).
 
@@ -102,7 +104,7 @@ def simulate(batches: list[list[dict]], spec: Any, *, delay_ms: int, rule: str, 
 
     def row(w: tuple, final: bool) -> dict:
         g, s, e = w
-        r = {"window_start": s, "window_end": e, **dict(zip(keys, g))}
+        r = {"window_start": s, "window_end": e, **dict(zip(keys, g, strict=True))}
         for a in spec.aggregates:
             r[a.as_] = aggregate(a.fn, a.field, a.n, open_[w], ts)
         if early:

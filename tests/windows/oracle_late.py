@@ -15,12 +15,14 @@ engine's rule: in batch N, windows with end <= W[N] close first, then the batch'
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from tests.windows.oracle import OracleResult, _join_session, _windows, aggregate, watermarks
 
 
-def simulate_updates(batches: list[list[dict]], spec: Any, *, delay_ms: int, lateness_ms: int,
+# C901: the oracle follows Flink's window steps one by one
+def simulate_updates(batches: list[list[dict]], spec: Any, *, delay_ms: int, lateness_ms: int,  # noqa: C901
                      having: Callable[[dict], bool] | None = None, ts: str = "ts") -> OracleResult:
     ms = lambda d: int(round(float(d) * 1000)) if d is not None else 0  # noqa: E731
     size, slide, gap = ms(spec.size), ms(spec.slide), ms(spec.gap)
@@ -34,7 +36,7 @@ def simulate_updates(batches: list[list[dict]], spec: Any, *, delay_ms: int, lat
 
     def out(w: tuple, events: list[dict], *, update: bool, retract: bool = False) -> None:
         g, s, e = w
-        r = {"window_start": s, "window_end": e, **dict(zip(keys, g))}
+        r = {"window_start": s, "window_end": e, **dict(zip(keys, g, strict=True))}
         for a in spec.aggregates:
             r[a.as_] = aggregate(a.fn, a.field, a.n, events, ts)
         ok = (having is None or bool(having(r))) and not retract

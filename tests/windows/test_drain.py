@@ -94,7 +94,7 @@ def run(spark, plan, checkpoint, *, once=False, drain=False) -> dict[str, list[d
 def ms_rows(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
-        out.append({k: int(v.replace(tzinfo=v.tzinfo or datetime.timezone.utc).timestamp() * 1000)
+        out.append({k: int(v.replace(tzinfo=v.tzinfo or datetime.UTC).timestamp() * 1000)
                     if isinstance(v, datetime.datetime) else v for k, v in r.items()})
     return out
 

@@ -48,7 +48,7 @@ def test_events_beyond_the_horizon_are_dead_letters_and_drain_writes_every_windo
                                               sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows[o.id])))
     r.start()
     r.wait()
-    utc = datetime.timezone.utc
+    utc = datetime.UTC
     got = sorted((w["k"], w["window_start"].replace(tzinfo=w["window_start"].tzinfo or utc).isoformat(), w["n"])
                  for w in rows["out"])
     assert got == [("a", "2026-01-01T00:00:00+00:00", 3), ("b", "2026-01-01T00:00:10+00:00", 1)]

@@ -37,7 +37,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.workers import own_workers
 from etl.compile.lookups.store import (TableSource, default_base_dir, ensure_version, source_version,
@@ -73,7 +74,7 @@ class Dimension:
     reader: Any = None  # () -> pyarrow.Table
 
     @classmethod
-    def of_frame(cls, name: str, frame: Any, columns: dict[str, str] | None = None) -> "Dimension":
+    def of_frame(cls, name: str, frame: Any, columns: dict[str, str] | None = None) -> Dimension:
         return cls(name, columns=columns or dict(frame.dtypes), reader=frame.toArrow)
 
 
@@ -82,7 +83,7 @@ class LookupResult:
     df: Any
     store: str  # "broadcast" | "rocksdb"
     source: TableSource | None = None  # rocksdb: what workers read
-    refresher: "Refresher | None" = None
+    refresher: Refresher | None = None
     renamed: dict[str, str] = field(default_factory=dict)  # table column -> output column
     follow: Any = None  # rocksdb in the JVM: the driver's step publishing a changed table (with refresh)
     engine: str = ""  # broadcast | rocksdb-jvm | rocksdb-python: what was built (etl.physical)
@@ -151,6 +152,7 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
 
         from etl.compile.lookups.store import snapshot_dir
 
+        assert dim.path is not None  # a file or a snapshot: it has one
         fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
     else:
         fields = _file_fields(dim, keys)
@@ -170,6 +172,7 @@ def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
     from etl.compile.lookups.store import TableUnreadable, _files
 
     suffixes = {"csv": (".csv", ".txt"), "jsonl": (".json", ".jsonl")}.get(dim.format, ("",))
+    assert dim.path is not None  # a file or a snapshot: it has one
     try:
         if dim.format == "parquet" and not os.path.isfile(dim.path):
             return list(pq.ParquetDataset(dim.path).schema)
@@ -195,6 +198,7 @@ def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
 def choose_store(dim: Dimension, requested: str) -> str:
     if requested != "auto":
         return requested
+    assert dim.path is not None  # a file or a snapshot: it has one
     if dim.format == "snapshot":
         import pyarrow.parquet as pq
 
@@ -288,6 +292,7 @@ def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], value
     if dim.format == "snapshot":
         refresh_s = refresh_s or 1.0  # a new snapshot is picked up within a second (a stat of LATEST)
     tschema = pa.schema([schema.field(c) for c in keys + values])
+    assert dim.path is not None  # a file or a snapshot: it has one
     src = TableSource(dim.name, dim.path, fmt, tuple(keys), tuple(values), tschema, dim.header, dim.delimiter,
                       refresh_s)
     source_cls = _dimension_source()
@@ -297,7 +302,7 @@ def _read_static(spark: Any, dim: Dimension, schema: Any, keys: list[str], value
             .option("source", base64.b64encode(pickle.dumps(src)).decode()).load()), src
 
 
-def _dimension_source() -> type:
+def _dimension_source() -> Any:
     from pyspark.sql.datasource import DataSource, DataSourceReader
 
     class DimReader(DataSourceReader):
@@ -432,7 +437,7 @@ class Refresher:
         self.runs = 0
         self.errors: list[str] = []
 
-    def start(self) -> "Refresher":
+    def start(self) -> Refresher:
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, daemon=True, name="etl-lookup-refresh")
             self._thread.start()

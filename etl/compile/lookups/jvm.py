@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from etl.compile.lookups.store import (TableSource, TableUnreadable, ensure_version, keep_last_good, known_bad,
                                        source_version, table_dir)

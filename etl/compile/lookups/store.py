@@ -28,6 +28,7 @@ keeps answering meanwhile, so the query never stops.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -376,8 +377,9 @@ class LookupStore:
         self.db = Rdict(str(self.path / "db"), opt, column_families={"default": opt},
                         access_type=AccessType.read_only())
         if self.meta["chunks"]:
-            self.bounds = np.frombuffer(self.db[b"i:bounds"], "<u8").astype(np.uint64)
-            self.starts = np.frombuffer(self.db[b"i:starts"], "<i8").astype(np.int64)
+            # (rocksdict's stubs type `[]` Optional: it raises KeyError instead)
+            self.bounds = np.frombuffer(self.db[b"i:bounds"], "<u8").astype(np.uint64)  # type: ignore[arg-type]
+            self.starts = np.frombuffer(self.db[b"i:starts"], "<i8").astype(np.int64)  # type: ignore[arg-type]
         else:
             self.bounds, self.starts = np.empty(0, np.uint64), np.zeros(1, np.int64)
         # every row's hash, in store order; a chunk not in memory holds its first hash throughout,
@@ -444,8 +446,8 @@ class LookupStore:
             return
         missing = [c for c in need.tolist() if c not in self._chunks]
         if missing:
-            blobs = self.db.get([_chunk_key(c) for c in missing])
-            for c, blob in zip(missing, blobs):
+            blobs = self.db.get([_chunk_key(c) for c in missing])  # (rocksdict's stubs: Optional; a list here)
+            for c, blob in zip(missing, blobs, strict=True):  # type: ignore[arg-type]
                 if blob is None:
                     raise RuntimeError(f"lookup store {self.path}: chunk {c} is missing")
                 batch = pa.ipc.read_record_batch(pa.py_buffer(blob), self.chunk_schema)
@@ -486,19 +488,17 @@ class LookupStore:
         order = present[np.argsort(pos[present], kind="stable")]  # grouped by chunk
         ps = pos[order]
         chunk = np.searchsorted(self.starts, ps, "right") - 1
-        edges = np.concatenate([[0], np.flatnonzero(np.diff(chunk)) + 1, [len(ps)]]) if len(ps) else []
+        edges: Any = np.concatenate([[0], np.flatnonzero(np.diff(chunk)) + 1, [len(ps)]]) if len(ps) else []
         parts = [self._chunks[int(chunk[a])].select(cols).take(pa.array(ps[a:b] - self.starts[chunk[a]]))
-                 for a, b in zip(edges[:-1], edges[1:])]
+                 for a, b in zip(edges[:-1], edges[1:], strict=False)]
         got = pa.Table.from_batches(parts, schema=schema).combine_chunks() if parts else schema.empty_table()
         back = np.full(len(pos), -1, dtype=np.int64)  # row of `got` for each position, in `pos` order
         back[order] = np.arange(len(ps), dtype=np.int64)
         return got.take(pa.array(back, mask=back < 0))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing twice or after the files went is harmless
             self.db.close()
-        except Exception:  # noqa: BLE001 - closing twice or after the files went is harmless
-            pass
 
 
 @dataclass
@@ -559,9 +559,10 @@ def store_for(src: TableSource) -> LookupStore:
             try:
                 path = ensure_version(src, version)
             except TableUnreadable as e:
-                path = last_built(src)
-                if path is None:
+                last = last_built(src)
+                if last is None:
                     raise
+                path = last
                 keep_last_good(src, version, e)
             store = LookupStore(path, src.cache_mb, src.max_cache_mb)
             _CACHE[src.cache_key()] = _Cached(version, store, now)
@@ -607,7 +608,7 @@ def _swap(src: TableSource, version: str) -> None:
 def drop_cached(key: str | None = None) -> None:
     """Forget open stores (tests)."""
     with _LOCK:
-        for key in [key] if key else list(_CACHE):
-            c = _CACHE.pop(key, None)
+        for k in [key] if key else list(_CACHE):
+            c = _CACHE.pop(k, None)
             if c is not None:
                 c.store.close()

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
 from etl.compile.deadletter import from_shared
@@ -56,9 +57,9 @@ def processor_class() -> type:
                 add(cfg, acc, r[MS_COL], values)
                 if cfg.python:
                     batch.append(values)
-            d = dict(zip(cfg.keys, key))
+            d = dict(zip(cfg.keys, key, strict=True))
             try:
-                d.update(zip(cfg.names, result(cfg, acc)))
+                d.update(zip(cfg.names, result(cfg, acc), strict=True))
             except AggregateFailed as e:  # a dead letter; the state keeps the key's values before this batch
                 payload = {k: v for k, v in d.items() if k != ALL_KEY}
                 payload.update({f: [v[i] for v in batch] for i, f in enumerate(self.fields)})

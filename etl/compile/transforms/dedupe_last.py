@@ -11,7 +11,8 @@ A replayed micro-batch starts from the previous batch's state: the same rows go 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 MS_COL = "_etl_ms"
 

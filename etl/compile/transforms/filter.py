@@ -135,10 +135,7 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
     shared = staged if keep is None else staged.where(keep)
     row = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns if c != col]))
     shared = shared.withColumns({ERR: F.when(lost, F.lit(undecided_reason())), PAYLOAD: F.when(lost, row)})
-    if tags:
-        shared = shared.drop(spec.tag_field).withColumnRenamed(col, spec.tag_field)
-    else:
-        shared = shared.drop(col)
+    shared = shared.drop(spec.tag_field).withColumnRenamed(col, spec.tag_field) if tags else shared.drop(col)
     built = from_shared(shared, ctx.pipeline, node.id)
     return replace(built, out=_metadata(ctx, node, built.out))
 
@@ -423,7 +420,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
             parts = split_results(shipped, m.match(rb))
             keep = np.zeros(rb.num_rows, dtype=bool)
             arrays = []
-            for (mode, _tag), part in zip(modes, parts):
+            for (mode, _tag), part in zip(modes, parts, strict=True):
                 if mode == "tag":
                     arrays.append(part.to_arrow())
                     keep[:] = True
@@ -432,7 +429,7 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
                 keep |= verdict.fill_null(True).to_numpy(zero_copy_only=False)  # undecided: kept for dead letters
                 arrays.append(verdict)
             out = rb
-            for name, arr in zip(cols, arrays):
+            for name, arr in zip(cols, arrays, strict=True):
                 out = out.append_column(name, arr)
             yield out if keep.all() else out.filter(pa.array(keep))
 

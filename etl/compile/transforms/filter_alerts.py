@@ -20,7 +20,8 @@ filter gets every alert (the streaming frame before that step,
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from etl.spec.sigma import ALERT_COLUMNS, DETAIL_TYPE
 

@@ -147,10 +147,8 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     found = F.col(groups)
     gave_up = F.size(found) == len(g.fields) + 1  # one element more: the regex gave up (etl/jvm/Grok.java)
     hits = [found.getItem(i).isNotNull() for i in markers(g)]  # several patterns, break_on_match false:
-    if hits:  # the line matches when one of them did (etl.grok.combine)
-        arr = F.when(~gave_up & functools.reduce(lambda a, b: a | b, hits), found)
-    else:
-        arr = F.when(~gave_up, found)
+    # the line matches when one of them did (etl.grok.combine)
+    arr = F.when(~gave_up & functools.reduce(lambda a, b: a | b, hits), found) if hits else F.when(~gave_up, found)
 
     stay = {f.name: f.dataType.simpleString() for f in df.schema.fields
             if spec.keep_original or f.name != spec.field}
@@ -164,29 +162,14 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     # an empty capture is no value (Logstash), unless keep_empty_captures (then '' for a string field)
     raw = [arr.getItem(i) if spec.keep_empty_captures and f.type == "string" else F.nullif(arr.getItem(i), F.lit(""))
            for i, f in enumerate(g.fields)]
-    conv = [r if f.type == "string" else r.try_cast(SPARK_TYPES[f.type]) for r, f in zip(raw, g.fields)]
+    conv = [r if f.type == "string" else r.try_cast(SPARK_TYPES[f.type]) for r, f in zip(raw, g.fields, strict=True)]
 
     tree: dict[str, Any] = {}
     for leaf in leaves:
-        got = [conv[i] for i in leaf.indices]
-        old = F.col(leaf.path[0])
-        if leaf.mode in ("first", "replace"):
-            v = got[0] if len(got) == 1 else F.coalesce(*got)
-        elif leaf.mode == "last":
-            v = F.coalesce(*reversed(got), *([old] if stay.get(leaf.path[0]) == leaf.spark_type else []))
-        else:
-            if leaf.mode == "append":
-                got = [x.cast("string") for x in got]
-                start = F.array(old) if stay[leaf.path[0]] == "string" else F.coalesce(old, F.array())
-                items = F.concat(start, F.array(*got))
-            else:
-                items = F.array(*got)
-            items = F.filter(items, lambda x: x.isNotNull())
-            v = F.when(F.size(items) > 0, items)
         node_ = tree
         for k in leaf.path[:-1]:
             node_ = node_.setdefault(k, {})
-        node_[leaf.path[-1]] = v
+        node_[leaf.path[-1]] = _leaf_value(leaf, [conv[i] for i in leaf.indices], stay)
 
     def column(value: Any, top: bool = False) -> Any:
         if not isinstance(value, dict):
@@ -201,7 +184,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     if not spec.target:  # with a target, a NULL line or one that does not match gives a NULL target
         err = F.when(line.isNull(), F.lit(f"field '{spec.field}' is null")).when(
             gave_up, F.lit(GAVE_UP)).when(arr.isNull(), F.lit("no match for grok pattern"))
-    for f, r, c in zip(g.fields, raw, conv):
+    for f, r, c in zip(g.fields, raw, conv, strict=True):
         if f.type != "string":
             err = err.when(r.isNotNull() & c.isNull(),
                            F.concat(F.lit(f"field '{f.name}': cannot convert '"), r, F.lit(f"' to {f.type}")))
@@ -210,3 +193,22 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     shared = staged.select(*keep, *[column(tree[n], top=n == spec.target).alias(n) for n in out],
                            err.alias(ERR), F.when(err.isNotNull(), line).alias(PAYLOAD))
     return from_shared(shared, ctx.pipeline, node.id, spec.on_error)
+
+
+def _leaf_value(leaf: Any, got: list[Any], stay: dict[str, str]) -> Any:
+    """The column of one output field from its captures `got`, by the field's mode (etl.grok's Leaf.mode)."""
+    from pyspark.sql import functions as F
+
+    old = F.col(leaf.path[0])
+    if leaf.mode in ("first", "replace"):
+        return got[0] if len(got) == 1 else F.coalesce(*got)
+    if leaf.mode == "last":
+        return F.coalesce(*reversed(got), *([old] if stay.get(leaf.path[0]) == leaf.spark_type else []))
+    if leaf.mode == "append":
+        got = [x.cast("string") for x in got]
+        start = F.array(old) if stay[leaf.path[0]] == "string" else F.coalesce(old, F.array())
+        items = F.concat(start, F.array(*got))
+    else:
+        items = F.array(*got)
+    items = F.filter(items, lambda x: x.isNotNull())
+    return F.when(F.size(items) > 0, items)

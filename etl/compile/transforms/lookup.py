@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl import registry
 from etl.compile.context import CompileContext, CompileError

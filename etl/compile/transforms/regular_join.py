@@ -15,7 +15,8 @@ next row (its pairs are Flink's either way; the state of a key that gets no row 
 from __future__ import annotations
 
 import pickle
-from typing import Any, Iterable, Iterator
+from typing import Any
+from collections.abc import Iterable, Iterator
 
 from etl.compile.context import CompileContext, CompileError
 from etl.compile.transforms.temporal_join import HIT, SIDE, L, R, joined, keyed_union
@@ -81,7 +82,7 @@ def processor_class() -> type:
                       else tuple(r[R.format(j)] for j in range(self.nr))) for r in rows]
             now = batch[0][0] if batch else 0  # the micro-batch's time: one value in every row
             for left, right in take(st, ((side, null_key, values) for _, side, values in batch), now, self.ttl_ms):
-                yield Row(**dict(zip(self.out_fields, (*left, *right, True))))
+                yield Row(**dict(zip(self.out_fields, (*left, *right, True), strict=True)))
             if st["l"] or st["r"]:
                 self.value.update((pickle.dumps(st, protocol=5),))
             else:

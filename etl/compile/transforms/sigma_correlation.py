@@ -40,7 +40,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     held = rule_set(ctx, ctx.graph.node(src)).silent
     every = ctx.caches.sigma_alerts.get(src) if held else None
     df = every if every is not None and inputs[0].isStreaming else inputs[0]
-    if df is every and ctx.physical_plan().target.component_counts:  # the filter's rows out: what it emits
+    if every is not None and df is every and ctx.physical_plan().target.component_counts:  # the filter's rows out: what it emits
         from pyspark.sql import functions as F
 
         from etl.compile.counts import metric_name

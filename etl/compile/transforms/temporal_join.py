@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import bisect
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.context import CompileContext, CompileError
 from etl.compile.transforms.join import _side_time
@@ -89,7 +90,7 @@ def processor_class() -> type:
                 if version is None and self.inner:
                     continue
                 yield Row(**dict(zip(self.out_fields, (*probe, *(version or (None,) * self.nr),
-                                                       version is not None))))
+                                                       version is not None), strict=True)))
             timer = next_timer(st)
             if timer is not None and timer not in set(self.handle.listTimers()):
                 self.handle.registerTimer(timer)

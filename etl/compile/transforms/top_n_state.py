@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.windows.state import ALL_KEY, from_state, state_type, to_state
 from etl.spec.continuous import UPDATE
@@ -73,7 +74,7 @@ def processor_class() -> type:
                 return
             self.value.update((pickle.dumps(top, protocol=5),))
             for rank, row, update in changes(old, top):
-                yield Row(**dict(zip(self.out_fields, (*row, rank, update))))
+                yield Row(**dict(zip(self.out_fields, (*row, rank, update), strict=True)))
 
         def close(self) -> None:
             pass

@@ -212,7 +212,7 @@ def cumulation_start(spec: Any, start: Any) -> Any:
     from pyspark.sql import functions as F
 
     s = F.unix_millis(start)
-    return s + F.pmod(F.lit((spec.offset.millis if spec.offset else 0)) - s, F.lit(spec.size.millis))
+    return s + F.pmod(F.lit(spec.offset.millis if spec.offset else 0) - s, F.lit(spec.size.millis))
 
 
 def output_schema(df: Any, spec: Any, et: str = ET_COL) -> Any:

@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import json
 import pickle
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 from etl.compile.windows.native import ERR, FINAL, PAYLOAD
 from etl.compile.windows.state import (EVENT_MS, MS_COL, PREV, RETRACTED, UPDATE, VAL, WE, WS, AggregateFailed, Config,
                                        add, merge, new_acc, result, windows_of)
 
 
-def processor_class() -> type:
+# C901: a class built in one closure (pyspark loaded lazily): its methods count here
+def processor_class() -> type:  # noqa: C901
     from pyspark.sql import Row
     from pyspark.sql.streaming.stateful_processor import StatefulProcessor
     from pyspark.sql.types import BinaryType, StructField, StructType
@@ -69,13 +71,13 @@ def processor_class() -> type:
 
         def _emit(self, key: tuple, st: dict, win: tuple[int, int], final: bool, acc: Any = None,
                   retract: bool = False, update: bool = False) -> Any:
-            d = dict(zip(self.cfg.keys, key))
+            d = dict(zip(self.cfg.keys, key, strict=True))
             d.update({WS: win[0], WE: win[1], FINAL: final, PREV: win in st["emitted"], RETRACTED: retract,
                       UPDATE: update})
             try:
-                d.update(zip(self.cfg.names, result(self.cfg, st["w"][win] if acc is None else acc)))
+                d.update(zip(self.cfg.names, result(self.cfg, st["w"][win] if acc is None else acc), strict=True))
             except AggregateFailed as e:  # the window's row is a dead letter: its key and bounds, and the error
-                payload = {**dict(zip(self.cfg.keys, key)), "window_start_ms": win[0], "window_end_ms": win[1]}
+                payload = {**dict(zip(self.cfg.keys, key, strict=True)), "window_start_ms": win[0], "window_end_ms": win[1]}
                 d.update({ERR: f"window [{win[0]}, {win[1]}) ms: {e}", PAYLOAD: json.dumps(payload, default=str),
                           EVENT_MS: win[0]})
             return self._row(d)
@@ -143,7 +145,7 @@ def processor_class() -> type:
                 self.handle.registerTimer(ms)
 
         def _late(self, key: tuple, ms: int, payload: Any, wins: list, wm: int) -> Any:
-            d = dict(zip(self.cfg.keys, key))
+            d = dict(zip(self.cfg.keys, key, strict=True))
             spans = ", ".join(f"[{s}, {e})" for s, e in wins)
             lateness = f" + allowed lateness {self.cfg.lateness_ms} ms" if self.cfg.update else ""
             d.update({ERR: f"late event: event time {ms} ms is behind the watermark {wm} ms; "

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import Any
 
 import pyarrow as pa
@@ -89,7 +89,7 @@ class Rejects:
         """Write this batch's rejected rows to dead letters (idempotent per batch id); returns their number."""
         if not self.rows or self.owner.ctx.partition is not None:
             return 0  # on an executor: the partition's rejected rows go back to the driver, which writes them
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         n = len(self.rows)
         table = pa.table({
             "pipeline": [self.owner.ctx.pipeline] * n,

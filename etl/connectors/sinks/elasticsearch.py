@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-import socket
 import ssl
 import urllib.error
 import urllib.parse
@@ -111,7 +110,7 @@ class ElasticsearchSink(ServerSink):
                 if e.code == 429 or e.code >= 500:
                     raise TransientError(msg) from None
                 raise TerminalError(msg) from None
-            except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError, OSError) as e:
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
                 reason = getattr(e, "reason", e)
                 if isinstance(reason, ssl.SSLError):  # a certificate that does not verify will not verify later
                     raise TerminalError(f"TLS handshake with {host} failed: "
@@ -144,8 +143,8 @@ class ElasticsearchSink(ServerSink):
             if not answer.get("errors"):
                 break
             again = []
-            for i, item in zip(pending, answer.get("items", [])):
-                res = next(iter(item.values()), {})
+            for i, item in zip(pending, answer.get("items", []), strict=False):
+                res: dict = next(iter(item.values()), {})
                 status = int(res.get("status", 500))
                 if status < 300:
                     continue

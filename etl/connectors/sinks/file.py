@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
+from collections.abc import Callable
 
 import pyarrow as pa
 
@@ -43,7 +44,7 @@ def text_bytes(col: pa.ChunkedArray | pa.Array) -> list[memoryview]:
     for arr in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
         if len(arr) == 0 or arr.buffers()[2] is None:
             continue
-        width = "q" if pa.types.is_large_string(arr.type) else "i"
+        width: Literal["q", "i"] = "q" if pa.types.is_large_string(arr.type) else "i"
         off = memoryview(arr.buffers()[1]).cast(width)
         begin, end = off[arr.offset], off[arr.offset + len(arr)]
         out.append(memoryview(arr.buffers()[2])[begin:end])
@@ -208,7 +209,7 @@ class FileSink(AbstractSink):
 
             self._pq = pq.ParquetWriter(str(self._tmp), schema, compression="zstd")
         else:
-            self._fh = open(self._tmp, "wb")
+            self._fh = open(self._tmp, "wb")  # noqa: SIM115 - open across batches, closed by commit or abort
             if self.format == "csv":
                 self._fh.write((",".join(_csv_quote(h) for h in self._header) + "\n").encode())
 

@@ -21,8 +21,10 @@ the other during step 2 (no data is written then).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
+from collections.abc import Callable
 
 from etl.connectors.api import WORKER_ENDED
 from etl.runtime.sink import TerminalError, TransientError
@@ -161,10 +163,8 @@ class HadoopFiles:
     def remove_empty(self, rel: str) -> None:
         """Remove a folder when it is empty (another batch may be staging there: then it stays)."""
         p = self.path(rel)
-        try:
+        with contextlib.suppress(TransientError):  # not empty
             self.call(lambda: self.fs.delete(p, False))  # refused (an IOException) when not empty
-        except TransientError:
-            pass  # not empty
 
     def mkdirs(self, rel: str) -> None:
         p = self.path(rel)

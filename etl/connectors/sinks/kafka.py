@@ -46,6 +46,7 @@ batch may hold small messages too), then without the refused ones.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -114,7 +115,7 @@ class KafkaSink(ServerSink):
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
         """TerminalError for authorization/configuration problems, TransientError otherwise."""
-        err = e.args[0] if e.args else None
+        err: Any = e.args[0] if e.args else None  # confluent_kafka's KafkaError
         text = err.str() if hasattr(err, "str") else str(e)
         msg = f"{what} (Kafka at {self.spec.bootstrap_servers}): {text}"
         KE = self.ck.KafkaError
@@ -244,10 +245,8 @@ class KafkaSink(ServerSink):
         p, self.producer = self.producer, None
         self._in_txn = False
         if p is not None:
-            try:
+            with contextlib.suppress(Exception):  # a broken producer is thrown away
                 p.flush(0)
-            except Exception:  # noqa: BLE001 - a broken producer is thrown away
-                pass
 
     # ---------------------------------------------------- replay protection
     def committed(self, batch_id: int) -> bool:
@@ -317,8 +316,8 @@ class KafkaSink(ServerSink):
         too_large = self.ck.KafkaError.MSG_SIZE_TOO_LARGE
         refused: list[int] = []
         reasons: list[tuple[str, str]] = []  # kept only once the chunk is done (a retried chunk refuses again)
-        for i, (k, v) in enumerate(zip(keys, values)):
-            h = [(n, hv[i]) for n, hv in zip(names, headers) if hv[i] is not None] if headers else None
+        for i, (k, v) in enumerate(zip(keys, values, strict=True)):
+            h = [(n, hv[i]) for n, hv in zip(names, headers, strict=True) if hv[i] is not None] if headers else None
             while True:
                 try:
                     p.produce(topic, value=v, key=k, headers=h, on_delivery=cb)
@@ -326,7 +325,7 @@ class KafkaSink(ServerSink):
                 except BufferError:  # local queue full: let librdkafka send
                     p.poll(0.05)
                 except self.ck.KafkaException as e:
-                    err = e.args[0] if e.args else None
+                    err: Any = e.args[0] if e.args else None
                     if getattr(err, "code", lambda: None)() != too_large:
                         raise
                     refused.append(i)

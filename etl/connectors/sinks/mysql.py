@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import decimal
 import json
@@ -202,10 +203,8 @@ class MySQLSink(ServerSink):
         conn, self.conn = self.conn, None
         self._open = False
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # the connection is already broken
                 conn.close()
-            except Exception:  # noqa: BLE001 - the connection is already broken
-                pass
 
     def _exec(self, what: str, fn: Any) -> Any:
         """Run fn(cursor); on failure roll back, drop a broken connection, raise Transient/Terminal."""
@@ -240,7 +239,7 @@ class MySQLSink(ServerSink):
             self._tag = run_tag(self.ctx)
         return self._tag
 
-    def _marker_key(self, batch_id: int) -> tuple:
+    def _marker_key(self, batch_id: int | None) -> tuple:
         return (self.ctx.pipeline, self.ctx.sink_id, self.ctx.scope, self.tag, batch_id)
 
     # ---------------------------------------------------- replay protection
@@ -356,11 +355,11 @@ class MySQLSink(ServerSink):
         return kept
 
     def _payload(self, row: tuple) -> str:
-        return json.dumps(dict(zip(self._schema.names, row)), default=_json_value, ensure_ascii=False)
+        return json.dumps(dict(zip(self._schema.names, row, strict=True)), default=_json_value, ensure_ascii=False)
 
     def batch_insert(self, rows: pa.Table) -> None:
         data = list(zip(*[[_clean(v) for v in c.to_pylist()] if pa.types.is_floating(c.type) else c.to_pylist()
-                          for c in rows.columns]))
+                          for c in rows.columns], strict=True))
         if not self._open:
             self._start()
         self._chunks.append(self._insert(data))

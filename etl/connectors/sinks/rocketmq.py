@@ -150,7 +150,7 @@ class RocketMQSink(AbstractSink):
 
     def message_ids(self, keys: list[str | None], bodies: list[str]) -> list[str]:
         out = []
-        for k, b in zip(keys, bodies):
+        for k, b in zip(keys, bodies, strict=True):
             h = hashlib.blake2b(digest_size=8)
             h.update(b"\xff" if k is None else k.encode() + b"\x00")
             h.update(b.encode())

@@ -28,7 +28,8 @@ import base64
 import hashlib
 import logging
 import os
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -174,7 +175,7 @@ def _read_identity(p: Piece, name: str) -> bytes | None:
 
 
 class TailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: dict[str, str]):
+    def __init__(self, options: Mapping[str, str]):
         self.path = options["path"]
         self.source = options["source"]
         self.column = options["column"]
@@ -203,7 +204,7 @@ class TailStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list[Piece]:
         return pieces(start, end)
 
-    def read(self, partition: Piece) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: Piece) -> Iterator[pa.RecordBatch]:  # type: ignore[override]  # the partitions it made
         yield read_piece(partition, self.path, self.column, self.reject, self.cap)
 
     def commit(self, end: dict) -> None:

@@ -21,7 +21,8 @@ import math
 import string
 import time
 import zlib
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -145,7 +146,7 @@ def _arrow_schema(schema: Any) -> pa.Schema:
 
 
 class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: dict[str, str], schema: Any):
+    def __init__(self, options: Mapping[str, str], schema: Any):
         self.opts = json.loads(options["spec"])
         self.parallelism = int(options.get("partitions", "2"))
         self.schema = schema
@@ -191,7 +192,7 @@ class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def partitions(self, start: dict, end: dict) -> list[_Range]:
         return _split(int(start["index"]), int(end["index"]), self.parallelism)
 
-    def read(self, partition: _Range) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: _Range) -> Iterator[pa.RecordBatch]:  # type: ignore[override]  # the partitions it made
         yield generate(self.opts, partition.lo, partition.hi, _arrow_schema(self.schema))
 
     def commit(self, end: dict) -> None:
@@ -199,7 +200,7 @@ class GeneratorStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
 
 class GeneratorBatchReader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: Any):
+    def __init__(self, options: Mapping[str, str], schema: Any):
         self.opts = json.loads(options["spec"])
         self.parallelism = int(options.get("partitions", "2"))
         self.schema = schema
@@ -207,7 +208,7 @@ class GeneratorBatchReader(DataSourceReader):
     def partitions(self) -> list[_Range]:
         return _split(0, int(self.opts.get("count") or 0), self.parallelism) or [_Range(0, 0)]
 
-    def read(self, partition: _Range) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: _Range) -> Iterator[pa.RecordBatch]:  # type: ignore[override]  # the partitions it made
         yield generate(self.opts, partition.lo, partition.hi, _arrow_schema(self.schema))
 
 

@@ -31,6 +31,7 @@ from etl.connectors.api import CompileContext, CompileError
 from etl.connectors.mysql_conn import (PLAIN_HINT, TLS_HINT, ConnectionSettingsError, connect_kwargs,
                                        jdbc_properties, jdbc_supported, jdbc_url)
 from etl.graph.model import Node
+from datetime import UTC
 
 DRIVER = "org.mariadb.jdbc.Driver"
 
@@ -111,9 +112,8 @@ def read_mysql_table(spec: Any, timeout: float = 10.0, base_dir: str | None = No
         values = [r[i] for r in rows]
         typ = declared.get(name)
         if typ is not None and pa.types.is_timestamp(typ) and typ.tz:
-            from datetime import timezone
 
-            values = [v.replace(tzinfo=timezone.utc) if v is not None and getattr(v, "tzinfo", 1) is None else v
+            values = [v.replace(tzinfo=UTC) if v is not None and getattr(v, "tzinfo", 1) is None else v
                       for v in values]
         try:
             columns[name] = pa.array(values, type=typ) if typ is not None else pa.array(values)

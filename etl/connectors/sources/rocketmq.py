@@ -28,7 +28,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -125,7 +126,7 @@ def to_arrow(msgs: list[rmq.Message], topic: str) -> pa.RecordBatch:
 
 # ------------------------------------------------------------------ the stream reader
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: dict[str, str]):
+    def __init__(self, options: Mapping[str, str]):
         self.opts = json.loads(options["spec"])
         self.namesrv: str = self.opts["namesrv"]
         self.topic: str = self.opts["topic"]
@@ -193,7 +194,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         begin = self._offsets(start)
         if self.target is not None:
             latest = self.target
-            fresh = {q: None for q in latest if q not in begin}
+            fresh: dict[str, Any] = {q: None for q in latest if q not in begin}
         else:
             try:
                 bounds = self._bounds()
@@ -216,7 +217,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         s, e = self._offsets(start), self._offsets(end)
         return [QueueRange(q, s.get(q, hi), hi) for q, hi in sorted(e.items()) if hi > s.get(q, hi)]
 
-    def read(self, partition: QueueRange) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: QueueRange) -> Iterator[pa.RecordBatch]:  # type: ignore[override]  # the partitions it made
         consumer = self._consumer()
         queue = rmq.Queue.from_key(partition.queue)
         msgs: list[rmq.Message] = []
