@@ -229,7 +229,7 @@ def has_event_time(graph: Graph, ref: str, memo: dict[str, bool | None] | None =
         ins = [e for e in node.inputs if e.role == "input"]
         times = node.spec.input_times()  # a join's left_time and right_time
         if times is not None and len(times) == len(ins):
-            sides = [t is not None or has_event_time(graph, e.ref, memo) for t, e in zip(times, ins)]
+            sides = [t is not None or has_event_time(graph, e.ref, memo) for t, e in zip(times, ins, strict=True)]
         else:
             sides = [has_event_time(graph, e.ref, memo) for e in ins]
         if own is not None:

@@ -150,7 +150,7 @@ def _reads(node: ast.expr) -> bool:
     if isinstance(p, (ast.For, ast.comprehension)):
         return p.iter is node
     if isinstance(p, ast.Starred) or (isinstance(p, ast.Dict) and any(k is None and v is node
-                                                                       for k, v in zip(p.keys, p.values))):
+                                                                       for k, v in zip(p.keys, p.values, strict=True))):
         return True  # *TABLE, **TABLE
     if isinstance(p, ast.BinOp):
         return isinstance(p.op, (ast.BitOr, ast.BitAnd, ast.Sub))  # a new set or mapping
