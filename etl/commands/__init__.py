@@ -1,4 +1,4 @@
-"""One module per CLI command; each registers itself on `etl.cli.app`."""
+"""One module per CLI command; each registers itself on `etl.commands.app.app` (etl.cli imports them all)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands import parse_vars, redact
 
 

@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional
 import typer
 
 from etl import settings
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 
 JVM_EXIT_S = 10.0  # how long the end of a run waits for its JVM to exit, its last log lines into the run's log

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 
 SCHEMA_FILE = "pipeline.schema.json"
 

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 from etl.diagnostics import Diagnostic
 

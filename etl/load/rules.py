@@ -12,33 +12,17 @@ micro-batches; `rule_file_paths` says which files to watch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load import load_file
 from etl.load.paths import RulePathError, allow_paths, resolve_rule_paths
+from etl.load.sigma import load_sigma, sigma_files
+from etl.load.sourced import SourcedRule
 from etl.spec.rules import walk_predicates
 
 __all__ = ["RulePathError", "SourcedRule", "allow_paths", "expand_rule_paths", "load_filter_rules",
            "load_rule_file", "resolve_rule_paths", "rule_file_paths", "rule_files_signature", "walk_predicates"]
-
-
-@dataclass(frozen=True)
-class SourcedRule:
-    """A validated rule and where it is written (file, path inside that file's document)."""
-
-    rule: Any  # etl.spec.rules.Rule
-    file: str
-    path: tuple  # e.g. ("transforms", 2, "rules", 0) or (3,) or ("rules", 3)
-    smap: Any = None  # source map of `file`
-
-    @property
-    def span(self) -> Span:
-        return self.span_of()
-
-    def span_of(self, *keys: Any) -> Span:
-        return self.smap.value(self.path + keys) if self.smap is not None else Span(self.file)
 
 
 def _norm(path: str) -> str:
@@ -62,8 +46,6 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
         for f in expand_rule_paths(pattern, base_dir):
             seen.setdefault(_norm(f), None)
     if getattr(spec, "sigma", None) is not None:
-        from etl.load.sigma import sigma_files
-
         for found in sigma_files(spec.sigma, base_dir):
             for f in found:
                 seen.setdefault(_norm(f), None)
@@ -208,8 +190,6 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
     rules.extend(load_rule_files(spec.rule_files or [], base_dir, report, lambda k: span("rule_files", k),
                                  vars_=vars_, environ=environ))
     if getattr(spec, "sigma", None) is not None:
-        from etl.load.sigma import load_sigma
-
         rules.extend(load_sigma(spec.sigma, span, base_dir, report, {r.rule.id for r in rules}, sigma_stats))
     check_duplicate_ids(rules, report)
     return None if len(report.errors) > before else rules

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from etl.diagnostics import Report, Span
-from etl.load.rules import SourcedRule
+from etl.load.sourced import SourcedRule
 
 SEVERITY = {"informational": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"}
 _SUFFIXES = (".yml", ".yaml")

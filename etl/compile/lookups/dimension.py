@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from etl.compile.lookups.columns import event_key, spark_type
+from etl.compile.lookups.jvm import jvm_lookup
 from etl.compile.workers import own_workers
 from etl.compile.lookups.store import (TableSource, default_base_dir, ensure_version, source_version,
                                        store_for)
@@ -97,9 +99,6 @@ class LookupResult:
 
 
 # ---------------------------------------------------------------- schema
-_ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigint", "int32": "int",
-                   "int16": "smallint", "int8": "tinyint", "double": "double", "float": "float",
-                   "bool": "boolean", "date32[day]": "date"}
 _SPARK_TO_ARROW = {"string": "string", "bigint": "int64", "long": "int64", "int": "int32", "integer": "int32",
                    "smallint": "int16", "tinyint": "int8", "double": "float64", "float": "float32",
                    "boolean": "bool", "date": "date32", "timestamp": "timestamp_us_utc"}
@@ -117,16 +116,6 @@ def arrow_type(spark_type: str) -> Any:
     if t == "timestamp_us_utc":
         return pa.timestamp("us", tz="UTC")
     return pa.type_for_alias(t)
-
-
-def spark_type(t: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    return _ARROW_TO_SPARK.get(str(t), "string")
 
 
 def _normalize(t: Any) -> Any:
@@ -206,17 +195,6 @@ def choose_store(dim: Dimension, requested: str) -> str:
     p = Path(dim.path)
     size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
     return "broadcast" if size <= AUTO_MAX_BYTES else "rocksdb"
-
-
-def event_key(events: Any, cols: list[str]) -> Any:
-    """The events' join key as text, built like store.key_array builds the table's."""
-    from pyspark.sql import functions as F
-
-    parts = [F.col(f"`{c}`").cast("string") for c in cols]
-    if len(parts) == 1:
-        return parts[0]
-    present = functools.reduce(lambda a, b: a & b, [p.isNotNull() for p in parts])
-    return F.when(present, F.concat_ws("\x1f", *parts))
 
 
 def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, base_dir: str | None = None,
@@ -384,7 +362,6 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
         raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
     src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
                       dim.delimiter, spec.refresh, base_dir)
-    from etl.compile.lookups.jvm import jvm_lookup
 
     got = jvm_lookup(events, src, ev_keys, values, renamed, spec.how, spec.refresh is not None, LK) if jvm else None
     if got is not None:
