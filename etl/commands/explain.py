@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from etl.commands.app import app
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
+from etl.commands.app import app
+from etl.settings import configure, parse_assignments
 
 
 @app.command()
@@ -26,7 +27,6 @@ def explain(
     from etl.check import check_file
     from etl.physical import physical_plan, planner_settings
     from etl.physical.explain import explain_text
-    from etl.settings import configure, parse_assignments
 
     configure(parse_assignments(setting))
     if not os.path.exists(path):

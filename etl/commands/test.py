@@ -7,8 +7,10 @@ from typing import Optional
 
 import typer
 
-from etl.commands.app import app
+from etl import settings
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
+from etl.commands.app import app
+from etl.commands.run import jvm_stderr_to
 
 
 @app.command()
@@ -38,8 +40,6 @@ def test(
         import shutil
         import tempfile
 
-        from etl import settings
-        from etl.commands.run import jvm_stderr_to
         from etl.runtime.session import build_session, stderr_to_file
         from etl.runtime.testing import run_tests
 

@@ -41,7 +41,9 @@ from pathlib import Path
 from time import monotonic
 from typing import Any, Callable
 
+from etl import settings
 from etl.compile import bounds, returns
+from etl.compile.windows.state import AggregateFailed
 
 _LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
 RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)
@@ -98,8 +100,6 @@ class Limits:
 
     @staticmethod
     def current() -> "Limits":
-        from etl import settings
-
         s = settings.current()
         return Limits(s.function_timeout_s, s.function_memory_mb, s.max_record_mb * 1024 * 1024)
 
@@ -271,8 +271,6 @@ def _series(call: RowCall) -> Callable[[Any], Any]:
     call bounded as the state engine's (RowCall); a call that raises or runs past a bound fails its task with
     `python function 'f' failed: <what>` (a batch group-by has no row to make a dead letter of)."""
     import pandas as pd
-
-    from etl.compile.windows.state import AggregateFailed
 
     def aggregate(values: Any) -> Any:
         value, error = call(values)

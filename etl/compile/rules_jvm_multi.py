@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from etl.compile import rules_jvm
+from etl.compile import jvm, rules_jvm
+from etl.spec.sigma import DETAIL_TYPE
 
 log = logging.getLogger("etl.rules")
 
@@ -43,8 +44,6 @@ def plan_of(program: Any) -> Any:
 
 def unfit(spark: Any, program: Any, df: Any = None) -> str | None:
     """Why this session cannot run the program on this path (None: it can). With `df`, its fields' types too."""
-    from etl.compile import jvm
-
     if not jvm.available(spark):
         return "etl's jar is not in this session"
     if rules_jvm.demoted(program):
@@ -85,8 +84,6 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = Non
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, BooleanType, StringType
 
-    from etl.compile import jvm
-
     plan = plan_of(program)
     cols = [_column(df, f) for f in plan.fields]
     values = F.struct(*[(F.lit(None).cast("string") if c is None else c).alias(f"f{i}") for i, c in enumerate(cols)])
@@ -96,8 +93,6 @@ def verdict(program: Any, df: Any, tag: bool, candidate: Any, details: Any = Non
     if tag:
         if details is not None:
             from pyspark.sql.types import DataType
-
-            from etl.spec.sigma import DETAIL_TYPE
 
             dtype = DataType.fromDDL(DETAIL_TYPE)
             got = jvm.static_call(spark, rules_jvm.CLASS, "detailsRow", dtype, values, name, details,

@@ -14,9 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from etl.graph.containers import merge_type
+from etl.graph.fields import value_problem
+from etl.graph.sql import node_type, parse
+from etl.sql.casts import parse_kind, targets, verdict
 from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
-from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
-from etl.sql.operators import COMPARISON_CLASSES, OPERATOR_CLASSES
+from etl.sql.operators import (COMPARISON_CLASSES, FUNCTIONS as OPERATOR_FUNCTIONS, OPERATOR_CLASSES, REFUSED, result,
+                               taken_beside)
 
 _LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
@@ -27,9 +31,6 @@ AGGREGATES_IN_SPARK = {"sum": "try_sum", "avg": "try_avg"}
 def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | None, where: str) -> int:
     """Report the calls of Spark functions in `text` that Spark refuses; the number of wrong numbers of arguments
     (the only check without `cols`: on an expression sqlglot cannot parse, it says what is wrong more precisely)."""
-    from etl.graph.fields import value_problem
-    from etl.graph.sql import parse
-
     mine = cx.graph.functions
     wrong = 0
     bound = {n.lower() for group in _LAMBDA.findall(text) for n in re.findall(r"\w+", group)} if "->" in text else set()
@@ -82,8 +83,6 @@ def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols:
     IN list, a bound of BETWEEN: DATATYPE_MISMATCH at run)."""
     from sqlglot import exp
 
-    from etl.graph.sql import node_type
-
     if isinstance(tree, exp.Expression) and tree.find(exp.Reduce) is not None:
         _check_merges(cx, node, keys, text, tree, cols, where)
     ops = [n for n in tree.dfs() if type(n).__name__ in _CHECKED]
@@ -115,9 +114,6 @@ def _check_merges(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: d
     """E102 at each aggregate / reduce whose merge does not keep its start's type (Spark's DATATYPE_MISMATCH)."""
     from sqlglot import exp
 
-    from etl.graph.containers import merge_type
-    from etl.graph.sql import node_type
-
     fns = cx._function_types()
     calls = [c for c in spark_calls(text) if c.name.lower() in ("aggregate", "reduce")]
     reduces = [n for n in tree.dfs() if isinstance(n, exp.Reduce)]
@@ -138,8 +134,6 @@ def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str,
                 shown: str | None = None) -> bool:
     """E102 when Spark refuses `a op b` (True: reported); `shown`: the operator as written, when `op` names its
     table (> reads <'s)."""
-    from etl.sql.operators import REFUSED, result, taken_beside
-
     if result(op, a, b) != REFUSED:
         return False
     word = shown or op
@@ -196,8 +190,6 @@ SAME_TYPE: dict[str, tuple[int, ...] | None] = {"coalesce": None, "nvl": None, "
 
 def refused_together(fn: str, a: str, b: str) -> bool:
     """Does Spark refuse SAME_TYPE's function `fn` over values of types `a` and `b` (DATA_DIFF_TYPES)?"""
-    from etl.sql.operators import REFUSED, result
-
     return result("greatest" if fn in ("greatest", "least") else "coalesce", a, b) == REFUSED
 
 
@@ -205,8 +197,6 @@ def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, w
                        args: tuple[tuple[str, int], ...], types: dict[int, str]) -> None:
     """E102 at the first argument whose type shares none with the one type of the arguments before it
     (`coalesce(bytes, 0)`: Spark's DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
-    from etl.sql.operators import result
-
     if fn not in SAME_TYPE:
         return
     positions = SAME_TYPE[fn]
@@ -247,9 +237,6 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
     (etl.sql.casts: `CAST(s AS array<int>)` of a string, a map to int: DATATYPE_MISMATCH at run)."""
     from sqlglot import exp
 
-    from etl.graph.sql import node_type
-    from etl.sql.casts import targets, verdict
-
     casts = [n for n in tree.dfs() if isinstance(n, exp.Cast)]
     if not casts:
         return
@@ -281,8 +268,6 @@ _INTO = {"array": "an array to an array whose elements cast", "map": "a map to a
 
 
 def _kind_word(typ: str) -> str:
-    from etl.sql.casts import parse_kind
-
     k = parse_kind(typ)
     return k[0] if k is not None else typ
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Collection
 
+from etl import registry
 from etl.diagnostics import Span
 
 Columns = tuple[tuple[str, str], ...]  # ((name, spark type), ...) in order
@@ -167,8 +168,6 @@ class Placeholder:
 
     def is_static(self) -> bool:
         """As the registered spec class says (a mysql source is always a static table)."""
-        from etl import registry
-
         entry = registry.entries(self.KIND).get(self.type) if self.KIND in registry.KINDS else None
         return bool(getattr(entry.spec, "STATIC", False)) if entry is not None else False
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Iterable
 
+from etl import settings
 from etl.load.paths import SAMPLES, PathError, read_head, resolve
 
 Type = Any  # "string", "bigint", ... | ("decimal", p, s) | ("array", Type) | ("struct", ((name, Type), ...))
@@ -58,8 +59,6 @@ class Sample:
 
 def limits() -> tuple[int, int, int]:
     """(files, lines per file, KB per file) of a sample (ETL_INFER_FILES, ETL_INFER_LINES, ETL_INFER_KB)."""
-    from etl import settings
-
     s = settings.current()
     return s.infer_files, s.infer_lines, s.infer_kb
 

@@ -16,10 +16,12 @@ from typing import Any, Callable, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load import load_file
-from etl.load.paths import RulePathError, allow_paths, resolve_rule_paths
+from etl.load.paths import RULE_FILES, PathError, RulePathError, allow_paths, read_text, resolve_rule_paths
 from etl.load.sigma import load_sigma, sigma_files
 from etl.load.sourced import SourcedRule
-from etl.spec.rules import walk_predicates
+from etl.load.template import has_template, process_environ
+from etl.spec.errors import validate_model
+from etl.spec.rules import RuleFile, RuleList, walk_predicates
 
 __all__ = ["RulePathError", "SourcedRule", "allow_paths", "expand_rule_paths", "load_filter_rules",
            "load_rule_file", "resolve_rule_paths", "rule_file_paths", "rule_files_signature", "walk_predicates"]
@@ -91,17 +93,12 @@ _CACHE_MAX = 256
 
 def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> tuple | None:
     """Same file content (and, for a templated file, same vars and environment) -> same result."""
-    from etl.load.paths import RULE_FILES, PathError, read_text
-    from etl.load.template import has_template
-
     try:
         content = read_text(file, RULE_FILES)
     except PathError:
         return None  # load_file reports it
     key: tuple = (_norm(file), file, hash(content))
     if has_template(content):
-        from etl.load.template import process_environ
-
         env = process_environ() if environ is None else environ
         try:
             key += (repr(sorted((str(k), repr(v)) for k, v in (vars_ or {}).items())), hash(frozenset(env.items())))
@@ -156,9 +153,6 @@ def is_rule_document(data: Any) -> bool:
 
 def rules_of_document(doc: Any, report: Report) -> list[SourcedRule] | None:
     """Validate a loaded rule-file document; diagnostics point into it."""
-    from etl.spec.errors import validate_model
-    from etl.spec.rules import RuleFile, RuleList
-
     file = doc.file
     data = doc.data
     if isinstance(data, dict):

@@ -22,7 +22,7 @@ import json
 
 import hyperscan
 
-from etl.matching.ir import FilterProgram, HsPattern, render_expr
+from etl.matching.ir import Const, FilterProgram, HsPattern, leaves, render_expr
 from etl.optimize.normalize import shared_subexpressions
 
 _FLAG_NAMES = (
@@ -170,8 +170,6 @@ def _listed(lines: list[str], out: list[str], rest: str) -> None:
 
 def summary(program: FilterProgram, show_sizes: bool = True) -> str:
     """The text of a large program: counts and per-field facts rather than one line per rule."""
-    from etl.matching.ir import Const, leaves
-
     done = set(program.passes)
     preds = program.predicates
     lines = [f"filter program: {_n(len(program.rules), 'rule')}, {_n(len(preds), 'predicate')}"

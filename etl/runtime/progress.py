@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from etl.secrets import redact
+
 DEAD = "dead_letter"
 
 
@@ -123,8 +125,6 @@ class Progress:
 
     # ------------------------------------------------------------- rendering
     def _render(self, rec: BatchRecord) -> None:
-        from etl.secrets import redact  # a component id or sink name may come from the environment
-
         if self.mode == "json":
             self.stream.write(redact(json.dumps(rec.to_json())) + "\n")
             self.stream.flush()
@@ -142,8 +142,6 @@ class Progress:
 
     def _table(self) -> Any:
         from rich.table import Table
-
-        from etl.secrets import redact
 
         t = Table(title=redact(f"etl run {self.pipeline}"), title_justify="left")
         for c in ("query", "batch", "input rows", "rows/s", "written (total)", "dead letters", "watermark",

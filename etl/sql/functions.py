@@ -16,7 +16,9 @@ from typing import Callable, Mapping
 
 from sqlglot import exp
 
-from etl.diagnostics import Span
+from etl.diagnostics import Span, did_you_mean
+from etl.sql.catalog import catalogue
+from etl.sql.dialect import DIALECT
 from etl.sql.flink_functions import TIME_UNSUPPORTED, FlinkRow, table as flink_table, unsupported as flink_unsupported
 from etl.sql.function_table import FunctionError, fill, names, row_for, spark_call, table
 
@@ -78,8 +80,6 @@ _WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
 @functools.cache
 def spark_functions() -> frozenset[str]:
     """Spark's built-in SQL functions (the names of etl.sql.catalog, written by scripts/spark_functions.py)."""
-    from etl.sql.catalog import catalogue
-
     return frozenset(catalogue())
 
 
@@ -226,8 +226,6 @@ def _differs() -> dict[object, FlinkRow]:
     elsewhere: etl.sql.grouping)."""
     import sqlglot
 
-    from etl.sql.dialect import DIALECT
-
     out: dict[object, FlinkRow] = {}
     for r in flink_table():
         for name in r.names if r.status == "differs" and "GROUPING" not in r.names else ():
@@ -261,8 +259,6 @@ def _flink_like(n: exp.Expression) -> exp.Expression:
 
 
 def unknown_hint(name: str) -> str:
-    from etl.diagnostics import did_you_mean
-
     known = sorted(spark_functions() | {k.lower() for k in names()})
     return did_you_mean(name.lower(), known) or "a Spark SQL built-in function or an rsqldb one (README: SQL scripts)"
 

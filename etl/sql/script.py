@@ -135,16 +135,16 @@ def split(tokens: list) -> list[Statement]:
             depth = max(0, depth - 1)
         if tok.token_type == T.SEMICOLON and depth == 0:
             if cur:
-                out.append(Statement(_kind(cur), cur))
+                out.append(Statement(statement_kind(cur), cur))
             cur = []
             continue
         cur.append(tok)
     if cur:
-        out.append(Statement(_kind(cur), cur))
+        out.append(Statement(statement_kind(cur), cur))
     return out
 
 
-def _kind(toks: list) -> str:
+def statement_kind(toks: list) -> str:
     words = [t.text.upper() for t in toks[:6]]
     if words[0] == "CREATE":
         rest = [w for w in words[1:] if w not in ("OR", "REPLACE", "TEMPORARY", "TEMP", "SYSTEM", "IF", "NOT", "EXISTS")]

@@ -39,11 +39,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from etl.compile.context import session_target
 from etl.compile.lookups.columns import event_key, spark_type
 from etl.compile.lookups.jvm import jvm_lookup
+from etl.compile.lookups.store import (TableSource, TableUnreadable, default_base_dir, ensure_version, keep_last_good,
+                                       known_bad, log, read_table, recall_good, remember_good, snapshot_dir,
+                                       source_version, store_for, table_files)
 from etl.compile.workers import own_workers
-from etl.compile.lookups.store import (TableSource, default_base_dir, ensure_version, source_version,
-                                       store_for)
+from etl.physical.engines import rocksdb_jvm_why
 
 LK = "_etl_lk"
 AUTO_MAX_BYTES = 16 * 1000**2
@@ -138,8 +141,6 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
     elif dim.format == "snapshot":
         import pyarrow.parquet as pq
 
-        from etl.compile.lookups.store import snapshot_dir
-
         fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
     else:
         fields = _file_fields(dim, keys)
@@ -156,13 +157,11 @@ def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
     import pyarrow.json as pjson
     import pyarrow.parquet as pq
 
-    from etl.compile.lookups.store import TableUnreadable, _files
-
     suffixes = {"csv": (".csv", ".txt"), "jsonl": (".json", ".jsonl")}.get(dim.format, ("",))
     try:
         if dim.format == "parquet" and not os.path.isfile(dim.path):
             return list(pq.ParquetDataset(dim.path).schema)
-        files = _files(dim.path, suffixes)
+        files = table_files(dim.path, suffixes)
         if not files:
             raise TableUnreadable(dim.path, "the folder holds no table file")
         first = files[0]
@@ -186,8 +185,6 @@ def choose_store(dim: Dimension, requested: str) -> str:
         return requested
     if dim.format == "snapshot":
         import pyarrow.parquet as pq
-
-        from etl.compile.lookups.store import snapshot_dir
 
         rows = sum(f.metadata.num_rows for f in pq.ParquetDataset(
             snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).fragments)
@@ -239,9 +236,6 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
 
 def rocksdb_engine(spark: Any) -> str:
     """rocksdb-jvm or rocksdb-python for this session, as the physical planner picks it (etl.physical.engines)."""
-    from etl.compile.context import session_target
-    from etl.physical.engines import rocksdb_jvm_why
-
     return "rocksdb-python" if rocksdb_jvm_why(session_target(spark)) else "rocksdb-jvm"
 
 
@@ -327,9 +321,6 @@ _TABLES: dict[str, tuple[str, float, Any]] = {}
 def cached_table(src: TableSource) -> Any:
     """The table read by this worker, re-read when `src.refresh_s` passed and its files changed. A new version
     that does not read as a table leaves the last good one answering (this process's, else this host's)."""
-    from etl.compile.lookups.store import (TableUnreadable, keep_last_good, known_bad, read_table, recall_good,
-                                           remember_good)
-
     now = time.monotonic()
     hit = _TABLES.get(src.cache_key())
     if hit is not None and (src.refresh_s is None or now - hit[1] < src.refresh_s):
@@ -416,8 +407,6 @@ class Refresher:
         return self
 
     def _loop(self) -> None:
-        from etl.compile.lookups.store import log
-
         while not self._stop.wait(self.interval):
             try:
                 self.action()

@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from etl.dead_letters import ERR, PAYLOAD  # noqa: F401  (the shared frame's columns; compile splits on them)
+from etl.compile.drain import watermarked
+from etl.spec.aggregates import AGGREGATES, state_engine_why
 
 ET_COL = "_etl_et"  # internal event-time column (timestamp, watermarked)
 WIN_COL = "_etl_window"
@@ -98,8 +100,6 @@ def event_time_column(df: Any, field_name: str | None, watermark_s: float | None
     would be a second event-time column, which Spark rejects in joins.
     """
     from pyspark.sql import functions as F
-
-    from etl.compile.drain import watermarked
 
     if processing:
         out = df.withColumn(name, F.current_timestamp())
@@ -144,8 +144,6 @@ def agg_column(a: Any, df: Any, et: str = ET_COL) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
-    from etl.spec.aggregates import AGGREGATES
-
     entry = AGGREGATES.get(a.fn)
     if entry is None:  # a pipeline's aggregate function (a pandas UDF on the session: etl.compile.functions)
         return F.call_function(a.fn, _field(df, a.field)).alias(a.as_)
@@ -176,8 +174,6 @@ def _field_type(df: Any, name: str) -> Any:
 def choose_engine(spec: Any) -> str:
     """native unless the window emits provisional rows, updates closed windows, sends late events to dead letters
     or calls a Python aggregate function (Spark's streaming aggregation cannot run pandas aggregate UDFs)."""
-    from etl.spec.aggregates import state_engine_why
-
     return "state" if state_engine_why(spec) is not None else "native"
 
 
