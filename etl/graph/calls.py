@@ -14,9 +14,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from etl.graph.containers import merge_type
-from etl.graph.fields import value_problem
-from etl.graph.sql import node_type, parse
 from etl.sql.casts import parse_kind, targets, verdict
 from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
 from etl.sql.operators import (COMPARISON_CLASSES, FUNCTIONS as OPERATOR_FUNCTIONS, OPERATOR_CLASSES, REFUSED, result,
@@ -31,6 +28,9 @@ AGGREGATES_IN_SPARK = {"sum": "try_sum", "avg": "try_avg"}
 def check_spark_calls(cx: Any, node: Any, keys: tuple, text: str, cols: dict | None, where: str) -> int:
     """Report the calls of Spark functions in `text` that Spark refuses; the number of wrong numbers of arguments
     (the only check without `cols`: on an expression sqlglot cannot parse, it says what is wrong more precisely)."""
+    from etl.graph.fields import value_problem
+    from etl.graph.sql import parse
+
     mine = cx.graph.functions
     wrong = 0
     bound = {n.lower() for group in _LAMBDA.findall(text) for n in re.findall(r"\w+", group)} if "->" in text else set()
@@ -83,6 +83,8 @@ def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols:
     IN list, a bound of BETWEEN: DATATYPE_MISMATCH at run)."""
     from sqlglot import exp
 
+    from etl.graph.sql import node_type
+
     if isinstance(tree, exp.Expression) and tree.find(exp.Reduce) is not None:
         _check_merges(cx, node, keys, text, tree, cols, where)
     ops = [n for n in tree.dfs() if type(n).__name__ in _CHECKED]
@@ -113,6 +115,9 @@ def check_operators(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols:
 def _check_merges(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dict | None, where: str) -> None:
     """E102 at each aggregate / reduce whose merge does not keep its start's type (Spark's DATATYPE_MISMATCH)."""
     from sqlglot import exp
+
+    from etl.graph.containers import merge_type
+    from etl.graph.sql import node_type
 
     fns = cx._function_types()
     calls = [c for c in spark_calls(text) if c.name.lower() in ("aggregate", "reduce")]
@@ -237,6 +242,7 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
     (etl.sql.casts: `CAST(s AS array<int>)` of a string, a map to int: DATATYPE_MISMATCH at run)."""
     from sqlglot import exp
 
+    from etl.graph.sql import node_type
     casts = [n for n in tree.dfs() if isinstance(n, exp.Cast)]
     if not casts:
         return

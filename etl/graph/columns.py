@@ -24,14 +24,10 @@ import re
 from typing import Any, Iterable
 
 from etl.diagnostics import Report, Span, did_you_mean, short_repr
-from etl.graph.calls import AGGREGATES_IN_SPARK, check_casts, check_operators, check_spark_calls
-from etl.graph.fields import missing_field, unknown_calls, value_problem
 from etl.graph.model import Columns, Graph, Node, is_placeholder
 from etl.graph.names import find as _find, suggest as _suggest
-from etl.graph.sql import generated_types, guess_type, parse
 from etl.graph.types import KEYWORDS, parse_type, struct_fields
 from etl.settings import current
-from etl.sql.catalog import lookup
 from etl.sql.functions import spark_functions
 
 Cols = dict[str, str]  # name -> spark type, in order
@@ -95,6 +91,8 @@ class ColumnPass:
 
     def nested(self, column: str, typ: str, parts: list[str], span: Span, where: str) -> None:
         """E310 for a nested path (`user.geo.contry`) that the column's declared type does not have."""
+        from etl.graph.fields import missing_field
+
         miss = missing_field(column, typ, parts[1:])
         if miss is not None:
             self.report.error("E310", f"unknown field '{'.'.join(parts[:miss.index + 2])}' in {where}: "
@@ -108,6 +106,9 @@ class ColumnPass:
     def expr(self, node: Node, keys: tuple, text: Any, cols: Cols | None, where: str):
         """Parse a Spark SQL expression; report E311 on a parse error, E310 per unknown column, E012/E102 per bad
         call of a Spark function (etl.graph.calls), E352/E353 per bad call of a pipeline function."""
+        from etl.graph.calls import check_casts, check_operators, check_spark_calls
+        from etl.graph.sql import parse
+
         if not isinstance(text, str):
             return None
         p = parse(text)
@@ -141,6 +142,7 @@ class ColumnPass:
 
     def calls(self, node: Node, keys: tuple, text: str, where: str) -> None:
         """E012 for each call of a function that is neither Spark's nor one of the pipeline's `functions`."""
+        from etl.graph.fields import unknown_calls
         known = spark_functions()
         mine = self.g.functions
         declared = {f.name.lower() for f in getattr(self.g.pipeline, "functions", None) or () if f is not None}
@@ -156,6 +158,8 @@ class ColumnPass:
     def rule_value(self, cols: Cols, found: str, pred: Any, span_of: Any, where: str) -> None:
         """E102 for a rule value its field's type cannot take (`ge: five-hundred` on an int column: the comparison
         would never match)."""
+        from etl.graph.fields import value_problem
+
         if pred.op not in ("eq", "ne", "in", "gt", "ge", "lt", "le"):
             return
         typ = cols[found]
@@ -182,6 +186,9 @@ class ColumnPass:
     def aggregate_input(self, node: Node, i: int, fn: str, typ: str) -> None:
         """E102 for aggregate `i` of a window or a continuous aggregate over a column of a type the Spark function
         behind it refuses (sum over an array: try_sum's DATATYPE_MISMATCH at run)."""
+        from etl.graph.calls import AGGREGATES_IN_SPARK
+        from etl.sql.catalog import lookup
+
         spark = lookup(AGGREGATES_IN_SPARK.get(fn, ""))
         if spark is not None and typ != "unknown" and spark.refuses(0, typ):
             self.report.error("E102", f"aggregate {fn} of {node.kind} '{node.id}' reads a column of {typ}: Spark's "
@@ -268,6 +275,8 @@ class ColumnPass:
 
     def guess_type(self, text: str, cols: Cols | None) -> str:
         """The Spark type of a Spark SQL expression over `cols` ("unknown" when it cannot tell)."""
+        from etl.graph.sql import guess_type
+
         return guess_type(text, cols, self._function_types())
 
     def _function_types(self) -> dict[str, str]:
@@ -277,6 +286,8 @@ class ColumnPass:
 
     def generated_types(self, p: Any, cols: Cols | None) -> list[str]:
         """The column types of a generator field `inline(rows) AS (a, b)`."""
+        from etl.graph.sql import generated_types
+
         return generated_types(p, cols, self._function_types())
 
     def columns_of(self, ref: str) -> Cols | None:

@@ -15,7 +15,6 @@ from typing import Any
 from etl.graph.containers import container_type, element
 from etl.graph.types import struct_fields
 from etl.sql.catalog import lookup, spark_calls, type_class
-from etl.sql.dialect import too_deep
 from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS, OPERATOR_CLASSES, REFUSED, result
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -80,6 +79,7 @@ def parse(text: str) -> Parsed:
     from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 
     from etl.load import nesting
+    from etl.sql.dialect import too_deep
 
     try:
         spark = Dialect.get_or_raise("spark")

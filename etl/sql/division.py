@@ -15,8 +15,6 @@ from typing import Callable, Mapping
 
 from sqlglot import exp
 
-from etl.sql.catalog import lookup
-
 INTEGERS = ("tinyint", "smallint", "int", "bigint")
 _ALIASES = {"byte": "tinyint", "short": "smallint", "integer": "int", "long": "bigint"}
 DECIMAL = "decimal"
@@ -83,6 +81,8 @@ def flink_type(n: exp.Expression, types: Mapping[str, str]) -> str | None:
 def _call_type(n: exp.Func, types: Mapping[str, str]) -> str | None:
     """The type of a call of one of Spark's functions, from its catalogue (etl.sql.catalog): a fixed one
     (CHAR_LENGTH: INT), or its first argument's where Spark keeps an integer argument's type (ABS)."""
+    from etl.sql.catalog import lookup
+
     fn = lookup(n.name if isinstance(n, exp.Anonymous) else n.sql_name())
     if fn is None:
         return None

@@ -17,8 +17,6 @@ from typing import Callable, Mapping
 from sqlglot import exp
 
 from etl.diagnostics import Span, did_you_mean
-from etl.sql.catalog import catalogue
-from etl.sql.dialect import DIALECT
 from etl.sql.flink_functions import TIME_UNSUPPORTED, FlinkRow, table as flink_table, unsupported as flink_unsupported
 from etl.sql.function_table import FunctionError, fill, names, row_for, spark_call, table
 
@@ -80,6 +78,8 @@ _WINDOWING = ("TUMBLE", "HOP", "SESSION", "CUMULATE", "DESCRIPTOR", "TABLE")
 @functools.cache
 def spark_functions() -> frozenset[str]:
     """Spark's built-in SQL functions (the names of etl.sql.catalog, written by scripts/spark_functions.py)."""
+    from etl.sql.catalog import catalogue
+
     return frozenset(catalogue())
 
 
@@ -225,6 +225,8 @@ def _differs() -> dict[object, FlinkRow]:
     for a plain call, its upper-case name -> the row. GROUPING has Flink's meaning where etl takes it (E011
     elsewhere: etl.sql.grouping)."""
     import sqlglot
+
+    from etl.sql.dialect import DIALECT
 
     out: dict[object, FlinkRow] = {}
     for r in flink_table():
