@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterable
 
+from etl.settings import current
+
 MIN_PATTERNS = 64
 MIN_RULES = 64
 _MAGIC = b"etl-cache-1\n"
@@ -44,8 +46,6 @@ _VERSIONED = ("optimize", "matching", "regexes")  # packages whose code a cached
 
 
 def cache_dir() -> Path | None:
-    from etl.settings import current
-
     folder = current().cache_dir  # ETL_CACHE_DIR, else $XDG_CACHE_HOME/etl, else ~/.cache/etl; None: off
     return Path(folder) if folder is not None else None
 

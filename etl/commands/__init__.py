@@ -1,4 +1,4 @@
-"""One module per CLI command; each registers itself on `etl.cli.app`."""
+"""One module per CLI command; each registers itself on `etl.commands.app.app` (etl.cli imports them all)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from typing import Any
 
 import typer
 
+from etl.secrets import install_log_redaction, redact as _redact
+
 ALLOW_PATH_HELP = ("folder besides the pipeline's whose files it may read: rule_files, Sigma paths, function modules, "
                    "lookup tables (repeatable)")
 
 
 def _install_log_redaction() -> None:
-    from etl.secrets import install_log_redaction
-
     install_log_redaction()  # log records of every command pass etl.secrets.redact
 
 
@@ -21,8 +21,6 @@ _install_log_redaction()
 
 def redact(text: str) -> str:
     """Every CLI output passes here: values read from the environment become ***."""
-    from etl.secrets import redact as _redact
-
     return _redact(text)
 
 
@@ -39,7 +37,7 @@ def parse_vars(items: list[str] | None) -> dict[str, Any]:
 
 def _scalar(text: str) -> Any:
     """A --var value as YAML would read it unquoted: 3 -> int, 1.5 -> float, true -> bool, else text."""
-    from etl.load.yamlmap import _resolve, _scalar_value
+    from etl.load.yamlmap import resolve_tag, scalar_value
 
-    kind = _resolve(text, True, None)
-    return text if kind in ("null", "merge") else _scalar_value(kind, text)
+    kind = resolve_tag(text, True, None)
+    return text if kind in ("null", "merge") else scalar_value(kind, text)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands.reference import pages
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import typer
 
-from etl.cli import app
 from etl.commands import parse_vars, redact
+from etl.commands.app import app
+from etl.commands.tap import Endpoint, live_run, refused, token
 
 
 @app.command()
@@ -58,7 +59,6 @@ def _ask_the_run(checkpoint: str) -> bool:
     """POST /drain to the live run of `checkpoint` with its token; False when no run answers."""
     from urllib.error import HTTPError, URLError
 
-    from etl.commands.tap import Endpoint, live_run, refused, token
     from etl.runtime.control import run_file
 
     info = live_run(run_file(checkpoint))

@@ -6,8 +6,9 @@ import os
 
 import typer
 
-from etl.cli import app
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
+from etl.commands.app import app
+from etl.settings import configure, parse_assignments
 
 
 @app.command()
@@ -25,7 +26,6 @@ def explain(
     from etl.check import check_file
     from etl.physical import physical_plan, planner_settings
     from etl.physical.explain import explain_text
-    from etl.settings import configure, parse_assignments
 
     configure(parse_assignments(setting))
     if not os.path.exists(path):

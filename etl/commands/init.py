@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 
 TEMPLATES = ("filter", "grok", "window", "sigma", "sql")
 

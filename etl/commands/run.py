@@ -23,9 +23,9 @@ from collections.abc import Iterator
 
 import typer
 
-from etl import settings
-from etl.cli import app
+from etl import DISTRIBUTION, settings, version
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
+from etl.commands.app import app
 
 JVM_EXIT_S = 10.0  # how long the end of a run waits for its JVM to exit, its last log lines into the run's log
 
@@ -199,8 +199,6 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         except OSError:
             pass
     if progress != "none":  # the first line: which etl and which Spark run it (and where to watch it)
-        from etl import DISTRIBUTION, version
-
         ui = spark.sparkContext.uiWebUrl
         typer.echo(f"etl run: {plan.name}: {DISTRIBUTION} {version()} on Spark {spark.version}"
                    + (f", Spark UI {ui}" if ui else "") + f" (master {spark.sparkContext.master})", err=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 
 SCHEMA_FILE = "pipeline.schema.json"
 

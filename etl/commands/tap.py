@@ -22,7 +22,7 @@ from urllib.request import Request, urlopen
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands import parse_vars, redact
 
 

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import typer
 
-from etl.cli import app
+from etl import settings
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
+from etl.commands.app import app
+from etl.commands.run import jvm_stderr_to
 
 
 @app.command()
@@ -37,8 +39,6 @@ def test(
         import shutil
         import tempfile
 
-        from etl import settings
-        from etl.commands.run import jvm_stderr_to
         from etl.runtime.session import build_session, stderr_to_file
         from etl.runtime.testing import run_tests
 

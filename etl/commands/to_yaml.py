@@ -8,8 +8,9 @@ import os
 
 import typer
 
-from etl.cli import app
 from etl.commands import parse_vars, redact
+from etl.commands.app import app
+from etl.sql import is_sql
 
 
 @app.command("to-yaml")
@@ -21,7 +22,6 @@ def to_yaml(
     from ruamel.yaml import YAML
 
     from etl.check import check_file
-    from etl.sql import is_sql
 
     if not os.path.isfile(path) or not is_sql(path):
         typer.echo(f"etl to-yaml: not a SQL script: {path}", err=True)

@@ -15,7 +15,7 @@ from urllib.error import HTTPError, URLError
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands import redact
 from etl.commands.tap import refused, resolve_address
 

@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from etl.cli import app
+from etl.commands.app import app
 from etl.commands import ALLOW_PATH_HELP, parse_vars, redact
 from etl.diagnostics import Diagnostic
 

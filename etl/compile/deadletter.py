@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl.compile.context import ERR, PAYLOAD, Built
+from etl.secrets import java_replacements
 
 
 def fence(expr: Any) -> Any:
@@ -95,8 +96,6 @@ def redacted_reasons(frame: Any) -> Any:
     if frame is None:
         return frame
     from pyspark.sql import functions as F
-
-    from etl.secrets import java_replacements
 
     reason = F.col("reason")
     for pattern, replacement in java_replacements():

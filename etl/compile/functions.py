@@ -44,6 +44,8 @@ from collections.abc import Callable
 
 import etl.compile.bounds as bounds
 import etl.compile.returns as returns
+from etl import settings
+from etl.compile.windows.state import AggregateFailed
 
 _LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
 RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)
@@ -100,8 +102,6 @@ class Limits:
 
     @staticmethod
     def current() -> Limits:
-        from etl import settings
-
         s = settings.current()
         return Limits(s.function_timeout_s, s.function_memory_mb, s.max_record_mb * 1024 * 1024)
 
@@ -273,8 +273,6 @@ def _series(call: RowCall) -> Callable[[Any], Any]:
     call bounded as the state engine's (RowCall); a call that raises or runs past a bound fails its task with
     `python function 'f' failed: <what>` (a batch group-by has no row to make a dead letter of)."""
     import pandas as pd
-
-    from etl.compile.windows.state import AggregateFailed
 
     def aggregate(values: Any) -> Any:
         value, error = call(values)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from etl.compile import jvm
+
 ENGINES = ("json-parse-jvm", "from_json")
 
 
@@ -34,6 +36,4 @@ def json_parser(spark: Any, planned: str | None) -> str:
     etl's jar, else from_json."""
     if planned is not None:
         return planned
-    from etl.compile import jvm
-
     return "json-parse-jvm" if jvm.available(spark) else "from_json"

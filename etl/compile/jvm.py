@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from etl.diskcache import cache_root, write_atomically
+from etl.physical import jar as packaged_jar
+from etl.settings import switched_on
 
 log = logging.getLogger("etl.jvm")
 
@@ -49,8 +51,6 @@ def switched_off(variable: str) -> bool:
     """A switch of one of etl's JVM paths that is not an engine choice (ETL_GUARD_OPTIMISTIC) set to off, 0, false
     or no. The engine switches (ETL_RULES_JVM, ETL_PREFILTER, ETL_GROK_PROGRAM, ETL_LOOKUP_JVM) are the physical
     planner's (etl.physical.target.planner_settings)."""
-    from etl.settings import switched_on
-
     return not switched_on(variable)
 
 
@@ -69,12 +69,10 @@ def _java_version(javac: str) -> str:
 def jar() -> Path | None:
     """The jar of etl/jvm/*.java: the packaged one when it is theirs, else compiled once per sources, pyspark and
     JDK; None without either."""
-    from etl.physical.jar import packaged
-
     with _LOCK:
         if "jar" in _JAR:
             return _JAR["jar"]
-        shipped, why_not = packaged()
+        shipped, why_not = packaged_jar.packaged()  # through the module: tests replace it
         if shipped is not None:
             _JAR["jar"] = shipped
             return shipped

@@ -40,7 +40,8 @@ import logging
 import threading
 from typing import Any
 
-from etl.physical.engines import PREFILTER_NEEDS  # noqa: F401  (re-exported: three needs per pattern)
+from etl.physical.engines import PREFILTER_NEEDS, literal_groups  # noqa: F401  (re-exported: three needs per pattern)
+from etl.compile import jvm
 
 log = logging.getLogger("etl.rules")
 
@@ -89,8 +90,6 @@ def _register(spark: Any) -> bool:
 def _literal_file(spark: Any, groups: tuple) -> str:
     """The field's groups in a file (a line per group: its needs separated by spaces, a need's literals by
     commas, each hex-encoded), added to the SparkContext (etl.compile.jvm.ship_text); its name."""
-    from etl.compile import jvm
-
     known = _BODIES.get(id(groups))
     if known is None or known[0] is not groups:
         body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
@@ -108,8 +107,6 @@ def literal_test(spark: Any, column: Any, groups: tuple, static: bool = True) ->
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType
 
-    from etl.compile import jvm
-
     name = _literal_file(spark, groups)
     if static:
         return F.coalesce(jvm.static_call(spark, CLASS, "test", BooleanType(), column, F.lit(name)), F.lit(False))
@@ -120,8 +117,6 @@ def prefilter_condition(program: Any, df: Any, engine: str = "prefilter-jvm") ->
     """The JVM condition every row the program can match satisfies, or None (the planner chose `no-prefilter`,
     a field that is not a string column in this frame, or the UDF could not be registered). `engine`: the
     physical plan's prefilter engine (prefilter-jvm: a static call; prefilter-udf: the UDF)."""
-    from etl.physical.engines import literal_groups
-
     if engine == "no-prefilter":
         return None
     # a tenth of a second for 10,000 rules: once per program (etl.physical.engines keeps it by digest)

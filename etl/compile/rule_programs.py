@@ -41,8 +41,14 @@ import os
 from typing import Any
 
 from etl.compile.context import CompileContext, CompileError
+from etl.compile.transforms.filter_alerts import rule_meta
+from etl.diagnostics import Report
+from etl.graph.checks import check_rule_list
 from etl.graph.model import Node
-from etl.load.rules import RuleFilesWatch
+from etl.load.rules import RuleFilesWatch, check_duplicate_ids, load_rule_files, rule_files_signature
+from etl.load.sigma import SigmaStats, load_sigma
+from etl.load.sigma_corr import silent
+from etl.spec.sigma import missing_fields
 
 log = logging.getLogger("etl.rules")
 
@@ -84,9 +90,6 @@ class RuleSet(RuleFilesWatch):
 
     # ------------------------------------------------------------ programs
     def _initial_program(self) -> Any:
-        from etl.compile.transforms.filter_alerts import rule_meta
-        from etl.load.sigma_corr import silent
-
         loaded = (getattr(self.graph, "rules", None) or {}).get(self.node.id)
         self.meta = rule_meta(loaded if loaded is not None else self.node.spec.rules or ())
         stats = (getattr(self.graph, "sigma", None) or {}).get(self.node.id)
@@ -116,8 +119,6 @@ class RuleSet(RuleFilesWatch):
                 if tuple(r.path[:len(prefix)]) == prefix and (self.pipeline_file is None or r.file == self.pipeline_file)]
 
     def _signature(self) -> tuple:
-        from etl.load.rules import rule_files_signature
-
         return rule_files_signature(self.node.spec, self.base_dir)
 
     def refresh(self) -> bool:
@@ -147,10 +148,6 @@ class RuleSet(RuleFilesWatch):
 
     def _load(self) -> tuple[Any, list]:
         """Load, validate and compile the filter's rules as they are now: (program, []) or (None, diagnostics)."""
-        from etl.diagnostics import Report
-        from etl.graph.checks import check_rule_list
-        from etl.load.rules import check_duplicate_ids, load_rule_files
-
         report = Report()
         rules = list(self._inline_rules())
         rules.extend(load_rule_files(self.node.spec.rule_files, self.base_dir, report, lambda k: self.node.span,
@@ -182,9 +179,6 @@ class RuleSet(RuleFilesWatch):
 def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
     """The filter's Sigma rules as the files are now, less those reading columns its input does not have
     (as `etl validate` leaves them out, W341); their warnings are logged."""
-    from etl.load.sigma import SigmaStats, load_sigma
-    from etl.load.sigma_corr import silent
-
     spec = rs.node.spec
     stats = SigmaStats()
     loaded = load_sigma(spec.sigma, lambda *k: rs.node.span, rs.base_dir, report, taken, stats, reload=True)
@@ -195,8 +189,6 @@ def _sigma_reload(rs: RuleSet, report: Any, taken: set[str]) -> list[Any]:
     cols = rs.graph.columns_of(ins[0].ref) if ins else None
     if not cols:
         return loaded
-    from etl.spec.sigma import missing_fields
-
     names = [c for c, _type in cols]
     return [r for r in loaded if not missing_fields((f for f, _ in r.fields), names)]
 

@@ -22,8 +22,13 @@ import os
 from typing import Any
 
 from etl.compile.context import CompileContext
+from etl.compile.rule_programs import log_once
+from etl.diagnostics import Report
 from etl.graph.model import Node
-from etl.load.rules import RuleFilesWatch
+from etl.load.rules import RuleFilesWatch, rule_files_signature
+from etl.load.sigma import SigmaStats, load_sigma
+from etl.load.sigma_corr import needs_restart
+from etl.spec.sigma import missing_fields
 
 log = logging.getLogger("etl.rules")
 
@@ -48,8 +53,6 @@ class CorrelationSet(RuleFilesWatch):
         self.history: list[str] = []  # what each reload did (tests, progress)
 
     def _signature(self) -> tuple:
-        from etl.load.rules import rule_files_signature
-
         return rule_files_signature(self.filter.spec, self.base_dir)
 
     def refresh(self) -> bool:
@@ -57,8 +60,6 @@ class CorrelationSet(RuleFilesWatch):
         if not self._files_changed():
             return False
         new = self._load()
-        from etl.load.sigma_corr import needs_restart
-
         blocked = needs_restart(self.current, new)
         if blocked:
             for file, line, col, message in blocked:
@@ -76,22 +77,15 @@ class CorrelationSet(RuleFilesWatch):
 
     def _load(self) -> list[Any]:
         """The correlation rules as the files are now, less those reading columns the alerts lack (W341)."""
-        from etl.diagnostics import Report
-        from etl.load.sigma import SigmaStats, load_sigma
-
         report = Report()
         stats = SigmaStats()
         taken = {r.rule.id for r in (self.graph.rules.get(self.src) or ()) if not hasattr(r, "sigma")}
         load_sigma(self.filter.spec.sigma, lambda *k: self.filter.span, self.base_dir, report, taken, stats,
                    reload=True)
-        from etl.compile.rule_programs import log_once
-
         log_once(self.caches, self.src, self.signature, f"sigma_correlation '{self.node.id}'", report.diagnostics)
         cols = self.graph.columns_of(self.src)
         if not cols:
             return list(stats.correlations)
-        from etl.spec.sigma import missing_fields
-
         names = [c for c, _type in cols]
         return [c for c in stats.correlations if not missing_fields((col for col, _key in c.columns()), names)]
 

@@ -14,6 +14,7 @@ from typing import Any
 from etl import settings
 from etl.compile.context import ERR, PAYLOAD, CompileError
 from etl.graph.model import Node
+from etl.physical.failing import declared_event_times
 
 NUMERIC = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
 # the drain sentinel (etl.compile.drain.SENTINEL_TIME, 9999-01-01) minus 9 years: more than the largest window
@@ -73,7 +74,6 @@ def beyond_rows(pipeline: str, node: Node, inputs: list[Any]) -> Any:
 def _declared(pipeline: str, node: Node, inputs: list[Any], live: bool, streaming: bool) -> list[tuple[int, Any]]:
     """(input index, its shared frame with the rows beyond the horizon failed) for each declared event time."""
     from etl.compile.deadletter import as_shared
-    from etl.physical.failing import declared_event_times
 
     out = []
     for i, et in declared_event_times(node):

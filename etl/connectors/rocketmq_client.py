@@ -46,6 +46,8 @@ from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_int, c_long, c
 from dataclasses import dataclass, field
 from typing import Any
 
+from etl.settings import current
+
 GET_ROUTEINFO_BY_TOPIC = 105
 TOPIC_NOT_EXIST = 17
 PERM_READ = 4
@@ -303,8 +305,6 @@ def _text(raw: bytes | None) -> str:
 
 
 def _log_setup(set_path: Any, set_level: Any, set_size: Any, handle: int) -> None:
-    from etl.settings import current
-
     log_dir = current().rocketmq_log_dir
     if log_dir:
         os.makedirs(log_dir, exist_ok=True)

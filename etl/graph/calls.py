@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from etl.sql.casts import parse_kind, targets, verdict
 from etl.sql.catalog import CLASS_NAMES, lookup, spark_calls
-from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
-from etl.sql.operators import COMPARISON_CLASSES, OPERATOR_CLASSES
+from etl.sql.operators import (COMPARISON_CLASSES, FUNCTIONS as OPERATOR_FUNCTIONS, OPERATOR_CLASSES, REFUSED, result,
+                               taken_beside)
 
 _LAMBDA = re.compile(r"(\(\s*\w+(?:\s*,\s*\w+)*\s*\)|\w+)\s*->")  # a lambda's variables: x -> ..., (k, v) -> ...
 
@@ -138,8 +139,6 @@ def _check_pair(cx: Any, node: Any, keys: tuple, text: str, where: str, op: str,
                 shown: str | None = None) -> bool:
     """E102 when Spark refuses `a op b` (True: reported); `shown`: the operator as written, when `op` names its
     table (> reads <'s)."""
-    from etl.sql.operators import REFUSED, result, taken_beside
-
     if result(op, a, b) != REFUSED:
         return False
     word = shown or op
@@ -196,8 +195,6 @@ SAME_TYPE: dict[str, tuple[int, ...] | None] = {"coalesce": None, "nvl": None, "
 
 def refused_together(fn: str, a: str, b: str) -> bool:
     """Does Spark refuse SAME_TYPE's function `fn` over values of types `a` and `b` (DATA_DIFF_TYPES)?"""
-    from etl.sql.operators import REFUSED, result
-
     return result("greatest" if fn in ("greatest", "least") else "coalesce", a, b) == REFUSED
 
 
@@ -205,8 +202,6 @@ def _check_common_type(cx: Any, node: Any, keys: tuple, text: str, cols: dict, w
                        args: tuple[tuple[str, int], ...], types: dict[int, str]) -> None:
     """E102 at the first argument whose type shares none with the one type of the arguments before it
     (`coalesce(bytes, 0)`: Spark's DATATYPE_MISMATCH.DATA_DIFF_TYPES at run)."""
-    from etl.sql.operators import result
-
     if fn not in SAME_TYPE:
         return
     positions = SAME_TYPE[fn]
@@ -248,8 +243,6 @@ def check_casts(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
     from sqlglot import exp
 
     from etl.graph.sql import node_type
-    from etl.sql.casts import targets, verdict
-
     casts = [n for n in tree.dfs() if isinstance(n, exp.Cast)]
     if not casts:
         return
@@ -281,8 +274,6 @@ _INTO = {"array": "an array to an array whose elements cast", "map": "a map to a
 
 
 def _kind_word(typ: str) -> str:
-    from etl.sql.casts import parse_kind
-
     k = parse_kind(typ)
     return k[0] if k is not None else typ
 

@@ -25,9 +25,11 @@ from typing import Any
 from collections.abc import Iterable
 
 from etl.diagnostics import Report, Span, did_you_mean, short_repr
-from etl.graph.names import find as _find
-from etl.graph.names import suggest as _suggest
 from etl.graph.model import Columns, Graph, Node, is_placeholder
+from etl.graph.names import find as _find, suggest as _suggest
+from etl.graph.types import KEYWORDS, parse_type, struct_fields
+from etl.settings import current
+from etl.sql.functions import spark_functions
 
 Cols = dict[str, str]  # name -> spark type, in order
 INTERNAL_PREFIX = "_etl_"  # etl's own columns (dead-letter reasons, payloads, join keys, ...): see etl/compile
@@ -142,8 +144,6 @@ class ColumnPass:
     def calls(self, node: Node, keys: tuple, text: str, where: str) -> None:
         """E012 for each call of a function that is neither Spark's nor one of the pipeline's `functions`."""
         from etl.graph.fields import unknown_calls
-        from etl.sql.functions import spark_functions
-
         known = spark_functions()
         mine = self.g.functions
         declared = {f.name.lower() for f in getattr(self.g.pipeline, "functions", None) or () if f is not None}
@@ -199,8 +199,6 @@ class ColumnPass:
 
     def check_types(self, node: Node, schema: dict[str, str] | None) -> None:
         """Declared column types must be Spark SQL types (E102 on the bad token, with did-you-mean)."""
-        from etl.graph.types import KEYWORDS, parse_type
-
         for name, typ in (schema or {}).items():
             err = parse_type(typ)
             if err is None:
@@ -299,8 +297,6 @@ class ColumnPass:
 
     def _width(self, node: Node, cols: Cols | None, ins: list) -> None:
         """At most ETL_MAX_COLUMNS columns: E102 at the component whose output first goes past it (its schema)."""
-        from etl.settings import current
-
         cap = current().max_columns
         if cols is None or len(cols) <= cap or any(c is not None and len(c) > cap for _, c in ins):
             return
@@ -346,8 +342,6 @@ def _unchecked(cols: Cols) -> str:
 
 def _nested_type(typ: str, parts: list[str]) -> str | None:
     """The declared type of the field `parts` inside a struct type (None: not known)."""
-    from etl.graph.types import struct_fields
-
     for part in parts:
         fields = struct_fields(typ)
         found = _find(fields, part) if fields else None

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Callable
 
-from etl.sql.casts import _split
+from etl.sql.casts import split_type
 
 TypeOf = Callable[[Any, dict[str, str]], str]
 # sqlglot's classes of some of them (the others are its Anonymous calls)
@@ -42,7 +42,7 @@ def map_parts(typ: str) -> tuple[str, str] | None:
     t = typ.strip()
     if not (t.lower().startswith("map<") and t.endswith(">")):
         return None
-    parts = _split(t[4:-1])
+    parts = split_type(t[4:-1])
     return (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else None
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
+from etl.diagnostics import did_you_mean
 from etl.graph.names import find as _find
 from etl.graph.types import struct_fields
 
@@ -49,8 +50,6 @@ class Miss:
 def missing_field(column: str, typ: str, parts: list[str]) -> Miss | None:
     """Walk `parts` (the path after `column`) through the column's type `typ`; None when it resolves or the type is
     not known well enough to tell (a map, a variant, an unknown type)."""
-    from etl.diagnostics import did_you_mean
-
     here = column
     for i, part in enumerate(parts):
         low = typ.strip().lower()

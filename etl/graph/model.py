@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Collection
 
+from etl import registry
 from etl.diagnostics import Span
 
 Columns = tuple[tuple[str, str], ...]  # ((name, spark type), ...) in order
@@ -168,8 +169,6 @@ class Placeholder:
 
     def is_static(self) -> bool:
         """As the registered spec class says (a mysql source is always a static table)."""
-        from etl import registry
-
         entry = registry.entries(self.KIND).get(self.type) if self.KIND in registry.KINDS else None
         return bool(getattr(entry.spec, "STATIC", False)) if entry is not None else False
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from etl.graph.containers import container_type
-from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS
-from etl.sql.operators import OPERATOR_CLASSES
+from etl.graph.containers import container_type, element
+from etl.graph.types import struct_fields
+from etl.sql.catalog import lookup, spark_calls, type_class
+from etl.sql.operators import FUNCTIONS as OPERATOR_FUNCTIONS, OPERATOR_CLASSES, REFUSED, result
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LITERAL_WORDS = frozenset({"true", "false", "null"})  # a bare word that is a value, not a column
@@ -165,8 +166,6 @@ def _references(columns: Any, text: str) -> tuple[list[tuple[str, int]], list[tu
 def _empty_call(err: dict, text: str) -> bool:
     """sqlglot's class for a name wants an argument where Spark takes none (lag(), lead(): lag(NULL); concat():
     ''): the error names the class of a call `name()` of the text that Spark's catalogue takes without arguments."""
-    from etl.sql.catalog import lookup
-
     found = _REQUIRED.match(str(err.get("description", "")))
     if found is None:
         return False
@@ -235,8 +234,6 @@ def node_type(node: Any, columns: dict[str, str] | None, functions: dict[str, st
 def _field_type(node: Any, cols: dict[str, str]) -> str:
     """`g.client` (`g.a.b`): a struct column's field, as Spark resolves a qualified name that is no table (a
     GROK(...) struct, a ROW column); "unknown" when the first part is no struct column of the input."""
-    from etl.graph.types import struct_fields
-
     parts = [p.name for p in node.parts]
     typ = cols.get(parts[0].lower())
     for part in parts[1:]:
@@ -259,8 +256,6 @@ def _type_of(node, cols: dict[str, str], fns: dict[str, str] | None = None) -> s
     if isinstance(node, exp.Identifier):  # a lambda's variable
         return cols.get(node.name.lower(), "unknown")
     if isinstance(node, exp.Dot) and isinstance(node.expression, exp.Identifier):  # w.s of a lambda's struct w
-        from etl.graph.types import struct_fields
-
         fields = struct_fields(_type_of(node.this, cols, fns))
         name = node.expression.name.lower()
         return next((t for k, t in (fields or {}).items() if k.lower() == name), "unknown")
@@ -383,8 +378,6 @@ def interval_type(node: Any) -> str:
 
 def operator_type(op: str, left: Any, right: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
     """Spark's type of `left op right` (etl.sql.operators; None: it does not tell or Spark refuses it)."""
-    from etl.sql.operators import REFUSED, result
-
     a, b = _type_of(left, cols, fns), _type_of(right, cols, fns)
     if "unknown" in (a, b):  # text || anything Spark takes is text
         return "string" if op == "||" and "string" in (a, b) else None
@@ -396,8 +389,6 @@ def _widened(node: Any, cols: dict[str, str], fns: dict[str, str] | None) -> str
     """The one type Spark brings the values of a CASE, an IF, coalesce/nvl/ifnull, nvl2, greatest/least, array(...)
     to (etl.sql.operators' coalesce and greatest tables: coalesce(int, double) is double); None: not one of
     those; "unknown" when a value's type is, or Spark refuses them."""
-    from etl.sql.operators import REFUSED, result
-
     exp = _exp()
     if isinstance(node, exp.Case):
         values = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
@@ -448,8 +439,6 @@ def _struct_type(node: Any, cols: dict[str, str], fns: dict[str, str] | None) ->
 def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str] | None) -> str | None:
     """The result type Spark's catalogue gives a call of `fname` (etl.sql.catalog): one type, or its first
     argument's; None when it depends on more."""
-    from etl.sql.catalog import lookup
-
     fn = lookup(fname)
     if fn is None and isinstance(node, _exp().Func) and not isinstance(node, _exp().Anonymous):
         fn = _spark_name_of(node)  # sqlglot's name is its own (try_add is a SafeAdd): the name Spark reads
@@ -471,8 +460,6 @@ def _catalogued_type(node, fname: str, cols: dict[str, str], fns: dict[str, str]
 
 def _spark_name_of(node) -> Any:
     """The catalogued function a sqlglot function node is, by the name its Spark SQL calls it (None: none)."""
-    from etl.sql.catalog import lookup, spark_calls
-
     calls = spark_calls(node.sql(dialect="spark"))
     return lookup(calls[0].name) if calls and calls[0].offset == 0 else None
 
@@ -482,8 +469,6 @@ def _by_class_type(node, cols: dict[str, str], fns: dict[str, str] | None) -> st
     int, abs(string) double): the arguments, as Spark reads them off the call's text, at each position that
     changes the result must agree on one ("unknown" when they do not); None when a type is unknown or the call
     cannot be read (the older guesses then)."""
-    from etl.sql.catalog import lookup, spark_calls, type_class
-
     text = node.sql(dialect="spark")
     calls = spark_calls(text)
     if not calls or calls[0].offset != 0 or calls[0].syntax:
@@ -518,9 +503,6 @@ def _by_class_type(node, cols: dict[str, str], fns: dict[str, str] | None) -> st
 
 def _wider(a: str, b: str) -> str | None:
     """The type Spark brings `a` and `b` to (arrays element by element); None: none."""
-    from etl.graph.containers import element
-    from etl.sql.operators import REFUSED, result
-
     if a == b:
         return a
     ea, eb = element(a), element(b)

@@ -62,7 +62,7 @@ from __future__ import annotations
 import re
 import time
 
-from . import ir, props
+from . import dfa, ir, props
 from .codec import DFA, FormatError, Program
 from .ir import Unsupported
 from .runtime import FALLBACK, dfa_run, run, run_full
@@ -94,7 +94,6 @@ def compile_program(python_regex: str, flags: int = 0, dotall: bool = True) -> P
 def compile_leaf(python_regex: str, flags: int = 0, probe: bool = False) -> DFA:
     """One DFA for a capture-free regex (tests, diagnostics). ``probe=False``: first-match
     end; ``probe=True``: ">= 0 iff some match starts here"."""
-    from . import dfa
     try:
         x, _, _ = ir.parse(python_regex, flags)
         x = props.simplify(x)

@@ -12,16 +12,15 @@ import functools
 import hashlib
 from pathlib import Path
 
+from etl import diskcache
+from etl.grokvm import Unsupported, compile_program
+
 
 @functools.lru_cache(maxsize=64)
 def program_bytes(python_regex: str) -> tuple[bytes | None, str | None]:
     """The program of `python_regex` read with DOTALL, for lines without a newline: etl/jvm/Grok.java compiles
     its regex as Logstash reads grok (multi-line: ^ $ are line anchors, \\Z ends before a last \\n), and a line
     with a \\n is the regex's (a program's fallback byte); on other lines the two meanings are the same."""
-    from etl import diskcache
-
-    from . import Unsupported, compile_program
-
     key = hashlib.sha256((version() + "\n" + python_regex).encode()).hexdigest()
     cached = diskcache.read("grok", key, ".prog")
     if cached is not None:

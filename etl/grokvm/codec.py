@@ -335,6 +335,6 @@ def _describe(prog: Program, n: tuple, depth: int, lines: list[str]) -> None:
     elif k == LOOK:
         lines.append(f"{pad}LOOK {'!' if n[1] else '='} {d(n[2])}")
     elif k == SCAN:
-        from .ir import _mask_str
+        from .ir import mask_str
         q = f"{{{n[3]},{'' if n[4] < 0 else n[4]}}}{'' if n[5] else '?'}"
-        lines.append(f"{pad}SCAN {n[1]} {_mask_str(n[2])}{q} follow={d(n[6])}")
+        lines.append(f"{pad}SCAN {n[1]} {mask_str(n[2])}{q} follow={d(n[6])}")

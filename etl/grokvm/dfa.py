@@ -31,7 +31,7 @@ from array import array
 
 import numpy as np
 
-from . import ir
+import etl.grokvm.ir as ir
 from .codec import DFA
 from .ir import Unsupported
 

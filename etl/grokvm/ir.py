@@ -206,7 +206,7 @@ def to_regex(x: tuple) -> str:
     """Readable Python-regex rendering of an IR node (debugging, tests, reports)."""
     k = x[0]
     if k == 'set':
-        return _mask_str(x[1])
+        return mask_str(x[1])
     if k == 'seq':
         return "".join(_paren(i) if i[0] == 'alt' else to_regex(i) for i in x[1])
     if k == 'alt':
@@ -225,9 +225,9 @@ def to_regex(x: tuple) -> str:
             body = "(?:" + body + ")"
         return body + q + ("" if x[3] else "?")
     if k == 'prev':
-        return f"(?:(?<={_mask_str(x[1])}{'|^' if x[2] else ''})" if x[1] else ("^" if x[2] else "(?!)")
+        return f"(?:(?<={mask_str(x[1])}){'|^' if x[2] else ''})" if x[1] else ("^" if x[2] else "(?!)")
     if k == 'next':
-        return "(?:(?=" + _mask_str(x[1]) + (r"|\Z" if x[2] else "") + ")" if x[1] else (r"\Z" if x[2] else "(?!)")
+        return "(?:(?=" + mask_str(x[1]) + ")" + (r"|\Z" if x[2] else "") + ")" if x[1] else (r"\Z" if x[2] else "(?!)")
     if k == 'wb':
         return r"\B" if x[1] else r"\b"
     if k == 'look':
@@ -239,7 +239,7 @@ def _paren(i: tuple) -> str:
     return "(?:" + to_regex(i) + ")"
 
 
-def _mask_str(m: int) -> str:
+def mask_str(m: int) -> str:
     bs = [b for b in range(128) if m >> b & 1]
     if len(bs) == 1:
         return re.escape(chr(bs[0])) if bs[0] >= 32 else f"\\x{bs[0]:02x}"

@@ -40,7 +40,7 @@ Groups keep the last value assigned (a group set in an earlier loop iteration st
 """
 from __future__ import annotations
 
-from . import codec
+import etl.grokvm.codec as codec
 from .codec import DFA, Program
 
 

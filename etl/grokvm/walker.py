@@ -49,7 +49,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import codec, dfa, ir, props
+import etl.grokvm.codec as codec
+import etl.grokvm.dfa as dfa
+import etl.grokvm.ir as ir
+import etl.grokvm.props as props
 from .codec import Program
 from .ir import Unsupported
 

@@ -29,6 +29,7 @@ from functools import reduce
 from typing import Any
 from collections.abc import Iterable
 
+from etl import settings
 from etl.load.paths import SAMPLES, PathError, read_head, resolve
 
 Type = Any  # "string", "bigint", ... | ("decimal", p, s) | ("array", Type) | ("struct", ((name, Type), ...))
@@ -59,8 +60,6 @@ class Sample:
 
 def limits() -> tuple[int, int, int]:
     """(files, lines per file, KB per file) of a sample (ETL_INFER_FILES, ETL_INFER_LINES, ETL_INFER_KB)."""
-    from etl import settings
-
     s = settings.current()
     return s.infer_files, s.infer_lines, s.infer_kb
 

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Callable, Iterable
 
+from etl import settings
+from etl.spec.signature import SignatureError
+
 __all__ = ["LOOKUP_TABLES", "MAX_GLOB_DEPTH", "MAX_GLOB_ENTRIES", "MODULES", "PIPELINES", "PathError", "PathMissing",
            "RULE_FILES", "SAMPLES", "Reader", "RulePathError", "SIGMA_FILES", "allow_paths", "check_file", "module_reader",
            "read_head", "read_text", "resolve", "resolve_rule_paths"]
@@ -56,8 +59,6 @@ class Reader:
         return f"{self.what}s are read inside the pipeline file's folder; allow another folder with --allow-path DIR"
 
     def max_mb(self) -> float:
-        from etl import settings
-
         return float(getattr(settings.current(), self.cap))
 
     def max_bytes(self) -> int:
@@ -314,8 +315,6 @@ def module_reader(base_dir: str | os.PathLike) -> Callable[[Path], str]:
     through `resolve` (inside the allowed folders, a regular file within the cap), an installed one as a regular
     file within the cap; a refusal is a SignatureError with the guard's code, message and hint."""
     def read(file: Path) -> str:
-        from etl.spec.signature import SignatureError
-
         rel = os.path.relpath(file, base_dir)
         try:
             if not rel.startswith(".." + os.sep):

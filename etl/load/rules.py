@@ -12,34 +12,20 @@ micro-batches; `rule_file_paths` says which files to watch.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable, Mapping
 
 from etl.diagnostics import Report, Span
 from etl.load import load_file
-from etl.load.paths import RulePathError, allow_paths, resolve_rule_paths
-from etl.spec.rules import walk_predicates
+from etl.load.paths import RULE_FILES, PathError, RulePathError, allow_paths, read_text, resolve_rule_paths
+from etl.load.sigma import load_sigma, sigma_files
+from etl.load.sourced import SourcedRule
+from etl.load.template import has_template, process_environ
+from etl.spec.errors import validate_model
+from etl.spec.rules import RuleFile, RuleList, walk_predicates
 
 __all__ = ["RulePathError", "SourcedRule", "allow_paths", "expand_rule_paths", "load_filter_rules",
            "load_rule_file", "resolve_rule_paths", "rule_file_paths", "rule_files_signature", "walk_predicates"]
-
-
-@dataclass(frozen=True)
-class SourcedRule:
-    """A validated rule and where it is written (file, path inside that file's document)."""
-
-    rule: Any  # etl.spec.rules.Rule
-    file: str
-    path: tuple  # e.g. ("transforms", 2, "rules", 0) or (3,) or ("rules", 3)
-    smap: Any = None  # source map of `file`
-
-    @property
-    def span(self) -> Span:
-        return self.span_of()
-
-    def span_of(self, *keys: Any) -> Span:
-        return self.smap.value(self.path + keys) if self.smap is not None else Span(self.file)
 
 
 def _norm(path: str) -> str:
@@ -63,8 +49,6 @@ def rule_file_paths(spec: Any, base_dir: str | os.PathLike) -> list[str]:
         for f in expand_rule_paths(pattern, base_dir):
             seen.setdefault(_norm(f), None)
     if getattr(spec, "sigma", None) is not None:
-        from etl.load.sigma import sigma_files
-
         for found in sigma_files(spec.sigma, base_dir):
             for f in found:
                 seen.setdefault(_norm(f), None)
@@ -110,17 +94,12 @@ _CACHE_MAX = 256
 
 def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> tuple | None:
     """Same file content (and, for a templated file, same vars and environment) -> same result."""
-    from etl.load.paths import RULE_FILES, PathError, read_text
-    from etl.load.template import has_template
-
     try:
         content = read_text(file, RULE_FILES)
     except PathError:
         return None  # load_file reports it
     key: tuple = (_norm(file), file, hash(content))
     if has_template(content):
-        from etl.load.template import process_environ
-
         env = process_environ() if environ is None else environ
         try:
             key += (repr(sorted((str(k), repr(v)) for k, v in (vars_ or {}).items())), hash(frozenset(env.items())))
@@ -175,9 +154,6 @@ def is_rule_document(data: Any) -> bool:
 
 def rules_of_document(doc: Any, report: Report) -> list[SourcedRule] | None:
     """Validate a loaded rule-file document; diagnostics point into it."""
-    from etl.spec.errors import validate_model
-    from etl.spec.rules import RuleFile, RuleList
-
     file = doc.file
     data = doc.data
     if isinstance(data, dict):
@@ -209,8 +185,6 @@ def load_filter_rules(spec: Any, path: tuple, smap: Any, base_dir: str | os.Path
     rules.extend(load_rule_files(spec.rule_files or [], base_dir, report, lambda k: span("rule_files", k),
                                  vars_=vars_, environ=environ))
     if getattr(spec, "sigma", None) is not None:
-        from etl.load.sigma import load_sigma
-
         rules.extend(load_sigma(spec.sigma, span, base_dir, report, {r.rule.id for r in rules}, sigma_stats))
     check_duplicate_ids(rules, report)
     return None if len(report.errors) > before else rules

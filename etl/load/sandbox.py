@@ -31,6 +31,8 @@ from jinja2 import ChainableUndefined, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 from jinja2.utils import generate_lorem_ipsum
 
+from etl.settings import current
+
 DEFAULT_SECONDS = 2.0
 DEFAULT_MAX_MB = 64
 MAX_INT_BITS = 1 << 16  # about 20,000 decimal digits
@@ -45,8 +47,6 @@ class Limits:
 
 def limits() -> Limits:
     """The render limits: defaults, or ETL_TEMPLATE_TIMEOUT / ETL_TEMPLATE_MAX_MB (etl.settings)."""
-    from etl.settings import current
-
     s = current()
     return Limits(s.template_timeout_s, int(s.template_max_mb * 1024 * 1024))
 

@@ -30,7 +30,9 @@ from typing import Any
 from collections.abc import Callable
 
 from etl.diagnostics import Report, Span
-from etl.load.rules import SourcedRule
+from etl.load.paths import SIGMA_FILES, PathError, resolve
+from etl.load.sourced import SourcedRule
+from etl.spec.rules import Rule
 
 SEVERITY = {"informational": "info", "low": "low", "medium": "medium", "high": "high", "critical": "critical"}
 _SUFFIXES = (".yml", ".yaml")
@@ -89,8 +91,6 @@ class SigmaStats:
 def sigma_files(spec: Any, base_dir: str | os.PathLike, refused: list | None = None) -> list[list[str]]:
     """Per `paths` entry, the Sigma files it names (sorted), through the guard of every file a pipeline reads
     (etl.load.paths); an entry it refuses names none, and goes to `refused` as (index, PathError)."""
-    from etl.load.paths import SIGMA_FILES, PathError, resolve
-
     out = []
     for k, pattern in enumerate(spec.paths):
         try:
@@ -152,7 +152,6 @@ def load_sigma(spec: Any, span: Callable[..., Span], base_dir: str | os.PathLike
     `reload`: a changed file that cannot be read keeps its last readable version (W340 says so)."""
     from etl.load.sigma_map import Mapper, Unsupported
     from etl.load.sigma_parse import entries_of
-    from etl.spec.rules import Rule
 
     stats = stats if stats is not None else SigmaStats()
     taken = taken if taken is not None else set()

@@ -13,6 +13,8 @@ import functools
 import re
 from typing import Any
 
+from etl.load import nesting
+
 
 @functools.cache
 def quiet_re2_engine() -> type:
@@ -44,8 +46,6 @@ def conditions(d: dict, lines: list[str], offset: int, positions: tuple) -> tupl
     """Each condition of a rule's detection without its double negations (`not not x` is `x`, in Sigma as in
     its backends: so a chain of 5,000 `not` reads as 0 or 1); the (line, col) of the first one nested deeper than
     etl's limit (etl.load.nesting), else None. pySigma parses and copies a condition recursively."""
-    from etl.load import nesting
-
     det = d.get("detection")
     if not isinstance(det, dict) or not isinstance(det.get("condition"), (str, list)):
         return None

@@ -30,6 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from etl.load import nesting
+from etl.load.paths import SIGMA_FILES, PathError, read_text
+from etl.spec.rules import pattern_too_long
+
 MULTI = ("*",)  # wildcards are tuples: a literal "*" of the text stays a str
 SINGLE = ("?",)
 _VERSION = b"sigma-entries-4"  # 3: correlation percentile, value_* types; 4: double negations cancelled
@@ -101,8 +105,6 @@ def _key_of(leaf: Any) -> tuple | None:
 
 def _value(field: str | None, v: Any, leaf: Any) -> tuple:
     from sigma import types as t
-
-    from etl.spec.rules import pattern_too_long
 
     if isinstance(v, t.SigmaExpansion):
         return ("or", tuple(_value(field, x, leaf) for x in v.values))
@@ -208,8 +210,6 @@ def _shifted(found: tuple[int, tuple], offset: int) -> tuple[int, tuple]:
 
 def parse_file(path: str) -> list[SigmaEntry]:
     """Every rule document of one Sigma file (an unreadable file is one entry with `error`)."""
-    from etl.load.paths import SIGMA_FILES, PathError, read_text
-
     try:
         text = read_text(path, SIGMA_FILES)
     except PathError as e:
@@ -228,7 +228,6 @@ def parse_text(text: str, path: str = "<sigma>") -> list[SigmaEntry]:
     from sigma.exceptions import SigmaError
     from sigma.rule import SigmaRule
 
-    from etl.load import nesting
     from etl.load.sigma_guard import conditions
 
     _modifier_aliases()

@@ -79,7 +79,7 @@ def _implicit_table() -> dict[str, list[tuple[str, Any]]]:
 _IMPLICIT = _implicit_table()
 
 
-def _resolve(value: str, plain: bool, tag: str | None) -> str:
+def resolve_tag(value: str, plain: bool, tag: str | None) -> str:
     """The core-schema type of a scalar: 'null', 'bool', 'int', 'float', 'merge' or 'str'."""
     if tag and tag not in ("!", "?"):
         return tag.rsplit(":", 1)[-1] if tag.startswith("tag:yaml.org,2002:") else "str"
@@ -91,7 +91,7 @@ def _resolve(value: str, plain: bool, tag: str | None) -> str:
     return "str"
 
 
-def _scalar_value(kind: str, text: str) -> Any:
+def scalar_value(kind: str, text: str) -> Any:
     if kind == "null":
         return None
     if kind == "bool":
@@ -168,7 +168,7 @@ class _Builder:
                          and ev.end_mark.column - ev.start_mark.column == len(value) + quotes)
                 self.smap.styles[path] = style if exact else "|"
             plain = not style and (ev.implicit[0] if isinstance(ev.implicit, tuple) else True)
-            out = _scalar_value(_resolve(value, plain, ev.tag), value)
+            out = scalar_value(resolve_tag(value, plain, ev.tag), value)
         elif kind == "SequenceStartEvent":
             out = []
             for i, item in enumerate(self.events):
@@ -213,12 +213,12 @@ class _Builder:
                 continue
             style = kev.style or ""
             plain = not style and (kev.implicit[0] if isinstance(kev.implicit, tuple) else True)
-            kind = _resolve(kev.value, plain, kev.tag)
+            kind = resolve_tag(kev.value, plain, kev.tag)
             vev = next(self.events)
             if kind == "merge":
                 merges.append(self.build(vev, path + ("<<",) if path is not None else None, depth + 1))
                 continue
-            key = _scalar_value(kind, kev.value)
+            key = scalar_value(kind, kev.value)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 key = str(key)
             if key is None:

@@ -28,6 +28,8 @@ import signal
 import threading
 from collections.abc import Callable, Sequence
 
+from etl.settings import current
+
 BUDGET_S = 1.0  # seconds one search may take before it gives up ...
 PER_CHAR_S = 1e-6  # ... plus this per character of its value
 
@@ -46,8 +48,6 @@ def _alarm(signum: int, frame: object) -> None:
 def budget_s() -> float:
     """``ETL_REGEX_BUDGET_S`` of the driver's settings (default ``BUDGET_S``; 0: no budget); a Python worker
     has the driver's snapshot (etl.settings.use, called by the closure that runs the matcher)."""
-    from etl.settings import current
-
     return current().regex_budget_s
 
 

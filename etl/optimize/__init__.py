@@ -25,29 +25,16 @@ Compile errors (bad regex, bad network) raise :class:`RuleCompileError` whose
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from etl import diskcache
 from etl.matching.ir import FilterProgram, RuleCompileError
 from etl.matching.merged import MergedProgram
-from etl.optimize.fallback import fallback
-from etl.optimize.fingerprint import fingerprint
-from etl.optimize.merge_by_field import merge_by_field
-from etl.optimize.native_split import native_split
-from etl.optimize.normalize import lift, normalize
+from etl.optimize.normalize import lift
+from etl.optimize.passes import PASSES, Pass, run_passes
 from etl.optimize.sibling_merge import merge_programs
 from etl.regexes.hsregex import hyperscan_rejects
 from etl.spec.rules import Rule
-
-Pass = Callable[[FilterProgram], FilterProgram]
-
-PASSES: tuple[Pass, ...] = (
-    normalize,
-    native_split,
-    merge_by_field,
-    fallback,
-    fingerprint,
-)
 
 
 def compile_rules(rules: Sequence[Rule], upto: str | None = None, cache: bool = False) -> FilterProgram:
@@ -78,13 +65,5 @@ def _compile(rules: Sequence[Rule], upto: str | None) -> FilterProgram:
     return program
 
 
-def run_passes(program: FilterProgram, start: str) -> FilterProgram:
-    """Run the passes from ``start`` on (used to re-plan a merged program)."""
-    names = [p.__name__ for p in PASSES]
-    for p in PASSES[names.index(start):]:
-        program = p(program)
-    return program
-
-
 __all__ = ["PASSES", "FilterProgram", "MergedProgram", "RuleCompileError", "compile_rules", "hyperscan_rejects",
-           "merge_programs", "run_passes"]
+           "merge_programs", "run_passes", "Pass"]

@@ -22,7 +22,7 @@ import json
 
 import hyperscan
 
-from etl.matching.ir import FilterProgram, HsPattern, render_expr
+from etl.matching.ir import Const, FilterProgram, HsPattern, leaves, render_expr
 from etl.optimize.normalize import shared_subexpressions
 
 _FLAG_NAMES = (
@@ -190,8 +190,6 @@ def _listed(lines: list[str], out: list[str], rest: str) -> None:
 
 def summary(program: FilterProgram, show_sizes: bool = True) -> str:
     """The text of a large program: counts and per-field facts rather than one line per rule."""
-    from etl.matching.ir import Const, leaves
-
     done = set(program.passes)
     preds = program.predicates
     lines = _head_lines(program, show_sizes, f" (summary: more than {FULL_LIMIT} rules)")

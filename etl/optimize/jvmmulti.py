@@ -51,10 +51,10 @@ from functools import lru_cache
 from typing import Any
 from collections.abc import Callable
 
-from etl.regexes.hsregex import _class_ranges, _literal_ranges, op_regex
+from etl.regexes.hsregex import class_ranges, literal_ranges, op_regex
 from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred
 from etl.regexes.javaregex import shared, translate, unsupported_reason
-from etl.optimize.jvmprogram import _hex, _literals, _tree, folding_into_ascii
+from etl.optimize.jvmprogram import hex_escape, literal_units, tree_of, folding_into_ascii
 from etl.optimize.literals import MAX_NEEDS, literal_options
 from etl.matching.ruletree import fold
 
@@ -74,7 +74,7 @@ class MultiPlan:
 def _fold_trivial(s: str) -> bool:
     """Does a byte comparison with ASCII letters lower-cased decide Python's caseless match of this needle, on
     values without F code points? (each non-ASCII character matches only itself)"""
-    return all(ord(c) < 0x80 or _literal_ranges(ord(c), re.IGNORECASE) == ((ord(c), ord(c)),) for c in s)
+    return all(ord(c) < 0x80 or literal_ranges(ord(c), re.IGNORECASE) == ((ord(c), ord(c)),) for c in s)
 
 
 def _gram(b: bytes, k: int) -> bytes:
@@ -111,11 +111,11 @@ class _Writer:
         for n, text in shared(t.ascii + t.unicode).items():
             if n not in self.classes:
                 self.classes[n] = text
-                self.lines.append(f"S {n} {_hex(text)}")
+                self.lines.append(f"S {n} {hex_escape(text)}")
         needs = _needs(regex, flags)
         if needs in ("-", "u") or needs.startswith("*"):
             self.unscanned.update(leaves)
-        self.lines.append(f"P {','.join(map(str, leaves))} {_hex(t.ascii)} {_hex(t.unicode)} "
+        self.lines.append(f"P {','.join(map(str, leaves))} {hex_escape(t.ascii)} {hex_escape(t.unicode)} "
                           f"{needs} {'c' if t.caseless else 's'} {field}")
         self.regexes.append(regex)
 
@@ -131,7 +131,7 @@ class _Writer:
             self.lines.append(f"U {f} v {index}")
         elif op in _CMP:
             if isinstance(v, str):  # a number bound never holds on text
-                self.lines.append(f"C {f} {op} {index} {_hex(v)}")
+                self.lines.append(f"C {f} {op} {index} {hex_escape(v)}")
         elif op in ("eq", "in"):
             for member in (v if op == "in" else (v,)):
                 if isinstance(member, str):
@@ -189,7 +189,7 @@ class _Writer:
                 anchors[key] = 0 if len(b) >= 3 else -1
         for key, preds in self.needles.items():
             field, kind, caseless, text = key
-            self.lines.append(f"N {field} {kind} {','.join(map(str, preds))} {_hex(text) or '-'} "
+            self.lines.append(f"N {field} {kind} {','.join(map(str, preds))} {hex_escape(text) or '-'} "
                               f"{'c' if caseless else 's'} {anchors[key]}")
 
     def tree(self, e: Expr) -> Expr:
@@ -205,7 +205,7 @@ class _Writer:
 def _needs(regex: str, flags: int) -> str:
     """jvmprogram's needs of the pattern; else ``u`` when it cannot match an ASCII value; else ``*;`` and needs
     of 1 or 2 characters (checked before the pattern runs); else ``-`` (it runs on every value)."""
-    got = _literals(regex, flags)
+    got = literal_units(regex, flags)
     if got != "-":
         return got
     parsed = sre_parse.parse(regex, flags)
@@ -214,15 +214,15 @@ def _needs(regex: str, flags: int) -> str:
     short = sorted(literal_options(regex, flags, False, 1), key=lambda n: (-min(map(len, n)), len(n), sorted(n)))
     if not short:
         return "-"
-    return "*;" + ";".join(",".join(_hex(x) for x in sorted(need)) for need in short[:MAX_NEEDS])
+    return "*;" + ";".join(",".join(hex_escape(x) for x in sorted(need)) for need in short[:MAX_NEEDS])
 
 
 def _no_ascii(items: list, flags: int) -> bool:
     """Does every match of the sequence hold a non-ASCII character? (a mandatory part that matches none)"""
     for op, av in items:
-        if op is C.LITERAL and all(lo >= 0x80 for lo, _hi in _literal_ranges(av, flags)):
+        if op is C.LITERAL and all(lo >= 0x80 for lo, _hi in literal_ranges(av, flags)):
             return True
-        if op is C.IN and all(lo >= 0x80 for lo, _hi in _class_ranges(av, flags)):
+        if op is C.IN and all(lo >= 0x80 for lo, _hi in class_ranges(av, flags)):
             return True
         if op is C.SUBPATTERN and _no_ascii(list(av[3]), (flags | av[1]) & ~av[2]):
             return True
@@ -338,7 +338,7 @@ def caseless_classes() -> dict[int, int]:
     out = {}
     for c in range(0x110000):
         if _sre.unicode_iscased(c):
-            least = min(lo for lo, _hi in _literal_ranges(c, re.IGNORECASE))
+            least = min(lo for lo, _hi in literal_ranges(c, re.IGNORECASE))
             if least != c:
                 out[c] = least
     return out
@@ -346,7 +346,7 @@ def caseless_classes() -> dict[int, int]:
 
 def _ascii_of(c: int) -> str:
     """The ASCII letter (lower case) Python matches caselessly with the non-ASCII character c."""
-    return next(chr(a) for a in range(ord("a"), ord("z") + 1) if any(lo <= c <= hi for lo, hi in _literal_ranges(a, re.IGNORECASE)))
+    return next(chr(a) for a in range(ord("a"), ord("z") + 1) if any(lo <= c <= hi for lo, hi in literal_ranges(a, re.IGNORECASE)))
 
 
 class _Unfit(Exception):
@@ -373,9 +373,9 @@ def multi_plan(program: FilterProgram) -> MultiPlan:
         always = not (isinstance(empty, Const) and empty.value is False)
         toks: list[str] = []
         tree = w.tree(r.expr)
-        _tree(tree, toks)
+        tree_of(tree, toks)
         trig = _triggers(tree, likely, w.unscanned.__contains__)
-        w.lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}"
+        w.lines.append(f"R {hex_escape(r.rule_id)} {int(always)} {','.join(toks)}"
                        + ("" if trig is None else " " + ";".join(",".join(map(str, g)) for g in trig)))
     return MultiPlan(tuple(w.fields), "\n".join(head + w.lines) + "\n", regexes=tuple(w.regexes),
                      needles=len(w.needles))

@@ -43,7 +43,7 @@ from functools import lru_cache
 from etl.matching.ir import And, Const, Expr, FilterProgram, Not, Pred, leaves
 from etl.matching.ruletree import fold
 from etl.optimize.literals import MAX_NEEDS, MIN_LENGTH, SECONDARY_MIN_LENGTH, literal_options, required_literals
-from etl.regexes.hsregex import _literal_ranges
+from etl.regexes.hsregex import literal_ranges
 from etl.regexes.javaregex import shared, translate, unsupported_reason
 
 
@@ -59,31 +59,31 @@ class JvmPlan:
         return len(self.regexes)
 
 
-def _hex(s: str) -> str:
+def hex_escape(s: str) -> str:
     return s.encode("utf-8").hex()
 
 
-def _tree(e: Expr, out: list[str]) -> None:
+def tree_of(e: Expr, out: list[str]) -> None:
     if isinstance(e, Pred):
         out.append(f"P{e.index}")
     elif isinstance(e, Const):
         out.append("T" if e.value else "F")
     elif isinstance(e, Not):
         out.append("N")
-        _tree(e.child, out)
+        tree_of(e.child, out)
     else:
         out.append(("A" if isinstance(e, And) else "O") + str(len(e.children)))
         for c in e.children:
-            _tree(c, out)
+            tree_of(c, out)
 
 
-def _literals(regex: str, flags: int) -> str:
+def literal_units(regex: str, flags: int) -> str:
     first = required_literals(regex, flags, min_length=MIN_LENGTH)
     if not first:
         return "-"
     others = [n for n in literal_options(regex, flags, False, SECONDARY_MIN_LENGTH) if n != first]
     others.sort(key=lambda n: (-min(map(len, n)), len(n), sorted(n)))
-    return ";".join(",".join(_hex(x) for x in sorted(need)) for need in [first, *others[:MAX_NEEDS - 1]])
+    return ";".join(",".join(hex_escape(x) for x in sorted(need)) for need in [first, *others[:MAX_NEEDS - 1]])
 
 
 @lru_cache(maxsize=1)
@@ -91,7 +91,7 @@ def folding_into_ascii() -> tuple[int, ...]:
     """The non-ASCII code points Python's re matches caselessly with some ASCII character."""
     out: set[int] = set()
     for a in range(0x80):
-        for lo, hi in _literal_ranges(a, int(re.IGNORECASE)):
+        for lo, hi in literal_ranges(a, int(re.IGNORECASE)):
             out.update(c for c in range(max(lo, 0x80), hi + 1))
     return tuple(sorted(out))
 
@@ -129,14 +129,14 @@ def jvm_plan(program: FilterProgram) -> JvmPlan:
         for n, text in shared(t.ascii + t.unicode).items():
             if n not in classes:
                 classes[n] = text
-                lines.append(f"S {n} {_hex(text)}")
-        lines.append(f"P {','.join(map(str, decides))} {_hex(t.ascii)} {_hex(t.unicode)} {_literals(regex, flags)} "
+                lines.append(f"S {n} {hex_escape(text)}")
+        lines.append(f"P {','.join(map(str, decides))} {hex_escape(t.ascii)} {hex_escape(t.unicode)} {literal_units(regex, flags)} "
                      f"{'c' if t.caseless else 's'}")
     for r in program.rules:
         empty = fold(r.expr, lambda i: False)
         always = not (isinstance(empty, Const) and empty.value is False)
         toks: list[str] = []
-        _tree(r.expr, toks)
-        lines.append(f"R {_hex(r.rule_id)} {int(always)} {','.join(toks)}")
+        tree_of(r.expr, toks)
+        lines.append(f"R {hex_escape(r.rule_id)} {int(always)} {','.join(toks)}")
     return JvmPlan(next(iter(fields), None), "\n".join(lines) + "\n", regexes=tuple(r for _, r, _ in patterns))
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from etl.matching.ir import Const, Expr, FilterProgram, Not, Pred, PredicateInfo, RuleProgram
 from etl.matching.merged import MergedProgram
+from etl.optimize.passes import run_passes
 
 
 def _remap(e: Expr, m: dict[int, int]) -> Expr:
@@ -28,8 +29,6 @@ def _remap(e: Expr, m: dict[int, int]) -> Expr:
 
 
 def merge_programs(programs: Sequence[FilterProgram]) -> MergedProgram:
-    from etl.optimize import run_passes
-
     if not programs:
         raise ValueError("nothing to merge")
     preds: list[PredicateInfo] = []

@@ -7,7 +7,7 @@ from typing import Any
 
 from etl.physical.model import PhysicalPlan, QueryPlan
 
-from etl.plan.explain import _fill
+from etl.plan.explain import fill_width
 
 
 PARTS = MappingProxyType({"dead": " (dead letters)", "horizon": " (input rows beyond its event time's horizon)"})
@@ -19,37 +19,37 @@ def _query(q: QueryPlan) -> list[str]:
             "dead_only": f"query {q.name}: failed input rows of {q.root}"}[q.kind]
     out = [f"  {head}"]
     if q.nodes:
-        out.extend(_fill("per micro-batch: " + ", ".join(q.nodes), "    ", "      "))
+        out.extend(fill_width("per micro-batch: " + ", ".join(q.nodes), "    ", "      "))
     for o in q.outputs:
         refs = ", ".join(n + (f".{lab}" if lab else "") + PARTS.get(part, "") for n, lab, part in o.refs)
-        out.extend(_fill(f"writes {o.id} <- {refs}", "    ", "      "))
+        out.extend(fill_width(f"writes {o.id} <- {refs}", "    ", "      "))
     return out
 
 
 def explain_physical(pp: PhysicalPlan) -> str:
     lines = ["physical plan:"]
-    lines.extend(_fill("target: " + pp.target.text(), "  ", "    "))
+    lines.extend(fill_width("target: " + pp.target.text(), "  ", "    "))
     lines.append("")
     lines.append("queries:")
     for q in pp.queries:
         lines.extend(_query(q))
-    lines.extend(_fill("counts: rows out of every transform, one count(1) per output observed per micro-batch "
+    lines.extend(fill_width("counts: rows out of every transform, one count(1) per output observed per micro-batch "
                        "(DataFrame.observe, no extra job)" if pp.target.component_counts else
                        "counts: off (ETL_COMPONENT_COUNTS=off): sources and sinks only", "  ", "    "))
     if pp.shared:
         lines.append("")
         lines.append("shared passes:")
         for s in pp.shared:
-            lines.extend(_fill(f"{' + '.join(s.members)} on {s.input}: one mapInArrow pass, "
+            lines.extend(fill_width(f"{' + '.join(s.members)} on {s.input}: one mapInArrow pass, "
                                f"prefilter {s.prefilter.engine}", "  ", "    "))
     lines.append("")
     lines.append("engines:")
     for n in pp.nodes:
         for c in n.choices:
             what = f"{n.node_id} {c.aspect}" if c.aspect != "run" else n.node_id
-            lines.extend(_fill(f"{what}: {c.engine} - {c.reason}", "  ", "      "))
+            lines.extend(fill_width(f"{what}: {c.engine} - {c.reason}", "  ", "      "))
             for r in c.rejected:
-                lines.extend(_fill(f"not {r.engine}: {r.why}", "    ", "      "))
+                lines.extend(fill_width(f"not {r.engine}: {r.why}", "    ", "      "))
     return "\n".join(lines) + "\n"
 
 

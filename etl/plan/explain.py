@@ -40,7 +40,7 @@ def _wrap(prefix: str, text: str, indent: str) -> list[str]:
     return out
 
 
-def _fill(text: str, indent: str, more: str) -> list[str]:
+def fill_width(text: str, indent: str, more: str) -> list[str]:
     """Wrap a detail line at _WIDTH on spaces (deterministic; long words are kept whole), after hiding the values
     read from the environment: a secret never straddles two lines, and the lines are as wide as they are shown."""
     import textwrap
@@ -119,7 +119,7 @@ def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's
 
         lines += ["", "functions:"]
         for line in explain_lines(g.functions):
-            lines.extend(_fill(line, "  ", "      "))
+            lines.extend(fill_width(line, "  ", "      "))
     for kind, title in (("source", "sources"), ("transform", "transforms"), ("sink", "sinks")):
         nodes = g.of_kind(kind)
         if not nodes:
@@ -130,11 +130,11 @@ def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's
             ins = ", ".join(e.ref if e.role == "input" else f"table={e.ref}" for e in node.inputs)
             lines.append(f"  {node.id} ({node.type})" + (f" <- {ins}" if ins else ""))
             for d in _details(node) + transport_lines(node.spec) + _sampled(g, node):
-                lines.extend(_fill(d, "    ", "        "))
+                lines.extend(fill_width(d, "    ", "        "))
             lines.extend("    " + r for r in _rules(plan, node))  # a filter's rules (no other node has any)
             if getattr(node.spec, "RUNS_CORRELATIONS", False):
                 for text in _correlations(plan, node):
-                    lines.extend(_fill(text, "    ", "        "))
+                    lines.extend(fill_width(text, "    ", "        "))
             if node.outputs:
                 for lab in node.outputs:
                     lines.append(f"    output {node.id}.{lab}")
@@ -142,10 +142,10 @@ def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's
                 lines.extend(_wrap("    columns: ", _cols(g.columns.get(node.id)), "      "))
             if kind == "sink":
                 dv = plan.delivery_of(node.id)
-                lines.extend(_fill(f"delivery: {dv.guarantee} ({dv.reason})", "    ", "      "))
+                lines.extend(fill_width(f"delivery: {dv.guarantee} ({dv.reason})", "    ", "      "))
                 changes = changes_for(g, node)
                 if changes is not None:
-                    lines.extend(_fill(f"changes: {changes}", "    ", "      "))
+                    lines.extend(fill_width(f"changes: {changes}", "    ", "      "))
     lines.append("")
     lines.append("edges:")
     for node in g.nodes.values():

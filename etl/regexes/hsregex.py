@@ -101,7 +101,7 @@ def _from_chars(chars: Iterable[str]) -> Ranges:
     return _merge((ord(c), ord(c)) for c in chars)
 
 
-def _complement(ranges: Ranges) -> Ranges:
+def complement(ranges: Ranges) -> Ranges:
     out = []
     nxt = 0
     for lo, hi in ranges:
@@ -140,10 +140,10 @@ _CATEGORY_TABLE = {
 }
 
 
-def _category_ranges(cat, flags: int) -> Ranges:
+def category_ranges(cat, flags: int) -> Ranges:
     name, negated = _CATEGORY_TABLE[cat]
     rs = ucd_tables()[("ascii_" if flags & _A else "") + name]
-    return _complement(rs) if negated else rs
+    return complement(rs) if negated else rs
 
 
 _CATEGORY_SRC = {
@@ -157,7 +157,7 @@ def _u(c: int) -> str:
     return f"\\U{c:08x}"
 
 
-def _class_ranges(items: list, flags: int) -> Ranges:
+def class_ranges(items: list, flags: int) -> Ranges:
     """Exact code point set of a parsed ``[...]`` (IN) under ``flags``.
 
     Case-sensitively a class is the union of its items (negated with ``^``):
@@ -174,12 +174,12 @@ def _class_ranges(items: list, flags: int) -> Ranges:
         elif op is C.RANGE:
             parts.append(av)
         elif op is C.CATEGORY:
-            parts.extend(_category_ranges(av, flags))
+            parts.extend(category_ranges(av, flags))
         else:  # pragma: no cover - parser does not produce others inside a class
             raise ValueError(f"unsupported class item {op}")
     rs = _merge(parts)
     if negate:
-        rs = _complement(rs)
+        rs = complement(rs)
     if not flags & _I:
         return rs
     src = ["[", "^" if negate else ""]
@@ -193,7 +193,7 @@ def _class_ranges(items: list, flags: int) -> Ranges:
     src.append("]")
     fold = ucd_tables()["fold"]
     inside = _fold_matches("".join(src), flags & (_I | _A))
-    return _merge(_intersect(rs, _complement(fold)) + inside)
+    return _merge(_intersect(rs, complement(fold)) + inside)
 
 
 @lru_cache(maxsize=4096)
@@ -202,17 +202,17 @@ def _caseless_literal(c: int, flags: int) -> Ranges:
     return _merge(_fold_matches(_u(c), flags) + ((c, c),))
 
 
-def _literal_ranges(c: int, flags: int) -> Ranges:
+def literal_ranges(c: int, flags: int) -> Ranges:
     if not flags & _I or not _sre.unicode_iscased(c):
         return ((c, c),)
     return _caseless_literal(c, flags & (_I | _A))
 
 
-def _not_literal_ranges(c: int, flags: int) -> Ranges:
+def not_literal_ranges(c: int, flags: int) -> Ranges:
     """What ``[^c]`` (sre's NOT_LITERAL) matches: caselessly, no character caseless-equal to c."""
     if flags & _I and _sre.unicode_iscased(c):
-        return _class_ranges([(C.NEGATE, None), (C.LITERAL, c)], flags)
-    return _complement(((c, c),))
+        return class_ranges([(C.NEGATE, None), (C.LITERAL, c)], flags)
+    return complement(((c, c),))
 
 
 @lru_cache(maxsize=4096)
@@ -238,7 +238,7 @@ def _has_cased(ranges: Ranges) -> bool:
     return False
 
 
-def _clip_ascii(ranges: Ranges) -> Ranges:
+def clip_ascii(ranges: Ranges) -> Ranges:
     return tuple((lo, min(hi, ASCII_MAX)) for lo, hi in ranges if lo <= ASCII_MAX)
 
 
@@ -249,12 +249,12 @@ def emit_set(ranges: Ranges, hs_caseless: bool) -> tuple[str, bool]:
     if not ranges:
         return "[^\\x{0}-\\x{10ffff}]", False
     approx = False
-    comp = _complement(ranges)
+    comp = complement(ranges)
     neg = 0 < len(comp) < len(ranges)
     chosen = comp if neg else ranges
     if sum(1 for lo, hi in chosen if hi > ASCII_MAX) > NONASCII_RANGE_LIMIT:
-        ranges = _merge(_clip_ascii(ranges) + ((ASCII_MAX + 1, MAX_CP),))
-        comp = _complement(ranges)
+        ranges = _merge(clip_ascii(ranges) + ((ASCII_MAX + 1, MAX_CP),))
+        comp = complement(ranges)
         neg = 0 < len(comp) < len(ranges)
         chosen = comp if neg else ranges
         approx = True
@@ -341,16 +341,16 @@ class _Walker:
 
     def node(self, op, av, flags: int):  # noqa: C901 - one branch per sre opcode (a dispatch)
         if op is C.LITERAL:
-            return self._set(_literal_ranges(av, flags))
+            return self._set(literal_ranges(av, flags))
         if op is C.NOT_LITERAL:
-            return self._set(_not_literal_ranges(av, flags))
+            return self._set(not_literal_ranges(av, flags))
         if op is C.ANY:
             dotall = bool(flags & _S)
             if dotall == self.hs_dotall:
                 return _Frag(".", 1, True)
             return _Frag("(?s:.)" if dotall else "[^\\n]", 1, True)
         if op is C.IN:
-            return self._set(_class_ranges(av, flags))
+            return self._set(class_ranges(av, flags))
         if op is C.BRANCH:
             alts = [self.seq(s, flags) for s in av[1]]
             return _Frag("(?:" + "|".join(a.text for a in alts) + ")", min(a.minlen for a in alts), True)
@@ -419,7 +419,7 @@ class _Walker:
         word = frozenset(range(48, 58)) | frozenset(range(65, 91)) | frozenset(range(97, 123)) | {95}
         for j in (k - 1, k + 1):
             if 0 <= j < len(items) and items[j][0] is C.LITERAL:
-                rs = _literal_ranges(items[j][1], flags)
+                rs = literal_ranges(items[j][1], flags)
                 if all(c in word for lo, hi in rs for c in range(lo, hi + 1)):
                     if "Unicode word boundary" not in self.nonascii_superset:
                         self.nonascii_superset.append("Unicode word boundary")

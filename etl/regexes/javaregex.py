@@ -36,8 +36,8 @@ import re._parser as sre_parse  # type: ignore[import-not-found]
 from dataclasses import dataclass
 from functools import lru_cache
 
-from etl.regexes.hsregex import (Ranges, _category_ranges, _class_ranges, _clip_ascii, _complement, _literal_ranges,
-                                  _not_literal_ranges)
+from etl.regexes.hsregex import (Ranges, category_ranges, class_ranges, clip_ascii, complement, literal_ranges,
+                                  not_literal_ranges)
 
 _I, _S, _M, _A, _L = int(re.IGNORECASE), int(re.DOTALL), int(re.MULTILINE), int(re.ASCII), int(re.LOCALE)
 MAX_COUNT = 100_000  # larger repeat counts are left to Python (Java's limits differ)
@@ -75,7 +75,7 @@ _MARK = re.compile(r"@(\d+)@")
 @lru_cache(maxsize=16384)
 def _set(ranges: Ranges, ascii_only: bool) -> str:
     if ascii_only:
-        ranges = _clip_ascii(ranges)
+        ranges = clip_ascii(ranges)
     if not ranges:
         return "(?!)"
     if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
@@ -139,13 +139,13 @@ class _Writer:
         if flags & _I:
             self.caseless = True
         if op is C.LITERAL:
-            return self.set(_literal_ranges(av, flags))
+            return self.set(literal_ranges(av, flags))
         if op is C.NOT_LITERAL:
-            return self.set(_not_literal_ranges(av, flags))
+            return self.set(not_literal_ranges(av, flags))
         if op is C.ANY:
-            return self.set(ALL if flags & _S else _complement(((10, 10),)))
+            return self.set(ALL if flags & _S else complement(((10, 10),)))
         if op is C.IN:
-            return self.set(_class_ranges(av, flags))
+            return self.set(class_ranges(av, flags))
         if op is C.BRANCH:
             return "(?:" + "|".join(self.seq(s, flags) for s in av[1]) + ")"
         if op is C.SUBPATTERN:
@@ -185,7 +185,7 @@ class _Writer:
         if code is C.AT_END_STRING:
             return "\\z"
         if code in (C.AT_BOUNDARY, C.AT_NON_BOUNDARY):
-            w = self.set(_category_ranges(C.CATEGORY_WORD, flags))
+            w = self.set(category_ranges(C.CATEGORY_WORD, flags))
             if code is C.AT_BOUNDARY:
                 return f"(?:(?<={w})(?!{w})|(?<!{w})(?={w}))"
             anything = self.set(ALL)

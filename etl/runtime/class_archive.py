@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from etl.compile import jvm
+
 try:
     import fcntl
 except ImportError:  # Windows: no lock (two builds at once each write a part; one wins)
@@ -181,8 +183,6 @@ def build(timeout_s: float = 300.0) -> Path | None:
     """Write the archive now (an `etl run --once` of a small pipeline whose JVM writes it at exit); its path,
     or None when it could not be made (no java, a read-only cache, ETL_JVM_CLASS_ARCHIVE=off). Processes
     calling it at once take turns: one writes it, the others find it."""
-    from etl.compile import jvm
-
     if not settings.current().jvm_class_archive:
         return None
     jar = jvm.jar()

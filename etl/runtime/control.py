@@ -44,9 +44,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from etl.secrets import redact
+from etl.compile import DEAD_LETTER
+from etl.compile.context import ERR, PAYLOAD
+from etl.compile.unions import union_by_name
 from etl.runtime.metrics import Metrics
 from etl.runtime.statedir import write_private
+from etl.secrets import redact
 
 log = logging.getLogger("etl.control")
 HEARTBEAT = 1.0  # seconds between keep-alive lines of an idle tap (a closed client is noticed on write)
@@ -307,10 +310,6 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
     """The frame of `component` in this micro-batch of `query` (None when the query does not compute it): a
     sink's input as the sink got it, a source's or transform's output, or a stage's dead letters."""
     from pyspark.sql import functions as F
-
-    from etl.compile import DEAD_LETTER
-    from etl.compile.context import ERR, PAYLOAD
-    from etl.compile.unions import union_by_name
 
     built = getattr(batch, "built", {}) or {}
     if dead:

@@ -20,6 +20,8 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
+from etl.compile.counts import parse_name
+
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -165,8 +167,6 @@ class Metrics:
         if source is not None:
             self._get("component_rows_in", source).inc(rows)
             self._rows_out(source, None, rows)
-        from etl.compile.counts import parse_name
-
         observed = {}
         for name, values in (p.get("observedMetrics") or {}).items():
             key = parse_name(name)

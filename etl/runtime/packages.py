@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 
 from etl import settings
 from etl.diskcache import cache_root
+from etl.runtime.failure import Failure, field_span, pipeline_span
 
 # groupId:artifactId (glob) of the connectors' dependencies pyspark's jars already hold (java/pom.xml, `spark`)
 EXCLUDES = ("org.apache.spark:spark-tags_2.13", "org.scala-lang:*", "org.scala-lang.modules:*",
@@ -74,8 +75,6 @@ def check_launch(launch: Mapping[str, str]) -> None:
 
 def jars_fault(graph: Any, err: JarsUnavailable) -> Any:
     """E407 at the first component that needs a jar Ivy could not fetch."""
-    from etl.runtime.failure import Failure, field_span, pipeline_span
-
     node = next((n for n in graph.nodes.values() if set(type(n.spec).JARS) & set(err.packages)), None)
     what = f"{node.type} {node.kind} '{node.id}'" if node is not None else f"pipeline '{graph.name}'"
     span = field_span(graph, node, "type") if node is not None else pipeline_span(graph)

@@ -28,6 +28,10 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from etl import registry, settings
+from etl.dead_letters import ERR, PAYLOAD
+from etl.runtime.arrow import arrow_schema
+
 log = logging.getLogger("etl.sink")
 # sinks whose instances write from the executors; the others write on the driver (with the reason)
 RESULT_DDL = ("kind string, part int, rows long, chunks long, retries long, skipped boolean, "
@@ -39,8 +43,6 @@ RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("part", pa.int32()), ("rows",
 
 def write_path(sink_type: str) -> tuple[str, str]:
     """("spark-writer" | "executors" | "driver", why) for a sink type."""
-    from etl import registry
-
     spec = registry.lookup("sink", sink_type).spec
     why = getattr(spec, "DRIVER_ONLY", None)
     if why:
@@ -149,8 +151,6 @@ class _Relay(logging.Handler):
 def _good_rows(batches: Iterator[pa.RecordBatch], failed: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     import pyarrow.compute as pc
 
-    from etl.dead_letters import ERR, PAYLOAD
-
     for rb in batches:
         err = rb.column(rb.schema.get_field_index(ERR))
         if err.null_count == rb.num_rows:
@@ -173,17 +173,11 @@ def _cast(batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> Iterator[pa.R
 
 def run_partitions(sink: Any, shaped: Any, batch_id: int, split: bool) -> PartitionResult:
     """Write every partition of `shaped` from its executor; the driver gets one result row per partition."""
-    from etl.runtime.arrow import arrow_schema
-
-    from etl.dead_letters import ERR, PAYLOAD
-
     schema = arrow_schema(shaped)
     if split:
         schema = pa.schema([f for f in schema if f.name not in (ERR, PAYLOAD)])
     ctx = dataclasses.replace(sink.ctx, echo=None, run=sink.run_id())
     state = {k: getattr(sink, k) for k in type(sink).shipped}
-    from etl import settings
-
     writer = PartitionWriter(type(sink), sink.spec, ctx, batch_id, schema, split, state,
                              settings.current().test_partition_pause)
     out = PartitionResult()

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 from collections.abc import Callable
 
+from etl.secrets import redact
+
 DEAD = "dead_letter"
 
 
@@ -124,8 +126,6 @@ class Progress:
 
     # ------------------------------------------------------------- rendering
     def _render(self, rec: BatchRecord) -> None:
-        from etl.secrets import redact  # a component id or sink name may come from the environment
-
         if self.mode == "json":
             self.stream.write(redact(json.dumps(rec.to_json())) + "\n")
             self.stream.flush()
@@ -143,8 +143,6 @@ class Progress:
 
     def _table(self) -> Any:
         from rich.table import Table
-
-        from etl.secrets import redact
 
         t = Table(title=redact(f"etl run {self.pipeline}"), title_justify="left")
         for c in ("query", "batch", "input rows", "rows/s", "written (total)", "dead letters", "watermark",

@@ -27,6 +27,8 @@ import shlex
 import subprocess
 import sys
 
+from etl.diskcache import cache_root, write_atomically
+
 LAUNCHER = """\
 #!/bin/sh
 # etl: start {python} without Spark's copies of pyspark and py4j on PYTHONPATH
@@ -86,8 +88,6 @@ def worker_python(python: str | None = None) -> str:
         return python
     if not zips:
         return python
-    from etl.diskcache import cache_root, write_atomically
-
     text = launcher_text(python, zips)
     path = cache_root() / "bin" / f"python-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     if not os.access(path, os.X_OK):

@@ -80,7 +80,7 @@ def compare(expected: list[dict], actual: list[dict], ordered: bool) -> tuple[li
     return missing, [actual[i] for i in left]
 
 
-def _show(row: dict, keys: list[str] | None = None) -> str:
+def show_row(row: dict, keys: list[str] | None = None) -> str:
     shown = {k: canon(row.get(k)) for k in keys} if keys else {k: canon(v) for k, v in row.items()}
     return json.dumps(shown, default=str, sort_keys=False)
 
@@ -90,8 +90,8 @@ def diff_text(what: str, expected: list[dict], actual: list[dict], missing: list
     for r in expected:
         keys.extend(k for k in r if k not in keys)
     lines = [f"{what}: expected {len(expected)} rows, got {len(actual)}"]
-    lines += [f"  - {_show(r)}" for r in missing]
-    lines += [f"  + {_show(r, keys or None)}" for r in extra]
+    lines += [f"  - {show_row(r)}" for r in missing]
+    lines += [f"  + {show_row(r, keys or None)}" for r in extra]
     return "\n".join(lines)
 
 

@@ -22,9 +22,12 @@ from typing import Any
 from collections.abc import Mapping, Sequence
 
 from etl import settings
-from etl.diskcache import private_tmp
-from etl.runtime.packages import check_launch
-from etl.runtime.packages import launch_conf as packages_conf
+from etl.compile import jvm
+from etl.diskcache import cache_root, private_tmp, write_atomically
+from etl.runtime import class_archive
+from etl.runtime.packages import check_launch, launch_conf as packages_conf
+from etl.runtime.pylauncher import worker_python
+from etl.settings import export_for_spark
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -159,9 +162,6 @@ def prepare_environment(local: bool = False) -> None:
     """Python workers use this interpreter (on a local master through etl/runtime/pylauncher.py, which keeps
     Spark's uncompiled copy of pyspark off their path); no host-name lookups. A PYSPARK_PYTHON set by the
     user stays as it is."""
-    from etl.runtime.pylauncher import worker_python
-    from etl.settings import export_for_spark
-
     export_for_spark(worker_python if local else lambda: sys.executable)
 
 
@@ -205,8 +205,6 @@ def _log4j_file(log_file: str | None = None) -> str:
     """The log4j2 settings as a file the JVM reads: named by a SHA-256 of their text in etl's private cache folder
     (etl.diskcache.cache_root: never a folder or file another user planted), written atomically once; a run with
     the same settings reuses it (no new file per run)."""
-    from etl.diskcache import cache_root, write_atomically
-
     text = log4j_text(log_file)
     path = cache_root() / "log4j2" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.properties"
     try:
@@ -367,14 +365,10 @@ def _launch_conf(conf: dict[str, str], local: bool, ui: bool, log_file: str | No
     for key, ours in (("spark.driver.extraJavaOptions", driver), ("spark.executor.extraJavaOptions", executor)):
         launch[key] = f"{ours} {conf.pop(key, '')}".strip()
     # etl's own JVM code (etl/compile/jvm.py): on the driver's class path; executors elsewhere get it as a jar
-    from etl.compile import jvm
-
     own = jvm.launch_conf(conf)
     if own:
         conf.pop("spark.driver.extraClassPath", None)
         launch.update(own)
-    from etl.runtime import class_archive
-
     archive = class_archive.options(launch.get("spark.driver.extraClassPath",
                                                conf.get("spark.driver.extraClassPath", "")))
     if archive:  # before the user's own options (theirs win)
@@ -481,8 +475,6 @@ def quiet_budget_stops(spark: Any) -> None:
     """Spark logs a task stopped by a rule pattern's step budget as a lost job (ERROR, with the stack); etl
     recovers from it and says so in one warning (etl/compile/rules_jvm.py), so those lines are filtered out
     (etl/jvm/QuietBudget.java) unless ETL_LOG_LEVEL asks for Spark's logs."""
-    from etl.compile import jvm
-
     if settings.current().log_level or not jvm.available(spark):
         return
     try:

@@ -32,6 +32,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
+from etl.dead_letters import ERR, PAYLOAD
+from etl.runtime.arrow import arrow_batches, arrow_schema
+from etl.runtime.partitions import run_partitions, write_path
+
 log = logging.getLogger("etl.sink")
 T = TypeVar("T")
 KEEP_MARKERS = 16
@@ -176,15 +180,11 @@ class AbstractSink:
 
     @property
     def on_executors(self) -> bool:
-        from etl.runtime.partitions import write_path
-
         return self.ctx.executors and self.ctx.partition is None and write_path(self.spec.type)[0] != "driver"
 
     @property
     def write_engine(self) -> str:
         """The physical plan's `write` engine this sink runs (etl.physical)."""
-        from etl.runtime.partitions import write_path
-
         return write_path(self.spec.type)[0] if self.on_executors else "driver"
 
     # ------------------------------------------------------- idempotency
@@ -280,9 +280,6 @@ class AbstractSink:
         (columns ERR, PAYLOAD), reading the data once: the stage's regex or parser runs once."""
         from pyspark.sql import functions as F
 
-        from etl.dead_letters import ERR, PAYLOAD
-        from etl.runtime.arrow import arrow_batches, arrow_schema
-
         if self.on_executors:
             columns = df.columns
             data = [c for c in columns if c not in (ERR, PAYLOAD)]
@@ -329,8 +326,6 @@ class AbstractSink:
             return self._write_partitions(self.prepare(df), batch_id, split=False)[0]
         if self.is_committed(batch_id):
             return WriteResult(skipped=True)
-        from etl.runtime.arrow import arrow_batches, arrow_schema
-
         shaped = self.prepare(df)
         return self.write_arrow(arrow_batches(shaped), batch_id, arrow_schema(shaped))
 
@@ -344,8 +339,6 @@ class AbstractSink:
             return WriteResult(skipped=True), []
         if batch_done:  # a replay: only the stage's failed rows are still needed (dead letters skip a written batch)
             from pyspark.sql import functions as F
-
-            from etl.dead_letters import ERR, PAYLOAD
 
             failed = shaped.where(F.col(ERR).isNotNull()).select(F.col(ERR).cast("string"), PAYLOAD).collect()
             return WriteResult(skipped=True), [(r[0], r[1]) for r in failed]
@@ -363,8 +356,6 @@ class AbstractSink:
 
     def write_frame(self, shaped: Any, batch_id: int, split: bool) -> Any:
         """The executors' write of a batch not committed yet (a PartitionResult); the driver commits it next."""
-        from etl.runtime.partitions import run_partitions
-
         return run_partitions(self, shaped, batch_id, split)
 
     def _partition_failure(self, e: Exception) -> Exception:

@@ -30,8 +30,12 @@ from typing import Any
 import pyarrow as pa
 
 from etl.compile import DEAD_LETTER, Output
-from etl.runtime.rowdiff import _show, canon, compare, diff_text, row_matches, same  # noqa: F401 (API)
+from etl.runtime.rowdiff import show_row, canon, compare, diff_text, row_matches, same  # noqa: F401 (API)
 from etl.runtime.sink import AbstractSink, SinkContext
+from etl.compile.context import CompileError
+from etl.compile.watermark import with_event_time
+from etl.runtime import memory
+from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
 
 TEST_TRIGGER = "100 milliseconds"
 
@@ -94,9 +98,6 @@ def source_ddl(graph: Any, node: Any, rows: list[dict]) -> str:
 
 
 def run_case(plan: Any, case: Any, spark: Any, file: str = "") -> CaseResult:
-    from etl.compile.context import CompileError
-    from etl.runtime.runner import RunFailed
-
     t0 = time.monotonic()
     graph = plan.graph
     steps = case.steps()
@@ -163,9 +164,6 @@ def _check_batch(k: int, n: int, step: Any, ordered: bool, captured: dict[str, l
 
 def feed_sources(ddl: dict[str, str], feed_dir: str) -> dict[str, Any]:
     """Source builders (source id -> builder) reading the test feed folder, each source with its columns `ddl`."""
-    from etl.compile.watermark import with_event_time
-    from etl.runtime import memory
-
     feeds: dict[int, Any] = {}  # one feed DataFrame per compile: the sources of a query share one Spark source
 
     def make(sid: str) -> Any:
@@ -196,8 +194,6 @@ class _CaseRun:
     def start(self) -> None:
         import os
 
-        from etl.runtime.runner import PipelineRun, RunOptions
-
         os.makedirs(self.feed_dir, exist_ok=True)
 
         def sink_factory(out: Output, spec: Any, ctx: SinkContext) -> AbstractSink:
@@ -214,8 +210,6 @@ class _CaseRun:
 
     def feed(self, k: int, step: Any) -> None:
         """Write batch `k` and return once every query has processed it (raises RunFailed if one failed)."""
-        from etl.runtime import memory
-
         memory.write_feed(self.feed_dir, k, {sid: (list(rows), self.ddl[sid]) for sid, rows in step.inputs.items()})
         for s in self.runner.streams:
             try:

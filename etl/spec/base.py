@@ -31,7 +31,7 @@ MIN_INT64 = -(2**63)
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
-_DURATION_PART = r"(\d+(\.\d+)?)\s*(ms|s|m|h|d)"
+DURATION_PART = r"(\d+(\.\d+)?)\s*(ms|s|m|h|d)"
 
 
 class _Written:
@@ -101,7 +101,7 @@ class Duration(_Written, float):
     def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
         return {
             "anyOf": [
-                {"type": "string", "pattern": rf"^\s*{_DURATION_PART}\s*$"},
+                {"type": "string", "pattern": rf"^\s*{DURATION_PART}\s*$"},
                 {"type": "number", "minimum": 0, "maximum": MAX_DURATION_S},
             ],
             "description": "duration: a number and a unit (ms, s, m, h, d), e.g. '10s'",

@@ -10,7 +10,11 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, RootModel, ValidationError
 
+from etl import registry
 from etl.diagnostics import Report, choices_hint, did_you_mean
+from etl.spec.base import Duration, Instant, Size
+from etl.spec.endpoints import JDBC_URL
+from etl.spec.rules import ALL_OPS, All, AnyOf, Not, Predicate, Rule
 
 if TYPE_CHECKING:  # only a type: the loader (a layer above) hands the source map in
     from etl.load.yamlmap import SourceMap
@@ -188,16 +192,12 @@ def _merge_alternatives(errors: list[dict], data: Any) -> list[dict]:
 
 
 def _condition_keys() -> set[str]:
-    from etl.spec.rules import All, AnyOf, Not, Predicate
-
     return {f.alias or n for m in (Predicate, All, AnyOf, Not) for n, f in m.model_fields.items()}
 
 
 def _fold_condition_keys(model: type[BaseModel], errors: list[dict]) -> list[dict]:
     """A rule written without `when` ({id, field, regex}) gives 'when' missing and one unknown key per
     condition key: fold those into one error that shows the rule as it should read."""
-    from etl.spec.rules import Rule
-
     folded = {tuple(e["loc"][:-1]): e for e in errors if e["type"] == "missing" and e["loc"][-1] == "when"
               and isinstance(e.get("input"), dict) and model_at(model, e["loc"][:-1]) is Rule}
     if not folded:
@@ -235,8 +235,6 @@ def _flow(v: Any) -> str:
 
 def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap, report: Report,
                   prefix: tuple, registry_kind: str | None) -> None:
-    from etl import registry
-
     loc = tuple(err["loc"])
     etype = err["type"]
     root = data if not prefix else None
@@ -252,8 +250,6 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
         elif key == "url" and {"host", "port", "database"} <= set(allowed):
             hint = _jdbc_hint(err.get("input"))
         elif err.get("operator"):
-            from etl.spec.rules import ALL_OPS
-
             hint = did_you_mean(str(key), list(ALL_OPS)) or "a condition's operator is one of: " + ", ".join(ALL_OPS)
         elif not hint and allowed:
             hint = "allowed keys: " + ", ".join(allowed)
@@ -310,16 +306,12 @@ def _report_error(model: type[BaseModel], err: dict, data: Any, smap: SourceMap,
 
 def _jdbc_hint(url: Any) -> str:
     """What a JDBC url (jdbc:mysql://[user[:password]@]host[:port]/database) reads as here; never the password."""
-    from etl.spec.endpoints import JDBC_URL
-
     m = JDBC_URL.match(re.sub(r"(?<=://)[^@/]*@", "", str(url or ""), count=1))  # credentials: not read, not shown
     keys = f"host: {m[1]}, port: {m[2] or 3306}, database: {m[3]}" if m else "host, port, database"
     return f"give {keys} (and user, password) instead of a JDBC url"
 
 
 def _is_scalar_field(model: type[BaseModel], loc: tuple) -> bool:
-    from etl.spec.base import Duration, Instant, Size
-
     if not loc or not isinstance(loc[-1], str):
         return False
     parent = model_at(model, loc[:-1])

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable
 
+from etl.diagnostics import did_you_mean
+
 DECORATORS = {"udf": "scalar", "udtf": "table", "udaf": "aggregate"}
 _PY_TYPES = {"str": "string", "int": "bigint", "float": "double", "bool": "boolean", "bytes": "binary",
              "datetime": "timestamp", "date": "date", "Decimal": "decimal(38,18)"}
@@ -211,8 +213,6 @@ def _function_def(spec: Any, tree: ast.Module, file: Path) -> ast.FunctionDef:
     defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     fn = defs.get(spec.attr)
     if fn is None:
-        from etl.diagnostics import did_you_mean
-
         known = [n for n in defs if not n.startswith("_")]
         raise SignatureError("E350", f"function '{spec.name}': module '{spec.module}' ({file.name}) has no function "
                              f"'{spec.attr}'", did_you_mean(spec.attr, known) or

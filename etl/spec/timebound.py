@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
-from etl.spec.base import _DURATION_PART, Duration
+from etl.spec.base import DURATION_PART, Duration
 
 
 def _signed(value: Any) -> float:
@@ -76,7 +76,7 @@ class TimeBounds(tuple):
 
     @classmethod
     def __get_pydantic_json_schema__(cls, schema: Any, handler: GetJsonSchemaHandler) -> dict:
-        signed = {"type": "string", "pattern": rf"^\s*[+-]?\s*{_DURATION_PART}\s*$"}
+        signed = {"type": "string", "pattern": rf"^\s*[+-]?\s*{DURATION_PART}\s*$"}
         return {
             "anyOf": [signed, {"type": "number", "minimum": 0},
                       {"type": "array", "items": {"anyOf": [signed, {"type": "number"}]}, "minItems": 2,

@@ -17,8 +17,9 @@ from typing import Any
 
 from sqlglot import exp
 
+from etl.sql.aggcalls import WINDOW_KINDS, is_aggregate, replace_aggregates, window_ref
 from etl.sql.division import aggregate_types
-from etl.sql.query import Rel, pos
+from etl.sql.relation import Rel, pos
 from etl.sql.script import SqlSyntax
 
 
@@ -49,8 +50,6 @@ def emit_every(emit: dict) -> str:
 
 def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
                       emit: dict | None) -> Rel:
-    from etl.sql.window import _replace
-
     b = qc.b
     no_updates(b, rel, q.args.get("group") or q, "GROUP BY")
     group = [qc.resolve(g, scope) for g in (q.args["group"].expressions if q.args.get("group") else [])]
@@ -62,13 +61,13 @@ def compile_aggregate(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, o
                             code="E011")
         keys.append(g.name)
     aggs: list[dict] = []
-    items = [(alias, _replace(b, body, aggs, alias, top=True)) for alias, body in items]
+    items = [(alias, replace_aggregates(b, body, aggs, alias, top=True)) for alias, body in items]
     items = [(alias or (body.name if isinstance(body, exp.Column) else None), body) for alias, body in items]
     spec: dict[str, Any] = {"id": None, "type": "aggregate", "inputs": [rel.id]}
     if keys:
         spec["group_by"] = keys
     having = q.args.get("having")
-    cond = _replace(b, cond, aggs, None, top=False) if cond is not None else None
+    cond = replace_aggregates(b, cond, aggs, None, top=False) if cond is not None else None
     if not aggs:
         raise SqlSyntax("a GROUP BY needs at least one aggregate (COUNT(*), SUM(x), ...)", pos(b, q), code="E104")
     spec["aggregates"] = aggs
@@ -95,8 +94,6 @@ def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,  # no
     SELECT lists it (`lower(c) AS c`; not when that replaces a column read elsewhere), otherwise
     `_key<i>`; an aggregate's argument is `_agg<i>`. `group` is updated in place; returns the input,
     the SELECT items (alias, body) and HAVING, their expressions replaced by the columns."""
-    from etl.sql.window import _KIND, is_aggregate, window_ref
-
     b = qc.b
     items = []
     for e in q.expressions:
@@ -122,7 +119,7 @@ def derive_inputs(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str,  # no
 
     keys: dict[str, str] = {}  # key expression's SQL -> its column
     for i, g in enumerate(group):
-        if isinstance(g, exp.Column) or window(g) or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+        if isinstance(g, exp.Column) or window(g) or (isinstance(g, exp.Anonymous) and g.name.upper() in WINDOW_KINDS):
             continue
         check(g, "a GROUP BY key")
         others = [x for _, x in items if x.sql() != g.sql()] + [x for x in group if x is not g] + [cond]

@@ -18,12 +18,20 @@ from sqlglot import exp
 
 from etl import registry
 from etl.diagnostics import Report, Span, did_you_mean
-from etl.sql import ddl
+from etl.load import nesting
+from etl.load.paths import module_reader
+from etl.spec.functions import FunctionSpec
+from etl.spec.signature import SignatureError, read_signature
+from etl.sql.catalog import lookup, spark_calls
 from etl.sql.connectors import map_table
+import etl.sql.ddl as ddl
+from etl.sql.dialect import DIALECT, too_deep
 from etl.sql.division import known_types
-from etl.sql.functions import Functions
+from etl.sql.functions import Functions, names, unknown_hint
+from etl.sql.intervals import duration_text
 from etl.sql.joins import Joins
-from etl.sql.query import QueryCompiler, Rel, pos
+from etl.sql.query import QueryCompiler
+from etl.sql.relation import Rel, pos
 from etl.sql.script import Script, SqlSyntax, Statement
 from etl.sql.smap import SqlSourceMap
 
@@ -32,10 +40,6 @@ SETTINGS = {"pipeline.name": "name", "name": "name", "description": "description
             "table.exec.emit.allow-lateness": "allow-lateness",  # EMIT ... AFTER WATERMARK (etl.sql.window)
             "table.exec.state.ttl": "state-ttl",  # a regular join's ttl (etl.sql.joins); W015 at the SET
             "grok.patterns": "grok_patterns"}  # GROK's library (etl.sql.grok)
-
-
-class Skip(Exception):
-    """A statement depends on one that failed: skip it without another diagnostic."""
 
 
 class Builder:
@@ -67,10 +71,6 @@ class Builder:
     def add_function(self, f: ddl.Function) -> None:
         """CREATE FUNCTION f AS 'module:callable': a `functions:` entry; its signature is read from the module
         (etl.spec.signature; a module that cannot be read is reported by validation, at the string)."""
-        from etl.load.paths import module_reader
-        from etl.spec.functions import FunctionSpec
-        from etl.spec.signature import SignatureError, read_signature
-
         i = len(self.function_specs)
         entry = {"name": f.name, "callable": f.target}
         self.function_specs.append(entry)
@@ -90,8 +90,6 @@ class Builder:
         return sig if sig is not None and sig.kind == kind else None
 
     def _unknown_function(self, call: exp.Anonymous) -> None:
-        from etl.sql.functions import unknown_hint
-
         if call.name.lower() in self.udfs:  # a function of the script (its calls are checked by validation)
             return
         raise SqlSyntax(f"unknown function '{call.name}'", pos(self, call), unknown_hint(call.name), "E012")
@@ -297,9 +295,6 @@ def _metadata_key(c: ddl.Column, family: str, report: Report) -> str:
 def parse_expr(script: Script, tokens: list) -> exp.Expression:
     from sqlglot.errors import ParseError
 
-    from etl.load import nesting
-    from etl.sql.dialect import DIALECT, too_deep
-
     deep = too_deep(tokens)
     if deep is not None:
         raise SqlSyntax(nesting.message("the expression is"), script.at(deep), nesting.HINT)
@@ -316,9 +311,6 @@ def wrong_arity(script: Script, tokens: list) -> SqlSyntax | None:
     """E012 for a call of a Spark function with a number of arguments Spark does not take, in an expression sqlglot
     cannot parse (sqlglot refuses some of those calls with a vaguer message); a Flink/rsqldb function etl rewrites
     has its own count (etl.sql.functions)."""
-    from etl.sql.catalog import lookup, spark_calls
-    from etl.sql.functions import names
-
     if not tokens:
         return None
     base = tokens[0].start
@@ -437,8 +429,6 @@ def _emit(script: Script, toks: list) -> dict:
     """EMIT WITH DELAY 'n' UNIT BEFORE WATERMARK [, WITH DELAY 'n' UNIT | WITHOUT DELAY AFTER WATERMARK]:
     the early-firing interval of the window, and its late firing (`late: update`, at most one update row per
     window every 'n' UNIT; WITHOUT DELAY: one per micro-batch). Resolved by etl.sql.window.emit_spec."""
-    from etl.sql.window import _dur
-
     words = [t.text.upper() for t in toks]
     span = script.at(toks[0])
     out: dict[str, Any] = {"span": span}
@@ -461,9 +451,9 @@ def _emit(script: Script, toks: list) -> dict:
             if not delay:
                 raise SqlSyntax("EMIT ... BEFORE WATERMARK needs a delay: early rows go out at most that often",
                                 script.at(toks[i]), "write WITH DELAY '1' SECOND BEFORE WATERMARK", "E011")
-            out["early"] = _dur(delay)
+            out["early"] = duration_text(delay)
         elif where == ["AFTER", "WATERMARK"]:
-            out["late"] = _dur(delay) if delay else None
+            out["late"] = duration_text(delay) if delay else None
             out["late_span"] = script.at(toks[i])
         else:
             at = toks[min(i + step - 2, len(toks) - 1)]

@@ -112,7 +112,7 @@ def parse_kind(typ: str) -> Kind | None:
     if head in _CONTAINERS:
         if not (rest.startswith("<") and rest.endswith(">")):
             return None
-        parts = _split(rest[1:-1])
+        parts = split_type(rest[1:-1])
         if head == "struct":
             parts = [_field_type(p) for p in parts if p.strip()]
         inner = tuple(parse_kind(p) for p in parts)
@@ -130,7 +130,7 @@ def parse_kind(typ: str) -> Kind | None:
     return (head, ()) if head in known else None
 
 
-def _split(body: str) -> list[str]:
+def split_type(body: str) -> list[str]:
     """The comma-separated parts of a container's body, nested types kept whole."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(body):

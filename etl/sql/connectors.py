@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
+from etl import registry
 from etl.diagnostics import Report, Span, did_you_mean
+from etl.spec.base import Duration
 from etl.spec.endpoints import JDBC_URL
 from etl.sql.ddl import Option, Table
 from etl.sql.sink_options import sink_settings
@@ -340,8 +342,6 @@ IGNORED = frozenset({"driver", "pullintervalms", "accessid", "accesskey", "start
 
 def map_table(table: Table, role: str, report: Report) -> Mapped | None:
     """`role`: source, dim (a dimension table of a lookup) or sink."""
-    from etl import registry
-
     opt = next((o for o in table.options if o.key.lower() in ("type", "connector")), None)
     if opt is None:
         report.error("E101", f"table '{table.name}' has no connector: add WITH (type = '...')",
@@ -382,8 +382,6 @@ def map_table(table: Table, role: str, report: Report) -> Mapped | None:
     if len(report.errors) > before:  # reported here: the table is left out (no second error from the spec)
         return None
     if table.watermark is not None and kind == "source":
-        from etl.spec.base import Duration
-
         col, secs, span = table.watermark
         m.spec["event_time"] = {"field": col, "watermark": str(Duration(secs))}
         m.spans["event_time"] = (span, span)

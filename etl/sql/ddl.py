@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from etl.diagnostics import Span, did_you_mean
+from etl.sql.flink_functions import TIME_UNSUPPORTED
 from etl.sql.script import Script, SqlSyntax, Statement
 
 TYPES = MappingProxyType({
@@ -272,8 +273,6 @@ def _type(script: Script, toks: list) -> tuple[str, list]:
     base = toks[0]
     word = base.text.lower()
     if word in ("time", "time_ltz"):
-        from etl.sql.flink_functions import TIME_UNSUPPORTED
-
         raise SqlSyntax(f"the {base.text.upper()} type is not supported ({TIME_UNSUPPORTED})",
                         script.at(base), "declare the column STRING (text such as 12:00:00) or TIMESTAMP", "E011")
     if word not in TYPES:

@@ -18,9 +18,12 @@ from typing import Any
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, Scope, pos
+from etl.sql.aggregate import no_updates
+from etl.sql.relation import Rel, Scope, pos
 from etl.sql.script import SqlSyntax
+from etl.sql.topn import compile_top_n
 from etl.sql.where import conjuncts
+from etl.sql.window_rows import time_of, tvf_of, window_rows
 
 
 def row_number_item(sub: exp.Expression) -> exp.Alias | None:
@@ -110,21 +113,15 @@ def compile_dedupe(qc: Any, q: exp.Select, sub: exp.Subquery, item: exp.Alias, s
     inner.set("expressions", [e for e in inner.expressions if e.alias != rn])
     if not inner.expressions:
         inner.set("expressions", [exp.Star()])
-    from etl.sql.window_rows import time_of, tvf_of, window_rows
-
     src = tvf_of(inner)
     rel = window_rows(qc, inner, src, keys, base) if src is not None else qc.compile(inner, base)
     tie = time_of(src) if src is not None else None
     if tie is not None and tie in (rel.cols or []) and all(o.this.name != tie for o in orders
                                                           if isinstance(o.this, exp.Column)):
         orders = [*orders, exp.Ordered(this=exp.column(tie))]  # equal rows: the earlier first (Flink: by arrival)
-    from etl.sql.aggregate import no_updates
-
     no_updates(b, rel, item, "ROW_NUMBER()")
     per_window = any(k.name in rel.window for k in keys)  # TopN per window (Top 1: window deduplication)
     if per_window or limit != 1 or not _by_time(orders, rel):  # a TopN (per window, or continuous); else a dedupe
-        from etl.sql.topn import compile_top_n
-
         out = compile_top_n(qc, rel, keys, orders, limit, rn, item, base, continuous=not per_window)
         scope.add(sub.alias or out.id, out)
         return out, _and(rest)

@@ -27,7 +27,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
 from etl.sql.flink_functions import unsupported as flink_unsupported
-from etl.sql.functions import names as function_names
+from etl.sql.function_table import names as function_names
 
 WINDOW_FUNCS = ("TUMBLE", "HOP", "SESSION", "CUMULATE")
 

@@ -17,14 +17,13 @@ from sqlglot import exp
 
 from etl.dissect import DissectError, outputs, parse, sets, spec_bytes
 from etl.grok import quote as _quote
+from etl.sql.function_table import FunctionError, fill
 
 SOURCE = "\x00"  # the value's name in etl.dissect.apply (no field can have it)
 
 
 def translate(call: exp.Expression, args: list[exp.Expression]) -> exp.Expression:
     """The Spark SQL of DISSECT(field, 'pattern')."""
-    from etl.sql.functions import FunctionError, _fill
-
     pattern = args[1]
     if not (isinstance(pattern, exp.Literal) and pattern.is_string):
         raise FunctionError("DISSECT's pattern must be a string literal", pattern,
@@ -68,4 +67,4 @@ def translate(call: exp.Expression, args: list[exp.Expression]) -> exp.Expressio
     ddl = "STRUCT<" + ", ".join(f"{_quote(k)}: {v}" for k, v in types.items()) + ">"  # its type for
     template = (f"CAST(transform(array(from_json(reflect('etl.jvm.Dissect', 'json', _1, '{spec}'), "  # validate
                 f"'array<string>')), _v -> IF(_v IS NULL, NULL, {body}))[0] AS {ddl})")
-    return _fill(template, [args[0]])
+    return fill(template, [args[0]])

@@ -12,127 +12,15 @@ same name and meaning pass through; any other name is E012 with the closest one.
 from __future__ import annotations
 
 import functools
-import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import cast
 from collections.abc import Callable, Mapping
 
 from sqlglot import exp
 
-from etl.diagnostics import Span
-from etl.sql.flink_functions import TIME_UNSUPPORTED, FlinkRow
-from etl.sql.flink_functions import table as flink_table
-from etl.sql.flink_functions import unsupported as flink_unsupported
+from etl.diagnostics import Span, did_you_mean
+from etl.sql.flink_functions import TIME_UNSUPPORTED, FlinkRow, table as flink_table, unsupported as flink_unsupported
+from etl.sql.function_table import FunctionError, fill, names, row_for, spark_call, table
 
 DIALECTS = ("flink", "rsqldb")
-
-
-@dataclass(frozen=True)
-class Row:
-    name: str
-    arity: str  # a number, or "n"
-    dialect: str  # "*" or one of DIALECTS
-    spark: str  # template, python:<rule>, or "-"
-    note: str
-
-
-class FunctionError(Exception):
-    """A call the table refuses (unsupported, wrong arity, an argument that must be a literal)."""
-
-    def __init__(self, message: str, node: exp.Expression, hint: str | None, code: str = "E012"):
-        super().__init__(message)
-        self.message, self.node, self.hint, self.code = message, node, hint, code
-
-
-@functools.cache
-def table() -> tuple[Row, ...]:
-    rows = []
-    for line in (Path(__file__).parent / "functions.tsv").read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            name, arity, dialect, spark, note = line.split("\t")
-            rows.append(Row(name, arity, dialect, spark, note))
-    return tuple(rows)
-
-
-@functools.cache
-def names() -> frozenset[str]:
-    return frozenset(r.name for r in table())
-
-
-def row_for(name: str, nargs: int, dialect: str) -> Row | None:
-    """The row for a call: the dialect's own row first, then the common one; None: no row of that arity."""
-    fits = [r for r in table() if r.name == name and r.arity in (str(nargs), "n")]
-    return next((r for r in fits if r.dialect == dialect), None) or next((r for r in fits if r.dialect == "*"), None)
-
-
-@functools.cache
-def _template(text: str) -> exp.Expression:
-    import sqlglot
-
-    return cast(exp.Expression, sqlglot.parse_one(text, dialect="spark"))
-
-
-def _fill(template: str, args: list[exp.Expression]) -> exp.Expression:
-    def sub(n: exp.Expression) -> exp.Expression:
-        if isinstance(n, exp.Column) and not n.table and n.name.startswith("_") and n.name[1:].isdigit():
-            return args[int(n.name[1:]) - 1].copy()
-        return n
-
-    def regex_ok(n: exp.Expression) -> exp.Expression:
-        if isinstance(n, exp.Anonymous) and n.name.lower() == "etl_groups":
-            p = n.expressions[0]
-            if isinstance(p, exp.Literal) and p.is_string:
-                return exp.Literal.number(len(_GROUP.findall(p.this)))
-            return _fn("size", _fn("regexp_extract_all", p, exp.Literal.string(_GROUP.pattern), exp.Literal.number(0)))
-        if isinstance(n, exp.Anonymous) and n.name.lower() == "etl_regex_ok":
-            p = n.expressions[0]
-            if isinstance(p, exp.Literal) and p.is_string:
-                return exp.true()
-            return exp.Paren(this=exp.Not(this=exp.Is(this=_fn(
-                "try_reflect", exp.Literal.string("java.util.regex.Pattern"), exp.Literal.string("compile"), p),
-                expression=exp.null())))
-        return n
-
-    tree = _template(template).copy()
-    for call in list(tree.find_all(exp.Func)):  # `_all`: every argument, in its place
-        items = call.args.get("expressions")
-        if items and any(isinstance(i, exp.Column) and i.name == "_all" for i in items):
-            call.set("expressions", [x for i in items for x in
-                                     ([a.copy() for a in args] if isinstance(i, exp.Column) and i.name == "_all"
-                                      else [i])])
-    from sqlglot.optimizer.simplify import simplify
-
-    return _fold(simplify(_fold(tree.transform(sub).transform(regex_ok))))  # the constants a literal leaves
-
-
-# a capturing group of a Java regex: `(` not escaped and not `(?`, or a named one `(?<name>` (a `(` inside a
-# character class counts too: such a pattern's groups are over-counted)
-_GROUP = re.compile(r"(?<!\\)\((?!\?)|(?<!\\)\(\?<[A-Za-z]")
-
-
-def _fold(tree: exp.Expression) -> exp.Expression:
-    """What sqlglot's simplify leaves of the constants: NOT TRUE, 'x' IS NULL, a OR FALSE, IF(FALSE, a, b)."""
-    def fix(n: exp.Expression) -> exp.Expression:
-        if isinstance(n, exp.Not) and isinstance(n.this, exp.Boolean):
-            return exp.Boolean(this=not n.this.this)
-        if isinstance(n, exp.Is) and isinstance(n.this, exp.Literal) and isinstance(n.expression, exp.Null):
-            return exp.false()
-        if isinstance(n, exp.Or):
-            for a, b in ((n.this, n.expression), (n.expression, n.this)):
-                if isinstance(a, exp.Boolean):
-                    return a if a.this else b
-        if isinstance(n, exp.If) and isinstance(n.this, exp.Boolean):
-            return n.args["true"] if n.this.this else (n.args.get("false") or exp.null())
-        if isinstance(n, exp.Paren) and isinstance(n.this, (exp.Boolean, exp.Column, exp.Literal)):
-            return n.this
-        return n
-
-    return tree.transform(fix)
-
-
-def _fn(name: str, *args: exp.Expression) -> exp.Expression:
-    return exp.Anonymous(this=name, expressions=list(args))
 
 
 def _int_literal(e: exp.Expression) -> int | None:
@@ -146,23 +34,23 @@ def _int_literal(e: exp.Expression) -> int | None:
 def _to_date(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
     """TO_DATE(100): days since 1970-01-01 (rsqldb); TO_DATE('2017-09-15'): the date (NULL when it does not read)."""
     integral = _int_literal(a[0]) is not None or (isinstance(a[0], exp.Cast) and a[0].to.is_type(*exp.DataType.INTEGER_TYPES))
-    return _fn("date_from_unix_date", a[0]) if integral else _fn("try_to_date", a[0])
+    return spark_call("date_from_unix_date", a[0]) if integral else spark_call("try_to_date", a[0])
 
 
 def _epoch(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
     """TO_TIMESTAMP_LTZ(epoch, 3): epoch milliseconds; (epoch, 0): seconds."""
     precision = _int_literal(a[1])
     if precision == 3:
-        return _fn("timestamp_millis", a[0])
+        return spark_call("timestamp_millis", a[0])
     if precision == 0:
-        return _fn("timestamp_seconds", a[0])
+        return spark_call("timestamp_seconds", a[0])
     raise FunctionError("TO_TIMESTAMP_LTZ(epoch, precision) takes precision 0 (seconds) or 3 (milliseconds)", a[1],
                         "write TO_TIMESTAMP_LTZ(ts, 3) for epoch milliseconds, TO_TIMESTAMP_LTZ(ts, 0) for seconds",
                         "E011")
 
 
 def _dissect(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
-    from etl.sql.dissect import translate
+    from etl.sql.dissect import translate  # etl.grok and etl.dissect: only for a DISSECT call
 
     return translate(call, a)
 
@@ -171,12 +59,12 @@ def _strict(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
     """GREATEST / LEAST as Flink: NULL when any argument is NULL (Spark's skip NULLs)."""
     any_null = exp.or_(*[x.copy().is_(exp.null()) for x in a])
     name = call.name.lower() if isinstance(call, exp.Anonymous) else call.key
-    return exp.If(this=any_null, true=exp.null(), false=_fn(name, *[x.copy() for x in a]))
+    return exp.If(this=any_null, true=exp.null(), false=spark_call(name, *[x.copy() for x in a]))
 
 
 def _verbatim(call: exp.Expression, a: list[exp.Expression]) -> exp.Expression:
     """Spark's function of the same name, as written (LOG10: sqlglot writes LOG(10, x), an ulp off Math.log10)."""
-    return _fn(call.name.lower(), *[x.copy() for x in a])
+    return spark_call(call.name.lower(), *[x.copy() for x in a])
 
 
 RULES: dict[str, Callable[[exp.Expression, list[exp.Expression]], exp.Expression]] = {
@@ -240,11 +128,11 @@ class Functions:
                 return self.refuse(FunctionError(refused[0], n, refused[1], refused[2]))
             if isinstance(n, exp.Bracket) and isinstance(n.this, exp.Column) and not n.this.table \
                     and n.this.name.upper() == "MAP" and len(n.expressions) % 2 == 0:  # Flink's MAP[k1, v1, ...]
-                return _fn("map", *[e.transform(fix, copy=False) for e in n.expressions])
+                return spark_call("map", *[e.transform(fix, copy=False) for e in n.expressions])
             if isinstance(n, exp.Bracket) and len(n.expressions) == 1 and not n.meta.get("flink_index"):
                 # Flink's array[i] is 1-based (Spark's 0-based), map[k] a key: try_element_at is both, NULL when
                 # out of range as in Flink (Spark's [i] stops the query under ANSI)
-                out = _fn("try_element_at", n.this.transform(fix, copy=False),  # its children: not visited after
+                out = spark_call("try_element_at", n.this.transform(fix, copy=False),  # its children: not visited after
                           n.expressions[0].transform(fix, copy=False))        # the node was replaced
                 out.meta.update(n.meta, flink_index=True)
                 return out
@@ -296,7 +184,7 @@ class Functions:
             raise FunctionError(f"function {name} is not supported", n, row.note)
         if row.spark.startswith("python:"):
             return RULES[row.spark.split(":", 1)[1]](n, args)
-        return _fill(row.spark, args)
+        return fill(row.spark, args)
 
 
 # Flink constructs etl does not run (etl/sql/flink_functions.tsv): (message, hint, code); sqlglot would pass them
@@ -373,8 +261,6 @@ def _flink_like(n: exp.Expression) -> exp.Expression:
 
 
 def unknown_hint(name: str) -> str:
-    from etl.diagnostics import did_you_mean
-
     known = sorted(spark_functions() | {k.lower() for k in names()})
     return did_you_mean(name.lower(), known) or ("a Spark SQL built-in function or an rsqldb one "
                                                   "(docs/reference/sql-functions.md)")

@@ -22,7 +22,7 @@ from typing import Any
 from sqlglot import exp
 
 from etl.diagnostics import did_you_mean
-from etl.sql.query import Rel, Scope, pos
+from etl.sql.relation import Rel, Scope, pos
 from etl.sql.script import SqlSyntax
 
 _CLAUSES = ("expressions", "where", "group", "having")
@@ -56,7 +56,7 @@ def lateral(b: Any, lat: exp.Expression, call: exp.Anonymous, left: Rel, scope: 
             names: list[str], outer: bool) -> Rel:
     """`LATERAL TABLE(GROK(...)) AS t(a, b)`: the pattern's top-level fields as columns a, b; a line that does not
     match gives no row (`outer`: a row with NULLs)."""
-    from etl.grok import GrokError, expand
+    from etl.grok import GrokError, expand  # the pattern library: only when a script calls GROK
 
     key = _arguments(b.queries, call, scope)
     if left.cols is None:
@@ -96,7 +96,7 @@ def _parts(arg: Any) -> list[exp.Expression]:
 
 def _arguments(qc: Any, call: exp.Anonymous, scope: Scope) -> tuple[str, str, str | None]:
     """(column, pattern, library or None) of a GROK call, checked."""
-    from etl.grok import LIBRARIES
+    from etl.grok import LIBRARIES  # the pattern library: only when a script calls GROK
 
     b = qc.b
     args = list(call.expressions)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import combinations
-from typing import Any, cast
+from typing import Any, Callable, cast
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, pos
+from etl.sql.relation import Rel, pos
 from etl.sql.script import SqlSyntax
 
 _SETS = (exp.GroupingSets, exp.Rollup, exp.Cube)
@@ -56,9 +56,9 @@ def _keys(e: exp.Expression) -> list[exp.Expression]:
 
 
 def compile_grouping_sets(qc: Any, q: exp.Select, rel: Rel, scope: Any, base: str, out_names: list[str] | None,
-                          tvf: Any, emit: dict | None, sets: list[list[exp.Expression]]) -> Rel:
-    from etl.sql.window import compile_window
-
+                          tvf: Any, emit: dict | None, sets: list[list[exp.Expression]],
+                          compile_window: Callable[..., Rel]) -> Rel:
+    """One window per grouping set (`compile_window`: etl.sql.window's, which hands itself in), their union."""
     b = qc.b
     group = q.args["group"]
     at = next(g for g in group.expressions if isinstance(g, _SETS))

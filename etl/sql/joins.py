@@ -18,9 +18,14 @@ from typing import Any, cast
 from sqlglot import exp
 
 from etl.diagnostics import did_you_mean
-from etl.sql.query import Rel, Scope, pos
+from etl.spec.timebound import signed_text
+from etl.sql.intervals import duration_text, flink_duration, seconds
+from etl.sql.lateral import lateral
+from etl.sql.relation import Rel, Scope, pos, sql_text
 from etl.sql.script import SqlSyntax
+from etl.sql.temporal_join import temporal
 from etl.sql.where import conjuncts
+from etl.sql.window_join import window_alias, window_bound, window_side
 
 
 class Joins:
@@ -31,8 +36,6 @@ class Joins:
 
     def join(self, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
         if isinstance(j.this, exp.Lateral):
-            from etl.sql.lateral import lateral
-
             return lateral(self.b, j, left, scope, base)
         side = (j.side or "").upper()
         if side not in ("", "LEFT", "RIGHT", "FULL") or (j.kind or "").upper() not in ("", "INNER", "OUTER"):
@@ -49,12 +52,8 @@ class Joins:
                                 code="E011")
             if self._processing_time(target.args["version"], scope):
                 return self._lookup(j, target, left, scope, base, how, on)
-            from etl.sql.temporal_join import temporal
-
             return temporal(self, j, target, left, scope, base, how, on)
         qc = self.b.queries
-        from etl.sql.window_join import window_alias, window_side
-
         windowed = window_side(qc, target, None, base) if left.id in self.sizes else None
         if windowed is not None:
             return self._stream(j, left, windowed, window_alias(target) or windowed.id, scope, base, how, on)
@@ -212,8 +211,6 @@ class Joins:
             extra.append(c)
         if not keys:
             raise SqlSyntax("a stream join needs at least one key equality (a.k = b.k)", pos(self.b, on), code="E104")
-        from etl.sql.window_join import window_bound
-
         size = window_bound(self.b, keys, (left.id, right.id), on,
                             bound.lo is not None or bound.hi is not None)
         if size is not None:  # two rows of one tumbling window are less than its size apart
@@ -230,9 +227,6 @@ class Joins:
         if extra and (left.cols is None or right.cols is None):
             raise SqlSyntax("a join condition besides the keys and the time bound needs both sides' columns "
                             "known", pos(self.b, extra[0]), "join views whose columns are declared", "E011")
-        from etl.spec.timebound import signed_text
-        from etl.sql.window import _dur
-
         if renamed:  # the right side's keys take the left's names first
             sid = self.b.new_id(f"{base}_keys")
             rc = right.cols or []  # known: a key is renamed only then
@@ -245,9 +239,9 @@ class Joins:
         if lo is None or hi is None:  # etl.spec.regular_join
             spec["type"] = "regular_join"
             if ttl is not None:
-                spec["ttl"] = _dur(ttl)
+                spec["ttl"] = duration_text(ttl)
         else:
-            spec["within"] = _dur(hi) if lo == -hi else [signed_text(lo), signed_text(hi)]
+            spec["within"] = duration_text(hi) if lo == -hi else [signed_text(lo), signed_text(hi)]
             for side, rel in (("left_time", left), ("right_time", right)):
                 if rel.wm:
                     spec[side] = rel.wm
@@ -266,9 +260,7 @@ class Joins:
         self._padded(scope, how, lefts, alias, left, right, rename, keys)
         conds = [self.b.queries.resolve(c.copy(), scope) for c in extra]
         if conds:
-            from etl.sql.query import _sql
-
-            spec["condition"] = " AND ".join(_sql(c, paren=True) for c in conds)
+            spec["condition"] = " AND ".join(sql_text(c, paren=True) for c in conds)
         i = self.b.add_transform(spec, pos(self.b, j))
         if conds:
             self.b.note_expr(("transforms", i, "condition"), conds)
@@ -298,8 +290,6 @@ class Joins:
                             "INNER JOIN (a regular join)", "E321")
         ttl = self.b.settings.get("state-ttl")
         if ttl is not None:
-            from etl.sql.window import flink_duration
-
             return flink_duration(str(ttl[0])) or None  # an invalid one is E102 at the SET
         self.b.report.warning("W015", "a regular join (no time bound) keeps every row of both sides in its state for "
                               "good: the state grows without bound (Flink's too, without a state TTL)", pos(self.b, j),
@@ -323,8 +313,6 @@ class Joins:
         """Is `c` a bound of the event times (Flink's interval join: `l.t = r.t`, `l.t >= r.t AND l.t < r.t +
         INTERVAL '10' MINUTE`, `l.t BETWEEN r.t - INTERVAL '10' SECOND AND r.t + INTERVAL '5' SECOND`, either
         side first)? Then `bound` takes it, as ends of `right time - left time`."""
-        from etl.sql.window import seconds
-
         def side_time(e: exp.Expression) -> tuple[str, float, bool] | None:
             """('left' | 'right', offset seconds, whether the side's event time is known) of an event-time column
             plus or minus an interval."""

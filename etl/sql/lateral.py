@@ -20,7 +20,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, Scope, pos
+from etl.sql.grok import lateral as grok_lateral
+from etl.sql.relation import Rel, Scope, pos
 from etl.sql.script import SqlSyntax
 
 _REGEX_SPECIAL = frozenset("\\.[]{}()*+?^$|")
@@ -51,8 +52,6 @@ def lateral(b: Any, j: exp.Join, left: Rel, scope: Scope, base: str) -> Rel:
     if udtf is not None:
         return _python(b, lat, call, left, scope, base, names, outer, udtf)
     if fname == "GROK":
-        from etl.sql.grok import lateral as grok_lateral
-
         return grok_lateral(b, lat, call, left, scope, base, names, outer)
     if fname == "STRING_SPLIT" and len(call.expressions) == 2:
         s, sep = (qc.resolve(a, scope) for a in call.expressions)

@@ -7,7 +7,11 @@ from typing import Any
 from sqlglot import exp
 
 from etl.diagnostics import did_you_mean
-from etl.sql.build import SETTINGS, Builder, Skip, pipeline_name, read_statement
+from etl.sql.aggregate import keyed
+from etl.sql.build import SETTINGS, Builder, pipeline_name, read_statement
+from etl.sql.functions import DIALECTS
+from etl.sql.intervals import flink_duration
+from etl.sql.relation import Skip, quote_name
 from etl.sql.script import SqlSyntax, Statement, report_syntax
 
 
@@ -90,8 +94,6 @@ def _set(b: Builder, o: Any) -> None:
     if key.startswith("vars.") and len(key) > 5:
         return  # a template variable (read before rendering, etl.sql.script_vars)
     if key == "sql.dialect":  # the functions' meaning: Flink's (default) or rsqldb's (etl.sql.functions)
-        from etl.sql.functions import DIALECTS
-
         if str(o.value).lower() not in DIALECTS:
             b.report.error("E102", f"unknown SQL dialect '{o.value}'", o.value_span,
                            did_you_mean(str(o.value).lower(), DIALECTS) or "dialects: " + ", ".join(DIALECTS))
@@ -110,8 +112,6 @@ def _set(b: Builder, o: Any) -> None:
 def _state_ttl(b: Builder, o: Any) -> None:
     """Flink's `table.exec.state.ttl`: how long a key's state lives after its last access (processing time).
     A regular join's rows expire by it (its `ttl`, etl.sql.joins); the other state does not: W015 at the setting."""
-    from etl.sql.window import flink_duration
-
     if not flink_duration(str(o.value)):
         b.report.error("E102", f"invalid state TTL '{o.value}'", o.value_span,
                        "a positive duration such as '1 h', '30 min', '10 s'")
@@ -167,8 +167,6 @@ def _compile(b: Builder, p: Any) -> None:
         declared = [c.name for c in target.columns if c.metadata is None]
         names = p.cols or declared or None
         i = b.sink_index[key]
-        from etl.sql.aggregate import keyed
-
         b.keep_flags = not keyed(b.sinks[i])
         try:
             rel = b.queries.compile(p.query, target.name, names, p.emit)
@@ -206,8 +204,6 @@ def _to_console(b: Builder, p: Any, start: int, ids: set) -> None:
 def fill_columns(b: Builder, p: Any, rel: Any, declared: list[str], base: str) -> Any:
     """INSERT INTO t (c1, c2) ...: the query's columns under those names, in t's order, t's other columns NULL
     (Flink's meaning), with a W016 naming them."""
-    from etl.sql.query import _q
-
     listed = {c.lower(): c for c in p.cols}
     unknown = [c for c in p.cols if c.lower() not in {d.lower() for d in declared}]
     if unknown:
@@ -222,7 +218,7 @@ def fill_columns(b: Builder, p: Any, rel: Any, declared: list[str], base: str) -
                          f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} NULL in every row, as in "
                          "Flink", p.span, "list every column of the table to write them all")
     types = b.tables[p.name.lower()].schema()
-    fields = [_q(listed[d.lower()]) if d.lower() in listed else f"CAST(NULL AS {types[d]}) AS {_q(d)}"
+    fields = [quote_name(listed[d.lower()]) if d.lower() in listed else f"CAST(NULL AS {types[d]}) AS {quote_name(d)}"
               for d in declared]
     sid = b.new_id(f"{base}_columns")
     b.add_transform({"id": sid, "type": "select", "inputs": [rel.id], "fields": fields + list(rel.flags)}, p.span)

@@ -11,57 +11,22 @@ view's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
 
 from etl.diagnostics import Span, did_you_mean
+from etl.sql.aggregate import emit_every, no_updates
+from etl.sql.dedup import compile_dedupe, row_number_item
 from etl.sql.division import flink_type
+from etl.sql.grok import grok_calls
+from etl.sql.relation import Rel, Scope, Skip, has_agg, is_star, pos, quote_name, sql_text, tvf_of_table
 from etl.sql.script import SqlSyntax
-
-
-@dataclass
-class Rel:
-    """A relation a query can read: its node id and what the front-end knows of its columns."""
-
-    id: str
-    cols: list[str] | None
-    event_time: str | None = None
-    proctime: str | None = None
-    table: Any = None  # the CREATE TABLE of a source (dimension tables)
-    static: bool = False
-    wm: dict | None = None  # event time set after the source (a parsed column): windows, joins, dedupes take it
-    flags: tuple[str, ...] = ()  # flag columns of updates (etl.sql.aggregate), hidden from `*` and INSERT's mapping
-    window: tuple[str, ...] = ()  # names of a window's start/end columns here (TopN per window: etl.sql.topn)
-    hidden: tuple[str, ...] = ()  # columns the query reads but does not pass on (GROK's structs: etl.sql.grok)
-
-
-@dataclass
-class Scope:
-    """Relations visible in a query: alias -> (rel, column -> output column)."""
-
-    entries: dict[str, tuple[Rel, dict[str, str]]] = field(default_factory=dict)
-    # per stream join: (the left side's columns, the right alias, the right side's columns as its table has them)
-    joined: list[tuple[frozenset[str], str, frozenset[str]]] = field(default_factory=list)
-    # (alias, key column) of the side an outer join pads -> that side's event-time column: NULL in a padded row
-    padded: dict[tuple[str, str], str] = field(default_factory=dict)
-    # (alias, key column) of the table of a LEFT lookup join -> the event column it reads (W015: not NULL unmatched)
-    lookup_keys: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    def add(self, alias: str, rel: Rel, rename: dict[str, str] | None = None) -> None:
-        self.entries[alias.lower()] = (rel, rename or {})
-
-
-def pos(b: Any, node: exp.Expression | None) -> Span:
-    """Where a parsed node starts in the script (its first token with a position)."""
-    best = None
-    if node is not None:
-        for n in node.walk():
-            start = n.meta.get("start") if n.meta else None
-            if start is not None and (best is None or start < best):
-                best = start
-    return b.script.span(best) if best is not None else b.stmt_span
+import etl.sql.where as W
+from etl.sql.window import compile_window, emit_spec
+from etl.sql.window_join import semi_anti, semi_anti_conjunct, window_side
+from etl.sql.window_rows import tvf_of
 
 
 class QueryCompiler:
@@ -121,8 +86,6 @@ class QueryCompiler:
                 raise SqlSyntax(f"{what} is not supported in a streaming query", pos(self.b, q.args[key]),
                                 code="E011")
         frm = q.args.get("from_") or q.args.get("from")
-        from etl.sql.dedup import compile_dedupe, row_number_item
-
         rn_item = row_number_item(frm.this) if frm is not None else None
         for w in q.find_all(exp.Window):
             if rn_item is None or w is not rn_item.this:
@@ -136,8 +99,6 @@ class QueryCompiler:
         scope = Scope()
         where = q.args.get("where")
         where = where.this if where is not None else None
-        from etl.sql.window_join import semi_anti, semi_anti_conjunct, window_side
-
         semi = semi_anti_conjunct(where) if not q.args.get("joins") and rn_item is None else None
         windowed = window_side(self, frm.this, scope, base) if q.args.get("joins") or semi is not None else None
         if windowed is None:
@@ -155,20 +116,14 @@ class QueryCompiler:
             raise SqlSyntax("one JOIN per query: join the result of a view to the next table",
                             pos(self.b, joins[1]), code="E011")
         if joins:
-            from etl.sql.aggregate import no_updates
-
             no_updates(self.b, rel, joins[0], "a JOIN")
             where = self.b.joins.comma(joins[0], where)
             rel = self.b.joins.join(joins[0], rel, scope, base)
-        from etl.sql.grok import grok_calls
-
         rel = grok_calls(self, q, rel, scope, base)
         if where is not None:
             rel = self._where(where, rel, scope, base)
         group = q.args.get("group")
-        if group is not None or tvf is not None or _has_agg(q):
-            from etl.sql.window import compile_window
-
+        if group is not None or tvf is not None or has_agg(q):
             return compile_window(self, q, rel, scope, base, out_names, tvf, emit)
         if q.args.get("having"):
             raise SqlSyntax("HAVING needs GROUP BY", pos(self.b, q.args["having"]), code="E010")
@@ -187,14 +142,10 @@ class QueryCompiler:
         while nid in by_id:
             i, t = by_id[nid]
             if t["type"] == "window":
-                from etl.sql.window import emit_spec
-
                 t["emit"] = emit_spec(self.b, emit)
                 self.b.smap.put(("transforms", i, "emit"), emit["span"])
                 return
             if t["type"] == "aggregate":  # a GROUP BY without a window: how often a key's updated row goes out
-                from etl.sql.aggregate import emit_every
-
                 t["every"] = emit_every(emit)
                 self.b.smap.put(("transforms", i, "every"), emit["span"])
                 return
@@ -233,8 +184,6 @@ class QueryCompiler:
             raise SqlSyntax(f"table '{name}' is a sink (INSERT INTO it): it cannot be read", pos(self.b, t),
                             code="E203")
         if name.lower() in self.b.broken:
-            from etl.sql.build import Skip
-
             raise Skip
         if rel is None:
             raise SqlSyntax(f"unknown table or view '{name}'", pos(self.b, t),
@@ -244,8 +193,6 @@ class QueryCompiler:
 
     # ------------------------------------------------------------------ where
     def _where(self, cond: exp.Expression, rel: Rel, scope: Scope, base: str) -> Rel:
-        from etl.sql import where as W
-
         cond = self.resolve(cond, scope)
         rules, ruled, rest = W.split(cond)
         fid = self.b.new_id(f"{base}_where")
@@ -253,7 +200,7 @@ class QueryCompiler:
         at = pos(self.b, cond)
         expr_path = None
         if rest:
-            spec["expr"] = " AND ".join(_sql(c, paren=len(rest) > 1) for c in rest)
+            spec["expr"] = " AND ".join(sql_text(c, paren=len(rest) > 1) for c in rest)
             expr_path = rest
         if rules:
             spec["rules"] = rules
@@ -270,12 +217,10 @@ class QueryCompiler:
         """Positions of each rule predicate (and its pattern literal) in the WHERE clause."""
         if when is None:
             return
-        from etl.sql import where as W
-
         self.b.smap.put(path, pos(self.b, node))
         if "all" in when or "any" in when:
             key = "all" if "all" in when else "any"
-            parts = W.conjuncts(node) if key == "all" else W._disjuncts(node)
+            parts = W.conjuncts(node) if key == "all" else W.disjuncts(node)
             if len(parts) != len(when[key]):  # several conjuncts folded into one `all`
                 return
             for k, (part, sub) in enumerate(zip(parts, when[key], strict=True)):
@@ -283,7 +228,7 @@ class QueryCompiler:
             return
         for op in ("regex", "like"):
             if op in when:
-                lit = W._unparen(node).expression
+                lit = W.unparen(node).expression
                 self.b.smap.literals[path + (op,)] = pos(self.b, lit)
                 self.b.smap.put(path + (op,), pos(self.b, lit))
         self.b.smap.put(path + ("field",), pos(self.b, node))
@@ -348,7 +293,7 @@ class QueryCompiler:
         for k, (name, body) in enumerate(items):
             if isinstance(body, exp.Column) and body.name in rel.window:
                 window.append(len(names))
-            if _is_star(body):
+            if is_star(body):
                 window += [len(names) + i for i, c in enumerate(rel.cols or []) if c in rel.window]
                 if rel.cols is None:
                     if len(items) == 1 and out_names is None:
@@ -361,8 +306,8 @@ class QueryCompiler:
                 continue
             if not name:
                 name = f"EXPR${k}"
-            text = _sql(body)
-            fields.append(text if isinstance(body, exp.Column) and body.name == name else f"{text} AS {_q(name)}")
+            text = sql_text(body)
+            fields.append(text if isinstance(body, exp.Column) and body.name == name else f"{text} AS {quote_name(name)}")
             names.append(name)
             exprs.append(body)
             typed.append(flink_type(body, types))
@@ -370,7 +315,7 @@ class QueryCompiler:
             if len(out_names) != len(names):
                 raise SqlSyntax(f"the query gives {len(names)} columns, the target takes {len(out_names)}", at,
                                 code="E104")
-            fields = [f if n == o else f"{_strip_alias(f)} AS {_q(o)}" for f, n, o in zip(fields, names, out_names, strict=True)]
+            fields = [f if n == o else f"{_strip_alias(f)} AS {quote_name(o)}" for f, n, o in zip(fields, names, out_names, strict=True)]
             names = list(out_names)
         keep = self.b.keep_flags or out_names is None  # an INSERT into a sink upserting by key drops them
         if rel.cols is not None and names == rel.cols and all(f == n for f, n in zip(fields, names, strict=True)) \
@@ -400,7 +345,7 @@ def _join_stars(b: Any, exprs: list, scope: Scope) -> list:
     out: list = []
     taken: set[str] = set()
     for e in exprs:
-        if not _is_star(e):
+        if not is_star(e):
             out.append(e)
             name = e.alias_or_name.lower() if isinstance(e, (exp.Alias, exp.Column)) else ""
             taken.add(name)
@@ -427,8 +372,6 @@ def _join_stars(b: Any, exprs: list, scope: Scope) -> list:
 def _no_window_join(b: Any, left: exp.Expression, joins: list) -> None:
     """Flink's window join (both sides a window table function's rows, joined on window_start and window_end):
     E011 at the JOIN, naming what to write instead."""
-    from etl.sql.window_rows import tvf_of
-
     for j in joins:
         sides = [left, j.this]
         if any(isinstance(s, exp.Subquery) and tvf_of(s.this) is not None or tvf_of_table(s) for s in sides):
@@ -436,11 +379,6 @@ def _no_window_join(b: Any, left: exp.Expression, joins: list) -> None:
                             "window_end) is not supported", pos(b, j), "join the tables with a time bound first "
                             "(ON a.k = b.k AND b.ts BETWEEN a.ts - INTERVAL '5' MINUTE AND a.ts + INTERVAL '5' MINUTE)"
                             ", then window the joined rows in the next query", "E011")
-
-
-def tvf_of_table(src: exp.Expression) -> bool:
-    """Is `src` a FROM item `TABLE(TUMBLE(...))`?"""
-    return isinstance(src, exp.Table) and isinstance(src.this, exp.Anonymous) and src.this.name.upper() == "TABLE"
 
 
 def _struct_field(n: exp.Column, scope: Scope) -> exp.Expression | None:
@@ -490,34 +428,12 @@ def _ambiguous(b: Any, n: exp.Column, scope: Scope) -> SqlSyntax | None:
     return None
 
 
-def _is_star(e: exp.Expression) -> bool:
-    return isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
-
-
 def _union_branches(q: exp.Expression) -> list[exp.Expression]:
     if isinstance(q, exp.Union) and not q.args.get("distinct"):
         return _union_branches(q.this) + _union_branches(q.expression)
     if isinstance(q, exp.Subquery):
         return _union_branches(q.this)
     return [q]
-
-
-AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max, exp.ApproxDistinct, exp.ArrayAgg, exp.First, exp.Last)
-
-
-def _has_agg(q: exp.Select) -> bool:
-    return any(isinstance(n, AGGS) for e in q.expressions for n in e.walk())
-
-
-def _sql(node: exp.Expression, paren: bool = False) -> str:
-    text = node.sql(dialect="spark")
-    return f"({text})" if paren and isinstance(node, exp.Or) else text
-
-
-def _q(name: str) -> str:
-    import re
-
-    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else f"`{name}`"
 
 
 def _strip_alias(field_: str) -> str:

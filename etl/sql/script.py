@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etl.diagnostics import Report, Span
+from etl.sql.dialect import DIALECT
 
 
 class SqlSyntax(Exception):
@@ -58,8 +59,6 @@ class Statement:
 def tokenize(script: Script) -> list:
     from sqlglot.errors import TokenError
 
-    from etl.sql.dialect import DIALECT
-
     unclosed = _unclosed(script.text)
     if unclosed is not None:
         what, at = unclosed
@@ -74,8 +73,6 @@ def tokenize(script: Script) -> list:
 def _commands(script: Script, tokens: list) -> list:
     """sqlglot reads the rest of an EXPLAIN or EXECUTE statement as one string: tokens again (etl.sql.statements
     reads them), each at its offset in the script."""
-    from etl.sql.dialect import DIALECT
-
     out: list = []
     for i, tok in enumerate(tokens):
         prev = tokens[i - 1] if i else None
@@ -138,16 +135,16 @@ def split(tokens: list) -> list[Statement]:
             depth = max(0, depth - 1)
         if tok.token_type == T.SEMICOLON and depth == 0:
             if cur:
-                out.append(Statement(_kind(cur), cur))
+                out.append(Statement(statement_kind(cur), cur))
             cur = []
             continue
         cur.append(tok)
     if cur:
-        out.append(Statement(_kind(cur), cur))
+        out.append(Statement(statement_kind(cur), cur))
     return out
 
 
-def _kind(toks: list) -> str:
+def statement_kind(toks: list) -> str:
     words = [t.text.upper() for t in toks[:6]]
     if words[0] == "CREATE":
         rest = [w for w in words[1:] if w not in ("OR", "REPLACE", "TEMPORARY", "TEMP", "SYSTEM", "IF", "NOT", "EXISTS")]

@@ -21,6 +21,7 @@ from typing import Any
 from collections.abc import Callable
 
 from etl.spec.base import MAX_DURATION_S, MAX_SIZE, Duration, Size
+from etl.sql.intervals import flink_duration
 
 MAX_ROWS = 10_000_000  # SinkBase.batch_size's bound
 MAX_ATTEMPTS = 1000  # Retry.max_attempts's bound
@@ -50,8 +51,6 @@ def _rows(text: str) -> int:
 
 
 def _duration(text: str, zero: float | None) -> str:
-    from etl.sql.window import flink_duration  # Flink's units, as the other duration options of WITH and SET
-
     secs = flink_duration(text) if _NUMBER.match(text) else None  # a whole number here, as Flink's sink options
     if secs is None:
         raise BadValue(f"'{text}' is not a duration", "a number and a unit: '1s', '500 ms', '2 min' (a bare number "

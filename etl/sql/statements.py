@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from etl.diagnostics import Report
-from etl.sql.script import Script, Statement, _kind
+from etl.sql.script import Script, Statement, statement_kind
 
 _EXPLAIN_DETAILS = frozenset({"ESTIMATED_COST", "CHANGELOG_MODE", "JSON_EXECUTION_PLAN", "PLAN_ADVICE"})
 
@@ -61,7 +61,7 @@ def unwrap(script: Script, statements: list[Statement], report: Report) -> list[
             if not toks:
                 report.error("E010", "EXPLAIN needs a query or an INSERT INTO", script.at(st.tokens[0]))
                 continue
-        kind = _kind(toks)
+        kind = statement_kind(toks)
         if kind == "other" and toks[0].text.upper() in ("SELECT", "(", "WITH"):
             kind = "select"
         if opened is not None and kind != "insert":

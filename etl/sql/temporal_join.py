@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, Scope, pos
+from etl.sql.relation import Rel, Scope, pos, sql_text
 from etl.sql.script import SqlSyntax
 from etl.sql.where import conjuncts
 
@@ -116,9 +116,7 @@ def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, bas
     joins._padded(scope, how, lefts, alias, left, right, rename, keys)
     conds = [b.queries.resolve(c.copy(), scope) for c in extra]
     if conds:
-        from etl.sql.query import _sql
-
-        spec["condition"] = " AND ".join(_sql(c, paren=True) for c in conds)
+        spec["condition"] = " AND ".join(sql_text(c, paren=True) for c in conds)
     i = b.add_transform(spec, pos(b, j))
     if conds:
         b.note_expr(("transforms", i, "condition"), conds)

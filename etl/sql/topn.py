@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, pos
+from etl.sql.relation import Rel, pos
 from etl.sql.script import SqlSyntax
 
 

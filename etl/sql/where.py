@@ -26,7 +26,7 @@ def conjuncts(cond: exp.Expression) -> list[exp.Expression]:
     return _flat(cond, exp.And)
 
 
-def _disjuncts(cond: exp.Expression) -> list[exp.Expression]:
+def disjuncts(cond: exp.Expression) -> list[exp.Expression]:
     return _flat(cond, exp.Or)
 
 
@@ -36,7 +36,7 @@ def _flat(cond: exp.Expression, kind: type) -> list[exp.Expression]:
     out: list[exp.Expression] = []
     stack = [cond]
     while stack:
-        e = _unparen(stack.pop())
+        e = unparen(stack.pop())
         if isinstance(e, kind):
             stack += (e.expression, e.this)
         else:
@@ -44,25 +44,25 @@ def _flat(cond: exp.Expression, kind: type) -> list[exp.Expression]:
     return out
 
 
-def _unparen(e: exp.Expression) -> exp.Expression:
+def unparen(e: exp.Expression) -> exp.Expression:
     while isinstance(e, exp.Paren):
         e = e.this
     return e
 
 
 def _field(e: exp.Expression) -> tuple[str, list[str]] | None:
-    e = _unparen(e)
+    e = unparen(e)
     apply: list[str] = []
     while type(e) in _DERIV and not (isinstance(e, exp.Trim) and (e.args.get("expression") or e.args.get("position"))):
         apply.insert(0, _DERIV[type(e)])
-        e = _unparen(e.this)
+        e = unparen(e.this)
     if isinstance(e, exp.Column) and len(e.parts) == 1 and not isinstance(e.this, exp.Star):
         return e.name, apply
     return None
 
 
 def _scalar(e: exp.Expression) -> Any:
-    e = _unparen(e)
+    e = unparen(e)
     neg = isinstance(e, exp.Neg)
     if neg:
         e = e.this
@@ -81,7 +81,7 @@ def _scalar(e: exp.Expression) -> Any:
 
 def predicate(e: exp.Expression) -> dict | None:
     """A rule predicate for one condition, or None when it is not rule-shaped."""
-    e = _unparen(e)
+    e = unparen(e)
     try:
         if isinstance(e, (exp.Like, exp.ILike, exp.RegexpLike)) and not e.args.get("negate") \
                 and not e.args.get("escape") and not isinstance(e.parent, exp.Escape):
@@ -112,9 +112,9 @@ def predicate(e: exp.Expression) -> dict | None:
         if isinstance(e, exp.Is) and isinstance(e.expression, exp.Null):
             f = _field(e.this)
             return None if f is None else _pred(f, "is_null", True)
-        if isinstance(e, exp.Not) and isinstance(_unparen(e.this), exp.Is) and isinstance(_unparen(e.this).expression,
+        if isinstance(e, exp.Not) and isinstance(unparen(e.this), exp.Is) and isinstance(unparen(e.this).expression,
                                                                                            exp.Null):
-            f = _field(_unparen(e.this).this)
+            f = _field(unparen(e.this).this)
             return None if f is None else _pred(f, "not_null", True)
     except (ValueError, TypeError):
         return None
@@ -133,12 +133,12 @@ def _pred(f: tuple[str, list[str]], op: str, value: Any, caseless: bool = False)
 
 def tree(e: exp.Expression) -> dict | None:
     """A rule tree (all / any / predicate) for a condition, or None when any part is not rule-shaped."""
-    e = _unparen(e)
+    e = unparen(e)
     if isinstance(e, exp.And):
         parts = [tree(c) for c in conjuncts(e)]
         return None if any(p is None for p in parts) else {"all": parts}
     if isinstance(e, exp.Or):
-        parts = [tree(c) for c in _disjuncts(e)]
+        parts = [tree(c) for c in disjuncts(e)]
         return None if any(p is None for p in parts) else {"any": parts}
     return predicate(e)
 
@@ -151,8 +151,8 @@ def split(cond: exp.Expression) -> tuple[list[dict], list[exp.Expression], list[
         (ruled if tree(c) is not None else rest).append(c)
     if not ruled:
         return [], [], rest
-    if len(ruled) == 1 and isinstance(_unparen(ruled[0]), exp.Or):
-        branches = _disjuncts(ruled[0])
+    if len(ruled) == 1 and isinstance(unparen(ruled[0]), exp.Or):
+        branches = disjuncts(ruled[0])
         return [{"id": f"r{i}", "when": tree(b)} for i, b in enumerate(branches, 1)], branches, rest
     whens = [tree(c) for c in ruled]
     when = whens[0] if len(whens) == 1 else {"all": whens}

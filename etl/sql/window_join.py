@@ -22,8 +22,13 @@ from typing import Any, cast
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, Scope, _is_star, pos, tvf_of_table
+from etl.spec.base import Duration
+from etl.sql.intervals import duration_text
+from etl.sql.relation import Rel, Scope, is_star, pos, sql_text, tvf_of_table
 from etl.sql.script import SqlSyntax
+from etl.sql.where import conjuncts
+from etl.sql.window import frame
+from etl.sql.window_rows import tvf_of
 
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
 
@@ -32,16 +37,12 @@ def window_side(qc: Any, src: exp.Expression, scope: Scope | None, base: str) ->
     """The rows of a window TVF as a join side (`(SELECT * FROM TABLE(TUMBLE(...))) AS L` or `TABLE(TUMBLE(...))
     AS L`) with their window columns, added to `scope` (when given) under its alias; None when `src` reads no
     window TVF."""
-    from etl.spec.base import Duration
-    from etl.sql.window import frame
-    from etl.sql.window_rows import tvf_of
-
     b = qc.b
     q = src.this if isinstance(src, exp.Subquery) else None
     table = tvf_of(q) if q is not None else src if tvf_of_table(src) else None
     if table is None:
         return None
-    if q is not None and (len(q.expressions) != 1 or not _is_star(q.expressions[0]) or q.args.get("where")
+    if q is not None and (len(q.expressions) != 1 or not is_star(q.expressions[0]) or q.args.get("where")
                           or q.args.get("joins")):
         raise SqlSyntax("a window join side is the window table function's rows as they are", pos(b, q),
                         "SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '5' MINUTES)); filter or "
@@ -86,8 +87,6 @@ def _windows_of_a_row(b: Any, spec: dict, rel: Rel, t: str, floor: Any, us: int,
     """A HOP or CUMULATE side: a row in each of its windows (Flink's assigners, as etl's windows_of): HOP, the
     starts offset + k * slide in (t - size, t]; CUMULATE, the start offset + k * size at or before t and the ends
     every step after t up to start + size. A `derive` computes them as an array, a `select` writes a row per window."""
-    from etl.spec.base import Duration
-
     every = round(Duration.parse(spec.get("slide") or spec["step"]).seconds * 1e6)
     if spec["kind"] == "sliding":
         n = -(-us // every)  # enough starts back to cover the size; those at or before t - size are dropped
@@ -115,8 +114,6 @@ def window_alias(src: exp.Expression) -> str:
         return src.alias
     table = src if tvf_of_table(src) else None
     if table is None and isinstance(src, exp.Subquery):
-        from etl.sql.window_rows import tvf_of
-
         table = tvf_of(src.this)
     if table is None:
         return ""
@@ -145,8 +142,6 @@ def window_bound(b: Any, keys: list[str], ids: tuple[str, str], on: exp.Expressi
 
 def semi_anti_conjunct(where: exp.Expression | None) -> exp.Expression | None:
     """The conjunct of `where` that may be a window semi / anti join: [NOT] IN (sub-query) or [NOT] EXISTS."""
-    from etl.sql.where import conjuncts
-
     for c in conjuncts(where) if where is not None else []:
         p = c.this if isinstance(c, exp.Not) else c
         if isinstance(p, exp.Exists) or isinstance(p, exp.In) and p.args.get("query") is not None:
@@ -164,9 +159,6 @@ def semi_anti(qc: Any, c: exp.Expression, left: Rel, scope: Scope, where: exp.Ex
     is a key, the other conditions the join's `condition`; NOT IN is SQL's (Flink's) null-aware one: a left row is
     dropped when a row of R in its window has an equal key, or either key is NULL. Returns the join's rows and the
     rest of `where`."""
-    from etl.sql.query import _sql
-    from etl.sql.where import conjuncts
-
     b = qc.b
     neg = isinstance(c, exp.Not)
     pred = c.this if neg else c
@@ -196,7 +188,7 @@ def semi_anti(qc: Any, c: exp.Expression, left: Rel, scope: Scope, where: exp.Ex
         e = e.copy()
         for col in list(e.find_all(exp.Column)):
             col.replace(exp.column(rename.get(col.name, col.name) if side(col) == "right" else col.name))
-        return _sql(e, paren=True)
+        return sql_text(e, paren=True)
 
     keys: list[str] = []
     windows: set[str] = set()
@@ -228,12 +220,10 @@ def semi_anti(qc: Any, c: exp.Expression, left: Rel, scope: Scope, where: exp.Ex
     if b.joins.windows.get(left.id) != b.joins.windows.get(right.id):
         raise SqlSyntax("a window semi / anti join joins the rows of two window table functions of one kind, size, "
                         "slide or step and offset", pos(b, pred), "window both sides alike", "E011")
-    from etl.sql.window import _dur
-
     jid = b.new_id(f"{base}_{'anti' if neg else 'semi'}")
     spec: dict[str, Any] = {"id": jid, "type": "join", "inputs": [left.id, right.id],
                             "on": [*keys, *WINDOW_COLUMNS[:2]], "how": "anti" if neg else "semi",
-                            "within": _dur(float(sizes[0] or 0))}
+                            "within": duration_text(float(sizes[0] or 0))}
     for key, rel in (("left_time", left), ("right_time", right)):
         if rel.wm:
             spec[key] = rel.wm

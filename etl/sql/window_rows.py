@@ -20,13 +20,14 @@ from typing import Any
 
 from sqlglot import exp
 
-from etl.sql.query import Rel, Scope, _has_agg, _q, pos
+from etl.sql.relation import Rel, Scope, has_agg, pos, quote_name
 from etl.sql.script import SqlSyntax
+from etl.sql.window import WINDOW_ARGS, frame
 
 
 def tvf_of(q: exp.Expression) -> exp.Table | None:
     """The `TABLE(TUMBLE(...))` a SELECT without GROUP BY or aggregates reads, if it reads one."""
-    if not isinstance(q, exp.Select) or q.args.get("group") or _has_agg(q):
+    if not isinstance(q, exp.Select) or q.args.get("group") or has_agg(q):
         return None
     frm = q.args.get("from_") or q.args.get("from")
     src = frm.this if frm is not None else None
@@ -47,8 +48,6 @@ def time_of(src: exp.Table) -> str | None:
 def window_rows(qc: Any, q: exp.Select, src: exp.Table, keys: list, base: str) -> Rel:
     """The relation of the window table function's rows (the table's columns, window_start, window_end,
     window_time) with the SELECT list of `q` applied: each window's rows come out when it closes."""
-    from etl.sql.window import _ARGS, frame
-
     b = qc.b
     scope = Scope()
     rel, tvf = qc._from(src, scope, base)
@@ -70,7 +69,7 @@ def window_rows(qc: Any, q: exp.Select, src: exp.Table, keys: list, base: str) -
                         "function adds it", pos(b, tvf), "rename the column in a view", "E104")
     spec, fn, args, _ = frame(qc, rel, scope, [], tvf)
     row, rows = _free("_row", taken), _free("_rows", taken)
-    struct = "struct(" + ", ".join(_q(c) for c in rel.cols) + ")"
+    struct = "struct(" + ", ".join(quote_name(c) for c in rel.cols) + ")"
     did = b.new_id(f"{base}_rows")
     b.add_transform({"id": did, "type": "derive", "inputs": [rel.id], "columns": {row: struct}}, pos(b, tvf))
     wid = b.new_id(f"{base}_window")
@@ -82,10 +81,10 @@ def window_rows(qc: Any, q: exp.Select, src: exp.Table, keys: list, base: str) -
     if rel.wm and "time" not in spec and "event_time" not in spec:
         spec["event_time"] = rel.wm
     i = b.add_transform(spec, pos(b, tvf))
-    for key, arg in zip(_ARGS[fn] + ("offset",), args, strict=False):
+    for key, arg in zip(WINDOW_ARGS[fn] + ("offset",), args, strict=False):
         b.smap.put(("transforms", i, key), pos(b, arg))
     sid = b.new_id(f"{base}_window_rows")
-    fields = [f"inline({rows}) AS ({', '.join(_q(c) for c in rel.cols)})", "window_start", "window_end",
+    fields = [f"inline({rows}) AS ({', '.join(quote_name(c) for c in rel.cols)})", "window_start", "window_end",
               "window_end - INTERVAL 1 MILLISECOND AS window_time"]
     b.add_transform({"id": sid, "type": "select", "inputs": [wid], "fields": fields}, pos(b, tvf))
     out = Rel(sid, [*rel.cols, "window_start", "window_end", "window_time"], window=("window_start", "window_end"))

@@ -63,15 +63,15 @@ def test_class_sets_equal_a_scan_of_every_code_point(flags):
     for cls in _classes(14, seed=flags):
         (op, av), = list(sre_parse.parse(cls, flags))
         if op is C.LITERAL:  # the parser turns one-item classes into literals
-            got = hsregex._literal_ranges(av, flags)
+            got = hsregex.literal_ranges(av, flags)
         elif op is C.NOT_LITERAL:
-            got = hsregex._class_ranges([(C.NEGATE, None), (C.LITERAL, av)], flags)
+            got = hsregex.class_ranges([(C.NEGATE, None), (C.LITERAL, av)], flags)
         else:
-            got = hsregex._class_ranges(av, flags)
+            got = hsregex.class_ranges(av, flags)
         assert got == _scan(cls, flags), (cls, flags)
 
 
 @pytest.mark.parametrize("ch", ["a", "k", "s", "i", "I", "ß", "Σ", "\u212a", "\u0130", "\u1e9e", "\U00010400", "µ"])
 def test_caseless_literals_equal_a_scan(ch):
     for flags in (re.IGNORECASE, re.IGNORECASE | re.ASCII):
-        assert hsregex._literal_ranges(ord(ch), flags) == _scan(re.escape(ch), flags), (ch, flags)
+        assert hsregex.literal_ranges(ord(ch), flags) == _scan(re.escape(ch), flags), (ch, flags)

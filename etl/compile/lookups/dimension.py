@@ -40,9 +40,14 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
 
+from etl.compile.context import session_target
+from etl.compile.lookups.columns import event_key, spark_type
+from etl.compile.lookups.jvm import jvm_lookup
+from etl.compile.lookups.store import (TableSource, TableUnreadable, default_base_dir, ensure_version, keep_last_good,
+                                       known_bad, log, read_table, recall_good, remember_good, snapshot_dir,
+                                       source_version, store_for, table_files)
 from etl.compile.workers import own_workers
-from etl.compile.lookups.store import (TableSource, default_base_dir, ensure_version, source_version,
-                                       store_for)
+from etl.physical.engines import rocksdb_jvm_why
 
 LK = "_etl_lk"
 AUTO_MAX_BYTES = 16 * 1000**2
@@ -98,9 +103,6 @@ class LookupResult:
 
 
 # ---------------------------------------------------------------- schema
-_ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigint", "int32": "int",
-                   "int16": "smallint", "int8": "tinyint", "double": "double", "float": "float",
-                   "bool": "boolean", "date32[day]": "date"}
 _SPARK_TO_ARROW = {"string": "string", "bigint": "int64", "long": "int64", "int": "int32", "integer": "int32",
                    "smallint": "int16", "tinyint": "int8", "double": "float64", "float": "float32",
                    "boolean": "bool", "date": "date32", "timestamp": "timestamp_us_utc"}
@@ -118,16 +120,6 @@ def arrow_type(spark_type: str) -> Any:
     if t == "timestamp_us_utc":
         return pa.timestamp("us", tz="UTC")
     return pa.type_for_alias(t)
-
-
-def spark_type(t: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    if pa.types.is_decimal(t):
-        return f"decimal({t.precision},{t.scale})"
-    return _ARROW_TO_SPARK.get(str(t), "string")
 
 
 def _normalize(t: Any) -> Any:
@@ -150,8 +142,6 @@ def table_schema(dim: Dimension, keys: list[str]) -> Any:
     elif dim.format == "snapshot":
         import pyarrow.parquet as pq
 
-        from etl.compile.lookups.store import snapshot_dir
-
         assert dim.path is not None  # a file or a snapshot: it has one
         fields = list(pq.ParquetDataset(snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).schema)
     else:
@@ -169,14 +159,12 @@ def _file_fields(dim: Dimension, keys: list[str]) -> list[Any]:
     import pyarrow.json as pjson
     import pyarrow.parquet as pq
 
-    from etl.compile.lookups.store import TableUnreadable, _files
-
     suffixes = {"csv": (".csv", ".txt"), "jsonl": (".json", ".jsonl")}.get(dim.format, ("",))
     assert dim.path is not None  # a file or a snapshot: it has one
     try:
         if dim.format == "parquet" and not os.path.isfile(dim.path):
             return list(pq.ParquetDataset(dim.path).schema)
-        files = _files(dim.path, suffixes)
+        files = table_files(dim.path, suffixes)
         if not files:
             raise TableUnreadable(dim.path, "the folder holds no table file")
         first = files[0]
@@ -202,25 +190,12 @@ def choose_store(dim: Dimension, requested: str) -> str:
     if dim.format == "snapshot":
         import pyarrow.parquet as pq
 
-        from etl.compile.lookups.store import snapshot_dir
-
         rows = sum(f.metadata.num_rows for f in pq.ParquetDataset(
             snapshot_dir(TableSource(dim.name, dim.path, "snapshot", (), ()))).fragments)
         return "broadcast" if rows <= AUTO_MAX_ROWS else "rocksdb"
     p = Path(dim.path)
     size = sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
     return "broadcast" if size <= AUTO_MAX_BYTES else "rocksdb"
-
-
-def event_key(events: Any, cols: list[str]) -> Any:
-    """The events' join key as text, built like store.key_array builds the table's."""
-    from pyspark.sql import functions as F
-
-    parts = [F.col(f"`{c}`").cast("string") for c in cols]
-    if len(parts) == 1:
-        return parts[0]
-    present = functools.reduce(lambda a, b: a & b, [p.isNotNull() for p in parts])
-    return F.when(present, F.concat_ws("\x1f", *parts))
 
 
 def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, base_dir: str | None = None,
@@ -265,9 +240,6 @@ def lookup_join(events: Any, dim: Dimension, spec: Any, *, spark: Any = None, ba
 
 def rocksdb_engine(spark: Any) -> str:
     """rocksdb-jvm or rocksdb-python for this session, as the physical planner picks it (etl.physical.engines)."""
-    from etl.compile.context import session_target
-    from etl.physical.engines import rocksdb_jvm_why
-
     return "rocksdb-python" if rocksdb_jvm_why(session_target(spark)) else "rocksdb-jvm"
 
 
@@ -354,9 +326,6 @@ _TABLES: dict[str, tuple[str, float, Any]] = {}
 def cached_table(src: TableSource) -> Any:
     """The table read by this worker, re-read when `src.refresh_s` passed and its files changed. A new version
     that does not read as a table leaves the last good one answering (this process's, else this host's)."""
-    from etl.compile.lookups.store import (TableUnreadable, keep_last_good, known_bad, read_table, recall_good,
-                                           remember_good)
-
     now = time.monotonic()
     hit = _TABLES.get(src.cache_key())
     if hit is not None and (src.refresh_s is None or now - hit[1] < src.refresh_s):
@@ -389,7 +358,6 @@ def _rocksdb(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, base_
         raise LookupError_(f"a {dim.format} table cannot back a rocksdb lookup", "table")
     src = TableSource(dim.name, dim.path, fmt, tuple(tb_keys), tuple(values), tschema, dim.header,
                       dim.delimiter, spec.refresh, base_dir)
-    from etl.compile.lookups.jvm import jvm_lookup
 
     got = jvm_lookup(events, src, ev_keys, values, renamed, spec.how, spec.refresh is not None, LK) if jvm else None
     if got is not None:
@@ -444,8 +412,6 @@ class Refresher:
         return self
 
     def _loop(self) -> None:
-        from etl.compile.lookups.store import log
-
         while not self._stop.wait(self.interval):
             try:
                 self.action()

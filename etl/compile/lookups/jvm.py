@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 from collections.abc import Callable
 
+from etl.compile import jvm
+from etl.compile.deadletter import fence
+from etl.compile.lookups.columns import event_key, spark_type
 from etl.compile.lookups.store import (TableSource, TableUnreadable, ensure_version, keep_last_good, known_bad,
                                        source_version, table_dir)
 
@@ -82,10 +85,6 @@ def jvm_lookup(events: Any, src: TableSource, ev_keys: list[str], values: list[s
     """(the joined frame, the driver's refresh step or None), or None when the JVM cannot serve it."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StructType
-
-    from etl.compile import jvm
-    from etl.compile.deadletter import fence
-    from etl.compile.lookups.dimension import event_key, spark_type
 
     spark = events.sparkSession  # the planner chose this engine (settings, master, jar: etl.physical.engines)
     types = {f.name: f.dataType.typeName() for f in events.schema.fields}

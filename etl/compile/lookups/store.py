@@ -46,6 +46,7 @@ import numpy as np
 
 from etl import settings
 from etl.compile.keyhash import key_hashes
+from etl.diskcache import private_tmp
 
 KEY_SEP = "\x1f"
 KEY_COLUMN = "_etl_key"
@@ -72,8 +73,6 @@ def cache_size_mb(requested: int, meta: dict, max_auto_mb: int = MAX_AUTO_CACHE_
 
 def default_base_dir() -> str:
     """ETL_LOOKUP_DIR, else this user's private <tmp>/etl-lookup-<uid> (never one another user made first)."""
-    from etl.diskcache import private_tmp
-
     return settings.current().lookup_dir or str(private_tmp("etl-lookup"))
 
 
@@ -107,7 +106,7 @@ class TableSource:
 
 
 # ------------------------------------------------------------------ reading
-def _files(path: str, suffixes: tuple[str, ...]) -> list[str]:
+def table_files(path: str, suffixes: tuple[str, ...]) -> list[str]:
     p = Path(path)
     if p.is_dir():
         return sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.endswith(suffixes)
@@ -125,7 +124,7 @@ def source_version(src: TableSource) -> str:
     if src.format == "snapshot":
         return (Path(src.path) / "LATEST").read_text().strip()
     h = hashlib.sha1()
-    for f in _files(src.path, (".csv", ".json", ".jsonl", ".parquet", ".txt", "")):
+    for f in table_files(src.path, (".csv", ".json", ".jsonl", ".parquet", ".txt", "")):
         try:
             st = os.stat(f)
             h.update(f"{f}:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns};".encode())
@@ -174,7 +173,7 @@ def _read(src: TableSource) -> Any:
         types[k] = pa.string()
 
     def each(suffixes: tuple[str, ...], read: Any) -> Any:
-        files = _files(src.path, suffixes)
+        files = table_files(src.path, suffixes)
         if not files:
             raise TableUnreadable(src.path, "the folder holds no table file")
         parts = []

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
 from etl.compile.deadletter import from_shared
 from etl.compile.functions import aggregate_functions
-from etl.compile.transforms.columns import _expr
+from etl.compile.transforms.columns import sql_expr
 from etl.compile.windows.native import ET_COL, WindowError, agg_column
 from etl.compile.windows.state import (ALL_KEY, MS_COL, VAL, AggregateFailed, Config, accumulator_inputs, add,
                                        from_state, new_acc, result, state_type, value_columns)
@@ -115,7 +115,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     out = out.select(*groups, *[from_state(F.col(f"`{f.name}`"), f.dataType).alias(f.name) for f in agg_fields],
                      F.col(UPDATE), F.col(ERR), F.col(PAYLOAD))
     if spec.having:  # a key failing `having` after a row of it went out: retracted (the sink deletes it)
-        having = F.coalesce(_expr(node, spec.having, "having"), F.lit(False))
+        having = F.coalesce(sql_expr(node, spec.having, "having"), F.lit(False))
         out = out.where(having | F.col(UPDATE) | F.col(ERR).isNotNull()).withColumn(RETRACT, ~having)
         out = out.select(*[c for c in out.columns if c not in (ERR, PAYLOAD)], ERR, PAYLOAD)
     if not python:  # no function that can raise: no dead letters

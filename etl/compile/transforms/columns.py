@@ -13,7 +13,7 @@ from etl.graph.model import Node
 from etl.physical.failing import GENERATOR as _GENERATOR, PLAIN as _PLAIN
 
 
-def _expr(node: Node, sql: str, where: str) -> Any:
+def sql_expr(node: Node, sql: str, where: str) -> Any:
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
@@ -31,13 +31,13 @@ def build_derive(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     df = inputs[0]
     if not active(df):
         for name, sql in node.spec.columns.items():
-            df = df.withColumn(name, _expr(node, sql, f"column {name!r}"))
+            df = df.withColumn(name, sql_expr(node, sql, f"column {name!r}"))
         return Built(out=df)
     guards = Guards(ctx, node, df)
     originals = {c: f"_etl_orig_{c}" for c in node.spec.columns if c in df.columns}
     frame = df.withColumns({h: F.col(f"`{c}`") for c, h in originals.items()}) if originals else df
     for name, sql in node.spec.columns.items():
-        frame, value = guards.wrap(frame, _expr(node, sql, f"column {name!r}"), ("columns", name),
+        frame, value = guards.wrap(frame, sql_expr(node, sql, f"column {name!r}"), ("columns", name),
                                    f"column '{name}'")
         frame = frame.withColumn(name, value)
     keep = [c for c in frame.columns if c not in guards.hidden and c not in originals.values()]
@@ -50,12 +50,12 @@ def build_select(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     df = inputs[0]
     built = None
     if spec.fields is not None and not active(df):
-        df = df.select(*[_expr(node, f, "field") for f in spec.fields])
+        df = df.select(*[sql_expr(node, f, "field") for f in spec.fields])
     elif spec.fields is not None:
         guards = Guards(ctx, node, df)
         frame, cols = df, []
         for i, f in enumerate(spec.fields):
-            column = _expr(node, f, "field")
+            column = sql_expr(node, f, "field")
             if _PLAIN.fullmatch(f.strip()) or _GENERATOR.search(f):  # a column reference or a star cannot fail
                 cols.append(column)
                 continue

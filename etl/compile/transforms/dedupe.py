@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl.compile.context import CompileContext, CompileError
+from etl.compile.transforms.dedupe_last import keep_last
 from etl.compile.watermark import with_event_time
 from etl.graph.model import Node
 
@@ -24,8 +25,6 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     if spec.event_time is not None:
         df = with_event_time(df, node, spec.event_time)
     if spec.keep == "last":
-        from etl.compile.transforms.dedupe_last import keep_last
-
         if dict(df.dtypes).get(et.field) != "timestamp":
             raise CompileError(f"dedupe '{node.id}' (keep: last) orders by event time column '{et.field}', which is "
                                f"{dict(df.dtypes).get(et.field, 'missing')} here", node, code="E320",

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 from collections.abc import Iterator
 
+from etl.compile.windows.state import from_state, state_type, to_state
+
 MS_COL = "_etl_ms"
 
 
@@ -64,8 +66,6 @@ def keep_last(df: Any, keys: list[str], et: str) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
-
-    from etl.compile.windows.state import from_state, state_type, to_state
 
     if not df.isStreaming:
         w = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(F.col(f"`{et}`").desc())

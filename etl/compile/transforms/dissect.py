@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from etl.compile import jvm
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
 from etl.compile.deadletter import fence, from_shared
-from etl.dissect import (CONVERSIONS, Dissection, DissectError, field_path, outputs, parse_mappings,
-                          sets, spec_bytes)
+from etl.dissect import (CONVERSIONS, DissectError, Dissection, convert, field_path, outputs, parse_mappings, sets,
+                         spec_bytes)
 from etl.graph.model import Node
 
 
@@ -43,8 +44,6 @@ def values(spark: Any, line: Any, d: Dissection, engine: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    from etl.compile import jvm
-
     if engine == "dissect-jvm":
         return jvm.static_call(spark, "etl.jvm.Dissect", "values", ArrayType(StringType()), line,
                                F.lit(bytearray(spec_bytes(d))))
@@ -63,13 +62,9 @@ def converted(spark: Any, value: Any, to: str, engine: str) -> Any:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
-    from etl.compile import jvm
-
     if engine == "dissect-jvm":
         text = jvm.static_call(spark, "etl.jvm.Dissect", "integer" if to == "int" else "decimal", StringType(), value)
         return text.try_cast(CONVERSIONS[to])
-
-    from etl.dissect import convert
 
     return F.udf(lambda s: None if s is None else convert(s, to), CONVERSIONS[to], useArrow=True)(value)
 

@@ -46,11 +46,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from etl import settings
-from etl.compile.context import Built, CompileContext, as_built
-from etl.compile.deadletter import from_shared
+from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, as_built
+from etl.compile.deadletter import fence, from_shared
 from etl.compile.guard import Guards, active
-from etl.compile.transforms.columns import _expr
+from etl.compile.prefilter import prefilter_condition
+from etl.compile.rules_jvm import verdict as jvm_verdict
+from etl.compile.rules_jvm_multi import verdict as multi_verdict
+from etl.compile.transforms import filter_alerts
+from etl.compile.transforms.columns import sql_expr
+from etl.compile.transforms.filter_alerts import details_array
 from etl.graph.model import Node
+from etl.matching.merged import split_results
+from etl.matching.regex_budget import budget_s
+from etl.physical.planner import has_rules, merged as merge_programs, sibling_groups
 
 HIDDEN = "_etl_rules_"  # prefix of the shared pass's per-filter columns
 _WORKER_CACHE: OrderedDict[str, Any] = OrderedDict()  # per Python worker: "single:"|"merged:" + digest -> state
@@ -77,7 +85,7 @@ def expr_condition(node: Node, sql: str, mode: str) -> Any:
     """Rows that pass `expr`: keep keeps rows where it is true, drop drops them; NULL counts as false."""
     from pyspark.sql import functions as F
 
-    cond = F.coalesce(_expr(node, sql, "expr"), F.lit(False))
+    cond = F.coalesce(sql_expr(node, sql, "expr"), F.lit(False))
     return ~cond if mode == "drop" else cond
 
 
@@ -87,7 +95,7 @@ def guarded_condition(ctx: CompileContext, node: Node, df: Any) -> Built:
     from pyspark.sql import functions as F
 
     guards = Guards(ctx, node, df)
-    frame, value = guards.wrap(df, _expr(node, node.spec.expr, "expr"), ("expr",), "expr")
+    frame, value = guards.wrap(df, sql_expr(node, node.spec.expr, "expr"), ("expr",), "expr")
     cond = F.coalesce(value, F.lit(False))
     passes = ~cond if node.spec.mode == "drop" else cond
     shared = guards.shared(frame.where(passes | guards.reason.isNotNull()), df.columns)
@@ -95,8 +103,6 @@ def guarded_condition(ctx: CompileContext, node: Node, df: Any) -> Built:
 
 
 def undecided_reason() -> str:
-    from etl.matching.regex_budget import budget_s
-
     return (f"rules undecided: a Python re search of a rule pattern ran past its {budget_s():g} s budget on this "
             "record (catastrophic backtracking); the worker's log names the pattern")
 
@@ -121,9 +127,6 @@ def decide(ctx: CompileContext, node: Node, df: Any, verdict: Any, passes: Any, 
         out = out if hidden is None else out.drop(hidden)
         out = out if passes is None else out.where(passes)
         return out if detailed else _metadata(ctx, node, out)
-    from etl.compile.context import ERR, PAYLOAD
-    from etl.compile.deadletter import fence, from_shared
-
     col = hidden or "_etl_verdict"
     staged = df if hidden is not None else df.withColumn(col, fence(verdict))
     v = F.col(col)
@@ -147,7 +150,6 @@ def _metadata(ctx: CompileContext, node: Node, out: Any) -> Any:
     if spec.mode not in ("tag", "alerts"):
         return out
     from etl.compile.rule_programs import rule_set
-    from etl.compile.transforms import filter_alerts
 
     rs = rule_set(ctx, node)
     if spec.mode == "tag" and rs.silent:
@@ -213,7 +215,6 @@ def siblings(ctx: CompileContext, node: Node) -> list[Node]:
     none): the physical plan's shared pass, regrouped by the planner when a reload or a step budget changed a
     member's engine. A filter whose rules run in the JVM (etl.compile.rules_jvm) shares no pass."""
     from etl.compile.rule_programs import rule_set
-    from etl.physical.planner import has_rules, sibling_groups
 
     if _input_key(node) is None:
         return [node]
@@ -256,8 +257,6 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
            meta_key)
     got = columns.get(key)
     if got is None:
-        from etl.compile.prefilter import prefilter_condition
-
         candidate = prefilter_condition(program, df, engines["prefilter"])
         first = candidate if spec.mode == "keep" else None  # keep: rows that cannot match are dropped in the JVM
         tags = spec.mode in ("tag", "alerts")
@@ -265,13 +264,8 @@ def _single(ctx: CompileContext, node: Node, df: Any, passes: Any) -> Any:
         rest = None if spec.mode == "keep" else candidate
         built, detailed = None, False
         if engines["rules"] == "rules-jvm":
-            from etl.compile.rules_jvm import verdict as jvm_verdict
-
             built = jvm_verdict(program, df, tags, rest, ctx.demotions)  # None: the field is not a string column here
         elif engines["rules"] == "rules-jvm-multi":  # several fields (etl.compile.rules_jvm_multi)
-            from etl.compile.rules_jvm_multi import verdict as multi_verdict
-            from etl.compile.transforms.filter_alerts import details_array
-
             details = details_array(rs.meta, [r.rule_id for r in program.rules]) if direct else None
             built = multi_verdict(program, df, tags, rest, details, ctx.demotions)  # None: a field is not a string column
             detailed = built is not None and details is not None
@@ -388,8 +382,6 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
     gid = "+".join(n.id for n in group)
     prefilter = ctx.shared_prefilter(group, tuple(rs.program for rs in sets))
     if prefilter != "no-prefilter":  # every member keeps: rows that cannot match are dropped in the JVM first
-        from etl.compile.prefilter import prefilter_condition
-
         cond = prefilter_condition(merged.program, df, prefilter)
         df = df if cond is None else df.where(cond)
         prefilter = prefilter if cond is not None else "no-prefilter"
@@ -411,8 +403,6 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
     def run(batches: Any) -> Any:
         import numpy as np
         import pyarrow as pa
-
-        from etl.matching.merged import split_results
 
         settings.use(snap)
         m, shipped = _worker_state(key, bc, _merged_matcher)
@@ -439,8 +429,6 @@ def _shared_pass(ctx: CompileContext, group: list[Node], df: Any) -> SharedPass:
 
 def _merged(ctx: CompileContext, sets: list[Any]) -> Any:
     """The merged program of a group (re-planned only when a member's program changed), slimmed for shipping."""
-    from etl.physical.planner import merged as merge_programs
-
     cache = ctx.caches.merged_programs
     key = tuple(rs.node.id for rs in sets)
     digests = tuple(rs.program.digest for rs in sets)

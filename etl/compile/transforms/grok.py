@@ -32,10 +32,11 @@ import functools
 import struct
 from typing import Any
 
+from etl.compile import jvm
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
-from etl.compile.deadletter import from_shared
+from etl.compile.deadletter import fence, from_shared
 from etl.graph.model import Node
-from etl.grok import SPARK_TYPES
+from etl.grok import SPARK_TYPES, GrokError, columns_of, expand as grok_expand, markers, under
 
 # Logstash's reading of grok (Ruby's Regexp::MULTILINE) in java.util.regex's inline flags: '.' takes a newline (s),
 # ^ $ are line anchors (m), only \n ends a line (d: UNIX_LINES); etl/jvm/Grok.java compiles with the same FLAGS
@@ -48,8 +49,6 @@ GAVE_UP = ("grok pattern gave up: java.util.regex read more than 100000 + 100 x 
 
 
 def expand(node: Node) -> Any:
-    from etl.grok import GrokError, expand as grok_expand
-
     try:
         return grok_expand(node.spec.regex_source(), dict(node.spec.custom_patterns) or None, node.spec.patterns,
                            node.spec.named_captures_only)
@@ -88,9 +87,6 @@ def with_captures(df: Any, line: Any, g: Any, name: str, engine: str = "grok-pro
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, StringType
 
-    from etl.compile import jvm
-    from etl.compile.deadletter import fence
-
     if engine == "spark-regexp":
         return with_captures_sql(df, line, g, name)
     found = jvm.static_call(df.sparkSession, "etl.jvm.Grok", "captures", ArrayType(StringType()), line,
@@ -106,8 +102,6 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
     merges them nor copies the regex into a filter pushed below them. (Measured: checking
     for MARK/SEP up front is cheaper than validating the split afterwards.)"""
     from pyspark.sql import functions as F
-
-    from etl.compile.deadletter import fence
 
     n = len(g.fields)
     rx = LOGSTASH + g.java_regex
@@ -126,8 +120,6 @@ def with_captures_sql(df: Any, line: Any, g: Any, name: str) -> Any:
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     from pyspark.sql import functions as F
-
-    from etl.grok import GrokError, columns_of, markers, under
 
     spec = node.spec
     df = inputs[0]

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from etl.compile.context import CompileContext, CompileError
+from etl.compile.joining import JoinError, stream_join
 from etl.compile.watermark import with_event_time
 from etl.graph.model import Node
 
 
-def _side_time(ctx: CompileContext, node: Node, src: str, own: Any) -> Any:
+def side_time(ctx: CompileContext, node: Node, src: str, own: Any) -> Any:
     if own is not None:
         return own
     up = ctx.graph.node(src)
@@ -20,13 +21,11 @@ def _side_time(ctx: CompileContext, node: Node, src: str, own: Any) -> Any:
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    from etl.compile.joining import JoinError, stream_join
-
     spec = node.spec
     edges = [e for e in node.inputs if e.role == "input"]
     left, right = inputs
-    lt = _side_time(ctx, node, edges[0].src, spec.left_time)
-    rt = _side_time(ctx, node, edges[1].src, spec.right_time)
+    lt = side_time(ctx, node, edges[0].src, spec.left_time)
+    rt = side_time(ctx, node, edges[1].src, spec.right_time)
     if spec.left_time is not None:
         left = with_event_time(left, node, spec.left_time)
     if spec.right_time is not None:

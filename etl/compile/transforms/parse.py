@@ -12,6 +12,7 @@ from typing import Any
 
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext, CompileError
 from etl.compile.deadletter import fence, from_shared
+from etl.compile.json_parse import json_struct
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -48,8 +49,6 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
         schema = _ddl(node, spec.schema_, extra=True)
         opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
         if spec.format == "json":
-            from etl.compile.json_parse import json_struct
-
             parsed = json_struct(ctx.spark, text, schema, CORRUPT, ctx.built_with(node, "parser"))
         else:
             parsed = F.from_csv(text, schema.simpleString(), {**opts, "sep": spec.delimiter})

@@ -7,7 +7,7 @@ from typing import Any
 from etl.compile.context import ERR, PAYLOAD, Built, CompileContext
 from etl.compile.deadletter import from_shared
 from etl.compile.guard import Guards, active
-from etl.compile.transforms.columns import _expr
+from etl.compile.transforms.columns import sql_expr
 from etl.graph.model import Node
 
 
@@ -19,7 +19,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Built:
     guards = Guards(ctx, node, df) if active(df) else None
     conds = {}
     for label, sql in spec.routes.items():
-        cond = _expr(node, sql, f"route {label!r}")
+        cond = sql_expr(node, sql, f"route {label!r}")
         if guards is not None:  # a row whose condition throws is a dead letter (and goes to no route)
             df, cond = guards.wrap(df, cond, ("routes", label), f"route '{label}'")
         conds[label] = F.coalesce(cond, F.lit(False))

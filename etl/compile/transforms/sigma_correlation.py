@@ -22,16 +22,20 @@ from types import SimpleNamespace
 from typing import Any
 
 from etl.compile.context import Built, CompileContext, CompileError
+from etl.compile.counts import metric_name
+from etl.compile.transforms.filter_alerts import meta_map
 from etl.compile.watermark import with_event_time
+from etl.compile.windows.aggregate import window_aggregate
+from etl.compile.windows.native import event_time_column
 from etl.graph.model import Node
+from etl.spec.sigma import CORRELATION_COLUMNS
+from etl.spec.transforms import WindowTransform
 
 # the rows the windows give (per correlation, group and window), before the condition and the metadata
 RAW = ("rule", "correlation_type", "group", "window_start", "window_end", "value", "rules_seen")
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    from etl.compile.windows.native import event_time_column
-
     spec = node.spec
     src = next(e.src for e in node.inputs if e.role == "input")
     from etl.compile.rule_programs import rule_set
@@ -42,8 +46,6 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     df = every if every is not None and inputs[0].isStreaming else inputs[0]
     if every is not None and df is every and ctx.physical_plan().target.component_counts:  # the filter's rows out: what it emits
         from pyspark.sql import functions as F
-
-        from etl.compile.counts import metric_name
 
         df = df.observe(metric_name(src), F.count_if(~F.col("rule").isin(*sorted(held))).alias("rows"))
     et = spec.event_time or ctx.event_time(node)
@@ -73,9 +75,6 @@ def _conditioned(df: Any, corrs: list[Any]) -> Any:
     correlation rule's metadata (CORRELATION_COLUMNS)."""
     from pyspark.sql import functions as F
 
-    from etl.compile.transforms.filter_alerts import meta_map
-    from etl.spec.sigma import CORRELATION_COLUMNS
-
     if not corrs:
         return df.where(F.lit(False)).select(*[F.lit(None).cast(t).alias(n) for n, t in CORRELATION_COLUMNS.items()])
     rule = F.col("rule")
@@ -88,8 +87,6 @@ def _conditioned(df: Any, corrs: list[Any]) -> Any:
 
 
 def _window_spec(c: Any, slides: int, group: list[str], aggregates: list[dict], node: Node) -> Any:
-    from etl.spec.transforms import WindowTransform
-
     size_ms = c.seconds * 1000
     shape = ({"kind": "tumbling", "size": c.seconds} if slides == 1 else
              {"kind": "sliding", "size": c.seconds, "slide": (size_ms // slides) / 1000})
@@ -99,8 +96,6 @@ def _window_spec(c: Any, slides: int, group: list[str], aggregates: list[dict], 
 
 def _correlation(df: Any, c: Any, et: str, slides: int, node: Node) -> Any:
     from pyspark.sql import functions as F
-
-    from etl.compile.windows.aggregate import window_aggregate
 
     rule = F.col("rule")
     frame = df.where(rule.isin(*dict.fromkeys(c.rules)))
@@ -187,8 +182,6 @@ def _after(t: Any) -> Any:
 def _nothing(df: Any) -> Any:
     """No correlation rule: a stream that never has a row, with the RAW columns."""
     from pyspark.sql import functions as F
-
-    from etl.spec.sigma import CORRELATION_COLUMNS
 
     return df.where(F.lit(False)).select(*[F.lit(None).cast(CORRELATION_COLUMNS[n]).alias(n) for n in RAW])
 

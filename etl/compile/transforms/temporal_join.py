@@ -20,8 +20,11 @@ from typing import Any
 from collections.abc import Iterator
 
 from etl.compile.context import CompileContext, CompileError
-from etl.compile.transforms.join import _side_time
+from etl.compile.joining import LT, RT
+from etl.compile.transforms.join import side_time
 from etl.compile.watermark import with_event_time
+from etl.compile.windows.native import WindowError, event_time_column
+from etl.compile.windows.state import from_state, state_type, to_state
 from etl.graph.model import Node
 
 SIDE, US, HIT = "_etl_side", "_etl_us", "_etl_hit"
@@ -128,8 +131,6 @@ def keyed_union(left: Any, right: Any, on: list[str], times: tuple[str, str] | N
     from pyspark.sql import functions as F
     from pyspark.sql.types import BooleanType, StructField, StructType
 
-    from etl.compile.windows.state import state_type, to_state
-
     lf = [f for f in left.schema.fields if f.name in columns[0]]
     rf = [f for f in right.schema.fields if f.name in columns[1] and f.name not in on]
     taken = {f.name.lower() for f in lf}
@@ -155,8 +156,6 @@ def joined(tagged: Any, lf: list, rf: list, names: list[str], condition: str | N
     """The processor's rows (L.., R.., HIT) under the output names, `condition` applied to the pairs (HIT: the
     right side is there): false is no match (inner: the row dropped, left: NULL right columns)."""
     from pyspark.sql import functions as F
-
-    from etl.compile.windows.state import from_state
 
     cols = [from_state(F.col(L.format(i)), f.dataType).alias(names[i]) for i, f in enumerate(lf)]
     rcols = [(from_state(F.col(R.format(j)), f.dataType), names[len(lf) + j]) for j, f in enumerate(rf)]
@@ -185,15 +184,12 @@ def temporal_join(left: Any, right: Any, spec: Any, lt: str, rt: str, right_pref
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
-    from etl.compile.joining import LT, RT
-    from etl.compile.windows.native import WindowError, event_time_column
-
     spec = node.spec
     edges = [e for e in node.inputs if e.role == "input"]
     left, right = inputs
     times, columns = [], ([*left.columns], [*right.columns])
     for i, (df, own) in enumerate(((left, spec.left_time), (right, spec.right_time))):
-        et = _side_time(ctx, node, edges[i].src, own)
+        et = side_time(ctx, node, edges[i].src, own)
         where = ("left_time", "right_time")[i]
         if et is None:
             raise CompileError(f"temporal_join '{node.id}': the {('probe', 'versions')[i]} input has no event time",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl.compile.context import CompileContext
+from etl.compile.transforms.top_n_state import continuous_top_n
 from etl.graph.model import Node
 from etl.spec.topn import order_terms
 
@@ -27,8 +28,6 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     spec = node.spec
     df = inputs[0]
     if spec.continuous:
-        from etl.compile.transforms.top_n_state import continuous_top_n
-
         return continuous_top_n(df, spec)
     order = [F.col(f"`{c}`").desc_nulls_last() if desc else F.col(f"`{c}`").asc_nulls_first()
              for c, desc in order_terms(spec.order_by)]

@@ -15,8 +15,10 @@ from etl.compile.context import Built, CompileContext, CompileError
 from etl.compile.deadletter import dead_frame, from_shared, ok_frame
 from etl.compile.functions import aggregate_functions
 from etl.compile.guard import Guards
-from etl.compile.transforms.columns import _expr
+from etl.compile.transforms.columns import sql_expr
 from etl.compile.watermark import with_event_time
+from etl.compile.windows.aggregate import window_aggregate
+from etl.compile.windows.native import WindowError, choose_timers
 from etl.graph.model import Node
 
 CODES = MappingProxyType({"event_time": "E320", "group_by": "E310", "aggregates": "E310", "emit": "E400"})
@@ -24,9 +26,6 @@ CODES = MappingProxyType({"event_time": "E320", "group_by": "E310", "aggregates"
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     from pyspark.sql import functions as F
-
-    from etl.compile.windows.aggregate import window_aggregate
-    from etl.compile.windows.native import WindowError, choose_timers
 
     spec = node.spec
     df = inputs[0]
@@ -42,7 +41,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     guards = Guards(ctx, node, df)  # a row whose group_by expression throws is a dead letter
     for i, g in enumerate(spec.group_by):  # an expression groups by a column named after its text
         if g not in df.columns:
-            df, value = guards.wrap(df, _expr(node, g, "group_by"), ("group_by", i), f"group_by {g!r}")
+            df, value = guards.wrap(df, sql_expr(node, g, "group_by"), ("group_by", i), f"group_by {g!r}")
             df = df.withColumn(g, value)
     dead_stream = None
     if guards.hidden:
@@ -55,7 +54,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
     def guard_having(frame: Any, columns: list[str]) -> tuple[Any, Any, Any, Any]:
         """The state engine's `having`, guarded: a window row on which it throws is a dead letter."""
         having = Guards(ctx, node, frame.select(*[F.col(f"`{c}`") for c in columns]))
-        frame, value = having.wrap(frame, _expr(node, spec.having, "having"), ("having",), "having")
+        frame, value = having.wrap(frame, sql_expr(node, spec.having, "having"), ("having",), "having")
         return frame, value, having.reason, F.when(having.reason.isNotNull(), having.payload())
 
     try:
@@ -66,7 +65,7 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         raise CompileError(f"window '{node.id}': {e}", node, e.field, code=e.code or CODES.get(e.field or "", "E400")) from None
     if native_having:  # a window whose `having` throws is a dead letter (its payload: the window's row)
         having = Guards(ctx, node, res.df)
-        frame, value = having.wrap(res.df, _expr(node, spec.having, "having"), ("having",), "having")
+        frame, value = having.wrap(res.df, sql_expr(node, spec.having, "having"), ("having",), "having")
         frame = frame.where(F.coalesce(value, F.lit(False)) | having.reason.isNotNull())
         built = from_shared(having.shared(frame, res.df.columns), ctx.pipeline, node.id)
     elif res.shared is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from etl.connectors.api import jvm
+
 CLASS = "etl.jvm.JsonLines"
 
 
@@ -37,8 +39,6 @@ def json_lines(df: Any, engine: str | None = None) -> tuple[Any, bool]:
     session has etl's jar."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructType
-
-    from etl.connectors.api import jvm
 
     row = F.struct(*[F.col(f"`{c}`") for c in df.columns])
     spark = df.sparkSession

@@ -16,8 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from etl import dead_letters
-from etl.runtime.sink import AbstractSink, SinkContext, WriteResult
+from etl import dead_letters, registry
+from etl.runtime.runner import default_dead_letter_spec
+from etl.runtime.sink import AbstractSink, SinkContext, WriteResult, run_tag as tag
 
 
 class ServerSink(AbstractSink):
@@ -49,8 +50,6 @@ class ServerSink(AbstractSink):
 
 def run_tag(ctx: SinkContext) -> str:
     """Stable for one checkpoint (Spark's query id): a fresh checkpoint never matches old markers."""
-    from etl.runtime.sink import run_tag as tag
-
     return ctx.run or tag(ctx.checkpoint)
 
 
@@ -74,9 +73,6 @@ class Rejects:
 
     def _dead_letter_sink(self) -> AbstractSink:
         if self._sink is None:
-            from etl import registry
-            from etl.runtime.runner import default_dead_letter_spec
-
             ctx = self.owner.ctx
             spec = ctx.dead_letter or default_dead_letter_spec(ctx.state_dir)
             sub = SinkContext(ctx.pipeline, f"{ctx.sink_id}.rejected", f"{ctx.sink_id}.rejected.{ctx.scope}",

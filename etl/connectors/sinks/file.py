@@ -28,8 +28,9 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from etl.connectors.sinks.file_hadoop import (SPARK_FORMAT, HadoopFiles, Publisher, count_engine, hadoop_call, hadoop_uri,
-                                              spark_write)
+from etl.connectors.sinks._jsonlines import json_lines
+from etl.connectors.sinks.file_hadoop import (SPARK_FORMAT, HadoopFiles, Publisher, count_engine, hadoop_call,
+                                              hadoop_uri, spark_write)
 from etl.runtime.partitions import PartitionResult
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, WriteResult, run_tag
 
@@ -180,8 +181,6 @@ class FileSink(AbstractSink):
         from pyspark.sql import functions as F
 
         if self.format == "jsonl":
-            from etl.connectors.sinks._jsonlines import json_lines
-
             if self.on_executors and getattr(self, "json_engine", None) in (None, "spark-json"):
                 return None  # Spark's json writer renders the rows
             self._rendered = True

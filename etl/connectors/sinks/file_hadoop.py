@@ -26,7 +26,9 @@ import json
 from typing import Any, TypeVar
 from collections.abc import Callable
 
-from etl.connectors.api import WORKER_ENDED
+from etl.connectors.api import WORKER_ENDED, jvm
+from etl.dead_letters import ERR, PAYLOAD
+from etl.runtime.failure import fault_line
 from etl.runtime.sink import TerminalError, TransientError
 
 T = TypeVar("T")
@@ -57,8 +59,6 @@ def java_error(e: Any) -> Exception | None:
     causes) or TerminalError (missing, forbidden; a full disk or a damaged checkpoint met by the write job, as
     etl.runtime.failure names them: retrying cannot help); None: not an I/O error (a Python worker that ended is
     not one, though its socket's error is)."""
-    from etl.runtime.failure import fault_line
-
     chain: list[tuple[list[str], str]] = []
     ex = e.java_exception
     while ex is not None and len(chain) < 20:
@@ -225,8 +225,6 @@ def count_engine(spark: Any, planned: str | None) -> str:
     sink): batchrows-jvm where the session has etl's jar, else observe."""
     if planned is not None:
         return planned
-    from etl.connectors.api import jvm
-
     return "batchrows-jvm" if jvm.available(spark) else "observe"
 
 
@@ -240,8 +238,6 @@ def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
     """The rows to write, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
     code, built in one py4j call), and the tally to read once written: (rows, failed rows with `split`)."""
     from pyspark.sql import DataFrame
-
-    from etl.dead_letters import ERR, PAYLOAD
 
     spark = frame.sparkSession
     sc = spark.sparkContext
@@ -261,8 +257,6 @@ def observed_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
     generated code."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
-
-    from etl.dead_letters import ERR, PAYLOAD
 
     obs = Observation(name)
     # (SQL text rather than Column calls: each Column call is py4j round trips, and this runs per micro-batch)

@@ -56,6 +56,7 @@ import pyarrow as pa
 
 from etl.connectors.sinks._kafka_limits import DEFAULT_MAX_MESSAGE, as_bytes, topic_max_message, without
 from etl.connectors.sinks._server import ServerSink, run_tag
+from etl.connectors.sources.kafka import check_reachable, client_conf
 from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError, WriteResult
 
 log = logging.getLogger("etl.sink.kafka")
@@ -75,8 +76,6 @@ _client_log = _ClientLog()
 
 def _client_conf(spec: Any, base_dir: str | None = None) -> dict[str, Any]:
     """librdkafka settings: `security` plus `options` (librdkafka names; Java SASL/TLS names translated)."""
-    from etl.connectors.sources.kafka import client_conf
-
     conf, _ = client_conf(spec, base_dir, producer=True)
     return {**conf, "bootstrap.servers": spec.bootstrap_servers, "logger": _client_log}
 
@@ -130,8 +129,6 @@ class KafkaSink(ServerSink):
         return _client_conf(self.spec, self.ctx.base_dir)
 
     def _make_producer(self) -> None:
-        from etl.connectors.sources.kafka import check_reachable
-
         conf = self._conf()
         bad = check_reachable(self.spec.bootstrap_servers, timeout=5.0, conf=conf)
         if bad is not None and bad.auth:

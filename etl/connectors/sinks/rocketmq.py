@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from etl.connectors import rocketmq_client as rmq
 from etl.connectors.sources.rocketmq import pull_range
-from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError
+from etl.runtime.sink import AbstractSink, SinkContext, TerminalError, TransientError, run_tag
 
 PROP_ID = "etl_msg_id"
 SEND_THREADS = 4
@@ -129,8 +129,6 @@ class RocketMQSink(AbstractSink):
 
     # ------------------------------------------------------------ one batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
-        from etl.runtime.sink import run_tag
-
         c = self.ctx
         self._prefix = f"{c.pipeline}:{c.sink_id}:{c.scope}:{c.run or run_tag(c.checkpoint)}:{batch_id}:"
         self._occurrences = {}

@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from etl.connectors.api import (ERR, PAYLOAD, CompileContext, CompileError, as_shared, from_shared, with_event_time,
-                                within_record_size)
+from etl import settings
+from etl.connectors.api import (ERR, PAYLOAD, CompileContext, CompileError, as_shared, from_shared,
+                                register_data_source, with_event_time, within_record_size)
 from etl.graph.model import Node
 
 CORRUPT = "_etl_corrupt"
@@ -36,8 +37,6 @@ REJECT = "_etl_reject"  # why BoundedLines.java rejected a line (NULL: it did no
 
 
 def max_record_bytes() -> int:
-    from etl import settings
-
     return settings.current().max_record_mb * 1024 * 1024
 
 
@@ -92,7 +91,6 @@ def build(ctx: CompileContext, node: Node) -> Any:
         raise CompileError(f"source '{node.id}': {path} does not exist", node, "path",
                            "create the folder (new files are picked up as they appear)", code="E405")
     if spec.tail:  # lines by file identity and offset (etl.connectors.sources.file_tail)
-        from etl.connectors.api import register_data_source
         from etl.connectors.sources.file_tail import NAME, TailDataSource
 
         register_data_source(ctx.spark, TailDataSource)

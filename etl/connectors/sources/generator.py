@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
+from etl.connectors.api import CompileError, register_data_source, with_event_time
 from etl.spec.generated import field_order, parse_time
 
 NAME = "etl_generator"
@@ -229,8 +230,6 @@ class GeneratorDataSource(DataSource):
 
 
 def build(ctx: Any, node: Any) -> Any:
-    from etl.connectors.api import CompileError, register_data_source, with_event_time
-
     spec = node.spec
     opts = spec_options(spec)
     try:

@@ -31,7 +31,8 @@ import socket
 import time
 from typing import Any, NamedTuple
 
-from etl.connectors.api import CompileContext, CompileError, from_shared, with_event_time
+from etl.connectors.api import (CompileContext, CompileError, MissingConnector, from_shared, require_class,
+                                with_event_time)
 from etl.connectors.kafka_security import librdkafka_conf, spark_options, translate_options
 from etl.connectors.sources.messages import bounded_value, decode_json
 from etl.graph.model import Node
@@ -152,8 +153,6 @@ _silent = _Silent()
 
 
 def _require(ctx: CompileContext, node: Node) -> None:
-    from etl.connectors.api import MissingConnector, require_class
-
     try:
         require_class(ctx.spark, PROVIDER, f"kafka source '{node.id}'")
     except MissingConnector as e:

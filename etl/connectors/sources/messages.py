@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.connectors.api import ERR, OVER, PAYLOAD, CompileError
-from etl.connectors.sources.file import struct_of
+from etl.connectors.api import ERR, OVER, PAYLOAD, CompileError, as_shared, json_parser, json_struct, within_record_size
+from etl.connectors.sources.file import max_record_bytes, struct_of
 
 CORRUPT = "_etl_corrupt"
 DECODED = "_etl_json"
@@ -26,9 +26,6 @@ def bounded_value(df: Any, value: str) -> Any:
     """`df` (a `text` or `raw` message's columns) as a shared frame whose rows with a `value` over ETL_MAX_RECORD_MB are
     dead letters: `record of N bytes is over the maximum record size ...; payload: its first 1024 characters` (of
     the text, or of the bytes in base64)."""
-    from etl.connectors.api import as_shared, within_record_size
-    from etl.connectors.sources.file import max_record_bytes
-
     return within_record_size(as_shared(df), max_record_bytes(), [value])
 
 
@@ -41,9 +38,6 @@ def decode_json(df: Any, text: Any, spec: Any, node: Any, kind: str, *, empty: s
     jar)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
-
-    from etl.connectors.api import json_parser, json_struct
-    from etl.connectors.sources.file import max_record_bytes
 
     if not spec.schema_:
         raise CompileError(f"{kind} source '{node.id}': format json needs a declared schema", node, "schema",

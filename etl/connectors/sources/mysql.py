@@ -23,15 +23,17 @@ table, SQL) with the component's name.
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from typing import Any
 
 import pyarrow as pa
 
-from etl.connectors.api import CompileContext, CompileError
-from etl.connectors.mysql_conn import (PLAIN_HINT, TLS_HINT, ConnectionSettingsError, connect_kwargs,
-                                       jdbc_properties, jdbc_supported, jdbc_url)
+from etl.connectors.api import CompileContext, CompileError, MissingConnector, require_class
+from etl.connectors.mysql_conn import (PLAIN_HINT, TLS_HINT, ConnectionSettingsError, connect_kwargs, jdbc_properties,
+                                       jdbc_supported, jdbc_url)
+from etl.connectors.sinks.mysql import classify, quote
 from etl.graph.model import Node
-from datetime import UTC
+from etl.runtime.sink import TerminalError, TransientError
 
 DRIVER = "org.mariadb.jdbc.Driver"
 
@@ -64,8 +66,6 @@ def arrow_type(spark_type: str) -> pa.DataType | None:
 
 
 def _select(spec: Any) -> str:
-    from etl.connectors.sinks.mysql import quote
-
     if spec.query is not None:
         return spec.query
     return f"SELECT * FROM {quote(spec.table, 'table name')}"
@@ -78,9 +78,6 @@ def _label(spec: Any) -> str:
 def read_mysql_table(spec: Any, timeout: float = 10.0, base_dir: str | None = None) -> pa.Table:
     """The whole table (or query result) as Arrow, typed by `spec.schema` when declared."""
     import pymysql
-
-    from etl.connectors.sinks.mysql import classify
-    from etl.runtime.sink import TerminalError, TransientError
 
     try:
         tls = connect_kwargs(spec.tls, base_dir)
@@ -148,8 +145,6 @@ def read_mysql_jdbc(spark: Any, spec: Any, base_dir: str | None = None) -> Any:
     if spec.query is not None:
         reader = reader.option("query", spec.query)
     else:
-        from etl.connectors.sinks.mysql import quote
-
         reader = reader.option("dbtable", quote(spec.table, "table name"))
     df = reader.load()
     if spec.schema_:
@@ -158,8 +153,6 @@ def read_mysql_jdbc(spark: Any, spec: Any, base_dir: str | None = None) -> Any:
 
 
 def build(ctx: CompileContext, node: Node) -> Any:
-    from etl.connectors.api import MissingConnector, require_class
-
     spec = node.spec
     try:
         require_class(ctx.spark, DRIVER, f"mysql source '{node.id}'")

@@ -36,6 +36,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from etl.connectors import rocketmq_client as rmq
+from etl.connectors.api import CompileError, from_shared, register_data_source, with_event_time
+from etl.connectors.sources.messages import bounded_value, decode_json
 
 NAME = "etl_rocketmq"
 RAW_SCHEMA = ("`key` string, `tags` string, `body` binary, `topic` string, `queue` string, "
@@ -259,8 +261,6 @@ def decode(df: Any, spec: Any, node: Any, parser: str | None = None) -> Any:
     physical plan's json parser)."""
     from pyspark.sql import functions as F
 
-    from etl.connectors.sources.messages import bounded_value, decode_json
-
     if spec.format != "json":
         value = F.col("body") if spec.format == "raw" else F.col("body").cast("string")
         return bounded_value(df.select("key", value.alias(spec.value_column), "topic", "timestamp", "tags"),
@@ -271,8 +271,6 @@ def decode(df: Any, spec: Any, node: Any, parser: str | None = None) -> Any:
 
 def check_reachable(node: Any) -> None:
     """Fail the start with the component and its line when the name server does not answer."""
-    from etl.connectors.api import CompileError
-
     spec = node.spec
     try:
         rmq.topic_queues(spec.namesrv, spec.topic)
@@ -285,8 +283,6 @@ def check_reachable(node: Any) -> None:
 
 
 def build(ctx: Any, node: Any) -> Any:
-    from etl.connectors.api import from_shared, register_data_source, with_event_time
-
     spec = node.spec
     check_reachable(node)
     register_data_source(ctx.spark, RocketMQDataSource)
