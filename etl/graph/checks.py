@@ -318,10 +318,10 @@ def check_event_time(graph: Graph, report: Report) -> None:
                                  "event time and a watermark on both sides",
                                  edge.span or node.span,
                                  f"add `{side}_time: {{field: ts, watermark: 30s}}` or `event_time` on its source")
-        elif use == "state" and spec.event_time is None:
-            if ins and all(has_event_time(graph, e.ref, memo) is False for e in ins):
-                report.error("E321", f"dedupe '{node.id}' has no event time: its state would grow forever",
-                             node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")
+        elif (use == "state" and spec.event_time is None and ins
+              and all(has_event_time(graph, e.ref, memo) is False for e in ins)):
+            report.error("E321", f"dedupe '{node.id}' has no event time: its state would grow forever",
+                         node.span, "add `event_time: {field: ts, watermark: 10m}` to the dedupe or its source")
 
 
 MAX_TEST_ADVANCE_S = 60.0  # processing time a test waits out, at most, over all its batches

@@ -6,7 +6,7 @@ pass on (``etl.optimize.sibling_merge``: the merged program of sibling filters, 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from etl.matching.ir import FilterProgram
 from etl.optimize.fallback import fallback

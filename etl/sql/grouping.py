@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import combinations
-from typing import Any, Callable, cast
+from typing import Any, cast
+from collections.abc import Callable
 
 from sqlglot import exp
 

@@ -75,7 +75,7 @@ def _group_keys(b: Any, group: list, tvf: Any) -> list[str]:
     """The GROUP BY keys of a window besides the window itself (its call, or a TVF's window_start / window_end)."""
     keys: list[str] = []
     for g in group:
-        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in _KIND):
+        if g is None or (isinstance(g, exp.Anonymous) and g.name.upper() in WINDOW_KINDS):
             continue
         if isinstance(g, exp.Column) and g.name.lower() in ("window_start", "window_end") and tvf is not None:
             continue
