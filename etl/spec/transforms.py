@@ -168,6 +168,12 @@ class DissectTransform(DissectHooks, TransformBase):
     on_error: Literal["dead_letter", "drop", "keep"] = Field(
         default="dead_letter", description="what to do with a line that does not match")
 
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("dissect",)
+
+    def dead_letters(self, engines: dict[str, str], undecided: bool) -> bool:
+        return self.on_error == "dead_letter"
+
 
 class KvOptions(Model):
     pair_sep: str = Field(default=" ", min_length=1, description="separator between two pairs")

@@ -329,3 +329,17 @@ def test_the_java_regex_engine_ships_the_regex_alone():
     off = spec_bytes(g, program=False)
     assert program_length(on) > 0 and program_length(off) == 0
     assert len(on) - len(off) == program_length(on)
+
+
+def test_a_one_character_lookaround_renders_as_the_regex_it_stands_for():
+    """ir.to_regex (the walker's notes) of prev/next: the lookaround closes before the start/end alternative."""
+    import re as _re
+
+    from etl.grokvm import ir
+
+    space = 1 << ord(" ")
+    assert ir.to_regex(("prev", space, True)) == r"(?:(?<=\ )|^)"
+    assert ir.to_regex(("prev", space, False)) == r"(?:(?<=\ ))"
+    assert ir.to_regex(("next", space, True)) == r"(?:(?=\ )|\Z)"
+    assert ir.to_regex(("next", space, False)) == r"(?:(?=\ ))"
+    assert _re.fullmatch(ir.to_regex(("prev", space, True)) + "a", "a")  # at the start: the ^ alternative
