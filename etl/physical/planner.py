@@ -213,4 +213,23 @@ def _paces(graph: Graph) -> tuple[tuple[str, float, str], ...]:
     """(node, seconds, aggregate) for each node a continuous aggregate's `every` paces as a query's root
     (etl.physical.grouping.paced_by): the nodes a query evaluates between its root and its outputs have one input
     each and read only the root's rows, so its root decides its micro-batches' pace."""
-    return tuple((nid, *got) for nid in graph.nodes if (got := paced_by(graph, nid)) is not None)
+    paced = _reads_a_pace(graph)
+    return tuple((nid, *got) for nid in graph.nodes if nid in paced and (got := paced_by(graph, nid)) is not None)
+
+
+def _reads_a_pace(graph: Graph) -> set[str]:
+    """The nodes with a continuous aggregate's `every` at or upstream of them, in one pass (paced_by, which walks a
+    node's whole upstream, runs only for them: a graph without `every` costs linear time, not quadratic)."""
+    out: set[str] = set()
+    down: dict[str, list[str]] = {}
+    for node in graph.nodes.values():
+        for e in node.inputs:
+            down.setdefault(e.src, []).append(node.id)
+    stack = [nid for nid, node in graph.nodes.items()
+             if node.kind == "transform" and node.spec.paced_every() is not None]
+    while stack:
+        nid = stack.pop()
+        if nid not in out:
+            out.add(nid)
+            stack.extend(down.get(nid, ()))
+    return out

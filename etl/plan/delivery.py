@@ -4,6 +4,8 @@ How a sink handles a replayed batch is declared by its spec (`REPLAY`, etl.spec.
 
 from __future__ import annotations
 
+from typing import Any
+
 from etl.graph.model import Graph, Node
 from etl.plan.ir import Delivery
 from etl.spec.continuous import updating_input
@@ -28,10 +30,10 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
 
 
 
-def changes_for(graph: Graph, sink: Node) -> str | None:
+def changes_for(graph: Graph, sink: Node, memo: dict[str, Any] | None = None) -> str | None:
     """How `sink` takes the updates of a continuous aggregate (or TopN, keep-last dedupe, updating window) upstream: upserted by its key, or appended
-    (a changelog); None when it reads no updating node."""
-    up = updating_input(graph, sink)
+    (a changelog); None when it reads no updating node. `memo`: etl.spec.continuous.updating_input's, per graph."""
+    up = updating_input(graph, sink, memo)
     if up is None:
         return None
     keys = up.spec.update_keys()

@@ -108,6 +108,7 @@ def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's
     """The logical plan's text (etl.physical.explain.explain_text adds the physical plan's)."""
     g = plan.graph
     p = g.pipeline
+    updating: dict[str, object] = {}  # etl.spec.continuous.updating_input's answers, shared by the sinks' walks
     lines = [f"pipeline {plan.name}"]
     trigger = getattr(p, "trigger", None)
     if trigger is not None:
@@ -143,7 +144,7 @@ def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's
             if kind == "sink":
                 dv = plan.delivery_of(node.id)
                 lines.extend(fill_width(f"delivery: {dv.guarantee} ({dv.reason})", "    ", "      "))
-                changes = changes_for(g, node)
+                changes = changes_for(g, node, updating)
                 if changes is not None:
                     lines.extend(fill_width(f"changes: {changes}", "    ", "      "))
     lines.append("")
