@@ -15,7 +15,7 @@ Adding a transform to the suite (tests/contract/test_transform_contract.py) is o
 The suite generates a pipeline per adapter (file sources -> the transform -> a file sink, ids prefixed with the
 adapter's name so every adapter's chain fits in one pipeline file side by side), checks it without a JVM, and runs
 all of them in one `etl run --once`. An adapter whose `module` is not importable (a plugin not on the path) is not
-registered; `skip` keeps it listed with the reason it is not run.
+registered.
 """
 
 from __future__ import annotations
@@ -69,13 +69,14 @@ class TransformAdapter:
     name: ClassVar[str] = ""  # the adapter's name, when not its type
     module: ClassVar[str | None] = None  # a module that must be importable for the adapter to register
     spec: ClassVar[dict] = {}
+    upstream: ClassVar[list[dict]] = []  # transforms its input needs first (ids local, as the spec's inputs)
+    files: ClassVar[dict[str, Path]] = {}  # files its pipeline reads (name -> the repo's file), "{files}/name" in specs
     sources: ClassVar[dict[str, In]] = {}
     output: ClassVar[str | None] = None  # the route label its sink reads
     expected: ClassVar[list[dict]] = []
     dead: ClassVar[list[tuple[str, str]]] = []  # per dead letter: (a substring of its reason, its payload)
     stateful: ClassVar[bool] = False
     misspelt: ClassVar[str] = ""  # a field of spec: misspelt, one E100 at its line
-    skip: ClassVar[str | None] = None  # why its pipeline is not run (the fast-lane checks still are)
 
     @property
     def id(self) -> str:
@@ -84,16 +85,21 @@ class TransformAdapter:
     def ref(self, local: str) -> str:
         return f"{self.id}_{local}"
 
-    def component(self) -> dict:
-        """The transform's mapping with its inputs (and lookup table) renamed to the prefixed source ids."""
-        out: dict[str, Any] = {"id": self.id, "type": self.type}
-        for k, v in self.spec.items():
+    def component(self, folder: Path, item: dict | None = None) -> dict:
+        """The transform's mapping (or an upstream one's) with its ids, inputs and lookup table prefixed and
+        "{files}" the folder of its files."""
+        item = {"id": self.id, "type": self.type, **self.spec} if item is None else {**item, "id": self.ref(item["id"])}
+        out: dict[str, Any] = {}
+        for k, v in item.items():
             if k in ("input", "table"):
                 v = self.ref(v)
             elif k == "inputs":
                 v = [self.ref(x) for x in v]
-            out[k] = v
+            out[k] = json.loads(json.dumps(v).replace("{files}", str(folder / self.ref("files"))))
         return out
+
+    def transform_items(self, folder: Path) -> list[dict]:
+        return [self.component(folder, u) for u in self.upstream] + [self.component(folder)]
 
     def source_items(self, folder: Path) -> list[dict]:
         items = []
@@ -113,6 +119,12 @@ class TransformAdapter:
             d = folder / self.ref(local)
             d.mkdir(parents=True, exist_ok=True)
             (d / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in src.rows))
+        self.write_files(folder)
+
+    def write_files(self, folder: Path) -> None:
+        for name, f in self.files.items():
+            (folder / self.ref("files")).mkdir(parents=True, exist_ok=True)
+            (folder / self.ref("files") / name).write_bytes(f.read_bytes())
 
     def sink_item(self, folder: Path) -> dict:
         src = self.id + (f".{self.output}" if self.output else "")
@@ -130,12 +142,11 @@ def pipeline_text(adapters: list[TransformAdapter], folder: Path, name: str = "t
     lines.append("transforms:")
     where: dict[str, int] = {}
     for a in adapters:
-        first = True
-        for k, v in a.component().items():
-            where[f"{a.id}.{k}"] = len(lines) + 1
-            key = k[:-1] + k[-1] * 2 if k == misspell else k  # "field" -> "fieldd"
-            lines.append(("  - " if first else "    ") + f"{key}: {json.dumps(v)}")
-            first = False
+        for item in a.transform_items(folder):
+            for i, (k, v) in enumerate(item.items()):
+                where[f"{item['id']}.{k}"] = len(lines) + 1
+                key = k + k[-1] if k == misspell and item["id"] == a.id else k  # "field" -> "fieldd"
+                lines.append(("  - " if i == 0 else "    ") + f"{key}: {json.dumps(v)}")
     lines.append("sinks:")
     lines += ["  - " + json.dumps(a.sink_item(folder)) for a in adapters]
     lines += [f"checkpoint: {folder / 'checkpoint'}",
@@ -328,15 +339,41 @@ class TemporalJoin(TransformAdapter):
     misspelt = "how"
 
 
+TAGS = ["attack.credential_access", "attack.t1110"]
+
+
 @transform_adapter
 class SigmaCorrelation(TransformAdapter):
+    """The example's first test (pipelines/example_sigma_correlation.yaml): its input is a Sigma filter's alerts,
+    the correlation rules those of the filter's Sigma file."""
+
     type = "sigma_correlation"
-    spec = {"input": "in"}
-    sources = {"in": In(TIMED, timed((1, "a", 1)), WATERMARK)}
+    upstream = [{"id": "alerts", "type": "filter", "input": "in", "mode": "alerts",
+                 "sigma": {"paths": ["{files}/logons.yml"]}}]
+    files = {"logons.yml": ROOT / "pipelines" / "rules" / "sigma" / "logons.yml"}
+    spec = {"input": "alerts"}
+    sources = {"in": In({"ts": "timestamp", "EventID": "int", "TargetUserName": "string"},
+                        [{"ts": "2026-01-10T09:00:05Z", "EventID": 4625, "TargetUserName": "alice"},
+                         {"ts": "2026-01-10T09:00:20Z", "EventID": 4625, "TargetUserName": "alice"},
+                         {"ts": "2026-01-10T09:00:41Z", "EventID": 4625, "TargetUserName": "alice"},
+                         {"ts": "2026-01-10T09:01:02Z", "EventID": 4624, "TargetUserName": "alice"},
+                         {"ts": "2026-01-10T09:02:00Z", "EventID": 4624, "TargetUserName": "bob"},
+                         {"ts": "2026-01-10T09:03:10Z", "EventID": 4625, "TargetUserName": "bob"},
+                         {"ts": "2026-01-10T09:20:00Z", "EventID": 4634, "TargetUserName": "carol"}],
+                        {"field": "ts", "watermark": "1m"})}
+    # the example's oracle: 3 failures of alice within 5m, then her logon (bob's logon came before his failure)
+    expected = [{"rule": "brute_force", "rule_id": "0f3a2b4c-5d6e-4f70-8a91-b2c3d4e5f610",
+                 "rule_title": "Brute Force Against One Account", "rule_level": "high", "rule_tags": TAGS,
+                 "correlation_type": "event_count", "group": {"TargetUserName": "alice"},
+                 "window_start": "2026-01-10T09:00:00.000Z", "window_end": "2026-01-10T09:05:00.000Z", "value": 3.0,
+                 "rules_seen": ["failed_logon"]},
+                {"rule": "logon_after_failures", "rule_id": "0f3a2b4c-5d6e-4f70-8a91-b2c3d4e5f611",
+                 "rule_title": "Logon After Failed Logons", "rule_level": "critical", "rule_tags": TAGS,
+                 "correlation_type": "temporal_ordered", "group": {"TargetUserName": "alice"},
+                 "window_start": "2026-01-10T09:00:00.000Z", "window_end": "2026-01-10T09:05:00.000Z", "value": 2.0,
+                 "rules_seen": ["failed_logon", "successful_logon"]}]
     stateful = True
     misspelt = "input"
-    skip = ("its input is a Sigma filter's alerts with the correlation rules of its Sigma files (a filter and rule "
-            "files, not one transform): run by tests/golden (example_sigma_correlation) and tests/sigma")
 
 
 @transform_adapter
