@@ -143,7 +143,7 @@ def test_every_transform_runs_its_rows_and_dead_letters(tmp_path):
 
         adapters.append(FirstSeen())
     data = tmp_path / "data"
-    text, _ = pipeline_text(adapters, data)
+    text, where = pipeline_text(adapters, data)
     for a in adapters:
         a.write_inputs(data)
     (tmp_path / "p.yaml").write_text(text)
@@ -158,7 +158,9 @@ def test_every_transform_runs_its_rows_and_dead_letters(tmp_path):
         if got != want:
             problems.append(f"{a.id}: rows {got} != {want}")
         got_dead = sorted(((d["reason"], d["payload"]) for d in dead if d["stage"] == a.id), key=lambda x: x[1])
-        if len(got_dead) != len(a.dead) or not all(r_sub in r and p == p_want for (r, p), (r_sub, p_want)
-                                                   in zip(got_dead, sorted(a.dead, key=lambda x: x[1]), strict=True)):
+        want_dead = sorted(a.dead, key=lambda x: x[1])
+        if len(got_dead) != len(want_dead) or not all(
+                sub in r and p == payload and (f is None or r.startswith(f"p.yaml:{where[f'{a.id}.{f}']}:"))
+                for (r, p), (sub, payload, f) in zip(got_dead, want_dead, strict=True)):
             problems.append(f"{a.id}: dead letters {got_dead} != {a.dead}")
     assert not problems, "\n".join(problems)

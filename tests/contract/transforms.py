@@ -8,7 +8,7 @@ Adding a transform to the suite (tests/contract/test_transform_contract.py) is o
         spec = {"input": "events", "key": "user"}          # its fields (inputs name the adapter's sources)
         sources = {"events": In({"user": "string"}, [{"user": "a"}, {"user": None}])}
         expected = [{"user": "a"}]                         # the rows its sink gets
-        dead = [("no key", '{"n":2}')]                     # per dead letter: (reason substring, payload)
+        dead = [("no key", '{"n":2}', None)]         # per dead letter: (reason substring, payload, field named)
         stateful = True                                    # heads a streaming query of its own
         misspelt = "key"                                   # the field whose misspelling must be one E100
 
@@ -74,7 +74,8 @@ class TransformAdapter:
     sources: ClassVar[dict[str, In]] = {}
     output: ClassVar[str | None] = None  # the route label its sink reads
     expected: ClassVar[list[dict]] = []
-    dead: ClassVar[list[tuple[str, str]]] = []  # per dead letter: (a substring of its reason, its payload)
+    # per dead letter: (a substring of its reason, its payload, the field whose position the reason starts with)
+    dead: ClassVar[list[tuple[str, str, str | None]]] = []
     stateful: ClassVar[bool] = False
     misspelt: ClassVar[str] = ""  # a field of spec: misspelt, one E100 at its line
 
@@ -163,7 +164,7 @@ class Filter(TransformAdapter):
     spec = {"input": "in", "expr": "CAST(code AS INT) >= 2"}
     sources = {"in": In(CODES, codes())}
     expected = [{"id": 2, "code": "2"}, {"id": 4, "code": "3"}]
-    dead = [("filter 'filter' expr: CAST_INVALID_INPUT", '{"id":3,"code":"x"}')]
+    dead = [("filter 'filter' expr: CAST_INVALID_INPUT", '{"id":3,"code":"x"}', "expr")]
     misspelt = "expr"
 
 
@@ -173,7 +174,7 @@ class Derive(TransformAdapter):
     spec = {"input": "in", "columns": {"n": "CAST(code AS INT) * 10"}}
     sources = {"in": In(CODES, codes())}
     expected = [{"id": 1, "code": "1", "n": 10}, {"id": 2, "code": "2", "n": 20}, {"id": 4, "code": "3", "n": 30}]
-    dead = [("derive 'derive' column 'n': CAST_INVALID_INPUT", '{"id":3,"code":"x"}')]
+    dead = [("derive 'derive' column 'n': CAST_INVALID_INPUT", '{"id":3,"code":"x"}', "columns")]
     misspelt = "columns"
 
 
@@ -183,7 +184,7 @@ class Select(TransformAdapter):
     spec = {"input": "in", "fields": ["id", "CAST(code AS INT) AS n"]}
     sources = {"in": In(CODES, codes())}
     expected = [{"id": 1, "n": 1}, {"id": 2, "n": 2}, {"id": 4, "n": 3}]
-    dead = [("select 'select' field 'CAST(code AS INT) AS n': CAST_INVALID_INPUT", '{"id":3,"code":"x"}')]
+    dead = [("select 'select' field 'CAST(code AS INT) AS n': CAST_INVALID_INPUT", '{"id":3,"code":"x"}', "fields")]
     misspelt = "fields"
 
 
@@ -194,7 +195,7 @@ class Route(TransformAdapter):
     sources = {"in": In(CODES, codes())}
     output = "big"
     expected = [{"id": 2, "code": "2"}, {"id": 4, "code": "3"}]
-    dead = [("route 'route' route 'big': CAST_INVALID_INPUT", '{"id":3,"code":"x"}')]
+    dead = [("route 'route' route 'big': CAST_INVALID_INPUT", '{"id":3,"code":"x"}', "routes")]
     misspelt = "routes"
 
 
@@ -204,7 +205,7 @@ class Grok(TransformAdapter):
     spec = {"input": "in", "field": "line", "pattern": "%{WORD:verb} %{INT:n:int}", "keep_original": False}
     sources = {"in": In(LINES, [{"id": 1, "line": "get 1"}, {"id": 2, "line": "put"}, {"id": 3, "line": "del 30"}])}
     expected = [{"id": 1, "verb": "get", "n": 1}, {"id": 3, "verb": "del", "n": 30}]
-    dead = [("no match for grok pattern", "put")]
+    dead = [("no match for grok pattern", "put", None)]
     misspelt = "pattern"
 
 
@@ -214,7 +215,7 @@ class Dissect(TransformAdapter):
     spec = {"input": "in", "mapping": {"line": "%{verb} %{n}"}, "remove_field": ["line"]}
     sources = {"in": In(LINES, [{"id": 1, "line": "get 1"}, {"id": 2, "line": "put"}, {"id": 3, "line": "del 30"}])}
     expected = [{"id": 1, "verb": "get", "n": "1"}, {"id": 3, "verb": "del", "n": "30"}]
-    dead = [("no match for dissect pattern", "put")]
+    dead = [("no match for dissect pattern", "put", None)]
     misspelt = "mapping"
 
 
@@ -225,7 +226,7 @@ class Parse(TransformAdapter):
     sources = {"in": In(LINES, [{"id": 1, "line": '{"a": 5}'}, {"id": 2, "line": "{not json"},
                                 {"id": 3, "line": '{"a": 7}'}])}
     expected = [{"id": 1, "a": 5}, {"id": 3, "a": 7}]
-    dead = [("malformed json", "{not json")]
+    dead = [("malformed json", "{not json", None)]
     misspelt = "format"
 
 
@@ -388,7 +389,7 @@ class FirstSeen(TransformAdapter):
                         [{"user": "ann", "n": 1}, {"user": None, "n": 2}, {"user": "ann", "n": 3},
                          {"user": "bob", "n": 4}])}
     expected = [{"user": "ann", "n": 1}, {"user": "bob", "n": 4}]
-    dead = [("first_seen 'first_seen': no key in column 'user'", '{"n":2}')]
+    dead = [("first_seen 'first_seen': no key in column 'user'", '{"n":2}', None)]
     stateful = True
     misspelt = "key"
 
