@@ -237,12 +237,32 @@ def _cycles(graph: dict[str, set[str]]) -> list[set[str]]:
     return out
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _module_aliases(mod: str) -> set[str]:
+    """The names under which `mod` binds another etl module (`import etl.x as y`, `from etl import x`)."""
+    out: set[str] = set()
+    for node in ast.walk(_tree(mod)):
+        if isinstance(node, ast.Import) and _own(node):
+            out.update(a.asname or a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and _own(node):
+            base = _targets(mod, node)[0]
+            out.update(a.asname or a.name for a in node.names if f"{base}.{a.name}" in MODULES)
+    return out
+
+
 def test_no_private_name_is_imported_from_another_etl_module():
+    """Neither `from etl.x import _y` nor `x._y` on an imported etl module."""
     private = []
     for mod, path in MODULES.items():
         file = str(path.relative_to(ROOT))
+        aliases = _module_aliases(mod)
         for node in ast.walk(_tree(mod)):
             if isinstance(node, ast.ImportFrom) and _own(node):
-                private += [f"{file}:{node.lineno} {a.name}" for a in node.names
-                            if a.name.startswith("_") and not a.name.startswith("__")]
+                private += [f"{file}:{node.lineno} {a.name}" for a in node.names if _private(a.name)]
+            elif isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name) \
+                    and node.value.id in aliases:
+                private.append(f"{file}:{node.lineno} {node.value.id}.{node.attr}")
     assert private == []
