@@ -21,10 +21,20 @@ from collections.abc import Iterable, Mapping
 
 from pydantic import ValidationError
 
+from etl import registry
 from etl.diagnostics import Report, Span
 from etl.graph import Graph, build_graph
+from etl.graph.checks import check_across, check_graph, check_rule_list
 from etl.graph.model import Placeholder, is_placeholder
 from etl.load import Document, load_file
+from etl.load.rules import allow_paths as allow
+from etl.load.rules import check_duplicate_ids, is_rule_document, load_filter_rules, rules_of_document
+from etl.load.sigma import SigmaStats
+from etl.plan import build_plan
+from etl.spec import Pipeline
+from etl.spec.errors import validate_model
+from etl.spec.functions import FunctionSpec
+from etl.sql import load_sql_file
 
 SQL_SUFFIXES = (".sql",)
 PIPELINE_SUFFIXES = (".yaml", ".yml") + SQL_SUFFIXES
@@ -53,8 +63,6 @@ def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = 
     `programs=True` also compiles each filter's rules with the optimizer (explain, run).
     `allow_paths`: folders besides the pipeline's own whose files it may read (--allow-path: etl.load.paths;
     remembered for the process, so that reloads of a running pipeline may read them too)."""
-    from etl.load.rules import allow_paths as allow
-
     allow(allow_paths)
     file = str(path)
     out = Checked(file, Report())
@@ -73,27 +81,15 @@ def check_file(path: str | os.PathLike, *, cli_vars: Mapping[str, Any] | None = 
 
 def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[str, str] | None,
            programs: bool = False) -> None:
-    from etl.graph.checks import check_graph
-    from etl.plan import build_plan
-    from etl.spec import Pipeline
-    from etl.spec.errors import validate_model
-
     file, report = out.file, out.report
     if file.lower().endswith(SQL_SUFFIXES):  # a SQL script: its own front-end, the same document shape
-        from etl.sql import load_sql_file
-
         doc = load_sql_file(file, report, cli_vars=cli_vars, environ=environ)
     else:
         doc = load_file(file, report, cli_vars=cli_vars, environ=environ)
     if doc is None:
         return
     out.document = doc
-    from etl.load.rules import is_rule_document
-
     if is_rule_document(doc.data):  # a rule file given on its own: check its rules
-        from etl.graph.checks import check_rule_list
-        from etl.load.rules import check_duplicate_ids, rules_of_document
-
         rules = rules_of_document(doc, report)
         if rules is not None:
             check_duplicate_ids(rules, report)
@@ -127,9 +123,6 @@ def _check(out: Checked, cli_vars: Mapping[str, Any] | None, environ: Mapping[st
 
 
 def _load_rules(graph: Graph, doc: Document, report: Report, environ: Mapping[str, str] | None) -> dict:
-    from etl.load.rules import load_filter_rules
-    from etl.load.sigma import SigmaStats
-
     rules: dict[str, tuple] = {}
     for node in graph.of_kind("transform"):
         if is_placeholder(node.spec) or not node.spec.LOADS_RULES:
@@ -159,15 +152,12 @@ class _PartialPipeline:
 
 def partial_pipeline(data: dict) -> _PartialPipeline:
     """The components of an invalid pipeline: valid ones as specs, the others as placeholders."""
-    from etl import registry
-    from etl.diagnostics import Report as _Scratch
-
     lists: dict[str, list] = {}
     for list_name, kind in (("sources", "source"), ("transforms", "transform"), ("sinks", "sink")):
         items = data.get(list_name)
         specs: list = []
         for item in items if isinstance(items, list) else []:
-            specs.append(_component(item, kind, registry, _Scratch))
+            specs.append(_component(item, kind, registry, Report))
         lists[list_name] = specs
     name = data["name"] if isinstance(data.get("name"), str) else "pipeline"
     return _PartialPipeline(name, lists["sources"], lists["transforms"], lists["sinks"],
@@ -176,8 +166,6 @@ def partial_pipeline(data: dict) -> _PartialPipeline:
 
 def _valid_functions(items: Any) -> list:
     """The `functions:` entries that validate, each at its own index (None for the others)."""
-    from etl.spec.functions import FunctionSpec
-
     out: list = []
     for item in items if isinstance(items, list) else []:
         try:
@@ -228,8 +216,6 @@ def _beside_a_script(f: Path) -> bool:
 
 
 def check_paths(paths: Iterable[str | os.PathLike], **kw: Any) -> list[Checked]:
-    from etl.graph.checks import check_across
-
     results = [check_file(f, **kw) for f in pipeline_files(paths)]
     try:
         check_across(results)

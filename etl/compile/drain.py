@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Iterator
 
+from etl.compile.context import CompileError
+
 SENTINEL_DIR = "_etl_drain"
 MARK = "_etl_drained.json"
 REQUEST = "_etl_drain_request"  # written by `etl drain PIPELINE`; a running pipeline drains when it appears
@@ -149,8 +151,6 @@ def clear_request(checkpoint: str) -> None:
 def refuse_drained(graph: Any, checkpoint: str) -> None:
     """A drained checkpoint's watermark is past every event: with state (windows, joins, dedupes), a later run
     would see every new event as late. Refused: E408 at the first stateful node."""
-    from etl.compile.context import CompileError
-
     record = drained(checkpoint)
     stateful = [n for n in graph.of_kind("transform") if n.spec.WATERMARK_STATE]
     if record is None or not stateful:

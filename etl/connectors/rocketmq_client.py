@@ -254,7 +254,7 @@ def lib() -> Any:
         return _lib
 
 
-def _latest_error() -> str:
+def latest_error() -> str:
     """The native client's last error message; empty when the library was never loaded (nothing of it failed:
     a pull through another client, a test's scripted queue)."""
     if _lib is None:
@@ -356,7 +356,7 @@ class PullConsumer:
         _set_consumer_instance_name(self._h, instance_name(namesrv))
         _log_setup(L.SetPullConsumerLogPath, L.SetPullConsumerLogLevel, L.SetPullConsumerLogFileNumAndSize, self._h)
         if L.StartPullConsumer(self._h) != 0:
-            err = _latest_error()
+            err = latest_error()
             L.DestroyPullConsumer(self._h)
             self._h = None
             raise RocketMQError(f"cannot start a RocketMQ pull consumer (group {group!r}, name server "
@@ -392,7 +392,7 @@ class PullConsumer:
         res = self.pull(topic, queue, 0, 1)
         if res.status == PULL_BROKER_TIMEOUT:
             raise Unavailable(f"broker {queue.broker} (queue {queue.queue_id} of topic {topic!r}) is not "
-                              f"reachable: {_latest_error() or 'no answer'}")
+                              f"reachable: {latest_error() or 'no answer'}")
         return res.min_offset, res.max_offset
 
     def close(self) -> None:
@@ -421,7 +421,7 @@ class Producer:
         L.SetProducerSendMsgTimeout(self._h, int(timeout_ms))
         _log_setup(L.SetProducerLogPath, L.SetProducerLogLevel, L.SetProducerLogFileNumAndSize, self._h)
         if L.StartProducer(self._h) != 0:
-            err = _latest_error()
+            err = latest_error()
             L.DestroyProducer(self._h)
             self._h = None
             raise RocketMQError(f"cannot start a RocketMQ producer (group {group!r}, name server {namesrv}): {err}")
@@ -450,7 +450,7 @@ class Producer:
                 status = L.SendMessageSync(self._h, m, byref(res))
                 if status == 0:
                     break
-                err = _latest_error()
+                err = latest_error()
                 # concurrent sends race on the client's route table: "No route info" comes before
                 # anything goes on the wire, so trying again at once cannot duplicate the message
                 if "No route info" not in err or attempt == NO_ROUTE_RETRIES:

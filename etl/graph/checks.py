@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterable
 
-from etl.diagnostics import Report, Span, short_repr
+from etl.diagnostics import Report, Span, did_you_mean, short_repr
+from etl.graph.columns import propagate_columns
 from etl.graph.model import Graph, Node, is_placeholder
+from etl.graph.public import check_public_names
+from etl.spec.rules import walk_predicates
 
 
 def _resolve(base_dir: str, path: str) -> str:
@@ -166,8 +169,6 @@ def check_rules(graph: Graph, report: Report) -> None:
 
 def check_rule_list(rules: Iterable[Any], report: Report) -> None:
     """The per-rule checks of `check_rules`, for any list of sourced rules (also a rule file alone)."""
-    from etl.spec.rules import walk_predicates
-
     rejects = None
     for sr in rules:
         for pred, ppath in walk_predicates(sr.rule.when, ("when",)):
@@ -331,8 +332,6 @@ def check_tests(graph: Graph, report: Report) -> None:
     """`tests:` blocks name existing sources (inputs) and sinks (expect) (E207), in the case and in each of its
     `batches`; a batch's `watermark` is an ISO 8601 instant and the `advance`s of a case add up to at most 60s
     (E102)."""
-    from etl.diagnostics import did_you_mean
-
     smap = graph.smap
     sources = [n.id for n in graph.of_kind("source") if not n.spec.is_static()]
     sinks = [n.id for n in graph.of_kind("sink")]
@@ -387,10 +386,6 @@ def check_endpoints(graph: Graph, report: Report) -> None:
 
 def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     """Run every graph check; returns the graph (with columns filled in where known)."""
-    from etl.graph.columns import propagate_columns
-
-    from etl.graph.public import check_public_names
-
     check_public_names(graph, report, getattr(doc, "secrets", ()))
     check_unused(graph, report)
     check_path_text(graph, report)

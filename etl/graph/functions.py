@@ -18,8 +18,11 @@ from dataclasses import replace
 from typing import Any
 
 from etl.diagnostics import Report, Span, did_you_mean
+from etl.graph.types import parse_type
 from etl.load.paths import module_reader
+from etl.spec.aggregates import NAMES
 from etl.spec.signature import Signature, SignatureError, read_signature, split_columns
+from etl.sql.functions import spark_functions
 
 _NUMERIC = frozenset({"tinyint", "smallint", "int", "bigint", "float", "double"})
 _FAMILY = {**{t: "number" for t in _NUMERIC}, "string": "string", "boolean": "boolean", "timestamp": "timestamp",
@@ -27,9 +30,6 @@ _FAMILY = {**{t: "number" for t in _NUMERIC}, "string": "string", "boolean": "bo
 
 
 def resolve_functions(pipeline: Any, smap: Any, base_dir: str, report: Report) -> dict[str, Signature]:
-    from etl.graph.types import parse_type
-    from etl.sql.functions import spark_functions
-
     out: dict[str, Signature] = {}
     for i, spec in enumerate(getattr(pipeline, "functions", None) or ()):
         if spec is None:  # an entry that does not validate (reported)
@@ -125,8 +125,6 @@ def check_calls(cx: Any, node: Any, keys: tuple, text: str, tree: Any, cols: dic
 def aggregate_function(cx: Any, node: Any, keys: tuple, name: str) -> Signature | None:
     """The pipeline's aggregate function `name` of a window's or a continuous aggregate's aggregates, or an error
     (E353 / E102)."""
-    from etl.spec.aggregates import NAMES
-
     if name in NAMES:
         return None
     sig = cx.graph.functions.get(name.lower())

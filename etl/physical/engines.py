@@ -261,7 +261,7 @@ def _native_window(s: Subject, t: Target) -> str | None:
         return "late events to dead letters need the state engine"
     if emit.late == "update":
         return "late updates of closed windows need the state engine"
-    from etl.spec.aggregates import AGGREGATES
+    from etl.spec.aggregates import AGGREGATES  # etl.spec loads the plugins, which import this module
 
     python = [a.fn for a in s.node.spec.aggregates if a.fn not in AGGREGATES]
     if python:

@@ -7,7 +7,7 @@ from typing import Any
 
 from etl.physical.model import PhysicalPlan, QueryPlan
 
-from etl.plan.explain import fill_width
+from etl.plan.explain import explain_plan, fill_width
 
 
 PARTS = MappingProxyType({"dead": " (dead letters)", "horizon": " (input rows beyond its event time's horizon)"})
@@ -55,6 +55,4 @@ def explain_physical(pp: PhysicalPlan) -> str:
 
 def explain_text(plan: Any, physical: Any) -> str:
     """What `etl explain` prints: the logical plan's text (etl.plan.explain), then the physical plan's."""
-    from etl.plan.explain import explain_plan
-
     return explain_plan(plan) + "\n" + explain_physical(physical)

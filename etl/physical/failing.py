@@ -19,7 +19,7 @@ from typing import Any
 
 from etl.graph.model import Graph, Node
 from etl.physical.grouping import root_of
-from etl.spec.transforms import GENERATOR, PLAIN  # noqa: F401  (etl.compile.transforms.columns reads them here)
+from etl.spec.transforms import PLAIN
 
 
 def fails(node: Node, graph: Graph, engines: dict[str, str], undecided: bool) -> bool:

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from etl.graph.model import Graph, Node
+from etl.diagnostics import Span
+from etl.graph.model import Edge, Graph, Node
 from etl.physical.engines import Subject, engines
 from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
 from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by, query_of, roots, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
+from etl.spec.sinks import default_dead_letter
 
 
 def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choice:
@@ -78,10 +80,6 @@ def dead_letter_plan(graph: Graph, target: Target) -> NodePlan:
     import dataclasses
 
     from etl.dead_letters import COLUMNS
-    from etl.diagnostics import Span
-    from etl.graph.model import Edge
-
-    from etl.spec.sinks import default_dead_letter
 
     spec = getattr(graph.pipeline, "dead_letter", None) or default_dead_letter("dead_letters")
     rows = f"{DEAD_LETTER}.rows"

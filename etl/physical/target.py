@@ -12,6 +12,8 @@ import shutil
 from dataclasses import dataclass, replace
 from collections.abc import Mapping
 
+from etl import settings
+
 SWITCHES = {"rules_jvm": "ETL_RULES_JVM", "prefilter": "ETL_PREFILTER", "grok_program": "ETL_GROK_PROGRAM",
             "lookup_jvm": "ETL_LOOKUP_JVM", "component_counts": "ETL_COMPONENT_COUNTS"}
 
@@ -65,8 +67,6 @@ def planner_settings(environ: Mapping[str, str] | None = None, *, master: str | 
     """The Target from the environment (ETL_RULES_JVM, ETL_PREFILTER, ETL_GROK_PROGRAM, ETL_LOOKUP_JVM, and
     ETL_FORCE_ENGINES: comma-separated engine names taken first wherever they can run) and the command line
     (`--master`); `jvm`: what a running session has (None: predicted from the JDK on PATH)."""
-    from etl import settings
-
     snap = settings.current() if environ is None else settings.load(environ)
     jdk, why, how = predicted_jvm()
     if jvm is None:

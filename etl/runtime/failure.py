@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from etl.diagnostics import Diagnostic, Severity, Span
-from etl.secrets import redact
+from etl.runtime.statedir import CheckpointInUse, ForeignCheckpoint
+from etl.secrets import redact, registered
 
 RESUME = "the run resumes from its checkpoint: nothing committed is lost or written twice"
 UNREACHABLE = re.compile(r"Connection refused|ConnectException|UnknownHostException|No route to host|"
@@ -159,8 +160,6 @@ def redact_log(path: Path, block: int = 1 << 22) -> None:
     """The run's log at rest, redacted once the run ends, where the JVM wrote it itself (no FIFO could be made for
     etl.runtime.runlog): log4j's run-log appender and its stderr never passed Python's redaction. Rewritten through a
     temporary file in blocks of whole lines."""
-    from etl.secrets import registered
-
     if not registered():
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -243,8 +242,6 @@ def checkpoint_span(graph: Any) -> Span:
 
 def checkpoint_fault(graph: Any, err: BaseException) -> Failure:
     """A checkpoint a run may not use (etl/runtime/statedir.py), found before it starts."""
-    from etl.runtime.statedir import CheckpointInUse, ForeignCheckpoint
-
     span, what = checkpoint_span(graph), f"pipeline '{graph.name}'"
     if isinstance(err, CheckpointInUse):
         return Failure("E410", what, str(err), span, f"one run per checkpoint: stop that run first (kill -TERM "

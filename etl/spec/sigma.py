@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from etl.diagnostics import Span
 from etl.spec.base import Model
 
 # output of a filter with rules (any rules, Sigma or not) in tag mode with details, and in alerts mode
@@ -101,8 +102,6 @@ def _columns_present(cx: Any, node: Any, corr: Any, cols: dict[str, str]) -> boo
     """W341 for a correlation grouping by (or counting) a column the alerts do not have; False then."""
     for col, key in corr.columns():
         if missing_fields([col], cols):
-            from etl.diagnostics import Span
-
             line, col_no = corr.positions_of(key)
             cx.report.warning("W341", f"Sigma correlation rule '{corr.title}' (sigma_correlation '{node.id}') reads "
                               f"'{col}' that the events do not have: it is left out", Span(corr.file, line, col_no),

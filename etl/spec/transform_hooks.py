@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from etl import registry
+from etl.diagnostics import Span
 from etl.spec.aggregates import checked_aggregates, output_type, state_engine_why
 
 Cols = dict[str, str]
@@ -67,8 +68,6 @@ def _unread_correlations(cx: Any, node: Any) -> None:
         return
     if any(getattr(registry.traits_of(n.spec), "RUNS_CORRELATIONS", False) for n in cx.graph.downstream(node.id)):
         return
-    from etl.diagnostics import Span
-
     for c in stats.correlations:
         cx.report.warning("W340", f"Sigma correlation rule '{c.title}' does not run: no sigma_correlation transform "
                           f"reads filter '{node.id}'", Span(c.file, c.line, 1),

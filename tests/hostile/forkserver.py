@@ -107,10 +107,8 @@ def _warm() -> None:
 
 
 def serve() -> None:
-    import etl.cli  # noqa: F401 - warm: every child starts from the imported CLI
-    from etl.cli import _register
+    import etl.cli  # noqa: F401 - warm: every child starts from the imported CLI (its import registers the commands)
 
-    _register()
     _warm()
     for line in sys.stdin:
         sys.stdout.write(json.dumps(_one(json.loads(line))) + "\n")

@@ -10,7 +10,7 @@ from etl.compile.guard import Guards, active
 from etl.graph.model import Node
 # a column reference cannot throw; a generator (a LATERAL VIEW of SQL scripts) cannot sit inside an expression, so
 # a guard cannot wrap it (the planner reads the same patterns to know which selects write dead letters)
-from etl.physical.failing import GENERATOR as _GENERATOR, PLAIN as _PLAIN
+from etl.spec.transforms import GENERATOR, PLAIN
 
 
 def sql_expr(node: Node, sql: str, where: str) -> Any:
@@ -56,7 +56,7 @@ def build_select(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         frame, cols = df, []
         for i, f in enumerate(spec.fields):
             column = sql_expr(node, f, "field")
-            if _PLAIN.fullmatch(f.strip()) or _GENERATOR.search(f):  # a column reference or a star cannot fail
+            if PLAIN.fullmatch(f.strip()) or GENERATOR.search(f):  # a column reference or a star cannot fail
                 cols.append(column)
                 continue
             name = df.select(column).columns[0]

@@ -106,7 +106,7 @@ def pull_range(consumer: rmq.PullConsumer, topic: str, queue: rmq.Queue, start: 
         now = time.monotonic()
         waited_since = now if waited_since is None else waited_since
         if now - waited_since > grace:
-            detail = (rmq._latest_error() or "no answer") if res.status == rmq.PULL_BROKER_TIMEOUT else \
+            detail = (rmq.latest_error() or "no answer") if res.status == rmq.PULL_BROKER_TIMEOUT else \
                 f"queue ends at {res.max_offset}"
             raise rmq.Unavailable(f"cannot read offsets {cur}..{end - 1} of queue {queue.key} of topic {topic!r} "
                                   f"(name server {consumer.namesrv}): {res.status_name} for {grace:.0f}s: {detail}")
