@@ -42,7 +42,7 @@ from typing import Any
 
 from etl.physical.engines import PREFILTER_NEEDS, literal_groups  # noqa: F401  (re-exported: three needs per pattern)
 from etl.compile import jvm
-from etl.workercache import owned_by
+from etl.workercache import WorkerCache, owned_by
 
 log = logging.getLogger("etl.rules")
 
@@ -50,7 +50,7 @@ FUNCTION = "etl_literal_prefilter"
 CLASS = "etl.jvm.LiteralPrefilter"  # etl/jvm/LiteralPrefilter.java
 
 _LOCK = threading.Lock()
-_BODIES: dict[int, tuple[Any, str]] = {}  # id(groups) -> (groups, their file's text)
+_BODIES: WorkerCache[int, tuple[Any, str]] = WorkerCache("prefilter literal files", 64)  # id(groups) -> (groups, text)
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
 
 
@@ -96,8 +96,6 @@ def _literal_file(spark: Any, groups: tuple) -> str:
         body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
                        for group in groups)
         known = _BODIES[id(groups)] = (groups, body)  # the groups object is kept, so its id is not reused meanwhile
-        while len(_BODIES) > 64:
-            _BODIES.pop(next(iter(_BODIES)))
     return jvm.ship_text(spark, "literals", known[1])
 
 

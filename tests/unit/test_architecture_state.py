@@ -18,24 +18,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ETL = ROOT / "etl"
 
-# module:name -> why it is module-level state (each a process-wide fact or a bounded cache of pure results)
+# module:name -> why it is module-level state (a process-wide fact, or the one table of what etl learned about a
+# Spark session); a cache of pure results is a WorkerCache (below), not listed here
 ALLOWED = {
     # the registry: components register themselves when their module is imported (entry points too)
     "etl.registry:_REGISTRY": "the component registry, filled by @component at import (built-ins and entry points)",
-    # per process, on an executor's Python worker (no session or run object lives there)
+    # per process (no session or run object lives on an executor's Python worker)
     "etl.compile.bounds:_STATE": "a Python worker's memory limit and timer handler, installed once per process",
     "etl.connectors.rocketmq_client:_cache": "a Python worker's RocketMQ clients (one per endpoint and group)",
     "etl.grokvm.props:_CACHES": "the grok VM's per-process property caches (clear_caches empties them)",
     "etl.runtime.pylauncher:_CHECKED": "whether a Python interpreter can run the workers, asked once per process",
-    # per process and JVM: facts of the Spark context a session runs in
-    "etl.workercache:_OWNED": "what etl learned about a SparkSession or SparkContext (etl.workercache.owned_by: "
-                              "the jar loads in its JVM, the files added to it, the prefilter's sessions, the data "
-                              "sources registered, BatchRows, the guard's warning said), weakly keyed: it goes with its owner",
+    # per Spark session, owned by it
+    "etl.workercache:_OWNED": "what etl learned about a SparkSession or SparkContext (owned_by: the jar loads in "
+                              "its JVM, the files added to it, the prefilter's sessions, the data sources registered, "
+                              "BatchRows, the guard's warning said), weakly keyed: it goes with its owner",
+    # per process: etl's jar (a file, built once) and the JVM prefilter's failure
     "etl.compile.jvm:_JAR": "etl's jar, built or found once per process",
     "etl.compile.jvm:_WHY": "why etl's jar could not be had, logged once per process",
-    "etl.compile.prefilter:_BODIES": "the prefilter's program files, by the literal groups they hold",
     "etl.compile.prefilter:_BROKEN": "why the prefilter is unavailable in this process, logged once",
-    # bounded caches of pure functions of their key (a program's digest, a pattern, a text)
+    # per process: the cache folder decided, and the Java regex texts numbered (append-only)
     "etl.diskcache:_PRIVATE": "the cache folder used for a folder asked for, decided once per process",
     "etl.regexes.javaregex:_SHARED": "long class texts of translated patterns, append-only, numbered",
     "etl.regexes.javaregex:_SHARED_TEXT": "the texts _SHARED numbers, in order",
@@ -68,6 +69,7 @@ WORKER_CACHES = {
     "etl.load.rules:_CACHE": "rule files read, by path and content (_CACHE_MAX kept)",
     "etl.load.sigma_parse:_MEMORY": "Sigma files parsed, by path and stamp (a hot reload keeps a file's last good)",
     "etl.regexes.hsregex:_SLOW_VERDICTS": "a slow pattern's compile verdict, by pattern and flags (65,536 kept)",
+    "etl.compile.prefilter:_BODIES": "the text of a prefilter's literal file, by its groups object (64 kept)",
 }
 
 # uses that read a table: a call of one of these on it, or it passed to one of these

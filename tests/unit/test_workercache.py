@@ -57,7 +57,7 @@ def test_clear_all_empties_every_cache_of_etl():
             c["test-key"] = 1
     names = workercache.clear_all()
     assert {c.name for c in caches.values()} | {"test: mine"} <= set(names)
-    assert len({c.name for c in caches.values()}) == len(caches) == 14 and len(mods) == 13
+    assert len({c.name for c in caches.values()}) == len(caches) == 15 and len(mods) == 14
     assert all(len(c) == 0 for c in [*caches.values(), mine])
 
 
