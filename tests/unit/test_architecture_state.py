@@ -27,7 +27,6 @@ ALLOWED = {
     "etl.compile.bounds:_STATE": "a Python worker's memory limit and timer handler, installed once per process",
     "etl.connectors.rocketmq_client:_cache": "a Python worker's RocketMQ clients (one per endpoint and group)",
     "etl.grokvm.props:_CACHES": "the grok VM's per-process property caches (clear_caches empties them)",
-    "etl.runtime.pylauncher:_CHECKED": "whether a Python interpreter can run the workers, asked once per process",
     # per Spark session, owned by it
     "etl.workercache:_OWNED": "what etl learned about a SparkSession or SparkContext (owned_by: the jar loads in "
                               "its JVM, the files added to it, the prefilter's sessions, the data sources registered, "
