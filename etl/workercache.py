@@ -5,7 +5,8 @@ facts etl learns about one Spark session or context (`owned_by`), which live and
 A `WorkerCache` is bounded (the oldest entry leaves first; `maxsize=None` only where the keys are the pipeline's own
 finite things: its tables, its function files), thread-safe for single operations, and every one of them is emptied
 by one call, `clear_all()` (tests start from a fresh process state with it instead of reaching into module globals).
-A cache whose values hold resources names how to release one (`close`), called on eviction and on `clear`.
+A cache whose values hold resources names how to release one (`close`), called on eviction and on `clear`; one
+that must be forgotten together with a functools cache names its cache_clear (`also_clear`).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ _OWNED_LOCK = threading.Lock()
 class WorkerCache(Generic[K, V]):
     """A bounded mapping of a process's cached results: `name` says what it holds (for reports and tests)."""
 
-    def __init__(self, name: str, maxsize: int | None, close: Callable[[V], Any] | None = None) -> None:
+    def __init__(self, name: str, maxsize: int | None, close: Callable[[V], Any] | None = None,
+                 also_clear: Callable[[], Any] | None = None) -> None:
         if maxsize is not None and maxsize < 1:
             raise ValueError(f"{name}: maxsize must be at least 1 or None, not {maxsize}")
-        self.name, self.maxsize, self._close = name, maxsize, close
+        self.name, self.maxsize, self._close, self._also_clear = name, maxsize, close, also_clear
         self._data: OrderedDict[K, V] = OrderedDict()
         self.lock = threading.RLock()  # for a caller's check-then-fill that must be one step
         _EVERY.add(self)
@@ -69,6 +71,8 @@ class WorkerCache(Generic[K, V]):
         with self.lock:
             values = list(self._data.values())
             self._data.clear()
+            if self._also_clear is not None:
+                self._also_clear()
         if self._close is not None:
             for v in values:
                 self._close(v)

@@ -499,7 +499,8 @@ def test_compile(expression: str, flags: int) -> str | None:
 
 
 # (pattern, flags) -> the verdict of a slow compile (as test_compile's lru_cache, 65,536 kept)
-_SLOW_VERDICTS: WorkerCache[tuple[str, int], str | None] = WorkerCache("slow Hyperscan compile verdicts", 65536)
+_SLOW_VERDICTS: WorkerCache[tuple[str, int], str | None] = WorkerCache(
+    "slow Hyperscan compile verdicts", 65536, also_clear=test_compile.cache_clear)  # forgotten with test_compile's
 
 
 def known_rejected(expression: str, flags: int) -> bool:

@@ -43,8 +43,7 @@ def test_which_compiles_may_be_slow():
 
 def test_a_slow_pattern_counts_as_rejected(monkeypatch):
     monkeypatch.setattr(hsbound, "PATTERN_BUDGET_S", 0.5)
-    workercache.clear_all()
-    hsregex.test_compile.cache_clear()
+    workercache.clear_all()  # the slow verdicts and test_compile's cache
     t = hsregex.translate(SLOW, 0)  # the expression Hyperscan gets: Python's \w as explicit code point ranges
     start = time.perf_counter()
     assert hsregex.test_compile(t.expression, t.flags) == "not compiled: the compile took longer than 0.5 s"

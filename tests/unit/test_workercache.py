@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import weakref
@@ -33,6 +34,22 @@ def test_close_is_called_on_eviction_and_on_clear_never_on_replacement():
     assert closed == [11]
     c.clear()
     assert closed == [11, 2, 3] and len(c) == 0
+
+
+def test_a_functools_cache_named_is_cleared_with_it():
+    calls: list[int] = []
+
+    @functools.lru_cache(maxsize=4)
+    def square(x: int) -> int:
+        calls.append(x)
+        return x * x
+
+    c: WorkerCache[int, int] = WorkerCache("test: also", 4, also_clear=square.cache_clear)
+    c[1] = square(3)
+    square(3)
+    assert calls == [3]
+    c.clear()
+    assert square(3) == 9 and calls == [3, 3] and len(c) == 0
 
 
 def test_an_unbounded_cache_keeps_everything_and_a_bad_bound_is_refused():
