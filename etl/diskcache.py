@@ -38,6 +38,7 @@ from typing import Any
 from collections.abc import Iterable
 
 from etl.settings import current
+from etl.workercache import WorkerCache
 
 MIN_PATTERNS = 64
 MIN_RULES = 64
@@ -219,7 +220,8 @@ def store_program(key: str, program: Any) -> None:
     write("programs", key, ".pickle", pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-_MEMOS: dict[str, Any] = {}
+# a memo's name -> its function (a fixed set of names in etl's code; each reads its disk file once)
+_MEMOS: WorkerCache[str, Any] = WorkerCache("disk memos", None)
 
 
 def memo(name: str, fn: Any) -> Any:

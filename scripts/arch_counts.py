@@ -9,7 +9,8 @@
 - import cycles among etl's modules: strongly connected components of the graph of every import (module level
   and in functions), and of module-level imports only (the ones Python would trip on);
 - module-level mutable state: names bound at module level to a dict/list/set display or constructor, or a
-  functools cache.
+  functools cache;
+- per-process caches: module-level etl.workercache.WorkerCache objects (bounded, emptied by its clear_all()).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class Scan(ast.NodeVisitor):
         self.fn_imports: list[tuple[int, str, bool]] = []  # line, module, etl's own
         self.edges: set[tuple[str, bool]] = set()  # (target, at module level)
         self.mutable: list[tuple[int, str]] = []
+        self.worker_caches: list[tuple[int, str]] = []
 
     def _fn(self, node: ast.AST) -> None:
         self.depth += 1
@@ -131,6 +133,9 @@ class Scan(ast.NodeVisitor):
         if self.depth == 0 and node.value is not None and self._mutable(node.value) \
                 and isinstance(node.target, ast.Name):
             self.mutable.append((node.lineno, node.target.id))
+        if self.depth == 0 and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name) \
+                and node.value.func.id == "WorkerCache" and isinstance(node.target, ast.Name):
+            self.worker_caches.append((node.lineno, node.target.id))
         self.generic_visit(node)
 
     @staticmethod
@@ -226,7 +231,6 @@ def main(argv: list[str] | None = None) -> int:
                 if at_top:
                     top[s.mod].add(t)
     outside = [s for s in scans if COMPONENTS not in s.path.parents]
-    rel = lambda s: s.path.relative_to(ROOT.parent)  # noqa: E731
     figures = {
         "type tests outside etl/components": sum(len(s.type_tests) for s in outside),
         "in-function imports": sum(len(s.fn_imports) for s in scans),
@@ -234,22 +238,30 @@ def main(argv: list[str] | None = None) -> int:
         "import cycles (every import)": len(cycles(every)),
         "import cycles (module-level imports)": len(cycles(top)),
         "module-level mutable names": sum(len(s.mutable) for s in scans),
+        "per-process caches (WorkerCache)": sum(len(s.worker_caches) for s in scans),
     }
     for k, v in figures.items():
         print(f"{k}: {v}")
     if args.list:
-        for s in outside:
-            for line in s.type_tests:
-                print(f"type test: {rel(s)}:{line}")
-        for s in scans:
-            for line, mod, own in s.fn_imports:
-                if own:
-                    print(f"in-function import: {rel(s)}:{line} {mod}")
-            for line, name in s.mutable:
-                print(f"module-level mutable: {rel(s)}:{line} {name}")
-        for c in cycles(every):
-            print("cycle:", " ".join(c))
+        print_findings(scans, outside, every)
     return 0
+
+
+def print_findings(scans: list[Scan], outside: list[Scan], every: dict[str, set[str]]) -> None:
+    rel = lambda s: s.path.relative_to(ROOT.parent)  # noqa: E731
+    for s in outside:
+        for line in s.type_tests:
+            print(f"type test: {rel(s)}:{line}")
+    for s in scans:
+        for line, mod, own in s.fn_imports:
+            if own:
+                print(f"in-function import: {rel(s)}:{line} {mod}")
+        for line, name in s.mutable:
+            print(f"module-level mutable: {rel(s)}:{line} {name}")
+        for line, name in s.worker_caches:
+            print(f"per-process cache: {rel(s)}:{line} {name}")
+    for c in cycles(every):
+        print("cycle:", " ".join(c))
 
 
 if __name__ == "__main__":

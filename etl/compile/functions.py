@@ -46,8 +46,10 @@ import etl.compile.bounds as bounds
 import etl.compile.returns as returns
 from etl import settings
 from etl.compile.windows.state import AggregateFailed
+from etl.workercache import WorkerCache
 
-_LOADED: dict[tuple[str, str], Callable[..., Any]] = {}
+# per Python worker: (module:callable, source digest) -> the loaded function (the pipeline's own functions)
+_LOADED: WorkerCache[tuple[str, str], Callable[..., Any]] = WorkerCache("loaded pipeline functions", None)
 RAISED = "python function '"  # the start of the reason of a row a function failed on (etl.compile.guard)
 
 

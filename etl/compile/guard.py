@@ -40,11 +40,11 @@ import etl.compile.jvm as jvm
 from etl.compile.context import ERR, PAYLOAD, CompileContext
 from etl.compile.deadletter import fence
 from etl.graph.model import Node
+from etl.workercache import owned_by
 
 log = logging.getLogger("etl.guard")
 GUARD_CLASS = "etl.jvm.Guarded"
 UNGUARDED_REASON = "the expression failed on this row (etl's JVM guard is unavailable, so Spark's error is unknown)"
-_WARNED: list[bool] = []
 _MODE = threading.local()
 GUARDED_BATCHES = 10  # after a batch failed on a row, its query's next batches run guarded (no failed attempt)
 # a row-level data error in a failed job's text: SQLSTATE class 22 (data exception: cast, division by zero,
@@ -94,8 +94,9 @@ def guarded(spark: Any, column: Any) -> Any:
     if jvm.available(spark):
         klass = j.java.lang.Class.forName(GUARD_CLASS, True, j.java.lang.ClassLoader.getSystemClassLoader())
         return Column(utils.column(klass.getConstructors()[0].newInstance(_array(spark, [expr]))))
-    if not _WARNED:
-        _WARNED.append(True)
+    facts = owned_by(spark.sparkContext)
+    if not facts.get("guard: warned the jar is missing"):  # once per Spark context (a run's session)
+        facts["guard: warned the jar is missing"] = True
         log.warning("etl's JVM functions are unavailable (%s): a row whose expression fails still goes to dead "
                     "letters, but its reason cannot name Spark's error", jvm.unavailable_reason() or "no jar")
     tried = Column(utils.column(j.org.apache.spark.sql.catalyst.expressions.TryEval(

@@ -35,6 +35,7 @@ from typing import Any
 from etl.diskcache import cache_root, write_atomically
 from etl.physical import jar as packaged_jar
 from etl.settings import switched_on
+from etl.workercache import owned_by
 
 log = logging.getLogger("etl.jvm")
 
@@ -43,8 +44,6 @@ PROBE = "etl.jvm.LookupTables"  # any class of the jar: its presence on the clas
 _LOCK = threading.Lock()
 _JAR: dict[str, Path | None] = {}
 _WHY: list[str] = []  # why the jar could not be built (logged once)
-_AVAILABLE: dict[int, bool] = {}  # id(SparkContext) -> the jar's classes load in its JVM
-_SHIPPED: set[tuple[int, str]] = set()  # (SparkContext, file name) pairs already added
 
 
 def switched_off(variable: str) -> bool:
@@ -131,13 +130,14 @@ def ship_text(spark: Any, kind: str, body: str) -> str:
     sc = spark.sparkContext
     data = body.encode("utf-8")
     name = f"etl-{kind}-{hashlib.sha256(data).hexdigest()[:24]}.txt"
-    if (id(sc), name) in _SHIPPED:
+    shipped = owned_by(sc).setdefault("jvm: files added", set())
+    if name in shipped:
         return name
     path = cache_root() / kind / name
     if not path.exists():
         write_atomically(path, data)
     sc.addFile(str(path))
-    _SHIPPED.add((id(sc), name))
+    shipped.add(name)
     return name
 
 
@@ -155,7 +155,8 @@ def launch_conf(conf: dict[str, str]) -> dict[str, str]:
 def available(spark: Any) -> bool:
     """True when the jar's classes load in this session's JVM (the session was started with it)."""
     sc = spark.sparkContext
-    got = _AVAILABLE.get(id(sc))
+    facts = owned_by(sc)
+    got = facts.get("jvm: the jar loads")
     if got is None:
         try:
             jvm = sc._jvm  # type: ignore[attr-defined]
@@ -163,7 +164,7 @@ def available(spark: Any) -> bool:
             got = True
         except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
             got = False
-        _AVAILABLE[id(sc)] = got
+        facts["jvm: the jar loads"] = got
     return got
 
 

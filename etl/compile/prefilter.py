@@ -42,6 +42,7 @@ from typing import Any
 
 from etl.physical.engines import PREFILTER_NEEDS, literal_groups  # noqa: F401  (re-exported: three needs per pattern)
 from etl.compile import jvm
+from etl.workercache import WorkerCache, owned_by
 
 log = logging.getLogger("etl.rules")
 
@@ -49,8 +50,7 @@ FUNCTION = "etl_literal_prefilter"
 CLASS = "etl.jvm.LiteralPrefilter"  # etl/jvm/LiteralPrefilter.java
 
 _LOCK = threading.Lock()
-_BODIES: dict[int, tuple[Any, str]] = {}  # id(groups) -> (groups, their file's text)
-_SESSIONS: set[tuple[int, int]] = set()  # (SparkContext, JVM session hash code) pairs holding the UDF
+_BODIES: WorkerCache[int, tuple[Any, str]] = WorkerCache("prefilter literal files", 64)  # id(groups) -> (groups, text)
 _BROKEN: list[str] = []  # why the prefilter is unavailable in this process (logged once)
 
 
@@ -62,11 +62,12 @@ def _register(spark: Any) -> bool:
     with _LOCK:
         try:
             # one call instead of a catalog lookup per micro-batch
-            session = (id(spark.sparkContext), spark._jsparkSession.hashCode())
-            if session in _SESSIONS:
+            session = spark._jsparkSession.hashCode()
+            sessions = owned_by(spark.sparkContext).setdefault("prefilter: JVM sessions holding the UDF", set())
+            if session in sessions:
                 return True
             if spark.catalog.functionExists(FUNCTION):
-                _SESSIONS.add(session)
+                sessions.add(session)
                 return True
             from pyspark.sql.types import BooleanType
 
@@ -78,7 +79,7 @@ def _register(spark: Any) -> bool:
                     raise RuntimeError(jvm.unavailable_reason() or "etl's jar could not be built")
                 spark.sql(f"ADD JAR '{path}'")
             spark.udf.registerJavaFunction(FUNCTION, CLASS, BooleanType())
-            _SESSIONS.add(session)
+            sessions.add(session)
         except Exception as e:  # noqa: BLE001 - no JDK, no permission, ...: the filter still works without it
             detail = getattr(e, "stderr", b"") or b""
             _BROKEN.append(f"{e} {detail.decode(errors='replace')[:500]}".strip())
@@ -95,8 +96,6 @@ def _literal_file(spark: Any, groups: tuple) -> str:
         body = "".join(" ".join(",".join(lit.encode("ascii").hex() for lit in sorted(need)) for need in group) + "\n"
                        for group in groups)
         known = _BODIES[id(groups)] = (groups, body)  # the groups object is kept, so its id is not reused meanwhile
-        while len(_BODIES) > 64:
-            _BODIES.pop(next(iter(_BODIES)))
     return jvm.ship_text(spark, "literals", known[1])
 
 

@@ -21,10 +21,11 @@ import etl.compile.jvm as jvm
 from etl.compile import rules_jvm
 from etl.optimize.jvmmulti import multi_plan
 from etl.spec.sigma import DETAIL_TYPE
+from etl.workercache import WorkerCache
 
 log = logging.getLogger("etl.rules")
 
-_PLANS: dict[str, Any] = {}  # program digest -> its MultiPlan (a few kept)
+_PLANS: WorkerCache[str, Any] = WorkerCache("MultiPlans by program digest", 16)  # a pure function of the digest
 
 
 def plan_of(program: Any) -> Any:
@@ -37,8 +38,6 @@ def plan_of(program: Any) -> Any:
         log.info("rule set %s is not decided in the JVM: %s", key[:12], got.reason)
     if key:
         _PLANS[key] = got
-        if len(_PLANS) > 16:
-            del _PLANS[next(iter(_PLANS))]
     return got
 
 

@@ -19,17 +19,17 @@ from etl.compile.json_parse import json_parser, json_struct
 from etl.compile.watermark import with_event_time
 from etl.dead_letters import ERR, PAYLOAD
 from etl.runtime.session import MissingConnector, require_class
+from etl.workercache import owned_by
 
 __all__ = ["ERR", "OVER", "PAYLOAD", "CompileContext", "CompileError", "MissingConnector", "WORKER_ENDED", "as_shared",
            "from_shared", "json_parser", "json_struct", "jvm",
            "register_data_source", "require_class", "with_event_time", "within_record_size"]
 
-_registered: set[tuple[int, str]] = set()  # (SparkSession, data source) pairs already registered
-
 
 def register_data_source(spark: Any, source_cls: type) -> None:
     """Register a Python data source with this session once (registering again logs a warning)."""
-    key = (id(spark), f"{source_cls.__module__}.{source_cls.__qualname__}")
-    if key not in _registered:
+    key = f"{source_cls.__module__}.{source_cls.__qualname__}"
+    registered = owned_by(spark).setdefault("data sources registered", set())
+    if key not in registered:
         spark.dataSource.register(source_cls)
-        _registered.add(key)
+        registered.add(key)

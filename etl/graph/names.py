@@ -9,6 +9,7 @@ per field.
 from __future__ import annotations
 
 from etl.diagnostics import Suggester, did_you_mean
+from etl.workercache import WorkerCache
 
 
 def find(cols: dict[str, str], name: str) -> str | None:
@@ -25,7 +26,8 @@ def find(cols: dict[str, str], name: str) -> str | None:
 
 
 _SMALL = 32  # column sets this small are scanned; larger ones get an index (wide schemas stay linear)
-_INDEXES: dict[int, tuple[tuple[str, ...], dict[str, str], list]] = {}
+# id(a column set) -> its index, checked against its names on use (256 kept)
+_INDEXES: WorkerCache[int, tuple[tuple[str, ...], dict[str, str], list]] = WorkerCache("did-you-mean indexes", 256)
 
 
 def _index(cols: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str], list]:
@@ -33,8 +35,6 @@ def _index(cols: dict[str, str]) -> tuple[tuple[str, ...], dict[str, str], list]
     names = tuple(cols)
     hit = _INDEXES.get(id(cols))
     if hit is None or hit[0] != names:
-        if len(_INDEXES) > 256:
-            _INDEXES.clear()
         lowered: dict[str, str] = {}
         for c in names:
             lowered.setdefault(c.lower(), c)

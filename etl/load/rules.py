@@ -23,6 +23,7 @@ from etl.load.sourced import SourcedRule
 from etl.load.template import has_template, process_environ
 from etl.spec.errors import validate_model
 from etl.spec.rules import RuleFile, RuleList, walk_predicates
+from etl.workercache import WorkerCache
 
 __all__ = ["RulePathError", "SourcedRule", "allow_paths", "expand_rule_paths", "load_filter_rules",
            "load_rule_file", "resolve_rule_paths", "rule_file_paths", "rule_files_signature", "walk_predicates"]
@@ -88,8 +89,9 @@ def rule_files_signature(spec: Any, base_dir: str | os.PathLike) -> tuple:
     return tuple(out)
 
 
-_CACHE: dict[tuple, tuple[list[SourcedRule] | None, list]] = {}
 _CACHE_MAX = 256
+# (path, content hash[, vars, environment]) -> (rules, diagnostics): a pure function of its key
+_CACHE: WorkerCache[tuple, tuple[list[SourcedRule] | None, list]] = WorkerCache("rule files read", _CACHE_MAX)
 
 
 def _cache_key(file: str, vars_: Mapping[str, Any] | None, environ: Mapping[str, str] | None) -> tuple | None:
@@ -123,8 +125,6 @@ def load_rule_file(file: str, report: Report, *, vars_: Mapping[str, Any] | None
     rules = _load_rule_file(file, scratch, vars_=vars_, environ=environ)
     report.extend(scratch.diagnostics)
     if key is not None:
-        if len(_CACHE) >= _CACHE_MAX:
-            _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = (None if rules is None else list(rules), list(scratch.diagnostics))
     return rules
 

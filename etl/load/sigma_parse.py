@@ -33,6 +33,7 @@ from typing import Any
 from etl.load import nesting
 from etl.load.paths import SIGMA_FILES, PathError, read_text
 from etl.spec.rules import pattern_too_long
+from etl.workercache import WorkerCache
 
 MULTI = ("*",)  # wildcards are tuples: a literal "*" of the text stays a str
 SINGLE = ("?",)
@@ -324,7 +325,9 @@ _BAD_REGEX = re.compile(r"Regular expression '(.*)' is invalid: ", re.S)
 
 # --------------------------------------------------------------------------- cache
 
-_MEMORY: dict[str, tuple[tuple | None, list[SigmaEntry]]] = {}
+# a Sigma file's path -> (its stamp, its entries): one per file the process read (a hot reload keeps the last
+# readable version of a file from here)
+_MEMORY: WorkerCache[str, tuple[tuple | None, list[SigmaEntry]]] = WorkerCache("Sigma files parsed", None)
 
 
 def _stamp(path: str) -> tuple | None:

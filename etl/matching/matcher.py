@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field
 from itertools import count, repeat
 from typing import Any
@@ -46,6 +46,7 @@ from etl.matching.fpcache import FingerprintCache
 from etl.matching.ir import And, Const, Expr, FilterProgram, Or, Pred, leaves
 from etl.matching.regex_budget import searches
 from etl.matching.ruletree import bounds, compile_rule_functions, csr, dense, expand, fold, skeleton
+from etl.workercache import WorkerCache
 
 # --------------------------------------------------------------------------- results
 
@@ -569,21 +570,18 @@ def _is_simple(e: Expr, pattern_leaves: set[int]) -> bool:
 
 # --------------------------------------------------------------------------- public API
 
-_RUNTIMES: OrderedDict[str, _Runtime] = OrderedDict()
-_RUNTIMES_LOCK = threading.Lock()
 _RUNTIMES_KEEP = 16  # loaded programs per process (reloaded rule sets replace older ones)
+_RUNTIMES: WorkerCache[str, _Runtime] = WorkerCache("loaded Hyperscan programs", _RUNTIMES_KEEP)
 
 
 def _runtime(program: FilterProgram) -> _Runtime:
     key = program.digest or str(id(program))
     rt = _RUNTIMES.get(key)
     if rt is None:
-        with _RUNTIMES_LOCK:
+        with _RUNTIMES.lock:
             rt = _RUNTIMES.get(key)
             if rt is None:
                 rt = _RUNTIMES[key] = _Runtime(program)
-                while len(_RUNTIMES) > _RUNTIMES_KEEP:
-                    _RUNTIMES.popitem(last=False)
     return rt
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from etl.graph.model import Graph, Node
 from etl.physical.target import Target
+from etl.workercache import WorkerCache
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ def _jar(t: Target) -> str | None:
 
 
 # ------------------------------------------------------------------- rules
-_BY_DIGEST: dict[tuple[str, str], Any] = {}  # (what, program digest) -> derived value (a few kept)
+# (what, program digest) -> (the program, a value derived from it): pure functions of the program, 64 kept
+_BY_DIGEST: WorkerCache[tuple[str, str], Any] = WorkerCache("values derived from a program digest", 64)
 
 
 def _of_program(what: str, program: Any, make: Callable[[Any], Any]) -> Any:
@@ -67,8 +69,6 @@ def _of_program(what: str, program: Any, make: Callable[[Any], Any]) -> Any:
     got = _BY_DIGEST.get(key)
     if got is None or got[0] is not program and not getattr(program, "digest", ""):
         got = _BY_DIGEST[key] = (program, make(program))
-        while len(_BY_DIGEST) > 64:
-            _BY_DIGEST.pop(next(iter(_BY_DIGEST)))
     return got[1]
 
 

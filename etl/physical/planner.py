@@ -21,6 +21,7 @@ from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by,
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
 from etl.spec.sinks import default_dead_letter
+from etl.workercache import WorkerCache
 
 
 def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choice:
@@ -137,7 +138,7 @@ def sibling_groups(graph: Graph, python_rules: set[str]) -> list[tuple[Node, ...
     return [tuple(g) for g in groups.values() if len(g) >= 2]
 
 
-_MERGED: dict[tuple, Any] = {}  # member digests -> their MergedProgram (a few kept)
+_MERGED: WorkerCache[tuple, Any] = WorkerCache("MergedPrograms by member digests", 16)  # a pure function of them
 
 
 def merged(programs: tuple) -> Any:
@@ -148,8 +149,6 @@ def merged(programs: tuple) -> Any:
     key = tuple(p.digest for p in programs)
     if key not in _MERGED:
         _MERGED[key] = merge_programs(list(programs))
-        while len(_MERGED) > 16:
-            _MERGED.pop(next(iter(_MERGED)))
     return _MERGED[key]
 
 

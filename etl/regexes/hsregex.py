@@ -43,6 +43,7 @@ import hyperscan
 
 from etl.regexes.ucd import fold_string
 from etl.regexes.ucd import tables as ucd_tables
+from etl.workercache import WorkerCache
 
 MAX_CP = 0x10FFFF
 ASCII_MAX = 0x7F
@@ -497,7 +498,9 @@ def test_compile(expression: str, flags: int) -> str | None:
     return _test_compile(expression, flags)
 
 
-_SLOW_VERDICTS: dict[tuple[str, int], str | None] = {}
+# (pattern, flags) -> the verdict of a slow compile (as test_compile's lru_cache, 65,536 kept)
+_SLOW_VERDICTS: WorkerCache[tuple[str, int], str | None] = WorkerCache(
+    "slow Hyperscan compile verdicts", 65536, also_clear=test_compile.cache_clear)  # forgotten with test_compile's
 
 
 def known_rejected(expression: str, flags: int) -> bool:

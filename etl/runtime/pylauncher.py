@@ -20,6 +20,7 @@ folder on a noexec mount): it is tried once per process.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -98,15 +99,12 @@ def worker_python(python: str | None = None) -> str:
     return str(path) if _runs(str(path)) else python
 
 
-_CHECKED: dict[str, bool] = {}
-
-
+@functools.lru_cache(maxsize=16)
 def _runs(launcher: str) -> bool:
-    """Whether the launcher starts Python here (not on a noexec mount, say); checked once per process."""
-    if launcher not in _CHECKED:
-        try:
-            done = subprocess.run([launcher, "-S", "-c", "pass"], capture_output=True, timeout=30)
-            _CHECKED[launcher] = done.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            _CHECKED[launcher] = False
-    return _CHECKED[launcher]
+    """Whether the launcher starts Python here (not on a noexec mount, say); checked once per process (a launcher
+    is a file named by its content's digest: the answer does not change while the process runs)."""
+    try:
+        done = subprocess.run([launcher, "-S", "-c", "pass"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0

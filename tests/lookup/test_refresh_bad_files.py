@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from etl import workercache
 from etl.compile.lookups import dimension as dm
 from etl.compile.lookups import store as ls
 from tests.lookup.test_store import TABLE, has, source, write_csv
@@ -35,13 +36,9 @@ WANT = {"truncated": "the file is empty (0 bytes)", "partial": "Expected 4 colum
 
 @pytest.fixture(autouse=True)
 def _fresh():
-    ls.drop_cached()
-    dm._TABLES.clear()
-    ls._BAD.clear()
+    workercache.clear_all()  # the open stores (closed), the tables read and the bad versions warned about
     yield
-    ls.drop_cached()
-    dm._TABLES.clear()
-    ls._BAD.clear()
+    workercache.clear_all()
 
 
 def warnings_of(caplog) -> list[str]:

@@ -18,42 +18,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ETL = ROOT / "etl"
 
-# module:name -> why it is module-level state (each a process-wide fact or a bounded cache of pure results)
+# module:name -> why it is module-level state (a process-wide fact, or the one table of what etl learned about a
+# Spark session); a cache of pure results is a WorkerCache (below), not listed here
 ALLOWED = {
     # the registry: components register themselves when their module is imported (entry points too)
     "etl.registry:_REGISTRY": "the component registry, filled by @component at import (built-ins and entry points)",
-    # per process, on an executor's Python worker (no session or run object lives there)
+    # per process (no session or run object lives on an executor's Python worker)
     "etl.compile.bounds:_STATE": "a Python worker's memory limit and timer handler, installed once per process",
-    "etl.compile.functions:_LOADED": "a Python worker's loaded pipeline functions, by file and name",
-    "etl.compile.lookups.dimension:_TABLES": "a Python worker's dimension tables, re-read when their files change",
-    "etl.compile.lookups.store:_BAD": "a Python worker's warning of a table version that did not read, once",
-    "etl.compile.lookups.store:_CACHE": "a Python worker's open rocksdict stores",
-    "etl.compile.transforms.filter:_WORKER_CACHE": "a Python worker's rule matchers, the last _WORKER_KEEP kept",
-    "etl.matching.matcher:_RUNTIMES": "a Python worker's loaded Hyperscan programs, the last _RUNTIMES_KEEP kept",
     "etl.connectors.rocketmq_client:_cache": "a Python worker's RocketMQ clients (one per endpoint and group)",
     "etl.grokvm.props:_CACHES": "the grok VM's per-process property caches (clear_caches empties them)",
-    "etl.runtime.pylauncher:_CHECKED": "whether a Python interpreter can run the workers, asked once per process",
-    # per process and JVM: facts of the Spark context a session runs in, keyed by it
+    # per Spark session, owned by it
+    "etl.workercache:_OWNED": "what etl learned about a SparkSession or SparkContext (owned_by: the jar loads in "
+                              "its JVM, the files added to it, the prefilter's sessions, the data sources registered, "
+                              "BatchRows, the guard's warning said), weakly keyed: it goes with its owner",
+    # per process: etl's jar (a file, built once) and the JVM prefilter's failure
     "etl.compile.jvm:_JAR": "etl's jar, built or found once per process",
     "etl.compile.jvm:_WHY": "why etl's jar could not be had, logged once per process",
-    "etl.compile.jvm:_AVAILABLE": "whether a SparkContext's JVM loads etl's jar, by id(SparkContext)",
-    "etl.compile.jvm:_SHIPPED": "the files already added to a SparkContext",
-    "etl.compile.guard:_WARNED": "the guard's missing-jar warning, logged once per process",
-    "etl.compile.prefilter:_BODIES": "the prefilter's program files, by the literal groups they hold",
-    "etl.compile.prefilter:_SESSIONS": "the JVM sessions the prefilter UDF is registered in",
     "etl.compile.prefilter:_BROKEN": "why the prefilter is unavailable in this process, logged once",
-    "etl.connectors.api:_registered": "the Python data sources already registered with a SparkSession",
-    "etl.connectors.sinks.file_hadoop:_BATCH_ROWS": "the BatchRows class of a SparkContext's JVM",
-    # bounded caches of pure functions of their key (a program's digest, a pattern, a text)
-    "etl.compile.rules_jvm_multi:_PLANS": "a program digest's MultiPlan, the last 16 kept",
-    "etl.physical.engines:_BY_DIGEST": "values derived from a program digest, a few kept",
-    "etl.physical.planner:_MERGED": "the MergedProgram of member digests, the last 16 kept",
-    "etl.diskcache:_MEMOS": "diskcache.memo's in-memory results of pure functions of the optimizer's code",
+    # per process: the cache folder decided, and the Java regex texts numbered (append-only)
     "etl.diskcache:_PRIVATE": "the cache folder used for a folder asked for, decided once per process",
-    "etl.graph.names:_INDEXES": "a column set's did-you-mean index, kept while its names stay",
-    "etl.load.rules:_CACHE": "rule files read, by path and signature (_CACHE_MAX kept)",
-    "etl.load.sigma_parse:_MEMORY": "Sigma files parsed, by content digest (the disk cache's memory side)",
-    "etl.regexes.hsregex:_SLOW_VERDICTS": "whether a pattern compiles slowly, by pattern and flags",
     "etl.regexes.javaregex:_SHARED": "long class texts of translated patterns, append-only, numbered",
     "etl.regexes.javaregex:_SHARED_TEXT": "the texts _SHARED numbers, in order",
     # process-wide settings and secrets
@@ -65,6 +48,27 @@ ALLOWED = {
     "etl.load.sigma_presets:_WINLOG": "a constant field map, read by _winlog's lookup function",
     "etl.load.sigma_presets:_ECS": "a constant field map, read by _winlog's lookup function",
     "etl.sql.functions:RULES": "a constant table of the SQL function rules, read by its checks",
+}
+
+# module:name -> what each per-process cache (etl.workercache.WorkerCache: bounded, emptied by clear_all) holds
+WORKER_CACHES = {
+    # on an executor's Python worker (no session or run object lives there)
+    "etl.compile.functions:_LOADED": "a worker's loaded pipeline functions, by file and name (the pipeline's own)",
+    "etl.compile.lookups.dimension:_TABLES": "a worker's dimension tables, re-read when their files change",
+    "etl.compile.lookups.store:_BAD": "a worker's table versions that did not read, warned once (1,024 kept)",
+    "etl.compile.lookups.store:_CACHE": "a worker's open rocksdict stores, closed when dropped",
+    "etl.compile.transforms.filter:_WORKER_CACHE": "a worker's rule matchers, the last _WORKER_KEEP kept",
+    "etl.matching.matcher:_RUNTIMES": "a worker's loaded Hyperscan programs, the last _RUNTIMES_KEEP kept",
+    # pure functions of their key (a program's digest, a file's content, a pattern), on the driver too
+    "etl.compile.rules_jvm_multi:_PLANS": "a program digest's MultiPlan, the last 16 kept",
+    "etl.physical.engines:_BY_DIGEST": "values derived from a program digest, the last 64 kept",
+    "etl.physical.planner:_MERGED": "the MergedProgram of member digests, the last 16 kept",
+    "etl.diskcache:_MEMOS": "diskcache.memo's functions by name (a fixed set), each reading its file once",
+    "etl.graph.names:_INDEXES": "a column set's did-you-mean index, checked against its names, 256 kept",
+    "etl.load.rules:_CACHE": "rule files read, by path and content (_CACHE_MAX kept)",
+    "etl.load.sigma_parse:_MEMORY": "Sigma files parsed, by path and stamp (a hot reload keeps a file's last good)",
+    "etl.regexes.hsregex:_SLOW_VERDICTS": "a slow pattern's compile verdict, by pattern and flags (65,536 kept)",
+    "etl.compile.prefilter:_BODIES": "the text of a prefilter's literal file, by its groups object (64 kept)",
 }
 
 # uses that read a table: a call of one of these on it, or it passed to one of these
@@ -89,6 +93,7 @@ class Uses:
     def __init__(self) -> None:
         scan_of = _arch_counts().Scan
         self.mutable: list[tuple[str, str, int]] = []  # (module, name, line): arch_counts' module-level mutable names
+        self.worker_caches: list[str] = []  # module:name of arch_counts' module-level WorkerCache objects
         self.names: dict[str, list[tuple[str, ast.Name]]] = {}
         self.attributes: dict[str, list[tuple[str, ast.Attribute]]] = {}
         self.imported: set[tuple[str, str, str]] = set()  # (file's module, module, name) imported unaliased
@@ -99,6 +104,7 @@ class Uses:
             scan = scan_of(path)
             scan.visit(tree)
             self.mutable += [(scan.mod, name, line) for line, name in scan.mutable]
+            self.worker_caches += [f"{scan.mod}:{name}" for _, name in scan.worker_caches]
             for node in ast.walk(tree):
                 for child in ast.iter_child_nodes(node):
                     child.parent = node  # type: ignore[attr-defined]
@@ -182,6 +188,10 @@ def test_module_level_mutable_names_are_read_only_tables_or_listed_state(uses):
 def test_the_allowed_list_names_only_what_is_there(uses):
     there = {f"{m}:{n}" for m, n, _ in uses.mutable}
     assert sorted(set(ALLOWED) - there) == []
+
+
+def test_the_per_process_caches_are_the_listed_ones(uses):
+    assert sorted(uses.worker_caches) == sorted(WORKER_CACHES)
 
 
 def test_a_written_table_is_found():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 
 from etl.compile.transforms import filter as flt
+from etl import workercache
 
 
 class Shipped:
@@ -25,7 +26,7 @@ def tracked(obj) -> bool:
 
 
 def test_the_state_is_built_once_per_key_and_frozen_and_a_new_key_unfreezes_the_old_ones():
-    flt._WORKER_CACHE.clear()
+    workercache.clear_all()
     gc.unfreeze()
     try:
         bc = Shipped({"rules": [[i] for i in range(1000)]})
@@ -46,5 +47,5 @@ def test_the_state_is_built_once_per_key_and_frozen_and_a_new_key_unfreezes_the_
         assert seen == [True]
         assert not tracked(state) and not tracked(other)
     finally:
-        flt._WORKER_CACHE.clear()
+        workercache.clear_all()
         gc.unfreeze()

@@ -4,6 +4,7 @@ import time
 import pytest
 
 from etl.regexes import hsbound, hsregex
+from etl import workercache
 
 SLOW = r"\w{1,3000}@\w{1,3000}\.\w{2,3000}"  # about 15 s to compile alone on the reference machine
 
@@ -42,8 +43,7 @@ def test_which_compiles_may_be_slow():
 
 def test_a_slow_pattern_counts_as_rejected(monkeypatch):
     monkeypatch.setattr(hsbound, "PATTERN_BUDGET_S", 0.5)
-    monkeypatch.setattr(hsregex, "_SLOW_VERDICTS", {})
-    hsregex.test_compile.cache_clear()
+    workercache.clear_all()  # the slow verdicts and test_compile's cache
     t = hsregex.translate(SLOW, 0)  # the expression Hyperscan gets: Python's \w as explicit code point ranges
     start = time.perf_counter()
     assert hsregex.test_compile(t.expression, t.flags) == "not compiled: the compile took longer than 0.5 s"

@@ -48,6 +48,7 @@ from etl.compile.lookups.store import (TableSource, TableUnreadable, default_bas
                                        source_version, store_for, table_files)
 from etl.compile.workers import own_workers
 from etl.physical.engines import rocksdb_jvm_why
+from etl.workercache import WorkerCache
 
 LK = "_etl_lk"
 AUTO_MAX_BYTES = 16 * 1000**2
@@ -320,7 +321,8 @@ def _broadcast(events, dim, spec, schema, ev_keys, tb_keys, values, renamed, spa
     return LookupResult(out, "broadcast", None, None, renamed, follow=follow, engine="broadcast")
 
 
-_TABLES: dict[str, tuple[str, float, Any]] = {}
+# per Python worker: a table key -> (version, when checked, the table); one entry per table of the pipeline
+_TABLES: WorkerCache[str, tuple[str, float, Any]] = WorkerCache("dimension tables", None)
 
 
 def cached_table(src: TableSource) -> Any:

@@ -47,6 +47,7 @@ import numpy as np
 from etl import settings
 from etl.compile.keyhash import key_hashes
 from etl.diskcache import private_tmp
+from etl.workercache import WorkerCache
 
 KEY_SEP = "\x1f"
 KEY_COLUMN = "_etl_key"
@@ -213,7 +214,8 @@ def _read(src: TableSource) -> Any:
     return table.cast(target)
 
 
-_BAD: dict[tuple[str, str], str] = {}  # (table, version) -> why it did not read: warned once per process
+# (table, version) -> why it did not read: warned once per process (the last 1,024 kept)
+_BAD: WorkerCache[tuple[str, str], str] = WorkerCache("lookup table versions that did not read", 1024)
 log = logging.getLogger("etl.lookup")
 
 
@@ -508,7 +510,8 @@ class _Cached:
     pending: threading.Thread | None = None
 
 
-_CACHE: dict[str, _Cached] = {}
+# per process: a table key -> its open store (one per table of the pipeline; closed when dropped)
+_CACHE: WorkerCache[str, _Cached] = WorkerCache("open lookup stores", None, close=lambda c: c.store.close())
 _LOCK = threading.Lock()
 
 

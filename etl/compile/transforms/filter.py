@@ -41,7 +41,6 @@ a clear message; filters with `expr` only always work.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -59,10 +58,12 @@ from etl.graph.model import Node
 from etl.matching.merged import split_results
 from etl.matching.regex_budget import budget_s
 from etl.physical.planner import has_rules, merged as merge_programs, sibling_groups
+from etl.workercache import WorkerCache
 
 HIDDEN = "_etl_rules_"  # prefix of the shared pass's per-filter columns
-_WORKER_CACHE: OrderedDict[str, Any] = OrderedDict()  # per Python worker: "single:"|"merged:" + digest -> state
 _WORKER_KEEP = 8
+# per Python worker: "single:"|"merged:" + digest -> state
+_WORKER_CACHE: WorkerCache[str, Any] = WorkerCache("filter rule matchers", _WORKER_KEEP)
 
 
 def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
@@ -188,8 +189,6 @@ def _worker_state(key: str, bc: Any, make: Any) -> Any:
         # states dropped since (hot reloads).
         gc.unfreeze()
         got = _WORKER_CACHE[key] = make(bc.value)
-        while len(_WORKER_CACHE) > _WORKER_KEEP:
-            _WORKER_CACHE.popitem(last=False)
         gc.collect()
         gc.freeze()
     return got

@@ -30,6 +30,7 @@ from etl.connectors.api import WORKER_ENDED, jvm
 from etl.dead_letters import ERR, PAYLOAD
 from etl.runtime.failure import fault_line
 from etl.runtime.sink import TerminalError, TransientError
+from etl.workercache import owned_by
 
 T = TypeVar("T")
 SPARK_FORMAT = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}  # jsonl rendered in the JVM first: text
@@ -231,8 +232,6 @@ def count_engine(spark: Any, planned: str | None) -> str:
 Tally = Callable[[], "tuple[int, list[tuple[str | None, str | None]]]"]
 
 
-_BATCH_ROWS: dict[int, Any] = {}  # id(SparkContext) -> the BatchRows class in its JVM
-
 
 def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
     """The rows to write, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
@@ -241,9 +240,10 @@ def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
 
     spark = frame.sparkSession
     sc = spark.sparkContext
-    if _BATCH_ROWS.get(id(sc)) is None:  # (each package step of `jvm.etl.jvm.BatchRows` is a py4j round trip)
-        _BATCH_ROWS[id(sc)] = sc._jvm.etl.jvm.BatchRows
-    jrows, tally = _BATCH_ROWS[id(sc)].counted(frame._jdf, ERR if split else None, PAYLOAD if split else None)
+    facts = owned_by(sc)
+    if facts.get("BatchRows") is None:  # (each package step of `jvm.etl.jvm.BatchRows` is a py4j round trip)
+        facts["BatchRows"] = sc._jvm.etl.jvm.BatchRows
+    jrows, tally = facts["BatchRows"].counted(frame._jdf, ERR if split else None, PAYLOAD if split else None)
 
     def result() -> tuple[int, list[tuple[str | None, str | None]]]:
         failed = json.loads(tally.failedJson()) if split else []
