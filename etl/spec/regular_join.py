@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from etl.registry import component
 from etl.spec.base import PositiveDuration, TransformBase
@@ -32,8 +32,6 @@ class RegularJoinTransform(JoinHooks, TransformBase):
 
     left_time: ClassVar[None] = None  # JoinHooks' event times: none (processing time)
     right_time: ClassVar[None] = None
-    STATEFUL: ClassVar[bool] = True
-    PASSES_UPDATES: ClassVar[bool] = False
     type: Literal["regular_join"]
     on: list[str] = Field(min_length=1, description="key columns present on both sides")
     how: Literal["inner"] = Field(default="inner", description="inner only: an outer regular join updates its "
@@ -46,12 +44,6 @@ class RegularJoinTransform(JoinHooks, TransformBase):
     ttl: PositiveDuration | None = Field(default=None, description="a kept row joins nothing this long after it "
                                          "was stored, in processing time (Flink's table.exec.state.ttl); absent: "
                                          "the state grows without bound")
-
-    @model_validator(mode="after")
-    def _two_inputs(self) -> RegularJoinTransform:
-        if len(self.inputs) != 2:
-            raise ValueError("a regular_join needs exactly two inputs: [left, right]")
-        return self
 
     def explain_lines(self: Any) -> list[str]:
         left, right = self.inputs

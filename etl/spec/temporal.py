@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from etl.registry import component
 from etl.spec.base import EventTime, TransformBase
-from etl.spec.transform_hooks import JoinHooks
+from etl.spec.transform_hooks import EventTimeJoinHooks
 
 
 @component("transform", "temporal_join", builder="etl.compile.transforms.temporal_join:build")
-class TemporalJoinTransform(JoinHooks, TransformBase):
+class TemporalJoinTransform(EventTimeJoinHooks, TransformBase):
     """Each row of the first input joined with the version of the second (a versioned table: a row per new version
     of its key) valid at the row's event time, once the watermark has passed it (Flink's event-time temporal join)."""
 
@@ -41,20 +41,8 @@ class TemporalJoinTransform(JoinHooks, TransformBase):
                                         "source's)")
     right_time: EventTime | None = Field(default=None, description="the versions' event time, when each became "
                                          "valid (default: their source's)")
-    STATEFUL: ClassVar[bool] = True
-    WATERMARK_STATE: ClassVar[bool] = True
-    PASSES_UPDATES: ClassVar[bool] = False
-    EVENT_TIME_USE: ClassVar[str] = "join"
     JOIN_WORD: ClassVar[str] = "temporal"  # E321's "a temporal join needs event time"
-
-    def input_times(self) -> tuple[Any, ...] | None:
-        return (self.left_time, self.right_time)
-
-    @model_validator(mode="after")
-    def _two_inputs(self) -> TemporalJoinTransform:
-        if len(self.inputs) != 2:
-            raise ValueError("a temporal_join needs exactly two inputs: [probe, versions]")
-        return self
+    INPUT_NAMES: ClassVar[str] = "[probe, versions]"
 
     def explain_lines(self: Any) -> list[str]:
         probe, versions = self.inputs

@@ -9,7 +9,9 @@ and checks every column it reads, reporting through `cx`, the column pass
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import model_validator
 
 from etl import registry
 from etl.diagnostics import Span
@@ -383,6 +385,19 @@ class WindowHooks:
 
 
 class JoinHooks:
+    """What the three joins of two inputs share (join, temporal_join, regular_join): their columns, their state, and
+    exactly two inputs, named by INPUT_NAMES in the error."""
+
+    INPUT_NAMES: ClassVar[str] = "[left, right]"
+    STATEFUL: ClassVar[bool] = True
+    PASSES_UPDATES: ClassVar[bool] = False
+
+    @model_validator(mode="after")
+    def _two_inputs(self: Any) -> Any:
+        if len(self.inputs) != 2:
+            raise ValueError(f"a {self.type} needs exactly two inputs: {self.INPUT_NAMES}")
+        return self
+
     def output_columns(self: Any, cx: Any, node: Any, inputs: list) -> Cols | None:
         if len(inputs) != 2:
             return None
@@ -458,3 +473,14 @@ class DedupeHooks:
             out.append("keep last: a key's newest event by event time, once per micro-batch that brought a newer one "
                        "(updates keyed by " + ", ".join(self.keys) + ")")
         return out
+
+
+class EventTimeJoinHooks(JoinHooks):
+    """The joins whose state the watermark closes (join, temporal_join): each input's event time (left_time,
+    right_time, default its source's) is checked (E321)."""
+
+    WATERMARK_STATE: ClassVar[bool] = True
+    EVENT_TIME_USE: ClassVar[str] = "join"
+
+    def input_times(self: Any) -> tuple[Any, ...] | None:
+        return (self.left_time, self.right_time)

@@ -4,7 +4,7 @@ dedupe."""
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -16,7 +16,7 @@ from etl.spec.base import Duration, EventTime, Identifier, Model, PositiveDurati
 from etl.spec.rules import Rule
 from etl.spec.sigma import SigmaCorrelationHooks, SigmaSpec
 from etl.spec.timebound import TimeBounds
-from etl.spec.transform_hooks import (DedupeHooks, DeriveHooks, FilterHooks, GrokHooks, JoinHooks, LookupHooks,
+from etl.spec.transform_hooks import (DedupeHooks, DeriveHooks, FilterHooks, EventTimeJoinHooks, GrokHooks, LookupHooks,
                                       ParseHooks, RouteHooks, SelectHooks, UnionHooks, WindowHooks)
 
 # a column reference, or a generator, which cannot throw (etl.compile.transforms.columns reads select fields so)
@@ -418,7 +418,7 @@ class SigmaCorrelationTransform(SigmaCorrelationHooks, TransformBase):
 
 
 @component("transform", "join", builder=f"{_TR}.join:build")
-class JoinTransform(JoinHooks, TransformBase):
+class JoinTransform(EventTimeJoinHooks, TransformBase):
     """Stream-stream join of two inputs (left, right) on keys within a time bound (inner or outer)."""
 
     type: Literal["join"]
@@ -433,20 +433,7 @@ class JoinTransform(JoinHooks, TransformBase):
     left_time: EventTime | None = Field(default=None, description="the left input's event time (default: its source's)")
     right_time: EventTime | None = Field(default=None,
                                          description="the right input's event time (default: its source's)")
-    STATEFUL: ClassVar[bool] = True
-    WATERMARK_STATE: ClassVar[bool] = True
-    PASSES_UPDATES: ClassVar[bool] = False
-    EVENT_TIME_USE: ClassVar[str] = "join"
     JOIN_WORD: ClassVar[str] = "stream-stream"  # E321's "a stream-stream join needs event time"
-
-    def input_times(self) -> tuple[Any, ...] | None:
-        return (self.left_time, self.right_time)
-
-    @model_validator(mode="after")
-    def _two_inputs(self) -> JoinTransform:
-        if len(self.inputs) != 2:
-            raise ValueError("a join needs exactly two inputs: [left, right]")
-        return self
 
 
 @component("transform", "lookup", builder=f"{_TR}.lookup:build")
