@@ -33,10 +33,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from etl.connectors.sinks.file import FileSink
+    from etl.components.sinks.file.build import FileSink
     from etl.runtime.session import build_session
     from etl.runtime.sink import SinkContext
-    from etl.spec.sinks import FileSink as FileSinkSpec
+    from etl.components.sinks.file.spec import FileSink as FileSinkSpec
 
     spark = build_session("bench-file-batches", "local[2]", {"spark.ui.enabled": "false"}, ui=False)
     client = spark.sparkContext._gateway._gateway_client

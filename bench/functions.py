@@ -47,7 +47,7 @@ def main() -> None:
     from etl.graph import build_graph
     from etl.graph.checks import check_graph
     from etl.runtime.session import build_session
-    from etl.spec import Pipeline
+    from etl.spec.pipeline import Pipeline
 
     tmp = Path(tempfile.mkdtemp())
     (tmp / "udfs.py").write_text(MODULE)

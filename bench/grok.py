@@ -138,7 +138,7 @@ def udf_source(pattern: Any, engine: str) -> Callable[[Any, Any], Any]:
     grok_batches = with_pygrok if engine == "pygrok" else with_re
 
     def build(ctx: Any, node: Any) -> Any:
-        from etl.connectors.sources.file import build as file_build
+        from etl.components.sources.file.build import build as file_build
 
         return file_build(ctx, node).mapInPandas(grok_batches, schema)
 

@@ -59,7 +59,7 @@ def main() -> None:
     from pyspark.sql.types import ArrayType, StringType
 
     from etl.compile import jvm
-    from etl.compile.transforms import grok as gk
+    from etl.components.transforms.grok import build as gk
     from etl.grok import expand
     from etl.runtime.session import build_session
 

@@ -10,7 +10,7 @@ to Spark's `noop` sink (every row computed, nothing stored):
 * scan: the columns read, nothing derived (the floor);
 * unguarded: the derive's five expressions (casts, arithmetic, to_timestamp) as plain Spark columns, as etl
   compiled a derive before the guard: a bad row would stop the query;
-* etl: etl's compile path for a clean micro-batch (etl.compile.transforms.columns.build_derive outside
+* etl: etl's compile path for a clean micro-batch (etl.compile.columns.build_derive outside
   `guarding()`): optimistic, unguarded; a batch that fails on a row is evaluated again with guards;
 * guarded: the same inside `guarding()` (a retried batch, and every stage in the streaming plan upstream of a
   window, join or lookup): every expression in etl.jvm.Guarded, the frame with the dead-letter columns as a
@@ -107,7 +107,7 @@ def main() -> None:
     from etl.compile.context import CompileContext
     from etl.compile.deadletter import ok_frame
     from etl.compile.guard import guarding, row_error
-    from etl.compile.transforms.columns import build_derive
+    from etl.components.transforms.derive.build import build_derive
     from etl.runtime.session import build_session
 
     spark = build_session("etl-bench-guard", args.master, {"spark.ui.enabled": "false"}, ui=False)

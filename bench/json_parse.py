@@ -6,7 +6,7 @@ by side (etl/jvm/JsonParse.java against Spark's from_json with a corrupt-record 
 
 --events Kafka-like values (binary, 9 fields of 5 types; a fraction --bad malformed or of the wrong type) are
 written once to a parquet file; each round reads it and decodes it as the kafka source does
-(etl.connectors.sources.kafka.decode: the columns, ERR and PAYLOAD), written to Spark's `noop` sink, one engine
+(etl.components.sources.kafka.build.decode: the columns, ERR and PAYLOAD), written to Spark's `noop` sink, one engine
 then the other (alternating which goes first), after one unmeasured round of each. Timed: the query; measured:
 wall seconds and CPU seconds of the JVM and this process (one local[2] session).
 Last line: `json_parse events=N jvm_s=A from_json_s=B ratio=B/A jvm_cpu_s=C from_json_cpu_s=D cpu_ratio=D/C load=..`
@@ -58,9 +58,9 @@ def main() -> None:
     ap.add_argument("--bad", type=float, default=0.01)
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from etl.connectors.sources import kafka
+    from etl.components.sources.kafka import build as kafka
     from etl.runtime.session import build_session
-    from etl.spec.sources import KafkaSource
+    from etl.components.sources.kafka.spec import KafkaSource
 
     spark = build_session("bench-json-parse", "local[2]", {"spark.sql.shuffle.partitions": "2",
                                                            "spark.ui.enabled": "false"}, ui=False)

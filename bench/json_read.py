@@ -59,7 +59,7 @@ def main() -> None:
                     "record-size guard (within_record_size)")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from etl.connectors.sources.file import CORRUPT, JSON_LINES, REJECT, checked
+    from etl.components.sources.file.build import CORRUPT, JSON_LINES, REJECT, checked
     from etl.runtime.session import build_session
 
     spark = build_session("bench-json-read", "local[2]", {"spark.ui.enabled": "false"}, ui=False)

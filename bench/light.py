@@ -202,7 +202,7 @@ class Sampler(threading.Thread):
 # (BoundedLines: etlMaxRecordBytes 0 checks nothing) and the guard of the other formats passes its frame through
 UNGUARDED = """\
 import runpy, sys
-import etl.connectors.sources.file as f
+import etl.components.sources.file.build as f
 checked = f.checked
 f.checked = lambda reader: checked(reader).option("etlMaxRecordBytes", "0")
 f.within_record_size = lambda shared, cap, columns=None: shared

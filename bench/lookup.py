@@ -167,7 +167,7 @@ def load(spark: Any, plan: Any) -> tuple[float, float, float]:
     from etl.compile.context import CompileContext
     from etl.compile.lookups.dimension import lookup_join
     from etl.compile.lookups.store import default_base_dir, dir_mb, ensure_version, source_version
-    from etl.compile.transforms.lookup import dimension
+    from etl.components.transforms.lookup.build import dimension
 
     node = plan.graph.node("enriched")
     ctx = CompileContext(spark, plan.graph)

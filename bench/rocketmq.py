@@ -43,7 +43,7 @@ def main() -> None:
 
     from etl.check import check_file
     from etl.connectors import rocketmq_client as rmq
-    from etl.connectors.sources.rocketmq import pull_range
+    from etl.components.sources.rocketmq.build import pull_range
     from etl.runtime.runner import PipelineRun, RunOptions
     from etl.runtime.session import build_session
     from etl.runtime.sink import AbstractSink

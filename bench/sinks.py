@@ -132,7 +132,7 @@ def checked(work: Path, text: str):
 
 def run_spark(spark, src: Path, out: Path, checkpoint: Path, checked: bool = False) -> float:
     """Spark's own query. `checked`: it also tells malformed lines apart as etl's file source does (PERMISSIVE
-    with a corrupt-record column, etl.connectors.sources.file) and writes the well-formed rows only (etl writes
+    with a corrupt-record column, etl.components.sources.file.build) and writes the well-formed rows only (etl writes
     the others as dead letters: none here), the same per-row work as etl's minus the dead-letter write."""
     t0 = time.perf_counter()
     reader = spark.readStream.schema(DDL + (", _corrupt string" if checked else ""))

@@ -31,7 +31,7 @@ from etl.load.rules import allow_paths as allow
 from etl.load.rules import check_duplicate_ids, is_rule_document, load_filter_rules, rules_of_document
 from etl.load.sigma import SigmaStats
 from etl.plan import build_plan
-from etl.spec import Pipeline
+from etl.spec.pipeline import Pipeline
 from etl.spec.errors import validate_model
 from etl.spec.functions import FunctionSpec
 from etl.sql import load_sql_file

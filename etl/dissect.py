@@ -7,7 +7,7 @@ right each field's value runs up to the first occurrence of its next
 delimiter; the last field takes the rest of the line. `apply` sets the fields
 as Logstash's fields do (normal, then append in order of their `/n`, then
 indirect) and converts (convert_datatype). The JVM engine (etl/jvm/Dissect.java)
-scans the same way and etl/compile/transforms/dissect.py sets the fields with
+scans the same way and etl/components/transforms/dissect/build.py sets the fields with
 Spark expressions; tests compare both with this reference.
 
 Kept differences from Logstash (docs/pipeline-format.md "Dissect"): indirect fields (`%{&k}`) go

@@ -4,8 +4,9 @@ A component module declares its spec with `@component(kind, type, builder=...)`.
 The builder is named as "module:function" and imported only when a pipeline
 runs, so validation never imports pyspark; a static table (a source a lookup
 reads whole) also names its `reader` the same way. Built-ins are the modules
-named in BUILTINS; third-party components come from the `etl.components`
-entry-point group. Both are loaded the same way, by name: the registry sits
+found under the packages named in BUILTINS (each component's folder,
+etl/components/<kind>s/<type>/, holds a `spec` module that registers it); third-party components come from the
+`etl.components` entry-point group. Both are loaded the same way, by name: the registry sits
 below every layer and imports none of them.
 
 The registry is closed: what the rest of etl asks of a component is declared
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
@@ -30,7 +32,7 @@ from collections.abc import Callable
 from etl.diagnostics import choices_hint
 
 KINDS = ("source", "transform", "sink")
-BUILTINS = ("etl.spec.sources", "etl.spec.transforms", "etl.spec.sinks")
+BUILTINS = ("etl.components.sources", "etl.components.transforms", "etl.components.sinks")  # <type>/spec.py each
 REQUIRED: dict[str, tuple[str, ...]] = {"source": (), "transform": ("output_columns", "explain_lines"), "sink": ()}
 T = TypeVar("T", bound=type)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -42,7 +44,8 @@ def required(fn: F) -> F:
     return fn
 
 
-def _load(ref: str) -> Any:
+def load(ref: str) -> Any:
+    """The object a "package.module:name" reference names (a builder, a reader, a SQL option mapper)."""
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)
 
@@ -58,10 +61,10 @@ class Entry:
     def load_builder(self) -> Callable[..., Any]:
         if not self.builder:
             raise LookupError(f"{self.kind} type {self.type!r} has no runtime builder yet")
-        return _load(self.builder)
+        return load(self.builder)
 
     def load_reader(self) -> Callable[..., Any] | None:
-        return _load(self.reader) if self.reader else None
+        return load(self.reader) if self.reader else None
 
 
 def missing_hooks(kind: str, cls: type) -> list[str]:
@@ -72,6 +75,7 @@ def missing_hooks(kind: str, cls: type) -> list[str]:
 
 _REGISTRY: dict[str, dict[str, Entry]] = {k: {} for k in KINDS}
 _plugins_loaded = False
+_builtins_loaded = False
 
 
 def component(kind: str, type_: str, builder: str | None = None, reader: str | None = None) -> Callable[[T], T]:
@@ -93,6 +97,19 @@ def component(kind: str, type_: str, builder: str | None = None, reader: str | N
     return deco
 
 
+def _load_builtins() -> None:
+    """Import the `spec` module of every component folder under BUILTINS (by name, as plugins: the registry imports
+    no layer above it)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    for package in BUILTINS:
+        for found in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            if found.ispkg:
+                importlib.import_module(f"{package}.{found.name}.spec")
+    _builtins_loaded = True
+
+
 def _load_plugins() -> None:
     global _plugins_loaded
     if _plugins_loaded:
@@ -103,8 +120,7 @@ def _load_plugins() -> None:
 
 
 def entries(kind: str) -> dict[str, Entry]:
-    for module in BUILTINS:  # by name, as plugins: the registry imports no layer above it
-        importlib.import_module(module)
+    _load_builtins()
     _load_plugins()
     return dict(sorted(_REGISTRY[kind].items()))
 

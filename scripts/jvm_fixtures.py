@@ -3,7 +3,7 @@ that writes what the jar reads at run time, with the answers of the Python refer
 
     rules.json    rule programs (etl.optimize.jvmprogram for one field, etl.optimize.jvmmulti for several), events,
                   and the ids of the rules each event matches (etl.optimize.reference.matched_rules)
-    grok.json     grok specs as etl/jvm/Grok.java reads them (etl.compile.transforms.grok.spec_bytes, with and
+    grok.json     grok specs as etl/jvm/Grok.java reads them (etl.components.transforms.grok.build.spec_bytes, with and
                   without the matcher program), lines, and their captures by the reference (etl.grok's
                   GrokPattern.search: Logstash's meaning, multi-line messages and Unicode word boundaries included)
     keyhash.json  keys and their 64-bit hashes (etl.compile.keyhash: the lookup store's order)
@@ -96,7 +96,7 @@ def rules_fixture() -> dict[str, Any]:
 
 
 def grok_fixture() -> dict[str, Any]:
-    from etl.compile.transforms.grok import spec_bytes
+    from etl.components.transforms.grok.build import spec_bytes
     from etl.grok import expand
 
     out = []

@@ -198,6 +198,9 @@ def component_page(kind: str, pipelines: Pipelines) -> str:
                if n not in common or i.annotation != base.model_fields[n].annotation
                or i.default != base.model_fields[n].default}
         out += [f"## {type_}", "", summary(spec), ""]
+        if spec.__module__.startswith("etl.components."):
+            home = spec.__module__.rpartition(".")[0].replace(".", "/")
+            out += [f"Its folder: `{home}/` (spec.py: the model and traits; build.py: what runs it).", ""]
         out += [*field_rows(spec, blocks, skip=(set(spec.model_fields) - own) | {"type"}), ""]
         found = traits(spec, base)
         if found:

@@ -75,7 +75,7 @@ def _shorthands(schema: dict) -> dict:
 
 
 def schema_text() -> str:
-    from etl.spec import Pipeline
+    from etl.spec.pipeline import Pipeline
 
     schema = Pipeline.model_json_schema(by_alias=True, mode="validation")
     schema = _allow_templates(_shorthands(schema))

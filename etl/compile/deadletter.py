@@ -113,7 +113,7 @@ def within_record_size(shared: Any, cap: int, columns: list[str] | None = None) 
     as JSON). The record: `columns` (a message's value), else the whole row; its size is its string and binary
     values' bytes and its malformed text's (PAYLOAD: a reader's corrupt record) together. The
     record-size guard of every source whose reader does not bound lines itself (etl/jvm/BoundedLines.java): csv and
-    parquet files, Spark's text and json readers, kafka and rocketmq values (etl.connectors.sources.messages)."""
+    parquet files, Spark's text and json readers, kafka and rocketmq values (etl.connectors.messages)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, StringType
 

@@ -16,7 +16,7 @@ input row); a select explodes it: `inline(t(x)) AS (a, b)` (SQL: LATERAL TABLE(t
 An aggregate function runs in windows on the state engine (etl.compile.windows.state), whose
 accumulator keeps the window's values in the state store and calls it (through RowCall, bounded as
 a scalar function) on a pandas Series when the window closes (Spark's streaming aggregation cannot run pandas aggregate UDFs); in a continuous
-aggregate (etl.compile.transforms.aggregate) the same accumulator keeps each key's values, and the
+aggregate (etl.components.transforms.aggregate.build) the same accumulator keeps each key's values, and the
 function runs on them after each micro-batch that changed the key. The session also has it as a pandas aggregate
 UDF (the types of those aggregates; a batch group-by), calling it through the same RowCall.
 

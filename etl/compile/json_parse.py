@@ -4,7 +4,7 @@
 struct of `from_json(text, schema, {mode: PERMISSIVE, columnNameOfCorruptRecord})`
 (the `from_json` engine, without the jar) without the copy of every row Spark's
 from_json makes when a corrupt-record column is asked for. Used by the kafka and
-rocketmq sources' json values (etl.connectors.sources.messages) and the `parse`
+rocketmq sources' json values (etl.connectors.messages) and the `parse`
 transform's json (tests/spark/test_json_parse.py compares both on hostile values).
 """
 

@@ -41,7 +41,7 @@ import os
 from typing import Any
 
 from etl.compile.context import CompileContext, CompileError
-from etl.compile.transforms.filter_alerts import rule_meta
+from etl.components.transforms.filter.alerts import rule_meta
 from etl.diagnostics import Report
 from etl.graph.checks import check_rule_list
 from etl.graph.model import Node
@@ -163,7 +163,7 @@ class RuleSet(RuleFilesWatch):
         opt = optimizer(self.node)
         try:
             program = opt.compile_rules([r.rule for r in rules], cache=True)
-            from etl.compile.transforms.filter_alerts import rule_meta
+            from etl.components.transforms.filter.alerts import rule_meta
 
             self.meta = rule_meta(rules)
             self.silent = self._silent_next

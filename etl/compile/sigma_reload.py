@@ -2,7 +2,7 @@
 
 A sigma_correlation's windows are streaming aggregations: their state is fixed when the query starts. What
 is computed after them (the condition `value <op> count`, the rule's title, level and tags, which correlations
-output rows) runs on each micro-batch (etl.compile.transforms.sigma_correlation `tail`), so it can change
+output rows) runs on each micro-batch (etl.components.transforms.sigma_correlation.build `tail`), so it can change
 while the query runs. Before each micro-batch the input filter's Sigma files are compared (paths, mtime,
 size: etl.load.rules.rule_files_signature); on a change they are read again (etl.load.sigma.load_sigma, a
 changed file that cannot be read keeps its previous version) and the correlation rules resolved:

@@ -13,7 +13,7 @@ non-blank line is the header (empty names `_c<i>`, case-insensitive duplicates s
 equal to it are skipped, and each column's type goes int -> bigint -> decimal(p,0) -> double -> date (yyyy-MM-dd)
 -> timestamp -> boolean -> string as its values require (CSVInferSchema).
 
-`etl run` reads the source with the columns inferred here (etl.connectors.sources.file), so validate and run
+`etl run` reads the source with the columns inferred here (etl.components.sources.file.build), so validate and run
 agree by construction; the sample is at most ETL_INFER_FILES files, ETL_INFER_LINES lines and ETL_INFER_KB KB of
 each (etl explain says how much was read). Every file is read through etl.load.paths (allowed folders, regular
 files, a head read without blocking).

@@ -7,7 +7,7 @@ filter that loads the file resolves it (`resolve`) into a `Correlation`: its
 referenced rules as etl rule ids (a reference is a rule's Sigma `id` or its
 `name`), its group-by fields and aliases as event columns (the filter's field
 mapping), its condition. A `sigma_correlation` transform reading the filter's
-alerts runs it on event-time windows (etl.compile.transforms.sigma_correlation).
+alerts runs it on event-time windows (etl.components.transforms.sigma_correlation.build).
 
 Semantics (docs/rules-and-sigma.md "Sigma correlation rules"): windows of the timespan aligned to
 the epoch (tumbling; `slides: k` makes them sliding, starting every timespan/k);

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from etl.graph.model import Graph, Node
 from etl.physical.target import Target
+from etl.spec.aggregates import AGGREGATES
 from etl.workercache import WorkerCache
 
 
@@ -261,8 +262,6 @@ def _native_window(s: Subject, t: Target) -> str | None:
         return "late events to dead letters need the state engine"
     if emit.late == "update":
         return "late updates of closed windows need the state engine"
-    from etl.spec.aggregates import AGGREGATES  # etl.spec loads the plugins, which import this module
-
     python = [a.fn for a in s.node.spec.aggregates if a.fn not in AGGREGATES]
     if python:
         return (f"Python aggregate function {python[0]}: Spark's streaming aggregation cannot run pandas "
@@ -338,22 +337,22 @@ ENGINES: tuple[Engine, ...] = (
     Engine("rules-jvm-multi", "rules", "etl.compile.rules_jvm_multi:verdict", _rules_jvm_multi,
            "rules over several string fields (needles, literals, patterns, cidr) decided by RuleMatch.anyRow/idsRow "
            "in generated code (no Python worker)"),
-    Engine("rules-python", "rules", "etl.compile.transforms.filter:_verdict", _always,
+    Engine("rules-python", "rules", "etl.components.transforms.filter.build:_verdict", _always,
            "Hyperscan matcher in an Arrow UDF over the columns the rules read"),
     Engine("prefilter-jvm", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_jvm,
            "LiteralPrefilter.test on the rules' literals in generated code before the matcher"),
     Engine("prefilter-udf", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_udf,
            "the etl_literal_prefilter UDF (ADD JAR) on the rules' literals before the matcher"),
     Engine("no-prefilter", "prefilter", "", _always, "every row goes to the matcher"),
-    Engine("grok-program", "captures", "etl.compile.transforms.grok:with_captures", _grok_program,
+    Engine("grok-program", "captures", "etl.components.transforms.grok.build:with_captures", _grok_program,
            "Grok.java with the compiled matcher program (etl/grokvm), java.util.regex for the captures"),
-    Engine("java-regex", "captures", "etl.compile.transforms.grok:with_captures", _java_regex,
+    Engine("java-regex", "captures", "etl.components.transforms.grok.build:with_captures", _java_regex,
            "Grok.java: one java.util.regex search per line"),
-    Engine("spark-regexp", "captures", "etl.compile.transforms.grok:with_captures_sql", _always,
+    Engine("spark-regexp", "captures", "etl.components.transforms.grok.build:with_captures_sql", _always,
            "regexp_replace + split in Spark SQL"),
-    Engine("dissect-jvm", "dissect", "etl.compile.transforms.dissect:values", _java_regex,
+    Engine("dissect-jvm", "dissect", "etl.components.transforms.dissect.build:values", _java_regex,
            "Dissect.java: each line scanned for the pattern's delimiters in generated code"),
-    Engine("dissect-python", "dissect", "etl.compile.transforms.dissect:values", _always,
+    Engine("dissect-python", "dissect", "etl.components.transforms.dissect.build:values", _always,
            "etl.dissect's reference scan in a Python UDF (Arrow)"),
     Engine("broadcast", "store", "etl.compile.lookups.dimension:_broadcast", _broadcast,
            "broadcast hash join against the table"),
@@ -365,28 +364,28 @@ ENGINES: tuple[Engine, ...] = (
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.windows.aggregate:state_aggregate", _always,
            "transformWithState over RocksDB (early results, late dead letters, Python aggregates)"),
-    Engine("spark-writer", "write", "etl.connectors.sinks.file_hadoop:spark_write", _spark_writer,
+    Engine("spark-writer", "write", "etl.components.sinks.file.hadoop:spark_write", _spark_writer,
            "Spark's own file writer on the executors into the batch's staging folder (Hadoop FileSystem API, any "
            "Hadoop URI); the driver publishes the batch (manifest, renames)"),
     Engine("executors", "write", "etl.runtime.partitions:run_partitions", _executors,
            "each partition of a micro-batch written by its own sink instance on its executor; the driver commits"),
     Engine("driver", "write", "etl.runtime.sink:AbstractSink.write_arrow", _always,
            "rows streamed over Arrow to the sink on the driver, committed per batch id"),
-    Engine("spark-json", "json", "etl.connectors.sinks.file_hadoop:spark_write", _spark_json,
+    Engine("spark-json", "json", "etl.components.sinks.file.hadoop:spark_write", _spark_json,
            "Spark's json writer renders each row as it writes it (the text of to_json), no column of lines"),
-    Engine("json-jvm", "json", "etl.connectors.sinks._jsonlines:json_lines", _json_jvm,
+    Engine("json-jvm", "json", "etl.components.sinks.file.jsonlines:json_lines", _json_jvm,
            "JsonLines.java renders each row with its newline"),
-    Engine("to_json", "json", "etl.connectors.sinks._jsonlines:json_lines", _always, "Spark's to_json"),
-    Engine("jsonl-jvm", "reader", "etl.connectors.sources.file:build", _jsonl_jvm,
+    Engine("to_json", "json", "etl.components.sinks.file.jsonlines:json_lines", _always, "Spark's to_json"),
+    Engine("jsonl-jvm", "reader", "etl.components.sources.file.build:build", _jsonl_jvm,
            "JsonLinesFormat.java: Spark's line reader and JSON parser with its PERMISSIVE rules, without the copy "
            "of every row Spark's reader makes for the malformed-line check; ISO-8601 timestamps with their zone "
            "converted without Spark's per-value zone lookup"),
-    Engine("spark-json-reader", "reader", "etl.connectors.sources.file:build", _always,
+    Engine("spark-json-reader", "reader", "etl.components.sources.file.build:build", _always,
            "Spark's json reader (PERMISSIVE, a corrupt-record column for malformed lines)"),
-    Engine("text-jvm", "lines", "etl.connectors.sources.file:build", _jsonl_jvm,
+    Engine("text-jvm", "lines", "etl.components.sources.file.build:build", _jsonl_jvm,
            "TextLinesFormat.java: Spark's text source with each line checked (ETL_MAX_RECORD_MB, valid UTF-8) before "
            "it is kept: a longer or invalid line is a dead letter"),
-    Engine("spark-text-reader", "lines", "etl.connectors.sources.file:build", _always,
+    Engine("spark-text-reader", "lines", "etl.components.sources.file.build:build", _always,
            "Spark's text source (no maximum line size, lines not checked)"),
     Engine("json-parse-jvm", "parser", "etl.compile.json_parse:json_struct", _json_parse_jvm,
            "JsonParse.java: from_json's parser and PERMISSIVE rules in the generated code, without the copy of every "
@@ -394,10 +393,10 @@ ENGINES: tuple[Engine, ...] = (
            "without Spark's per-value zone lookup"),
     Engine("from_json", "parser", "etl.compile.json_parse:json_struct", _always,
            "Spark's from_json (PERMISSIVE, a corrupt-record column for malformed values)"),
-    Engine("batchrows-jvm", "count", "etl.connectors.sinks.file_hadoop:batchrows_count", _batchrows_jvm,
+    Engine("batchrows-jvm", "count", "etl.components.sinks.file.hadoop:batchrows_count", _batchrows_jvm,
            "BatchRows.java: a filter of the write counts the rows written and sets a stage's failed rows aside in "
            "generated code (accumulators of successful tasks)"),
-    Engine("observe", "count", "etl.connectors.sinks.file_hadoop:observed_count", _spark_writer,
+    Engine("observe", "count", "etl.components.sinks.file.hadoop:observed_count", _spark_writer,
            "DataFrame.observe: count(1) and collect_list of the failed rows, aggregated beside the write"),
 )
 

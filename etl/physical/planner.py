@@ -20,7 +20,7 @@ from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
 from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by, query_of, roots, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
-from etl.spec.sinks import default_dead_letter
+from etl.components.sinks.file.spec import default_dead_letter
 from etl.workercache import WorkerCache
 
 

@@ -19,9 +19,7 @@ def transport_lines(spec: Any) -> list[str]:
         bits = [tls.mode] + [f"{name} {getattr(tls, f)}" for f, name in (("ca_file", "ca"), ("cert_file", "client cert"))
                              if getattr(tls, f) is not None]
         return ["tls: " + ", ".join(bits)]
-    if getattr(spec, "type", None) == "elasticsearch" and any(h.startswith("https:") for h in spec.hosts):
-        bits = [f"{name} {getattr(spec, f)}" for f, name in (("ca_file", "ca"), ("cert_file", "client cert"))
-                if getattr(spec, f) is not None]
-        bits.append("certificate checked" if spec.verify else "certificate NOT checked (verify: false)")
-        return ["https: " + ", ".join(bits)]
+    https = getattr(spec, "https_lines", None)  # a spec that did not validate has none
+    if https is not None:
+        return list(https())
     return []

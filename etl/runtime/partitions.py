@@ -9,7 +9,7 @@ marker in the checkpoint). Only one small row per partition comes back to the dr
 rows the server refused). The driver then commits the batch (`commit_batch`) and writes its batch marker; a replayed batch whose marker exists is skipped whole, and one
 without it is run again: partitions that committed skip, the others write.
 
-The file sink writes with Spark's own writer instead (`write_frame`, etl/connectors/sinks/file_hadoop.py): its
+The file sink writes with Spark's own writer instead (`write_frame`, etl/components/sinks/file/hadoop.py): its
 batch is staged by Spark's tasks and published by `commit_batch`.
 
 `write_path(sink_type)` is the one decision of where a sink writes (etl/physical records it).

@@ -32,7 +32,7 @@ from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
 from etl.dead_letters import DDL, ERR, PAYLOAD
 from etl.physical import PhysicalPlan
 from etl.secrets import redact
-from etl.spec.sinks import default_dead_letter
+from etl.components.sinks.file.spec import default_dead_letter
 from etl.runtime.draining import Drain
 from etl.runtime.errors import RunFailed
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of

@@ -1,10 +1,6 @@
-"""User-facing pipeline spec: pydantic models, one module per component family.
+"""The pipeline spec's core: the base classes and traits every component spec builds on (etl.spec.base), the
+pipeline model (etl.spec.pipeline), rules, Sigma, functions and the parts several components share.
 
-Importing this package registers the built-in components.
+The components' own specs live in their packages (etl/components/<kind>s/<type>/spec.py); the registry imports
+them by name (etl.registry.BUILTINS), so this package imports none of them.
 """
-
-from etl.spec import sinks, sources, transforms  # noqa: F401  (register built-ins)
-from etl.spec import continuous, regular_join, temporal, topn  # noqa: F401,E402  (after transforms: aggregate, joins, top_n)
-from etl.spec.pipeline import Pipeline, TestCase  # noqa: E402
-
-__all__ = ["Pipeline", "TestCase"]

@@ -222,11 +222,21 @@ class Component(Model):
     # Maven coordinates (group:artifact:version) of the JVM jars its builder needs on Spark's classpath: when
     # java/lib has no connector jars, `etl run` has Spark's Ivy fetch them (spark.jars.packages, etl.runtime.session)
     JARS: ClassVar[tuple[str, ...]] = ()
+    # the connector names a SQL script's CREATE TABLE ... WITH (type = '...') (or connector = '...') declares it with,
+    # as rsqldb and Flink spell them (case-insensitive), and the "module:function" mapping the table's WITH options
+    # onto its spec (etl.sql.connectors.map_table; None: only the spec's own field names are taken)
+    SQL_CONNECTORS: ClassVar[tuple[str, ...]] = ()
+    SQL_OPTIONS: ClassVar[str | None] = None
     id: Identifier = Field(description="unique id, referenced by other components' inputs")
     type: str
     description: str | None = Field(default=None, description="free text about the component, for its readers")
 
     def input_ids(self) -> list[str]:
+        return []
+
+    def https_lines(self) -> list[str]:
+        """Explain lines for a connection this component makes over HTTPS (etl.plan.transport: `security` and `tls`
+        fields are read by their names; secrets as `***`)."""
         return []
 
     def table_input(self) -> str | None:
@@ -453,6 +463,12 @@ class SinkBase(_WithInputs):
     def output_key(self) -> str | None:
         """A resource this sink writes (path, table, topic); two sinks may not share one."""
         return None
+
+    @classmethod
+    def keyed_mapping(cls, raw: dict) -> bool:
+        """From the raw mapping a SQL script builds for this sink: does a later row replace a key's earlier one (an
+        upsert), rather than being appended? (The SQL front end keeps a continuous aggregate's flag columns otherwise.)"""
+        return False
 
     def upsert_key(self) -> str | None:
         """What a later row replaces an earlier one by (a key), for updating inputs; None: rows are appended."""

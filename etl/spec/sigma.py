@@ -53,7 +53,7 @@ CORRELATION_COLUMNS = {**ALERT_COLUMNS, "correlation_type": "string", "group": "
                        "rules_seen": "array<string>"}
 
 
-# the columns etl/compile/transforms/sigma_correlation.py adds to the alerts it groups: an input column of one of
+# the columns etl/components/transforms/sigma_correlation/build.py adds to the alerts it groups: an input column of one of
 # these names would be overwritten (a silently different answer), so validate refuses it
 _WORKING_COLUMNS = re.compile(r"_[gt]\d+|_field|_value|_values|_seen")
 

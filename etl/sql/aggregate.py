@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlglot import exp
 
+from etl import registry
+
 from etl.sql.aggcalls import WINDOW_KINDS, is_aggregate, replace_aggregates, window_ref
 from etl.sql.division import aggregate_types
 from etl.sql.relation import Rel, pos
@@ -24,10 +26,9 @@ from etl.sql.script import SqlSyntax
 
 
 def keyed(sink: dict) -> bool:
-    """Does this sink spec replace a key's earlier row (upsert), rather than append rows?"""
-    t = sink.get("type")
-    return bool((t == "mysql" and sink.get("mode") == "upsert" and sink.get("key"))
-                or (t == "elasticsearch" and sink.get("id_fields")) or (t == "kafka" and sink.get("key")))
+    """Does this sink spec replace a key's earlier row (upsert), rather than append rows? (its spec's keyed_mapping)"""
+    entry = registry.entries("sink").get(str(sink.get("type")))
+    return entry is not None and bool(entry.spec.keyed_mapping(sink))  # type: ignore[attr-defined]
 
 
 def no_updates(b: Any, rel: Rel, node: exp.Expression | None, what: str) -> None:

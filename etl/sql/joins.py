@@ -236,7 +236,7 @@ class Joins:
                             event_time=renamed.get(right.event_time or "", right.event_time), table=None, static=False)
         jid = self.b.new_id(f"{base}_join")
         spec: dict[str, Any] = {"id": jid, "type": "join", "inputs": [left.id, right.id], "on": keys, "how": how}
-        if lo is None or hi is None:  # etl.spec.regular_join
+        if lo is None or hi is None:  # etl.components.transforms.regular_join.spec
             spec["type"] = "regular_join"
             if ttl is not None:
                 spec["ttl"] = duration_text(ttl)

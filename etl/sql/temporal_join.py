@@ -1,4 +1,4 @@
-"""Flink's event-time temporal join -> `temporal_join` (etl.spec.temporal):
+"""Flink's event-time temporal join -> `temporal_join` (etl.components.transforms.temporal_join.spec):
 
     SELECT ... FROM orders [AS o] [LEFT] JOIN currency_rates FOR SYSTEM_TIME AS OF o.order_time [AS r]
     ON o.currency = r.currency [AND other conditions]
@@ -104,7 +104,7 @@ def temporal(joins: Any, j: exp.Join, t: exp.Table, left: Rel, scope: Scope, bas
     cols = None
     rename: dict[str, str] = {}
     if left.cols is not None and right.cols is not None:
-        taken = {c.lower() for c in left.cols}  # as etl.compile.transforms.temporal_join renames
+        taken = {c.lower() for c in left.cols}  # as etl.components.transforms.temporal_join.build renames
         rename = {c: (f"{right.id}_{c}" if c.lower() in taken else c) for c in right.cols if c not in keys}
         cols = left.cols + [rename[c] for c in right.cols if c not in keys]
     elif extra:

@@ -1,4 +1,4 @@
-"""Flink's TopN -> a `top_n` transform (etl.spec.topn).
+"""Flink's TopN -> a `top_n` transform (etl.components.transforms.top_n.spec).
 
     SELECT ... FROM (
       SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, k ORDER BY cnt DESC) AS rownum

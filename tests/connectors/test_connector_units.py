@@ -7,11 +7,11 @@ import pyarrow as pa
 import pymysql
 import pytest
 
-from etl.connectors.sinks.mysql import MySQLSink, classify, column_type, quote
-from etl.connectors.sources.kafka import consumer_options
+from etl.components.sinks.mysql.build import MySQLSink, classify, column_type, quote
+from etl.components.sources.kafka.build import consumer_options
 from etl.runtime.sink import SinkContext, TerminalError, TransientError
-from etl.spec.sinks import MySQLSink as MySQLSpec
-from etl.spec.sources import KafkaSource
+from etl.components.sinks.mysql.spec import MySQLSink as MySQLSpec
+from etl.components.sources.kafka.spec import KafkaSource
 
 
 def test_kafka_consumer_options():
@@ -106,9 +106,9 @@ def test_kafka_sink_marker_topic_without_an_answer_is_retried(monkeypatch, tmp_p
     test met it on a busy CI machine)."""
     import confluent_kafka.admin
 
-    from etl.connectors.sinks.kafka import KafkaSink
+    from etl.components.sinks.kafka.build import KafkaSink
     from etl.runtime.sink import SinkContext, TransientError
-    from etl.spec.sinks import KafkaSink as KafkaSpec
+    from etl.components.sinks.kafka.spec import KafkaSink as KafkaSpec
 
     class Silent:
         def __init__(self, conf):

@@ -18,8 +18,8 @@ import pytest
 from etl.check import check_file
 from etl.connectors.kafka_security import jaas_config, librdkafka_conf, parse_jaas, spark_options, translate_options
 from etl.connectors.mysql_conn import ConnectionSettingsError, connect_kwargs, jdbc_properties, jdbc_url
-from etl.spec.sinks import KafkaSink
-from etl.spec.sources import KafkaSource
+from etl.components.sinks.kafka.spec import KafkaSink
+from etl.components.sources.kafka.spec import KafkaSource
 from etl.spec.transport import KafkaSecurity, MySQLTLS
 
 SASL = {"protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "username": "etl", "password": 'p"w\\d\n',
@@ -89,7 +89,7 @@ def test_kafka_security_maps_onto_spark_and_librdkafka(tmp_path):
                                       "security": SASL, "options": {"fetch.max.bytes": "10"}})
     KafkaSink.model_validate({"id": "k", "type": "kafka", "inputs": ["s"], "bootstrap_servers": "h:1", "topic": "t",
                               "security": SASL})
-    from etl.connectors.sources.kafka import consumer_options
+    from etl.components.sources.kafka.build import consumer_options
 
     opts = consumer_options(src, "/base")
     assert opts["kafka.sasl.jaas.config"].endswith('password="p\\"w\\\\d\\n";') and opts["kafka.fetch.max.bytes"] == "10"
@@ -124,7 +124,7 @@ def test_start_up_check_is_bounded_and_falls_back_to_tcp():
     import socket
     import time
 
-    from etl.connectors.sources.kafka import check_reachable
+    from etl.components.sources.kafka.build import check_reachable
 
     t0 = time.monotonic()
     bad = check_reachable("127.0.0.1:1", timeout=2.0, conf={"security.protocol": "sasl_plaintext",

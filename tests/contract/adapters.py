@@ -143,7 +143,7 @@ class KafkaAdapter(Adapter):
     name = "kafka"
     fixture = "kafka_server"
     waits_out_outages = True
-    module = "etl.connectors.sinks.kafka"
+    module = "etl.components.sinks.kafka.build"
     bad_address_error = "cannot reach Kafka"
 
     def target(self, server: Any, tmp: Path) -> Target:
@@ -178,7 +178,7 @@ class KafkaAdapter(Adapter):
 class MySQLAdapter(Adapter):
     name = "mysql"
     fixture = "mariadb_server"
-    module = "etl.connectors.sinks.mysql"
+    module = "etl.components.sinks.mysql.build"
     bad_address_error = "cannot connect"
     bad_credentials = True
 
@@ -222,7 +222,7 @@ class MySQLAdapter(Adapter):
 class ElasticsearchAdapter(Adapter):
     name = "elasticsearch"
     fixture = "opensearch_server"
-    module = "etl.connectors.sinks.elasticsearch"
+    module = "etl.components.sinks.elasticsearch.build"
     bad_address_error = "cannot reach"
 
     def sink(self, t: Target) -> dict:
@@ -245,7 +245,7 @@ class ElasticsearchAdapter(Adapter):
 class RocketMQAdapter(Adapter):
     name = "rocketmq"
     fixture = "rocketmq_server"
-    module = "etl.connectors.sinks.rocketmq"
+    module = "etl.components.sinks.rocketmq.build"
     bad_address_error = "name server 127.0.0.1:1 is not reachable"
 
     def sink(self, t: Target) -> dict:
@@ -255,7 +255,7 @@ class RocketMQAdapter(Adapter):
         return {**self.sink(t), "namesrv": "127.0.0.1:1"}
 
     def has_source(self) -> bool:
-        return importlib.util.find_spec("etl.connectors.sources.rocketmq") is not None
+        return importlib.util.find_spec("etl.components.sources.rocketmq.build") is not None
 
     def source(self, t: Target) -> dict | None:
         return {"type": "rocketmq", "namesrv": t.server.namesrv_addr, "topic": t.name,
@@ -265,7 +265,7 @@ class RocketMQAdapter(Adapter):
         # every queue from its first offset, each time (rocketmq.client.PullConsumer keeps one offset
         # table per process: a second read-back would only see messages newer than the first)
         from etl.connectors import rocketmq_client as rmq
-        from etl.connectors.sources.rocketmq import pull_range
+        from etl.components.sources.rocketmq.build import pull_range
 
         c = rmq.shared_consumer(t.server.namesrv_addr, "contract-read-back")
         rows: list[dict] = []

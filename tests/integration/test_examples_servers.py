@@ -140,7 +140,7 @@ def test_kafka_grok_opensearch_example(spark, kafka_server, opensearch_server, t
 def test_lookup_mysql_dimension_table(spark, kafka_server, mariadb_server, tmp_path):
     """The mysql source of pipelines/lookup_mysql.yaml read by both readers the lookup transform can use."""
     from etl.check import check_file
-    from etl.connectors.sources.mysql import read_mysql_jdbc, read_mysql_table
+    from etl.components.sources.mysql.build import read_mysql_jdbc, read_mysql_table
 
     conn = mariadb_server.connect(autocommit=True)
     with conn.cursor() as cur:
@@ -160,7 +160,7 @@ def test_lookup_mysql_dimension_table(spark, kafka_server, mariadb_server, tmp_p
     df = read_mysql_jdbc(spark, spec)
     assert [f.name for f in df.schema.fields] == ["id", "name", "country", "tier"]
     assert sorted(r.name for r in df.collect()) == ["Ada", "Grace", "Linus"]
-    from etl.connectors.sources.mysql import MySQLReadError
+    from etl.components.sources.mysql.build import MySQLReadError
 
     bad = spec.model_copy(update={"password": "nope"})
     with pytest.raises(MySQLReadError, match=r"mysql source 'customers' .*denied.*check user and password"):

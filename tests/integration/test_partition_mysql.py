@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from etl.connectors.sinks.mysql import MySQLSink
+from etl.components.sinks.mysql.build import MySQLSink
 from etl.runtime.sink import SinkContext, SinkFailed, TerminalError
 
 pytestmark = [pytest.mark.servers, pytest.mark.spark, pytest.mark.timeout(600)]

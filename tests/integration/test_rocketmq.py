@@ -45,7 +45,7 @@ def _topic(prefix: str = "t") -> str:
 
 def read_topic(namesrv: str, topic: str, expr: str = "*") -> list[rmq.Message]:
     """Every message of `topic` (all queues, min to max offset) through the wrapper."""
-    from etl.connectors.sources.rocketmq import pull_range
+    from etl.components.sources.rocketmq.build import pull_range
 
     c = rmq.shared_consumer(namesrv, "etl-test-reader", ("etl_msg_id",))
     out: list[rmq.Message] = []
@@ -265,9 +265,9 @@ def test_sink_writes_every_row_once_with_key_tag_and_dedup_id(spark, rocketmq_se
 
 
 def _sink(spec_over: dict, tmp: Path, ns: str, topic: str):
-    from etl.connectors.sinks.rocketmq import RocketMQSink
+    from etl.components.sinks.rocketmq.build import RocketMQSink
     from etl.runtime.sink import SinkContext
-    from etl.spec.sinks import RocketMQSink as Spec
+    from etl.components.sinks.rocketmq.spec import RocketMQSink as Spec
 
     spec = Spec.model_validate({"id": "out", "type": "rocketmq", "inputs": ["x"], "namesrv": ns, "topic": topic,
                                 "key": "cast(id AS string)", **spec_over})

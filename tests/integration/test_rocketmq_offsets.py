@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from etl.connectors import rocketmq_client as rmq
-from etl.connectors.sources.rocketmq import QueueRange, RocketMQStreamReader, pull_range, split_limit
+from etl.components.sources.rocketmq.build import QueueRange, RocketMQStreamReader, pull_range, split_limit
 
 
 def test_split_limit_spreads_the_limit_by_backlog_and_never_overshoots():
@@ -155,9 +155,9 @@ def test_namesrv_addresses_and_lenient_route_json():
 
 
 def test_sink_message_ids_are_deterministic_and_repeats_numbered(tmp_path):
-    from etl.connectors.sinks.rocketmq import RocketMQSink
+    from etl.components.sinks.rocketmq.build import RocketMQSink
     from etl.runtime.sink import SinkContext
-    from etl.spec.sinks import RocketMQSink as Spec
+    from etl.components.sinks.rocketmq.spec import RocketMQSink as Spec
 
     spec = Spec(id="out", type="rocketmq", inputs=["x"], namesrv="127.0.0.1:1", topic="t")
     ctx = SinkContext("p", "out", "q", str(tmp_path), str(tmp_path))

@@ -126,7 +126,7 @@ def test_kafka_message_too_large_is_a_dead_letter_and_the_rest_commits_once(spar
     read, the broker refuses them in the batch's transaction, which is produced again without them."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from etl.connectors.sinks.kafka import KafkaSink
+    from etl.components.sinks.kafka.build import KafkaSink
 
     from tests.contract.adapters import consume_all
 

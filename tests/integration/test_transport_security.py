@@ -124,8 +124,8 @@ def test_kafka_wrong_password_is_e407_on_security_within_seconds(spark, kafka_sa
 def test_kafka_start_up_check_takes_java_named_options(kafka_sasl_server):
     """The probe's case: SASL given in `options` with Java client names and the `kafka.` prefix."""
     from etl.connectors.kafka_security import jaas_config
-    from etl.connectors.sources.kafka import check_reachable, client_conf
-    from etl.spec.sources import KafkaSource
+    from etl.components.sources.kafka.build import check_reachable, client_conf
+    from etl.components.sources.kafka.spec import KafkaSource
 
     s = kafka_sasl_server
 
@@ -155,8 +155,8 @@ def _mysql(server, table: str, tls: dict | None) -> dict:
 
 
 def test_mysql_sink_and_sources_over_tls_verify_ca(spark, mariadb_tls_server, tmp_path):
-    from etl.connectors.sources.mysql import read_mysql_jdbc, read_mysql_table
-    from etl.spec.sources import MySQLSource
+    from etl.components.sources.mysql.build import read_mysql_jdbc, read_mysql_table
+    from etl.components.sources.mysql.spec import MySQLSource
 
     s = mariadb_tls_server
     table = f"tls_{uuid.uuid4().hex[:8]}"
@@ -176,7 +176,7 @@ def test_mysql_sink_and_sources_over_tls_verify_ca(spark, mariadb_tls_server, tm
 
 def test_mysql_wrong_ca_or_plain_connection_is_e407(spark, mariadb_tls_server, tmp_path):
     from etl.compile.context import CompileContext, CompileError
-    from etl.connectors.sources.mysql import MySQLReadError, build, read_mysql_table
+    from etl.components.sources.mysql.build import MySQLReadError, build, read_mysql_table
 
     s = mariadb_tls_server
     wrong = {"mode": "verify_ca", "ca_file": s.certs.other_ca}

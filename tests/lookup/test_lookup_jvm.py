@@ -17,7 +17,7 @@ from etl import settings
 from etl.compile.lookups import store as ls
 from etl.compile.keyhash import key_hashes
 from etl.compile.lookups.dimension import Dimension, lookup_join
-from etl.spec.transforms import LookupTransform
+from etl.components.transforms.lookup.spec import LookupTransform
 from tests.lookup.reference import ref_join
 
 pytestmark = pytest.mark.spark

@@ -10,7 +10,7 @@ import pytest
 
 from etl.compile.lookups import store as ls
 from etl.compile.lookups.dimension import Dimension, lookup_join
-from etl.spec.sources import MySQLSource
+from etl.components.sources.mysql.spec import MySQLSource
 from tests.windows.batches_source import write_batches
 from tests.lookup.test_lookup_spark import events_stream, run, spec
 from tests.windows.harness import rows_of
@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.servers]
 def test_mysql_table_both_stores_and_refresh(spark, tmp_path, mariadb_server):
     from pyspark.sql import functions as F
 
-    from etl.connectors.sources.mysql import read_mysql_table
+    from etl.components.sources.mysql.build import read_mysql_table
 
     table = "users_" + uuid.uuid4().hex[:8]
     conn = mariadb_server.connect()

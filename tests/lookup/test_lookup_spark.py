@@ -11,7 +11,7 @@ import pytest
 
 from etl.compile.lookups import store as ls
 from etl.compile.lookups.dimension import Dimension, lookup_join
-from etl.spec.transforms import LookupTransform
+from etl.components.transforms.lookup.spec import LookupTransform
 from tests.windows.batches_source import write_batches
 from tests.lookup.reference import ref_join
 from tests.lookup.test_store import TABLE, write_csv

@@ -133,7 +133,7 @@ sinks:
 def test_a_table_that_does_not_read_at_start_is_e400_at_its_path(tmp_path, fmt, text, reason):
     from etl.check import check_file
     from etl.compile.context import CompileContext, CompileError
-    from etl.compile.transforms.lookup import dimension
+    from etl.components.transforms.lookup.build import dimension
 
     (tmp_path / "in").mkdir()
     (tmp_path / f"users.{fmt}").write_text(text)

@@ -23,7 +23,7 @@ def run_events(spark: Any, tmp_path: Path, yaml_text: str, inputs: dict[str, lis
     """Feed `inputs` to the pipeline's sources; return every captured output (sinks and dead_letter).
     `allow_paths`: folders besides tmp_path the pipeline may read (--allow-path)."""
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     c = checked(tmp_path, yaml_text, allow_paths=allow_paths)
     res = run_case(c.plan, TestCase(name="inline", inputs=inputs), spark)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from etl.connectors.sources.file import CORRUPT, JSON_LINES, REJECT, TEXT_LINES
+from etl.components.sources.file.build import CORRUPT, JSON_LINES, REJECT, TEXT_LINES
 
 pytestmark = pytest.mark.spark
 

@@ -34,7 +34,7 @@ def through_jvm(spark, cases: list[Case], engine: str = "dissect-jvm") -> list[d
     """Each case's row as the transform's engine gives it: one DataFrame, one job."""
     from pyspark.sql import functions as F
 
-    from etl.compile.transforms.dissect import dissected
+    from etl.components.transforms.dissect.build import dissected
 
     df = spark.createDataFrame([(i, c[1]) for i, c in enumerate(cases)], "cid int, message string")
     staged, got = df, []

@@ -57,7 +57,7 @@ def _plan_engines(plan, spark):
 def test_rule_engines_agree_with_the_reference_interpreter(spark, tmp_path, monkeypatch, engines):
     from etl.optimize.reference import matched_rules
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     _forced(monkeypatch, engines)
     (tmp_path / "p.yaml").write_text(RULES)
@@ -106,7 +106,7 @@ def test_json_lines_engines_agree_with_python_json(spark, engine):
     import json
     from datetime import date
 
-    from etl.connectors.sinks._jsonlines import json_lines
+    from etl.components.sinks.file.jsonlines import json_lines
 
     rows = [(1, 'say "hi"\n\u00e9\U0001f600', 2.5, True, ["a", None], date(2024, 2, 29)),
             (None, None, None, None, None, None), (-(2**62), "", -0.0, False, [], date(1970, 1, 1))]

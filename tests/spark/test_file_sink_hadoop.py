@@ -1,4 +1,4 @@
-"""The file sink through Hadoop's FileSystem API (etl/connectors/sinks/file_hadoop.py): Spark's writer stages a
+"""The file sink through Hadoop's FileSystem API (etl/components/sinks/file/hadoop.py): Spark's writer stages a
 batch, the driver publishes it (manifest, renames, `_etl_batches/`).
 
 Paths: a `file://` URI, and `viewfs://etltest/...`, Hadoop's ViewFileSystem (the client-side mount table of
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from etl.connectors.sinks.file import FileSink
-from etl.connectors.sinks.file_hadoop import HadoopFiles, hadoop_uri
+from etl.components.sinks.file.build import FileSink
+from etl.components.sinks.file.hadoop import HadoopFiles, hadoop_uri
 from etl.runtime.sink import SinkContext, SinkFailed
-from etl.spec.sinks import FileSink as FileSinkSpec
+from etl.components.sinks.file.spec import FileSink as FileSinkSpec
 
 pytestmark = pytest.mark.spark
 VIEWFS = "fs.viewfs.mounttable.etltest.linkFallback"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from etl.compile import CompileContext, Compiler
-from etl.compile.transforms import filter as filter_mod
+from etl.components.transforms.filter import build as filter_mod
 from tests.spark.helpers import checked, run_events
 
 pytestmark = pytest.mark.spark
@@ -260,7 +260,7 @@ EVIL = "a" * 22 + "b" + "a" * 27 + "c"
 
 
 def test_a_row_whose_rule_search_gives_up_is_a_dead_letter(spark, tmp_path):
-    from etl.compile.transforms.filter import undecided_reason
+    from etl.components.transforms.filter.build import undecided_reason
 
     out = run_events(spark, tmp_path, f"""
         name: t-undecided
@@ -284,7 +284,7 @@ def test_a_row_whose_rule_search_gives_up_is_a_dead_letter(spark, tmp_path):
 
 
 def test_sibling_filters_send_their_undecided_rows_to_dead_letters(spark, tmp_path):
-    from etl.compile.transforms.filter import undecided_reason
+    from etl.components.transforms.filter.build import undecided_reason
 
     out = run_events(spark, tmp_path, f"""
         name: t-undecided2

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from etl.connectors.sources.generator import generate, spec_options
+from etl.components.sources.generator.build import generate, spec_options
 from etl.runtime.runner import PipelineRun, RunOptions
 from etl.runtime.testing import CaptureSink
-from etl.spec.sources import GeneratorSource
+from etl.components.sources.generator.spec import GeneratorSource
 from tests.spark.helpers import checked
 
 FIELDS = {

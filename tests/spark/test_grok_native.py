@@ -61,7 +61,7 @@ def tricky(rnd: random.Random, base: list[str]) -> list[str]:
 def captures(spark, rows, pattern, native: bool, program: bool = True):
     from pyspark.sql import functions as F
 
-    from etl.compile.transforms import grok as gk
+    from etl.components.transforms.grok import build as gk
 
     g = expand(pattern)
     df = spark.createDataFrame([(i, r) for i, r in enumerate(rows)], "i int, line string")
@@ -125,7 +125,7 @@ def test_three_answers_no_match_matched_without_captures_and_gave_up(spark):
 
 
 def test_the_program_answers_every_well_formed_access_line(spark):
-    from etl.compile.transforms import grok as gk
+    from etl.components.transforms.grok import build as gk
     from etl.grokvm import FALLBACK, Program, run
 
     g = expand("%{COMBINEDAPACHELOG}")
@@ -174,7 +174,7 @@ def program_against_regex(spark, lines: list[str], regexes: list[str]) -> tuple[
     from pyspark.sql.types import ArrayType, StringType
 
     from etl.compile import jvm
-    from etl.compile.transforms import grok as gk
+    from etl.components.transforms.grok import build as gk
 
     df = spark.createDataFrame([(i, x) for i, x in enumerate(lines)], "i int, line string")
     cols, programs = [], 0
@@ -240,7 +240,7 @@ def test_logstash_spec_cases_through_the_jvm(spark):
     from ruamel.yaml import YAML
 
     from etl.compile import jvm
-    from etl.compile.transforms import grok as gk
+    from etl.components.transforms.grok import build as gk
 
     cases = YAML(typ="safe").load(ROOT / "tests" / "fixtures" / "grok" / "logstash_spec_cases.yaml")
     lines = [c["line"] for c in cases]

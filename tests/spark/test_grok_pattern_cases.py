@@ -27,7 +27,7 @@ def sample() -> list[tuple[str, str]]:
 def test_a_sample_of_the_pattern_cases_through_the_jvm_matcher(spark):
     from pyspark.sql import functions as F
 
-    from etl.compile.transforms.grok import with_captures
+    from etl.components.transforms.grok.build import with_captures
 
     cases = sample()
     assert len(cases) == 50

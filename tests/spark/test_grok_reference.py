@@ -1,5 +1,5 @@
 """The grok transform's build in the JVM (etl/jvm/Grok.java, its matcher program and java.util.regex, then the
-field rules of etl/compile/transforms/grok.py) against the pure-Python reference (etl.grok's GrokPattern.match):
+field rules of etl/components/transforms/grok/build.py) against the pure-Python reference (etl.grok's GrokPattern.match):
 on lines Hypothesis builds from the patterns' pieces plus mutations, every pattern on every line, the same answer:
 no match, or the same fields, lists, nested structs and typed values. One DataFrame per example: each pattern's
 grok (with `target`, so that a line that does not match is a NULL struct, told apart from a match without values)
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from etl.grok import combine, expand
-from etl.spec.transforms import GrokTransform
+from etl.components.transforms.grok.spec import GrokTransform
 
 pytestmark = pytest.mark.spark
 
@@ -75,7 +75,7 @@ def _plain(v: object) -> object:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(lines(), min_size=60, max_size=80))
 def test_jvm_grok_equals_the_reference(spark, batch):
-    from etl.compile.transforms import grok as gk
+    from etl.components.transforms.grok import build as gk
 
     df = spark.createDataFrame([(i, x) for i, x in enumerate(batch)], "i int, line string")
     for k, (pattern, opts) in enumerate(PATTERNS):

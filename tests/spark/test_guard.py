@@ -318,7 +318,7 @@ def test_the_guard_over_a_frame_with_and_without_etls_jar(spark, tmp_path, monke
     TryEval still keeps the stream going, with a reason that says less."""
     from etl.compile import guard, jvm
     from etl.compile.context import CompileContext
-    from etl.compile.transforms.columns import build_derive
+    from etl.components.transforms.derive.build import build_derive
     from tests.spark.helpers import checked
 
     if not jar:
@@ -346,7 +346,7 @@ def test_filter_rules_and_expr(spark, tmp_path):
     """Rules first (kept: cmd starts with curl), then the guarded `expr` on the rows they keep."""
     from etl.compile import guard
     from etl.compile.context import CompileContext
-    from etl.compile.transforms.filter import build
+    from etl.components.transforms.filter.build import build
     from tests.spark.helpers import checked
 
     c = checked(tmp_path, """\

@@ -25,7 +25,7 @@ def _spark_read(spark, folder: str, fmt: str, delimiter: str, schema=None):
 
 @pytest.mark.parametrize("folder,fmt,delimiter", CASES)
 def test_inferred_columns_are_sparks(spark, folder, fmt, delimiter):
-    from etl.connectors.sources.file import struct_of
+    from etl.components.sources.file.build import struct_of
     from etl.graph.model import Node
 
     sample = infer_columns(folder, str(SAMPLES), fmt, True, delimiter)

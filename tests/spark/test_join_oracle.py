@@ -92,7 +92,7 @@ def oracle(batches: list[dict[str, list[dict]]], how: str) -> list[list[dict]]:
 @pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
 def test_stream_join_matches_the_oracle_batch_by_batch(spark, tmp_path, how):
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
     from tests.spark.helpers import checked
 
     batches = _events(random.Random(7), 4)

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from etl.compile import jvm
-from etl.connectors.sources.file import JSON_LINES
+from etl.components.sources.file.build import JSON_LINES
 
 from .helpers import random_timestamp
 

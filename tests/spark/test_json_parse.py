@@ -92,7 +92,7 @@ def _parse_run(spark, tmp_path, monkeypatch, engine):
     """The rows and dead letters of HOSTILE through `parse` with `engine` forced, and the engine the build ran."""
     from etl.compile import CompileContext, Compiler
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     from etl import settings
 
@@ -133,8 +133,8 @@ def test_the_parse_transform_keeps_the_same_rows_and_dead_letters_with_either_pa
 
 def test_message_values_decode_to_the_same_rows_and_reasons_with_either_parser(spark):
     from etl.compile.context import ERR, PAYLOAD
-    from etl.connectors.sources import kafka
-    from etl.spec.sources import KafkaSource
+    from etl.components.sources.kafka import build as kafka
+    from etl.components.sources.kafka.spec import KafkaSource
 
     schema = dict(part.split(" ", 1) for part in SCHEMA.split(", "))
     spec = KafkaSource.model_validate({"id": "k", "type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topics": ["t"],

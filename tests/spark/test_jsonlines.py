@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from etl.connectors.sinks._jsonlines import json_lines, writable
+from etl.components.sinks.file.jsonlines import json_lines, writable
 
 pytestmark = pytest.mark.spark
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from etl.compile.context import ERR, PAYLOAD, CompileError
-from etl.connectors.sources import kafka, rocketmq
-from etl.spec.sources import KafkaSource, RocketMQSource
+from etl.components.sources.kafka import build as kafka
+from etl.components.sources.rocketmq import build as rocketmq
+from etl.components.sources.kafka.spec import KafkaSource
+from etl.components.sources.rocketmq.spec import RocketMQSource
 
 pytestmark = pytest.mark.spark
 

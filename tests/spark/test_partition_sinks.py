@@ -13,7 +13,7 @@ import pytest
 
 from etl.runtime.partitions import write_path
 from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed, TerminalError
-from etl.spec.sinks import FileSink as FileSinkSpec
+from etl.components.sinks.file.spec import FileSink as FileSinkSpec
 
 pytestmark = pytest.mark.spark
 

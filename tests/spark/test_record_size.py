@@ -12,8 +12,10 @@ import pytest
 
 from etl import settings
 from etl.compile.context import ERR, PAYLOAD
-from etl.connectors.sources import kafka, rocketmq
-from etl.spec.sources import KafkaSource, RocketMQSource
+from etl.components.sources.kafka import build as kafka
+from etl.components.sources.rocketmq import build as rocketmq
+from etl.components.sources.kafka.spec import KafkaSource
+from etl.components.sources.rocketmq.spec import RocketMQSource
 from tests.spark.helpers import checked
 from tests.spark.test_physical_run import run_once
 

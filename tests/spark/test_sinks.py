@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from etl.connectors.sinks.file import FileSink, lines_bytes
+from etl.components.sinks.file.build import FileSink, lines_bytes
 from etl.runtime.sink import SinkContext, SinkFailed
-from etl.spec.sinks import FileSink as FileSinkSpec
-from etl.spec.sinks import PrintSink as PrintSinkSpec
+from etl.components.sinks.file.spec import FileSink as FileSinkSpec
+from etl.components.sinks.print.spec import PrintSink as PrintSinkSpec
 from tests.spark.faults import FlakySink
 
 

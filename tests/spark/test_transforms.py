@@ -108,7 +108,7 @@ def test_grok_line_past_the_regex_step_budget_is_a_dead_letter(spark, tmp_path):
     # java.util.regex answers the lines the matcher program is not sure of (non-ASCII ones); on the first line it
     # would backtrack for hours (4.7 s at 100 repeats, over 2 min at 200): it gives up at its step budget instead,
     # and the line is a dead letter with that reason
-    from etl.compile.transforms.grok import GAVE_UP
+    from etl.components.transforms.grok.build import GAVE_UP
 
     evil = "\u00e9" + "xyz" * 300
     out = run_events(spark, tmp_path, """
@@ -278,7 +278,7 @@ def test_a_component_without_a_runtime_builder_fails_at_compile_time_not_validat
 
     def load(entry):
         if entry.type == "derive":
-            raise ImportError("no module named etl.compile.transforms.columns")
+            raise ImportError("no module named etl.compile.columns")
         return real(entry)
 
     monkeypatch.setattr(registry.Entry, "load_builder", load)

@@ -131,7 +131,7 @@ sinks:
 @pytest.mark.spark
 def test_a_function_raising_on_a_row_sends_that_row_to_dead_letters(spark, tmp_path):
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "udfs.py").write_text(MODULE)
     (tmp_path / "p.yaml").write_text(PIPELINE)
@@ -195,7 +195,7 @@ def test_a_python_aggregate_in_a_continuous_aggregate(spark, tmp_path):
     """Per micro-batch one row per changed key, the function over all the key's values so far; a batch on which it
     raises for a key is that key's dead letter, and those rows stay out of the key's state (b's next row counts 2)."""
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "udfs.py").write_text(MODULE)
     (tmp_path / "p.yaml").write_text(CONTINUOUS)

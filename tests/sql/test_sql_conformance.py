@@ -314,7 +314,7 @@ def test_epoch_millisecond_event_time_and_backslashes_reach_spark(spark, tmp_pat
     withOffset: epoch milliseconds, so the events of a minute share its window (as seconds each was its own, in
     year 58000); '\\w+-\\d' reaches the rules and Spark with its backslashes."""
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "job.sql").write_text(EPOCH)
     c = check_file(tmp_path / "job.sql", programs=True)

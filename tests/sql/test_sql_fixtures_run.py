@@ -79,7 +79,7 @@ def _with_file_dimensions(text: str, folder: Path) -> str:
 
 def test_every_sql_fixture_that_validates_runs_on_clean_data(spark, tmp_path):
     from etl.runtime.testing import run_case, source_ddl
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     shutil.copytree(ROOT / "pipelines", tmp_path / "pipelines")  # the scripts' data and Python modules
     folder = tmp_path / "pipelines" / "sql"

@@ -1,11 +1,11 @@
 """Flink's regular join (a stream join without a time bound) -> `regular_join`: the translation, W015 without a state
-TTL, and the state of a key with its TTL (etl.compile.transforms.regular_join, no JVM). The rows on Spark:
+TTL, and the state of a key with its TTL (etl.components.transforms.regular_join.build, no JVM). The rows on Spark:
 pipelines/sql/regular_join.tests.yaml (tests/sql/test_sql_spark.py::test_example_scripts_pass_their_tests); the
 outer joins' E321: tests/fixtures/sql_invalid/join_without_time_bound.sql, join_state_ttl.sql."""
 
 from etl.check import check_file
 from tests.sql.checking import check_sql, codes
-from etl.compile.transforms.regular_join import new_state, take
+from etl.components.transforms.regular_join.build import new_state, take
 
 TABLES = ("CREATE TABLE a (k VARCHAR, x INT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH (type = 'file', "
           "filePath = 'a.jsonl');\n"

@@ -101,7 +101,7 @@ INSERT INTO o3 SELECT id, a, b FROM src, LATERAL TABLE(JSON_TUPLE(doc, 'a', 'b')
 @pytest.mark.spark
 def test_lateral_table_functions(spark, tmp_path):
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "job.sql").write_text(LATERAL)
     c = check_file(tmp_path / "job.sql", programs=True)
@@ -131,7 +131,7 @@ def test_continuous_aggregate_having_retracts_and_a_global_group(spark):
     """GROUP BY without a window, micro-batch by micro-batch: one row per changed key, `_update` on a key's
     later rows, `_retract` when a key that went out fails HAVING; without GROUP BY one global row."""
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     import tempfile
 
@@ -170,7 +170,7 @@ def test_continuous_aggregate_emits_a_key_at_most_every_n(spark, tmp_path):
     row for both, with its latest values; over three micro-batches, exact rows."""
     from etl.runtime import memory
     from etl.runtime.testing import _CaseRun
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "job.sql").write_text(EVERY)
     c = check_file(tmp_path / "job.sql", programs=True)
@@ -219,7 +219,7 @@ INSERT INTO o SELECT lower(k) AS k, SUM(price * qty) AS revenue, COUNT(DISTINCT 
 def test_continuous_aggregate_over_expressions(spark, tmp_path):
     """GROUP BY lower(k), SUM(price * qty), COUNT(DISTINCT lower(u)): a derive computes them, then the aggregate."""
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "job.sql").write_text(EXPRESSIONS)
     c = check_file(tmp_path / "job.sql", programs=True)
@@ -251,7 +251,7 @@ def test_statements_on_spark(spark, tmp_path):
     """A statement set's INSERTs, one with a column list (customer NULL), an EXPLAIN that writes nothing and a bare
     SELECT on the console: the rows each sink gets."""
     from etl.runtime.testing import run_case
-    from etl.spec import TestCase
+    from etl.spec.pipeline import TestCase
 
     (tmp_path / "job.sql").write_text(STATEMENTS)
     c = check_file(tmp_path / "job.sql", programs=True)

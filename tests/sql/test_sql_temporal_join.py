@@ -1,12 +1,12 @@
 """Flink's event-time temporal join (`FOR SYSTEM_TIME AS OF` the probe's event time) -> `temporal_join`: the
-translation, what is E011 and where, and the state of a key (etl.compile.transforms.temporal_join, no JVM). The rows
+translation, what is E011 and where, and the state of a key (etl.components.transforms.temporal_join.build, no JVM). The rows
 on Spark: pipelines/sql/temporal_join.tests.yaml (tests/sql/test_sql_spark.py::test_example_scripts_pass_their_tests)."""
 from pathlib import Path
 
 import pytest
 
 from etl.check import check_file
-from etl.compile.transforms.temporal_join import fire, new_state, next_timer, take
+from etl.components.transforms.temporal_join.build import fire, new_state, next_timer, take
 
 ORDERS = ("CREATE TABLE orders (order_id VARCHAR, currency VARCHAR, price DOUBLE, ts TIMESTAMP(3), pt AS PROCTIME(), "
           "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND) WITH (type = 'file', filePath = 'x.jsonl');\n")

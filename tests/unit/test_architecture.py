@@ -7,20 +7,12 @@ from __future__ import annotations
 from etl import registry
 from scripts.arch_counts import type_tests
 
-# modules that define components (their spec, their hooks): a component may ask about the components it reads
+# modules outside etl/components that define parts of several components (a component may ask about the components
+# it reads)
 COMPONENT_MODULES = {
-    "etl/spec/sources.py": "defines the file, generator, kafka, rocketmq and mysql sources",
-    "etl/spec/sinks.py": "defines the print, file, kafka, rocketmq, mysql and elasticsearch sinks",
-    "etl/spec/transforms.py": "defines filter, derive, select, grok, dissect, parse, union, route, window, "
-                              "sigma_correlation, join, lookup and dedupe",
-    "etl/spec/transform_hooks.py": "defines the columns and explain hooks of the transforms of etl/spec/transforms.py",
-    "etl/spec/dissect_hooks.py": "defines dissect's hooks",
+    "etl/spec/sources.py": "defines MessageSource, the base of the kafka and rocketmq sources",
+    "etl/spec/transform_hooks.py": "defines JoinHooks and EventTimeJoinHooks (join, regular_join, temporal_join)",
     "etl/spec/sigma.py": "defines sigma_correlation's hooks",
-    "etl/spec/continuous.py": "defines aggregate",
-    "etl/spec/topn.py": "defines top_n, which finds the window whose final rows it ranks through row-by-row "
-                        "transforms (a select's renames)",
-    "etl/spec/regular_join.py": "defines regular_join",
-    "etl/spec/temporal.py": "defines temporal_join",
 }
 
 # type tests elsewhere: path -> (how many, why)
@@ -37,6 +29,19 @@ def test_component_modules_define_components():
     defining = {c.__module__.replace(".", "/") + ".py" for kind in registry.KINDS
                 for e in registry.entries(kind).values() for c in e.spec.__mro__ if c.__module__.startswith("etl.")}
     assert set(COMPONENT_MODULES) <= defining, set(COMPONENT_MODULES) - defining
+
+
+def test_each_builtin_component_is_one_folder():
+    """A built-in component's spec, hooks and builder live in its folder, etl/components/<kind>s/<type>/."""
+    for kind in registry.KINDS:
+        for type_, e in registry.entries(kind).items():
+            if not e.spec.__module__.startswith("etl."):
+                continue  # a plugin (tests/fixtures/plugin)
+            home = f"etl.components.{kind}s.{type_}."
+            assert e.spec.__module__ == home + "spec", (kind, type_, e.spec.__module__)
+            assert e.builder is not None and e.builder.startswith(home), (kind, type_, e.builder)
+            assert e.reader is None or e.reader.startswith(home), (kind, type_, e.reader)
+            assert callable(e.load_builder())
 
 
 def test_no_type_test_outside_the_components():

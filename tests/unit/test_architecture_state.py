@@ -57,7 +57,7 @@ WORKER_CACHES = {
     "etl.compile.lookups.dimension:_TABLES": "a worker's dimension tables, re-read when their files change",
     "etl.compile.lookups.store:_BAD": "a worker's table versions that did not read, warned once (1,024 kept)",
     "etl.compile.lookups.store:_CACHE": "a worker's open rocksdict stores, closed when dropped",
-    "etl.compile.transforms.filter:_WORKER_CACHE": "a worker's rule matchers, the last _WORKER_KEEP kept",
+    "etl.components.transforms.filter.build:_WORKER_CACHE": "a worker's rule matchers, the last _WORKER_KEEP kept",
     "etl.matching.matcher:_RUNTIMES": "a worker's loaded Hyperscan programs, the last _RUNTIMES_KEEP kept",
     # pure functions of their key (a program's digest, a file's content, a pattern), on the driver too
     "etl.compile.rules_jvm_multi:_PLANS": "a program digest's MultiPlan, the last 16 kept",

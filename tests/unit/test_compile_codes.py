@@ -53,7 +53,7 @@ def test_e406_a_generator_that_skipped_validation(checked):
     """A spec built without validation (a plugin, a program) with a start time no parser reads: compile's E406."""
     import dataclasses
 
-    from etl.connectors.sources.generator import build
+    from etl.components.sources.generator.build import build
 
     graph = checked.plan.graph
     node = graph.node("g")

@@ -13,7 +13,7 @@ from etl.runtime.file_watch import matching_files
 
 def batch(folder, offset: dict) -> tuple[dict, list[str]]:
     """One micro-batch: the next offset (through JSON, as Spark checkpoints it) and the lines it reads."""
-    from etl.connectors.sources.file_tail import advance, pieces, read_piece
+    from etl.components.sources.file.tail import advance, pieces, read_piece
 
     end = json.loads(json.dumps({"files": advance(offset["files"], matching_files(str(folder)), "logs")}))
     lines = []
@@ -67,7 +67,7 @@ def test_logrotate_create_copytruncate_and_appends_read_each_line_once(tmp_path,
 
 
 def test_a_file_renamed_between_the_offset_and_the_read_is_found_by_identity(tmp_path):
-    from etl.connectors.sources.file_tail import advance, pieces, read_piece
+    from etl.components.sources.file.tail import advance, pieces, read_piece
 
     (tmp_path / "a.log").write_text("x\ny\n")
     end = {"files": advance({}, matching_files(str(tmp_path)), "logs")}
@@ -97,7 +97,7 @@ def test_tail_is_for_text_files_and_explain_says_how_it_reads(tmp_path):
 def test_each_line_passes_the_line_checks_of_every_line_source():
     """As etl/jvm/BoundedLines.java: a line over the cap is its first bytes (no character cut) and the reason, an
     invalid UTF-8 line its bytes in base64; a CR before the LF is dropped; an unfinished last line waits."""
-    from etl.connectors.sources.file_tail import checked_lines
+    from etl.components.sources.file.tail import checked_lines
 
     long = "é" * 700  # 1,400 bytes
     data = b"ok\r\n" + long.encode() + b"\n" + b"bad \xff byte\n" + b"\xed\xa0\x80\n" + b"half"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from etl.compile.transforms import filter as flt
+from etl.components.transforms.filter import build as flt
 from etl import workercache
 
 

@@ -10,10 +10,11 @@ from etl.graph import build_graph
 from etl.graph.checks import check_graph
 from etl.plan import build_plan
 from etl.plan.explain import explain_plan
-from etl.spec import Pipeline
-from etl.spec.sinks import FileSink
-from etl.spec.sources import KafkaSource
-from etl.spec.transforms import FilterTransform, SelectTransform
+from etl.spec.pipeline import Pipeline
+from etl.components.sinks.file.spec import FileSink
+from etl.components.sources.kafka.spec import KafkaSource
+from etl.components.transforms.filter.spec import FilterTransform
+from etl.components.transforms.select.spec import SelectTransform
 
 
 def _pipeline(expr="status >= 500"):

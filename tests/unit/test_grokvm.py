@@ -315,7 +315,7 @@ def test_the_java_regex_engine_ships_the_regex_alone():
     (java.util.regex answers)."""
     import struct
 
-    from etl.compile.transforms.grok import spec_bytes
+    from etl.components.transforms.grok.build import spec_bytes
 
     g = expand("%{COMMONAPACHELOG}")
 

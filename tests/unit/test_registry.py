@@ -9,7 +9,9 @@ import pytest
 from etl import registry
 from etl.graph.model import Placeholder
 from etl.spec.base import SinkBase, TransformBase
-from etl.spec.sinks import KafkaSink, MySQLSink, RocketMQSink
+from etl.components.sinks.kafka.spec import KafkaSink
+from etl.components.sinks.mysql.spec import MySQLSink
+from etl.components.sinks.rocketmq.spec import RocketMQSink
 
 
 def test_a_transform_without_its_hooks_is_refused_at_registration():
@@ -63,8 +65,8 @@ def test_a_placeholder_is_static_as_its_registered_class_says():
 
 def test_static_tables_name_their_reader():
     readers = {t: e.reader for t, e in registry.entries("source").items() if e.reader}
-    assert readers == {"mysql": "etl.connectors.sources.mysql:read_mysql_table"}
-    from etl.connectors.sources.mysql import read_mysql_table
+    assert readers == {"mysql": "etl.components.sources.mysql.build:read_mysql_table"}
+    from etl.components.sources.mysql.build import read_mysql_table
 
     assert registry.lookup("source", "mysql").load_reader() is read_mysql_table
     assert registry.lookup("source", "file").load_reader() is None
@@ -78,7 +80,9 @@ def test_every_registered_builder_imports(kind):
 
 
 def test_raw_refs_let_references_to_an_invalid_component_resolve():
-    from etl.spec.transforms import FilterTransform, LookupTransform, RouteTransform
+    from etl.components.transforms.filter.spec import FilterTransform
+    from etl.components.transforms.lookup.spec import LookupTransform
+    from etl.components.transforms.route.spec import RouteTransform
 
     assert RouteTransform.raw_refs({"routes": {"a": "x > 1", "b": "x < 0"}, "default": "rest"}) == (("a", "b", "rest"),
                                                                                                  None)

@@ -158,7 +158,7 @@ def test_continuous_top_n_errors(tmp_path):
 
 
 def test_ranking_keeps_incumbents_on_ties_and_nulls_lowest():
-    from etl.compile.transforms.top_n_state import changes, compare, ranked
+    from etl.components.transforms.top_n.state import changes, compare, ranked
 
     desc = compare(((1, True),))
     old = [("a", 30.0), ("b", 20.0)]

@@ -24,7 +24,7 @@ def build(spark, work: Path):
     from etl.compile.joining import stream_join
     from etl.compile.windows.aggregate import window_aggregate
     from etl.spec.base import EventTime
-    from etl.spec.transforms import JoinTransform
+    from etl.components.transforms.join.spec import JoinTransform
     from tests.windows.data import SCHEMA
     from tests.windows.join_data import DELAY_S as JOIN_DELAY, LEFT_SCHEMA, RIGHT_SCHEMA, WITHIN_S
     from tests.windows.test_window_oracle import DELAY_S, KINDS, make_spec

@@ -15,10 +15,10 @@ from collections import defaultdict
 import pytest
 
 from etl.compile.context import CompileError
-from etl.connectors.sources.generator import generate, spec_options
+from etl.components.sources.generator.build import generate, spec_options
 from etl.runtime.runner import PipelineRun, RunOptions
 from etl.runtime.testing import CaptureSink
-from etl.spec.transforms import WindowTransform
+from etl.components.transforms.window.spec import WindowTransform
 from tests.spark.helpers import checked
 from tests.windows import oracle
 from tests.windows.harness import assert_rows_equal
@@ -69,7 +69,7 @@ def events() -> list[dict]:
 
 
 def checked_spec():
-    from etl.spec.sources import GeneratorSource
+    from etl.components.sources.generator.spec import GeneratorSource
     import yaml
 
     doc = yaml.safe_load(PIPELINE)["sources"][0]

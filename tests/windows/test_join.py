@@ -8,7 +8,7 @@ import pytest
 
 from etl.compile.joining import stream_join
 from etl.spec.base import EventTime
-from etl.spec.transforms import JoinTransform
+from etl.components.transforms.join.spec import JoinTransform
 from tests.windows.harness import assert_rows_equal, rows_of
 from tests.windows.join_data import DELAY_S, LEFT_SCHEMA, RIGHT_SCHEMA, WITHIN_S, make_streams, oracle_join
 

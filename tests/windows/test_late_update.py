@@ -238,7 +238,7 @@ def test_state_engine_refuses_a_complex_aggregate_field_with_e404(tmp_path):
     for a type validate cannot tell."""
     from etl.check import check_file
     from etl.compile.windows.state import accumulator_inputs
-    from etl.spec.transforms import Aggregate
+    from etl.components.transforms.window.spec import Aggregate
 
     pipe = WINDOW_PIPE.replace("  - id: early\n", "  - {id: arr, type: derive, input: gen, columns: {vs: \"array(v)\"}}\n"
                                                   "  - id: early\n", 1)

@@ -18,7 +18,7 @@ from collections import Counter
 import pytest
 
 from etl.compile.windows.aggregate import window_aggregate
-from etl.spec.transforms import WindowTransform
+from etl.components.transforms.window.spec import WindowTransform
 from tests.windows import oracle
 from tests.windows.data import make_batches
 from tests.windows.harness import assert_rows_equal, et, run_to_end, stream

@@ -1,0 +1,1 @@
+"""The built-in sinks, one package each (see etl.components)."""

@@ -1,0 +1,1 @@
+"""The built-in sources, one package each (see etl.components)."""

@@ -1,0 +1,1 @@
+"""The built-in transforms, one package each (see etl.components)."""

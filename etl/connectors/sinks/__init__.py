@@ -1,1 +1,0 @@
-"""Sinks: AbstractSink subclasses (etl.runtime.sink), constructed as `Sink(spec, SinkContext)`."""

@@ -1,1 +1,0 @@
-"""Source builders: `build(ctx, node) -> DataFrame | Built` (streaming)."""
