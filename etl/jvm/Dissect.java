@@ -21,9 +21,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>{@link #values} returns one element per field of the pattern (skip fields too), a view of the line's
  * bytes, or null when the line does not match (an empty line never does). The reference is etl/dissect.py's
- * Dissection.values; etl/compile/transforms/dissect.py sets the fields from these values.
+ * Dissection.values; etl/components/transforms/dissect/build.py sets the fields from these values.
  *
- * <p>A spec (the plan's binary literal; etl/compile/transforms/dissect.py writes it): "EDS1", u16 count of
+ * <p>A spec (the plan's binary literal; etl/components/transforms/dissect/build.py writes it): "EDS1", u16 count of
  * fields, u32 length + the text before the first field, then per field: u8 1 when the field before it has the
  * `->` suffix (repeats of the delimiter before this field are skipped), i32 length + the delimiter after it (-1:
  * the last field), all little endian, delimiters in UTF-8.

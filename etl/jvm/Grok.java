@@ -17,7 +17,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>The result is what a search with java.util.regex gives for the pattern compiled with {@link #FLAGS} (the leftmost
  * match, its groups as the backtracking engine assigns them): three answers, told apart by the array alone
- * (etl/compile/transforms/grok.py reads them so):
+ * (etl/components/transforms/grok/build.py reads them so):
  * <ul>
  * <li>matched: one element per group, element k the text of group groups[k], null when that group did not take
  *     part (a pattern without captures that matches gives an empty array);</li>
@@ -27,7 +27,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * </ul>
  * Callers read an empty capture like a missing one.
  *
- * <p>A spec (the plan's binary literal; etl/compile/transforms/grok.py writes it): "EGS1", u32 length + the
+ * <p>A spec (the plan's binary literal; etl/components/transforms/grok/build.py writes it): "EGS1", u32 length + the
  * regex (UTF-8), u16 count + that many u16 group numbers, u32 length + a matcher program of etl/grokvm (0:
  * none), all little endian. When there is a program and the line is ASCII, the program's walker answers first
  * (a line with a '\n' is among its fallback bytes: the program reads the regex without MULTILINE)
@@ -35,7 +35,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  */
 public final class Grok {
     /** Logstash's reading of grok (Ruby's Regexp::MULTILINE): '.' takes a newline, ^ and $ are line anchors, and
-     *  only '\n' ends a line (etl/compile/transforms/grok.py's spark-regexp engine spells them (?smd)). */
+     *  only '\n' ends a line (etl/components/transforms/grok/build.py's spark-regexp engine spells them (?smd)). */
     static final int FLAGS = Pattern.DOTALL | Pattern.MULTILINE | Pattern.UNIX_LINES;
     private static final ConcurrentHashMap<ByteBuffer, Spec> SPECS = new ConcurrentHashMap<>();
     private static final PerTask<byte[], Task> TASKS = new PerTask<>();

@@ -20,7 +20,7 @@ import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.Test;
 
-/** Grok specs written by etl.compile.transforms.grok give the captures Python's re gives (grok's reference). */
+/** Grok specs written by etl.components.transforms.grok.build give the captures Python's re gives (grok's reference). */
 class GrokTest {
     private static final JsonNode GROK = Fixtures.read("grok.json");
 
