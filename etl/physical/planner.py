@@ -20,16 +20,20 @@ from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
 from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by, query_of, roots, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
+from etl.graph.realtime import realtime
 from etl.components.sinks.file.spec import default_dead_letter
 from etl.workercache import WorkerCache
 
 
 def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choice:
-    """The first engine of `aspect` that can run the subject; the others, with why they were not taken."""
+    """The first engine of `aspect` that can run the subject; the others, with why they were not taken. In Spark's
+    real-time mode an engine of Python workers is taken only when no other can run (etl.graph.realtime refuses it)."""
     found: Any = None
     rejected = []
     ordered = engines(aspect) + tuple(e for e in type(subject.node.spec).ENGINES if e.aspect == aspect)
     ordered = tuple(e for e in ordered if e.name in target.force) + tuple(e for e in ordered if e.name not in target.force)
+    if realtime(subject.graph):
+        ordered = tuple(e for e in ordered if not e.python) + tuple(e for e in ordered if e.python)
     for e in ordered:
         why = e.can_run(subject, target)
         if found is None and why is None:
