@@ -14,8 +14,8 @@ in it only as one chain written by Spark's own sink (etl.runtime.realtime):
   batch restarted after a failure writes its rows since the last checkpointed offsets again. The sink must say
   `delivery: at_least_once` (its default, exactly once, is not what it would get), and gives no `options`
   (librdkafka names there; Spark's producer takes the Java client's);
-* the sources' failed rows (a value that is not JSON) go to a `dead_letter` sink that is written in real-time mode
-  too, by a second query reading the same topics;
+* the sources' failed rows (a value that is not JSON) go to the dead-letter sink (any type, its own delivery) by a
+  second query reading the same topics in micro-batches;
 * no Python `functions`.
 
 Every other pipeline is refused with E415 at the trigger's `mode`, naming what stands in the way and where.
@@ -44,7 +44,7 @@ def _at(node: Node) -> str:
 
 def _sink_problems(what: str, spec: Any) -> list[tuple[str, str]]:
     if spec.REALTIME_WRITER is None:
-        return [(f"{what} is a {spec.type} sink, which Spark's real-time mode cannot write", HINT)]
+        return [(f"{what} is of type {spec.type}, which Spark's real-time mode cannot write", HINT)]
     out = []
     if spec.is_idempotent():
         out.append((f"{what} is written at least once in real-time mode (Spark's Kafka sink has no transactions: "
@@ -66,13 +66,13 @@ def problems(graph: Graph) -> list[tuple[str, str]]:
         spec = node.spec
         if node.kind == "source":
             if not spec.REALTIME or spec.is_static():
-                out.append((f"{_at(node)} is a {node.type} source, which Spark's real-time mode cannot read", HINT))
+                out.append((f"{_at(node)} is of type {node.type}, which Spark's real-time mode cannot read", HINT))
             elif spec.event_time is not None:
                 out.append((f"{_at(node)} declares `event_time`: only stateful stages use it, and real-time mode "
                             "runs none", "leave out `event_time` in real-time mode"))
         elif node.kind == "transform":
             if not spec.REALTIME or spec.is_stateful():
-                out.append((f"{_at(node)} is a {node.type} transform"
+                out.append((f"{_at(node)} is of type {node.type}"
                             + (" (it keeps state)" if spec.is_stateful() else "")
                             + ", which etl does not run in real-time mode", HINT))
             elif len([e for e in node.inputs if e.role == "input"]) != 1:
@@ -86,12 +86,6 @@ def problems(graph: Graph) -> list[tuple[str, str]]:
     if len(sinks) > 1:
         out.append((f"{len(sinks)} sinks: a real-time pipeline writes one (each sink would read the sources again)",
                     "one pipeline per sink in real-time mode"))
-    dl = getattr(pipeline, "dead_letter", None)
-    if dl is None:
-        out.append(("the sources' failed rows go to jsonl files (the default `dead_letter`), which Spark's real-time "
-                    "mode cannot write", "give `dead_letter: {type: kafka, ..., delivery: at_least_once}`"))
-    else:
-        out.extend(_sink_problems(f"the dead-letter sink ({dl.type})", dl))
     return out
 
 

@@ -1,16 +1,17 @@
 """Run a pipeline in Spark's real-time mode (`trigger: {mode: realtime}`; etl.graph.realtime says which can).
 
-No foreachBatch: each query is written by Spark's own sink (the sink spec's REALTIME_WRITER), so its tasks write a
-row as soon as they read it. At most one query per sink and one per source with dead letters:
+The sink's query has no foreachBatch: Spark's own sink (the sink spec's REALTIME_WRITER) writes it, so its tasks
+write a row as soon as they read it. Queries:
 
-* `<sink>`: the source read and the chain of transforms compiled over streaming frames by the same builders and
-  engines as a micro-batch run (etl.compile.Compiler.stream), the rows shaped by the sink itself
-  (`prepare_columns`: key, value, headers, as its micro-batch writes render them);
-* `<source>-dead_letters`: the same topics read again, their failed rows (etl.dead_letters' columns, reasons
-  redacted by etl.compile.deadletter.redacted_reasons) written to the dead-letter sink, shaped the same way.
+* `<sink>`, in real-time mode: the source read and the chain of transforms compiled over streaming frames by the
+  same builders and engines as a micro-batch run (etl.compile.Compiler.stream), the rows shaped by the sink itself
+  (`prepare_columns`: key, value, headers, as its micro-batch writes render them), `trigger(realTime=<interval>)`,
+  output mode update (the only one the mode takes);
+* `<source>-dead_letters`, in micro-batches every `interval`: the source's topics read again, their failed rows
+  written by the runner's usual path (foreachBatch, reasons redacted) to the pipeline's dead-letter sink, any type,
+  with its own delivery. Its tasks are short: the real-time query's long-running tasks keep their slots.
 
-Each query runs with `trigger(realTime=<interval>)` and output mode update (the only one the mode takes).
-`etl run --once`, `--drain` and `etl test` run the same pipeline in micro-batches instead (available now).
+`etl run --once`, `--drain` and `etl test` run the whole pipeline in micro-batches instead (available now).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 from etl import registry
 from etl.compile import DEAD_LETTER, Compiler, CompileError, Output, Query, Ref
-from etl.compile.deadletter import redacted_reasons
 from etl.graph.model import Graph
 from etl.graph.realtime import HINT
 from etl.physical import PhysicalPlan
@@ -53,7 +53,7 @@ def queries(compiler: Compiler) -> list[Query]:
     for source in graph.of_kind("source"):
         dead = compiler.stream(source.id).dead
         if dead is not None:
-            out.append(Query(f"{source.id}-dead_letters", source.id, redacted_reasons(dead),
+            out.append(Query(f"{source.id}-dead_letters", source.id, dead,
                              [Output(DEAD_LETTER, (Ref(source.id, None, "dead"),))], dead_only=True))
     return out
 

@@ -321,12 +321,12 @@ class PipelineRun:
     def _start_streams(self, available_now: bool) -> None:
         self.streams = []
         trigger = self.plan.graph.pipeline.trigger
-        if self.realtime:
-            self.streams = [realtime.start(q, self.sinks[(q.name, q.outputs[0].id)], self.query_name(q),
-                                           self.query_checkpoint(q), trigger.interval.seconds, self.graph.base_dir)
-                            for q in self.queries]
-            return
         for q in self.queries:
+            if self.realtime and not q.dead_only:  # (dead letters: micro-batches, foreachBatch, any sink)
+                self.streams.append(realtime.start(q, self.sinks[(q.name, q.outputs[0].id)], self.query_name(q),
+                                                   self.query_checkpoint(q), trigger.interval.seconds,
+                                                   self.graph.base_dir))
+                continue
             w = (q.stream.writeStream.queryName(self.query_name(q))
                  .option("checkpointLocation", self.query_checkpoint(q))
                  .foreachBatch(self._batch_fn(q)))
