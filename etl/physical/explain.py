@@ -32,7 +32,8 @@ def _realtime_queries(graph: Any) -> list[str]:
     dead letters in micro-batches."""
     out = []
     for sink in graph.of_kind("sink"):
-        chain, node = [], sink
+        chain: list[str] = []
+        node = sink
         while node.inputs:
             node = graph.node(node.inputs[0].src)
             chain.insert(0, node.id)

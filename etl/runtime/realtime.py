@@ -61,7 +61,7 @@ def queries(compiler: Compiler) -> list[Query]:
 def start(q: Query, sink: AbstractSink, name: str, checkpoint: str, interval_s: float, base_dir: str) -> Any:
     """Start `q` in real-time mode, written by `sink`'s spec's REALTIME_WRITER (its rows shaped by `sink`)."""
     writer = registry.load(sink.spec.REALTIME_WRITER)
-    cols = sink.prepare_columns(q.stream)
-    w = writer(q.stream.select(*cols), sink.spec, base_dir)
+    cols = sink.prepare_columns(q.stream)  # (None: the sink takes the rows as they are)
+    w = writer(q.stream if cols is None else q.stream.select(*cols), sink.spec, base_dir)
     return (w.queryName(name).option("checkpointLocation", checkpoint).outputMode("update")
             .trigger(realTime=f"{int(round(interval_s * 1000))} milliseconds").start())

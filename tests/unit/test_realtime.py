@@ -134,3 +134,27 @@ def test_the_planner_keeps_python_engines_out(tmp_path):
     assert str(e.value.message).startswith("trigger mode realtime: filter 'f' runs its rules in Python workers "
                                            "(rules-python), which Spark's real-time mode does not run (not taken: "
                                            "rules-jvm: ")
+
+
+SQL = """SET 'trigger.mode' = 'realtime';
+CREATE TABLE a (id BIGINT, cmd STRING) WITH ('connector' = 'kafka', 'topic' = 'x',
+  'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json');
+CREATE TABLE b (id BIGINT, cmd STRING) WITH ('connector' = 'kafka', 'topic' = 'y',
+  'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json'{guarantee});
+INSERT INTO b SELECT id, cmd FROM a WHERE cmd LIKE '%curl%';
+"""
+
+
+@pytest.mark.parametrize("guarantee,expected", [
+    (", 'sink.delivery-guarantee' = 'at-least-once'", []),
+    ("", ["s.sql:1:22: E415 trigger mode realtime: sink 'b' (4:14) is written at least once in real-time mode "
+          "(Spark's Kafka sink has no transactions: a batch restarted after a failure writes its rows again), not "
+          "exactly once\n    hint: say `delivery: at_least_once` on sink 'b'"]),
+])
+def test_a_sql_script_sets_the_mode_and_flinks_delivery_guarantee(tmp_path, guarantee, expected):
+    """SET 'trigger.mode' = 'realtime'; Flink's 'sink.delivery-guarantee' = 'at-least-once' is the sink's delivery;
+    the SQL WHERE is a filter of rules (no dead letters of its own)."""
+    p = tmp_path / "s.sql"
+    p.write_text(SQL.format(guarantee=guarantee))
+    checked = check_file(str(p), environ={})
+    assert [d.render().replace(str(p), "s.sql") for d in checked.report.sorted()] == expected
