@@ -323,6 +323,7 @@ class PipelineRun:
         trigger = self.plan.graph.pipeline.trigger
         for q in self.queries:
             if self.realtime and not q.dead_only:  # (dead letters: micro-batches, foreachBatch, any sink)
+                self.progress.spark_sinks[q.name] = q.outputs[0].id
                 self.streams.append(realtime.start(q, self.sinks[(q.name, q.outputs[0].id)], self.query_name(q),
                                                    self.query_checkpoint(q), trigger.interval.seconds,
                                                    self.graph.base_dir))

@@ -158,3 +158,15 @@ def test_a_sql_script_sets_the_mode_and_flinks_delivery_guarantee(tmp_path, guar
     p.write_text(SQL.format(guarantee=guarantee))
     checked = check_file(str(p), environ={})
     assert [d.render().replace(str(p), "s.sql") for d in checked.report.sorted()] == expected
+
+
+def test_progress_counts_the_rows_sparks_sink_wrote():
+    """A real-time query has no foreachBatch to count its rows: the run's progress takes Spark's sink count."""
+    from etl.runtime.progress import Progress
+
+    p = Progress("rt", "none")
+    p.spark_sinks["b"] = "b"
+    p.on_progress({"name": "rt/b", "batchId": 3, "numInputRows": 7, "sink": {"numOutputRows": 2}})
+    p.on_progress({"name": "rt/a-dead_letters", "batchId": 3, "numInputRows": 7, "sink": {"numOutputRows": -1}})
+    assert (p.latest["b"].written, p.latest["a-dead_letters"].written) == ({"b": 2}, {})
+    assert p.totals["b"]["b"] == 2
