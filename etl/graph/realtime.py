@@ -6,7 +6,8 @@ batch (`trigger.interval`, at least 5s). Spark refuses every operator and sink o
 (RealTimeModeAllowlist): no Python UDF or mapInArrow, no union, no foreachBatch, no file sink. So etl runs a pipeline
 in it only as one chain written by Spark's own sink (etl.runtime.realtime):
 
-* its sources REALTIME (Kafka), without `event_time` (only windows, joins and dedupe use it, and they keep state);
+* its sources REALTIME (Kafka), without `event_time` (only windows, joins and dedupe use it, and they keep state)
+  and without per-trigger limits (SOURCE_REFUSED: Spark refuses them in this mode);
 * its transforms REALTIME (filter, select: Spark expressions), stateless, one input each, none writing dead
   letters of its own (a filter `expr` that throws on a row, an expression in `select`): the rules run in the JVM
   (an engine of Python workers is refused when the physical plan picks one: etl.runtime.realtime);
@@ -42,6 +43,20 @@ def _at(node: Node) -> str:
     return f"{node.kind} '{node.id}' ({node.span.line}:{node.span.col})"
 
 
+# Spark's Kafka source options its real-time mode refuses (KafkaSourceProvider: "... is not compatible with real time
+# mode"), lower-cased
+SOURCE_REFUSED = frozenset({"maxoffsetspertrigger", "minoffsetspertrigger", "minpartitions", "endingtimestamp",
+                            "maxtriggerdelay"})
+
+
+def _source_limits(node: Node) -> list[tuple[str, str]]:
+    """A source's per-trigger limits, which real-time mode (no micro-batches to size) does not take."""
+    given = ["max_offsets_per_trigger"] if getattr(node.spec, "max_offsets_per_trigger", None) else []
+    given += [k for k in getattr(node.spec, "options", None) or {} if k.lower() in SOURCE_REFUSED]
+    return [(f"{_at(node)} sets `{k}`, which Spark's real-time mode does not take (it reads each record as it "
+             "arrives: no micro-batch to size)", f"leave out `{k}` in real-time mode") for k in given]
+
+
 def _sink_problems(what: str, spec: Any) -> list[tuple[str, str]]:
     if spec.REALTIME_WRITER is None:
         return [(f"{what} is of type {spec.type}, which Spark's real-time mode cannot write", HINT)]
@@ -70,6 +85,7 @@ def problems(graph: Graph) -> list[tuple[str, str]]:
             elif spec.event_time is not None:
                 out.append((f"{_at(node)} declares `event_time`: only stateful stages use it, and real-time mode "
                             "runs none", "leave out `event_time` in real-time mode"))
+            out.extend(_source_limits(node))
         elif node.kind == "transform":
             if not spec.REALTIME or spec.is_stateful():
                 out.append((f"{_at(node)} is of type {node.type}"

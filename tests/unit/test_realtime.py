@@ -81,6 +81,13 @@ SINK_EO = f"  - {{id: b, type: kafka, input: f, {KAFKA}, topic: y}}\n"
                 "timestamp}, event_time: {field: ts, watermark: 10s}}\n"},
      [AT + "source 'a' (3:5) declares `event_time`: only stateful stages use it, and real-time mode runs none\n"
       "    hint: leave out `event_time` in real-time mode"]),
+    ({"source": f"  - {{id: a, type: kafka, {KAFKA}, topics: [x], schema: {{id: bigint, cmd: string}}, "
+                "max_offsets_per_trigger: 100, options: {minPartitions: '4'}}\n"},
+     [AT + "source 'a' (3:5) sets `max_offsets_per_trigger`, which Spark's real-time mode does not take (it reads "
+      "each record as it arrives: no micro-batch to size)\n    hint: leave out `max_offsets_per_trigger` in "
+      "real-time mode",
+      AT + "source 'a' (3:5) sets `minPartitions`, which Spark's real-time mode does not take (it reads each record "
+      "as it arrives: no micro-batch to size)\n    hint: leave out `minPartitions` in real-time mode"]),
     ({"transforms": "  - {id: f, type: filter, input: a, expr: \"cmd LIKE 'curl%'\"}\n"},
      [AT + "transform 'f' (5:5) writes the rows it cannot process to dead letters, which a real-time query cannot "
       "split from its output\n    hint: use rules, or expressions that cannot fail"]),
