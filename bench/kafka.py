@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
-"""Kafka -> filter (41 rules) -> Kafka, end to end through `etl run`, against a local broker.
+"""Kafka -> filter (41 rules) -> Kafka: etl and a plain-PySpark job side by side, default trigger and real-time mode.
 
-    .venv/bin/python bench/kafka.py --events 200000 --rate 20000
-    .venv/bin/python bench/kafka.py --events 200000 --rate 20000 --bootstrap 127.0.0.1:9092
+    .venv/bin/python bench/kafka.py                                   # 1k, 5k, 20k ev/s x 4 jobs, 10 s each
+    .venv/bin/python bench/kafka.py --rates 5000 --systems etl --modes realtime --bootstrap 127.0.0.1:9092
 
 Without --bootstrap a single-node KRaft broker is started from java/lib/kafka (tests/servers,
-scripts/setup-java.sh). The pipeline runs continuously (trigger --trigger) with the exactly-once
-kafka sink (one transaction per micro-batch). After a warm-up (events that must come out the
-other side), --events JSON events are produced at --rate events/s; about 2.5 % of them match a
-rule. Every event carries the wall-clock time it was produced; latency = time the consumer
-(read_committed) receives it - that time. Throughput = events / (last output received - first
-event produced).
+scripts/setup-java.sh). Jobs, one at a time, each on local[*] with its own topics:
 
-Last line: kafka events=M rate=R events_per_s=X p50_latency_ms=P p99_latency_ms=Q
+* etl exactly-once: `etl run` of the pipeline, trigger interval --trigger, the exactly-once kafka sink (one
+  transaction per micro-batch);
+* etl real-time: the same pipeline with `trigger: {mode: realtime}` (Spark's real-time mode, Spark's Kafka sink,
+  at least once, dead letters to a Kafka topic);
+* plain PySpark (bench/_plain_kafka.py): the same rules as Spark column expressions, Spark's Kafka source and sink,
+  Spark's default trigger, or `trigger(realTime="5 seconds")`.
+
+After a warm-up (2,000 events whose matches must come out the other side), rate x --seconds JSON events are
+produced at each rate; about 2.5 % of them match a rule. Every event carries the wall-clock time it was produced;
+a read_committed consumer timestamps each output as it arrives: latency = arrival - production. Throughput = events
+/ (last output received - first event produced). CPU per event = CPU time of the job's processes (JVM and Python
+workers, /proc) from the first event produced to the last output received, over the events produced.
+
+One line per job (kafka system=... trigger=... p50_latency_ms=... cpu_us_per_event=...), then the table and the
+issue-42 checks (PASS/FAIL): etl exactly-once p50 <= 1.5 x plain default p50 and p99 <= 1.5 s at 5k and 20k ev/s;
+etl real-time p99 <= 2 x plain real-time p99.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +90,13 @@ def make_rules() -> tuple[list[dict], list[str]]:
     return rules, [h for h in hits if h]
 
 
-def pipeline_yaml(name: str, bootstrap: str, src: str, dst: str, rules: list[dict], trigger: str) -> str:
+def pipeline_yaml(name: str, bootstrap: str, src: str, dst: str, rules: list[dict], trigger: str,
+                  dead: str | None = None) -> str:
+    """etl's pipeline: exactly once with `trigger` an interval, or Spark's real-time mode (`trigger` "realtime": at
+    least once, dead letters to the topic `dead`)."""
+    realtime = trigger == "realtime"
+    sink = {"id": "alerts", "type": "kafka", "input": "suspicious", "bootstrap_servers": bootstrap, "topic": dst,
+            "key": "cast(id AS string)"}
     lines = [
         f"name: {name}",
         "sources:",
@@ -94,11 +111,13 @@ def pipeline_yaml(name: str, bootstrap: str, src: str, dst: str, rules: list[dic
         "    rules:",
         *[f"      - {json.dumps(r)}" for r in rules],
         "sinks:",
-        "  - " + json.dumps({"id": "alerts", "type": "kafka", "input": "suspicious", "bootstrap_servers": bootstrap,
-                             "topic": dst, "key": "cast(id AS string)"}),
-        f"trigger: {{mode: interval, interval: {trigger}}}",
+        "  - " + json.dumps({**sink, "delivery": "at_least_once"} if realtime else sink),
+        "trigger: {mode: realtime}" if realtime else f"trigger: {{mode: interval, interval: {trigger}}}",
         "checkpoint: state/checkpoint",
     ]
+    if realtime:
+        lines.append("dead_letter: " + json.dumps({"type": "kafka", "bootstrap_servers": bootstrap, "topic": dead,
+                                                   "delivery": "at_least_once"}))
     return "\n".join(lines) + "\n"
 
 
@@ -167,13 +186,129 @@ def percentile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))] if s else float("nan")
 
 
+def session_cpu(sid: int) -> float:
+    """CPU seconds (user + system, with reaped children's) of every process of session `sid` (the job's JVM and
+    Python workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(f[3]) == sid:
+            total += sum(int(x) for x in f[11:15])
+    return total / tick
+
+
+@dataclass
+class Result:
+    system: str  # etl, plain
+    trigger: str  # the etl trigger interval, "default" (plain) or "realtime"
+    rate: float
+    events: int
+    matched: int
+    events_per_s: float
+    p50: float
+    p99: float
+    cpu_us: float  # CPU per event produced, microseconds
+
+
+def start_job(system: str, trigger: str, bootstrap: str, src: str, dst: str, dead: str, rules: list[dict],
+              work: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    log = open(work / "run.log", "w")  # noqa: SIM115 - the job's, closed with it
+    if system == "etl":
+        (work / "pipeline.yaml").write_text(pipeline_yaml(f"bench-kafka-{work.name}", bootstrap, src, dst, rules,
+                                                          trigger, dead))
+        cmd = [sys.executable, "-m", "etl", "run", "pipeline.yaml", "--progress", "json"]
+    else:
+        (work / "rules.json").write_text(json.dumps(rules))
+        cmd = [sys.executable, str(REPO / "bench" / "_plain_kafka.py"), bootstrap, src, dst, str(work / "checkpoint"),
+               str(work / "rules.json"), "realtime" if trigger == "realtime" else "default"]
+    return subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+
+
+def stop_job(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def run_one(system: str, trigger: str, rate: float, events: int, bootstrap: str, partitions: int, work: Path,
+            rules: list[dict], hits: list[str]) -> Result:
+    """One job, alone: warm-up, then `events` at `rate` events/s, timed by a read_committed consumer."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    suffix = uuid.uuid4().hex[:6]
+    src, dst, dead = f"bench-in-{suffix}", f"bench-out-{suffix}", f"bench-dead-{suffix}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(t, partitions, 1) for t in (src, dst, dead)]).values():
+        f.result(30)
+    work.mkdir(parents=True)
+    proc = start_job(system, trigger, bootstrap, src, dst, dead, rules, work)
+    got: dict[int, tuple[float, float]] = {}
+    stop = threading.Event()
+    reader = threading.Thread(target=consume, args=(bootstrap, dst, stop, got), daemon=True)
+    reader.start()
+    try:
+        warm: list[int] = []  # 2,000 events with ids below zero, until their matches come out
+        produce(bootstrap, src, 2000, 2000, hits, -10_000_000, [], warm)
+        wait_for(lambda: all(i in got for i in warm), 600, proc, "the warm-up events")
+        cpu0 = session_cpu(proc.pid)
+        expected: list[int] = []
+        started: list[float] = []
+        produce(bootstrap, src, events, rate, hits, 0, started, expected)
+        wait_for(lambda: all(i in got for i in expected), 600, proc, "every matching event")
+        cpu = session_cpu(proc.pid) - cpu0
+    finally:
+        stop.set()
+        reader.join(5)
+        stop_job(proc)
+    lat = [got[i][0] for i in expected]
+    end = max(got[i][1] for i in expected)  # wall time the last matching event was received
+    extra = len([i for i in got if i >= 0 and i not in set(expected)])
+    if extra:
+        print(f"  {extra} unexpected outputs", file=sys.stderr)
+    return Result(system, trigger, rate, events, len(expected), events / max(end - started[0], 1e-9),
+                  percentile(lat, 50), percentile(lat, 99), cpu / events * 1e6)
+
+
+def verdicts(results: list[Result], eo_trigger: str) -> list[str]:
+    """The issue's done-when lines: etl exactly-once p50 <= 1.5x plain default-trigger p50 and p99 <= 1.5 s at 5k and
+    20k ev/s; etl real-time p99 <= 2x plain real-time p99."""
+    by = {(r.system, r.trigger, r.rate): r for r in results}
+    out = []
+    for rate in (5000.0, 20000.0):
+        eo, plain = by.get(("etl", eo_trigger, rate)), by.get(("plain", "default", rate))
+        if eo and plain:
+            ok = eo.p50 <= 1.5 * plain.p50 and eo.p99 <= 1500
+            out.append(f"{'PASS' if ok else 'FAIL'} {rate:,.0f} ev/s: etl exactly-once p50 {eo.p50:,.0f} ms <= 1.5 x "
+                       f"{plain.p50:,.0f} ms = {1.5 * plain.p50:,.0f} ms, p99 {eo.p99:,.0f} ms <= 1,500 ms")
+    for rate in sorted({r.rate for r in results}):
+        rt, plain = by.get(("etl", "realtime", rate)), by.get(("plain", "realtime", rate))
+        if rt and plain:
+            ok = rt.p99 <= 2 * plain.p99
+            out.append(f"{'PASS' if ok else 'FAIL'} {rate:,.0f} ev/s: etl real-time p99 {rt.p99:,.0f} ms <= 2 x "
+                       f"{plain.p99:,.0f} ms = {2 * plain.p99:,.0f} ms")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", type=int, default=200_000)
-    ap.add_argument("--rate", type=float, default=20_000, help="events per second produced")
+    ap.add_argument("--rates", default="1000,5000,20000", help="events per second produced, comma-separated")
+    ap.add_argument("--seconds", type=float, default=10.0, help="seconds of events at each rate")
+    ap.add_argument("--systems", default="etl,plain", help="etl, plain or both")
+    ap.add_argument("--modes", default="default,realtime", help="default (etl: --trigger), realtime, or both")
     ap.add_argument("--bootstrap", help="an existing broker (default: start one from java/lib/kafka)")
     ap.add_argument("--partitions", type=int, default=2)
-    ap.add_argument("--trigger", default="500ms", help="micro-batch interval")
+    ap.add_argument("--trigger", default="500ms", help="etl's micro-batch interval (its exactly-once runs)")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
 
@@ -188,54 +323,26 @@ def main() -> None:
         server.start()
         bootstrap = server.bootstrap_servers
         print(f"broker {bootstrap} started in {server.startup_seconds:.1f}s", file=sys.stderr)
-    proc = None
+    rules, hits = make_rules()
+    results: list[Result] = []
     try:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        suffix = uuid.uuid4().hex[:6]
-        src, dst = f"bench-in-{suffix}", f"bench-out-{suffix}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for f in admin.create_topics([NewTopic(t, args.partitions, 1) for t in (src, dst)]).values():
-            f.result(30)
-        rules, hits = make_rules()
-        (work / "pipeline.yaml").write_text(pipeline_yaml(f"bench-kafka-{suffix}", bootstrap, src, dst, rules,
-                                                          args.trigger))
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        proc = subprocess.Popen([sys.executable, "-m", "etl", "run", "pipeline.yaml", "--progress", "json"],
-                                cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=open(work / "run.log", "w"),  # noqa: SIM115
-                                start_new_session=True)
-        got: dict[int, tuple[float, float]] = {}
-        stop = threading.Event()
-        reader = threading.Thread(target=consume, args=(bootstrap, dst, stop, got), daemon=True)
-        reader.start()
-        # warm-up: 2,000 events with ids below zero, until their matches come out
-        warm: list[int] = []
-        produce(bootstrap, src, 2000, 2000, hits, -10_000_000, [], warm)
-        wait_for(lambda: all(i in got for i in warm), 600, proc, "the warm-up events")
-        print(f"warm-up done: {len(warm)} matches through the pipeline", file=sys.stderr)
-        expected: list[int] = []
-        started: list[float] = []
-        produce(bootstrap, src, args.events, args.rate, hits, 0, started, expected)
-        produced_s = time.time() - started[0]
-        wait_for(lambda: all(i in got for i in expected), 600, proc, "every matching event")
-        lat = [got[i][0] for i in expected]
-        end = max(got[i][1] for i in expected)  # wall time the last matching event was received
-        stop.set()
-        reader.join(5)
-        want = set(expected)
-        extra = len([i for i in got if i >= 0 and i not in want])
-        events_per_s = args.events / max(end - started[0], 1e-9)
-        print(f"produced {args.events} events in {produced_s:.1f}s; {len(expected)} matched, {extra} unexpected "
-              f"outputs; latency min {min(lat):.0f} ms max {max(lat):.0f} ms", file=sys.stderr)
-        print(f"kafka events={args.events} rate={args.rate:g} events_per_s={events_per_s:.0f} "
-              f"p50_latency_ms={percentile(lat, 50):.0f} p99_latency_ms={percentile(lat, 99):.0f}")
+        for system in args.systems.split(","):
+            for mode in args.modes.split(","):
+                trigger = "realtime" if mode == "realtime" else args.trigger if system == "etl" else "default"
+                for rate in (float(r) for r in args.rates.split(",")):
+                    events = int(rate * args.seconds)
+                    print(f"{system} {trigger} {rate:g} ev/s, {events} events ...", file=sys.stderr)
+                    try:
+                        r = run_one(system, trigger, rate, events, bootstrap, args.partitions,
+                                    work / f"{system}-{mode}-{int(rate)}", rules, hits)
+                    except SystemExit as e:  # a job that failed or timed out: the others still run
+                        print(f"kafka system={system} trigger={trigger} rate={rate:g} failed: {e}", flush=True)
+                        continue
+                    results.append(r)
+                    print(f"kafka system={system} trigger={trigger} events={events} rate={rate:g} "
+                          f"events_per_s={r.events_per_s:.0f} p50_latency_ms={r.p50:.0f} p99_latency_ms={r.p99:.0f} "
+                          f"cpu_us_per_event={r.cpu_us:.1f}", flush=True)
     finally:
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
         if server is not None:
             server.cleanup()
         if not args.keep:
@@ -244,6 +351,15 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"work folder: {work}", file=sys.stderr)
+    print("\n| system | trigger | rate ev/s | events | matched | throughput ev/s | p50 ms | p99 ms | CPU us/event |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        label = "etl exactly-once" if r.system == "etl" and r.trigger != "realtime" else \
+            "etl at-least-once" if r.system == "etl" else "plain PySpark"
+        print(f"| {label} | {r.trigger} | {r.rate:,.0f} | {r.events:,} | {r.matched:,} | {r.events_per_s:,.0f} | "
+              f"{r.p50:,.0f} | {r.p99:,.0f} | {r.cpu_us:,.1f} |")
+    for line in verdicts(results, args.trigger):
+        print(line)
 
 
 if __name__ == "__main__":

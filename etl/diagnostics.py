@@ -90,6 +90,8 @@ CODES: dict[str, str] = {
     "E413": "the checkpoint belongs to another pipeline (`_etl_pipeline.json` in it names it)",
     "E414": "a stop (SIGTERM, Ctrl-C) cancelled the batch in flight, which did not finish within ETL_STOP_GRACE_S: "
             "it is not committed (the next run processes it again)",
+    "E415": "a pipeline Spark's real-time mode cannot run (`trigger: {mode: realtime}`): a source, transform or sink "
+            "it does not take, state, Python workers, dead letters it cannot write, exactly-once delivery asked",
     "E999": "internal error (a bug in etl): please report it",
 }
 

@@ -18,6 +18,7 @@ from etl.diagnostics import Report, Span, did_you_mean, short_repr
 from etl.graph.columns import propagate_columns
 from etl.graph.model import Graph, Node, is_placeholder
 from etl.graph.public import check_public_names
+from etl.graph.realtime import check_realtime
 from etl.spec.rules import walk_predicates
 
 
@@ -401,6 +402,7 @@ def check_graph(graph: Graph, report: Report, doc: Any = None) -> Graph:
     propagate_columns(graph, report)
     check_event_time(graph, report)
     check_tests(graph, report)
+    check_realtime(graph, report)
     return graph
 
 

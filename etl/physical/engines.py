@@ -49,6 +49,7 @@ class Engine:
     build: str  # "module:function"
     can_run: Check
     does: str  # one line: what it does (the reason shown when it is picked)
+    python: bool = False  # runs in Python workers (a Python UDF, mapInArrow): not in Spark's real-time mode
 
 
 def _always(s: Subject, t: Target) -> None:
@@ -338,7 +339,7 @@ ENGINES: tuple[Engine, ...] = (
            "rules over several string fields (needles, literals, patterns, cidr) decided by RuleMatch.anyRow/idsRow "
            "in generated code (no Python worker)"),
     Engine("rules-python", "rules", "etl.components.transforms.filter.build:_verdict", _always,
-           "Hyperscan matcher in an Arrow UDF over the columns the rules read"),
+           "Hyperscan matcher in an Arrow UDF over the columns the rules read", python=True),
     Engine("prefilter-jvm", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_jvm,
            "LiteralPrefilter.test on the rules' literals in generated code before the matcher"),
     Engine("prefilter-udf", "prefilter", "etl.compile.prefilter:literal_test", _prefilter_udf,
@@ -353,13 +354,13 @@ ENGINES: tuple[Engine, ...] = (
     Engine("dissect-jvm", "dissect", "etl.components.transforms.dissect.build:values", _java_regex,
            "Dissect.java: each line scanned for the pattern's delimiters in generated code"),
     Engine("dissect-python", "dissect", "etl.components.transforms.dissect.build:values", _always,
-           "etl.dissect's reference scan in a Python UDF (Arrow)"),
+           "etl.dissect's reference scan in a Python UDF (Arrow)", python=True),
     Engine("broadcast", "store", "etl.compile.lookups.dimension:_broadcast", _broadcast,
            "broadcast hash join against the table"),
     Engine("rocksdb-jvm", "store", "etl.compile.lookups.jvm:jvm_lookup", _rocksdb_jvm,
            "rocksdict store held by the JVM (LookupTables), looked up in generated code"),
     Engine("rocksdb-python", "store", "etl.compile.lookups.dimension:_rocksdb", _rocksdb,
-           "rocksdict store looked up by mapInArrow in Python workers of the table's own"),
+           "rocksdict store looked up by mapInArrow in Python workers of the table's own", python=True),
     Engine("native", "window", "etl.compile.windows.aggregate:window_aggregate", _native_window,
            "Spark's window aggregation with watermark"),
     Engine("state", "window", "etl.compile.windows.aggregate:state_aggregate", _always,

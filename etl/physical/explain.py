@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from etl.graph.realtime import realtime
 from etl.physical.model import PhysicalPlan, QueryPlan
 
 from etl.plan.explain import explain_plan, fill_width
@@ -26,13 +27,34 @@ def _query(q: QueryPlan) -> list[str]:
     return out
 
 
-def explain_physical(pp: PhysicalPlan) -> str:
+def _realtime_queries(graph: Any) -> list[str]:
+    """The queries of a pipeline in Spark's real-time mode (etl.runtime.realtime): each sink's, and the sources'
+    dead letters in micro-batches."""
+    out = []
+    for sink in graph.of_kind("sink"):
+        chain: list[str] = []
+        node = sink
+        while node.inputs:
+            node = graph.node(node.inputs[0].src)
+            chain.insert(0, node.id)
+        out.extend(fill_width(f"query {sink.id}: real-time mode, streaming from {chain[0]}"
+                              + (f" through {', '.join(chain[1:])}" if chain[1:] else ""), "  ", "    "))
+        out.append(f"    writes {sink.id} <- {chain[-1]}")
+    interval = graph.pipeline.trigger.interval
+    for source in graph.of_kind("source"):
+        out.append(f"  query {source.id}-dead_letters: failed input rows of {source.id}, micro-batches every {interval}")
+        out.append(f"    writes dead_letter <- {source.id} (dead letters)")
+    return out
+
+
+def explain_physical(pp: PhysicalPlan, graph: Any = None) -> str:
+    """`graph`: the pipeline's, when it runs in Spark's real-time mode (its queries are not the planner's)."""
     lines = ["physical plan:"]
     lines.extend(fill_width("target: " + pp.target.text(), "  ", "    "))
     lines.append("")
     lines.append("queries:")
-    for q in pp.queries:
-        lines.extend(_query(q))
+    for line in _realtime_queries(graph) if graph is not None else [x for q in pp.queries for x in _query(q)]:
+        lines.append(line)
     lines.extend(fill_width("counts: rows out of every transform, one count(1) per output observed per micro-batch "
                        "(DataFrame.observe, no extra job)" if pp.target.component_counts else
                        "counts: off (ETL_COMPONENT_COUNTS=off): sources and sinks only", "  ", "    "))
@@ -55,4 +77,4 @@ def explain_physical(pp: PhysicalPlan) -> str:
 
 def explain_text(plan: Any, physical: Any) -> str:
     """What `etl explain` prints: the logical plan's text (etl.plan.explain), then the physical plan's."""
-    return explain_plan(plan) + "\n" + explain_physical(physical)
+    return explain_plan(plan) + "\n" + explain_physical(physical, plan.graph if realtime(plan.graph) else None)

@@ -20,16 +20,20 @@ from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
 from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by, query_of, roots, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
+from etl.graph.realtime import realtime
 from etl.components.sinks.file.spec import default_dead_letter
 from etl.workercache import WorkerCache
 
 
 def pick(aspect: str, subject: Subject, target: Target, note: str = "") -> Choice:
-    """The first engine of `aspect` that can run the subject; the others, with why they were not taken."""
+    """The first engine of `aspect` that can run the subject; the others, with why they were not taken. In Spark's
+    real-time mode an engine of Python workers is taken only when no other can run (etl.graph.realtime refuses it)."""
     found: Any = None
     rejected = []
     ordered = engines(aspect) + tuple(e for e in type(subject.node.spec).ENGINES if e.aspect == aspect)
     ordered = tuple(e for e in ordered if e.name in target.force) + tuple(e for e in ordered if e.name not in target.force)
+    if realtime(subject.graph):
+        ordered = tuple(e for e in ordered if not e.python) + tuple(e for e in ordered if e.python)
     for e in ordered:
         why = e.can_run(subject, target)
         if found is None and why is None:
@@ -68,6 +72,9 @@ def node_choices(node: Node, graph: Graph, program: Any, target: Target) -> tupl
 
 def sink_choices(s: Subject, target: Target) -> tuple[Choice, ...]:
     """A sink's engines: its write path, how Spark's writer counts its rows, how jsonl lines are rendered."""
+    if realtime(s.graph) and s.node.id != DEAD_LETTER:  # (dead letters: micro-batches, etl.runtime.realtime)
+        return (Choice("write", "realtime", "Spark's own sink in real-time mode: each row written as its task reads "
+                       "it (etl.runtime.realtime)", (), s.node.spec.REALTIME_WRITER or ""),)
     out = [pick("write", s, target)]
     if out[0].engine == "spark-writer":  # how the write counts its rows (and a stage's failed rows)
         out.append(pick("count", s, target))
@@ -106,7 +113,7 @@ def _in_streams(graph: Graph, queries: tuple) -> set[str]:
     return out
 
 
-def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
+def _spark(node: Node, in_stream: bool, in_batch: str | None, realtime_run: bool = False) -> Choice:
     """Where a node without alternatives runs: in a streaming plan, per micro-batch of a query, or both."""
     if node.kind == "source":
         if not streamed(node):
@@ -116,6 +123,8 @@ def _spark(node: Node, in_stream: bool, in_batch: str | None) -> Choice:
         what = node.spec.STATE_WHY if stateful(node) else "several inputs"
         return Choice("run", "spark-stream", f"in the streaming plan ({what})")
     batch = f"Spark SQL on each micro-batch of query {in_batch}"
+    if realtime_run:
+        return Choice("run", "spark-stream", "in the streaming plan of the real-time query (etl.runtime.realtime)")
     if in_stream and in_batch:
         return Choice("run", "spark-stream+batch", f"in the streaming plan of the root it feeds, and {batch}")
     if in_stream:
@@ -185,7 +194,7 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
     for node in graph.nodes.values():
         # a node with engines of its own is described by them; a source also says how it is read (its reader), a
         # parse how it parses (its parser)
-        run = (_spark(node, node.id in in_stream, in_batch.get(node.id)),)
+        run = (_spark(node, node.id in in_stream, in_batch.get(node.id), realtime(graph)),)
         choices = (run + engines[node.id]) if node.spec.RUN_WITH_ENGINES else (engines[node.id] or run)
         nodes[node.id] = NodePlan(node.id, node.kind, node.type, choices,
                                   in_batch.get(node.id, query_of(graph, node, known)))

@@ -7,8 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from etl.graph.model import Graph, Node
+from etl.graph.realtime import realtime
 from etl.plan.ir import Delivery
 from etl.spec.continuous import updating_input
+
+
+REALTIME_DELIVERY = ("real-time mode: Spark's Kafka sink writes each row as it is read, without transactions; a batch "
+                     "restarted after a failure writes its rows since the last checkpointed offsets again")
 
 
 def delivery_for(graph: Graph, sink: Node) -> Delivery:
@@ -17,6 +22,8 @@ def delivery_for(graph: Graph, sink: Node) -> Delivery:
     not_replayable = [s.id for s in sources if not s.spec.is_replayable()]
     if not_replayable:
         return Delivery(sink.id, "at-least-once", f"source {', '.join(not_replayable)} cannot replay")
+    if realtime(graph):
+        return Delivery(sink.id, "at-least-once", REALTIME_DELIVERY)
     if not sink.spec.is_idempotent():
         configured = getattr(sink.spec, "delivery", None)
         if configured == "at_least_once":

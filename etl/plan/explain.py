@@ -112,7 +112,9 @@ def explain_plan(plan: Plan) -> str:  # noqa: C901 - refactored after issue 39's
     lines = [f"pipeline {plan.name}"]
     trigger = getattr(p, "trigger", None)
     if trigger is not None:
-        lines.append(f"trigger {trigger.mode}" + (f" {trigger.interval}" if trigger.mode == "interval" else ""))
+        lines.append(f"trigger {trigger.mode}" + (f" {trigger.interval}" if trigger.mode == "interval" else "")
+                     + (f" (Spark's real-time mode: each row written as it is read, offsets checkpointed every "
+                        f"{trigger.interval}; at least once)" if trigger.mode == "realtime" else ""))
     ck = getattr(getattr(p, "checkpoint", None), "path", None)
     lines.append(f"checkpoint {ck}" if ck else f"checkpoint .etl/{plan.name}/checkpoint (default)")
     if g.functions:

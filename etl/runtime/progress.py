@@ -57,6 +57,8 @@ class Progress:
         self.totals: dict[str, dict[str, int]] = {}  # query -> {"input", sink ids..., dead_letter}
         self.latest: dict[str, BatchRecord] = {}
         self._sink_counts: dict[tuple[str, int], tuple[dict[str, int], list[str]]] = {}
+        # query -> the sink Spark's own sink writes for it (real-time mode): its rows written are Spark's count
+        self.spark_sinks: dict[str, str] = {}
         self._lock = threading.Lock()
         self._live: Any = None
         self._console: Any = None
@@ -101,6 +103,8 @@ class Progress:
         batch = int(p.get("batchId", -1))
         with self._lock:
             written, skipped = self._sink_counts.pop((query, batch), ({}, []))
+            if query in self.spark_sinks and int((p.get("sink") or {}).get("numOutputRows", -1)) >= 0:
+                written = {self.spark_sinks[query]: int(p["sink"]["numOutputRows"])}
             rec = BatchRecord(
                 self.pipeline, query, batch,
                 input_rows=int(p.get("numInputRows") or 0),

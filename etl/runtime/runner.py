@@ -38,6 +38,7 @@ from etl.runtime.errors import RunFailed
 from etl.runtime.failure import Failure, query_failure, sink_failure, stack_of
 from etl.runtime.file_watch import FileWatch
 from etl.runtime.progress import Progress, make_listener
+from etl.runtime import realtime
 from etl.runtime.sink import AbstractSink, SinkContext, SinkFailed
 
 log = logging.getLogger("etl.run")
@@ -100,6 +101,10 @@ class PipelineRun:
         self._cancelling: set[str] = set()  # queries whose batch's jobs _cancel is cancelling
         self._listener: Any = None
         available_now = self.opts.once or self.opts.drain or plan.graph.pipeline.trigger.mode == "available_now"
+        # Spark's real-time mode: its own sinks, no foreachBatch (etl.runtime.realtime); --once, --drain, `etl test`
+        # and the test hooks run the pipeline in micro-batches
+        self.realtime = plan.graph.pipeline.trigger.mode == "realtime" and not available_now and \
+            self.opts.interval is None and self.opts.sink_factory is None
         ctx = CompileContext(spark, self.graph, self.checkpoint, plan=plan,
                              trigger="available_now" if available_now else "continuous")
         self.compiler = Compiler(ctx, self.opts.sources)
@@ -297,7 +302,7 @@ class PipelineRun:
         """Compile and start every query (raises CompileError before anything starts)."""
         drain_files.refuse_drained(self.graph, self.checkpoint)
         with drain_files.sentinels(self.checkpoint, self.drain.nonce):
-            self.queries = self.compiler.queries()
+            self.queries = realtime.queries(self.compiler) if self.realtime else self.compiler.queries()
         for q in self.queries:
             for o in q.outputs:
                 self.sinks[(q.name, o.id)] = self._make_sink(q, o)
@@ -317,6 +322,12 @@ class PipelineRun:
         self.streams = []
         trigger = self.plan.graph.pipeline.trigger
         for q in self.queries:
+            if self.realtime and not q.dead_only:  # (dead letters: micro-batches, foreachBatch, any sink)
+                self.progress.spark_sinks[q.name] = q.outputs[0].id
+                self.streams.append(realtime.start(q, self.sinks[(q.name, q.outputs[0].id)], self.query_name(q),
+                                                   self.query_checkpoint(q), trigger.interval.seconds,
+                                                   self.graph.base_dir))
+                continue
             w = (q.stream.writeStream.queryName(self.query_name(q))
                  .option("checkpointLocation", self.query_checkpoint(q))
                  .foreachBatch(self._batch_fn(q)))

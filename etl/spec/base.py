@@ -227,6 +227,10 @@ class Component(Model):
     # onto its spec (etl.sql.connectors.map_table; None: only the spec's own field names are taken)
     SQL_CONNECTORS: ClassVar[tuple[str, ...]] = ()
     SQL_OPTIONS: ClassVar[str | None] = None
+    # Spark's real-time mode can run it (`trigger: {mode: realtime}`, etl.graph.realtime): a source Spark reads in
+    # that mode, a transform compiled to Spark expressions only (its Python engines aside); a sink says how it is
+    # written instead (SinkBase.REALTIME_WRITER)
+    REALTIME: ClassVar[bool] = False
     id: Identifier = Field(description="unique id, referenced by other components' inputs")
     type: str
     description: str | None = Field(default=None, description="free text about the component, for its readers")
@@ -445,6 +449,9 @@ class SinkBase(_WithInputs):
     # How the sink writes a micro-batch with Spark's own file writers (etl.physical's `spark-writer`); None:
     # a sink instance per partition writes it.
     SPARK_WRITER: ClassVar[str | None] = None
+    # "module:function" writing a real-time mode query's rows with Spark's own sink (etl.runtime.realtime); None:
+    # the sink cannot be written in real-time mode (foreachBatch is not run there)
+    REALTIME_WRITER: ClassVar[str | None] = None
 
     def is_idempotent(self) -> bool:
         """A replayed micro-batch can be written again without duplicates."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from etl import registry
 from etl.spec.base import Duration, Identifier, Model
@@ -21,10 +21,33 @@ Transform = _union("transform")
 Sink = _union("sink")
 
 
+# Spark's shortest real-time batch (spark.sql.streaming.realTimeMode.minBatchDuration's default): its default interval
+REALTIME_MIN_S = 5.0
+
+
 class Trigger(Model):
-    mode: Literal["interval", "available_now"] = Field(
-        default="interval", description="interval: run continuously; available_now: process what is there and stop")
-    interval: Duration = Field(default=Duration(1.0), description="time between micro-batches")
+    mode: Literal["interval", "available_now", "realtime"] = Field(
+        default="interval", description="interval: run continuously; available_now: process what is there and stop; "
+        "realtime: Spark's real-time mode, each row written as it arrives (a stateless Kafka -> Kafka pipeline, at "
+        "least once: etl.compile.realtime)")
+    interval: Duration = Field(default=Duration(1.0), description="time between micro-batches (realtime: how long "
+                               "each long-running batch lasts before its offsets are checkpointed, at least 5s, "
+                               "default 5s)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _realtime_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("mode") == "realtime" and "interval" not in data:
+            return {**data, "interval": Duration(REALTIME_MIN_S)}
+        return data
+
+    @field_validator("interval")
+    @classmethod
+    def _realtime_interval(cls, v: Duration, info: ValidationInfo) -> Duration:
+        if info.data.get("mode") == "realtime" and v.seconds < REALTIME_MIN_S:
+            raise ValueError(f"a realtime trigger's interval is at least {REALTIME_MIN_S:g}s (Spark's real-time "
+                             "mode, spark.sql.streaming.realTimeMode.minBatchDuration)")
+        return v
 
 
 class Checkpoint(Model):

@@ -25,6 +25,8 @@ CASES = {
     "kafka_window_mysql": "pipelines/kafka_window_mysql.yaml",
     "kafka_grok_opensearch": "pipelines/kafka_grok_opensearch.yaml",
     "rocketmq_filter_rocketmq": "pipelines/rocketmq_filter_rocketmq.yaml",
+    # Spark's real-time mode: at-least-once delivery, the real-time query and the dead letters' micro-batches
+    "realtime_kafka_filter": "pipelines/realtime_kafka_filter.yaml",
     "lookup_mysql": "pipelines/lookup_mysql.yaml",
     # a continuously updated TopN (its SQL script explains the same: tests/sql/test_sql_twins.py)
     "topn_continuous": "pipelines/sql/topn_continuous.yaml",

@@ -18,6 +18,7 @@ class KafkaSink(SinkBase):
 
     SQL_CONNECTORS: ClassVar[tuple[str, ...]] = ("kafka",)
     SQL_OPTIONS: ClassVar[str | None] = "etl.components.sinks.kafka.sql:map_options"
+    REALTIME_WRITER: ClassVar[str | None] = "etl.connectors.kafka_realtime:writer"
 
     type: Literal["kafka"]
     bootstrap_servers: str = Field(description="Kafka brokers: host:port, comma-separated")

@@ -21,6 +21,7 @@ class KafkaSource(MessageSource):
     JARS: ClassVar[tuple[str, ...]] = KAFKA_JARS
     REGEX_FIELDS: ClassVar[tuple[str, ...]] = ("pattern",)
     SERVER_FIELD: ClassVar[str | None] = "bootstrap_servers"
+    REALTIME: ClassVar[bool] = True
     type: Literal["kafka"]
     bootstrap_servers: str = Field(description="Kafka brokers: host:port, comma-separated")
     topics: list[str] | None = Field(default=None, description="topics to read (or `pattern`)")

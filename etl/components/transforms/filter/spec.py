@@ -33,6 +33,7 @@ class FilterTransform(FilterHooks, TransformBase):
         "level, tags) instead of their ids; on by default for filters with `sigma`")
     reload: bool = Field(default=True, description="re-read rule files between micro-batches when they change")
     LOADS_RULES: ClassVar[bool] = True
+    REALTIME: ClassVar[bool] = True
 
     @model_validator(mode="after")
     def _something_to_test(self) -> FilterTransform:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -16,6 +16,7 @@ from etl.spec.transforms import GENERATOR, PLAIN
 class SelectTransform(SelectHooks, TransformBase):
     """Keep, rename or drop columns; `fields` entries may be expressions ("upper(x) AS y")."""
 
+    REALTIME: ClassVar[bool] = True
     type: Literal["select"]
     fields: list[str] | None = Field(default=None,
                                      description="columns to keep: names or Spark SQL expressions (`expr AS name`)")
