@@ -15,6 +15,7 @@ import typer
 from etl.commands import redact
 from etl.commands.app import app
 from etl.commands.serve import STATE
+from etl.commands.tap import Endpoint, live_run, refused, token
 
 OPERATIONS = ("list", "stop", "start", "restart", "drain")
 COLUMNS = ("name", "state", "batches", "since", "file")
@@ -43,8 +44,6 @@ def jobs(
     """List or operate the jobs of a running `etl serve` (stop, start, restart and drain one by name)."""
     from pathlib import Path
     from urllib.error import HTTPError, URLError
-
-    from etl.commands.tap import Endpoint, live_run, refused, token
 
     if operation not in OPERATIONS:
         raise typer.BadParameter(f"expected one of: {', '.join(OPERATIONS)}", param_hint="OPERATION")

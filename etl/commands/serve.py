@@ -35,17 +35,13 @@ def job_files(folder: Path) -> list[str]:
     return pipeline_files([folder, *subs])
 
 
-def pools_file(state: Path, weights: dict[str, int]) -> str:
+def pools_xml(weights: dict[str, int]) -> str:
     """A FAIR scheduler allocation file giving the named jobs' pools their weights (the others weigh 1)."""
     from xml.sax.saxutils import quoteattr
 
-    from etl.runtime.statedir import write_private
-
     pools = "".join(f"  <pool name={quoteattr(n)}><schedulingMode>FIFO</schedulingMode><weight>{w}</weight>"
                     "<minShare>0</minShare></pool>\n" for n, w in sorted(weights.items()))
-    path = state / "pools.xml"
-    write_private(path, f'<?xml version="1.0"?>\n<allocations>\n{pools}</allocations>\n')
-    return str(path)
+    return f'<?xml version="1.0"?>\n<allocations>\n{pools}</allocations>\n'
 
 
 def parse_weights(items: list[str] | None) -> dict[str, int]:
@@ -81,16 +77,15 @@ def serve(
     """Run every pipeline of a folder as jobs of one Spark application; hot add, change and remove of files.
 
     Under spark-submit, submit etl/__main__.py with the same arguments (serve FOLDER ...)."""
-    from etl.runtime.session import PROFILES, parse_conf
-    from etl.runtime.statedir import HADOOP_UMASK, private
+    from etl.runtime import session, statedir
 
     settings.configure(settings.parse_assignments(setting))
     if progress not in ("none", "plain", "json"):
         raise typer.BadParameter("expected none, plain or json", param_hint="--progress")
-    if profile is not None and profile not in PROFILES:
-        raise typer.BadParameter(f"expected one of: {', '.join(sorted(PROFILES))}", param_hint="--profile")
+    if profile is not None and profile not in session.PROFILES:
+        raise typer.BadParameter(f"expected one of: {', '.join(sorted(session.PROFILES))}", param_hint="--profile")
     try:
-        spark_conf = parse_conf(conf)
+        spark_conf = session.parse_conf(conf)
     except ValueError as e:
         raise typer.BadParameter(str(e), param_hint="--conf") from None
     weights = parse_weights(weight)
@@ -98,8 +93,8 @@ def serve(
     if not root.is_dir():
         typer.echo(f"etl serve: no such folder: {folder}", err=True)
         raise typer.Exit(2)
-    with private():
-        code = _serve(root.resolve(), once=once, master=master, conf={**HADOOP_UMASK, **spark_conf},
+    with statedir.private():
+        code = _serve(root.resolve(), once=once, master=master, conf={**statedir.HADOOP_UMASK, **spark_conf},
                       progress=progress, cli_vars=parse_vars(var), allow_paths=allow_path or (), weights=weights,
                       metrics_port=metrics_port, metrics_host=metrics_host, profile=profile, ui=ui)
     leave(code)
@@ -123,13 +118,8 @@ def _checker(cli_vars: dict[str, Any], allow_paths: Any, master: str | None) -> 
 def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], progress: str,  # noqa: C901
            cli_vars: dict[str, Any], allow_paths: Any, weights: dict[str, int], metrics_port: int | None,
            metrics_host: str, profile: str | None, ui: bool) -> int:
-    from etl.runtime import packages, statedir
-    from etl.runtime.control import Control
-    from etl.runtime.failure import PythonLog
-    from etl.runtime.failure import log_file as run_log
-    from etl.runtime.jobs import JobSet, JobsMetrics, JobsOptions, digest
-    from etl.runtime.runlog import RunLog
-    from etl.runtime.session import build_session, end_jvm, stderr_to_file, under_spark_submit
+    from etl.runtime import control as controls
+    from etl.runtime import failure, jobs as jobset, packages, runlog as runlogs, session, statedir
 
     state = root / STATE
     try:
@@ -139,31 +129,33 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
                    "operates it", err=True)
         return 1
     check = _checker(cli_vars, allow_paths, master)
-    first: dict[str, tuple[str | None, Any]] = {f: (digest(f), check(f)) for f in job_files(root)}
+    first: dict[str, tuple[str | None, Any]] = {f: (jobset.digest(f), check(f)) for f in job_files(root)}
 
     def checked_once(f: str) -> Any:  # the first look reuses the check that chose the session's jars
         d, c = first.pop(f, (None, None))
-        return c if c is not None and d == digest(f) else check(f)
+        return c if c is not None and d == jobset.digest(f) else check(f)
 
     needed = frozenset(p for _, c in first.values() if c.plan is not None for p in packages.needed(c.plan.graph))
     echo = lambda line: typer.echo(redact(line), err=True)  # noqa: E731
     if weights:
-        conf = {"spark.scheduler.allocation.file": pools_file(state, weights), **conf}
+        pools = state / "pools.xml"
+        statedir.write_private(pools, pools_xml(weights))
+        conf = {"spark.scheduler.allocation.file": str(pools), **conf}
     conf = {"spark.scheduler.mode": "FAIR", **conf}
-    control = Control(f"serve {root}", metrics_port, metrics_host)
+    control = controls.Control(f"serve {root}", metrics_port, metrics_host)
     try:
         control.start(str(state / "checkpoint"))  # its run file: state/run.json
     except OSError as e:
         control.close()
         echo(f"etl serve: --metrics-port {metrics_port}: cannot listen on {metrics_host}: {e}")
         return 2
-    log = run_log(str(state / "checkpoint"))
-    runlog = RunLog(log)
-    quiet_jvm = not settings.current().log_level and not under_spark_submit()
+    log = failure.log_file(str(state / "checkpoint"))
+    runlog = runlogs.RunLog(log)
+    quiet_jvm = not settings.current().log_level and not session.under_spark_submit()
     spark: Any = None
     try:
         with jvm_stderr_to(Path(runlog.target) if quiet_jvm else None):
-            spark = build_session("etl-serve", master, conf, ui=ui, log_file=runlog.target, profile=profile,
+            spark = session.build_session("etl-serve", master, conf, ui=ui, log_file=runlog.target, profile=profile,
                                   packages=sorted(needed))
     except (packages.JarsUnavailable, ValueError) as e:
         control.close()
@@ -172,12 +164,12 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
         return 1
     if quiet_jvm:
         with contextlib.suppress(OSError):
-            stderr_to_file(spark, runlog.target)
+            session.stderr_to_file(spark, runlog.target)
     echo(f"etl serve: {root}: {DISTRIBUTION} {version()} on Spark {spark.version} (master "
          f"{spark.sparkContext.master}, FAIR pools)")
-    jobs = JobSet(spark, JobsOptions(files=lambda: job_files(root), check=checked_once, echo=echo,
+    jobs = jobset.JobSet(spark, jobset.JobsOptions(files=lambda: job_files(root), check=checked_once, echo=echo,
                                      needed=packages.needed, packages=needed, progress=progress, once=once))
-    control.metrics = JobsMetrics(jobs)  # type: ignore[assignment]
+    control.metrics = jobset.JobsMetrics(jobs)  # type: ignore[assignment]
     control.jobs = jobs
     stop = threading.Event()
     stops: dict[str, Any] = {"n": 0, "how": "SIGTERM"}
@@ -192,7 +184,7 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with PythonLog(log):
+        with failure.PythonLog(log):
             jobs.sync()
             poll = settings.current().serve_poll_s
             while not stop.wait(poll):
@@ -212,8 +204,8 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
         for s, h in previous.items():
             signal.signal(s, h)
         ended = False
-        if not under_spark_submit():
+        if not session.under_spark_submit():
             with contextlib.suppress(Exception):
                 spark.stop()
-            ended = end_jvm(JVM_EXIT_S)
+            ended = session.end_jvm(JVM_EXIT_S)
         runlog.close(JVM_EXIT_S if ended else 0)

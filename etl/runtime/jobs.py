@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterable
 
+from py4j.protocol import Py4JError
+
 from etl.runtime.control import Control
 from etl.runtime.failure import log_file as run_log
 from etl.runtime.job import Refused, drive, hold, release
@@ -212,11 +214,19 @@ class JobSet:
     # --------------------------------------------------------- operations
     def listing(self) -> list[dict[str, Any]]:
         with self._lock:
-            jobs = [{**j.view(), **({"reason": f"its file's change is refused: {self.invalid[j.file]}"}
-                                     if j.file in self.invalid else {})} for j in self.jobs.values()]
+            jobs = [{**j.view(), "pool": j.name if self._pooled(j.name) else None,
+                     **({"reason": f"its file's change is refused: {self.invalid[j.file]}"}
+                        if j.file in self.invalid else {})} for j in self.jobs.values()]
             broken = [{"name": "", "file": f, "state": "invalid", "since": "", "batches": 0, "checkpoint": "",
                        "reason": why} for f, why in self.invalid.items() if self._of_file(f) is None]
         return sorted(jobs, key=lambda j: str(j["name"])) + sorted(broken, key=lambda j: str(j["file"]))
+
+    def _pooled(self, name: str) -> bool:
+        """Spark's FAIR scheduler has a pool of this name: it made it when the job's first tasks were scheduled."""
+        try:
+            return bool(self.spark.sparkContext._jsc.sc().getPoolForName(name).isDefined())
+        except Py4JError:  # the JVM is going away (a listing while the set stops): not known
+            return False
 
     def act(self, op: str, name: str) -> tuple[int, dict[str, Any]]:
         """`etl jobs stop|start|restart|drain NAME`: (HTTP status, answer)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -216,8 +218,22 @@ def test_serve_folder_hot_changes_jobs_commands_and_sigkill_exactly_once(tmp_pat
         assert "etl serve: " + str(root / "jobs" / "broken.yaml") + ": not started" in log
         listed = etl_jobs(root, "list", "--format", "json")
         assert listed.returncode == 0, listed.stderr
-        states = {j["name"] or j["file"]: j["state"] for j in json.loads(listed.stdout)["jobs"]}
+        listing = json.loads(listed.stdout)["jobs"]
+        states = {j["name"] or j["file"]: j["state"] for j in listing}
         assert states == {**{n: "running" for n in jobs}, str(root / "jobs" / "broken.yaml"): "invalid"}
+        # each job's tasks ran in its own FAIR pool (Spark makes a pool when its first tasks are scheduled)
+        assert {j["name"]: j["pool"] for j in listing if j["name"]} == {n: n for n in jobs}
+        # per-job metrics on the set's endpoint (each series labelled with its job), etl top of one job's file
+        run = json.loads((root / "jobs" / ".etl" / "@serve" / "run.json").read_text())
+        request = urllib.request.Request(run["address"] + "/metrics", headers={
+            "Authorization": "Bearer " + Path(run["token_file"]).read_text().strip()})
+        with urllib.request.urlopen(request, timeout=30) as r:
+            metrics = r.read().decode()
+        for n in jobs:
+            assert re.search(rf'^etl_batches_total{{pipeline="{n}",query="[^"]+"}} [1-9]', metrics, re.M), n
+        top = subprocess.run([sys.executable, "-m", "etl", "top", "jobs/y0.yaml", "--iterations", "1"], cwd=root,
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "ETL_NO_SPARK": "on"})
+        assert top.returncode == 0 and "kept" in top.stdout, top.stdout + top.stderr
         table = etl_jobs(root, "list")
         assert table.stdout.splitlines()[0].split() == ["NAME", "STATE", "BATCHES", "SINCE", "FILE"]
         assert [ln.split()[:2] for ln in table.stdout.splitlines()[1:12]] == \
