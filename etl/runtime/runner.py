@@ -368,7 +368,8 @@ class PipelineRun:
         finish, with the Python functions whose calls were running (etl.compile.bounds' journals, this machine's)."""
         batches = {q.name: self._in_flight.get(q.name, -1) for q, _ in busy}
         self._cancelling.update(batches)
-        self.spark.sparkContext.cancelAllJobs()  # (a stopping run's: the batches past the grace are all there are)
+        for _, s in busy:  # a query's batches run in its job group, its run id (etl serve: the other jobs go on)
+            self.spark.sparkContext.cancelJobGroup(str(s.runId))
         for q, s in busy:
             try:
                 s.stop()  # returns once foreachBatch has raised on its cancelled job

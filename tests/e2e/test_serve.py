@@ -227,10 +227,14 @@ def test_serve_folder_hot_changes_jobs_commands_and_sigkill_exactly_once(tmp_pat
         run = json.loads((root / "jobs" / ".etl" / "@serve" / "run.json").read_text())
         request = urllib.request.Request(run["address"] + "/metrics", headers={
             "Authorization": "Bearer " + Path(run["token_file"]).read_text().strip()})
-        with urllib.request.urlopen(request, timeout=30) as r:
-            metrics = r.read().decode()
-        for n in jobs:
-            assert re.search(rf'^etl_batches_total{{pipeline="{n}",query="[^"]+"}} [1-9]', metrics, re.M), n
+
+        def counted() -> bool:  # (a batch's progress event reaches the metrics after its sink wrote it)
+            with urllib.request.urlopen(request, timeout=30) as r:
+                metrics = r.read().decode()
+            return all(re.search(rf'^etl_batches_total{{pipeline="{n}",query="[^"]+"}} [1-9]', metrics, re.M)
+                       for n in jobs)
+
+        wait_for("every job's batches in the metrics", counted, p, root, timeout=60)
         top = subprocess.run([sys.executable, "-m", "etl", "top", "jobs/y0.yaml", "--iterations", "1"], cwd=root,
                              capture_output=True, text=True, timeout=120, env={**os.environ, "ETL_NO_SPARK": "on"})
         assert top.returncode == 0 and "kept" in top.stdout, top.stdout + top.stderr
