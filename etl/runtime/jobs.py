@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,7 @@ class JobSet:
     def __init__(self, spark: Any, opts: JobsOptions):
         self.spark = spark
         self.opts = opts
+        self.listeners = Listeners(spark) if spark is not None else None
         self.jobs: dict[str, Job] = {}  # name -> its job (stopped, failed and done ones too)
         self.seen: dict[str, str] = {}  # file -> digest last checked (valid or not)
         self.invalid: dict[str, str] = {}  # file -> why it is not running (its first diagnostic)
@@ -182,7 +184,7 @@ class JobSet:
             control = Control(plan.name)
             control.start(plan.checkpoint)
             runner = PipelineRun(plan, self.spark, RunOptions(once=self.opts.once, progress=self.opts.progress,
-                                                              control=control))
+                                                              control=control, listeners=self.listeners))
             control.on_drain = lambda: runner.request_drain("etl jobs drain")
             job.runner = runner
             with runner.progress:
@@ -282,6 +284,44 @@ class JobSet:
     def failed(self) -> list[Job]:
         return [j for j in list(self.jobs.values()) if j.state == "failed"]
 
+
+
+class Listeners:
+    """One StreamingQueryListener for the whole set, handing each query's progress to its job's Progress: Spark
+    calls every registered Python listener for every event, so one per job would cost jobs x events calls."""
+
+    def __init__(self, spark: Any):
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        self._by_name: dict[str, Any] = {}
+        by_name = self._by_name
+
+        class _Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                p = event.progress
+                progress = by_name.get(p.name)
+                if progress is not None:
+                    progress.on_progress(json.loads(p.json))
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        spark.streams.addListener(_Listener())
+
+    def add(self, progress: Any, names: set[str]) -> frozenset[str]:
+        for n in names:
+            self._by_name[n] = progress
+        return frozenset(names)
+
+    def remove(self, names: frozenset[str]) -> None:
+        for n in names:
+            self._by_name.pop(n, None)
 
 
 class JobsMetrics:
