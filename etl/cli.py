@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from etl.commands import docs, drain, explain, init, run, schema, tap, test, to_yaml, top, validate  # noqa: F401
+from etl.commands import docs, drain, explain, init, jobs, run, schema, serve, tap, test, to_yaml, top, validate  # noqa: F401
 from etl.commands.app import app
 from etl.secrets import redact_console
 from etl.settings import SettingsError, current

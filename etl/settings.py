@@ -149,6 +149,9 @@ SETTINGS: tuple[Setting, ...] = (
             "after SIGTERM or Ctrl-C, how long the batch in flight has to finish; past it (a Python function call "
             "that never returns, a slow sink) its jobs are cancelled and it is not committed: the next run "
             "processes it again", _number(float, 0.0, 3600.0, "a number of seconds, 0 to 3600")),
+    Setting("ETL_SERVE_POLL_S", "serve_poll_s", "seconds (0.1-3600)", "2",
+            "how often `etl serve` looks at its folder for added, changed and removed pipeline files",
+            _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
     Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
             "address space a Python worker that runs a pipeline's functions may map (RLIMIT_AS) beyond what it maps "
             "itself (Python, pandas, pyarrow's first arena); a call that needs more is the row's dead letter "
@@ -245,6 +248,7 @@ class Settings:
     function_timeout_s: float = 30.0
     function_memory_mb: int = 2048
     stop_grace_s: float = 5.0
+    serve_poll_s: float = 2.0
     cache_dir: str | None = None
     lookup_dir: str = ""  # "": the private <tmp>/etl-lookup-<uid> (etl.compile.lookups.store.default_base_dir)
     lookup_chunk_rows: int = 4096

@@ -148,13 +148,12 @@ def execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str
 def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, str], checkpoint: str | None,  # noqa: C901
              progress: str, metrics_port: int | None, metrics_host: str, profile: str | None, drain: bool,
              ui: bool) -> int:
-    from etl.compile.context import CompileError
-    from etl.runtime import statedir
     from etl.runtime.control import Control
-    from etl.runtime.failure import PythonLog, checkpoint_fault, report, stack_of, stop_cancelled, unknown_failure
+    from etl.runtime.failure import PythonLog
     from etl.runtime.failure import log_file as run_log
+    from etl.runtime.job import Refused, drive, hold
     from etl.runtime.runlog import RunLog
-    from etl.runtime.runner import PipelineRun, RunFailed, RunOptions
+    from etl.runtime.runner import PipelineRun, RunOptions
     from etl.runtime import packages
     from etl.runtime.session import build_session, end_jvm, stderr_to_file, under_spark_submit
 
@@ -162,12 +161,9 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     ck = str(Path(checkpoint).resolve()) if checkpoint else plan.checkpoint
     log = run_log(ck)
     try:  # before anything is written: a refused run leaves the running one's files alone
-        statedir.lock(ck)
-        statedir.claim(ck, plan.name)
-        if log.parent.exists():  # an older run's, maybe open (a new one is made 0700 by the umask)
-            statedir.close(log.parent)
-    except (statedir.CheckpointInUse, statedir.ForeignCheckpoint, OSError) as e:
-        typer.echo(redact(checkpoint_fault(plan.graph, e).diagnostic().render()), err=True)
+        hold(plan.graph, ck, log)
+    except Refused as e:
+        typer.echo(e.line, err=True)
         return 1
     quiet_jvm = not settings.current().log_level and not under_spark_submit()
     control = Control(plan.name, metrics_port, metrics_host)  # metrics, etl tap, etl top: before the JVM starts
@@ -216,11 +212,6 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
             sys.stderr.write(f"\netl: {signal.Signals(signum).name}: finishing the current batch, then stopping\n")
         runner.request_stop()
 
-    def failed(diag: Any, exc: BaseException) -> int:
-        stack = exc.failure.stack if isinstance(exc, RunFailed) and exc.failure else stack_of(exc)
-        typer.echo(report(diag, log, stack), err=True)
-        return 1
-
     def on_drain(signum: int, frame: Any) -> None:
         if progress != "none":
             sys.stderr.write("\netl: SIGUSR1: draining: finishing the current batch, then flushing every window\n")
@@ -231,25 +222,9 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
     try:
         with runner.progress, PythonLog(log):
-            try:
-                runner.start()
-            except CompileError as e:
-                runner.close()
-                return failed(e.diagnostic(plan.graph), e)
-            except Exception as e:  # noqa: BLE001 - a failure etl does not know: one line, the stack in the log
-                runner.close()
-                return failed(unknown_failure(plan.graph, e).diagnostic(), e)
-            try:
-                runner.wait()
-            except RunFailed as e:
-                return failed(e.failure.diagnostic() if e.failure else unknown_failure(plan.graph, e).diagnostic(), e)
-            except Exception as e:  # noqa: BLE001
-                return failed(unknown_failure(plan.graph, e).diagnostic(), e)
-            if runner.cancelled:  # a batch past ETL_STOP_GRACE_S after the stop: one line each, exit 1
-                for c in runner.cancelled:
-                    typer.echo(report(stop_cancelled(plan.graph, c, settings.current().stop_grace_s,
-                                                     str(stops["how"])).diagnostic(), log, ""), err=True)
-                return 1
+            code = drive(runner, log, lambda line: typer.echo(line, err=True), lambda: str(stops["how"]))
+            if code:
+                return code
         if progress != "none":
             summary = runner.progress.summary()
             if resumed and not runner.progress.totals:

@@ -9,7 +9,9 @@ address in a run file next to the checkpoint folder, where `etl tap` and
 * `GET /status`: the pipeline, its components and queries (JSON);
 * `GET /tap?component=ID&limit=N&every=S[&dead=1]`: JSON lines, one per
   sampled row, as long as the client stays connected;
-* `POST /drain`: drain the run (`etl drain`; etl/runtime/draining.py).
+* `POST /drain`: drain the run (`etl drain`; etl/runtime/draining.py);
+* `etl serve` only: `GET /jobs` (the jobs and their states), `POST /jobs/OP?name=NAME` with OP stop, start,
+  restart or drain (`etl jobs`; etl/runtime/jobs.py).
 
 Every request needs the run's token (`Authorization: Bearer TOKEN`; a random
 one per run, in the 0600 token file beside the run file, compared in constant
@@ -118,6 +120,7 @@ class Control:
         self.token = secrets.token_urlsafe(32)
         self._token_file: Path | None = None
         self.on_drain: Any = None  # called by POST /drain (the runner's request_drain)
+        self.jobs: Any = None  # etl serve's etl.runtime.jobs.JobSet: GET /jobs, POST /jobs/OP?name=NAME
 
     # ------------------------------------------------------------ lifecycle
     def start(self, checkpoint: str) -> None:
@@ -167,16 +170,17 @@ class Control:
                         self._send(400, json.dumps({"error": "bad parameter", "parameter": e.name,
                                                     "expected": e.expected}).encode(), "application/json")
                 else:
-                    self._send(404, b"not found\n", "text/plain")
+                    self._send(*control.other("GET", url, full))
 
             def do_POST(self) -> None:
                 if not self._admitted():
                     return
-                if full and urlparse(self.path).path == "/drain" and control.on_drain is not None:
+                url = urlparse(self.path)
+                if full and url.path == "/drain" and control.on_drain is not None:
                     control.on_drain()
                     self._send(202, b'{"draining": true}', "application/json")
                 else:
-                    self._send(404, b"not found\n", "text/plain")
+                    self._send(*control.other("POST", url, full))
 
             def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
                 body = redacted(body)
@@ -193,6 +197,16 @@ class Control:
         threading.Thread(target=server.serve_forever, name=f"etl-control-{port}", daemon=True).start()
         self._servers.append(server)
         return server
+
+    def other(self, method: str, url: Any, full: bool) -> tuple[int, bytes, str]:
+        """The answer to a request the routes above do not take: `etl serve`'s jobs (GET /jobs, POST
+        /jobs/OP?name=NAME), else 404."""
+        if full and self.jobs is not None and method == "GET" and url.path == "/jobs":
+            return 200, json.dumps({"jobs": self.jobs.listing()}).encode(), "application/json"
+        if full and self.jobs is not None and method == "POST" and url.path.startswith("/jobs/"):
+            code, answer = self.jobs.act(url.path[len("/jobs/"):], parse_qs(url.query).get("name", [""])[0])
+            return code, json.dumps(answer).encode(), "application/json"
+        return 404, b"not found\n", "text/plain"
 
     def refused(self, headers: Any, host: str, port: int) -> int:
         """0 when a request may be answered: its Host header names this loopback server (any, on an address

@@ -71,6 +71,7 @@ class RunOptions:
     control: Any = None  # etl.runtime.control.Control: metrics and taps (etl run starts one)
     echo: Callable[[str], None] | None = None
     interval: str | None = None  # test hook: a processing-time trigger (Spark interval text) whatever the plan says
+    listeners: Any = None  # etl serve: one StreamingQueryListener for every job (etl.runtime.jobs.Listeners)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -310,8 +311,11 @@ class PipelineRun:
         if self.opts.control is not None:
             self.opts.control.started(self.graph, self.queries, self.progress)
         if self.progress.mode != "none" or self.progress.observers:
-            self._listener = make_listener(self.progress, names)
-            self.spark.streams.addListener(self._listener)
+            if self.opts.listeners is not None:  # one listener for the set: each event once, not once per job
+                self._listener = self.opts.listeners.add(self.progress, names)
+            else:
+                self._listener = make_listener(self.progress, names)
+                self.spark.streams.addListener(self._listener)
         Path(self.checkpoint).mkdir(parents=True, exist_ok=True)
         for w in self.watches:
             w.check()  # the files as the first micro-batch will find them
@@ -379,7 +383,8 @@ class PipelineRun:
         finish, with the Python functions whose calls were running (etl.compile.bounds' journals, this machine's)."""
         batches = {q.name: self._in_flight.get(q.name, -1) for q, _ in busy}
         self._cancelling.update(batches)
-        self.spark.sparkContext.cancelAllJobs()  # (a stopping run's: the batches past the grace are all there are)
+        for _, s in busy:  # a query's batches run in its job group, its run id (etl serve: the other jobs go on)
+            self.spark.sparkContext.cancelJobGroup(str(s.runId))
         for q, s in busy:
             try:
                 s.stop()  # returns once foreachBatch has raised on its cancelled job
@@ -450,6 +455,9 @@ class PipelineRun:
             if s.isActive:
                 with contextlib.suppress(Exception):
                     s.stop()
+        if self._listener is not None and self.opts.listeners is not None:
+            self.opts.listeners.remove(self._listener)
+            self._listener = None
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 self.spark.streams.removeListener(self._listener)

@@ -1,0 +1,132 @@
+"""`etl serve` and `etl jobs` without a JVM: which files are jobs, the FAIR pools file, the merged metrics, the
+operations' refusals, the control endpoint's job routes and the client's answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import urlparse
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from etl.cli import app
+from etl.commands.serve import job_files, parse_weights, pools_xml
+from etl.runtime.control import Control
+from etl.runtime.jobs import Job, JobSet, JobsMetrics, JobsOptions
+from etl.runtime.metrics import Metrics
+
+
+def test_jobs_are_the_pipeline_files_two_levels_deep_outside_hidden_folders(tmp_path):
+    for f in ("a.yaml", "z.sql", "sub/b.sql", "sub/b.tests.yaml", "sub/b.yaml", "sub/c.yml", "sub/deeper/d.yaml",
+              ".etl/e.yaml", "_old/f.yaml", "data.jsonl"):
+        (tmp_path / f).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / f).write_text("name: x\n")
+    assert [Path(f).relative_to(tmp_path).as_posix() for f in job_files(tmp_path)] == \
+        ["a.yaml", "z.sql", "sub/b.sql", "sub/c.yml"]
+
+
+def test_weights_become_a_fair_allocation_file():
+    assert parse_weights(["heavy=1", "light=4"]) == {"heavy": 1, "light": 4}
+    assert pools_xml({"light": 4, 'a"b': 2}) == (
+        '<?xml version="1.0"?>\n<allocations>\n'
+        '  <pool name=\'a"b\'><schedulingMode>FIFO</schedulingMode><weight>2</weight><minShare>0</minShare></pool>\n'
+        '  <pool name="light"><schedulingMode>FIFO</schedulingMode><weight>4</weight><minShare>0</minShare></pool>\n'
+        '</allocations>\n')
+    for bad in ("light", "light=0", "=2", "light=x"):
+        with pytest.raises(typer.BadParameter, match="expected NAME=WEIGHT"):
+            parse_weights([bad])
+
+
+def job(name: str, state: str, metrics: Metrics | None = None) -> Job:
+    j = Job(name, f"/jobs/{name}.yaml", "d", SimpleNamespace(checkpoint=f"/state/{name}/checkpoint"), state=state,
+            since="2026-11-29T08:00:00+00:00")
+    if metrics is not None:
+        j.runner = SimpleNamespace(opts=SimpleNamespace(control=SimpleNamespace(metrics=metrics)),
+                                   progress=SimpleNamespace(latest={}))
+    return j
+
+
+def jobset(*jobs: Job) -> JobSet:
+    said: list[str] = []
+    js = JobSet(None, JobsOptions(files=list, check=lambda f: None, echo=said.append, needed=lambda g: ()))
+    js._pooled = lambda name: False  # type: ignore[method-assign] # (no session)
+    js.jobs = {j.name: j for j in jobs}
+    return js
+
+
+def test_the_set_metrics_are_every_running_jobs_in_one_exposition():
+    one, two, gone = Metrics("one"), Metrics("two"), Metrics("gone")
+    for m, n in ((one, 2), (two, 3), (gone, 5)):
+        for _ in range(n):
+            m.on_progress("events", {"numInputRows": 10}, 0)
+    text = JobsMetrics(jobset(job("one", "running", one), job("two", "running", two),
+                              job("gone", "stopped", gone))).text().decode()
+    assert text.count("# TYPE etl_batches_total counter") == 1
+    assert 'etl_batches_total{pipeline="one",query="events"} 2.0' in text
+    assert 'etl_batches_total{pipeline="two",query="events"} 3.0' in text
+    assert 'etl_query_input_rows_total{pipeline="two",query="events"} 30.0' in text
+    assert 'pipeline="gone"' not in text
+
+
+def test_operations_refused_with_their_reason():
+    js = jobset(job("a", "running"), job("b", "stopped"))
+    assert js.act("pause", "a") == (404, {"error": "unknown operation 'pause'",
+                                          "operations": ["stop", "start", "restart", "drain"]})
+    assert js.act("stop", "c") == (404, {"error": "no job named 'c'", "jobs": ["a", "b"]})
+    code, answer = js.act("stop", "b")
+    assert (code, answer["error"]) == (409, "job 'b' is not running (stopped)")
+    code, answer = js.act("drain", "b")
+    assert (code, answer["error"]) == (409, "job 'b' is not running (stopped)")
+    code, answer = js.act("start", "a")
+    assert (code, answer["error"]) == (409, "job 'a' is running already")
+    js.invalid["/jobs/x.yaml"] = "/jobs/x.yaml:3:5: E310 unknown column"
+    assert js.listing() == [
+        {"name": "a", "file": "/jobs/a.yaml", "state": "running", "since": "2026-11-29T08:00:00+00:00", "batches": 0,
+         "checkpoint": "/state/a/checkpoint", "reason": "", "pool": None},
+        {"name": "b", "file": "/jobs/b.yaml", "state": "stopped", "since": "2026-11-29T08:00:00+00:00", "batches": 0,
+         "checkpoint": "/state/b/checkpoint", "reason": "", "pool": None},
+        {"name": "", "file": "/jobs/x.yaml", "state": "invalid", "since": "", "batches": 0, "checkpoint": "",
+         "reason": "/jobs/x.yaml:3:5: E310 unknown column"}]
+
+
+def test_the_control_endpoint_routes_jobs_only_for_a_set():
+    control = Control("p")
+    assert control.other("GET", urlparse("/jobs"), True) == (404, b"not found\n", "text/plain")
+    control.jobs = jobset(job("a", "running"))
+    code, body, _ = control.other("GET", urlparse("/jobs"), True)
+    assert code == 200 and [j["name"] for j in json.loads(body)["jobs"]] == ["a"]
+    code, body, _ = control.other("POST", urlparse("/jobs/stop?name=zz"), True)
+    assert (code, json.loads(body)["error"]) == (404, "no job named 'zz'")
+    assert control.other("GET", urlparse("/jobs"), False)[0] == 404  # the metrics port serves /metrics only
+
+
+def test_etl_jobs_without_a_running_serve_and_usage_errors(tmp_path):
+    runner = CliRunner()
+    r = runner.invoke(app, ["jobs", "list", "--folder", str(tmp_path)])
+    assert r.exit_code == 1
+    assert f"etl jobs: no running `etl serve` of {tmp_path.resolve()}" in r.output
+    assert runner.invoke(app, ["jobs", "stop", "--folder", str(tmp_path)]).exit_code == 2
+    assert runner.invoke(app, ["jobs", "list", "x", "--folder", str(tmp_path)]).exit_code == 2
+    assert runner.invoke(app, ["jobs", "pause", "x", "--folder", str(tmp_path)]).exit_code == 2
+
+
+def test_etl_jobs_talks_to_the_set_with_its_token(tmp_path):
+    """A live set's run file (this process's pid): list prints the table, an operation's refusal is exit 1."""
+    control = Control("serve")
+    control.jobs = jobset(job("a", "running"), job("b", "stopped"))
+    control.start(str(tmp_path / ".etl" / "@serve" / "checkpoint"))
+    try:
+        runner = CliRunner()
+        r = runner.invoke(app, ["jobs", "--folder", str(tmp_path)])
+        assert r.exit_code == 0, r.output
+        assert r.stdout.splitlines() == [
+            "NAME  STATE    BATCHES  SINCE                      FILE",
+            "a     running  0        2026-11-29T08:00:00+00:00  /jobs/a.yaml",
+            "b     stopped  0        2026-11-29T08:00:00+00:00  /jobs/b.yaml"]
+        r = runner.invoke(app, ["jobs", "stop", "b", "--folder", str(tmp_path)])
+        assert (r.exit_code, r.stderr) == (1, "etl jobs: stop b: job 'b' is not running (stopped)\n")
+    finally:
+        control.close()
