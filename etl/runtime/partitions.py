@@ -18,7 +18,7 @@ Sinks live across micro-batches (issue 42): a sink class with `live` set is kept
 partition (`LIVE`, by the partition's whole identity: sink class, spec, pipeline, sink, query and partition, run,
 checkpoint), so the next batch of that partition on that worker reuses its clients (a Kafka producer with its
 transactions initialised, a MySQL connection) and what it knows it committed, instead of building them per
-partition per batch. An instance is taken out while it writes (`checkout`: never two tasks on one) and put back
+partition per batch (one left waiting more than LIVE_IDLE seconds is closed). An instance is taken out while it writes (`checkout`: never two tasks on one) and put back
 only after a write that raised nothing and left nothing open (`checkin`, `reusable`); on any error it is closed
 and the next batch builds a new one, which recovers its committed state from the server as on a first batch. A
 worker that dies loses its instances the same way. Whether a kept instance's knowledge can be trusted is the
@@ -54,14 +54,15 @@ RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("part", pa.int32()), ("rows",
 
 
 LIVE_KEEP = 64  # live sink instances a worker keeps (the oldest is closed first)
+LIVE_IDLE = 120.0  # seconds a kept instance may wait for its next batch (a finished run's are closed after it)
 
 
-def _close_live(sink: Any) -> None:
-    sink.close()
+def _close_live(kept: tuple[float, Any]) -> None:
+    kept[1].close()
 
 
-# a worker's sink instances between micro-batches, by live_key (see the module's docstring)
-LIVE: WorkerCache[tuple, Any] = WorkerCache("live sinks", LIVE_KEEP, close=_close_live)
+# a worker's sink instances between micro-batches, by live_key: (when it was put back, the sink)
+LIVE: WorkerCache[tuple, tuple[float, Any]] = WorkerCache("live sinks", LIVE_KEEP, close=_close_live)
 
 
 def live_key(cls: type, spec: Any, ctx: Any) -> tuple:
@@ -77,18 +78,23 @@ def checkout(cls: type, spec: Any, ctx: Any) -> tuple[Any, tuple | None]:
     if not getattr(cls, "live", False):
         return cls(spec, ctx), None
     key = live_key(cls, spec, ctx)
-    sink = LIVE.pop(key)
-    if sink is None:
+    now = time.monotonic()
+    for old in LIVE:  # the sinks of a run that ended (or of a partition gone elsewhere) are not kept for ever
+        got = LIVE.get(old)
+        if got is not None and now - got[0] > LIVE_IDLE and LIVE.pop(old) is got:
+            _close_live(got)
+    kept = LIVE.pop(key)
+    if kept is None:
         return cls(spec, ctx), key
-    sink.reuse(ctx)
-    return sink, key
+    kept[1].reuse(ctx)
+    return kept[1], key
 
 
 def checkin(sink: Any, key: tuple | None, ok: bool) -> None:
     """After a partition's write: kept for the next batch when it raised nothing and the sink says it can go on,
     closed otherwise (the next batch builds a new one and recovers what was committed from the server)."""
     if key is not None and ok and sink.reusable():
-        LIVE[key] = sink
+        LIVE[key] = (time.monotonic(), sink)
     else:
         sink.close()
 

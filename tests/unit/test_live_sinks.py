@@ -96,6 +96,21 @@ def test_an_error_or_an_open_batch_closes_the_instance_and_the_next_batch_builds
     assert s3.closed == 1 and len(LIVE) == 0
 
 
+def test_an_instance_left_waiting_past_live_idle_is_closed_at_the_next_checkout(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(partitions.time, "monotonic", lambda: clock[0])
+    idle, key = checkout(Kept, _spec(), _ctx(part=0))
+    checkin(idle, key, ok=True)
+    clock[0] += partitions.LIVE_IDLE - 1
+    busy, key = checkout(Kept, _spec(), _ctx(part=1))
+    checkin(busy, key, ok=True)
+    clock[0] += 2  # partition 0's sink waited LIVE_IDLE + 1 s, partition 1's 2 s
+    s, key = checkout(Kept, _spec(), _ctx(part=2))
+    assert (idle.closed, busy.closed, len(LIVE)) == (1, 0, 1)
+    assert checkout(Kept, _spec(), _ctx(part=1))[0] is busy
+    assert checkout(Kept, _spec(), _ctx(part=0))[0] is not idle
+
+
 def test_the_oldest_kept_instance_is_closed_past_live_keep(monkeypatch):
     kept = []
     for part in range(partitions.LIVE_KEEP + 1):
