@@ -15,8 +15,8 @@ Exactly once (`delivery: exactly_once`, the default):
   resolved any transaction the crashed run left open -- reads the marker topic
   once (read_committed, up to its high watermark) for the last committed batch
   id of this sink and skips every batch id up to it; later batches are tracked
-  in memory, and the worker keeps the sink with its producer between
-  micro-batches (etl.runtime.partitions.LIVE). What it knows holds for its
+  in memory (ready for a worker to keep the sink between micro-batches,
+  etl.runtime.partitions.LIVE: see `live` below). What it knows holds for its
   producer's epoch only: another writer of the partition (Spark re-ran it on
   another worker) initialises the same transactional.id and fences this
   producer, whose next transaction then fails; a producer dropped for any
@@ -96,6 +96,12 @@ def _need_client() -> Any:
 
 
 class KafkaSink(ServerSink):
+    # not kept between batches yet: a producer kept by a Spark Python worker failed a later batch's flush with
+    # "SystemError: KafkaSink._on_delivery returned a result with an exception set" (2 of 3 runs of
+    # `bench/live_sinks.py --spark`, never outside Spark, never with a new producer per batch): a callback's
+    # exception left pending in confluent-kafka, cause not found yet. The carried state below is ready for it.
+    live = False
+
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self.ck = _need_client()
