@@ -22,6 +22,8 @@ from etl.runtime.sink import AbstractSink, SinkContext, WriteResult, run_tag as 
 
 
 class ServerSink(AbstractSink):
+    live = True  # its client (and what it knows it committed) kept between micro-batches on a worker
+
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self._not_committed: int | None = None  # batch id known not to be committed yet
@@ -46,6 +48,11 @@ class ServerSink(AbstractSink):
     def mark_committed(self, batch_id: int) -> None:
         """The marker was written with the data (same transaction)."""
         self._not_committed = None
+
+    def reuse(self, ctx: SinkContext) -> None:
+        super().reuse(ctx)
+        self._not_committed = None
+        self.rejects.clear()  # the last batch's went back to the driver with its result
 
 
 def run_tag(ctx: SinkContext) -> str:

@@ -1,7 +1,7 @@
 """Sinks on the executors: each partition of a micro-batch is written by its own sink instance.
 
 The driver's `write_batch` runs one Spark job over the batch (`mapInArrow`): on the executor that computed a
-partition, a fresh sink instance (`for_partition`, scope `<query>.p<partition>`) writes the partition's Arrow
+partition, a sink instance (scope `<query>.p<partition>`) writes the partition's Arrow
 batches through `AbstractSink.write_arrow` -- batching, flushing, retries and its own exactly-once marker
 (MySQL and Kafka: marker in the partition's transaction; Elasticsearch, RocketMQ: deterministic ids and a
 marker in the checkpoint). Only one small row per partition comes back to the driver
@@ -13,12 +13,23 @@ The file sink writes with Spark's own writer instead (`write_frame`, etl/compone
 batch is staged by Spark's tasks and published by `commit_batch`.
 
 `write_path(sink_type)` is the one decision of where a sink writes (etl/physical records it).
+
+Sinks live across micro-batches (issue 42): a sink class with `live` set is kept by the Python worker that wrote a
+partition (`LIVE`, by the partition's whole identity: sink class, spec, pipeline, sink, query and partition, run,
+checkpoint), so the next batch of that partition on that worker reuses its clients (a Kafka producer with its
+transactions initialised, a MySQL connection) and what it knows it committed, instead of building them per
+partition per batch (one left waiting more than LIVE_IDLE seconds is closed). An instance is taken out while it writes (`checkout`: never two tasks on one) and put back
+only after a write that raised nothing and left nothing open (`checkin`, `reusable`); on any error it is closed
+and the next batch builds a new one, which recovers its committed state from the server as on a first batch. A
+worker that dies loses its instances the same way. Whether a kept instance's knowledge can be trusted is the
+sink's to say: the Kafka sink's is bounded by its producer's epoch (etl/components/sinks/kafka/build.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import os
 import time
@@ -31,6 +42,7 @@ import pyarrow as pa
 from etl import registry, settings
 from etl.dead_letters import ERR, PAYLOAD
 from etl.runtime.arrow import arrow_schema
+from etl.workercache import WorkerCache
 
 log = logging.getLogger("etl.sink")
 # sinks whose instances write from the executors; the others write on the driver (with the reason)
@@ -39,6 +51,52 @@ RESULT_DDL = ("kind string, part int, rows long, chunks long, retries long, skip
 RESULT_SCHEMA = pa.schema([("kind", pa.string()), ("part", pa.int32()), ("rows", pa.int64()),
                           ("chunks", pa.int64()), ("retries", pa.int64()), ("skipped", pa.bool_()),
                           ("err", pa.string()), ("payload", pa.string())])
+
+
+LIVE_KEEP = 64  # live sink instances a worker keeps (the oldest is closed first)
+LIVE_IDLE = 120.0  # seconds a kept instance may wait for its next batch (a finished run's are closed after it)
+
+
+def _close_live(kept: tuple[float, Any]) -> None:
+    kept[1].close()
+
+
+# a worker's sink instances between micro-batches, by live_key: (when it was put back, the sink)
+LIVE: WorkerCache[tuple, tuple[float, Any]] = WorkerCache("live sinks", LIVE_KEEP, close=_close_live)
+
+
+def live_key(cls: type, spec: Any, ctx: Any) -> tuple:
+    """Everything that makes a partition's sink another one: a change of any part builds a new instance."""
+    dump = spec.model_dump_json() if hasattr(spec, "model_dump_json") else repr(spec)
+    return (cls.__module__, cls.__qualname__, hashlib.sha256(dump.encode()).hexdigest(), ctx.pipeline, ctx.sink_id,
+            ctx.scope, ctx.partition, ctx.run, ctx.state_dir, ctx.base_dir, ctx.checkpoint)
+
+
+def checkout(cls: type, spec: Any, ctx: Any) -> tuple[Any, tuple | None]:
+    """The sink instance that writes a partition: the one this worker kept for it (`reuse`d) or a new one; the
+    key to give it back under (None: the class is not kept between batches)."""
+    if not getattr(cls, "live", False):
+        return cls(spec, ctx), None
+    key = live_key(cls, spec, ctx)
+    now = time.monotonic()
+    for old in LIVE:  # the sinks of a run that ended (or of a partition gone elsewhere) are not kept for ever
+        got = LIVE.get(old)
+        if got is not None and now - got[0] > LIVE_IDLE and LIVE.pop(old) is got:
+            _close_live(got)
+    kept = LIVE.pop(key)
+    if kept is None:
+        return cls(spec, ctx), key
+    kept[1].reuse(ctx)
+    return kept[1], key
+
+
+def checkin(sink: Any, key: tuple | None, ok: bool) -> None:
+    """After a partition's write: kept for the next batch when it raised nothing and the sink says it can go on,
+    closed otherwise (the next batch builds a new one and recovers what was committed from the server)."""
+    if key is not None and ok and sink.reusable():
+        LIVE[key] = (time.monotonic(), sink)
+    else:
+        sink.close()
 
 
 def write_path(sink_type: str) -> tuple[str, str]:
@@ -84,9 +142,10 @@ class PartitionWriter:
         from pyspark import TaskContext
 
         part = TaskContext.get().partitionId()  # type: ignore[union-attr]  # None on the driver only
-        sink = self.cls(self.spec, dataclasses.replace(self.ctx, scope=partition_scope(self.ctx.scope, part),
-                                                       partition=part))
+        sink, key = checkout(self.cls, self.spec, dataclasses.replace(
+            self.ctx, scope=partition_scope(self.ctx.scope, part), partition=part))
         sink.__dict__.update(self.state)
+        ok = False
         failed: list[pa.RecordBatch] = []
         relay = _Relay()
         logger = logging.getLogger("etl.sink")
@@ -110,8 +169,9 @@ class PartitionWriter:
             else:
                 res = sink.write_arrow(batches, self.batch_id, self.schema)
             rejected = list(getattr(getattr(sink, "rejects", None), "rows", []) or [])
+            ok = True
         finally:
-            sink.close()
+            checkin(sink, key, ok)
             logger.removeHandler(relay)
             logger.disabled = was[0]
             logger.setLevel(was[1])

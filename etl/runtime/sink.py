@@ -131,6 +131,7 @@ class AbstractSink:
     """Base of every sink; subclasses implement `batch_insert` (and `begin`/`commit` to finalize)."""
 
     shipped: ClassVar[tuple[str, ...]] = ()  # attributes `prepare` sets on the driver that partitions need
+    live: ClassVar[bool] = False  # a worker keeps the instance for its partition's next batch (etl.runtime.partitions)
 
     def __init__(self, spec: Any, ctx: SinkContext):
         self.spec = spec
@@ -165,6 +166,14 @@ class AbstractSink:
 
     def close(self) -> None:
         """Release connections at the end of the run."""
+
+    def reusable(self) -> bool:
+        """A `live` sink after a partition written without error: may it write the partition's next batch?"""
+        return True
+
+    def reuse(self, ctx: SinkContext) -> None:
+        """A kept `live` instance about to write its partition's next batch: forget that batch's leftovers."""
+        self.ctx = ctx
 
     def commit_batch(self, batch_id: int) -> None:
         """On the driver, once every partition of the batch is written (the file sink publishes its parts)."""

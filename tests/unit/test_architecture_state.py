@@ -59,6 +59,7 @@ WORKER_CACHES = {
     "etl.compile.lookups.store:_CACHE": "a worker's open rocksdict stores, closed when dropped",
     "etl.components.transforms.filter.build:_WORKER_CACHE": "a worker's rule matchers, the last _WORKER_KEEP kept",
     "etl.matching.matcher:_RUNTIMES": "a worker's loaded Hyperscan programs, the last _RUNTIMES_KEEP kept",
+    "etl.runtime.partitions:LIVE": "a worker's sink instances kept for their partition's next batch, LIVE_KEEP kept",
     # pure functions of their key (a program's digest, a file's content, a pattern), on the driver too
     "etl.compile.rules_jvm_multi:_PLANS": "a program digest's MultiPlan, the last 16 kept",
     "etl.physical.engines:_BY_DIGEST": "values derived from a program digest, the last 64 kept",

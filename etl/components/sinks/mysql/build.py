@@ -398,6 +398,13 @@ class MySQLSink(ServerSink):
                 self._drop()
         self._open = False
 
+    def reusable(self) -> bool:
+        return not self._open
+
+    def reuse(self, ctx: SinkContext) -> None:
+        super().reuse(ctx)  # the connection is kept; `committed` still asks the server (one indexed SELECT)
+        self._chunks = []
+
     def close(self) -> None:
         self._drop()
         self.rejects.close()

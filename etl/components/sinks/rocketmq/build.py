@@ -48,6 +48,8 @@ READBACK_GROUP = "etl-sink-readback"
 
 
 class RocketMQSink(AbstractSink):
+    live = True  # its send threads kept between micro-batches on a worker (the producer is shared per process)
+
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
         self._pool: ThreadPoolExecutor | None = None
@@ -214,6 +216,10 @@ class RocketMQSink(AbstractSink):
         except (rmq.RocketMQError, ValueError):
             pass
         raise TransientError(f"{unsent} of the messages to topic {self.spec.topic!r} were not sent: {reason}")
+
+    def reuse(self, ctx: SinkContext) -> None:
+        super().reuse(ctx)
+        self._chunk = None
 
     def close(self) -> None:
         if self._pool is not None:
