@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import nullcontext
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
@@ -302,7 +303,7 @@ class Compiler:
                 # the sinks' pass counted none (DeadCounts), no planning and no round trip for them
                 kept = [r.node for r in refs if built[r.node].has_dead]  # (unguarded stages have none)
                 seen.parts = list(kept)
-                lazy[o.id] = lambda kept=kept: union_by_name([built[n].dead for n in kept]) if kept else None
+                lazy[o.id] = partial(_dead_letters, built, kept)
                 continue
             parts = [(r, self._beyond(r.node, built) if r.part == HORIZON else built[r.node].dead if r.part == "dead"
                       else built[r.node].output(r.label)) for r in refs]
@@ -356,6 +357,11 @@ class Compiler:
         node = self.graph.node(node_id)
         return beyond_rows(self.ctx.pipeline, node, [built[e.src].output(e.label) for e in node.inputs
                                                      if e.role == "input"])
+
+
+def _dead_letters(built: dict[str, Built], stages: list[str]) -> Any:
+    """The dead letters of `stages` in one micro-batch (None: no stage)."""
+    return union_by_name([built[n].dead for n in stages]) if stages else None
 
 
 @dataclass
