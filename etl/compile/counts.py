@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from etl.compile import jcalls
+from etl.compile.jcalls import observe as observed
 from etl.compile.context import ERR, Built
 
 PREFIX = "etl.rows/"
@@ -109,12 +109,12 @@ class BatchCounts:
 
     def observe_split(self, shared: Any, node: str) -> Any:
         """A stage's shared frame a sink splits while writing: its good rows counted there."""
-        frame, obs = jcalls.observe(shared, metric_name(node) + "#split", GOOD_ROWS)
+        frame, obs = observed(shared, metric_name(node) + "#split", GOOD_ROWS)
         self.observations[(node, None)] = obs  # replaces the `out` frame's, which this batch does not compute
         return frame
 
     def _on(self, frame: Any, node: str, label: str | None) -> Any:
-        frame, obs = jcalls.observe(frame, metric_name(node, label), "count(1) AS rows")
+        frame, obs = observed(frame, metric_name(node, label), "count(1) AS rows")
         self.observations[(node, label)] = obs
         return frame
 
@@ -158,7 +158,7 @@ class DeadCounts:
             return
         if built.base is None:
             built.base = built.shared
-        built.shared, self.observations[node] = jcalls.observe(built.shared, f"etl.dead/{node}", FAILED_ROWS)
+        built.shared, self.observations[node] = observed(built.shared, f"etl.dead/{node}", FAILED_ROWS)
 
     def unwatch(self, built: Built, node: str) -> None:
         """No count for `node` (a sink splits its shared frame while writing: its failed rows come back to the
