@@ -19,12 +19,13 @@ from __future__ import annotations
 
 from collections import Counter
 from contextlib import nullcontext
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
 
 from etl import registry
-from etl.compile import counts
+from etl.compile import counts, jcalls
 from etl.compile.context import Built, CompileContext, CompileError, as_built, not_supported
 from etl.compile.deadletter import SplitBuilt, carried, carrying, from_shared
 from etl.compile.guard import guarding
@@ -198,8 +199,12 @@ class Compiler:
 
     # ----------------------------------------------------- per micro-batch
     def evaluate(self, query: Query, batch_df: Any,  # noqa: C901 - refactored after issue 39's move (one planner)
-                 can_split: Callable[[str], bool] = lambda output_id: False) -> Batch:
+                 can_split: Callable[[str], bool] = lambda output_id: False, dead_expected: bool = True) -> Batch:
         """Frames for each output of `query` over one micro-batch.
+
+        `dead_expected` False (the query's last batch had no dead letters): a source's stage whose failed rows the
+        sinks' pass counts (DeadCounts) is not cached for its dead letters, which a clean batch never reads (a
+        batch that has some reads the source's micro-batch again: a source is replayable).
 
         When a sink reads a failing stage's good rows directly and the same query writes that
         stage's dead letters, the sink gets the stage's shared frame (ERR/PAYLOAD included) and
@@ -269,41 +274,48 @@ class Compiler:
             for r in o.refs:
                 if r.part == HORIZON:  # its node's inputs, read once more (beyond_rows)
                     uses.update(needs(self.graph, r.node, r.part))
+                elif o.is_dead_letter and r.part == "dead" and (not built[r.node].has_dead or not dead_expected and
+                                                                 query.root_shared and r.node in seen.observations):
+                    continue  # no dead letters (a stage evaluated unguarded), or counted by the sinks' pass
                 elif not (o.is_dead_letter and (r.node in splits.values() or r.node == query.root and carrier)):
                     uses[r.node] += 1
         cached = []
         for entry in shared.values():
             if len(entry.users) >= 2:  # several filters read one shared pass: each row is matched once
-                from pyspark import StorageLevel
-
                 uses[entry.input_node] -= len(entry.users) - 1
-                cached.append(entry.frame.persist(StorageLevel.MEMORY_AND_DISK))
+                cached.append(jcalls.persist(entry.frame))
         shared.clear()
         for nid, n in uses.items():
             frame = built[nid].cache_frame if nid in built else None
             if n >= 2 and frame is not None:
-                from pyspark import StorageLevel
-
-                cached.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+                cached.append(jcalls.persist(frame))
         frames: dict[str, Any] = {}
+        lazy: dict[str, Callable[[], Any]] = {}
         for o in query.outputs:
             if o.id in splits:
                 node_id = splits[o.id]
                 frames[o.id] = built[node_id].shared if observed is None or node_id not in per_batch else \
                     observed.observe_split(built[node_id].shared, node_id)
                 continue
-            parts = [self._beyond(r.node, built) if r.part == HORIZON else built[r.node].dead if r.part == "dead"
-                     else built[r.node].output(r.label) for r in o.refs
-                     if not (o.is_dead_letter and (r.node in splits.values() or r.node == query.root and carrier))]
-            parts = [p for p in parts if p is not None]  # a stage evaluated unguarded has no dead letters
+            refs = [r for r in o.refs
+                    if not (o.is_dead_letter and (r.node in splits.values() or r.node == query.root and carrier))]
+            if o.is_dead_letter and all(r.part == "dead" for r in refs):  # made when read (Batch.frame): not when
+                # the sinks' pass counted none (DeadCounts), no planning and no round trip for them
+                kept = [r.node for r in refs if built[r.node].has_dead]  # (unguarded stages have none)
+                seen.parts = list(kept)
+                lazy[o.id] = partial(_dead_letters, built, kept)
+                continue
+            parts = [(r, self._beyond(r.node, built) if r.part == HORIZON else built[r.node].dead if r.part == "dead"
+                      else built[r.node].output(r.label)) for r in refs]
+            parts = [(r, p) for r, p in parts if p is not None]  # a stage evaluated unguarded has no dead letters
             if not parts:
                 frames[o.id] = None
                 continue
-            frames[o.id] = union_by_name(parts)
-            if o.is_dead_letter:  # none in the batch when every part's count, taken by the sinks' pass, is 0
-                seen.parts = [r.node if r.part == "dead" else None for r in o.refs
-                              if not (r.node in splits.values() or r.node == query.root and carrier)]
-        return Batch(frames, cached, splits, built, observed, {carrier: query.root} if carrier else {}, seen)
+            frames[o.id] = union_by_name([p for _, p in parts])
+            if o.is_dead_letter:  # none in the batch when every part's count, taken by the sinks' pass, is 0 (a
+                # stage evaluated unguarded is no part: a failing row would have failed the batch, retried guarded)
+                seen.parts = [r.node if r.part == "dead" else None for r, _ in parts]
+        return Batch(frames, cached, splits, built, observed, {carrier: query.root} if carrier else {}, seen, lazy)
 
     def carrier(self, query: Query) -> str | None:
         """The stage that carries `query`'s source's failed rows to its own dead letters (etl.compile.deadletter.
@@ -347,6 +359,11 @@ class Compiler:
                                                      if e.role == "input"])
 
 
+def _dead_letters(built: dict[str, Built], stages: list[str]) -> Any:
+    """The dead letters of `stages` in one micro-batch (None: no stage)."""
+    return union_by_name([built[n].dead for n in stages]) if stages else None
+
+
 @dataclass
 class Batch:
     frames: dict[str, Any]  # output id -> DataFrame (None: nothing left to compute for it)
@@ -356,6 +373,13 @@ class Batch:
     observed: counts.BatchCounts | None = None  # rows out of the stages it evaluates (etl.compile.counts)
     carried: dict[str, str] = field(default_factory=dict)  # stage -> the source whose failed rows it carries
     dead_counts: counts.DeadCounts | None = None  # the dead-letter frame's rows, counted by the sinks' pass
+    lazy: dict[str, Callable[[], Any]] = field(default_factory=dict)  # output id -> its frame, made when read
+
+    def frame(self, output: str) -> Any:
+        """The frame of one output (None: nothing to compute for it), made now if it is made when read."""
+        if output in self.lazy:
+            self.frames[output] = self.lazy.pop(output)()
+        return self.frames.get(output)
 
     def rows_out(self) -> dict[tuple[str, str | None], int]:
         """Rows out of each stage (and label) some write computed: read once the sinks have written."""

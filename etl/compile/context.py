@@ -82,6 +82,11 @@ class Built:
         return self.outs[label]
 
     @property
+    def has_dead(self) -> bool:
+        """Does the node have dead letters (without making their frame)?"""
+        return self.dead is not None
+
+    @property
     def cache_frame(self) -> Any:
         return self.base if self.base is not None else (self.shared if self.shared is not None else self.out)
 
@@ -98,6 +103,7 @@ class Caches:
     stream_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes over streaming frames
     batch_shared: dict[tuple, Any] = field(default_factory=dict)  # shared passes of the micro-batch being built
     replanned: dict[tuple, Any] = field(default_factory=dict)  # (filter, digest, demoted) -> its choices
+    conditions: dict[tuple, Any] = field(default_factory=dict)  # (filter, expr, mode) -> its Column (per batch)
     # filter id -> its streaming alert rows with those of `generate: false` rules (what sigma_correlation reads)
     sigma_alerts: dict[str, Any] = field(default_factory=dict)
     correlation_sets: dict[str, Any] = field(default_factory=dict)  # sigma_correlation id -> CorrelationSet

@@ -26,9 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from etl.compile.jcalls import observe as observed
 from etl.compile.context import ERR, Built
 
 PREFIX = "etl.rows/"
+# (SQL text rather than Column calls: each Column call is py4j round trips, and these run per micro-batch)
+GOOD_ROWS = f"count(CASE WHEN `{ERR}` IS NULL THEN 1 END) AS rows"
+FAILED_ROWS = f"count(CASE WHEN `{ERR}` IS NOT NULL THEN 1 END) AS rows"
 
 
 def metric_name(node: str, label: str | None = None) -> str:
@@ -105,19 +109,14 @@ class BatchCounts:
 
     def observe_split(self, shared: Any, node: str) -> Any:
         """A stage's shared frame a sink splits while writing: its good rows counted there."""
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        obs = Observation(metric_name(node) + "#split")
+        frame, obs = observed(shared, metric_name(node) + "#split", GOOD_ROWS)
         self.observations[(node, None)] = obs  # replaces the `out` frame's, which this batch does not compute
-        return shared.observe(obs, F.count(F.when(F.col(ERR).isNull(), 1)).alias("rows"))
+        return frame
 
     def _on(self, frame: Any, node: str, label: str | None) -> Any:
-        from pyspark.sql import Observation
-
-        obs = Observation(metric_name(node, label))
+        frame, obs = observed(frame, metric_name(node, label), "count(1) AS rows")
         self.observations[(node, label)] = obs
-        return frame.observe(obs, _rows())
+        return frame
 
     def collect(self) -> dict[tuple[str, str | None], int]:
         """The counts of the stages some action computed (a stage no sink read this batch has none)."""
@@ -157,14 +156,9 @@ class DeadCounts:
 
         if not isinstance(built, SplitBuilt) or built.shared is None or built.derived:
             return
-        from pyspark.sql import Observation
-        from pyspark.sql import functions as F
-
-        obs = Observation(f"etl.dead/{node}")
         if built.base is None:
             built.base = built.shared
-        built.shared = built.shared.observe(obs, F.count(F.when(F.col(ERR).isNotNull(), 1)).alias("rows"))
-        self.observations[node] = obs
+        built.shared, self.observations[node] = observed(built.shared, f"etl.dead/{node}", FAILED_ROWS)
 
     def unwatch(self, built: Built, node: str) -> None:
         """No count for `node` (a sink splits its shared frame while writing: its failed rows come back to the

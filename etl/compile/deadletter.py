@@ -140,7 +140,10 @@ def within_record_size(shared: Any, cap: int, columns: list[str] | None = None) 
 
 
 def ok_frame(shared: Any) -> Any:
-    return shared.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
+    from pyspark.sql import DataFrame
+
+    # (3 round trips: pyspark's drop of several names makes a Java list of them, element by element)
+    return DataFrame(shared._jdf.where(f"`{ERR}` IS NULL").drop(ERR).drop(PAYLOAD), shared.sparkSession)
 
 
 class SplitBuilt(Built):
@@ -160,6 +163,10 @@ class SplitBuilt(Built):
 
     def _set(self, which: str, frame: Any) -> None:
         self._halves[which] = frame
+
+    @property
+    def has_dead(self) -> bool:
+        return self._halves.get("dead") is not None or self.shared is not None
 
     @property
     def derived(self) -> bool:

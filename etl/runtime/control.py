@@ -332,7 +332,7 @@ def component_frame(query: Any, batch: Any, component: str, dead: bool) -> Any:
             if component in getattr(batch, "carried", {}):  # a stage carrying its source's dead letters: its own
                 return node.dead.where(F.col("stage") == component)
             return node.dead
-        frame = batch.frames.get(DEAD_LETTER)
+        frame = batch.frame(DEAD_LETTER)
         return None if frame is None else frame.where(F.col("stage") == component)
     if component in batch.frames and any(o.id == component for o in query.outputs):
         frame = batch.frames[component]

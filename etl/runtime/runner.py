@@ -98,6 +98,7 @@ class PipelineRun:
         self._guard_left: dict[str, int] = {}  # query -> micro-batches it still evaluates guarded (etl.compile.guard)
         self._last_done: dict[str, int] = {}
         self._in_flight: dict[str, int] = {}  # query -> the batch its foreachBatch is running
+        self._dead_seen: dict[str, bool] = {}  # query -> its last batch had (or may have had) dead letters
         self.cancelled: list[Cancelled] = []  # batches a stop cancelled past ETL_STOP_GRACE_S (not committed)
         self._cancelling: set[str] = set()  # queries whose batch's jobs _cancel is cancelling
         self._listener: Any = None
@@ -222,24 +223,27 @@ class PipelineRun:
                      written: dict[str, int]) -> list[str]:
         """Evaluate one micro-batch and write it to every output of `q`; fills `written` (rows per sink; a count
         from an earlier attempt at the batch stays when this one skips the sink) and returns the skipped sinks."""
-        batch = self.compiler.evaluate(q, batch_df, lambda oid: sinks[oid].can_split)
+        batch = self.compiler.evaluate(q, batch_df, lambda oid: sinks[oid].can_split,
+                                       dead_expected=self._dead_seen.get(q.name, True))
         skipped: list[str] = []
         failed_rows: list[tuple[str, Any]] = []  # (stage, table of ERR/PAYLOAD) from split writes
         evaluated = False  # did a write run the batch's plan (and so commit its state stores)?
         try:
             for o in q.outputs:
-                frame = batch.frames.get(o.id)
                 if o.id in batch.splits:
-                    res, dead = sinks[o.id].write_split(frame, batch_id)
+                    res, dead = sinks[o.id].write_split(batch.frame(o.id), batch_id)
                     evaluated = True  # a skipped split write still reads the failed rows
                     if dead is not None and dead.num_rows:
                         stage = batch.splits[o.id]
                         failed_rows.extend(carried_stages(dead, stage, batch.carried.get(stage)))
                 else:
-                    if o.is_dead_letter:
-                        if batch.dead_counts is not None and batch.dead_counts.none():
-                            frame = None  # the sinks' pass counted no failed row in it: no job for it
-                        frame = redacted_reasons(self._with_failed_rows(frame, failed_rows))
+                    if not o.is_dead_letter:
+                        frame = batch.frame(o.id)
+                    else:  # the sinks' pass counted no failed row in it: no job for it, its frame not even made
+                        none = batch.dead_counts is not None and batch.dead_counts.none()
+                        self._dead_seen[q.name] = not none
+                        frame = redacted_reasons(self._with_failed_rows(None if none else batch.frame(o.id),
+                                                                        failed_rows))
                     if frame is None:
                         written[o.id] = 0
                         continue

@@ -76,7 +76,12 @@ def build(ctx: CompileContext, node: Node, inputs: list[Any]) -> Any:
         built = guarded_condition(ctx, node, ruled.out)
         dead = built.dead if ruled.dead is None else ruled.dead.unionByName(built.dead)
         return Built(out=built.out, dead=dead)
-    passes = None if spec.expr is None else expr_condition(node, spec.expr, "drop" if spec.mode == "drop" else "keep")
+    passes = None
+    if spec.expr is not None:  # a Column: made once a run, used on every micro-batch (Spark resolves it there)
+        key = (node.id, spec.expr, "drop" if spec.mode == "drop" else "keep")
+        passes = ctx.caches.conditions.get(key)
+        if passes is None:
+            passes = ctx.caches.conditions[key] = expr_condition(node, *key[1:])
     if spec.has_rules:
         return apply_rules(ctx, node, df, passes)
     return df if passes is None else df.where(passes)
