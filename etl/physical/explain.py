@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
+from etl.physical.lateness import explain_line
 from etl.physical.model import PhysicalPlan, QueryPlan
 
 from etl.plan.explain import explain_plan, fill_width
@@ -50,6 +51,8 @@ def explain_physical(pp: PhysicalPlan) -> str:
             lines.extend(fill_width(f"{what}: {c.engine} - {c.reason}", "  ", "      "))
             for r in c.rejected:
                 lines.extend(fill_width(f"not {r.engine}: {r.why}", "    ", "      "))
+            if c.aspect == "window" and n.node_id in pp.lates:
+                lines.extend(fill_width(explain_line(c.engine, pp.lates[n.node_id]), "    ", "      "))
     return "\n".join(lines) + "\n"
 
 
