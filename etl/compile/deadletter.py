@@ -131,7 +131,7 @@ def within_record_size(shared: Any, cap: int, columns: list[str] | None = None,
     # one SQL sum: with Column calls coalesce and greatest it cost 10 % more
     names = [f.name.replace("`", "``") for f in measured] + [PAYLOAD]
     size = F.expr(" + ".join(f"nvl(octet_length(`{c}`), 0L)" for c in names))  # (bigint: 2 GB values add up)
-    if len(fields) == 1:
+    if len(fields) == 1 and measured:
         value = F.col(f"`{fields[0].name}`")
         if isinstance(fields[0].dataType, BinaryType):  # its first 768 bytes: 1,024 characters of base64 (unchunked)
             text = F.translate(F.base64(F.substring(value, 1, 768)), "\r\n", "")

@@ -123,3 +123,17 @@ def test_spark_json_readers_rows_over_the_maximum_malformed_or_not(spark, tmp_pa
     plan = ok_frame(shared)._jdf.queryExecution().executedPlan().toString()
     assert "PushedFilters: [IsNull(_etl_corrupt)]" in plan
     assert sorted(r["id"] for r in ok_frame(shared).collect()) == [1, 5]
+
+
+def test_a_malformed_csv_line_over_the_maximum_without_string_columns(spark, tmp_path, one_mb):
+    """A csv of no string column: its malformed lines are measured all the same (the reader's corrupt record)."""
+    from etl.components.sources.file.build import CORRUPT, guarded_rows
+
+    big = "1," + "9" * CAP  # n is not an int: malformed, CAP + 2 bytes
+    (tmp_path / "in.csv").write_text(f"id,n\n1,2\n{big}\nx,3\n")
+    df = (spark.read.schema(f"id int, n int, {CORRUPT} string").option("header", "true").option("mode", "PERMISSIVE")
+          .option("columnNameOfCorruptRecord", CORRUPT).csv(str(tmp_path)))
+    shared = guarded_rows(df, [f for f in df.schema.fields if f.name != CORRUPT], "malformed csv line")
+    got = sorted(((r["id"] if r[ERR] is None else None, r[ERR], r[PAYLOAD]) for r in shared.collect()), key=str)
+    assert got == sorted([(1, None, None), (None, "malformed csv line", "x,3"),
+                          (None, OVER.replace(str(CAP + 1), str(CAP + 2), 1), big[:1024])], key=str)
