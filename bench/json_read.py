@@ -82,16 +82,19 @@ def main() -> None:
             def read_shared(guard: bool, folder: Path = folder) -> None:
                 from pyspark.sql import functions as F
 
-                from etl.compile.deadletter import ok_frame, within_record_size
+                from etl.compile.deadletter import ok_frame
+                from etl.components.sources.file.build import guarded_rows
                 from etl.dead_letters import ERR, PAYLOAD
 
                 df = (spark.read.format("json").schema(f"{DDL}, {CORRUPT} string").option("mode", "PERMISSIVE")
                       .option("columnNameOfCorruptRecord", CORRUPT).load(str(folder)))
-                shared = df.select(*[c for c in df.columns if c != CORRUPT],
-                                   F.when(F.col(CORRUPT).isNotNull(), F.lit("malformed json line")).alias(ERR),
-                                   F.col(CORRUPT).alias(PAYLOAD))
-                if guard:
-                    shared = within_record_size(shared, 16 * 1024 * 1024)
+                fields = [f for f in df.schema.fields if f.name != CORRUPT]
+                if guard:  # the file source's rows (ETL_MAX_RECORD_MB: 16 by default)
+                    shared = guarded_rows(df, fields, "malformed json line")
+                else:
+                    shared = df.select(*[f.name for f in fields],
+                                       F.when(F.col(CORRUPT).isNotNull(), F.lit("malformed json line")).alias(ERR),
+                                       F.col(CORRUPT).alias(PAYLOAD))
                 ok_frame(shared).write.format("noop").mode("overwrite").save()  # the good rows, as a stage's `out`
 
             if args.size_guard:

@@ -205,7 +205,14 @@ import runpy, sys
 import etl.components.sources.file.build as f
 checked = f.checked
 f.checked = lambda reader: checked(reader).option("etlMaxRecordBytes", "0")
-f.within_record_size = lambda shared, cap, columns=None: shared
+def unguarded(shared, cap, columns=None, failed=None):  # the reader's own reasons only (guarded_rows' `failed`)
+    from pyspark.sql import functions as F
+    from etl.dead_letters import ERR
+    err = None
+    for cond, why in failed or []:
+        err = F.when(cond, why) if err is None else err.when(cond, why)
+    return shared if err is None else shared.withColumn(ERR, err)
+f.within_record_size = unguarded
 sys.argv = ["etl"] + sys.argv[1:]
 runpy.run_module("etl", run_name="__main__")
 """

@@ -106,26 +106,32 @@ def redacted_reasons(frame: Any) -> Any:
 OVER = "bytes is over the maximum record size of {cap} bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters"
 
 
-def within_record_size(shared: Any, cap: int, columns: list[str] | None = None) -> Any:
+def within_record_size(shared: Any, cap: int, columns: list[str] | None = None,
+                       failed: list[tuple[Any, str]] | None = None) -> Any:
     """`shared` (a stage's frame with ERR and PAYLOAD) with each row over `cap` bytes failed: its reason `record of N
     bytes is over the maximum record size of M bytes (ETL_MAX_RECORD_MB); payload: its first 1024 characters` and
     its payload those characters of its record (a single value: the value, in base64 when binary; else the values
     as JSON). The record: `columns` (a message's value), else the whole row; its size is its string and binary
     values' bytes and its malformed text's (PAYLOAD: a reader's corrupt record) together. The
     record-size guard of every source whose reader does not bound lines itself (etl/jvm/BoundedLines.java): csv and
-    parquet files, Spark's text and json readers, kafka and rocketmq values (etl.connectors.messages)."""
+    parquet files, Spark's text and json readers, kafka and rocketmq values (etl.connectors.messages).
+
+    `failed`: the stage's own reasons for a row within the cap, (condition, reason) in order, in place of its ERR
+    (a source passes its reader's malformed rows'), so that the good rows' filter (`ERR IS NULL`) is `size <= cap
+    AND NOT condition ...` (see _reasons) and the reader still takes its `IsNull(corrupt record)` part, as without
+    the guard. A CASE over ERR kept the whole CASE in that filter, evaluated per row: 6 to 9 % of a bare json
+    read's CPU (bench/json_read.py --size-guard)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, StringType
 
     fields = [f for f in shared.schema.fields if f.name not in (ERR, PAYLOAD) and (columns is None or f.name in columns)]
     measured = [f for f in fields if isinstance(f.dataType, (StringType, BinaryType))]
-    if not measured:
+    if not measured and failed is None:  # (with `failed`, PAYLOAD holds the malformed records: measured)
         return shared
-    # one SQL sum: 6 % of a bare json read's CPU (bench/json_read.py --size-guard; with Column calls coalesce and
-    # greatest: 10 %)
+    # one SQL sum: with Column calls coalesce and greatest it cost 10 % more
     names = [f.name.replace("`", "``") for f in measured] + [PAYLOAD]
     size = F.expr(" + ".join(f"nvl(octet_length(`{c}`), 0L)" for c in names))  # (bigint: 2 GB values add up)
-    if len(fields) == 1:
+    if len(fields) == 1 and measured:
         value = F.col(f"`{fields[0].name}`")
         if isinstance(fields[0].dataType, BinaryType):  # its first 768 bytes: 1,024 characters of base64 (unchunked)
             text = F.translate(F.base64(F.substring(value, 1, 768)), "\r\n", "")
@@ -133,10 +139,24 @@ def within_record_size(shared: Any, cap: int, columns: list[str] | None = None) 
             text = value
     else:
         text = F.to_json(F.struct(*[F.col(f"`{f.name}`") for f in fields]))
+    text = F.coalesce(F.col(PAYLOAD), text)  # a malformed record's text, else its values
     big = size > F.lit(cap)
     reason = F.concat(F.lit("record of "), size.cast("string"), F.lit(" " + OVER.format(cap=cap)))
-    return shared.withColumns({ERR: F.when(big, reason).otherwise(F.col(ERR)),
+    return shared.withColumns({ERR: _reasons(F, big, reason, failed),
                                PAYLOAD: F.when(big, F.substring(text, 1, 1024)).otherwise(F.col(PAYLOAD))})
+
+
+def _reasons(F: Any, big: Any, reason: Any, failed: list[tuple[Any, str]] | None) -> Any:
+    """ERR: `reason` when `big`, else the stage's own `failed` reasons (condition, literal) in order, or else ERR.
+    With `failed`: `CASE WHEN big OR c1 OR ... THEN <those reasons' CASE, the last one its ELSE> END`, which Spark's
+    optimizer makes `NOT big AND NOT c1 ...` in the good rows' filter (IsNull pushed into the branches, a CASE of
+    one value folded, De Morgan), an IsNull conjunct of which a reader takes (its PushedFilters)."""
+    if not failed:
+        return F.when(big, reason).otherwise(F.col(ERR))
+    (any_failed, err) = failed[-1][0], F.lit(failed[-1][1])
+    for cond, why in [(big, reason), *[(c, F.lit(w)) for c, w in failed[:-1]]][::-1]:
+        err, any_failed = F.when(cond, why).otherwise(err), cond | any_failed
+    return F.when(any_failed, err)
 
 
 def ok_frame(shared: Any) -> Any:

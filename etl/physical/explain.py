@@ -6,6 +6,7 @@ from types import MappingProxyType
 from typing import Any
 
 from etl.graph.realtime import realtime
+from etl.physical.lateness import explain_line
 from etl.physical.model import PhysicalPlan, QueryPlan
 
 from etl.plan.explain import explain_plan, fill_width
@@ -72,6 +73,8 @@ def explain_physical(pp: PhysicalPlan, graph: Any = None) -> str:
             lines.extend(fill_width(f"{what}: {c.engine} - {c.reason}", "  ", "      "))
             for r in c.rejected:
                 lines.extend(fill_width(f"not {r.engine}: {r.why}", "    ", "      "))
+            if c.aspect == "window" and n.node_id in pp.lates:
+                lines.extend(fill_width(explain_line(c.engine, pp.lates[n.node_id]), "    ", "      "))
     return "\n".join(lines) + "\n"
 
 

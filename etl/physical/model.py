@@ -86,6 +86,7 @@ class PhysicalPlan:
     shared: tuple[SharedPass, ...] = field(default=())
     roots: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
     paces: tuple[tuple[str, float, str], ...] = field(default=(), compare=False, repr=False)
+    lates: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def _by_id(self) -> dict[str, NodePlan]:
@@ -107,6 +108,11 @@ class PhysicalPlan:
         """The longest `every` (seconds) of the continuous aggregates a query with this root reads, with the
         aggregate's id: its micro-batches run at most that often; None: no such aggregate."""
         return next(((s, agg) for r, s, agg in self.paces if r == root), None)
+
+    def late_now(self, root: str) -> bool:
+        """Does the query of this root compare its window's late events with the current watermark through Spark's
+        aggregation (a native window, no other stateful component in its query: etl.physical.lateness)?"""
+        return root in self.lates and not self.lates[root] and self.engine(root, "window") == "native"
 
     def engine(self, node_id: str, aspect: str) -> str | None:
         return self.node(node_id).engine(aspect)

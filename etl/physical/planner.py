@@ -17,6 +17,7 @@ from etl.diagnostics import Span
 from etl.graph.model import Edge, Graph, Node
 from etl.physical.engines import Subject, engines
 from etl.physical.failing import dead_stream, fails, horizon_root, undecided_of
+from etl.physical.lateness import late_rules
 from etl.physical.grouping import DEAD_LETTER, group_queries, is_root, paced_by, query_of, roots, stateful, streamed
 from etl.physical.model import Choice, NodePlan, PhysicalPlan, Rejected, SharedPass
 from etl.physical.target import Target
@@ -212,7 +213,9 @@ def physical_plan(plan: Any, target: Target) -> PhysicalPlan:
             rules = Choice("rules", rules.engine, rules.reason + f"; one shared pass with {others}", rules.rejected,
                            rules.build)
             nodes[m.id] = NodePlan(m.id, m.kind, m.type, (rules, pre), nodes[m.id].query)
-    return PhysicalPlan(graph.name, target, tuple(nodes.values()), queries, tuple(shared), known, _paces(graph))
+    windows = {nid: e for nid, cs in engines.items() for c in cs if c.aspect == "window" and (e := c.engine)}
+    return PhysicalPlan(graph.name, target, tuple(nodes.values()), queries, tuple(shared), known, _paces(graph),
+                        late_rules(graph, windows))
 
 
 def _paces(graph: Graph) -> tuple[tuple[str, float, str], ...]:

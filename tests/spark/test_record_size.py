@@ -95,3 +95,45 @@ def test_a_text_or_raw_message_value_over_the_maximum_is_a_dead_letter(spark, on
 
     assert [(v if e is None else None, e, p) for v, e, p in got] == [
         (b"a", None, None), (None, OVER, base64.b64encode(BIG.encode()).decode()[:1024]), (FITS.encode(), None, None)]
+
+
+def test_spark_json_readers_rows_over_the_maximum_malformed_or_not(spark, tmp_path, one_mb):
+    """Spark's json reader (no etl jar) through the file source's rows (guarded_rows): a row over the maximum is the
+    guard's dead letter, a malformed line over it too with its own first characters (not its NULL values'), and
+    the good rows' filter is `size <= cap AND corrupt IS NULL` with the IsNull pushed into the reader, as without
+    the guard."""
+    from etl.compile.deadletter import ok_frame
+    from etl.components.sources.file.build import CORRUPT, guarded_rows
+
+    broken = '{"id": 4, "name": "' + BIG  # unterminated: malformed, 1 MB + 20 bytes
+    lines = ['{"id": 1, "name": "a"}', json.dumps({"id": 2, "name": BIG}, ensure_ascii=False), '{"id": 3, "name": ',
+             broken, '{"id": 5, "name": "' + FITS[:-30] + '"}']
+    (tmp_path / "in.jsonl").write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    df = (spark.read.schema(f"id int, name string, {CORRUPT} string").option("mode", "PERMISSIVE")
+          .option("columnNameOfCorruptRecord", CORRUPT).option("maxStringLen", str(CAP)).json(str(tmp_path)))
+    shared = guarded_rows(df, [f for f in df.schema.fields if f.name != CORRUPT], "malformed json line")
+    got = sorted(((r["id"] if r[ERR] is None else None, r[ERR], r[PAYLOAD] and r[PAYLOAD][:1024])
+                  for r in shared.collect()), key=str)
+    size = len(broken.encode())
+    assert got == sorted([
+        (1, None, None), (5, None, None),
+        (None, OVER, ('{"id":2,"name":"' + BIG)[:1024]),
+        (None, "malformed json line", '{"id": 3, "name": '),
+        (None, OVER.replace(str(CAP + 1), str(size), 1), broken[:1024])], key=str)
+    plan = ok_frame(shared)._jdf.queryExecution().executedPlan().toString()
+    assert "PushedFilters: [IsNull(_etl_corrupt)]" in plan
+    assert sorted(r["id"] for r in ok_frame(shared).collect()) == [1, 5]
+
+
+def test_a_malformed_csv_line_over_the_maximum_without_string_columns(spark, tmp_path, one_mb):
+    """A csv of no string column: its malformed lines are measured all the same (the reader's corrupt record)."""
+    from etl.components.sources.file.build import CORRUPT, guarded_rows
+
+    big = "1," + "9" * CAP  # n is not an int: malformed, CAP + 2 bytes
+    (tmp_path / "in.csv").write_text(f"id,n\n1,2\n{big}\nx,3\n")
+    df = (spark.read.schema(f"id int, n int, {CORRUPT} string").option("header", "true").option("mode", "PERMISSIVE")
+          .option("columnNameOfCorruptRecord", CORRUPT).csv(str(tmp_path)))
+    shared = guarded_rows(df, [f for f in df.schema.fields if f.name != CORRUPT], "malformed csv line")
+    got = sorted(((r["id"] if r[ERR] is None else None, r[ERR], r[PAYLOAD]) for r in shared.collect()), key=str)
+    assert got == sorted([(1, None, None), (None, "malformed csv line", "x,3"),
+                          (None, OVER.replace(str(CAP + 1), str(CAP + 2), 1), big[:1024])], key=str)

@@ -137,11 +137,23 @@ def build(ctx: CompileContext, node: Node) -> Any:
         err = F.coalesce(F.col(REJECT), err)
     else:
         df = reader.schema(full).option("maxStringLen", str(max_record_bytes())).json(path)
-    shared = df.select(*[F.col(f.name) for f in schema.fields], err.alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
     if spec.format == "csv" or REJECT not in df.columns:  # (etl/jvm/BoundedLines.java checked jsonl-jvm's lines)
-        shared = within_record_size(shared, max_record_bytes())
+        shared = guarded_rows(df, schema.fields, label)
+    else:
+        shared = df.select(*[F.col(f.name) for f in schema.fields], err.alias(ERR), F.col(CORRUPT).alias(PAYLOAD))
     shared = _event_time(shared, node)
     return from_shared(shared, ctx.pipeline, node.id)
+
+
+def guarded_rows(df: Any, fields: list, label: str) -> Any:
+    """The rows of Spark's csv or json reader (PERMISSIVE, the malformed line in CORRUPT) as the source shares them:
+    `fields`, ERR (`label` for a malformed line; a row over ETL_MAX_RECORD_MB: the record-size guard's reason) and
+    PAYLOAD, the two reasons one CASE (within_record_size's `failed`). bench/json_read.py --size-guard reads these."""
+    from pyspark.sql import functions as F
+
+    shared = df.select(*[F.col(f.name) for f in fields], F.lit(None).cast("string").alias(ERR),
+                       F.col(CORRUPT).alias(PAYLOAD))
+    return within_record_size(shared, max_record_bytes(), failed=[(F.col(PAYLOAD).isNotNull(), label)])
 
 
 def _glob_escape(name: str) -> str:
