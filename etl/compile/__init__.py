@@ -204,7 +204,8 @@ class Compiler:
 
         `dead_expected` False (the query's last batch had no dead letters): a source's stage whose failed rows the
         sinks' pass counts (DeadCounts) is not cached for its dead letters, which a clean batch never reads (a
-        batch that has some reads the source's micro-batch again: a source is replayable).
+        batch that has some reads the source's micro-batch again), when the source reads a batch again exactly
+        (REREADS_EXACTLY: offsets, a seeded generator; a file may have changed, so its batch is cached).
 
         When a sink reads a failing stage's good rows directly and the same query writes that
         stage's dead letters, the sink gets the stage's shared frame (ERR/PAYLOAD included) and
@@ -267,6 +268,9 @@ class Compiler:
                 if nid not in consumed and nid not in splits.values():
                     observed.observe(built[nid], nid)
         uses: Counter[str] = Counter()
+        # a clean last batch: the next one's dead letters may read its micro-batch again, when that gives the same rows
+        rereads = query.root_shared and bool(getattr(registry.traits_of(self.graph.node(query.root).spec),
+                                                     "REREADS_EXACTLY", False))
         for nid in query.nodes:
             for e in self.graph.node(nid).inputs:
                 uses[e.src] += 1
@@ -275,7 +279,7 @@ class Compiler:
                 if r.part == HORIZON:  # its node's inputs, read once more (beyond_rows)
                     uses.update(needs(self.graph, r.node, r.part))
                 elif o.is_dead_letter and r.part == "dead" and (not built[r.node].has_dead or not dead_expected and
-                                                                 query.root_shared and r.node in seen.observations):
+                                                                 rereads and r.node in seen.observations):
                     continue  # no dead letters (a stage evaluated unguarded), or counted by the sinks' pass
                 elif not (o.is_dead_letter and (r.node in splits.values() or r.node == query.root and carrier)):
                     uses[r.node] += 1

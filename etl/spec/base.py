@@ -302,6 +302,10 @@ class SourceBase(Component):
     # events arrive as they happen (a broker): event times are bounded by now + ETL_EVENT_TIME_HORIZON, not by the
     # fixed horizon of replayed input (etl.compile.watermark)
     LIVE: ClassVar[bool] = False
+    # reading one of its micro-batches again gives the same rows (a log's offsets, a seeded generator): a stage's dead
+    # letters may then be read from the batch again rather than cached (etl.compile.Compiler.evaluate); a file may
+    # change between two reads (a copytruncate), so a file source's batch is cached instead
+    REREADS_EXACTLY: ClassVar[bool] = False
     # can be read whole as a lookup's table (a SQL dimension table: FOR SYSTEM_TIME AS OF, etl.sql.build)
     LOOKUP_TABLE: ClassVar[bool] = False
     # the field naming the server it reads from: an unreachable server's failure points at it (E407,

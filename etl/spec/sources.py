@@ -18,6 +18,7 @@ MYSQL_JARS = ("org.mariadb.jdbc:mariadb-java-client:3.5.11",)
 
 class MessageSource(SourceBase):
     LIVE: ClassVar[bool] = True  # events arrive as they happen: event times past now + ETL_EVENT_TIME_HORIZON fail
+    REREADS_EXACTLY: ClassVar[bool] = True  # a micro-batch is a range of offsets
     format: Literal["json", "text", "raw"] = Field(default="json", description="how to decode message values")
     value_column: str = Field(default="value", description="text/raw: column holding the message body")
 

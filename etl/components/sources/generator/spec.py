@@ -42,6 +42,7 @@ class FieldGen(Model):
 @component("source", "generator", builder="etl.components.sources.generator.build:build")
 class GeneratorSource(SourceBase):
     """Synthetic, seeded, deterministic events for demos, tests and benchmarks."""
+    REREADS_EXACTLY: ClassVar[bool] = True  # event i is a function of (seed, i)
 
     SQL_CONNECTORS: ClassVar[tuple[str, ...]] = ("generator", "datagen")
     SQL_OPTIONS: ClassVar[str | None] = "etl.components.sources.generator.sql:map_options"
