@@ -1,25 +1,24 @@
-"""Late events of a window: the watermark an event is compared with.
+"""Late events of a window: the watermark an event is compared with, as `etl explain` says it.
 
-Flink's and RocketMQ Streams' rule, which etl keeps: an event whose window ended at or before the current
-watermark is late (W(N) during micro-batch N: the latest event time of the batches before N, minus the
-allowed lateness). etl's state engine compares with W(N) itself (etl.compile.windows.state). Spark's streaming
-aggregation (the native engine) filters late rows with the previous micro-batch's watermark, W(N-1), so that it
-can chain stateful operators in one query (SPARK-40925): an event arriving in the micro-batch right after the
-watermark passed its window's end is still counted, when files or messages arrive back to back. With
-`spark.sql.streaming.statefulOperator.allowMultiple` off it uses W(N) (IncrementalExecution's
-eventTimeWatermarkForLateEvents); the setting is read when a query starts, so etl turns it off for the queries
-whose only stateful component is a native window (etl.runtime.runner) and keeps Spark's rule where a window
-shares its query with another stateful component (a join, a dedupe, another window upstream: Spark refuses
-several stateful operators in one query without it). `etl explain` says which rule each window follows.
+etl's state engine compares an event with the current watermark, W(N) during micro-batch N (the latest event time
+of the batches before N, minus the allowed lateness): Flink's and RocketMQ Streams' rule (etl.compile.windows.
+state). Spark's streaming aggregation (the native engine) filters late rows with the previous micro-batch's
+watermark, W(N-1) (SPARK-40925, so that it can chain stateful operators in one query): an event arriving in the
+micro-batch right after the watermark passed its window's end is still counted there; a later one is dropped.
+
+etl keeps Spark's rule on the native engine, on purpose. Spark's watermark is the latest event time over all of a
+batch's partitions, not Flink's per-partition minimum, so W(N) drops in-order events of a partition read behind the
+others: measured with `spark.sql.streaming.statefulOperator.allowMultiple` off (which makes Spark use W(N)), the
+Kafka (3 partitions) -> window -> MySQL kill -9 test (tests/integration/test_kafka_mysql_exactly_once.py) lost
+events of 4 of its windows; with W(N-1) it writes the oracle's rows. The one batch of slack is what stands in for
+Flink's per-partition watermarks; a pipeline that needs Flink's exact rule uses the state engine (`emit: {late:
+dead_letter}` makes the late events visible, etl.compile.windows.native documents both).
 """
 
 from __future__ import annotations
 
 from etl.graph.model import Graph, Node
 from etl.physical.grouping import stateful, streamed
-
-ALLOW_MULTIPLE = "spark.sql.streaming.statefulOperator.allowMultiple"
-
 
 def late_rules(graph: Graph, window_engines: dict[str, str]) -> dict[str, tuple[str, ...]]:
     """Each window's (id -> engine) other stateful components in its query's streaming plan (its upstream): none
@@ -46,12 +45,10 @@ def _keeps_state(node: Node) -> bool:
 
 def explain_line(engine: str, others: tuple[str, ...]) -> str:
     """`etl explain`'s line under a window's engine: which watermark its late events are compared with."""
-    if engine != "native" or not others:
-        how = ("Spark's aggregation with statefulOperator.allowMultiple off for its query" if engine == "native"
-               else "the state engine's processor")
-        dropped = " and dropped" if engine == "native" else ""
-        return (f"late events: an event whose window ended at or before the current watermark is late{dropped} "
-                f"(Flink's rule; {how})")
-    return ("late events: compared with the previous micro-batch's watermark (Spark's rule: its query also holds "
-            f"{', '.join(others)}): an event arriving in the micro-batch right after the watermark passed its "
-            "window's end is still counted; a later one is dropped")
+    if engine != "native":
+        return ("late events: an event whose window ended at or before the current watermark is late (Flink's "
+                "rule; the state engine's processor)")
+    held = f"; its query also holds {', '.join(others)}" if others else ""
+    return (f"late events: compared with the previous micro-batch's watermark (Spark's rule{held}): an event "
+            "arriving in the micro-batch right after the watermark passed its window's end is still counted; a "
+            "later one is dropped")

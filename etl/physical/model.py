@@ -109,11 +109,6 @@ class PhysicalPlan:
         aggregate's id: its micro-batches run at most that often; None: no such aggregate."""
         return next(((s, agg) for r, s, agg in self.paces if r == root), None)
 
-    def late_now(self, root: str) -> bool:
-        """Does the query of this root compare its window's late events with the current watermark through Spark's
-        aggregation (a native window, no other stateful component in its query: etl.physical.lateness)?"""
-        return root in self.lates and not self.lates[root] and self.engine(root, "window") == "native"
-
     def engine(self, node_id: str, aspect: str) -> str | None:
         return self.node(node_id).engine(aspect)
 

@@ -31,7 +31,6 @@ from etl.compile.deadletter import carried_stages, redacted_reasons
 from etl.compile.guard import GUARDED_BATCHES, guarding, row_error
 from etl.dead_letters import DDL, ERR, PAYLOAD
 from etl.physical import PhysicalPlan
-from etl.physical.lateness import ALLOW_MULTIPLE
 from etl.secrets import redact
 from etl.components.sinks.file.spec import default_dead_letter
 from etl.runtime.draining import Drain
@@ -347,22 +346,7 @@ class PipelineRun:
                 w = w.trigger(processingTime=f"{int(round(paced[0] * 1000))} milliseconds")
             else:
                 w = w.trigger(processingTime=self.opts.interval or trigger.interval.spark())
-            self.streams.append(self._started(w, q))
-
-    def _started(self, writer: Any, q: Query) -> Any:
-        """`writer` started; a query whose only stateful component is a native window compares late events with
-        the current watermark, as Flink (etl.physical.lateness: Spark reads the setting when the query starts)."""
-        if not self.physical.late_now(q.root):
-            return writer.start()
-        before = self.spark.conf.get(ALLOW_MULTIPLE, None)
-        self.spark.conf.set(ALLOW_MULTIPLE, "false")
-        try:
-            return writer.start()
-        finally:
-            if before is None:
-                self.spark.conf.unset(ALLOW_MULTIPLE)
-            else:
-                self.spark.conf.set(ALLOW_MULTIPLE, before)
+            self.streams.append(w.start())
 
     def request_stop(self) -> None:
         self._stopping = True

@@ -43,10 +43,8 @@ it moves between batches). A window is final once W(N) >= its end. An event is
 late for a window when the window has already closed:
 * native engine: window end <= W(N-1) (Spark filters late rows with the
   previous batch's watermark, so an event that arrives in the batch that closes
-  its window is still counted); etl's runner starts a query whose only stateful
-  component is a native window with Spark's statefulOperator.allowMultiple off,
-  which makes it window end <= W(N), as the state engine and Flink
-  (etl.physical.lateness);
+  its window is still counted; kept on purpose: Spark's watermark is the max
+  over partitions, not Flink's per-partition min, see etl.physical.lateness);
 * state engine: window end <= W(N) (the processor sees only the current
   watermark); an event late for any of its (sliding) windows goes to the
   dead-letter output once, with the reason.
