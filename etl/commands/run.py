@@ -151,7 +151,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.runtime.control import Control
     from etl.runtime.failure import PythonLog
     from etl.runtime.failure import log_file as run_log
-    from etl.runtime.job import Refused, drive, hold
+    from etl.runtime.job import Refused, Signals, drive, hold
     from etl.runtime.runlog import RunLog
     from etl.runtime.runner import PipelineRun, RunOptions
     from etl.runtime import packages
@@ -201,15 +201,9 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     runner = PipelineRun(plan, spark, RunOptions(once=once, checkpoint=checkpoint, progress=progress,
                                                  control=control, drain=drain))
     control.on_drain = lambda: runner.request_drain("etl drain")  # POST /drain with the run's token
-    stops: dict[str, Any] = {"n": 0, "how": "SIGTERM"}
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stops["n"] += 1
-        stops["how"] = signal.Signals(signum).name
-        if stops["n"] > 1:  # second Ctrl-C: leave now (the checkpoint still makes the next run correct)
-            os._exit(130)
+    def on_stop(how: str) -> None:
         if progress != "none":
-            sys.stderr.write(f"\netl: {signal.Signals(signum).name}: finishing the current batch, then stopping\n")
+            sys.stderr.write(f"\netl: {how}: finishing the current batch, then stopping\n")
         runner.request_stop()
 
     def on_drain(signum: int, frame: Any) -> None:
@@ -218,11 +212,10 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         runner.request_drain()
 
     resumed = any(Path(runner.checkpoint).glob("*/commits/[0-9]*"))  # a query committed a batch before
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    previous[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_drain)
+    signals = Signals(on_stop, {signal.SIGUSR1: on_drain})
     try:
         with runner.progress, PythonLog(log):
-            code = drive(runner, log, lambda line: typer.echo(line, err=True), lambda: str(stops["how"]))
+            code = drive(runner, log, lambda line: typer.echo(line, err=True), lambda: signals.how)
             if code:
                 return code
         if progress != "none":
@@ -234,8 +227,7 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
         return 0
     finally:
         control.close()
-        for s, h in previous.items():
-            signal.signal(s, h)
+        signals.restore()
         ended = False
         if not under_spark_submit():
             with contextlib.suppress(Exception):

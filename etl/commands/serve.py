@@ -9,8 +9,6 @@ Exit codes: 0 stopped by SIGINT/SIGTERM (every job's batch in flight finished) o
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -119,7 +117,7 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
            cli_vars: dict[str, Any], allow_paths: Any, weights: dict[str, int], metrics_port: int | None,
            metrics_host: str, profile: str | None, ui: bool) -> int:
     from etl.runtime import control as controls
-    from etl.runtime import failure, jobs as jobset, packages, runlog as runlogs, session, statedir
+    from etl.runtime import failure, job, jobs as jobset, packages, runlog as runlogs, session, statedir
 
     state = root / STATE
     try:
@@ -172,17 +170,12 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
     control.metrics = jobset.JobsMetrics(jobs)  # type: ignore[assignment]
     control.jobs = jobs
     stop = threading.Event()
-    stops: dict[str, Any] = {"n": 0, "how": "SIGTERM"}
 
-    def on_signal(signum: int, frame: Any) -> None:
-        stops["n"] += 1
-        stops["how"] = signal.Signals(signum).name
-        if stops["n"] > 1:  # second Ctrl-C: leave now (the checkpoints still make the next start correct)
-            os._exit(130)
-        sys.stderr.write(f"\netl serve: {stops['how']}: finishing every job's batch in flight, then stopping\n")
+    def on_stop(how: str) -> None:
+        sys.stderr.write(f"\netl serve: {how}: finishing every job's batch in flight, then stopping\n")
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    signals = job.Signals(on_stop)
     try:
         with failure.PythonLog(log):
             jobs.sync()
@@ -192,7 +185,7 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
                     break
                 if not once:
                     jobs.sync()
-            jobs.stop_all(str(stops["how"]))
+            jobs.stop_all(signals.how)
         failed = jobs.failed()
         for j in failed:
             echo(f"etl serve: {j.name}: failed: {j.reason}")
@@ -201,8 +194,7 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
         return 1 if once and (failed or jobs.invalid) else 0
     finally:
         control.close()
-        for s, h in previous.items():
-            signal.signal(s, h)
+        signals.restore()
         ended = False
         if not session.under_spark_submit():
             with contextlib.suppress(Exception):

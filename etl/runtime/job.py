@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable
@@ -83,3 +84,28 @@ def drive(runner: Any, log: Path, echo: Callable[[str], None], how: Callable[[],
             echo(report(stop_cancelled(graph, c, settings.current().stop_grace_s, how()).diagnostic(), log, ""))
         return 1
     return 0
+
+
+class Signals:
+    """SIGINT and SIGTERM of a run or a set of jobs: the first one asks for a graceful stop (`first(name)`: finish
+    the batch in flight, then stop), a second one leaves at once (exit 130: the checkpoints still make the next
+    start correct). `extra`: more handlers (`etl run`'s SIGUSR1, drain). `restore()` puts the previous ones back."""
+
+    def __init__(self, first: Callable[[str], None],
+                 extra: dict[signal.Signals, Callable[[int, Any], None]] | None = None):
+        self.count, self.how = 0, "SIGTERM"
+        self._first = first
+        self._previous = {s: signal.signal(s, self._on) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s, handler in (extra or {}).items():
+            self._previous[s] = signal.signal(s, handler)
+
+    def _on(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        self.how = signal.Signals(signum).name
+        if self.count > 1:
+            os._exit(130)
+        self._first(self.how)
+
+    def restore(self) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
