@@ -9,8 +9,7 @@ partition's sink (`checkout`), ask whether the batch is committed, write its row
 transaction with its marker for Kafka exactly-once), give the sink back (`checkin`: kept, or closed when the class
 is not `live`). "new" runs the same code with the sink class's `live` off: a new instance per batch, as every
 batch did before. Sinks: kafka exactly_once and at_least_once against a broker started here on free loopback
-ports (tests/servers), kept here although etl does not keep it yet (KafkaSink.live: a kept producer failed in
-Spark, see there; `--spark` shows it); the file sink's write of a batch in Python (jsonl), for scale: the file sink
+ports (tests/servers); the file sink's write of a batch in Python (jsonl), for scale: the file sink
 is not `live` (its partitions are written by Spark's writer, and its one instance on the driver lives as long as
 its query), so both of its columns are the same way. The two ways take turns, --rounds times, each on its own topic /
 folder; the first batch of a "kept" run builds its sink too (it is in the figures).
@@ -40,7 +39,7 @@ def run(cls: type, spec, base: str, batches: int, rows: int, kept: bool) -> list
     from etl.runtime.sink import SinkContext
 
     workercache.clear_all()
-    cls = type(cls.__name__, (cls,), {"live": kept and cls.__name__ != "FileSink"})  # kafka: kept here, not yet by etl
+    cls = type(cls.__name__, (cls,), {"live": kept and cls.__name__ != "FileSink"})
     ctx = SinkContext("bench", "out", "q.p0", os.path.join(base, "ckpt"), base, partition=0,
                       run=uuid.uuid4().hex[:8])
     times = []

@@ -3,8 +3,9 @@ instance after a write that raised nothing, and gives it back for the partition'
 other identity (spec, run, partition, checkpoint) or a sink that says it cannot go on builds a new one. The Kafka
 sink's carried "last committed batch" is checked against a broker that fences like Kafka's transaction
 coordinator (a new producer of a transactional.id makes the older one fail), without a server: a replay on a
-kept instance that another writer overtook never writes the batch twice. The worker-kill Spark test:
-tests/spark/test_partition_sinks.py::test_live_sink_rebuilds_its_state_after_its_worker_is_killed."""
+kept instance that another writer overtook never writes the batch twice; and against a real broker (servers), where
+confluent-kafka reports the fenced producer's fatal error as a SystemError of a callback (KafkaSink._lost). The
+worker-kill Spark test: tests/spark/test_partition_sinks.py::test_live_sink_rebuilds_its_state_after_its_worker_is_killed."""
 
 from __future__ import annotations
 
@@ -136,6 +137,7 @@ class Broker:
         self.scans = 0
         self.producers = 0
         self.fail_at_commit_only = False
+        self.lost_in_callback = False  # a fence shows as confluent-kafka shows it: SystemError from the fatal error
 
     def last(self, key: bytes) -> int:
         self.scans += 1
@@ -153,7 +155,10 @@ class FakeProducer:
     def _fenced(self):
         if self.epoch != self.broker.epoch:
             ck = self.broker.ck
-            raise ck.KafkaException(ck.KafkaError(ck.KafkaError._FENCED, "fenced by a newer producer", fatal=True))
+            e = ck.KafkaException(ck.KafkaError(ck.KafkaError._FENCED, "fenced by a newer producer", fatal=True))
+            if self.broker.lost_in_callback:
+                raise SystemError("<function KafkaSink._on_delivery> returned a result with an exception set") from e
+            raise e
 
     def begin_transaction(self):
         self.pending = []
@@ -168,6 +173,9 @@ class FakeProducer:
 
     def flush(self, timeout=0):
         return 0
+
+    def fenced(self):
+        return self.epoch != self.broker.epoch
 
     def commit_transaction(self, timeout=0):
         self._fenced()
@@ -203,8 +211,8 @@ def broker(monkeypatch):
 def _kafka(part=0):
     from etl.components.sinks.kafka.build import KafkaSink
 
-    class KeptKafka(KafkaSink):  # etl does not keep the kafka sink yet (see KafkaSink.live): its carried state is
-        live = True              # checked here, ready for when it does
+    class KeptKafka(KafkaSink):  # KafkaSink itself, under another class: no instance kept by another test
+        pass
 
     spec = registry.lookup("sink", "kafka").spec.model_validate(
         {"id": "out", "inputs": ["x"], "type": "kafka", "bootstrap_servers": "127.0.0.1:1", "topic": "t",
@@ -243,9 +251,16 @@ def test_kafka_kept_sink_writes_the_next_batch_with_its_producer_and_without_rea
     assert len(broker.data) == 9 == len(set(_values(broker)))
 
 
-@pytest.mark.parametrize("where", ["produce", "commit"])
+def test_the_kafka_sink_is_kept():
+    from etl.components.sinks.kafka.build import KafkaSink
+
+    assert KafkaSink.live is True
+
+
+@pytest.mark.parametrize("where", ["produce", "commit", "commit, lost in a callback"])
 def test_kafka_kept_sink_overtaken_by_another_writer_never_writes_a_batch_twice(broker, where):
-    broker.fail_at_commit_only = where == "commit"
+    broker.fail_at_commit_only = where.startswith("commit")
+    broker.lost_in_callback = where.endswith("callback")
     cls, spec, ctx = _kafka()
     a, key = checkout(cls, spec, ctx)
     assert _write(a, 0).rows == 3 and _write(a, 1).rows == 3
@@ -277,3 +292,85 @@ def test_kafka_sink_with_an_open_transaction_is_not_kept(broker):
     assert sink._in_txn and not sink.reusable()
     checkin(sink, key, ok=True)
     assert len(LIVE) == 0 and sink.producer is None  # closed: its transaction aborted
+
+
+def test_kafka_kept_sink_given_a_later_batch_makes_its_producer_anew_before_writing(broker):
+    """The partition's batches 2 and 3 went to worker B meanwhile: A's kept producer was fenced by B's. A's sink,
+    given batch 4 (not the one after its last, 1), makes its producer anew (which fences B's) and reads the markers,
+    instead of first failing a fenced transaction and retrying."""
+    cls, spec, ctx = _kafka()
+    a, key = checkout(cls, spec, ctx)
+    assert _write(a, 0).rows == 3 and _write(a, 1).rows == 3
+    checkin(a, key, ok=True)
+    b = cls(spec, ctx)
+    assert _write(b, 2).rows == 3 and _write(b, 3).rows == 3
+    fenced = a.producer
+    assert fenced.fenced() and (broker.producers, broker.scans) == (2, 2)
+    a2, key = checkout(cls, spec, ctx)
+    assert a2 is a
+    res = _write(a, 4)
+    assert (res.rows, res.retries) == (3, 0)  # no failed attempt
+    assert (fenced.commits, fenced.aborts) == (2, 0) and a.producer is not fenced and a.producer.commits == 1
+    assert (broker.producers, broker.scans) == (3, 3)
+    assert [m for _, m in broker.markers] == [0, 1, 2, 3, 4]
+    assert _values(broker) == sorted(f"v{b}-{i}" for b in range(5) for i in range(3))
+    checkin(a, key, ok=True)
+    kept, key = checkout(cls, spec, ctx)  # the batch after: its producer, no marker read
+    assert kept is a and _write(kept, 5).rows == 3 and (broker.producers, broker.scans) == (3, 3)
+
+
+def _committed_values(bootstrap: str, topic: str) -> list[str]:
+    """What a read_committed consumer of the topic (one partition) reads, to its end."""
+    import confluent_kafka as ck
+
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "check", "isolation.level": "read_committed",
+                     "enable.partition.eof": True, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
+        out: list[str] = []
+        for _ in range(200):
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error() is not None:
+                assert m.error().code() == ck.KafkaError._PARTITION_EOF, m.error()
+                return out
+            out.append(m.value().decode())
+        raise AssertionError(f"{topic}: no end within 100 s")
+    finally:
+        c.close()
+
+
+@pytest.mark.servers("kafka_server")
+def test_kafka_kept_producer_fenced_by_another_worker_writes_every_batch_once(kafka_server, tmp_path, caplog):
+    """A real broker: worker A's kept sink wrote batch 0; batch 1 ran on worker B (its producer fenced A's); batch 1
+    is replayed on A. confluent-kafka reports A's fenced producer as 'KafkaSink._on_delivery returned a result with
+    an exception set' (SystemError from the fatal _FENCED error, KafkaSink._lost): A drops its producer, produces the
+    batch again on a new one, finds batch 1 in the markers and aborts. Then B's kept sink, given batch 3 after A
+    wrote 2, makes its producer anew before writing (no failed attempt). Every batch is in the topic once."""
+    from etl.components.sinks.kafka.build import KafkaSink
+
+    spec = registry.lookup("sink", "kafka").spec.model_validate(
+        {"id": "out", "inputs": ["x"], "type": "kafka", "bootstrap_servers": kafka_server.bootstrap_servers,
+         "topic": "fenced", "retry": {"max_attempts": 3, "initial_backoff": "0s"}})
+    ctx = SinkContext("p", "out", "q.p0", str(tmp_path / "ckpt"), str(tmp_path), partition=0, run="r1",
+                      sleep=lambda s: None)
+    a, b = KafkaSink(spec, ctx), KafkaSink(spec, ctx)
+    try:
+        assert _write(a, 0).rows == 3 and _write(b, 1).rows == 3
+        with caplog.at_level("WARNING", "etl.sink"):
+            assert _write(a, 1).retries == 1  # the replay: a failed attempt on the fenced producer, then aborted
+        lost = [r.getMessage() for r in caplog.records if "lost in a confluent-kafka callback" in r.getMessage()]
+        assert len(lost) == 1 and "fenced by a newer instance" in lost[0], caplog.text
+        assert a._last == 1
+        assert _write(a, 2).rows == 3
+        res = _write(b, 3)
+        assert (res.rows, res.retries) == (3, 0)
+        assert sorted(_committed_values(kafka_server.bootstrap_servers, "fenced")) == sorted(
+            f"v{n}-{i}" for n in range(4) for i in range(3))
+        markers = [json.loads(v)["batch"] for v in _committed_values(kafka_server.bootstrap_servers,
+                                                                     "_etl_commits.fenced")]
+        assert markers == [0, 1, 2, 3]
+    finally:
+        a.close()
+        b.close()

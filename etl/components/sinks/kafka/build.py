@@ -15,13 +15,18 @@ Exactly once (`delivery: exactly_once`, the default):
   resolved any transaction the crashed run left open -- reads the marker topic
   once (read_committed, up to its high watermark) for the last committed batch
   id of this sink and skips every batch id up to it; later batches are tracked
-  in memory (ready for a worker to keep the sink between micro-batches,
-  etl.runtime.partitions.LIVE: see `live` below). What it knows holds for its
-  producer's epoch only: another writer of the partition (Spark re-ran it on
-  another worker) initialises the same transactional.id and fences this
-  producer, whose next transaction then fails; a producer dropped for any
+  in memory: a worker keeps the sink between micro-batches
+  (etl.runtime.partitions.LIVE), so a partition's next batch on the same worker
+  costs one transaction, without a new producer or a marker read. What it knows
+  holds for its producer's epoch only: another writer of the partition (Spark
+  ran it on another worker) initialises the same transactional.id and fences
+  this producer, whose next transaction then fails; a producer dropped for any
   reason forgets the last batch, and a transaction begun on a new producer
-  reads the markers again before it commits (aborted when the batch is there);
+  reads the markers again before it commits (aborted when the batch is there).
+  A kept sink given a batch later than the one after the last it handled (the
+  partition went to another worker meanwhile, whose producer fenced this one)
+  makes its producer anew before writing, instead of failing a fenced
+  transaction first (`committed`; a fenced producer's failure: `_lost`);
 * readers must use `isolation.level=read_committed` (etl's kafka source does).
 
 (Markers are records rather than `send_offsets_to_transaction` offsets: with
@@ -57,7 +62,7 @@ import contextlib
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 import pyarrow as pa
 
@@ -96,11 +101,7 @@ def _need_client() -> Any:
 
 
 class KafkaSink(ServerSink):
-    # not kept between batches yet: a producer kept by a Spark Python worker failed a later batch's flush with
-    # "SystemError: KafkaSink._on_delivery returned a result with an exception set" (2 of 3 runs of
-    # `bench/live_sinks.py --spark`, never outside Spark, never with a new producer per batch): a callback's
-    # exception left pending in confluent-kafka, cause not found yet. The carried state below is ready for it.
-    live = False
+    live = True  # kept by its worker between micro-batches (etl.runtime.partitions.LIVE)
 
     def __init__(self, spec: Any, ctx: SinkContext):
         super().__init__(spec, ctx)
@@ -114,6 +115,7 @@ class KafkaSink(ServerSink):
         self._key: bytes | None = None
         self._topic_ready = False
         self._last: int | None = None  # last committed batch id (None: read the marker topic)
+        self._seen: int | None = None  # last batch id this instance was given (checked or written)
         self._chunks: list[tuple[list, list, list | None]] = []
         self._errors: list[Any] = []
         self._too_large: list[tuple[bytes, Any]] = []  # (value, error) of messages the broker refused as too large
@@ -259,10 +261,34 @@ class KafkaSink(ServerSink):
             with contextlib.suppress(Exception):  # a broken producer is thrown away
                 p.flush(0)
 
+    def _lost(self, e: SystemError) -> NoReturn:
+        """A producer call raised SystemError: the producer failed with a fatal error (fenced by a newer producer
+        of its transactional.id: the partition was written on another worker meanwhile) and confluent-kafka lost
+        the error in a callback. Its C error callback (error_cb in confluent_kafka.c, 2.15 source; the 2.16.1
+        installed here does the same) raises a fatal error with `cfl_PyErr_Fatal(...); goto crash;`, past
+        `CallState_fetch_exception`: the KafkaException stays pending on the thread while the same flush / poll /
+        commit_transaction goes on serving callbacks, and the next Python one (the failed messages' delivery
+        reports, the logger) "returned a result with an exception set" (SystemError from the fatal
+        KafkaException), or clears it ("returned NULL without setting an exception"). Reproduced with a broker,
+        without Spark: tests/unit/test_live_sinks.py::test_kafka_kept_producer_fenced_by_another_worker_*. The
+        producer is dead either way: dropped, and the batch is produced again on a new one (retried as
+        transient), whose transaction reads the markers before it commits."""
+        self._drop_producer()
+        cause = e.__cause__ if isinstance(e.__cause__, self.ck.KafkaException) else None
+        if cause is None:
+            raise TransientError(f"the kafka producer failed ({e}); the batch is produced again on a new one") from e
+        raise self._err("the kafka producer failed (its error lost in a confluent-kafka callback); the batch is "
+                        "produced again on a new one", cause) from e
+
     # ---------------------------------------------------- replay protection
     def committed(self, batch_id: int) -> bool:
         if not self.exactly_once:
             return AbstractSink.is_committed(self, batch_id)
+        if self._last is not None and self._seen is not None and batch_id > max(self._seen + 1, self._last):
+            # kept, and batches of this partition went to another worker since its last one: that worker's producer
+            # fenced this one; a new producer fences it in turn, and the markers tell what it committed
+            self._drop_producer()
+        self._seen = batch_id
         if self._last is None:
             self._producer()  # init_transactions first: a crashed run's open transaction is resolved
             self._last = self._scan_markers()
@@ -384,6 +410,8 @@ class KafkaSink(ServerSink):
             if isinstance(self._err("", e), TerminalError):
                 raise self._err("cannot produce", e) from e
             self._broken(e)
+        except SystemError as e:  # see _lost
+            self._lost(e)
         self._chunks.append(kept)
 
     def _abort_or_drop(self) -> None:
@@ -391,7 +419,7 @@ class KafkaSink(ServerSink):
             try:
                 self.producer.abort_transaction(OP_TIMEOUT)
                 self._in_txn = False
-            except self.ck.KafkaException:
+            except (self.ck.KafkaException, SystemError):  # SystemError: see _lost
                 self._drop_producer()
 
     def _redo(self) -> None:
@@ -408,6 +436,12 @@ class KafkaSink(ServerSink):
         raise self._err("the batch's transaction failed and is produced again", e) from e
 
     def commit(self, batch_id: int) -> None:
+        try:
+            self._commit(batch_id)
+        except SystemError as e:  # see _lost
+            self._lost(e)
+
+    def _commit(self, batch_id: int) -> None:
         if self.producer is None or (self.exactly_once and not self._in_txn):
             if self.exactly_once and self.committed(batch_id):
                 return  # the previous attempt did commit before the connection broke
@@ -481,7 +515,7 @@ class KafkaSink(ServerSink):
         if self.exactly_once and self._in_txn and self.producer is not None:
             try:
                 self.producer.abort_transaction(OP_TIMEOUT)
-            except self.ck.KafkaException:
+            except (self.ck.KafkaException, SystemError):  # SystemError: see _lost
                 self._drop_producer()
             self._in_txn = False
 
