@@ -125,6 +125,7 @@ class KafkaSink(ServerSink):
         self._limit = DEFAULT_MAX_MESSAGE  # bytes per message the producer accepts
         self._one_per_batch = False  # finding which messages the broker refuses: one message per record batch
         self._limit_known = False  # the topic's max.message.bytes was read (the producer refuses larger messages)
+        self._shape: tuple[tuple[str, ...], list[Any]] | None = None  # the driver's prepare_columns, by column names
 
     # ------------------------------------------------------------- clients
     def _err(self, what: str, e: Exception) -> Exception:
@@ -311,12 +312,19 @@ class KafkaSink(ServerSink):
 
     # ------------------------------------------------------------- shaping
     def prepare_columns(self, df: Any) -> list[Any]:
+        """key, value (the row as JSON), headers: unresolved columns, built once per list of column names (about a
+        dozen py4j round trips on the driver each batch otherwise) and reused for every batch's frame."""
         from pyspark.sql import functions as F
 
+        names = tuple(df.columns)
+        if self._shape is not None and self._shape[0] == names:
+            return list(self._shape[1])
         key = F.expr(self.spec.key).cast("string") if self.spec.key else F.lit(None).cast("string")
-        value = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns]))
+        value = F.to_json(F.struct(*[F.col(f"`{c}`") for c in names]))
         heads = [F.expr(e).cast("string").alias(f"_h{i}") for i, e in enumerate(self.spec.headers.values())]
-        return [key.alias("key"), value.alias("value"), *heads]
+        cols = [key.alias("key"), value.alias("value"), *heads]
+        self._shape = (names, cols)
+        return list(cols)
 
     # --------------------------------------------------------------- batch
     def begin(self, batch_id: int, schema: pa.Schema) -> None:
