@@ -173,6 +173,8 @@ class KafkaSink(ServerSink):
                 p.init_transactions(OP_TIMEOUT)
             except self.ck.KafkaException as e:
                 raise self._err("cannot initialise the transactional producer", e) from e
+            except SystemError as e:  # see _lost
+                self._lost(e)
         self.producer = p
 
     def _topic_max_message(self) -> int | None:
