@@ -62,7 +62,7 @@ class _Parking:
         """The parked servers the test may use: its server fixtures, the one its `servers` mark names, or every one
         (a bare mark: it asks for them at run time)."""
         mark = item.get_closest_marker("servers")
-        names = set(getattr(item, "fixturenames", ())) & set(self.started)
+        names = set(getattr(item, "fixturenames", ())) & SERVER_FIXTURES
         if mark is not None and mark.args:
             names.add(mark.args[0])
         elif mark is not None and not names:
@@ -77,6 +77,8 @@ class _Parking:
 
 
 _PARKING = _Parking()
+SERVER_FIXTURES = frozenset({"kafka_server", "mariadb_server", "opensearch_server", "rocketmq_server",
+                             "kafka_sasl_server", "mariadb_tls_server", "spark_cluster"})  # those defined below
 
 
 def _group(item: pytest.Item | None) -> str | None:

@@ -63,8 +63,21 @@ def test_a_group_s_servers_stop_after_its_last_test_and_start_again_for_a_later_
     # another server group in this worker: only what its test uses comes back (a fixture, or the mark's name)
     fixtures.pytest_runtest_setup(item(WORKER, "rocketmq", fixtures_=("rocketmq_server", "mariadb_server")))
     assert parking.parked == {"kafka_server": kafka} and mariadb.calls == ["stop", "start"] and mariadb.running
+    fixtures.pytest_runtest_setup(item(WORKER, "cluster", fixtures_=("spark", "spark_cluster")))  # not parked
+    assert parking.parked == {"kafka_server": kafka} and kafka.calls == ["stop"]
     fixtures.pytest_runtest_setup(item(WORKER, "rocketmq", servers=("kafka_server",)))
     assert parking.parked == {} and kafka.calls == ["stop", "start"] and kafka.running
+
+
+def test_the_parking_knows_every_server_fixture():
+    import inspect
+    import re
+
+    source = inspect.getsource(fixtures)
+    defined = re.findall(r'def (\w+)\(\) -> Iterator\[\w+\]:\n    """[^"]*"""\n    yield from _session_server\(\w+, "(\w+)"\)',
+                         source)
+    assert len(defined) == source.count("yield from _session_server(") == 7
+    assert all(fn == name for fn, name in defined) and {fn for fn, _ in defined} == fixtures.SERVER_FIXTURES
 
 
 def test_a_bare_servers_mark_brings_every_parked_server_back(parking):
