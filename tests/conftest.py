@@ -45,17 +45,23 @@ def _starts_spark(item: pytest.Item) -> bool:
     return path is not None and _imports_pyspark(path)
 
 
-# Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`), the tests using one family of session-scoped
-# servers run in one worker, so each server starts once per family instead of once per test module; families
-# are groups of their own so that xdist spreads them over the workers (one group of every server test would
-# make one worker as long as all of them). A test using two families goes with the first listed here. The tests
-# sharing a module-scoped fixture are a group too (one per module), so that the fixture runs once.
+# Under pytest-xdist (`make test` runs `-n 3 --dist loadgroup`), the tests using session-scoped servers run in one
+# of two xdist groups, each pinned to one worker: a server starts once per worker that runs one of its tests and
+# then idles until that worker ends (RocketMQ 2.3 CPU-s a minute, Kafka 0.8, OpenSearch 0.4; starting: 3.5-7 s).
+# The two groups follow the families tests use together: Kafka with MySQL (and SASL Kafka, TLS MariaDB, the
+# examples' OpenSearch); RocketMQ with OpenSearch (and the scripts' MySQL), with the tests a bare `servers` mark
+# puts there (every family at once: the concurrent outage scenario). With a group per family (and one for that
+# scenario), a third worker could start RocketMQ, OpenSearch and MariaDB again. Each group (380 and 345 s in
+# tests/durations.json) is under half a worker's share of the suite, so xdist still balances the workers. A test
+# using two families goes with the first listed here. The tests sharing a module-scoped fixture are a group too
+# (one per module), so that the fixture runs once.
 XDIST_GROUPS = {
     "spark_cluster": "cluster",
     "kafka_server": "kafka", "kafka_sasl_server": "kafka",
-    "rocketmq_server": "rocketmq", "opensearch_server": "opensearch",
-    "mariadb_server": "mariadb", "mariadb_tls_server": "mariadb",
+    "rocketmq_server": "rocketmq", "opensearch_server": "rocketmq",
+    "mariadb_server": "kafka", "mariadb_tls_server": "kafka",
 }
+EVERY_FAMILY = "rocketmq"  # the group of a bare `servers` mark
 
 
 def _module_fixture(item) -> str | None:
@@ -78,8 +84,8 @@ def _xdist_group(item) -> str | None:
     marker = item.get_closest_marker("servers")
     if group is None and marker is not None:
         # asks for its server at run time (request.getfixturevalue): `servers("kafka_server")` names it, a bare
-        # `servers` mark (every family, e.g. the concurrent outage scenario) is a group of its own
-        group = XDIST_GROUPS.get(marker.args[0], "servers") if marker.args else "servers"
+        # `servers` mark (every family, e.g. the concurrent outage scenario) goes with the RocketMQ group
+        group = XDIST_GROUPS.get(marker.args[0], EVERY_FAMILY) if marker.args else EVERY_FAMILY
     if group is None:
         module = _module_fixture(item)
         group = f"module:{module}" if module else None

@@ -37,7 +37,7 @@ from tests.contract.harness import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
-OUTAGE_SECONDS = 20
+OUTAGE_SECONDS = 12  # a floor: the outage lasts until a batch has also waited 10 s at its sink (held)
 # enough attempts to ride out the outage plus a restart (OpenSearch: up to ~15 s)
 OUTAGE_RETRY = {"max_attempts": 60, "initial_backoff": "200ms", "max_backoff": "2s"}
 FAIL_FAST = {"max_attempts": 2, "initial_backoff": "100ms", "max_backoff": "100ms"}
