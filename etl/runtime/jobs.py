@@ -22,11 +22,14 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from collections.abc import Callable, Iterable
 
 from py4j.protocol import Py4JError
 
+from etl.diagnostics import Report
+from etl.graph.checks import check_across
 from etl.runtime.control import Control
 from etl.runtime.failure import log_file as run_log
 from etl.runtime.job import Refused, drive, hold, release
@@ -149,11 +152,23 @@ class JobSet:
         other = self.jobs.get(name)
         if other is not None and other.file != f and other.state in RUNNING:
             return [f"{f}: pipeline '{name}' is already run by {other.file}: each job needs a name of its own"]
+        self._across(f, checked)
+        if checked.report.errors:
+            return [d.render() for d in checked.report.sorted()]
         missing = sorted(set(self.opts.needed(checked.plan.graph)) - self.opts.packages)
         if missing:
             return [f"{f}: needs connector jars the running set was started without ({', '.join(missing)}): "
                     "restart `etl serve` to load them"]
         return []
+
+    def _across(self, f: str, checked: Any) -> None:
+        """The checks between pipelines of `etl validate` with several files (E330 a sink writing another's output,
+        E331 a shared checkpoint) of `checked` against the other files' running jobs: errors at `checked`'s
+        positions, added to its report."""
+        others = [SimpleNamespace(graph=j.plan.graph, report=Report(), file=j.file)
+                  for j in self.jobs.values() if j.state in RUNNING and j.file != f]
+        if checked.graph is not None and others:
+            check_across([*others, checked])  # errors go to the later ones: only `checked`
 
     # ------------------------------------------------------------ one job
     def _start(self, job: Job) -> Job:

@@ -130,3 +130,51 @@ def test_etl_jobs_talks_to_the_set_with_its_token(tmp_path):
         assert (r.exit_code, r.stderr) == (1, "etl jobs: stop b: job 'b' is not running (stopped)\n")
     finally:
         control.close()
+
+
+SINK_TO = """\
+name: {name}
+sources:
+  - {{id: events, type: generator, count: 10, fields: {{id: {{sequence: 0}}}}}}
+sinks:
+  - {{id: out, type: file, input: events, path: {path}, format: jsonl}}
+checkpoint: {ckpt}
+"""
+
+
+def test_a_file_writing_a_running_jobs_output_is_refused_at_its_sink(tmp_path):
+    """E330 across files, as `etl validate a b` reports it: the second file's sink, not started; the others run."""
+    from etl.commands.serve import _checker
+
+    for name, path, ckpt in (("a", "out/shared", "state/a"), ("b", "out/shared", "state/b"),
+                             ("c", "out/c", "state/a")):
+        (tmp_path / f"{name}.yaml").write_text(SINK_TO.format(name=name, path=path, ckpt=ckpt))
+    said: list[str] = []
+    js = JobSet(None, JobsOptions(files=lambda: job_files(tmp_path), check=_checker({}, (), None), echo=said.append,
+                                  needed=lambda g: ()))
+    started: list[str] = []
+
+    def start(j: Job) -> Job:  # no session: the job counts as running
+        js.jobs[j.name], j.state = j, "running"
+        started.append(j.name)
+        return j
+
+    js._start = start  # type: ignore[method-assign]
+    js._pooled = lambda name: False  # type: ignore[method-assign]
+    js.sync()
+    a, b, c = (str(tmp_path / f"{n}.yaml") for n in "abc")
+    assert started == ["a"]
+    assert said == [
+        f"etl serve: a: {a}: starting",
+        f"{b}:5:5: E330 sink 'out' writes the same output as sink 'out' of {a}\n"
+        "    hint: give each sink its own path, table, topic or index",
+        f"etl serve: {b}: not started",
+        f"{c}:6:13: E331 checkpoint folder {tmp_path / 'state' / 'a'} is also used by pipeline 'a' ({a})\n"
+        "    hint: give each pipeline its own `checkpoint` (or a distinct `name`)",
+        f"etl serve: {c}: not started"]
+    assert [(j["file"], j["state"], j["reason"]) for j in js.listing()] == [
+        (a, "running", ""), (b, "invalid", said[1]), (c, "invalid", said[3])]
+    js.jobs["a"].state = "stopped"  # a stopped job's output is free: a changed b starts
+    (tmp_path / "b.yaml").write_text(SINK_TO.format(name="b", path="out/shared", ckpt="state/b") + "# v2\n")
+    js.sync()
+    assert started == ["a", "b"]
