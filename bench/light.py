@@ -177,6 +177,9 @@ def _tree(root: int) -> list[tuple[int, str, int, int, float]]:
                 head, rest = fh.read().rsplit(")", 1)
             f = rest.split()
             cpu = sum(int(x) for x in f[11:15]) / TICK
+            comm = head.split("(", 1)[1]
+            if comm != "java" and os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "java":
+                continue  # a JVM's child between its spawn and its exec: the JVM's memory, not counted twice
             rss = pss = 0
             with open(f"/proc/{pid}/smaps_rollup") as fh:
                 for line in fh:
@@ -184,7 +187,7 @@ def _tree(root: int) -> list[tuple[int, str, int, int, float]]:
                         rss = int(line.split()[1]) * 1024
                     elif line.startswith("Pss:"):
                         pss = int(line.split()[1]) * 1024
-            out.append((pid, kind(pid, head.split("(", 1)[1]), rss, pss, cpu))
+            out.append((pid, kind(pid, comm), rss, pss, cpu))
         except (OSError, IndexError, ValueError):
             continue
     return out
