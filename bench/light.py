@@ -146,30 +146,59 @@ def tree_pids(root: int) -> list[int]:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def tree_sample(root: int) -> tuple[int, int, float, list[tuple[str, int]]]:
-    """(RSS bytes, PSS bytes, CPU seconds so far, [(command, RSS bytes)]) of `root` and every process below it;
-    the CPU seconds include those of reaped children (cutime, cstime)."""
-    rss = pss = 0
-    cpu = 0.0
-    procs = []
+def kind(pid: int, comm: str) -> str:
+    """What a process of the tree is: jvm, driver (etl's Python), source runner (Spark's Python streaming source
+    runner: one per query of a Python data source, for the query's life), python workers (Spark's daemons and the
+    workers they fork, per module), else its command name."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = [c.decode(errors="replace") for c in fh.read().split(b"\0") if c]
+    except OSError:
+        return comm
+    if comm == "java":
+        return "jvm"
+    if "pyspark.daemon" in cmd:
+        return f"python workers ({cmd[-1].rsplit('.', 1)[-1]})"
+    if "pyspark.sql.streaming.python_streaming_source_runner" in cmd:
+        return "source runner"
+    return "driver" if "etl" in cmd[1:3] else comm
+
+
+def tree_kinds(root: int) -> list[tuple[int, str, int, int]]:
+    """(pid, kind, RSS bytes, PSS bytes) of `root` and every process below it."""
+    return [(pid, what, rss, pss) for pid, what, rss, pss, _ in _tree(root)]
+
+
+def _tree(root: int) -> list[tuple[int, str, int, int, float]]:
+    out = []
     for pid in tree_pids(root):
         try:
             with open(f"/proc/{pid}/stat") as fh:
                 head, rest = fh.read().rsplit(")", 1)
             f = rest.split()
-            cpu += sum(int(x) for x in f[11:15]) / TICK
-            mine = 0
+            cpu = sum(int(x) for x in f[11:15]) / TICK
+            comm = head.split("(", 1)[1]
+            if comm != "java" and os.path.basename(os.readlink(f"/proc/{pid}/exe")) == "java":
+                continue  # a JVM's child between its spawn and its exec: the JVM's memory, not counted twice
+            rss = pss = 0
             with open(f"/proc/{pid}/smaps_rollup") as fh:
                 for line in fh:
                     if line.startswith("Rss:"):
-                        mine = int(line.split()[1]) * 1024
+                        rss = int(line.split()[1]) * 1024
                     elif line.startswith("Pss:"):
-                        pss += int(line.split()[1]) * 1024
-            rss += mine
-            procs.append((head.split("(", 1)[1], mine))
+                        pss = int(line.split()[1]) * 1024
+            out.append((pid, kind(pid, comm), rss, pss, cpu))
         except (OSError, IndexError, ValueError):
             continue
-    return rss, pss, cpu, procs
+    return out
+
+
+def tree_sample(root: int) -> tuple[int, int, float, list[tuple[str, int, int]]]:
+    """(RSS bytes, PSS bytes, CPU seconds so far, [(kind, RSS bytes, PSS bytes)]) of `root` and every process below
+    it; the CPU seconds include those of reaped children (cutime, cstime)."""
+    tree = _tree(root)
+    return (sum(t[2] for t in tree), sum(t[3] for t in tree), sum(t[4] for t in tree),
+            [(what, rss, pss) for _, what, rss, pss, _ in tree])
 
 
 class Sampler(threading.Thread):
@@ -177,7 +206,7 @@ class Sampler(threading.Thread):
         super().__init__(daemon=True)
         self.pid, self.every = pid, every
         self.peak = (0, 0)
-        self.peak_procs: list[tuple[str, int]] = []
+        self.peak_procs: list[tuple[str, int, int]] = []
         self.peak_pss = 0
         self.cpu: list[tuple[float, float]] = []  # (monotonic time, tree CPU seconds)
         self.done = threading.Event()
@@ -190,6 +219,16 @@ class Sampler(threading.Thread):
                 self.peak, self.peak_procs = (rss, pss), procs
             self.peak_pss = max(self.peak_pss, pss)
             self.done.wait(self.every)
+
+    def by_kind(self) -> dict[str, list[int]]:
+        """At the peak: kind -> [processes, RSS MB, PSS MB]."""
+        kinds: dict[str, list[int]] = {}
+        for k, r, p in self.peak_procs:
+            row = kinds.setdefault(k, [0, 0, 0])
+            row[0] += 1
+            row[1] += round(r / 2**20)
+            row[2] += round(p / 2**20)
+        return dict(sorted(kinds.items(), key=lambda kv: -kv[1][1]))
 
     def cpu_at(self, t: float) -> float:
         """Tree CPU seconds at time t (the last sample before it)."""
@@ -252,7 +291,7 @@ def run(pipeline: Path, cwd: Path, cpu: int, events: int, guard: bool = True) ->
             "peak_pss_mb": sampler.peak_pss / 2**20, "samples": len(sampler.cpu), "batches": len(busy),
             "queries": ", ".join(f"{q} {sum(r['duration_ms'] for _, r in busy if r['query'] == q) / 1000:.1f} s"
                                  for q in dict.fromkeys(r["query"] for _, r in busy)),
-            "procs": ", ".join(f"{n} {r / 2**20:.0f}" for n, r in sorted(sampler.peak_procs, key=lambda x: -x[1]))}
+            "procs": ", ".join(f"{n} {r / 2**20:.0f}" for n, r, _ in sorted(sampler.peak_procs, key=lambda x: -x[1]))}
 
 
 def main() -> None:

@@ -7,9 +7,10 @@ failure ends that job only). What a job needs around its run is etl.runtime.job'
 
 `sync()` compares the folder's files with what runs: a new file is checked and started; a changed one is
 checked first and, valid, its job is stopped gracefully (the batch in flight written by every sink) and started
-again from its checkpoint (a version that cannot start on that checkpoint is refused with the reason and the
-previous version starts again); a changed file that does not validate leaves the running version alone and says
-why; a removed file stops its job. The caller (etl/commands/serve.py) gives the file listing and the checker:
+again from its checkpoint (a version that cannot start on that checkpoint, or that Spark's state schema check
+refuses at its first batch, is refused with the reason and the previous version starts again); a changed file
+that does not validate, or writes another running job's output, leaves the running version alone and says why; a
+removed file stops its job. The caller (etl/commands/serve.py) gives the file listing and the checker:
 the runtime layer does not import the front end.
 """
 
@@ -19,14 +20,18 @@ import contextlib
 import datetime
 import hashlib
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from collections.abc import Callable, Iterable
 
 from py4j.protocol import Py4JError
 
+from etl.diagnostics import Report
+from etl.graph.checks import check_across
 from etl.runtime.control import Control
 from etl.runtime.failure import log_file as run_log
 from etl.runtime.job import Refused, drive, hold, release
@@ -34,6 +39,11 @@ from etl.runtime.runner import PipelineRun, RunOptions
 
 POOL = "spark.scheduler.pool"
 RUNNING = ("starting", "running", "stopping")
+# Spark's error classes for a checkpoint's state that the plan of a new version does not fit (its schema check at
+# the first batch: a stateful operator added, removed or changed, its key or value columns changed)
+INCOMPATIBLE_STATE = re.compile(r"STATE_STORE_(KEY|VALUE)_SCHEMA_NOT_COMPATIBLE|STATE_STORE_COLUMN_FAMILY_SCHEMA_"
+                                r"INCOMPATIBLE|STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION|STATE_STORE_INVALID_CONFIG_"
+                                r"AFTER_RESTART|STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA")
 
 
 def digest(path: str) -> str | None:
@@ -54,6 +64,7 @@ class Job:
     reason: str = ""
     since: str = field(default_factory=lambda: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
     how: str = "etl serve"  # what stopped it (for a batch a stop cancelled)
+    previous: Any = None  # the plan of the version this one replaced after a change of its file
     runner: Any = None
     thread: threading.Thread | None = None
     started: threading.Event = field(default_factory=threading.Event)
@@ -86,12 +97,15 @@ class JobSet:
         self.jobs: dict[str, Job] = {}  # name -> its job (stopped, failed and done ones too)
         self.seen: dict[str, str] = {}  # file -> digest last checked (valid or not)
         self.invalid: dict[str, str] = {}  # file -> why it is not running (its first diagnostic)
+        self._refused: list[Job] = []  # new versions Spark refused at their first batch, to roll back
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- folder
     def sync(self) -> None:
         """Start, restart and stop jobs after the folder's files (see the module's doc)."""
         with self._lock:
+            while self._refused:
+                self._roll_back(self._refused.pop(0))
             now = {f: d for f in self.opts.files() if (d := digest(f)) is not None}
             for f in sorted(set(self.seen) - set(now)):
                 del self.seen[f]
@@ -134,7 +148,7 @@ class JobSet:
             return
         self.opts.echo(f"etl serve: {old.name}: {f} changed and valid: restarting the job from its checkpoint")
         self._stop(old, "its file changed")
-        new = self._start(Job(plan.name, f, d, plan))
+        new = self._start(Job(plan.name, f, d, plan, previous=old.plan if old.name == plan.name else None))
         if new.state == "failed" and old.name == new.name and not new.started.is_set():
             self.opts.echo(f"etl serve: {old.name}: the new version of {f} is refused ({new.reason}); the previous "
                            "version starts again")
@@ -149,11 +163,23 @@ class JobSet:
         other = self.jobs.get(name)
         if other is not None and other.file != f and other.state in RUNNING:
             return [f"{f}: pipeline '{name}' is already run by {other.file}: each job needs a name of its own"]
+        self._across(f, checked)
+        if checked.report.errors:
+            return [d.render() for d in checked.report.sorted()]
         missing = sorted(set(self.opts.needed(checked.plan.graph)) - self.opts.packages)
         if missing:
             return [f"{f}: needs connector jars the running set was started without ({', '.join(missing)}): "
                     "restart `etl serve` to load them"]
         return []
+
+    def _across(self, f: str, checked: Any) -> None:
+        """The checks between pipelines of `etl validate` with several files (E330 a sink writing another's output,
+        E331 a shared checkpoint) of `checked` against the other files' running jobs: errors at `checked`'s
+        positions, added to its report."""
+        others = [SimpleNamespace(graph=j.plan.graph, report=Report(), file=j.file)
+                  for j in self.jobs.values() if j.state in RUNNING and j.file != f]
+        if checked.graph is not None and others:
+            check_across([*others, checked])  # errors go to the later ones: only `checked`
 
     # ------------------------------------------------------------ one job
     def _start(self, job: Job) -> Job:
@@ -200,6 +226,24 @@ class JobSet:
                 control.close()
             release(fd)
             job.ended.set()
+        if job.state == "failed" and job.started.is_set() and self._refused_state(job):
+            self._refused.append(job)  # rolled back by the next sync (this thread may not wait for the set's lock)
+
+    @staticmethod
+    def _refused_state(job: Job) -> bool:
+        """A new version's run ended at its first batch on Spark's state schema check: it wrote no batch."""
+        return (job.previous is not None and job.runner is not None and not job.runner.progress.latest
+                and INCOMPATIBLE_STATE.search(job.reason) is not None)
+
+    def _roll_back(self, job: Job) -> None:
+        """The version `job` replaced starts again on the checkpoint (the new one's batch, planned but not
+        written, is run again by it); the refusal stays listed as the job's reason until the file changes."""
+        if self.jobs.get(job.name) is not job or digest(job.file) != job.digest:  # replaced, changed, removed
+            return
+        self.opts.echo(f"etl serve: {job.name}: the new version of {job.file} is refused at its first batch "
+                       f"({job.reason}); the previous version starts again")
+        self.invalid[job.file] = f"{job.file}: its state does not fit the checkpoint's: {job.reason}"
+        self._start(Job(job.name, job.file, job.digest, job.previous))
 
     def _stop(self, job: Job, how: str) -> None:
         """Stop `job` gracefully: its batch in flight written by every sink; returns once it ended."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from etl.components.sources.generator.build import generate, spec_options
+from etl.components.sources.generator.reader import generate, spec_options
 from etl.runtime.runner import PipelineRun, RunOptions
 from etl.runtime.testing import CaptureSink
 from etl.components.sources.generator.spec import GeneratorSource

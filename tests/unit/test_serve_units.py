@@ -130,3 +130,145 @@ def test_etl_jobs_talks_to_the_set_with_its_token(tmp_path):
         assert (r.exit_code, r.stderr) == (1, "etl jobs: stop b: job 'b' is not running (stopped)\n")
     finally:
         control.close()
+
+
+SINK_TO = """\
+name: {name}
+sources:
+  - {{id: events, type: generator, count: 10, fields: {{id: {{sequence: 0}}}}}}
+sinks:
+  - {{id: out, type: file, input: events, path: {path}, format: jsonl}}
+checkpoint: {ckpt}
+"""
+
+
+def test_a_file_writing_a_running_jobs_output_is_refused_at_its_sink(tmp_path):
+    """E330 across files, as `etl validate a b` reports it: the second file's sink, not started; the others run."""
+    from etl.commands.serve import _checker
+
+    for name, path, ckpt in (("a", "out/shared", "state/a"), ("b", "out/shared", "state/b"),
+                             ("c", "out/c", "state/a")):
+        (tmp_path / f"{name}.yaml").write_text(SINK_TO.format(name=name, path=path, ckpt=ckpt))
+    said: list[str] = []
+    js = JobSet(None, JobsOptions(files=lambda: job_files(tmp_path), check=_checker({}, (), None), echo=said.append,
+                                  needed=lambda g: ()))
+    started: list[str] = []
+
+    def start(j: Job) -> Job:  # no session: the job counts as running
+        js.jobs[j.name], j.state = j, "running"
+        started.append(j.name)
+        return j
+
+    js._start = start  # type: ignore[method-assign]
+    js._pooled = lambda name: False  # type: ignore[method-assign]
+    js.sync()
+    a, b, c = (str(tmp_path / f"{n}.yaml") for n in "abc")
+    assert started == ["a"]
+    assert said == [
+        f"etl serve: a: {a}: starting",
+        f"{b}:5:5: E330 sink 'out' writes the same output as sink 'out' of {a}\n"
+        "    hint: give each sink its own path, table, topic or index",
+        f"etl serve: {b}: not started",
+        f"{c}:6:13: E331 checkpoint folder {tmp_path / 'state' / 'a'} is also used by pipeline 'a' ({a})\n"
+        "    hint: give each pipeline its own `checkpoint` (or a distinct `name`)",
+        f"etl serve: {c}: not started"]
+    assert [(j["file"], j["state"], j["reason"]) for j in js.listing()] == [
+        (a, "running", ""), (b, "invalid", said[1]), (c, "invalid", said[3])]
+    js.jobs["a"].state = "stopped"  # a stopped job's output is free: a changed b starts
+    (tmp_path / "b.yaml").write_text(SINK_TO.format(name="b", path="out/shared", ckpt="state/b") + "# v2\n")
+    js.sync()
+    assert started == ["a", "b"]
+
+
+
+class FakeRun:
+    """A PipelineRun without Spark, by its file's generator `count`: 10 runs until stopped; 20 fails as Spark's state
+    schema check fails a restarted query at its first batch; 30 fails there on another error; 40 fails on the
+    schema check after writing a batch."""
+
+    def __init__(self, plan, spark, opts):
+        import threading
+
+        self.plan, self.graph, self.opts, self.cancelled = plan, plan.graph, opts, []
+        self.count = plan.graph.nodes["events"].spec.count
+        self.progress = FakeProgress()
+        self._stop = threading.Event()
+
+    def start(self):
+        if self.count in (10, 40):
+            self.progress.latest = {"events": SimpleNamespace(batch=0)}
+
+    def wait(self):
+        from etl.runtime.errors import RunFailed
+
+        if self.count in (20, 40):
+            raise RunFailed("[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing "
+                            "state value schema.")
+        if self.count == 30:
+            raise RunFailed("[SOMETHING_ELSE] a sink's server went away")
+        self._stop.wait(10)
+
+    def request_stop(self):
+        self._stop.set()
+
+    def close(self):
+        pass
+
+
+class FakeProgress:
+    def __init__(self):
+        self.latest = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_new_version_spark_refuses_at_its_first_batch_rolls_back_to_the_running_one(tmp_path, monkeypatch):
+    """A valid change whose state does not fit the checkpoint (Spark's schema check fails its first batch, no batch
+    written): the previous version starts again on the checkpoint and the refusal is listed; another failure, or one
+    after a batch was written, fails the job as before."""
+    import etl.runtime.jobs as jobs_module
+    from etl.commands.serve import _checker
+
+    monkeypatch.setattr(jobs_module, "PipelineRun", FakeRun)
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    f = folder / "st.yaml"
+    said: list[str] = []
+    js = JobSet(None, JobsOptions(files=lambda: job_files(folder), check=_checker({}, (), None), echo=said.append,
+                                  needed=lambda g: ()))
+    js.spark = SimpleNamespace(sparkContext=SimpleNamespace(setLocalProperty=lambda k, v: None))
+    js._pooled = lambda name: False  # type: ignore[method-assign]
+
+    def change(count: int) -> Job:
+        """The file with this `count`, synced; the job once its version's thread ended or it runs."""
+        f.write_text(SINK_TO.format(name="st", path="out", ckpt="state").replace("count: 10", f"count: {count}"))
+        js.sync()
+        job = js.jobs["st"]
+        job.ended.wait(5) if count != 10 else None
+        return job
+
+    first = change(10)
+    assert first.state == "running"
+    refused = change(20)  # the running version stopped, the new one refused by Spark at its first batch
+    assert (refused.state, refused.previous) == ("failed", first.plan)
+    js.sync()  # the previous version starts again
+    again = js.jobs["st"]
+    assert (again.state, again.plan) == ("running", first.plan)
+    line = (f"{f}:1:1: E401 pipeline 'st': [STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does "
+            "not match existing state value schema.")
+    assert said[-1] == (f"etl serve: st: the new version of {f} is refused at its first batch ({line}); the "
+                        "previous version starts again")
+    assert js.listing()[0]["reason"] == \
+        f"its file's change is refused: {f}: its state does not fit the checkpoint's: {line}"
+    for count, why in ((30, "[SOMETHING_ELSE] a sink's server went away"), (40, line.split("'st': ")[1])):
+        assert change(10).state == "running"
+        failed = change(count)  # another error, or the schema check's after a batch was written: no roll back
+        assert failed.previous is not None
+        js.sync()
+        assert (js.jobs["st"] is failed, failed.state, failed.reason) == (True, "failed", f"{f}:1:1: E401 pipeline "
+                                                                                         f"'st': {why}")
+    js.stop_all("test")

@@ -15,7 +15,7 @@ from collections import defaultdict
 import pytest
 
 from etl.compile.context import CompileError
-from etl.components.sources.generator.build import generate, spec_options
+from etl.components.sources.generator.reader import generate, spec_options
 from etl.runtime.runner import PipelineRun, RunOptions
 from etl.runtime.testing import CaptureSink
 from etl.components.transforms.window.spec import WindowTransform
