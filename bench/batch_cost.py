@@ -17,6 +17,7 @@ the times on a loaded machine). The medians of the rounds are printed, then one 
 
     batch_cost batches=N rows=R small_plain_ms=.. small_etl_ms=.. small_overhead_ms=.. empty_plain_ms=..
         empty_etl_ms=.. empty_overhead_ms=.. etl_round_trips_small=.. etl_round_trips_empty=.. load=..
+    PASS: etl's fixed cost per small batch over plain Spark's +.. ms (issue 42: at most 100 ms)   (or FAIL)
 
 --profile FILE writes cProfile's statistics of etl's foreachBatch bodies (the measured rounds') to FILE.
 """
@@ -42,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 SCHEMA = {"id": "bigint", "level": "string", "host": "string", "msg": "string"}
 LEVELS = ("info", "warn", "error")
+TARGET_MS = 100  # issue 42's done-when: etl's fixed cost per small batch over plain Spark's
 PIPELINE = """\
     name: bench-batch-cost
     sources:
@@ -212,6 +214,9 @@ def main() -> None:
         f"{kind}_overhead_ms={med[('etl', kind)][0] - med[('plain', kind)][0]:.0f}" for kind in inputs)
           + " " + " ".join(f"etl_round_trips_{kind}={med[('etl', kind)][2]:.0f}" for kind in inputs)
           + f" load={os.getloadavg()[0]:.1f}")
+    over = med[("etl", "small")][0] - med[("plain", "small")][0]
+    print(f"{'PASS' if over <= TARGET_MS else 'FAIL'}: etl's fixed cost per small batch over plain Spark's "
+          f"{over:+.0f} ms (issue 42: at most {TARGET_MS} ms)")
 
 
 if __name__ == "__main__":
