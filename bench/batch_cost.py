@@ -13,10 +13,15 @@ Python workers and the code paths); the runs take turns, plain then etl, their o
 Per run: the median of Spark's `triggerExecution` over its micro-batches (the batch's whole wall time: offsets,
 planning, the foreachBatch body, the commit log) and of the foreachBatch body alone (`driver`), with the py4j
 round trips the body makes on the driver (counted on py4j's client for the thread running it: deterministic, unlike
-the times on a loaded machine). The medians of the rounds are printed, then one machine-readable line:
+the times on a loaded machine) and the CPU milliseconds per batch of the driver's JVM and Python process (from the
+end of the first batch to the end of the last: the work a batch costs, which a loaded machine moves much less than
+its wall time). The
+medians of the rounds are printed, then one machine-readable line:
 
     batch_cost batches=N rows=R small_plain_ms=.. small_etl_ms=.. small_overhead_ms=.. empty_plain_ms=..
-        empty_etl_ms=.. empty_overhead_ms=.. etl_round_trips_small=.. etl_round_trips_empty=.. load=..
+        empty_etl_ms=.. empty_overhead_ms=.. etl_round_trips_small=.. etl_round_trips_empty=.. small_plain_cpu_ms=..
+        small_etl_cpu_ms=.. empty_plain_cpu_ms=.. empty_etl_cpu_ms=.. load=..
+    PASS: etl's fixed cost per small batch over plain Spark's +.. ms (issue 42: at most 100 ms)   (or FAIL)
 
 --profile FILE writes cProfile's statistics of etl's foreachBatch bodies (the measured rounds') to FILE.
 """
@@ -42,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 SCHEMA = {"id": "bigint", "level": "string", "host": "string", "msg": "string"}
 LEVELS = ("info", "warn", "error")
+TARGET_MS = 100  # issue 42's done-when: etl's fixed cost per small batch over plain Spark's
 PIPELINE = """\
     name: bench-batch-cost
     sources:
@@ -66,6 +72,8 @@ class Counter:
         self.local = threading.local()
         self.trips: list[int] = []
         self.body_ms: list[float] = []
+        self.cpu_at_end: list[float] = []  # CPU-ms of the JVM and this process when each body ended
+        self.jvm_pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
         self.profile: cProfile.Profile | None = None
         client = spark.sparkContext._gateway._gateway_client
         send = client.send_command
@@ -92,11 +100,28 @@ class Counter:
                 self.body_ms.append((time.perf_counter() - t0) * 1000)
                 self.trips.append(self.local.n)
                 self.local.n = None
+                self.cpu_at_end.append(cpu_ms(self.jvm_pid))
 
         return body
 
     def reset(self) -> None:
-        self.trips, self.body_ms = [], []
+        self.trips, self.body_ms, self.cpu_at_end = [], [], []
+
+    def cpu_per_batch(self) -> float:
+        """CPU-ms per batch from the end of the first body to the end of the last: the loop (Spark's triggers, offsets
+        and commit log, the bodies, listeners), not the query's start."""
+        return (self.cpu_at_end[-1] - self.cpu_at_end[0]) / (len(self.cpu_at_end) - 1)
+
+
+def cpu_ms(jvm_pid: int) -> float:
+    """CPU milliseconds of the driver's JVM (Linux /proc) and of this process so far: the machine's load moves the
+    wall times of a batch, much less what it costs."""
+    import resource
+
+    fields = Path(f"/proc/{jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
+    jvm = (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return jvm + (own.ru_utime + own.ru_stime) * 1000
 
 
 def make_inputs(work: Path, batches: int, rows: int) -> dict[str, Path]:
@@ -175,7 +200,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="etl-bench-batch-cost-"))
     inputs = make_inputs(work, args.batches, args.rows)
     runs = {"plain": run_plain, "etl": run_etl}
-    got: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
+    got: dict[tuple[str, str], list[tuple[float, float, float, float]]] = {}
     prof = cProfile.Profile() if args.profile else None
     try:
         for r in range(args.repeat + 1):  # round 0 warms up
@@ -185,33 +210,39 @@ def main() -> None:
                     counter.reset()
                     counter.profile = prof if r and name == "etl" else None
                     ms = runs[name](spark, counter, src, run_dir)
+                    cpu = counter.cpu_per_batch()
                     want = expected_rows(args.batches, args.rows) if kind == "small" else 0
                     wrote = count_lines(run_dir / f"{name}-out")
                     if len(ms) != args.batches or len(counter.body_ms) != args.batches or wrote != want:
                         raise SystemExit(f"{name} {kind}: {len(ms)} batches, {len(counter.body_ms)} bodies, "
                                          f"{wrote} rows (expected {args.batches} batches, {want} rows)")
                     fig = (statistics.median(ms), statistics.median(counter.body_ms),
-                           statistics.median(counter.trips))
+                           statistics.median(counter.trips), cpu)
                     if r:
                         got.setdefault((name, kind), []).append(fig)
                     print(f"round {r} {name:<5} {kind:<5} batch {fig[0]:6.0f} ms  driver {fig[1]:6.0f} ms  "
-                          f"{fig[2]:4.0f} round trips", flush=True)
+                          f"{fig[2]:4.0f} round trips  {fig[3]:5.0f} CPU-ms", flush=True)
                     shutil.rmtree(run_dir, ignore_errors=True)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
-    med = {k: tuple(statistics.median(f[i] for f in v) for i in range(3)) for k, v in got.items()}
+    med = {k: tuple(statistics.median(f[i] for f in v) for i in range(4)) for k, v in got.items()}
     for kind in inputs:
         p, e = med[("plain", kind)], med[("etl", kind)]
         print(f"{kind:<5} plain {p[0]:6.0f} ms (driver {p[1]:5.0f} ms, {p[2]:4.0f} round trips)   etl {e[0]:6.0f} ms "
-              f"(driver {e[1]:5.0f} ms, {e[2]:4.0f} round trips)   etl's overhead {e[0] - p[0]:+6.0f} ms per batch")
+              f"(driver {e[1]:5.0f} ms, {e[2]:4.0f} round trips)   etl's overhead {e[0] - p[0]:+6.0f} ms per batch, "
+              f"CPU {p[3]:.0f} / {e[3]:.0f} ms ({e[3] - p[3]:+.0f})")
     if prof is not None:
         prof.dump_stats(args.profile)
     print(f"batch_cost batches={args.batches} rows={args.rows} " + " ".join(
         f"{kind}_plain_ms={med[('plain', kind)][0]:.0f} {kind}_etl_ms={med[('etl', kind)][0]:.0f} "
         f"{kind}_overhead_ms={med[('etl', kind)][0] - med[('plain', kind)][0]:.0f}" for kind in inputs)
           + " " + " ".join(f"etl_round_trips_{kind}={med[('etl', kind)][2]:.0f}" for kind in inputs)
+          + " " + " ".join(f"{kind}_{name}_cpu_ms={med[(name, kind)][3]:.0f}" for kind in inputs for name in runs)
           + f" load={os.getloadavg()[0]:.1f}")
+    over = med[("etl", "small")][0] - med[("plain", "small")][0]
+    print(f"{'PASS' if over <= TARGET_MS else 'FAIL'}: etl's fixed cost per small batch over plain Spark's "
+          f"{over:+.0f} ms (issue 42: at most {TARGET_MS} ms)")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import java.util.List;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import org.apache.spark.SparkContext;
+import org.apache.spark.sql.DataFrameWriter;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -67,6 +68,11 @@ public final class BatchRows {
             return out.toString();
         }
 
+        /** The rows written and the failed rows as one JSON array, [rows, [[err, payload], ...]] (one py4j call). */
+        public String json() throws IOException {
+            return "[" + rows() + "," + failedJson() + "]";
+        }
+
         @Override
         public String toString() {
             return "etl rows tally";
@@ -96,6 +102,27 @@ public final class BatchRows {
             rows = rows.drop(scala.jdk.javaapi.CollectionConverters.asScala(drop).toList());
         }
         return new Object[] {rows, tally};
+    }
+
+    /**
+     * The rows of `frame` counted as {@link #counted} counts them and written by Spark's writer `format` into `path`
+     * (replacing what a failed try left), in one call from Python (each step of the DataFrameWriter is a py4j round
+     * trip per micro-batch otherwise): `select` (SQL, may be null) shapes the counted rows, `options` are the
+     * writer's as `key=value` lines. Returns the tally, read once the write has ended.
+     */
+    @SuppressWarnings("unchecked")
+    public static Tally written(Dataset<Row> frame, String err, String payload, String select, String format,
+                                String path, String options) {
+        Object[] got = counted(frame, err, payload);
+        Dataset<Row> rows = (Dataset<Row>) got[0];
+        if (select != null) rows = rows.selectExpr(select);
+        DataFrameWriter<Row> writer = rows.write().format(format).mode("overwrite");
+        for (String line : options.split("\n")) {
+            int eq = line.indexOf('=');
+            if (eq > 0) writer = writer.option(line.substring(0, eq), line.substring(eq + 1));
+        }
+        writer.save(path);
+        return (Tally) got[1];
     }
 
     /** Every row is written: counted. */

@@ -29,6 +29,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from etl.components.sinks.file.jsonlines import json_lines
+from etl.components.sinks.file.localfs import LocalFiles, local_folder
 from etl.components.sinks.file.hadoop import (SPARK_FORMAT, HadoopFiles, Publisher, count_engine, hadoop_call,
                                               hadoop_uri, spark_write)
 from etl.runtime.partitions import PartitionResult
@@ -118,11 +119,17 @@ class FileSink(AbstractSink):
     # the executors' write (Spark's writer) and the driver's publish
     @property
     def publisher(self) -> Publisher:
+        """The driver's publish: through Python's file functions on a local folder (no py4j round trip per file
+        operation), through the Hadoop FileSystem API on any other URI."""
         if self._publisher is None:
-            from pyspark.sql import SparkSession
+            folder = local_folder(self.uri)
+            if folder is not None:
+                files: HadoopFiles | LocalFiles = LocalFiles(folder)
+            else:
+                from pyspark.sql import SparkSession
 
-            self._publisher = Publisher(HadoopFiles(SparkSession.active(), self.uri), self.ctx.scope, self.run_id(),
-                                        EXT[self.format])
+                files = HadoopFiles(SparkSession.active(), self.uri)
+            self._publisher = Publisher(files, self.ctx.scope, self.run_id(), EXT[self.format])
         return self._publisher
 
     def _io(self, what: str, op: Callable[[], T]) -> T:
@@ -133,11 +140,11 @@ class FileSink(AbstractSink):
         first); with `split`, the stage's failed rows come back from the same pass."""
         pub = self.publisher
         self._io("creation of the staging folder", lambda: pub.prepare(batch_id))
-        target = pub.files.path(pub.staging(batch_id)).toString()
+        target = pub.files.uri(pub.staging(batch_id))
         name = f"etl-{self.ctx.sink_id}-{pub.batch_name(batch_id)}"
         count = self._counted = count_engine(shaped.sparkSession, self.count_engine)
         self._rows, failed = self._io("write", lambda: spark_write(shaped, self._spark_format(), target, name,
-                                                                    self._lines, split, count))
+                                                                    self._lines(), split, count))
         return PartitionResult(rows=self._rows, failed=failed)
 
     def count_ran(self) -> str | None:
@@ -153,13 +160,9 @@ class FileSink(AbstractSink):
     def _spark_format(self) -> str:
         return "text" if self._rendered else SPARK_FORMAT[self.format]
 
-    def _lines(self, frame: Any) -> Any:
-        """jsonl rendered by the JVM: the lines without their newline (Spark's text writer adds it)."""
-        if self._rendered and self._newlines:
-            from pyspark.sql import functions as F
-
-            return frame.select(F.expr("substr(value, 1, length(value) - 1)").alias("value"))
-        return frame
+    def _lines(self) -> str | None:
+        """jsonl rendered by the JVM: the lines without their newline (Spark's text writer adds it), as SQL."""
+        return "substr(value, 1, length(value) - 1) AS value" if self._rendered and self._newlines else None
 
     def commit_batch(self, batch_id: int) -> None:
         hadoop_call(lambda: self.publisher.commit(batch_id, self._rows))

@@ -1,5 +1,5 @@
 """The file sink's batches through Hadoop's FileSystem API: Spark's own file writers on the executors, the
-driver's publish over py4j.
+driver's publish over py4j (of a local folder: the same steps through Python's file functions, localfs.py).
 
 A micro-batch is written by Spark's writer (`DataFrameWriter.save`: json for jsonl, or text when the plan
 renders the lines in the JVM; csv; parquet) into the batch's staging folder `<path>/_staging/<query>-<batch>-<run>`: every task
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from collections.abc import Callable
 
 from etl.connectors.api import WORKER_ENDED, jvm
@@ -31,6 +31,9 @@ from etl.dead_letters import ERR, PAYLOAD
 from etl.runtime.failure import fault_line
 from etl.runtime.sink import TerminalError, TransientError
 from etl.workercache import owned_by
+
+if TYPE_CHECKING:
+    from etl.components.sinks.file.localfs import LocalFiles
 
 T = TypeVar("T")
 SPARK_FORMAT = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}  # jsonl rendered in the JVM first: text
@@ -124,6 +127,10 @@ class HadoopFiles:
                 self._paths.clear()
             got = self._paths[rel] = self._path(self.root, rel)
         return got
+
+    def uri(self, rel: str) -> str:
+        """`rel` under the sink's folder as the URI Spark's writer is given."""
+        return str(self.path(rel).toString())
 
     def forget(self) -> None:
         """A batch is done: its paths go (the JVM objects are released with them)."""
@@ -229,30 +236,23 @@ def count_engine(spark: Any, planned: str | None) -> str:
     return "batchrows-jvm" if jvm.available(spark) else "observe"
 
 
-Tally = Callable[[], "tuple[int, list[tuple[str | None, str | None]]]"]
-
-
-
-def batchrows_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
-    """The rows to write, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
-    code, built in one py4j call), and the tally to read once written: (rows, failed rows with `split`)."""
-    from pyspark.sql import DataFrame
-
-    spark = frame.sparkSession
-    sc = spark.sparkContext
+def batchrows_count(frame: Any, fmt: str, uri: str, select: str | None, split: bool,
+                    name: str) -> tuple[int, list[tuple[str | None, str | None]]]:
+    """The rows written, counted by a filter of the write (etl/jvm/BatchRows.java: accumulators, in the generated
+    code), and, with `split`, the failed rows set aside by it: the filter, the shaping and Spark's writer in one py4j
+    call (`BatchRows.written`), the tally in one more."""
+    sc = frame.sparkSession.sparkContext
     facts = owned_by(sc)
-    if facts.get("BatchRows") is None:  # (each package step of `jvm.etl.jvm.BatchRows` is a py4j round trip)
-        facts["BatchRows"] = sc._jvm.etl.jvm.BatchRows
-    jrows, tally = facts["BatchRows"].counted(frame._jdf, ERR if split else None, PAYLOAD if split else None)
-
-    def result() -> tuple[int, list[tuple[str | None, str | None]]]:
-        failed = json.loads(tally.failedJson()) if split else []
-        return int(tally.rows()), [(e, p) for e, p in failed]
-
-    return DataFrame(jrows, spark), result
+    if facts.get("BatchRows.written") is None:  # (each step of `jvm.etl.jvm.BatchRows.written` is a round trip)
+        facts["BatchRows.written"] = sc._jvm.etl.jvm.BatchRows.written
+    tally = facts["BatchRows.written"](frame._jdf, ERR if split else None, PAYLOAD if split else None, select, fmt,
+                                       uri, "".join(f"{k}={v}\n" for k, v in OPTIONS[fmt].items()))
+    rows, failed = json.loads(tally.json())
+    return int(rows), [(e, p) for e, p in failed]
 
 
-def observed_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
+def observed_count(frame: Any, fmt: str, uri: str, select: str | None, split: bool,
+                   name: str) -> tuple[int, list[tuple[str | None, str | None]]]:
     """The same through DataFrame.observe (no etl jar): its aggregation runs beside the write, outside the
     generated code."""
     from pyspark.sql import Observation
@@ -267,32 +267,28 @@ def observed_count(frame: Any, split: bool, name: str) -> tuple[Any, Tally]:
         rows = rows.where(f"`{ERR}` IS NULL").drop(ERR, PAYLOAD)
     else:
         rows = frame.observe(obs, F.expr("count(1) AS rows"))
-
-    def result() -> tuple[int, list[tuple[str | None, str | None]]]:
-        got = obs.get
-        return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
-
-    return rows, result
+    shaped = rows if select is None else rows.selectExpr(select)
+    shaped.write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
+    got = obs.get
+    return int(got["rows"]), [(r["err"], r["payload"]) for r in got.get("failed") or []]
 
 
 COUNTS = {"batchrows-jvm": batchrows_count, "observe": observed_count}
 
 
-def spark_write(frame: Any, fmt: str, uri: str, name: str, shape: Callable[[Any], Any], split: bool,
+def spark_write(frame: Any, fmt: str, uri: str, name: str, select: str | None, split: bool,
                 count: str) -> tuple[int, list[tuple[str | None, str | None]]]:
-    """Write the rows of `frame` (`shape`d) with Spark's writer `fmt` (json, text, csv, parquet) into the folder
-    `uri` (replacing what a failed try left); returns the rows written and, with `split`, the rows a stage failed
-    on (ERR set: not written), both counted while writing (one pass: the stage runs once) by the `count` engine
-    (batchrows-jvm or observe, the physical plan's)."""
-    rows, tally = COUNTS[count](frame, split, name)
-    shape(rows).write.format(fmt).options(**OPTIONS[fmt]).mode("overwrite").save(uri)
-    return tally()
+    """Write the rows of `frame` (shaped by the SQL `select`, if any) with Spark's writer `fmt` (json, text, csv,
+    parquet) into the folder `uri` (replacing what a failed try left); returns the rows written and, with `split`,
+    the rows a stage failed on (ERR set: not written), both counted while writing (one pass: the stage runs once)
+    by the `count` engine (batchrows-jvm or observe, the physical plan's)."""
+    return COUNTS[count](frame, fmt, uri, select, split, name)
 
 
 class Publisher:
     """The driver's side of one sink's batches: where they are staged, their publish and its recovery."""
 
-    def __init__(self, files: HadoopFiles, query: str, tag: str, ext: str):
+    def __init__(self, files: HadoopFiles | LocalFiles, query: str, tag: str, ext: str):
         self.files = files
         self.query = query
         self.tag = tag
