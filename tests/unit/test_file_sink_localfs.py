@@ -62,6 +62,8 @@ def test_errors_are_transient_or_terminal_as_hadoops(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(TerminalError, match="cannot create"):
         files.mkdirs("afile/sub")
+    with pytest.raises(TerminalError, match=r"^cannot create /proc/etl-x/sub: No such file or directory$"):
+        LocalFiles("/proc/etl-x").mkdirs("sub")  # (a path the OS refuses: the contract tests' bad address)
     with pytest.raises(TransientError, match="rename of .*missing.* failed"):
         files.rename("missing", "other")  # (Hadoop's rename answers False)
     with pytest.raises(TerminalError, match="No such file"):

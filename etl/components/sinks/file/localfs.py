@@ -81,8 +81,8 @@ class LocalFiles:
             p.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as e:
             raise TerminalError(f"cannot create {p}") from e
-        except OSError as e:
-            raise _mapped(e) from e
+        except OSError as e:  # (as the Hadoop path says it; its kind kept: a full disk may clear, a bad path not)
+            raise type(_mapped(e))(f"cannot create {p}: {e.strerror or e}") from e
 
     def rename(self, src: str, dst: str) -> None:
         """Rename into an existing folder (replacing a file of that name, as rename(2) does)."""
