@@ -155,9 +155,10 @@ def _execute(checked: Any, *, once: bool, master: str | None, conf: dict[str, st
     from etl.runtime.runlog import RunLog
     from etl.runtime.runner import PipelineRun, RunOptions
     from etl.runtime import packages
-    from etl.runtime.session import build_session, end_jvm, stderr_to_file, under_spark_submit
+    from etl.runtime.session import build_session, end_jvm, run_master, stderr_to_file, under_spark_submit
 
     plan = checked.plan
+    master = run_master(master, profile, plan.graph.pipeline.trigger.mode, once or drain)
     ck = str(Path(checkpoint).resolve()) if checkpoint else plan.checkpoint
     log = run_log(ck)
     try:  # before anything is written: a refused run leaves the running one's files alone
