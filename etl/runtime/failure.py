@@ -324,14 +324,25 @@ def query_failure(graph: Any, sources: list[str], cause: str, full: str, stack: 
     return unknown_failure(graph, cause, stack)
 
 
+def text_of(cause: str | BaseException) -> str:
+    """str(cause), also once the JVM has died: a Py4JJavaError's text is its Java exception's, asked of the gateway,
+    which then raises (ConnectionRefusedError) instead of giving it: the error's class and that it cannot be read."""
+    try:
+        return str(cause)
+    except Exception as e:  # noqa: BLE001 - re-raised unless the gateway's (py4j's classes or a socket error)
+        if not (isinstance(e, OSError) or type(e).__module__.startswith("py4j")):
+            raise
+        return f"{type(cause).__name__} (its text could not be read: the JVM has ended)"
+
+
 def unknown_failure(graph: Any, cause: str | BaseException, stack: str = "") -> Failure:
     """A failure etl has no component for: the pipeline, at its first line."""
-    found = fault(graph, f"{type(cause).__name__}: {cause}" if isinstance(cause, OSError) else str(cause), "",
-                  stack)
+    text = text_of(cause)
+    found = fault(graph, f"{type(cause).__name__}: {text}" if isinstance(cause, OSError) else text, "", stack)
     if found is not None:
         return found
     if isinstance(cause, BaseException):
-        cause = ((redact(str(cause)) or "").strip().splitlines() or [type(cause).__name__])[0][:500]  # (redacted, then cut)
+        cause = ((redact(text) or "").strip().splitlines() or [type(cause).__name__])[0][:500]  # (redacted, then cut)
     return Failure("E401", f"pipeline '{graph.name}'", cause, pipeline_span(graph),
                    f"the query stopped on an error etl does not handle (please report it with the log); {RESUME}",
                    stack)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from etl import settings
 from etl.check import check_file
 from etl.runtime.failure import log_file, query_failure, sink_failure, unknown_failure
@@ -121,3 +123,23 @@ def test_spark_lines_about_failed_tasks_go_to_the_log_file_only(monkeypatch):
     settings.reset()
     shown = log4j_text("/x/run.log")
     assert "additivity" not in shown and "rootLogger.level = info" in shown
+
+
+class Py4JJavaError(Exception):  # as py4j's: its text is asked of the JVM's gateway
+    __module__ = "py4j.protocol"
+
+    def __str__(self) -> str:
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_a_java_error_whose_jvm_has_ended_is_one_line_not_a_traceback(tmp_path):
+    d = unknown_failure(graph(tmp_path), Py4JJavaError()).diagnostic()
+    assert (d.code, d.span.line, d.message) == (
+        "E401", 1, "pipeline 'shop': Py4JJavaError (its text could not be read: the JVM has ended)")
+
+    class Broken(Exception):
+        def __str__(self) -> str:
+            raise KeyError("a bug of etl's own")
+
+    with pytest.raises(KeyError):  # not the gateway's: not hidden
+        unknown_failure(graph(tmp_path), Broken())
