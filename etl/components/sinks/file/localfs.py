@@ -79,10 +79,8 @@ class LocalFiles:
         p = self.root / rel
         try:
             p.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError) as e:
-            raise TerminalError(f"cannot create {p}") from e
         except OSError as e:  # (as the Hadoop path says it; its kind kept: a full disk may clear, a bad path not)
-            raise type(_mapped(e))(f"cannot create {p}: {e.strerror or e}") from e
+            raise _kind(e)(f"cannot create {p}: {e.strerror or e}") from e
 
     def rename(self, src: str, dst: str) -> None:
         """Rename into an existing folder (replacing a file of that name, as rename(2) does)."""
@@ -112,9 +110,12 @@ class LocalFiles:
         return self.call(lambda: (self.root / rel).read_text())
 
 
+def _kind(e: OSError) -> type[TerminalError] | type[TransientError]:
+    return TerminalError if isinstance(e, TERMINAL) else TransientError
+
+
 def _mapped(e: OSError) -> Exception:
-    what = f"{e.filename}: {e.strerror or e}"
-    return TerminalError(what) if isinstance(e, TERMINAL) else TransientError(what)
+    return _kind(e)(f"{e.filename}: {e.strerror or e}")
 
 
 def local_folder(uri: str) -> str | None:

@@ -425,7 +425,7 @@ class KafkaSink(ServerSink):
         self._chunks.append(kept)
 
     def _abort_or_drop(self) -> None:
-        if self.exactly_once and self._in_txn:
+        if self.exactly_once and self._in_txn and self.producer is not None:
             try:
                 self.producer.abort_transaction(OP_TIMEOUT)
                 self._in_txn = False
@@ -522,12 +522,7 @@ class KafkaSink(ServerSink):
     def abort(self, batch_id: int) -> None:
         self._chunks = []
         self.rejects.clear()
-        if self.exactly_once and self._in_txn and self.producer is not None:
-            try:
-                self.producer.abort_transaction(OP_TIMEOUT)
-            except (self.ck.KafkaException, SystemError):  # SystemError: see _lost
-                self._drop_producer()
-            self._in_txn = False
+        self._abort_or_drop()
 
     def close(self) -> None:
         if self.producer is not None:
