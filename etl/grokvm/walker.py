@@ -81,6 +81,8 @@ def _soft_ir(x: tuple) -> bool:
 
 
 def _ends_with_fusable_cap(x: tuple) -> bool:
+    if x[0] == 'seq' and not x[1]:  # an empty option: `(?:a|)`, or one whose items folded away
+        return False
     last = x[1][-1] if x[0] == 'seq' else x
     return last[0] == 'cap' and leaf_mid(last[2])
 
