@@ -182,3 +182,23 @@ def test_int_range_of_every_int64():
     rows = generate(o, 0, 1000).to_pylist()
     assert min(r["all"] for r in rows) < -2**62 and max(r["all"] for r in rows) > 2**62
     assert {r["top"] for r in rows} == {9_223_372_036_854_775_806, 9_223_372_036_854_775_807}
+
+
+@pytest.mark.spark
+def test_an_unbounded_generator_gives_one_batch_per_once_run(spark, tmp_path):
+    """--once (AvailableNow) of a generator without `count`: one micro-batch of rows_per_batch events, the next run
+    the next ones (GeneratorIndex.java's offsets)."""
+    c = checked(tmp_path, """
+        name: t-gen
+        sources: [{id: g, type: generator, rate: 5, rows_per_batch: 300, fields: {id: {sequence: 0}}}]
+        sinks: [{id: out, type: file, input: g, path: out}]
+    """)
+    rows: list[dict] = []
+    for n in (1, 2):
+        r = PipelineRun(c.plan, spark, RunOptions(once=True, checkpoint=str(tmp_path / "ck"), progress="none",
+                                                  sink_factory=lambda o, s, ctx: CaptureSink(s, ctx, rows)))
+        r.start()
+        r.wait()
+        assert r.compiler.ctx.executed[("g", "offsets")] == "index-jvm"
+        assert [s.lastProgress["numInputRows"] for s in r.streams] == [300]
+        assert sorted(x["id"] for x in rows) == list(range(300 * n))
