@@ -124,4 +124,16 @@ class GeneratorIndexTest {
         }
         assertEquals(Arrays.asList(3L, 4L, 5L, 6L, 7L), got);
     }
+
+    @Test
+    void aBatchReadIsEveryCountedEventAndOneEmptyPartitionWithoutACount() {
+        GeneratorIndex.IndexScan counted = new GeneratorIndex.IndexScan(new GeneratorIndex.Spec(20_001, 0, 10, 4));
+        assertEquals("0-6667,6667-13334,13334-20001",
+            ranges((GeneratorIndex.Range[]) counted.toBatch().planInputPartitions()));
+        for (long count : new long[] {-1, 0}) {
+            GeneratorIndex.IndexScan none = new GeneratorIndex.IndexScan(new GeneratorIndex.Spec(count, 0, 10, 4));
+            assertEquals("0-0", ranges((GeneratorIndex.Range[]) none.toBatch().planInputPartitions()));
+        }
+        assertEquals(GeneratorIndex.SCHEMA, counted.readSchema());
+    }
 }
