@@ -90,7 +90,8 @@ def generate(opts: dict[str, Any], lo: int, hi: int, arrow_schema: pa.Schema | N
     return generate_at(opts, np.arange(lo, hi, dtype=np.uint64), arrow_schema)
 
 
-def events_of(opts: dict[str, Any], arrow_schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def events_of(opts: dict[str, Any], arrow_schema: pa.Schema,
+              batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow's function over GeneratorIndex.java's rows: each batch of event indices (its one column) as the
     batch of their events."""
     for b in batches:
