@@ -107,7 +107,7 @@ class GeneratorIndexTest {
     void partitionsAreIndexRangesOfAtLeastTenThousand() {
         assertEquals("", ranges(GeneratorIndex.split(5, 5, 4)));
         assertEquals("0-9999", ranges(GeneratorIndex.split(0, 9999, 4)));
-        assertEquals("0-6667,6667-13334,13334-20001", ranges(GeneratorIndex.split(0, 20001, 4)));  // at most 3 of 10,000
+        assertEquals("0-6667,6667-13334,13334-20001", ranges(GeneratorIndex.split(0, 20001, 4)));
         assertEquals("100-25100,25100-50100,50100-75100,75100-100100",
             ranges(GeneratorIndex.split(100, 100_100, 4)));
         assertEquals("0-33334,33334-66668,66668-100000", ranges(GeneratorIndex.split(0, 100_000, 3)));
