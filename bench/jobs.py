@@ -20,7 +20,8 @@ pacing) and all alive at once: each side is stopped (SIGTERM, a graceful stop) S
 micro-batch; events_per_s = the events of the micro-batches that ended in those S seconds / S. (With `count` and
 --once the first jobs end before the last ones start: the peak is then that of fewer jobs.) `by_kind` is the
 peak's process tree by kind: [processes, RSS MB, PSS MB] of the JVM, the driver, Spark's Python streaming source
-runners (one per generator query) and its Python worker pools (bench/light.py's kind()).
+runners (one per query of a Python data source) and its Python worker pools (bench/light.py's kind());
+`most_procs` the most processes of each kind in one sample of the whole run.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def measure(cmd: str, cwd: Path, jobs: int, events: int, steady: float = 0) -> d
     busy = [(t, r) for t, r in records if r["input_rows"]]
     by_kind = sampler.by_kind()
     common = {"wall_s": wall, "peak_rss_mb": sampler.peak[0] / 2**20, "peak_pss_mb": sampler.peak_pss / 2**20,
-              "by_kind": by_kind}
+              "by_kind": by_kind, "most_procs": sampler.most}
     if steady:
         if p.returncode != 0 or len(window) < 2 or not busy:
             raise SystemExit(f"{cmd[:80]}...: exit {p.returncode}, {len(alive)} of {jobs} jobs ran, stopped "

@@ -46,6 +46,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from collections import Counter
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -208,6 +209,7 @@ class Sampler(threading.Thread):
         self.peak = (0, 0)
         self.peak_procs: list[tuple[str, int, int]] = []
         self.peak_pss = 0
+        self.most: dict[str, int] = {}  # kind -> the most processes of that kind in one sample of the whole run
         self.cpu: list[tuple[float, float]] = []  # (monotonic time, tree CPU seconds)
         self.done = threading.Event()
 
@@ -218,6 +220,8 @@ class Sampler(threading.Thread):
             if rss > self.peak[0]:
                 self.peak, self.peak_procs = (rss, pss), procs
             self.peak_pss = max(self.peak_pss, pss)
+            for k, n in Counter(k for k, _, _ in procs).items():
+                self.most[k] = max(self.most.get(k, 0), n)
             self.done.wait(self.every)
 
     def by_kind(self) -> dict[str, list[int]]:

@@ -388,6 +388,11 @@ ENGINES: tuple[Engine, ...] = (
            "it is kept: a longer or invalid line is a dead letter"),
     Engine("spark-text-reader", "lines", "etl.components.sources.file.build:build", _always,
            "Spark's text source (no maximum line size, lines not checked)"),
+    Engine("index-jvm", "offsets", "etl.components.sources.generator.build:build", lambda s, t: _jar(t),
+           "GeneratorIndex.java: the event indices and their offsets in the JVM; their events made by numpy in the "
+           "shared Python workers (mapInArrow)", python=True),
+    Engine("python-source", "offsets", "etl.components.sources.generator.build:build", _always,
+           "the Python data source etl_generator: Spark keeps a Python process per query for its offsets", python=True),
     Engine("json-parse-jvm", "parser", "etl.compile.json_parse:json_struct", _json_parse_jvm,
            "JsonParse.java: from_json's parser and PERMISSIVE rules in the generated code, without the copy of every "
            "row from_json makes for the corrupt-record column; ISO-8601 timestamps with their zone converted "

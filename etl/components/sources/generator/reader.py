@@ -2,9 +2,9 @@
 
 Event i is a pure function of (seed, i): a restart replays exactly the same
 events, and Spark checkpoints the offsets (the event index) like any
-replayable source. Implemented as a PySpark streaming Python data source
-(`etl_generator`); `read` builds each partition as one Arrow record batch with
-numpy (no per-row Python for numbers; strings through Arrow compute).
+replayable source. `generate_at` makes the events of an array of indices as
+one Arrow record batch with numpy (no per-row Python for numbers; strings
+through Arrow compute).
 
 * `count`: stop after that many events (works with `--once`: AvailableNow);
 * `rate`: events per second, in event time (event i happens at
@@ -13,10 +13,17 @@ numpy (no per-row Python for numbers; strings through Arrow compute).
 * `rows_per_batch`: events per micro-batch at most. An unbounded generator
   under `--once` produces one micro-batch.
 
-This module is what Spark's Python processes import to run the source (its streaming source runner, one per
-query, and the workers that read): numpy, pyarrow, pyspark's data source API and etl.spec.generated only. The
-builder (build.py) imports the compile layer; measured in a fresh interpreter, importing this module from there
-instead made each such process about 20 MB larger (etl.compile, the graph, the plan, pydantic's models).
+Two streams of indices, with the same offsets (`{"index": N}`, the next event's index), limits, pacing and
+partitions, so a checkpoint of either resumes with the other (build.py picks one, the physical plan's `offsets`
+engine): etl/jvm/GeneratorIndex.java, whose offsets the JVM keeps, its indices turned into events by
+`events_of` (mapInArrow in Spark's shared Python workers); without etl's jar, the PySpark Python streaming data
+source here (`etl_generator`), for which Spark keeps a Python process per query (its "streaming source runner",
+about 100 MB) for the offsets and partitions.
+
+This module is what Spark's Python processes import (that runner, and the workers that read or map): numpy,
+pyarrow, pyspark's data source API and etl.spec.generated only. The builder (build.py) imports the compile layer;
+measured in a fresh interpreter, importing this module from there instead made each such process about 20 MB
+larger (etl.compile, the graph, the plan, pydantic's models).
 """
 
 from __future__ import annotations
@@ -73,13 +80,31 @@ def spec_options(spec: Any) -> dict[str, Any]:
     }
 
 
+def ddl(opts: dict[str, Any]) -> str:
+    """The events' columns and types, as Spark's DDL."""
+    return ", ".join(f"`{n}` {t}" for n, t in opts["columns"].items())
+
+
 def generate(opts: dict[str, Any], lo: int, hi: int, arrow_schema: pa.Schema | None = None) -> pa.RecordBatch:
     """Events [lo, hi) as one record batch, columns in declaration order."""
+    return generate_at(opts, np.arange(lo, hi, dtype=np.uint64), arrow_schema)
+
+
+def events_of(opts: dict[str, Any], arrow_schema: pa.Schema,
+              batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow's function over GeneratorIndex.java's rows: each batch of event indices (its one column) as the
+    batch of their events."""
+    for b in batches:
+        yield generate_at(opts, b.column(0).to_numpy().astype(np.uint64), arrow_schema)
+
+
+def generate_at(opts: dict[str, Any], idx: np.ndarray, arrow_schema: pa.Schema | None = None) -> pa.RecordBatch:
+    """The events of the indices `idx` (uint64) as one record batch, columns in declaration order (else the
+    columns and types of `arrow_schema`)."""
     fields: dict[str, dict] = opts["fields"]
     seed = int(opts["seed"])
     cols_types: dict[str, str] = opts["columns"]
-    n = max(0, hi - lo)
-    idx = np.arange(lo, hi, dtype=np.uint64)
+    n = len(idx)
     rate = opts.get("rate") or 1000.0
     start_us = int(parse_time(opts["start_time"]).timestamp() * 1_000_000)
     out: dict[str, pa.Array] = {}
@@ -96,8 +121,10 @@ def generate(opts: dict[str, Any], lo: int, hi: int, arrow_schema: pa.Schema | N
             arr = values.take(pa.array(k))
         elif "int_range" in f:
             a, b = f["int_range"]
-            span = np.uint64(b - a + 1)
-            arr = pa.array((hashes(seed, name, idx) % span).astype(np.int64) + np.int64(a))
+            h, span = hashes(seed, name, idx), b - a + 1
+            off = h if span == 1 << 64 else h % np.uint64(span)  # [min, max] of int64: every value of the hash
+            with np.errstate(over="ignore"):  # a + off, in [a, b], computed modulo 2**64
+                arr = pa.array((off + np.uint64(a & 0xFFFFFFFFFFFFFFFF)).view(np.int64))
         elif "float_range" in f:
             a, b = f["float_range"]
             arr = pa.array(a + uniform(seed, name, idx) * (b - a))
@@ -223,8 +250,7 @@ class GeneratorDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        cols = json.loads(self.options["spec"])["columns"]
-        return ", ".join(f"`{n}` {t}" for n, t in cols.items())
+        return ddl(json.loads(self.options["spec"]))
 
     def streamReader(self, schema: Any) -> GeneratorStreamReader:
         return GeneratorStreamReader(self.options, schema)

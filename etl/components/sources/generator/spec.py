@@ -55,6 +55,9 @@ class GeneratorSource(SourceBase):
     start_time: Instant = Field(default=Instant("2026-01-01T00:00:00Z"), description="event time of the first event (ISO 8601)")
     rows_per_batch: int = Field(default=100_000, ge=1, le=100_000_000, description="events per micro-batch at most")
 
+    def engine_aspects(self) -> tuple[str, ...]:
+        return ("offsets",)  # GeneratorIndex.java's or the Python data source's (etl.physical.engines)
+
     def output_columns(self, cx: Any, node: Any, inputs: list) -> dict[str, str] | None:
         from etl.spec.generated import template_problems
 
