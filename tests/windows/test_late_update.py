@@ -19,7 +19,8 @@ from tests.windows.harness import assert_rows_equal
 from tests.windows.oracle_late import simulate_updates
 from tests.windows.test_window_oracle import BATCHES, DELAY_S, HAVING_EARLY, having_early, make_spec, run_variants
 
-pytestmark = pytest.mark.spark
+# no module-wide `spark` mark: tests/conftest.py marks each test that asks for `spark` (also through this
+# module's fixtures); the checks of the data and the oracle alone run in the fast lane (no JVM)
 
 LATENESS_S = 10
 EMIT = {"late": "update", "allowed_lateness": f"{LATENESS_S}s", "too_late": "dead_letter"}
