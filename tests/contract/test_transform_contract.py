@@ -154,7 +154,9 @@ def test_every_transform_runs_its_rows_and_dead_letters(tmp_path):
     for a in adapters:
         a.write_inputs(data)
     (tmp_path / "p.yaml").write_text(text)
-    res = subprocess.run([sys.executable, "-m", "etl", "run", "p.yaml", "--once", "-q"], cwd=tmp_path,
+    # 2 shuffle partitions as in the shared session (etl run's default is 4): half the state stores per batch
+    res = subprocess.run([sys.executable, "-m", "etl", "run", "p.yaml", "--once", "-q",
+                          "--conf", "spark.sql.shuffle.partitions=2"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=280, env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     dead = _rows(data / "dead_letters")

@@ -44,7 +44,8 @@ def etl(work: Path, *args: str) -> subprocess.Popen:
 
 def test_sigusr1_drains_a_running_pipeline(tmp_path):
     (tmp_path / "p.yaml").write_text(textwrap.dedent(PIPE))
-    p = etl(tmp_path, "run", "p.yaml", "--quiet", "--conf", "spark.ui.enabled=false")
+    p = etl(tmp_path, "run", "p.yaml", "--quiet", "--conf", "spark.ui.enabled=false", "--conf",
+            "spark.sql.shuffle.partitions=2")  # as in the shared session (etl run's default: 4 state stores)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (tmp_path / "ck" / "w" / "commits" / "1").exists():
         assert p.poll() is None, p.communicate()[1][-3000:]

@@ -12,7 +12,8 @@ from etl.components.transforms.join.spec import JoinTransform
 from tests.windows.harness import assert_rows_equal, rows_of
 from tests.windows.join_data import DELAY_S, LEFT_SCHEMA, RIGHT_SCHEMA, WITHIN_S, make_streams, oracle_join
 
-pytestmark = pytest.mark.spark
+# no module-wide `spark` mark: tests/conftest.py marks each test that asks for `spark` (also through this
+# module's fixtures); the checks of the data and the oracle alone run in the fast lane (no JVM)
 
 
 def spec(how: str) -> JoinTransform:

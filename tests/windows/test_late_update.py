@@ -19,7 +19,8 @@ from tests.windows.harness import assert_rows_equal
 from tests.windows.oracle_late import simulate_updates
 from tests.windows.test_window_oracle import BATCHES, DELAY_S, HAVING_EARLY, having_early, make_spec, run_variants
 
-pytestmark = pytest.mark.spark
+# no module-wide `spark` mark: tests/conftest.py marks each test that asks for `spark` (also through this
+# module's fixtures); the checks of the data and the oracle alone run in the fast lane (no JVM)
 
 LATENESS_S = 10
 EMIT = {"late": "update", "allowed_lateness": f"{LATENESS_S}s", "too_late": "dead_letter"}
@@ -143,8 +144,10 @@ transforms:
      emit: {early: 15s, timers: TIMERS}}
 sinks:
   - {id: out, type: print, input: w}
-trigger: {mode: interval, interval: 200ms}
+trigger: {mode: interval, interval: 1s}
 """
+# 1 s: a run with processing-time timers runs a no-data batch per trigger while it waits out `early` (15 s), each
+# calling the window's Python processor; the held-back row still goes out within 1 s of the timer
 
 
 def _idle_run(spark, tmp_path, timers):

@@ -23,7 +23,8 @@ from tests.windows import oracle
 from tests.windows.data import make_batches
 from tests.windows.harness import assert_rows_equal, et, run_to_end, stream
 
-pytestmark = pytest.mark.spark
+# no module-wide `spark` mark: tests/conftest.py marks each test that asks for `spark` (also through this
+# module's fixtures); the checks of the data and the oracle alone run in the fast lane (no JVM)
 
 DELAY_S = 4
 AGGS = [
