@@ -2,8 +2,9 @@
 
 Each job is one pipeline file, named by its pipeline's `name`: its own PipelineRun (queries, checkpoint, sinks,
 dead letters), its own control endpoint (run file beside its checkpoint: `etl tap`, `etl top`, `etl drain` of the
-file work as for `etl run`) and metrics, its own FAIR scheduler pool (named as the job), its own thread (a
-failure ends that job only). What a job needs around its run is etl.runtime.job's, as for `etl run`.
+file work as for `etl run`) and metrics, its own FAIR scheduler pool (named as the job) and share of the set's
+turns (etl.runtime.turns: its micro-batches wait for one, fairly to the jobs' weights), its own thread (a failure
+ends that job only). What a job needs around its run is etl.runtime.job's, as for `etl run`.
 
 `sync()` compares the folder's files with what runs: a new file is checked and started; a changed one is
 checked first and, valid, its job is stopped gracefully (the batch in flight written by every sink) and started
@@ -30,12 +31,14 @@ from collections.abc import Callable, Iterable
 
 from py4j.protocol import Py4JError
 
+from etl import settings
 from etl.diagnostics import Report
 from etl.graph.checks import check_across
 from etl.runtime.control import Control
 from etl.runtime.failure import log_file as run_log
 from etl.runtime.job import Refused, drive, hold, release
 from etl.runtime.runner import PipelineRun, RunOptions
+from etl.runtime.turns import Turns
 
 POOL = "spark.scheduler.pool"
 RUNNING = ("starting", "running", "stopping")
@@ -87,6 +90,8 @@ class JobsOptions:
     packages: frozenset[str] = frozenset()  # the ones the session was started with
     progress: str = "none"
     once: bool = False
+    weights: dict[str, int] = field(default_factory=dict)  # job -> its weight (--weight; the others weigh 1)
+    slots: Callable[[], int] = lambda: 1  # the session's task slots now (etl.runtime.session.task_slots)
 
 
 class JobSet:
@@ -98,12 +103,14 @@ class JobSet:
         self.seen: dict[str, str] = {}  # file -> digest last checked (valid or not)
         self.invalid: dict[str, str] = {}  # file -> why it is not running (its first diagnostic)
         self._refused: list[Job] = []  # new versions Spark refused at their first batch, to roll back
+        self.turns = Turns(opts.slots(), opts.weights, settings.current().serve_turn_s)  # (etl.runtime.turns)
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- folder
     def sync(self) -> None:
         """Start, restart and stop jobs after the folder's files (see the module's doc)."""
         with self._lock:
+            self.turns.resize(self.opts.slots())
             while self._refused:
                 self._roll_back(self._refused.pop(0))
             now = {f: d for f in self.opts.files() if (d := digest(f)) is not None}
@@ -210,7 +217,8 @@ class JobSet:
             control = Control(plan.name)
             control.start(plan.checkpoint)
             runner = PipelineRun(plan, self.spark, RunOptions(once=self.opts.once, progress=self.opts.progress,
-                                                              control=control, listeners=self.listeners))
+                                                              control=control, listeners=self.listeners,
+                                                              turns=self.turns))
             control.on_drain = lambda: runner.request_drain("etl jobs drain")
             job.runner = runner
             with runner.progress:

@@ -72,6 +72,7 @@ class RunOptions:
     echo: Callable[[str], None] | None = None
     interval: str | None = None  # test hook: a processing-time trigger (Spark interval text) whatever the plan says
     listeners: Any = None  # etl serve: one StreamingQueryListener for every job (etl.runtime.jobs.Listeners)
+    turns: Any = None  # etl serve: the set's fair turns; each micro-batch waits for one (etl.runtime.turns.Turns)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -217,7 +218,15 @@ class PipelineRun:
             for w in self.watches:
                 w.check()
 
-        return run_batch
+        if self.opts.turns is None:
+            return run_batch
+        turns, job = self.opts.turns, self.graph.name
+
+        def run_in_turn(batch_df: Any, batch_id: int) -> None:  # (a stop while it waits: StopRequested above)
+            with turns.turn(job, lambda: self._stopping, charged=q.name in self._last_done):  # (not a warm-up)
+                run_batch(batch_df, batch_id)
+
+        return run_in_turn
 
     def _write_batch(self, q: Query, sinks: dict[str, AbstractSink], batch_df: Any, batch_id: int,
                      written: dict[str, int]) -> list[str]:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 import pyarrow as pa
 
 from etl.dead_letters import ERR, PAYLOAD
+from etl.runtime import turns
 from etl.runtime.arrow import arrow_batches, arrow_schema
 from etl.runtime.partitions import run_partitions, write_path
 
@@ -70,7 +71,7 @@ class SinkContext:
     base_dir: str = "."  # folder of the pipeline file: relative paths start here
     echo: Callable[[str], None] | None = None  # where print sinks write (the progress view's console)
     checkpoint: str | None = None  # checkpoint folder of the query writing through this sink
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = turns.pause  # (etl serve: a retry's backoff gives the batch's turn back)
     where: str | None = None  # position of the sink in the pipeline file (file:line:col), for messages
     dead_letter: Any = None  # spec of the pipeline's dead-letter sink (for rows a sink rejects)
     executors: bool = True  # write_batch: each partition written on its executor (etl/runtime/partitions.py)
