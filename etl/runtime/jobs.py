@@ -112,7 +112,7 @@ class JobSet:
         with self._lock:
             self.turns.resize(self.opts.slots())
             while self._refused:
-                self._roll_back(self._refused.pop(0))
+                self._roll_back(self._refused.pop(0), " at its first batch")
             now = {f: d for f in self.opts.files() if (d := digest(f)) is not None}
             for f in sorted(set(self.seen) - set(now)):
                 del self.seen[f]
@@ -156,10 +156,8 @@ class JobSet:
         self.opts.echo(f"etl serve: {old.name}: {f} changed and valid: restarting the job from its checkpoint")
         self._stop(old, "its file changed")
         new = self._start(Job(plan.name, f, d, plan, previous=old.plan if old.name == plan.name else None))
-        if new.state == "failed" and old.name == new.name and not new.started.is_set():
-            self.opts.echo(f"etl serve: {old.name}: the new version of {f} is refused ({new.reason}); the previous "
-                           "version starts again")
-            self._start(Job(old.name, f, d, old.plan))
+        if new.state == "failed" and new.previous is not None and not new.started.is_set():
+            self._roll_back(new, "")
 
     def _refusal(self, f: str, checked: Any) -> list[str]:
         """Why a checked file cannot run now (its diagnostics, a name another file runs, connector jars the
@@ -194,8 +192,7 @@ class JobSet:
         self.jobs[job.name] = job
         job.thread = threading.Thread(target=self._body, args=(job,), name=f"etl-job-{job.name}", daemon=True)
         job.thread.start()
-        while not (job.started.wait(0.1) or job.ended.is_set()):
-            pass
+        _until_started(job)
         return job
 
     def _body(self, job: Job) -> None:
@@ -243,25 +240,21 @@ class JobSet:
         return (job.previous is not None and job.runner is not None and not job.runner.progress.latest
                 and INCOMPATIBLE_STATE.search(job.reason) is not None)
 
-    def _roll_back(self, job: Job) -> None:
-        """The version `job` replaced starts again on the checkpoint (the new one's batch, planned but not
-        written, is run again by it); the refusal stays listed as the job's reason until the file changes."""
+    def _roll_back(self, job: Job, when: str) -> None:
+        """A new version refused `when` (at its start: a checkpoint it may not use, a compile error; at its first
+        batch: Spark's state schema check): the version `job` replaced starts again on the checkpoint (a batch the
+        new one planned but did not write is run again by it); the refusal stays listed as the job's reason until
+        the file changes."""
         if self.jobs.get(job.name) is not job or digest(job.file) != job.digest:  # replaced, changed, removed
             return
-        self.opts.echo(f"etl serve: {job.name}: the new version of {job.file} is refused at its first batch "
-                       f"({job.reason}); the previous version starts again")
-        self.invalid[job.file] = f"{job.file}: its state does not fit the checkpoint's: {job.reason}"
+        self.opts.echo(f"etl serve: {job.name}: the new version of {job.file} is refused{when} ({job.reason}); the "
+                       "previous version starts again")
+        self.invalid[job.file] = f"{job.file}: the new version is refused{when}: {job.reason}"
         self._start(Job(job.name, job.file, job.digest, job.previous))
 
     def _stop(self, job: Job, how: str) -> None:
         """Stop `job` gracefully: its batch in flight written by every sink; returns once it ended."""
-        job.how = how
-        if job.state in RUNNING:
-            job.state = "stopping"
-        while not (job.started.wait(0.1) or job.ended.is_set()):
-            pass
-        if job.runner is not None:
-            job.runner.request_stop()
+        _ask_stop(job, how)
         if job.thread is not None:
             job.thread.join()
 
@@ -320,12 +313,7 @@ class JobSet:
         with self._lock:
             live = [j for j in self.jobs.values() if j.state in RUNNING]
             for j in live:
-                j.how = how
-                j.state = "stopping"
-                while not (j.started.wait(0.1) or j.ended.is_set()):
-                    pass
-                if j.runner is not None:
-                    j.runner.request_stop()
+                _ask_stop(j, how)
             for j in live:
                 if j.thread is not None:
                     j.thread.join()
@@ -336,6 +324,21 @@ class JobSet:
     def failed(self) -> list[Job]:
         return [j for j in list(self.jobs.values()) if j.state == "failed"]
 
+
+def _until_started(job: Job) -> None:
+    """Until `job`'s queries started or its thread ended."""
+    while not (job.started.wait(0.1) or job.ended.is_set()):
+        pass
+
+
+def _ask_stop(job: Job, how: str) -> None:
+    """Ask `job` to stop gracefully (`how`: what stops it), once its queries started."""
+    job.how = how
+    if job.state in RUNNING:
+        job.state = "stopping"
+    _until_started(job)
+    if job.runner is not None:
+        job.runner.request_stop()
 
 
 class Listeners:
