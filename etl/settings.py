@@ -153,8 +153,9 @@ SETTINGS: tuple[Setting, ...] = (
             "how often `etl serve` looks at its folder for added, changed and removed pipeline files",
             _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
     Setting("ETL_SERVE_TURN_S", "serve_turn_s", "seconds (0.1-3600)", "10",
-            "`etl serve` runs at most as many jobs' micro-batches at once as it has task slots, in turns fair to the "
-            "jobs' weights; a batch running longer than this no longer holds the others back",
+            "`etl serve` runs at most as many jobs' micro-batches at once as it has task slots, in turns shared by "
+            "the jobs' weights: a batch running longer than this no longer holds the others back, and a job idle this "
+            "long asks again level with the others",
             _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
     Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
             "address space a Python worker that runs a pipeline's functions may map (RLIMIT_AS) beyond what it maps "

@@ -223,7 +223,7 @@ class PipelineRun:
         turns, job = self.opts.turns, self.graph.name
 
         def run_in_turn(batch_df: Any, batch_id: int) -> None:  # (a stop while it waits: StopRequested above)
-            with turns.turn(job, lambda: self._stopping, charged=q.name in self._last_done):  # (not a warm-up)
+            with turns.turn(job, lambda: self._stopping):
                 run_batch(batch_df, batch_id)
 
         return run_in_turn

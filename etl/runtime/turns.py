@@ -7,17 +7,19 @@ free slot: with 30 jobs on one slot, 21-23 never committed a batch in 7-10 minut
 
 So a job's micro-batch waits for a turn before it runs (foreachBatch: its Spark jobs, its sinks' writes), and at
 most as many batches hold one as the set has task slots. A freed turn goes to the waiting batch of the job with the
-least virtual time, ties to the batch that asked first: a job's virtual time grows by the seconds its batches held
-their turns over its weight (a query's first batch, its warm-up, is not counted), so jobs share the turns in proportion to their weights whatever their names, and a
-job whose batches take longer gets fewer of them. A job that asks again after it had nothing to do for
-ETL_SERVE_TURN_S (no batch: no new data) starts from the set's virtual time, not from the credit of its idle time.
-A freed turn never waits: when the only batches waiting are other jobs', one of them takes it (a job's next batch
-is planned after its previous one ended, so with two busy jobs on one slot they alternate whatever their weights).
+least virtual time, ties to the batch that asked first; a job's virtual time grows by 1/weight with each turn it is
+granted, so while they all have batches waiting, the jobs run batches in proportion to their weights whatever their
+names (weight 2: two batches for each of a weight-1 job's). Turns count batches, not seconds: a batch's wall time on
+a shared machine says more about the machine than about the job (a job charged for the 14 s of a batch slowed by
+the others' start waited 100 s for its next turn). A job that asks again after ETL_SERVE_TURN_S with nothing to do
+(no batch: no new data) starts level with the set, not with credit for its idle time. A freed turn never waits:
+when the only batches waiting are other jobs', one of them takes it (a job's next batch is planned after its
+previous one ended, so two busy jobs on one slot alternate whatever their weights; three or more share by weight).
 
 Isolation: a batch holding its turn longer than ETL_SERVE_TURN_S no longer counts against the slots (a slow or
-stuck batch lets the others run; its time is still charged to its job); a sink waiting between retries gives its
-turn back (`pause`) and waits for a new one; a batch waiting for a turn gives up when its job stops (the batch runs
-again on restart, as a batch started after a stop does). Pure Python: the unit tests drive it with a fake clock.
+stuck batch lets the others run beside it); a sink waiting between retries gives its turn back (`pause`) and waits
+for another, not counted again; a batch waiting for a turn gives up when its job stops (the batch runs again on
+restart, as a batch started after a stop does). Pure Python: the unit tests drive it with a fake clock.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ POLL_S = 0.2  # how often a waiting batch looks at its give-up condition and at 
 class Ticket:
     job: str
     seq: int  # the order of asking: ties of virtual time go to the first
-    charged: bool = True  # its time counts (not a query's first batch: its warm-up)
+    counted: bool = True  # it counts in its job's virtual time (not a batch's turn again after a sink's backoff)
     since: float | None = None  # the clock when granted (None: waiting)
 
 
@@ -50,35 +52,33 @@ class Turns:
         self._clock = clock
         self._cond = threading.Condition()
         self._seq = itertools.count()
-        self._vtime: dict[str, float] = {}  # job -> seconds its batches held turns, over its weight
-        self._now = 0.0  # the set's virtual time: that of the last batch granted a turn
+        self._vtime: dict[str, float] = {}  # job -> the turns it was granted, over its weight
+        self._now = 0.0  # the set's virtual time: the least of the jobs' when the last turn was granted
         self._waiting: list[Ticket] = []
         self._held: list[Ticket] = []
         self._asking: Counter[str] = Counter()  # job -> its batches waiting or holding a turn
         self._ended: dict[str, float] = {}  # job -> the clock when its last batch ended (none asking since)
 
     # ------------------------------------------------------------ the queue
-    def ask(self, job: str, charged: bool = True) -> Ticket:
+    def ask(self, job: str, counted: bool = True) -> Ticket:
         """A batch of `job` asks for a turn (granted at once when one is free and no one is before it)."""
         with self._cond:
-            if not self._asking[job] and self._clock() - self._ended.get(job, -self.turn_s) >= self.turn_s:
+            if not self._asking[job] and (job not in self._ended or
+                                          self._clock() - self._ended[job] >= self.turn_s):
                 self._vtime[job] = max(self._vtime.get(job, self._now), self._now)  # no credit for idle time
             self._asking[job] += 1
-            ticket = Ticket(job, next(self._seq), charged)
+            ticket = Ticket(job, next(self._seq), counted)
             self._waiting.append(ticket)
             self._grant()
             return ticket
 
     def done(self, ticket: Ticket) -> None:
-        """The batch ends (or gives up waiting): its turn, if it held one, goes to the next; its time is charged."""
+        """The batch ends (or gives up waiting): its turn, if it held one, goes to the next."""
         with self._cond:
             if ticket.since is None:
                 self._waiting.remove(ticket)
             else:
                 self._held.remove(ticket)
-                if ticket.charged:
-                    held = max(0.0, self._clock() - ticket.since)
-                    self._vtime[ticket.job] += held / max(1, self.weights.get(ticket.job, 1))
             self._asking[ticket.job] -= 1
             if not self._asking[ticket.job]:
                 del self._asking[ticket.job]
@@ -111,16 +111,16 @@ class Turns:
             ticket.since = now
             self._held.append(ticket)
             self._now = max(self._now, self._vtime[ticket.job])
+            if ticket.counted:
+                self._vtime[ticket.job] += 1 / max(1, self.weights.get(ticket.job, 1))
             busy += 1
             self._cond.notify_all()
 
     # ------------------------------------------------------ a batch's turn
     @contextlib.contextmanager
-    def turn(self, job: str, give_up: Callable[[], bool], charged: bool = True) -> Iterator[None]:
-        """The body runs once `job`'s batch holds a turn, or once `give_up()` (the caller checks why); `charged`
-        False: its time is not charged to the job (a query's first batch: its plan's code generated, its Python
-        workers started, the first of the set's jobs warming the JVM up for the others)."""
-        held = _Held(self, job, give_up, self.ask(job, charged))
+    def turn(self, job: str, give_up: Callable[[], bool]) -> Iterator[None]:
+        """The body runs once `job`'s batch holds a turn, or once `give_up()` (the caller checks why)."""
+        held = _Held(self, job, give_up, self.ask(job))
         try:
             self.wait(held.ticket, give_up)
             _local.held = held
@@ -148,7 +148,7 @@ def pause(seconds: float) -> None:
     if held is None:
         time.sleep(seconds)
         return
-    held.turns.done(held.ticket)  # its time so far charged
+    held.turns.done(held.ticket)
     time.sleep(seconds)
-    held.ticket = held.turns.ask(held.job, held.ticket.charged)
+    held.ticket = held.turns.ask(held.job, counted=False)  # the same batch: counted once
     held.turns.wait(held.ticket, held.give_up)  # (a stop: the batch goes on without, to its end)
