@@ -164,7 +164,7 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
         with contextlib.suppress(OSError):
             session.stderr_to_file(spark, runlog.target)
     echo(f"etl serve: {root}: {DISTRIBUTION} {version()} on Spark {spark.version} (master "
-         f"{spark.sparkContext.master}, FAIR pools)")
+         f"{spark.sparkContext.master}, FAIR pools, turns for {session.task_slots(spark)} batch(es) at once)")
     jobs = jobset.JobSet(spark, jobset.JobsOptions(files=lambda: job_files(root), check=checked_once, echo=echo,
                                      needed=packages.needed, packages=needed, progress=progress, once=once,
                                      weights=weights, slots=lambda: session.task_slots(spark)))
