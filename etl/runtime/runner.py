@@ -396,6 +396,9 @@ class PipelineRun:
         finish, with the Python functions whose calls were running (etl.compile.bounds' journals, this machine's)."""
         batches = {q.name: self._in_flight.get(q.name, -1) for q, _ in busy}
         self._cancelling.update(batches)
+        for (query, _), sink in self.sinks.items():
+            if query in batches:  # a write the cancellation makes fail is not retried (AbstractSink._retry)
+                sink.cancelled = True
         for _, s in busy:  # a query's batches run in its job group, its run id (etl serve: the other jobs go on)
             self.spark.sparkContext.cancelJobGroup(str(s.runId))
         for q, s in busy:

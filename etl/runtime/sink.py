@@ -133,6 +133,7 @@ class AbstractSink:
 
     shipped: ClassVar[tuple[str, ...]] = ()  # attributes `prepare` sets on the driver that partitions need
     live: ClassVar[bool] = False  # a worker keeps the instance for its partition's next batch (etl.runtime.partitions)
+    cancelled = False  # the driver's instance: a stop cancelled its batch in flight (the runner's _cancel)
 
     def __init__(self, spec: Any, ctx: SinkContext):
         self.spec = spec
@@ -230,6 +231,8 @@ class AbstractSink:
             try:
                 return op()
             except TransientError as e:
+                if self.cancelled:  # the stop's cancellation and interruption of its query: no I/O fault to retry
+                    raise
                 if attempt >= r.max_attempts:
                     cause = f"{what} failed after {attempt} attempts (retry.max_attempts={r.max_attempts}): {e}"
                     raise SinkFailed(f"{self.label}: {cause}", self.ctx.sink_id, cause, unreachable=True) from e
