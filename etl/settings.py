@@ -152,6 +152,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ETL_SERVE_POLL_S", "serve_poll_s", "seconds (0.1-3600)", "2",
             "how often `etl serve` looks at its folder for added, changed and removed pipeline files",
             _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
+    Setting("ETL_SERVE_TURN_S", "serve_turn_s", "seconds (0.1-3600)", "10",
+            "`etl serve` runs at most as many jobs' micro-batches at once as it has task slots, in turns shared by "
+            "the jobs' weights: a batch running longer than this no longer holds the others back, and a job idle this "
+            "long asks again level with the others",
+            _number(float, 0.1, 3600.0, "a number of seconds, 0.1 to 3600")),
     Setting("ETL_FUNCTION_MEMORY_MB", "function_memory_mb", "MB (256-1048576)", "2048",
             "address space a Python worker that runs a pipeline's functions may map (RLIMIT_AS) beyond what it maps "
             "itself (Python, pandas, pyarrow's first arena); a call that needs more is the row's dead letter "
@@ -249,6 +254,7 @@ class Settings:
     function_memory_mb: int = 2048
     stop_grace_s: float = 5.0
     serve_poll_s: float = 2.0
+    serve_turn_s: float = 10.0
     cache_dir: str | None = None
     lookup_dir: str = ""  # "": the private <tmp>/etl-lookup-<uid> (etl.compile.lookups.store.default_base_dir)
     lookup_chunk_rows: int = 4096

@@ -64,8 +64,8 @@ def serve(
     var: list[str] | None = typer.Option(None, "--var", help="template variable NAME=VALUE (repeatable)"),
     allow_path: list[str] | None = typer.Option(None, "--allow-path", help=ALLOW_PATH_HELP),
     setting: list[str] | None = typer.Option(None, "--set", help="etl setting NAME=VALUE (repeatable)"),
-    weight: list[str] | None = typer.Option(None, "--weight", help="JOB=WEIGHT: the job's FAIR pool weight "
-                                            "(default 1; repeatable)"),
+    weight: list[str] | None = typer.Option(None, "--weight", help="JOB=WEIGHT: the job's share of the task "
+                                            "slots, its micro-batches' turns and FAIR pool (default 1; repeatable)"),
     metrics_port: int | None = typer.Option(None, "--metrics-port", min=1, max=65535,
                                                help="serve every job's Prometheus metrics on this port"),
     metrics_host: str = typer.Option("127.0.0.1", "--metrics-host", help="address the metrics port listens on"),
@@ -164,9 +164,10 @@ def _serve(root: Path, *, once: bool, master: str | None, conf: dict[str, str], 
         with contextlib.suppress(OSError):
             session.stderr_to_file(spark, runlog.target)
     echo(f"etl serve: {root}: {DISTRIBUTION} {version()} on Spark {spark.version} (master "
-         f"{spark.sparkContext.master}, FAIR pools)")
+         f"{spark.sparkContext.master}, FAIR pools, turns for {session.task_slots(spark)} batch(es) at once)")
     jobs = jobset.JobSet(spark, jobset.JobsOptions(files=lambda: job_files(root), check=checked_once, echo=echo,
-                                     needed=packages.needed, packages=needed, progress=progress, once=once))
+                                     needed=packages.needed, packages=needed, progress=progress, once=once,
+                                     weights=weights, slots=lambda: session.task_slots(spark)))
     control.metrics = jobset.JobsMetrics(jobs)  # type: ignore[assignment]
     control.jobs = jobs
     stop = threading.Event()

@@ -2,8 +2,9 @@
 
 Each job is one pipeline file, named by its pipeline's `name`: its own PipelineRun (queries, checkpoint, sinks,
 dead letters), its own control endpoint (run file beside its checkpoint: `etl tap`, `etl top`, `etl drain` of the
-file work as for `etl run`) and metrics, its own FAIR scheduler pool (named as the job), its own thread (a
-failure ends that job only). What a job needs around its run is etl.runtime.job's, as for `etl run`.
+file work as for `etl run`) and metrics, its own FAIR scheduler pool (named as the job) and share of the set's
+turns (etl.runtime.turns: its micro-batches wait for one, fairly to the jobs' weights), its own thread (a failure
+ends that job only). What a job needs around its run is etl.runtime.job's, as for `etl run`.
 
 `sync()` compares the folder's files with what runs: a new file is checked and started; a changed one is
 checked first and, valid, its job is stopped gracefully (the batch in flight written by every sink) and started
@@ -30,12 +31,14 @@ from collections.abc import Callable, Iterable
 
 from py4j.protocol import Py4JError
 
+from etl import settings
 from etl.diagnostics import Report
 from etl.graph.checks import check_across
 from etl.runtime.control import Control
 from etl.runtime.failure import log_file as run_log
 from etl.runtime.job import Refused, drive, hold, release
 from etl.runtime.runner import PipelineRun, RunOptions
+from etl.runtime.turns import Turns
 
 POOL = "spark.scheduler.pool"
 RUNNING = ("starting", "running", "stopping")
@@ -87,6 +90,8 @@ class JobsOptions:
     packages: frozenset[str] = frozenset()  # the ones the session was started with
     progress: str = "none"
     once: bool = False
+    weights: dict[str, int] = field(default_factory=dict)  # job -> its weight (--weight; the others weigh 1)
+    slots: Callable[[], int] = lambda: 1  # the session's task slots now (etl.runtime.session.task_slots)
 
 
 class JobSet:
@@ -98,14 +103,16 @@ class JobSet:
         self.seen: dict[str, str] = {}  # file -> digest last checked (valid or not)
         self.invalid: dict[str, str] = {}  # file -> why it is not running (its first diagnostic)
         self._refused: list[Job] = []  # new versions Spark refused at their first batch, to roll back
+        self.turns = Turns(opts.slots(), opts.weights, settings.current().serve_turn_s)  # (etl.runtime.turns)
         self._lock = threading.RLock()
 
     # ---------------------------------------------------------------- folder
     def sync(self) -> None:
         """Start, restart and stop jobs after the folder's files (see the module's doc)."""
         with self._lock:
+            self.turns.resize(self.opts.slots())
             while self._refused:
-                self._roll_back(self._refused.pop(0))
+                self._roll_back(self._refused.pop(0), " at its first batch")
             now = {f: d for f in self.opts.files() if (d := digest(f)) is not None}
             for f in sorted(set(self.seen) - set(now)):
                 del self.seen[f]
@@ -149,10 +156,8 @@ class JobSet:
         self.opts.echo(f"etl serve: {old.name}: {f} changed and valid: restarting the job from its checkpoint")
         self._stop(old, "its file changed")
         new = self._start(Job(plan.name, f, d, plan, previous=old.plan if old.name == plan.name else None))
-        if new.state == "failed" and old.name == new.name and not new.started.is_set():
-            self.opts.echo(f"etl serve: {old.name}: the new version of {f} is refused ({new.reason}); the previous "
-                           "version starts again")
-            self._start(Job(old.name, f, d, old.plan))
+        if new.state == "failed" and new.previous is not None and not new.started.is_set():
+            self._roll_back(new, "")
 
     def _refusal(self, f: str, checked: Any) -> list[str]:
         """Why a checked file cannot run now (its diagnostics, a name another file runs, connector jars the
@@ -187,8 +192,7 @@ class JobSet:
         self.jobs[job.name] = job
         job.thread = threading.Thread(target=self._body, args=(job,), name=f"etl-job-{job.name}", daemon=True)
         job.thread.start()
-        while not (job.started.wait(0.1) or job.ended.is_set()):
-            pass
+        _until_started(job)
         return job
 
     def _body(self, job: Job) -> None:
@@ -210,7 +214,8 @@ class JobSet:
             control = Control(plan.name)
             control.start(plan.checkpoint)
             runner = PipelineRun(plan, self.spark, RunOptions(once=self.opts.once, progress=self.opts.progress,
-                                                              control=control, listeners=self.listeners))
+                                                              control=control, listeners=self.listeners,
+                                                              turns=self.turns))
             control.on_drain = lambda: runner.request_drain("etl jobs drain")
             job.runner = runner
             with runner.progress:
@@ -235,25 +240,21 @@ class JobSet:
         return (job.previous is not None and job.runner is not None and not job.runner.progress.latest
                 and INCOMPATIBLE_STATE.search(job.reason) is not None)
 
-    def _roll_back(self, job: Job) -> None:
-        """The version `job` replaced starts again on the checkpoint (the new one's batch, planned but not
-        written, is run again by it); the refusal stays listed as the job's reason until the file changes."""
+    def _roll_back(self, job: Job, when: str) -> None:
+        """A new version refused `when` (at its start: a checkpoint it may not use, a compile error; at its first
+        batch: Spark's state schema check): the version `job` replaced starts again on the checkpoint (a batch the
+        new one planned but did not write is run again by it); the refusal stays listed as the job's reason until
+        the file changes."""
         if self.jobs.get(job.name) is not job or digest(job.file) != job.digest:  # replaced, changed, removed
             return
-        self.opts.echo(f"etl serve: {job.name}: the new version of {job.file} is refused at its first batch "
-                       f"({job.reason}); the previous version starts again")
-        self.invalid[job.file] = f"{job.file}: its state does not fit the checkpoint's: {job.reason}"
+        self.opts.echo(f"etl serve: {job.name}: the new version of {job.file} is refused{when} ({job.reason}); the "
+                       "previous version starts again")
+        self.invalid[job.file] = f"{job.file}: the new version is refused{when}: {job.reason}"
         self._start(Job(job.name, job.file, job.digest, job.previous))
 
     def _stop(self, job: Job, how: str) -> None:
         """Stop `job` gracefully: its batch in flight written by every sink; returns once it ended."""
-        job.how = how
-        if job.state in RUNNING:
-            job.state = "stopping"
-        while not (job.started.wait(0.1) or job.ended.is_set()):
-            pass
-        if job.runner is not None:
-            job.runner.request_stop()
+        _ask_stop(job, how)
         if job.thread is not None:
             job.thread.join()
 
@@ -312,12 +313,7 @@ class JobSet:
         with self._lock:
             live = [j for j in self.jobs.values() if j.state in RUNNING]
             for j in live:
-                j.how = how
-                j.state = "stopping"
-                while not (j.started.wait(0.1) or j.ended.is_set()):
-                    pass
-                if j.runner is not None:
-                    j.runner.request_stop()
+                _ask_stop(j, how)
             for j in live:
                 if j.thread is not None:
                     j.thread.join()
@@ -328,6 +324,21 @@ class JobSet:
     def failed(self) -> list[Job]:
         return [j for j in list(self.jobs.values()) if j.state == "failed"]
 
+
+def _until_started(job: Job) -> None:
+    """Until `job`'s queries started or its thread ended."""
+    while not (job.started.wait(0.1) or job.ended.is_set()):
+        pass
+
+
+def _ask_stop(job: Job, how: str) -> None:
+    """Ask `job` to stop gracefully (`how`: what stops it), once its queries started."""
+    job.how = how
+    if job.state in RUNNING:
+        job.state = "stopping"
+    _until_started(job)
+    if job.runner is not None:
+        job.runner.request_stop()
 
 
 class Listeners:

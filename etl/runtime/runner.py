@@ -72,6 +72,7 @@ class RunOptions:
     echo: Callable[[str], None] | None = None
     interval: str | None = None  # test hook: a processing-time trigger (Spark interval text) whatever the plan says
     listeners: Any = None  # etl serve: one StreamingQueryListener for every job (etl.runtime.jobs.Listeners)
+    turns: Any = None  # etl serve: the set's fair turns; each micro-batch waits for one (etl.runtime.turns.Turns)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -217,7 +218,15 @@ class PipelineRun:
             for w in self.watches:
                 w.check()
 
-        return run_batch
+        if self.opts.turns is None:
+            return run_batch
+        turns, job = self.opts.turns, self.graph.name
+
+        def run_in_turn(batch_df: Any, batch_id: int) -> None:  # (a stop while it waits: StopRequested above)
+            with turns.turn(job, lambda: self._stopping):
+                run_batch(batch_df, batch_id)
+
+        return run_in_turn
 
     def _write_batch(self, q: Query, sinks: dict[str, AbstractSink], batch_df: Any, batch_id: int,
                      written: dict[str, int]) -> list[str]:
@@ -387,6 +396,9 @@ class PipelineRun:
         finish, with the Python functions whose calls were running (etl.compile.bounds' journals, this machine's)."""
         batches = {q.name: self._in_flight.get(q.name, -1) for q, _ in busy}
         self._cancelling.update(batches)
+        for (query, _), sink in self.sinks.items():
+            if query in batches:  # a write the cancellation makes fail is not retried (AbstractSink._retry)
+                sink.cancelled = True
         for _, s in busy:  # a query's batches run in its job group, its run id (etl serve: the other jobs go on)
             self.spark.sparkContext.cancelJobGroup(str(s.runId))
         for q, s in busy:

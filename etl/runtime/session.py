@@ -265,6 +265,18 @@ def require_class(spark: Any, class_name: str, what: str) -> None:
         "spark-submit --jars")
 
 
+def task_slots(spark: Any) -> int:
+    """How many tasks the session runs at once now (its executors' cores over spark.task.cpus; local[N]: N), as
+    Spark's scheduler counts them; at least 1 (a cluster before its first executor registered)."""
+    from py4j.protocol import Py4JError
+
+    sc = spark.sparkContext._jsc.sc()
+    try:
+        return max(1, int(sc.maxNumConcurrentTasks(sc.resourceProfileManager().defaultResourceProfile())))
+    except Py4JError:  # the JVM is going away (a sync while the set stops): one
+        return 1
+
+
 def under_spark_submit() -> bool:
     """True when spark-submit (or another launcher) already started the JVM for us."""
     return settings.current().spark_submit

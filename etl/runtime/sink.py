@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 import pyarrow as pa
 
 from etl.dead_letters import ERR, PAYLOAD
+from etl.runtime import turns
 from etl.runtime.arrow import arrow_batches, arrow_schema
 from etl.runtime.partitions import run_partitions, write_path
 
@@ -70,7 +71,7 @@ class SinkContext:
     base_dir: str = "."  # folder of the pipeline file: relative paths start here
     echo: Callable[[str], None] | None = None  # where print sinks write (the progress view's console)
     checkpoint: str | None = None  # checkpoint folder of the query writing through this sink
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = turns.pause  # (etl serve: a retry's backoff gives the batch's turn back)
     where: str | None = None  # position of the sink in the pipeline file (file:line:col), for messages
     dead_letter: Any = None  # spec of the pipeline's dead-letter sink (for rows a sink rejects)
     executors: bool = True  # write_batch: each partition written on its executor (etl/runtime/partitions.py)
@@ -132,6 +133,7 @@ class AbstractSink:
 
     shipped: ClassVar[tuple[str, ...]] = ()  # attributes `prepare` sets on the driver that partitions need
     live: ClassVar[bool] = False  # a worker keeps the instance for its partition's next batch (etl.runtime.partitions)
+    cancelled = False  # the driver's instance: a stop cancelled its batch in flight (the runner's _cancel)
 
     def __init__(self, spec: Any, ctx: SinkContext):
         self.spec = spec
@@ -229,6 +231,8 @@ class AbstractSink:
             try:
                 return op()
             except TransientError as e:
+                if self.cancelled:  # the stop's cancellation and interruption of its query: no I/O fault to retry
+                    raise
                 if attempt >= r.max_attempts:
                     cause = f"{what} failed after {attempt} attempts (retry.max_attempts={r.max_attempts}): {e}"
                     raise SinkFailed(f"{self.label}: {cause}", self.ctx.sink_id, cause, unreachable=True) from e

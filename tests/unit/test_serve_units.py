@@ -184,7 +184,7 @@ def test_a_file_writing_a_running_jobs_output_is_refused_at_its_sink(tmp_path):
 class FakeRun:
     """A PipelineRun without Spark, by its file's generator `count`: 10 runs until stopped; 20 fails as Spark's state
     schema check fails a restarted query at its first batch; 30 fails there on another error; 40 fails on the
-    schema check after writing a batch."""
+    schema check after writing a batch; 50 fails to start."""
 
     def __init__(self, plan, spark, opts):
         import threading
@@ -195,6 +195,8 @@ class FakeRun:
         self._stop = threading.Event()
 
     def start(self):
+        if self.count == 50:
+            raise RuntimeError("a connector's class is missing")
         if self.count in (10, 40):
             self.progress.latest = {"events": SimpleNamespace(batch=0)}
 
@@ -263,7 +265,7 @@ def test_a_new_version_spark_refuses_at_its_first_batch_rolls_back_to_the_runnin
     assert said[-1] == (f"etl serve: st: the new version of {f} is refused at its first batch ({line}); the "
                         "previous version starts again")
     assert js.listing()[0]["reason"] == \
-        f"its file's change is refused: {f}: its state does not fit the checkpoint's: {line}"
+        f"its file's change is refused: {f}: the new version is refused at its first batch: {line}"
     for count, why in ((30, "[SOMETHING_ELSE] a sink's server went away"), (40, line.split("'st': ")[1])):
         assert change(10).state == "running"
         failed = change(count)  # another error, or the schema check's after a batch was written: no roll back
@@ -271,4 +273,13 @@ def test_a_new_version_spark_refuses_at_its_first_batch_rolls_back_to_the_runnin
         js.sync()
         assert (js.jobs["st"] is failed, failed.state, failed.reason) == (True, "failed", f"{f}:1:1: E401 pipeline "
                                                                                          f"'st': {why}")
+    # a new version that cannot even start rolls back the same way, at once
+    running = change(10)
+    assert running.state == "running"
+    change(50)
+    again = js.jobs["st"]
+    assert (again.state, again.plan) == ("running", running.plan)
+    line = f"{f}:1:1: E401 pipeline 'st': a connector's class is missing"
+    assert said[-1] == f"etl serve: st: the new version of {f} is refused ({line}); the previous version starts again"
+    assert js.listing()[0]["reason"] == f"its file's change is refused: {f}: the new version is refused: {line}"
     js.stop_all("test")
