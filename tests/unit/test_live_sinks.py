@@ -319,6 +319,69 @@ def test_kafka_kept_sink_given_a_later_batch_makes_its_producer_anew_before_writ
     assert kept is a and _write(kept, 5).rows == 3 and (broker.producers, broker.scans) == (3, 3)
 
 
+@pytest.fixture()
+def made(broker, monkeypatch):
+    """The sink's own _make_producer, its clients counted: reachability checks, reads of the topic's limit, and the
+    settings of each producer made (a FakeProducer of `broker`)."""
+    import confluent_kafka as ck
+
+    from etl.components.sinks.kafka import build
+
+    monkeypatch.undo()  # (the broker fixture's _make_producer and _scan_markers replaced again below)
+    seen: dict[str, list] = {"checks": [], "limits": [], "confs": []}
+    monkeypatch.setattr(build.KafkaSink, "_scan_markers", lambda self: broker.last(self._marker_key()))
+    monkeypatch.setattr(build, "check_reachable", lambda bootstrap, timeout, conf: seen["checks"].append(1))
+    monkeypatch.setattr(build.KafkaSink, "_topic_max_message", lambda self: seen["limits"].append(1) or 1_000_000)
+
+    def producer(conf):
+        seen["confs"].append(conf)
+        p = FakeProducer(broker)
+        p.init_transactions = lambda timeout: None
+        return p
+
+    monkeypatch.setattr(ck, "Producer", producer)
+    return seen
+
+
+def test_kafka_moved_partition_makes_its_producer_anew_without_checking_the_broker_again(made, broker):
+    """A partition back on the worker that wrote it before (partition 0's batches 2 and 3 went to worker B): its
+    producer is made anew (init_transactions fences B's) but neither the reachability check nor the topic's limit is
+    asked again; a producer dropped after an error is (its new one is checked as the first was)."""
+    cls, spec, ctx = _kafka()
+    a, key = checkout(cls, spec, ctx)
+    assert _write(a, 0).rows == 3 and _write(a, 1).rows == 3
+    checkin(a, key, ok=True)
+    b = cls(spec, ctx)
+    assert _write(b, 2).rows == 3 and _write(b, 3).rows == 3
+    assert (broker.producers, len(made["checks"]), len(made["limits"])) == (2, 2, 2)
+    a2, key = checkout(cls, spec, ctx)
+    assert a2 is a and _write(a, 4).rows == 3
+    assert (broker.producers, len(made["checks"]), len(made["limits"])) == (3, 2, 2)
+    assert a.producer.epoch == broker.epoch and a._limit == 1_000_000
+    # b, given batch 5 after a fenced it: made anew without checks too; then fenced in the middle of batch 6 (a
+    # took the partition again): the producer dropped on its error, the next one checked
+    assert _write(b, 5).rows == 3 and (broker.producers, len(made["checks"])) == (4, 2)
+    a._drop_producer(moved=True)
+    a._producer()
+    res = _write(b, 6)  # fenced at produce: dropped, checked, made anew, markers read: not there, written
+    assert (res.rows, res.retries) == (3, 1) and (broker.producers, len(made["checks"]), len(made["limits"])) == \
+        (6, 3, 3)
+    assert [m for _, m in broker.markers] == [0, 1, 2, 3, 4, 5, 6]
+    assert _values(broker) == sorted(f"v{n}-{i}" for n in range(7) for i in range(3))
+
+
+def test_kafka_sink_clients_connect_to_every_broker_unless_the_options_say(made, broker):
+    """enable.sparse.connections off: a new producer's init_transactions found its coordinator unconnected and
+    waited librdkafka's 500 ms timer about one time in two (see _client_conf); the options still decide."""
+    cls, spec, ctx = _kafka()
+    assert _write(cls(spec, ctx), 0).rows == 3
+    assert made["confs"][-1]["enable.sparse.connections"] is False
+    assert made["confs"][-1]["transactional.id"] == "etl.p.out.p0"
+    spec = spec.model_copy(update={"options": {"enable.sparse.connections": "true"}})
+    assert _write(cls(spec, ctx), 1).rows == 3
+    assert made["confs"][-1]["enable.sparse.connections"] == "true"
+
+
 def _committed_values(bootstrap: str, topic: str) -> list[str]:
     """What a read_committed consumer of the topic (one partition) reads, to its end."""
     import confluent_kafka as ck
