@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -328,7 +329,7 @@ def made(broker, monkeypatch):
     from etl.components.sinks.kafka import build
 
     monkeypatch.undo()  # (the broker fixture's _make_producer and _scan_markers replaced again below)
-    seen: dict[str, list] = {"checks": [], "limits": [], "confs": []}
+    seen: dict[str, Any] = {"checks": [], "limits": [], "confs": []}  # init: the next producer's init_transactions
     monkeypatch.setattr(build.KafkaSink, "_scan_markers", lambda self: broker.last(self._marker_key()))
     monkeypatch.setattr(build, "check_reachable", lambda bootstrap, timeout, conf: seen["checks"].append(1))
     monkeypatch.setattr(build.KafkaSink, "_topic_max_message", lambda self: seen["limits"].append(1) or 1_000_000)
@@ -336,7 +337,7 @@ def made(broker, monkeypatch):
     def producer(conf):
         seen["confs"].append(conf)
         p = FakeProducer(broker)
-        p.init_transactions = lambda timeout: None
+        p.init_transactions, seen["init"] = seen.get("init") or (lambda timeout: None), None
         return p
 
     monkeypatch.setattr(ck, "Producer", producer)
@@ -368,6 +369,18 @@ def test_kafka_moved_partition_makes_its_producer_anew_without_checking_the_brok
         (6, 3, 3)
     assert [m for _, m in broker.markers] == [0, 1, 2, 3, 4, 5, 6]
     assert _values(broker) == sorted(f"v{n}-{i}" for n in range(7) for i in range(3))
+    # batch 7 on a third worker; batch 8 back on b, whose producer made anew fails init_transactions (the broker
+    # went down): the producer after it is checked first
+    import confluent_kafka as ck
+
+    assert _write(cls(spec, ctx), 7).rows == 3 and len(made["checks"]) == 4
+
+    def down(timeout):
+        raise ck.KafkaException(ck.KafkaError(ck.KafkaError._TIMED_OUT, "init_transactions timed out"))
+
+    made["init"] = down
+    assert _write(b, 8).rows == 3 and (broker.producers, len(made["checks"])) == (9, 5)
+    assert [m for _, m in broker.markers] == list(range(9))
 
 
 def test_kafka_sink_clients_connect_to_every_broker_unless_the_options_say(made, broker):

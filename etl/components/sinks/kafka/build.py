@@ -184,6 +184,7 @@ class KafkaSink(ServerSink):
             try:
                 p.init_transactions(OP_TIMEOUT)
             except self.ck.KafkaException as e:
+                self._reached = False  # the next producer is checked first (an unreachable broker fails in 5 s)
                 raise self._err("cannot initialise the transactional producer", e) from e
             except SystemError as e:  # see _lost
                 self._lost(e)
