@@ -395,6 +395,92 @@ def test_kafka_sink_clients_connect_to_every_broker_unless_the_options_say(made,
     assert made["confs"][-1]["enable.sparse.connections"] == "true"
 
 
+class MarkerLog:
+    """The marker topic as a read_committed consumer of confluent-kafka sees it: records (offset, key, batch) below
+    the last stable offset `stable`, which is also its high watermark (librdkafka's ListOffsets asks with the
+    consumer's isolation level); the log's own end `high` may be above it (a transaction still open). Each
+    consumer's assign offset is recorded."""
+
+    def __init__(self, ck):
+        self.ck, self.records, self.stable, self.high, self.assigned = ck, [], 0, 0, []
+
+    def add(self, key: bytes, batch: int, committed: bool = True) -> None:
+        self.records.append((self.high, key, batch, committed))
+        self.high += 2  # the record and its transaction's control record
+        if committed:
+            self.stable = self.high
+
+    def consumer(self, conf):
+        log = self
+
+        class Msg:
+            def __init__(self, offset, key=None, value=None, eof=False):
+                self._o, self._k, self._v, self._eof = offset, key, value, eof
+
+            def error(self):
+                return log.ck.KafkaError(log.ck.KafkaError._PARTITION_EOF) if self._eof else None
+
+            def offset(self):
+                return self._o
+
+            def key(self):
+                return self._k
+
+            def value(self):
+                return self._v
+
+        class Consumer:
+            def get_watermark_offsets(self, tp, timeout):
+                return 0, log.stable
+
+            def assign(self, tps):
+                log.assigned.append(tps[0].offset)
+                self.pending = [Msg(o, k, json.dumps({"batch": b}).encode()) for o, k, b, ok in log.records
+                                if tps[0].offset <= o < log.stable and ok] + [Msg(log.stable, eof=True)]
+
+            def poll(self, timeout):
+                return self.pending.pop(0) if self.pending else None
+
+            def close(self):
+                pass
+
+        return Consumer()
+
+
+def test_kafka_marker_scan_reads_on_from_where_the_last_one_ended(monkeypatch):
+    """A kept sink's scan after its partition moved (or its producer broke) reads the markers written since its last
+    scan, not the marker topic from its start: the read_committed read stopped at the last stable offset, below which
+    every committed record was delivered, and markers are never rewritten. A sink made anew reads it whole."""
+    import confluent_kafka as ck
+
+    from etl.components.sinks.kafka.build import KafkaSink
+
+    log = MarkerLog(ck)
+    monkeypatch.setattr(ck, "Consumer", log.consumer)
+    monkeypatch.setattr(KafkaSink, "_ensure_marker_topic", lambda self: None)
+    _, spec, ctx = _kafka()
+    mine, other = b"p/out/q.p0/r1", b"p/out/q.p1/r1"
+    for b in range(3):
+        log.add(mine, b)
+        log.add(other, b)
+    sink = KafkaSink(spec, ctx)
+    assert sink._scan_markers() == 2 and log.assigned == [0]
+    assert sink._scan_markers() == 2 and log.assigned == [0]  # nothing written since: no read
+    log.add(other, 3)
+    log.add(mine, 4, committed=False)  # aborted: never read
+    log.add(mine, 3)
+    assert sink._scan_markers() == 3 and log.assigned == [0, 12]
+    log.add(other, 4)
+    log.add(mine, 5, committed=False)
+    log.high += 2  # another partition's transaction still open: the read stops at the last stable offset ...
+    assert sink._scan_markers() == 3 and log.assigned == [0, 12, 18]
+    log.add(mine, 5)  # ... and the next one reads on from there
+    assert sink._scan_markers() == 5 and log.assigned == [0, 12, 18, 20]
+    assert KafkaSink(spec, ctx)._scan_markers() == 5 and log.assigned[-1] == 0  # a new sink: the whole topic
+    log.records, log.high, log.stable = [(0, mine, 0, True)], 2, 2  # the topic made anew: read whole again
+    assert sink._scan_markers() == 0 and log.assigned[-1] == 0
+
+
 def _committed_values(bootstrap: str, topic: str) -> list[str]:
     """What a read_committed consumer of the topic (one partition) reads, to its end."""
     import confluent_kafka as ck
