@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -317,6 +318,167 @@ def test_kafka_kept_sink_given_a_later_batch_makes_its_producer_anew_before_writ
     checkin(a, key, ok=True)
     kept, key = checkout(cls, spec, ctx)  # the batch after: its producer, no marker read
     assert kept is a and _write(kept, 5).rows == 3 and (broker.producers, broker.scans) == (3, 3)
+
+
+@pytest.fixture()
+def made(broker, monkeypatch):
+    """The sink's own _make_producer, its clients counted: reachability checks, reads of the topic's limit, and the
+    settings of each producer made (a FakeProducer of `broker`)."""
+    import confluent_kafka as ck
+
+    from etl.components.sinks.kafka import build
+
+    monkeypatch.undo()  # (the broker fixture's _make_producer and _scan_markers replaced again below)
+    seen: dict[str, Any] = {"checks": [], "limits": [], "confs": []}  # init: the next producer's init_transactions
+    monkeypatch.setattr(build.KafkaSink, "_scan_markers", lambda self: broker.last(self._marker_key()))
+    monkeypatch.setattr(build, "check_reachable", lambda bootstrap, timeout, conf: seen["checks"].append(1))
+    monkeypatch.setattr(build.KafkaSink, "_topic_max_message", lambda self: seen["limits"].append(1) or 1_000_000)
+
+    def producer(conf):
+        seen["confs"].append(conf)
+        p = FakeProducer(broker)
+        p.init_transactions, seen["init"] = seen.get("init") or (lambda timeout: None), None
+        return p
+
+    monkeypatch.setattr(ck, "Producer", producer)
+    return seen
+
+
+def test_kafka_moved_partition_makes_its_producer_anew_without_checking_the_broker_again(made, broker):
+    """A partition back on the worker that wrote it before (partition 0's batches 2 and 3 went to worker B): its
+    producer is made anew (init_transactions fences B's) but neither the reachability check nor the topic's limit is
+    asked again; a producer dropped after an error is (its new one is checked as the first was)."""
+    cls, spec, ctx = _kafka()
+    a, key = checkout(cls, spec, ctx)
+    assert _write(a, 0).rows == 3 and _write(a, 1).rows == 3
+    checkin(a, key, ok=True)
+    b = cls(spec, ctx)
+    assert _write(b, 2).rows == 3 and _write(b, 3).rows == 3
+    assert (broker.producers, len(made["checks"]), len(made["limits"])) == (2, 2, 2)
+    a2, key = checkout(cls, spec, ctx)
+    assert a2 is a and _write(a, 4).rows == 3
+    assert (broker.producers, len(made["checks"]), len(made["limits"])) == (3, 2, 2)
+    assert a.producer.epoch == broker.epoch and a._limit == 1_000_000
+    # b, given batch 5 after a fenced it: made anew without checks too; then fenced in the middle of batch 6 (a
+    # took the partition again): the producer dropped on its error, the next one checked
+    assert _write(b, 5).rows == 3 and (broker.producers, len(made["checks"])) == (4, 2)
+    a._drop_producer(moved=True)
+    a._producer()
+    res = _write(b, 6)  # fenced at produce: dropped, checked, made anew, markers read: not there, written
+    assert (res.rows, res.retries) == (3, 1) and (broker.producers, len(made["checks"]), len(made["limits"])) == \
+        (6, 3, 3)
+    assert [m for _, m in broker.markers] == [0, 1, 2, 3, 4, 5, 6]
+    assert _values(broker) == sorted(f"v{n}-{i}" for n in range(7) for i in range(3))
+    # batch 7 on a third worker; batch 8 back on b, whose producer made anew fails init_transactions (the broker
+    # went down): the producer after it is checked first
+    import confluent_kafka as ck
+
+    assert _write(cls(spec, ctx), 7).rows == 3 and len(made["checks"]) == 4
+
+    def down(timeout):
+        raise ck.KafkaException(ck.KafkaError(ck.KafkaError._TIMED_OUT, "init_transactions timed out"))
+
+    made["init"] = down
+    assert _write(b, 8).rows == 3 and (broker.producers, len(made["checks"])) == (9, 5)
+    assert [m for _, m in broker.markers] == list(range(9))
+
+
+def test_kafka_sink_clients_connect_to_every_broker_unless_the_options_say(made, broker):
+    """enable.sparse.connections off: a new producer's init_transactions found its coordinator unconnected and
+    waited librdkafka's 500 ms timer about one time in two (see _client_conf); the options still decide."""
+    cls, spec, ctx = _kafka()
+    assert _write(cls(spec, ctx), 0).rows == 3
+    assert made["confs"][-1]["enable.sparse.connections"] is False
+    assert made["confs"][-1]["transactional.id"] == "etl.p.out.p0"
+    spec = spec.model_copy(update={"options": {"enable.sparse.connections": "true"}})
+    assert _write(cls(spec, ctx), 1).rows == 3
+    assert made["confs"][-1]["enable.sparse.connections"] == "true"
+
+
+class MarkerLog:
+    """The marker topic as a read_committed consumer of confluent-kafka sees it: records (offset, key, batch) below
+    the last stable offset `stable`, which is also its high watermark (librdkafka's ListOffsets asks with the
+    consumer's isolation level); the log's own end `high` may be above it (a transaction still open). Each
+    consumer's assign offset is recorded."""
+
+    def __init__(self, ck):
+        self.ck, self.records, self.stable, self.high, self.assigned = ck, [], 0, 0, []
+
+    def add(self, key: bytes, batch: int, committed: bool = True) -> None:
+        self.records.append((self.high, key, batch, committed))
+        self.high += 2  # the record and its transaction's control record
+        if committed:
+            self.stable = self.high
+
+    def consumer(self, conf):
+        log = self
+
+        class Msg:
+            def __init__(self, offset, key=None, value=None, eof=False):
+                self._o, self._k, self._v, self._eof = offset, key, value, eof
+
+            def error(self):
+                return log.ck.KafkaError(log.ck.KafkaError._PARTITION_EOF) if self._eof else None
+
+            def offset(self):
+                return self._o
+
+            def key(self):
+                return self._k
+
+            def value(self):
+                return self._v
+
+        class Consumer:
+            def get_watermark_offsets(self, tp, timeout):
+                return 0, log.stable
+
+            def assign(self, tps):
+                log.assigned.append(tps[0].offset)
+                self.pending = [Msg(o, k, json.dumps({"batch": b}).encode()) for o, k, b, ok in log.records
+                                if tps[0].offset <= o < log.stable and ok] + [Msg(log.stable, eof=True)]
+
+            def poll(self, timeout):
+                return self.pending.pop(0) if self.pending else None
+
+            def close(self):
+                pass
+
+        return Consumer()
+
+
+def test_kafka_marker_scan_reads_on_from_where_the_last_one_ended(monkeypatch):
+    """A kept sink's scan after its partition moved (or its producer broke) reads the markers written since its last
+    scan, not the marker topic from its start: the read_committed read stopped at the last stable offset, below which
+    every committed record was delivered, and markers are never rewritten. A sink made anew reads it whole."""
+    import confluent_kafka as ck
+
+    from etl.components.sinks.kafka.build import KafkaSink
+
+    log = MarkerLog(ck)
+    monkeypatch.setattr(ck, "Consumer", log.consumer)
+    monkeypatch.setattr(KafkaSink, "_ensure_marker_topic", lambda self: None)
+    _, spec, ctx = _kafka()
+    mine, other = b"p/out/q.p0/r1", b"p/out/q.p1/r1"
+    for b in range(3):
+        log.add(mine, b)
+        log.add(other, b)
+    sink = KafkaSink(spec, ctx)
+    assert sink._scan_markers() == 2 and log.assigned == [0]
+    assert sink._scan_markers() == 2 and log.assigned == [0]  # nothing written since: no read
+    log.add(other, 3)
+    log.add(mine, 4, committed=False)  # aborted: never read
+    log.add(mine, 3)
+    assert sink._scan_markers() == 3 and log.assigned == [0, 12]
+    log.add(other, 4)
+    log.add(mine, 5, committed=False)
+    log.high += 2  # another partition's transaction still open: the read stops at the last stable offset ...
+    assert sink._scan_markers() == 3 and log.assigned == [0, 12, 18]
+    log.add(mine, 5)  # ... and the next one reads on from there
+    assert sink._scan_markers() == 5 and log.assigned == [0, 12, 18, 20]
+    assert KafkaSink(spec, ctx)._scan_markers() == 5 and log.assigned[-1] == 0  # a new sink: the whole topic
+    log.records, log.high, log.stable = [(0, mine, 0, True)], 2, 2  # the topic made anew: read whole again
+    assert sink._scan_markers() == 0 and log.assigned[-1] == 0
 
 
 def _committed_values(bootstrap: str, topic: str) -> list[str]:
