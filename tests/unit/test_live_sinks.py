@@ -295,16 +295,22 @@ def test_kafka_sink_with_an_open_transaction_is_not_kept(broker):
     assert len(LIVE) == 0 and sink.producer is None  # closed: its transaction aborted
 
 
-def test_kafka_kept_sink_given_a_later_batch_makes_its_producer_anew_before_writing(broker):
-    """The partition's batches 2 and 3 went to worker B meanwhile: A's kept producer was fenced by B's. A's sink,
-    given batch 4 (not the one after its last, 1), makes its producer anew (which fences B's) and reads the markers,
-    instead of first failing a fenced transaction and retrying."""
-    cls, spec, ctx = _kafka()
+def _moved_away(cls: Any, spec: Any, ctx: Any) -> tuple[Any, Any]:
+    """Partition 0's batches 0 and 1 written by worker A's kept sink, then 2 and 3 by worker B's: (A's, B's)."""
     a, key = checkout(cls, spec, ctx)
     assert _write(a, 0).rows == 3 and _write(a, 1).rows == 3
     checkin(a, key, ok=True)
     b = cls(spec, ctx)
     assert _write(b, 2).rows == 3 and _write(b, 3).rows == 3
+    return a, b
+
+
+def test_kafka_kept_sink_given_a_later_batch_makes_its_producer_anew_before_writing(broker):
+    """The partition's batches 2 and 3 went to worker B meanwhile: A's kept producer was fenced by B's. A's sink,
+    given batch 4 (not the one after its last, 1), makes its producer anew (which fences B's) and reads the markers,
+    instead of first failing a fenced transaction and retrying."""
+    cls, spec, ctx = _kafka()
+    a, b = _moved_away(cls, spec, ctx)
     fenced = a.producer
     assert fenced.fenced() and (broker.producers, broker.scans) == (2, 2)
     a2, key = checkout(cls, spec, ctx)
@@ -349,11 +355,7 @@ def test_kafka_moved_partition_makes_its_producer_anew_without_checking_the_brok
     producer is made anew (init_transactions fences B's) but neither the reachability check nor the topic's limit is
     asked again; a producer dropped after an error is (its new one is checked as the first was)."""
     cls, spec, ctx = _kafka()
-    a, key = checkout(cls, spec, ctx)
-    assert _write(a, 0).rows == 3 and _write(a, 1).rows == 3
-    checkin(a, key, ok=True)
-    b = cls(spec, ctx)
-    assert _write(b, 2).rows == 3 and _write(b, 3).rows == 3
+    a, b = _moved_away(cls, spec, ctx)
     assert (broker.producers, len(made["checks"]), len(made["limits"])) == (2, 2, 2)
     a2, key = checkout(cls, spec, ctx)
     assert a2 is a and _write(a, 4).rows == 3
