@@ -120,7 +120,7 @@ class Turns:
     @contextlib.contextmanager
     def turn(self, job: str, give_up: Callable[[], bool]) -> Iterator[None]:
         """The body runs once `job`'s batch holds a turn, or once `give_up()` (the caller checks why)."""
-        held = _Held(self, job, give_up, self.ask(job))
+        held = _Held(self, give_up, self.ask(job))
         try:
             self.wait(held.ticket, give_up)
             _local.held = held
@@ -133,7 +133,6 @@ class Turns:
 @dataclass
 class _Held:
     turns: Turns
-    job: str
     give_up: Callable[[], bool]
     ticket: Ticket
 
@@ -150,5 +149,5 @@ def pause(seconds: float) -> None:
         return
     held.turns.done(held.ticket)
     time.sleep(seconds)
-    held.ticket = held.turns.ask(held.job, counted=False)  # the same batch: counted once
+    held.ticket = held.turns.ask(held.ticket.job, counted=False)  # the same batch: counted once
     held.turns.wait(held.ticket, held.give_up)  # (a stop: the batch goes on without, to its end)

@@ -118,7 +118,7 @@ def test_jvm_indices_give_the_python_sources_rows(spark, schema):
     opts = spec_options(edge_source(25_001, **({"schema": schema} if schema else {})))
     register_data_source(spark, GeneratorDataSource)
     old = spark.read.format(NAME).option("spec", json.dumps(opts)).option("partitions", "3").load()
-    new = indexed_events(spark, spark.read, opts, "3")
+    new = indexed_events(spark.read, opts, "3")
     assert new.schema == old.schema
     assert new.rdd.getNumPartitions() == old.rdd.getNumPartitions() == 3
     got, want = new.collect(), old.collect()

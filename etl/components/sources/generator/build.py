@@ -29,7 +29,7 @@ def build(ctx: Any, node: Any) -> Any:
         raise CompileError(f"generator '{node.id}': {e}", node, "fields", code="E406") from None
     parallelism = str(max(1, ctx.spark.sparkContext.defaultParallelism))
     if ctx.built_with(node, "offsets") == "index-jvm":
-        df = indexed_events(ctx.spark, ctx.spark.readStream, opts, parallelism)
+        df = indexed_events(ctx.spark.readStream, opts, parallelism)
     else:
         register_data_source(ctx.spark, GeneratorDataSource)
         df = (ctx.spark.readStream.format(NAME).option("spec", json.dumps(opts))
@@ -39,7 +39,7 @@ def build(ctx: Any, node: Any) -> Any:
     return df
 
 
-def indexed_events(spark: Any, reader: Any, opts: dict[str, Any], partitions: str) -> Any:
+def indexed_events(reader: Any, opts: dict[str, Any], partitions: str) -> Any:
     """The events of GeneratorIndex.java's indices read by `reader` (spark.readStream or spark.read): the columns
     and types the Python data source declares (its schema), made by the same numpy code."""
     from pyspark.sql.pandas.types import to_arrow_schema
